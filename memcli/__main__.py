@@ -1,0 +1,5 @@
+"""``python -m memcli``."""
+
+from memcli.cli import main
+
+main()

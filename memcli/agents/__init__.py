@@ -1,0 +1,1 @@
+"""Agent-facing formats: the context block, hook payloads, transcripts, rule files."""

@@ -1,0 +1,92 @@
+"""The command line: ``main`` runs the typer app and turns every outcome into an exit status.
+
+Errors become exits here and nowhere else (STYLE.md habit 3): a ``MemcliError`` prints
+one line (or the JSON envelope) and exits with its documented status; a usage error
+exits 2; anything unexpected prints one line, writes the traceback to
+``.cache/last-error.log`` in the workspace (or the terminal with ``MEMCLI_DEBUG=1``)
+and exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: Commands that must never fail an agent's session: they exit 0 whatever happens.
+NEVER_FAIL = ("context",)
+
+
+def _command_name(argv: list[str]) -> str:
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-w", "--workspace", "--actor"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return "memcli"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``memcli`` console script.
+
+    Args:
+        argv: arguments without the program name (default ``sys.argv[1:]``).
+    """
+    import typer
+
+    from memcli.cli import output
+    from memcli.errors import MemcliError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    head = args[: args.index("--")] if "--" in args else args
+    output.STATE.json = "--json" in head
+    output.STATE.command = _command_name(head)
+    never_fail = output.STATE.command in NEVER_FAIL
+    status = 0
+    try:
+        from memcli.cli.app import app
+
+        result = app(args=args, prog_name="memcli", standalone_mode=False)
+        status = result if isinstance(result, int) else 0
+    except MemcliError as err:
+        output.error(err.code, err.message, err.hint, err.exit_code)
+        status = err.exit_code
+    except typer.Exit as err:
+        status = err.exit_code
+    except typer.Abort:
+        print("memcli: aborted", file=sys.stderr)
+        status = 130
+    except typer.TyperException as err:
+        output.error("usage", getattr(err, "format_message", err.__str__)(), "see `memcli --help` or `memcli COMMAND --help`", 2)
+        status = 2
+    except KeyboardInterrupt:
+        print("memcli: interrupted", file=sys.stderr)
+        status = 130
+    except Exception as err:  # noqa: BLE001 - the one place that turns bugs into exit 1
+        where = _log_traceback()
+        output.error("internal", f"internal error: {type(err).__name__}: {err}",
+                     f"details in {where}" if where else "run again with MEMCLI_DEBUG=1 for the traceback", 1)
+        status = 1
+    if never_fail and status not in (0, 2):
+        status = 0
+    sys.stdout.flush()
+    sys.exit(status)
+
+
+def _log_traceback() -> str | None:
+    import traceback
+
+    if os.environ.get("MEMCLI_DEBUG"):
+        traceback.print_exc()
+        return None
+    try:
+        from memcli.store.workspace import find_root
+
+        path = find_root(os.environ.get("MEMCLI_WORKSPACE")) / ".cache" / "last-error.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(traceback.format_exc(), encoding="utf-8")
+        return str(path)
+    except Exception:  # noqa: BLE001 - best effort only
+        return None

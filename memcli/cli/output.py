@@ -1,0 +1,95 @@
+"""Turning results and errors into output: the ``--json`` envelope, tables, stderr lines.
+
+The envelope (version ``memcli/v1``, pinned by ``tests/test_cli_contract.py``)::
+
+    {"schema": "memcli/v1", "command": "recall", "ok": true, "data": {...}, "warnings": []}
+    {"schema": "memcli/v1", "command": "recall", "ok": false,
+     "error": {"code": "memory_not_found", "message": "...", "hint": "...", "exit": 4}, "warnings": []}
+
+Data goes to stdout, messages to stderr (SPEC.md section 4). rich renders tables only
+when stdout is a terminal; otherwise rows are plain tab-separated lines, and rich is
+never imported (it costs tens of milliseconds on the hot path).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "memcli/v1"
+
+
+@dataclass
+class State:
+    """Per-process output settings, filled in by ``main`` before the command runs."""
+
+    json: bool = False
+    command: str = "memcli"
+    warnings: list[str] = field(default_factory=list)
+
+
+STATE = State()
+
+
+def warn(message: str) -> None:
+    """A warning: on stderr now (text mode) or in the envelope's ``warnings`` (JSON mode)."""
+    if STATE.json:
+        STATE.warnings.append(message)
+    else:
+        print(f"memcli: warning: {message}", file=sys.stderr)
+
+
+def emit(data: Any, text: str | None = None) -> None:
+    """Print a command's result: the envelope in JSON mode, else ``text`` (if any)."""
+    if STATE.json:
+        envelope = {"schema": SCHEMA, "command": STATE.command, "ok": True, "data": data,
+                    "warnings": STATE.warnings}
+        sys.stdout.write(json.dumps(envelope, ensure_ascii=False, default=str) + "\n")
+    elif text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def error(code: str, message: str, hint: str | None, exit_code: int) -> None:
+    """Print an error: the envelope on stdout in JSON mode, else one line on stderr."""
+    if STATE.json:
+        envelope = {"schema": SCHEMA, "command": STATE.command, "ok": False,
+                    "error": {"code": code, "message": message, "hint": hint, "exit": exit_code},
+                    "warnings": STATE.warnings}
+        sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+    else:
+        line = f"{message}; {hint}" if hint else message
+        print(f"memcli: error: {line}", file=sys.stderr)
+
+
+def is_terminal() -> bool:
+    """True when stdout is an interactive terminal."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def one_line(text: str, width: int = 100) -> str:
+    """The text on one line, shortened to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    """Print rows: a rich table on a terminal, else tab-separated lines (no header)."""
+    if not is_terminal():
+        for row in rows:
+            sys.stdout.write("\t".join(one_line(c, 400) for c in row) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table(title=title, title_justify="left", show_lines=False)
+    for column in columns:
+        grid.add_column(column, overflow="fold")
+    for row in rows:
+        grid.add_row(*(Text(c) for c in row))  # Text: memory text is never read as markup
+    Console().print(grid)

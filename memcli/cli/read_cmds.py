@@ -1,0 +1,175 @@
+"""Commands that read: recall, list, show, review, log, context, doctor."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.output import emit, one_line, table, warn
+
+ScopeF = Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Read only these scopes; repeatable.")]
+StatusF = Annotated[Optional[list[str]], typer.Option("--status", help="Statuses to include (default active).")]
+CategoryF = Annotated[Optional[str], typer.Option("--category", "-c", help="Only this category.")]
+TagF = Annotated[Optional[str], typer.Option("--tag", "-t", help="Only memories with this tag.")]
+SubjectF = Annotated[Optional[str], typer.Option("--subject", help="Only this subject.")]
+ExpiredF = Annotated[bool, typer.Option("--include-expired", help="Include memories past their expireAt.")]
+LimitF = Annotated[int, typer.Option("--limit", "-n", help="At most this many results (top-k).")]
+
+
+def _filters(scope, status, category, tag, subject, include_expired, limit):  # noqa: ANN001
+    from memcli.service.read import Filters
+
+    return Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
+                   include_expired=include_expired, limit=limit)
+
+
+def _row(memory, now) -> list[str]:  # noqa: ANN001
+    status = memory.status + (" (expired)" if memory.is_expired(now) else "")
+    return [memory.id, memory.scope, memory.category, status, one_line(memory.text)]
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="Words to search for (a regular expression with --grep).")],
+    fuzzy: Annotated[bool, typer.Option("--fuzzy", help="Approximate matching (typos).")] = False,
+    grep: Annotated[bool, typer.Option("--grep", help="Treat QUERY as a regular expression.")] = False,
+    scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
+    subject: SubjectF = None, include_expired: ExpiredF = False, limit: LimitF = 10, json_: JsonOpt = False,
+) -> None:
+    """Search memories in your scopes: ranked by default, --fuzzy or --grep."""
+    from memcli.service.read import check_mode, recall as do_recall
+
+    context = ctx()
+    mode = check_mode(fuzzy, grep)
+    hits = do_recall(context, query, _filters(scope, status, category, tag, subject, include_expired, limit), mode)
+    flush_warnings(context)
+    data = {"query": query, "mode": mode, "hits": [
+        {**h.memory.to_dict(context.now), "score": round(h.score, 4), "match": h.match} for h in hits]}
+    emit(data)
+    if not data["hits"] and not _json():
+        print(f"no memories match {query!r}", file=sys.stderr)
+    elif not _json():
+        table(f"recall {query!r}", ["id", "scope", "category", "status", "text"],
+              [_row(h.memory, context.now) for h in hits])
+
+
+@app.command("list")
+def list_(
+    scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
+    subject: SubjectF = None, include_expired: ExpiredF = False, limit: LimitF = 100, json_: JsonOpt = False,
+) -> None:
+    """List memories in your scopes, newest first (active and unexpired unless told otherwise)."""
+    from memcli.service.read import list_memories
+
+    context = ctx()
+    memories = list_memories(context, _filters(scope, status, category, tag, subject, include_expired, limit))
+    flush_warnings(context)
+    emit({"memories": [m.to_dict(context.now) for m in memories]})
+    if not _json():
+        table("memories", ["id", "scope", "category", "status", "text"], [_row(m, context.now) for m in memories])
+
+
+@app.command()
+def show(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix (4+ characters).")],
+    json_: JsonOpt = False,
+) -> None:
+    """Show one memory, whatever its status; expired and superseded ones are marked."""
+    from memcli.service.read import show as do_show
+
+    context = ctx()
+    shown = do_show(context, memory_id)
+    flush_warnings(context)
+    memory = shown.memory
+    notes = [f"# status: {memory.status}" + (" (expired)" if shown.expired else "")]
+    if memory.superseded_by:
+        notes.append(f"# superseded by: {', '.join(memory.superseded_by)}")
+    if memory.supersedes:
+        notes.append(f"# supersedes: {', '.join(memory.supersedes)}")
+    notes.append(f"# file: {memory.path}")
+    emit(shown.to_dict(), "\n".join(notes) + "\n" + shown.raw)
+
+
+@app.command()
+def review(json_: JsonOpt = False) -> None:
+    """List memories waiting for review, with their provenance."""
+    from memcli.service.read import review_queue
+
+    context = ctx()
+    pending = review_queue(context)
+    flush_warnings(context)
+    emit({"pending": [m.to_dict(context.now) for m in pending]})
+    if not _json():
+        if not pending:
+            print("nothing waits for review", file=sys.stderr)
+            return
+        table("pending review", ["id", "scope", "source", "actor", "run", "text"], [
+            [m.id, m.scope, m.provenance.source_type, m.provenance.actor, m.provenance.run_id or "",
+             one_line(m.text)] for m in pending])
+
+
+@app.command()
+def log(
+    memory_id: Annotated[Optional[str], typer.Argument(metavar="[ID]", help="Only commits about this memory.")] = None,
+    limit: LimitF = 50, json_: JsonOpt = False,
+) -> None:
+    """The audit trail: memcli's commits (operation, memory, actor, run, time, commit)."""
+    from memcli.service.read import log as do_log
+
+    context = ctx()
+    entries = do_log(context, memory_id, limit)
+    flush_warnings(context)
+    emit({"entries": [e.to_dict() for e in entries]})
+    if not _json():
+        table("memcli log", ["commit", "time", "op", "id", "scope", "actor", "run"], [
+            [e.commit[:10], e.at, e.trailers.get("op", ""), e.trailers.get("id", ""), e.trailers.get("scope", ""),
+             e.trailers.get("actor", e.author), e.trailers.get("run", "")] for e in entries])
+
+
+@app.command()
+def context(
+    query: Annotated[Optional[str], typer.Option("--query", "-q", help="Pull memories about this forward.")] = None,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Characters at most (default 8000).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text, markdown or json.")] = "text",
+    json_: JsonOpt = False,
+) -> None:
+    """Print the context block for an agent's session. Never fails: problems go to stderr, exit 0."""
+    from memcli.errors import MemcliError
+
+    try:
+        from memcli.service.read import context as build
+
+        ctx_ = ctx()
+        block = build(ctx_, query, budget, fmt)
+        flush_warnings(ctx_)
+    except MemcliError as err:
+        warn(f"no context: {err.line()}")
+        emit({"text": "", "included": [], "omitted": 0})
+        return
+    emit({"text": block.text, "included": block.included, "omitted": block.omitted}, block.text or None)
+
+
+@app.command()
+def doctor(json_: JsonOpt = False) -> None:
+    """Report memory files that cannot be served (path, line, reason). Exit 11 if there are any."""
+    from memcli.service.read import doctor as do_doctor
+
+    context = ctx()
+    problems = do_doctor(context)
+    emit({"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems]})
+    if not _json():
+        for problem in problems:
+            print(problem.line(), file=sys.stderr)
+        if not problems:
+            print("all memory files are readable", file=sys.stderr)
+    if problems:
+        raise typer.Exit(11)
+
+
+def _json() -> bool:
+    from memcli.cli.output import STATE
+
+    return STATE.json

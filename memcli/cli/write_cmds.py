@@ -1,0 +1,141 @@
+"""Commands that write: init, remember, supersede, approve, reject, forget."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.output import emit, warn
+
+Scope = Annotated[Optional[str], typer.Option("--scope", "-s", help="global, project, user:NAME, agent:NAME, …")]
+Category = Annotated[Optional[str], typer.Option("--category", "-c", help="preference, fact, decision, procedure, …")]
+Subject = Annotated[Optional[str], typer.Option("--subject", help="Conflict key: one active memory per scope and subject.")]
+Importance = Annotated[Optional[int], typer.Option("--importance", "-i", help="1 (low) to 5 (high); default 3.")]
+Tags = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A label; repeat for several.")]
+Paths = Annotated[Optional[list[str]], typer.Option("--path", help="A file glob the memory is about; repeatable.")]
+Ttl = Annotated[Optional[str], typer.Option("--ttl", help="Time to live: 30d, 12h, 2w, 1y.")]
+ExpireAt = Annotated[Optional[str], typer.Option("--expire-at", help="Expiry: a date (00:00 UTC) or RFC 3339 time.")]
+Source = Annotated[str, typer.Option("--source-type", help="user_said, tool_result, model_derived, admin_edit.")]
+RunId = Annotated[Optional[str], typer.Option("--run-id", help="Session or run that produced it (provenance).")]
+IdemKey = Annotated[Optional[str], typer.Option("--idempotency-key", help="A repeat with the same key writes nothing.")]
+Pinned = Annotated[bool, typer.Option("--pinned", help="Always inject it first in `context`.")]
+OnConflict = Annotated[Optional[str], typer.Option(
+    "--on-conflict", help="When the subject is held: supersede (default) or fail.")]
+
+
+def _read_text(text: str) -> str:
+    if text == "-":
+        if sys.stdin.isatty():
+            warn("reading the memory text from stdin; end with Ctrl-D")
+        return sys.stdin.read()
+    return text
+
+
+def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, source_type, run_id,  # noqa: ANN001
+             idempotency_key, pinned, on_conflict):
+    from memcli.errors import UsageProblem
+    from memcli.service.write import WriteOptions
+
+    if on_conflict not in (None, "supersede", "fail"):
+        raise UsageProblem(f"invalid --on-conflict {on_conflict!r}", hint="use supersede or fail")
+    return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,
+                        tags=tags or [], paths=paths or [], ttl=ttl, expire_at=expire_at, source_type=source_type,
+                        run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict)
+
+
+def _report(context, result) -> None:  # noqa: ANN001
+    flush_warnings(context)
+    for message in result.warnings:
+        warn(message)
+    emit(result.to_dict(context.now), result.message)
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="Folder for the workspace (default: here).")] = Path("."),
+    hidden: Annotated[bool, typer.Option("--hidden", help="Keep it in PATH/.memcli/ inside a project.")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Create a workspace: memcli.toml, memories/, a git repository when PATH is not in one."""
+    from memcli.service.write import init as do_init
+
+    root, created, commit = do_init(path, hidden)
+    text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
+    emit({"root": str(root), "created": created, "commit": commit}, text)
+
+
+@app.command()
+def remember(
+    text: Annotated[str, typer.Argument(help="The memory text; '-' reads it from stdin.")],
+    scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
+    tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
+    source_type: Source = "user_said", run_id: RunId = None, idempotency_key: IdemKey = None,
+    pinned: Pinned = False, on_conflict: OnConflict = None, json_: JsonOpt = False,
+) -> None:
+    """Write a memory through the gates: validation, secrets, idempotency, duplicates, conflict, review."""
+    from memcli.service.write import remember as do_remember
+
+    context = ctx()
+    opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
+                    idempotency_key, pinned, on_conflict)
+    _report(context, do_remember(context, _read_text(text), opts))
+
+
+@app.command()
+def supersede(
+    old: Annotated[str, typer.Argument(help="Id (or unique prefix) of the active memory to replace.")],
+    text: Annotated[str, typer.Argument(help="The replacement text; '-' reads stdin.")],
+    scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
+    tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
+    source_type: Source = "user_said", run_id: RunId = None, idempotency_key: IdemKey = None,
+    pinned: Pinned = False, json_: JsonOpt = False,
+) -> None:
+    """Replace a memory: write the new one and mark the old superseded, linked both ways, in one commit."""
+    from memcli.service.write import supersede as do_supersede
+
+    context = ctx()
+    opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
+                    idempotency_key, pinned, None)
+    _report(context, do_supersede(context, old, _read_text(text), opts))
+
+
+@app.command()
+def approve(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix of a pending memory.")],
+    reason: Annotated[Optional[str], typer.Option("--reason", help="Why (kept in review.reason).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Approve a memory waiting in review: it becomes active."""
+    from memcli.service.write import approve as do_approve
+
+    context = ctx()
+    _report(context, do_approve(context, memory_id, reason))
+
+
+@app.command()
+def reject(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix of a pending memory.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is rejected (required).")] = "",
+    json_: JsonOpt = False,
+) -> None:
+    """Reject a memory waiting in review, with a reason."""
+    from memcli.service.write import reject as do_reject
+
+    context = ctx()
+    _report(context, do_reject(context, memory_id, reason))
+
+
+@app.command()
+def forget(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix of an active memory.")],
+    json_: JsonOpt = False,
+) -> None:
+    """Archive a memory (soft, reversible): it is no longer served; the file and history stay."""
+    from memcli.service.write import forget as do_forget
+
+    context = ctx()
+    _report(context, do_forget(context, memory_id))

@@ -1,0 +1,166 @@
+"""Errors a user can cause, each with a stable code and exit status.
+
+One class per condition (STYLE.md habit 4). The exit-code table below is frozen: a
+status, once published, is never renumbered; new conditions take new numbers. The
+README's exit-code table is generated from ``EXIT_CODES`` and a test keeps them equal.
+
+Every message is one line a person can act on: what is wrong, and what to try next.
+"""
+
+from __future__ import annotations
+
+#: Exit statuses, frozen. ``(status, meaning)``; the CLI and the docs read this table.
+EXIT_CODES: dict[int, str] = {
+    0: "success (including a no-op such as an exact duplicate or a repeated idempotency key)",
+    1: "internal error (a bug: run again with MEMCLI_DEBUG=1 and report the traceback)",
+    2: "usage error: unknown option, missing argument, bad option value",
+    3: "no workspace found, or the workspace is not usable",
+    4: "memory not found (unknown id, or not visible in your scopes)",
+    5: "validation failed: a scope, category, id, date, size or text is not acceptable",
+    6: "sensitive data (a secret or personal number) refused by the write gate",
+    7: "conflict: an ambiguous id prefix, or a subject already held by an active memory",
+    8: "review gate refused the action (self-approval, not pending, wrong status)",
+    9: "locked: the workspace lock or git's index.lock is held by another process",
+    10: "git failed (the files were restored; nothing was written)",
+    11: "a memory file cannot be parsed (path, line and reason are given)",
+}
+
+
+class MemcliError(Exception):
+    """Base class for every error a user can cause.
+
+    Attributes:
+        code: stable machine-readable name (``snake_case``), used in the ``--json``
+            error envelope.
+        exit_code: process exit status, a key of ``EXIT_CODES``.
+    """
+
+    code = "error"
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        """Args: message: what is wrong; hint: the next command or step to try."""
+        self.message = message
+        self.hint = hint
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """The one-line form: ``message; hint`` (hint optional)."""
+        return f"{self.message}; {self.hint}" if self.hint else self.message
+
+
+class UsageProblem(MemcliError):
+    """An option or argument is malformed in a way the parser could not catch."""
+
+    code = "usage"
+    exit_code = 2
+
+
+class WorkspaceNotFound(MemcliError):
+    """No ``memcli.toml`` in the given path, ``$MEMCLI_WORKSPACE`` or any parent."""
+
+    code = "workspace_not_found"
+    exit_code = 3
+
+
+class WorkspaceInvalid(MemcliError):
+    """The workspace exists but cannot be used (bad ``memcli.toml``, not writable)."""
+
+    code = "workspace_invalid"
+    exit_code = 3
+
+
+class MemoryNotFound(MemcliError):
+    """No memory with that id (or prefix) is visible in the caller's scopes."""
+
+    code = "memory_not_found"
+    exit_code = 4
+
+
+class ValidationFailed(MemcliError):
+    """A value fails the schema of SPEC.md section 2 or the validation gate (section 3)."""
+
+    code = "validation_failed"
+    exit_code = 5
+
+
+class ScopeViolation(ValidationFailed):
+    """A write or read names a scope the actor may not use (another user's scope)."""
+
+    code = "scope_violation"
+
+
+class SecretDetected(MemcliError):
+    """The sensitive-data gate found a secret; the message names its kind, never its text."""
+
+    code = "secret_detected"
+    exit_code = 6
+
+
+class AmbiguousId(MemcliError):
+    """An id prefix matches more than one memory."""
+
+    code = "ambiguous_id"
+    exit_code = 7
+
+
+class SubjectConflict(MemcliError):
+    """An active memory already holds this scope and subject and the caller asked to fail."""
+
+    code = "subject_conflict"
+    exit_code = 7
+
+
+class ReviewRefused(MemcliError):
+    """The review gate refused: self-approval, or the memory is not in a reviewable state."""
+
+    code = "review_refused"
+    exit_code = 8
+
+
+class WrongStatus(MemcliError):
+    """The memory's status does not allow this action (e.g. forgetting a superseded one)."""
+
+    code = "wrong_status"
+    exit_code = 8
+
+
+class WorkspaceLocked(MemcliError):
+    """Another memcli process held the workspace lock past the wait limit."""
+
+    code = "workspace_locked"
+    exit_code = 9
+
+
+class GitLocked(MemcliError):
+    """git's ``index.lock`` is held (or stale); nothing was committed or left written."""
+
+    code = "git_locked"
+    exit_code = 9
+
+
+class GitFailed(MemcliError):
+    """A git command failed; the files memcli wrote were restored."""
+
+    code = "git_failed"
+    exit_code = 10
+
+
+class InvalidMemoryFile(MemcliError):
+    """A memory file cannot be parsed or fails the schema.
+
+    Attributes:
+        path: the file, relative to the workspace where possible.
+        lineno: 1-based line of the problem, or ``None`` when not known.
+        reason: what is wrong, in a few words.
+    """
+
+    code = "invalid_memory_file"
+    exit_code = 11
+
+    def __init__(self, path: str, reason: str, lineno: int | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.lineno = lineno
+        where = f"{path}:{lineno}" if lineno else path
+        super().__init__(f"{where}: {reason}", hint="fix or remove the file; `memcli doctor` lists every such file")

@@ -1,0 +1,206 @@
+"""Read and rewrite one memory file, round-trip safe. Pure: bytes in, bytes out.
+
+Why not python-frontmatter here: its ``loads`` strips the whole text and its boundary
+pattern (``^-{3,}\\s*$``) swallows blank lines after the fence, so a body would not
+survive byte for byte, and its default YAML loader is YAML 1.1 (``no`` -> False).
+memcli uses python-frontmatter where byte fidelity does not matter (rule files met by
+``import``); memory files go through this module, which:
+
+* accepts UTF-8 with or without BOM, LF or CRLF (SPEC.md section 2; CASES.md F1, F2);
+* parses the YAML with ruamel.yaml in round-trip mode, YAML 1.2 semantics, duplicate
+  keys refused, and reports problems with the file's own line number (F4, F7, F8);
+* rewrites surgically: a changed key's lines are replaced, a new key is appended before
+  the closing fence, everything else (key order, comments, unknown keys, line endings,
+  BOM, the body) is kept byte for byte, so ``git diff`` shows only the changed lines.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memcli.errors import InvalidMemoryFile
+
+BOM = "\ufeff"
+FENCE = "---"
+
+
+@dataclass
+class Document:
+    """A parsed memory file.
+
+    Attributes:
+        meta: the front-matter mapping (a ruamel ``CommentedMap``; ``{}`` if there is none).
+        body: the text after the closing fence, exactly as in the file.
+        newline: ``"\\n"`` or ``"\\r\\n"``, taken from the first line.
+        bom: whether the file started with a UTF-8 byte-order mark.
+        yaml_lines: the front-matter lines between the fences, with their endings.
+        has_front_matter: whether the file had fences at all.
+    """
+
+    meta: Any
+    body: str
+    newline: str = "\n"
+    bom: bool = False
+    yaml_lines: list[str] = field(default_factory=list)
+    has_front_matter: bool = True
+    fences: tuple[str, str] = (FENCE, FENCE)
+
+
+def _yaml():
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def _dumper():
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.representer.add_representer(
+        datetime, lambda r, d: r.represent_scalar("tag:yaml.org,2002:timestamp", _stamp(d)))
+    yaml.representer.add_representer(
+        type(None), lambda r, d: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+    return yaml
+
+
+def _stamp(value: datetime) -> str:
+    from memcli.timeutil import format_instant
+
+    return format_instant(value)
+
+
+def parse(data: bytes, path: str) -> Document:
+    """Parse a memory file's bytes.
+
+    Args:
+        data: the raw file content (from the working tree or from ``git show``).
+        path: the file's path, used only in error messages.
+
+    Raises:
+        InvalidMemoryFile: not UTF-8, an unclosed fence, YAML that does not parse, or
+            front-matter that is empty or not a mapping. ``lineno`` is the file's line.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidMemoryFile(path, f"not UTF-8 text (byte {err.start})") from None
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    if not lines or lines[0].rstrip("\r\n") != FENCE:
+        return Document(meta={}, body=text, newline=newline, bom=bom, has_front_matter=False)
+    close = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") in (FENCE, "...")), None)
+    if close is None:
+        raise InvalidMemoryFile(path, "the front-matter fence '---' is never closed", 1)
+    yaml_lines = lines[1:close]
+    meta = _load_yaml("".join(yaml_lines).replace("\r\n", "\n"), path)
+    return Document(meta=meta, body="".join(lines[close + 1:]), newline=newline, bom=bom, yaml_lines=yaml_lines,
+                    fences=(lines[0].rstrip("\r\n"), lines[close].rstrip("\r\n")))
+
+
+def _load_yaml(source: str, path: str) -> Any:
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        meta = _yaml().load(source)
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        lineno = mark.line + 2 if mark is not None else None  # +1 for the fence, +1 for 1-based
+        reason = (err.problem or err.context or "invalid YAML").strip()
+        if "\t" in source and "'\\t'" in reason:
+            reason += " (tabs are not allowed for indentation or before a comment in YAML)"
+        raise InvalidMemoryFile(path, f"invalid YAML front-matter: {reason}", lineno) from None
+    except YAMLError as err:
+        raise InvalidMemoryFile(path, f"invalid YAML front-matter: {str(err).splitlines()[0]}", 2) from None
+    if meta is None:
+        raise InvalidMemoryFile(path, "the front-matter is empty (remove the fences or add keys)", 1)
+    if not isinstance(meta, dict):
+        kind = "a list" if isinstance(meta, list) else f"a {type(meta).__name__}"
+        raise InvalidMemoryFile(path, f"the front-matter is {kind}, expected a mapping of keys", 2)
+    return meta
+
+
+def line_of(doc: Document, key: str) -> int | None:
+    """The 1-based file line of a top-level front-matter key, or None (for error messages)."""
+    try:
+        return doc.meta.lc.key(key)[0] + 2 + (0 if doc.has_front_matter else -1)
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+def emit(values: dict[str, Any], newline: str = "\n") -> list[str]:
+    """Serialise top-level keys as YAML block lines; lists of scalars in flow style.
+
+    Args:
+        values: keys and values (str, int, bool, None, datetime, list, dict).
+        newline: the line ending of every emitted line.
+    """
+    from ruamel.yaml.comments import CommentedSeq
+
+    def prepare(value: Any) -> Any:
+        if isinstance(value, list) and all(not isinstance(v, (list, dict)) for v in value):
+            seq = CommentedSeq(value)
+            seq.fa.set_flow_style()
+            return seq
+        if isinstance(value, dict):
+            return {k: prepare(v) for k, v in value.items()}
+        return value
+
+    buffer = io.StringIO()
+    _dumper().dump({k: prepare(v) for k, v in values.items()}, buffer)
+    return [line + newline for line in buffer.getvalue().split("\n") if line]
+
+
+def render_new(meta: dict[str, Any], body: str) -> bytes:
+    """The bytes of a new memory file: fences, ``meta`` in order, the body and a final newline."""
+    text = body if body.endswith("\n") else body + "\n"
+    return ("".join([FENCE + "\n", *emit(meta), FENCE + "\n"]) + text).encode("utf-8")
+
+
+def update(doc: Document, changes: dict[str, Any]) -> bytes:
+    """Rewrite a parsed file with some top-level keys changed; all else kept byte for byte.
+
+    Args:
+        doc: the result of :func:`parse` on the current bytes.
+        changes: key -> new value; the value ``None`` removes the key. Keys already
+            present are replaced in place (their whole block of lines); new keys are
+            appended before the closing fence in the order given.
+
+    Returns:
+        The new file bytes, with the original BOM and line endings.
+    """
+    nl = doc.newline
+    lines = list(doc.yaml_lines)
+    keys = list(doc.meta.keys()) if doc.has_front_matter else []
+    starts = {k: doc.meta.lc.key(k)[0] for k in keys} if keys else {}
+    edits: list[tuple[int, int, list[str]]] = []
+    appended: list[str] = []
+    for key, value in changes.items():
+        new_lines = [] if value is None else emit({key: value}, nl)
+        if key in starts:
+            start = starts[key]
+            later = [starts[k] for k in keys if starts[k] > start]
+            end = min(later) if later else len(lines)
+            while end - 1 > start and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+                end -= 1
+            edits.append((start, end, new_lines))
+        else:
+            appended.extend(new_lines)
+    for start, end, new_lines in sorted(edits, reverse=True):
+        lines[start:end] = new_lines
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += nl
+    lines.extend(appended)
+    head = [doc.fences[0] + nl, *lines, doc.fences[1] + nl] if doc.has_front_matter or lines else []
+    text = "".join(head) + doc.body
+    return ((BOM if doc.bom else "") + text).encode("utf-8")

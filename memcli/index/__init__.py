@@ -1,0 +1,77 @@
+"""Search: the retriever interface and the filters every retriever applies (SPEC.md section 5).
+
+A retriever turns a :class:`Query` into ranked :class:`Hit` objects over the memories
+it is given or keeps. Callers (the service) depend on this interface only, so the
+scanning retriever of today can be replaced by an FTS5 index or an embedding retriever
+without changing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from memcli.model import Memory
+from memcli.policy.gates import visible
+
+
+@dataclass
+class Query:
+    """What to look for and where.
+
+    Attributes:
+        text: the query words ('' lists everything that passes the filters).
+        scopes: the readable scopes; nothing outside them is ever returned.
+        now: the instant expiry is computed against (aware UTC).
+        mode: ``ranked`` (default), ``fuzzy`` or ``grep`` (``text`` is a regex).
+        statuses: statuses to include (default ``("active",)``).
+        include_expired: include memories past ``expireAt``.
+        category, tag, subject: exact-match filters when set.
+        limit: at most this many hits (top-k).
+    """
+
+    text: str
+    scopes: list[str]
+    now: datetime
+    mode: str = "ranked"
+    statuses: tuple[str, ...] = ("active",)
+    include_expired: bool = False
+    category: str | None = None
+    tag: str | None = None
+    subject: str | None = None
+    limit: int = 20
+
+
+@dataclass
+class Hit:
+    """One result: the memory, its score (higher is better) and how it matched.
+
+    ``match`` is ``exact`` (every query term found), ``partial`` (some terms),
+    ``fuzzy`` (only by approximate matching), ``regex`` or ``all`` (empty query).
+    """
+
+    memory: Memory
+    score: float
+    match: str
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+class Retriever(Protocol):
+    """The search interface: ``search(query) -> hits`` ranked best first."""
+
+    def search(self, query: Query) -> list[Hit]:
+        """Return at most ``query.limit`` hits that pass every filter of ``query``."""
+        ...
+
+
+def passes(memory: Memory, query: Query) -> bool:
+    """True when ``memory`` passes the scope, status, expiry and field filters of ``query``."""
+    return (
+        visible(memory, query.scopes)
+        and memory.status in query.statuses
+        and (query.include_expired or not memory.is_expired(query.now))
+        and (query.category is None or memory.category == query.category)
+        and (query.tag is None or query.tag in memory.tags)
+        and (query.subject is None or memory.subject == query.subject)
+    )

@@ -1,0 +1,85 @@
+"""The scanning retriever: reads every memory and matches by substring and rapidfuzz.
+
+Fine for hundreds of memories; the FTS5 index replaces it for large workspaces. Also
+the fallback when an index cannot be used.
+
+Scoring (higher is better): for a query of terms ``t1..tn`` (split on white space,
+case-folded), ``coverage`` is the share of terms found as substrings of the memory's
+text, subject and tags. A memory with ``coverage > 0`` scores ``coverage * 10``;
+otherwise, in ranked mode, the best rapidfuzz ``partial_ratio`` of a term against the
+text counts as ``ratio / 100`` (always below any substring match) when it reaches 80.
+Ties break by importance, then by newer ``updatedAt``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memcli.errors import UsageProblem
+from memcli.index import Hit, Query, passes
+from memcli.model import Memory
+
+FUZZY_CUTOFF = 80
+
+
+def _haystack(memory: Memory) -> str:
+    return " ".join([memory.text, memory.subject or "", *memory.tags]).casefold()
+
+
+def _tiebreak(hit: Hit) -> tuple:
+    return (-hit.score, -hit.memory.importance, -(hit.memory.updated_at.timestamp() if hit.memory.updated_at else 0))
+
+
+class ScanRetriever:
+    """Search a list of memories in memory.
+
+    Args:
+        memories: every loaded memory; filters are applied per query.
+    """
+
+    def __init__(self, memories: list[Memory]) -> None:
+        self.memories = memories
+
+    def search(self, query: Query) -> list[Hit]:
+        """See :class:`memcli.index.Retriever`.
+
+        Raises:
+            UsageProblem: ``grep`` mode with a regular expression that does not compile.
+        """
+        pool = [m for m in self.memories if passes(m, query)]
+        if query.mode == "grep":
+            hits = self._grep(pool, query.text)
+        elif not query.text.strip():
+            hits = [Hit(m, 0.0, "all") for m in pool]
+        else:
+            hits = self._match(pool, query.text, fuzzy_only=query.mode == "fuzzy")
+        return sorted(hits, key=_tiebreak)[: query.limit]
+
+    @staticmethod
+    def _grep(pool: list[Memory], pattern: str) -> list[Hit]:
+        try:
+            regex = re.compile(pattern)
+        except re.error as err:
+            raise UsageProblem(f"invalid regular expression {pattern!r}: {err}",
+                               hint="check the pattern (Python re syntax)") from None
+        return [Hit(m, 1.0, "regex") for m in pool if regex.search(m.text)]
+
+    @staticmethod
+    def _match(pool: list[Memory], text: str, fuzzy_only: bool) -> list[Hit]:
+        from rapidfuzz import fuzz
+
+        terms = text.casefold().split()
+        hits = []
+        for memory in pool:
+            hay = _haystack(memory)
+            if not fuzzy_only:
+                found = sum(1 for t in terms if t in hay)
+                if found:
+                    coverage = found / len(terms)
+                    hits.append(Hit(memory, coverage * 10, "exact" if found == len(terms) else "partial",
+                                    {"coverage": coverage}))
+                    continue
+            ratio = max(fuzz.partial_ratio(t, hay) for t in terms)
+            if ratio >= FUZZY_CUTOFF:
+                hits.append(Hit(memory, ratio / 100, "fuzzy", {"fuzzy": ratio}))
+        return hits

@@ -1,0 +1,338 @@
+"""The memory record and its schema (SPEC.md section 2). Pure: no I/O.
+
+A memory is one Markdown file; this module knows its fields, their rules, how a
+parsed front-matter mapping becomes a :class:`Memory` (with the documented defaults for
+hand-written files) and how a new memory becomes a mapping to write.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from memcli.errors import ValidationFailed
+from memcli.timeutil import format_instant, parse_instant, to_utc
+
+CATEGORIES = ("preference", "fact", "decision", "procedure", "feedback", "goal", "episode", "summary", "glossary")
+STATUSES = ("active", "pending_review", "superseded", "rejected", "archived")
+SOURCE_TYPES = ("user_said", "tool_result", "model_derived", "admin_edit")
+#: Scope kinds without a name, and kinds that take ``kind:name``.
+PLAIN_SCOPES = ("global", "project")
+NAMED_SCOPES = ("user", "agent", "session", "task", "channel")
+#: Key order for files memcli writes (SPEC.md section 2 example).
+KEY_ORDER = (
+    "id", "scope", "category", "subject", "status", "importance", "pinned", "createdAt", "updatedAt",
+    "expireAt", "provenance", "review", "tags", "paths", "supersedes", "supersededBy",
+)
+MAX_BODY_CHARS = 20_000
+MAX_SUBJECT_CHARS = 200
+
+_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{2,63}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+_MONTH_DIR = re.compile(r"^\d{4}-\d{2}$")
+# Windows device names: refused as path components everywhere (pass/gopass do the same).
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+
+
+@dataclass
+class Provenance:
+    """Where a memory came from: ``sourceType``, ``actor``, ``runId``, ``at`` (SPEC.md section 2)."""
+
+    source_type: str = "admin_edit"
+    actor: str = "unknown"
+    run_id: str | None = None
+    at: datetime | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass
+class Memory:
+    """One memory record.
+
+    Times are aware UTC datetimes. ``path`` is the file's path relative to the
+    workspace root, with ``/`` separators. ``body`` is the text after the front-matter,
+    exactly as in the file (line endings normalised to ``\\n`` for display only by callers).
+    """
+
+    id: str
+    scope: str
+    body: str
+    category: str = "fact"
+    subject: str | None = None
+    status: str = "active"
+    importance: int = 3
+    pinned: bool = False
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    expire_at: datetime | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+    supersedes: list[str] = field(default_factory=list)
+    superseded_by: list[str] = field(default_factory=list)
+    review: dict[str, Any] | None = None
+    tags: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    path: str = ""
+
+    def is_expired(self, at: datetime) -> bool:
+        """True when ``expireAt`` is set and ``at`` (aware UTC) is at or past it."""
+        return self.expire_at is not None and at >= self.expire_at
+
+    def served(self, at: datetime) -> bool:
+        """True when the memory is in force: ``active`` and not expired at ``at``."""
+        return self.status == "active" and not self.is_expired(at)
+
+    @property
+    def text(self) -> str:
+        """The body without surrounding blank space, with ``\\n`` line endings."""
+        return self.body.replace("\r\n", "\n").strip()
+
+    def to_dict(self, at: datetime | None = None) -> dict[str, Any]:
+        """A JSON-ready dict (ISO strings for times); ``expired`` added when ``at`` is given."""
+        out: dict[str, Any] = {
+            "id": self.id, "scope": self.scope, "category": self.category, "subject": self.subject,
+            "status": self.status, "importance": self.importance, "pinned": self.pinned,
+            "createdAt": _iso(self.created_at), "updatedAt": _iso(self.updated_at),
+            "expireAt": _iso(self.expire_at),
+            "provenance": {
+                "sourceType": self.provenance.source_type, "actor": self.provenance.actor,
+                "runId": self.provenance.run_id, "at": _iso(self.provenance.at),
+            },
+            "tags": list(self.tags), "paths": list(self.paths),
+            "supersedes": list(self.supersedes), "supersededBy": list(self.superseded_by),
+            "review": _jsonable(self.review), "path": self.path, "text": self.text,
+        }
+        if at is not None:
+            out["expired"] = self.is_expired(at)
+        return out
+
+
+def _iso(value: datetime | None) -> str | None:
+    return format_instant(value) if value else None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (datetime, date)):
+        return format_instant(to_utc(value))
+    return value
+
+
+# --- validation of single values -------------------------------------------------------
+
+
+def check_id(value: object) -> str:
+    """Validate a memory id: 3–64 of ``a-z 0-9 _ -``, starting with a letter or digit.
+
+    Ids are path components, so this also refuses ``..``, ``/``, ``\\``, NUL, ``%``,
+    dots and Windows device names (CASES.md G1).
+
+    Raises:
+        ValidationFailed: the id is not acceptable.
+    """
+    if not isinstance(value, str) or not _ID.match(value) or value in _RESERVED:
+        raise ValidationFailed(
+            f"invalid id {_show(value)}: use 3-64 characters a-z, 0-9, '-' or '_'",
+            hint="ids are file names, so no dots, slashes or device names",
+        )
+    return value
+
+
+def check_scope(value: object) -> str:
+    """Validate a scope: ``global``, ``project`` or ``kind:name`` (SPEC.md section 2).
+
+    Raises:
+        ValidationFailed: unknown kind, missing or unsafe name.
+    """
+    if isinstance(value, str):
+        kind, sep, name = value.partition(":")
+        if not sep and kind in PLAIN_SCOPES:
+            return value
+        if sep and kind in NAMED_SCOPES and _NAME.match(name) and name.lower() not in _RESERVED and ".." not in name:
+            return value
+    raise ValidationFailed(
+        f"invalid scope {_show(value)}",
+        hint="use global, project, or user:NAME, agent:NAME, session:ID, task:ID, channel:NAME",
+    )
+
+
+def check_choice(key: str, value: object, choices: tuple[str, ...]) -> str:
+    """Validate that ``value`` is one of ``choices``; raises ValidationFailed naming them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValidationFailed(f"invalid {key} {_show(value)}", hint=f"use one of: {', '.join(choices)}")
+    return value
+
+
+def check_importance(value: object) -> int:
+    """Validate importance: a whole number 1–5 (booleans are refused, not coerced)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+        raise ValidationFailed(f"invalid importance {_show(value)}", hint="use a whole number from 1 to 5")
+    return int(value)
+
+
+def check_text(body: str) -> str:
+    """Validate a memory's text: not blank, at most ``MAX_BODY_CHARS`` characters, no NUL."""
+    if not body.strip():
+        raise ValidationFailed("the memory text is empty", hint="pass the text as an argument, or '-' to read stdin")
+    if len(body) > MAX_BODY_CHARS:
+        raise ValidationFailed(
+            f"the memory text has {len(body)} characters, over the limit of {MAX_BODY_CHARS}",
+            hint="store a distilled fact, not a log; split it into several memories",
+        )
+    if "\x00" in body:
+        raise ValidationFailed("the memory text contains a NUL byte")
+    return body
+
+
+def check_labels(key: str, values: object) -> list[str]:
+    """Validate ``tags`` or ``paths``: a list of non-empty strings without newlines."""
+    if values is None:
+        return []
+    if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in values):
+        raise ValidationFailed(f"invalid {key}: expected a list of non-empty strings")
+    return [str(v) for v in values]
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "...'"
+
+
+# --- scope <-> folder ----------------------------------------------------------------
+
+
+def scope_parts(scope: str) -> tuple[str, ...]:
+    """The folder parts of a scope under ``memories/``: ``user:alice`` -> ``("user", "alice")``."""
+    kind, _, name = check_scope(scope).partition(":")
+    return (kind, name) if name else (kind,)
+
+
+def scope_of_parts(parts: tuple[str, ...]) -> str | None:
+    """The scope a folder under ``memories/`` stands for, ignoring month folders; or None."""
+    if not parts:
+        return None
+    if parts[0] in PLAIN_SCOPES:
+        return parts[0]
+    if parts[0] in NAMED_SCOPES and len(parts) >= 2 and not _MONTH_DIR.match(parts[1]):
+        return f"{parts[0]}:{parts[1]}"
+    return None
+
+
+def normalise_text(text: str) -> str:
+    """The form used by the exact-duplicate gate: NFKC, case-folded, blank runs collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+# --- mapping <-> record --------------------------------------------------------------
+
+
+def _instant(key: str, value: object) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, (datetime, date)):
+        return to_utc(value)
+    if isinstance(value, str):
+        try:
+            return parse_instant(value)
+        except ValueError:
+            pass
+    raise ValidationFailed(f"{key}: {_show(value)} is not an RFC 3339 time or a date")
+
+
+def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
+                 folder_scope: str | None, file_time: datetime) -> Memory:
+    """Build a :class:`Memory` from a parsed front-matter mapping, applying defaults.
+
+    Args:
+        meta: the front-matter keys (may be empty for a hand-written file).
+        body: the text after the front-matter.
+        path: the file's path relative to the workspace, for messages.
+        file_id: the id derived from the file name (used when ``id`` is absent).
+        folder_scope: the scope derived from the folder (used when ``scope`` is absent).
+        file_time: the file's modification time, the default for ``createdAt``.
+
+    Raises:
+        ValidationFailed: a key has a value outside the schema; the message names the key.
+    """
+    def key(name: str, check, default=None):  # noqa: ANN001 - local helper
+        if name not in meta or meta[name] is None:
+            return default
+        try:
+            return check(meta[name])
+        except ValidationFailed as err:
+            raise ValidationFailed(f"{name}: {err.message}") from None
+
+    memory_id = key("id", check_id, None) or check_id(file_id)
+    scope = key("scope", check_scope, folder_scope)
+    if scope is None:
+        raise ValidationFailed("no scope: the file is outside every scope folder and has no 'scope' key")
+    if folder_scope is not None and scope != folder_scope:
+        raise ValidationFailed(f"scope {scope!r} does not match its folder (scope {folder_scope!r})")
+    prov = meta.get("provenance") or {}
+    if not isinstance(prov, dict):
+        raise ValidationFailed("provenance: expected a mapping")
+    review = meta.get("review")
+    if review is not None and not isinstance(review, dict):
+        raise ValidationFailed("review: expected a mapping")
+    subject = meta.get("subject")
+    if subject is not None and not isinstance(subject, str):
+        raise ValidationFailed(f"subject: {_show(subject)} is not a string")
+    pinned = meta.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise ValidationFailed(f"pinned: {_show(pinned)} is not true or false")
+    created = _instant("createdAt", meta.get("createdAt")) or file_time
+    return Memory(
+        id=memory_id,
+        scope=scope,
+        body=body,
+        category=key("category", lambda v: check_choice("category", v, CATEGORIES), "fact"),
+        subject=subject,
+        status=key("status", lambda v: check_choice("status", v, STATUSES), "active"),
+        importance=key("importance", check_importance, 3),
+        pinned=pinned,
+        created_at=created,
+        updated_at=_instant("updatedAt", meta.get("updatedAt")) or created,
+        expire_at=_instant("expireAt", meta.get("expireAt")),
+        provenance=Provenance(
+            source_type=check_choice("provenance.sourceType", prov.get("sourceType", "admin_edit"), SOURCE_TYPES),
+            actor=str(prov.get("actor") or "unknown"),
+            run_id=None if prov.get("runId") is None else str(prov.get("runId")),
+            at=_instant("provenance.at", prov.get("at")),
+            idempotency_key=None if prov.get("idempotencyKey") is None else str(prov.get("idempotencyKey")),
+        ),
+        supersedes=key("supersedes", lambda v: check_labels("supersedes", v), []),
+        superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", v), []),
+        review=dict(review) if review else None,
+        tags=key("tags", lambda v: check_labels("tags", v), []),
+        paths=key("paths", lambda v: check_labels("paths", v), []),
+        path=path,
+    )
+
+
+def to_mapping(memory: Memory) -> dict[str, Any]:
+    """The front-matter mapping for a new file, in ``KEY_ORDER``, omitting empty optionals.
+
+    Times stay ``datetime`` objects; ``frontmatter.emit`` writes them as RFC 3339 ``Z`` stamps.
+    """
+    prov: dict[str, Any] = {
+        "sourceType": memory.provenance.source_type,
+        "actor": memory.provenance.actor,
+        "runId": memory.provenance.run_id,
+        "at": memory.provenance.at or memory.created_at,
+    }
+    if memory.provenance.idempotency_key:
+        prov["idempotencyKey"] = memory.provenance.idempotency_key
+    values: dict[str, Any] = {
+        "id": memory.id, "scope": memory.scope, "category": memory.category, "subject": memory.subject,
+        "status": memory.status, "importance": memory.importance, "pinned": memory.pinned or None,
+        "createdAt": memory.created_at, "updatedAt": memory.updated_at,
+        "expireAt": memory.expire_at, "provenance": prov, "review": memory.review,
+        "tags": memory.tags or None, "paths": memory.paths or None,
+        "supersedes": memory.supersedes or None, "supersededBy": memory.superseded_by or None,
+    }
+    return {k: values[k] for k in KEY_ORDER if values[k] is not None}

@@ -1,0 +1,128 @@
+"""Scope isolation and the write gates (SPEC.md section 3), as pure functions.
+
+The order of the gates is fixed by the spec and applied by ``service.write``:
+validation, sensitive data, idempotency, duplicates, conflict, review.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from memcli.errors import ScopeViolation, SecretDetected
+from memcli.model import Memory, check_scope, normalise_text
+
+#: Statuses that count for the duplicate and idempotency gates: a rejected or archived
+#: memory does not block writing the same text again.
+LIVE = ("active", "pending_review")
+
+
+def personal_owner(scope: str) -> str | None:
+    """The owner of a personal scope (``user:alice`` -> ``alice``), else None."""
+    kind, _, name = scope.partition(":")
+    return name if kind == "user" else None
+
+
+def readable_scopes(patterns: list[str], actor: str, requested: list[str] | None = None) -> list[str]:
+    """The scopes a query may read (SPEC.md section 3: a query carries a list of scopes).
+
+    Args:
+        patterns: ``[scopes] read`` from the configuration; ``{actor}`` is replaced.
+        actor: the caller's name.
+        requested: ``--scope`` values, if the caller named scopes.
+
+    Raises:
+        ScopeViolation: a requested scope is another user's personal scope.
+        ValidationFailed: a requested scope is malformed.
+    """
+    if not requested:
+        return [p.replace("{actor}", actor) for p in patterns]
+    out = []
+    for scope in requested:
+        check_scope(scope)
+        owner = personal_owner(scope)
+        if owner is not None and owner != actor:
+            raise ScopeViolation(f"scope {scope} is personal to {owner}; you are {actor}",
+                                 hint=f"read your own scope with --scope user:{actor}")
+        out.append(scope)
+    return out
+
+
+def visible(memory: Memory, scopes: list[str]) -> bool:
+    """True when the memory's scope is one of ``scopes`` (patterns like ``channel:*`` allowed)."""
+    return any(memory.scope == s or fnmatchcase(memory.scope, s) for s in scopes)
+
+
+def check_write_scope(scope: str, actor: str) -> str:
+    """A write may not go into another user's personal scope.
+
+    Raises:
+        ScopeViolation: ``scope`` is ``user:X`` with X not ``actor``.
+    """
+    owner = personal_owner(check_scope(scope))
+    if owner is not None and owner != actor:
+        raise ScopeViolation(f"cannot write to {scope}: it is personal to {owner}, and you are {actor}",
+                             hint=f"write to user:{actor} or a shared scope")
+    return scope
+
+
+def review_required(scope: str, source_type: str, shared: list[str]) -> bool:
+    """Whether a write waits in ``pending_review``: a shared scope and an agent or tool source."""
+    return source_type in ("model_derived", "tool_result") and any(fnmatchcase(scope, p) for p in shared)
+
+
+def check_secrets(*texts: str) -> None:
+    """The sensitive-data gate: refuse any text that holds a secret, never echoing it.
+
+    Raises:
+        SecretDetected: naming the kind and the line and column of the first finding.
+    """
+    from memcli.policy.secrets import find_secrets
+
+    for index, text in enumerate(texts):
+        findings = find_secrets(text or "")
+        if findings:
+            first = findings[0]
+            where = "text" if index == 0 else "a label"
+            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+            raise SecretDetected(
+                f"refused: the {where} holds a {first.kind} at line {first.line}, column {first.column}{more}",
+                hint="remove the secret and store where it lives instead (e.g. 'the key is in the vault')")
+
+
+@dataclass
+class Duplicate:
+    """A duplicate found by the duplicate gate: the existing memory and the fuzzy ratio (0–100)."""
+
+    memory: Memory
+    ratio: float
+    exact: bool
+
+
+def find_duplicates(text: str, scope: str, memories: list[Memory], threshold: int) -> list[Duplicate]:
+    """Exact (same normalised text) and near (rapidfuzz ratio >= threshold) duplicates in one scope.
+
+    Args:
+        text: the new memory's text.
+        scope: the new memory's scope; other scopes are never compared.
+        memories: the candidates (only ``active`` and ``pending_review`` ones count).
+        threshold: 0–100; ``[gates] near_duplicate``.
+
+    Returns:
+        Exact matches first, then near ones by falling ratio.
+    """
+    from rapidfuzz import fuzz
+
+    wanted = normalise_text(text)
+    found = []
+    for memory in memories:
+        if memory.scope != scope or memory.status not in LIVE:
+            continue
+        other = normalise_text(memory.text)
+        if other == wanted:
+            found.append(Duplicate(memory, 100.0, True))
+            continue
+        ratio = fuzz.ratio(wanted, other, score_cutoff=threshold)
+        if ratio:
+            found.append(Duplicate(memory, ratio, False))
+    return sorted(found, key=lambda d: (not d.exact, -d.ratio))

@@ -1,0 +1,296 @@
+"""The sensitive-data write gate: find secrets in memory text before it is written.
+
+``find_secrets(text)`` returns one ``SecretFinding`` (kind, line, column) per secret.
+A finding never carries the secret itself, only where it starts, so it is safe to
+print, log or put in an error message.
+
+Rules, and where each pattern comes from:
+
+* ``private key (PEM)``: the RFC 7468 encapsulation boundary
+  ``-----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]-----``
+  (the PGP form is RFC 4880's armor header).
+* ``AWS access key id``: AWS's documented unique-id prefixes AKIA (long-term),
+  ASIA (STS temporary), ABIA and ACCA, followed by 16 of ``[0-9A-Z]``.
+* ``AWS secret access key``: 40 characters of ``[A-Za-z0-9/+]``, reported only when
+  assigned to a name containing ``aws`` or ``secret`` or on the same line as an AWS
+  access key id; a lowercase-hex string (a git SHA) is never one.
+* ``GitHub token``: GitHub's documented prefixes ``ghp_`` ``gho_`` ``ghu_`` ``ghs_``
+  ``ghr_`` (+36 or more alphanumerics) and fine-grained ``github_pat_``.
+* ``Slack token`` (``xoxa-/xoxb-/xoxp-/xoxo-/xoxs-/xoxr-``), ``OpenAI API key``
+  (``sk-``, ``sk-proj-``), ``Anthropic API key`` (``sk-ant-``), ``Google API key``
+  (``AIza`` + 35), ``Stripe key`` (``sk_live_``/``sk_test_``/``rk_...``) and
+  ``JSON web token`` (three base64url segments, header and payload starting ``eyJ``,
+  i.e. a JSON object).
+* ``password`` / ``generic API key/token assignment``: a key such as ``password``,
+  ``passwd``, ``pwd``, ``密码``, ``口令`` (password) or ``secret``, ``api_key``,
+  ``token``, ``access_token``, ``client_secret`` (generic), then ``:``, ``=``, ``：``,
+  ``是`` or ``为`` and a value that looks like a credential: not a placeholder
+  (``<...>``, ``***``, ``xxx``, ``${VAR}``, ``$VAR``, ``%VAR%``, ``REDACTED``,
+  ``your-...``), not code (``os.environ[...]``, ``settings.KEY``) or a path, and
+  holding a digit or symbol; a letters-only value counts only if quoted or in a
+  ``KEY=value`` line, or if it is a well-known weak password such as ``changeme``.
+* ``payment card number``: 13-19 digits (plain or in 4-digit-led groups split by one
+  space or hyphen) with a card-network IIN prefix and length (Visa 4; Mastercard
+  51-55, 2221-2720; Amex 34/37; Discover 6011/65; JCB 35; Diners 36/38/39;
+  UnionPay 62) and a valid Luhn (ISO/IEC 7812-1) check digit.
+* ``US social security number``: ``AAA-GG-SSSS`` without the SSA's never-issued
+  values (area 000, 666, 900-999; group 00; serial 0000).
+* ``Chinese resident ID number``: 18 characters per GB 11643-1999: a province code,
+  a real birth date (1900-2099) and the ISO 7064 MOD 11-2 check character.
+
+Digit rules never match inside a longer run of digits or letters (ids, hashes,
+version strings, timestamps).  When findings overlap, the most specific one wins
+(a token's own rule over the digit rules over the generic assignment rules).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+PEM = "private key (PEM)"
+AWS_KEY_ID = "AWS access key id"
+AWS_SECRET = "AWS secret access key"
+GITHUB = "GitHub token"
+SLACK = "Slack token"
+OPENAI = "OpenAI API key"
+ANTHROPIC = "Anthropic API key"
+GOOGLE = "Google API key"
+STRIPE = "Stripe key"
+JWT = "JSON web token"
+CN_ID = "Chinese resident ID number"
+CARD = "payment card number"
+SSN = "US social security number"
+PASSWORD = "password"
+GENERIC = "generic API key/token assignment"
+
+KINDS: tuple[str, ...] = (PEM, AWS_KEY_ID, AWS_SECRET, GITHUB, SLACK, OPENAI, ANTHROPIC, GOOGLE,
+                          STRIPE, JWT, CN_ID, CARD, SSN, PASSWORD, GENERIC)
+"""Every kind ``find_secrets`` can report."""
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    """Where a secret starts: ``kind`` (one of ``KINDS``), 1-based ``line`` and ``column``.
+
+    The secret itself is deliberately not stored, so ``str``/``repr`` are safe to show.
+    """
+
+    kind: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.kind} at line {self.line}, column {self.column}"
+
+
+def _mixed(token: str) -> bool:
+    """Whether a key body looks random: a digit, or both upper- and lowercase letters."""
+    body = token[3:]
+    return any(c.isdigit() for c in body) or (body.lower() != body and body.upper() != body)
+
+
+_TOKEN_RULES = (
+    (PEM, re.compile(r"-----BEGIN (?:(?:RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----"),
+     None),
+    (AWS_KEY_ID, re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9])"), None),
+    (GITHUB, re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+     None),
+    (SLACK, re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"), None),
+    (ANTHROPIC, re.compile(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"), _mixed),
+    (OPENAI, re.compile(r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:proj-)?[A-Za-z0-9_-]{20,}"), _mixed),
+    (GOOGLE, re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), None),
+    (STRIPE, re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"), None),
+    (JWT, re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+     None),
+)
+
+_AWS_SECRET_TOKEN = r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+_AWS_SECRET_BARE_RE = re.compile(_AWS_SECRET_TOKEN)
+_AWS_SECRET_NAMED_RE = re.compile(
+    r"(?i:aws|secret)[A-Za-z0-9_.-]*[\"'`]?[ \t]*[=:：][ \t]*[\"'`]?(" + _AWS_SECRET_TOKEN + ")")
+_AWS_KEY_ID_RE = _TOKEN_RULES[1][1]
+
+# Cards: plain 13-19 digits, or 4-digit-led groups with one consistent separator.  Not
+# preceded or followed by more digits/letters, except a following ``MM/YY`` expiry.
+_CARD_RE = re.compile(
+    r"(?<![0-9A-Za-z_.])(?<![0-9][ -])"
+    r"(?:[0-9]{13,19}|[0-9]{4}(?P<sep>[ -])[0-9]{4,6}(?:(?P=sep)[0-9]{3,5}){1,3})"
+    r"(?![0-9A-Za-z_]|[.,][0-9]|[ -][0-9](?![0-9]?/))")
+_SSN_RE = re.compile(r"(?<![0-9A-Za-z_.-])([0-9]{3})-([0-9]{2})-([0-9]{4})(?![0-9A-Za-z_]|[-.][0-9])")
+_CN_ID_RE = re.compile(r"(?<![0-9A-Za-z_])[0-9]{17}[0-9Xx](?![0-9A-Za-z_])")
+_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_ID_PROVINCES = frozenset((11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43,
+                              44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 91))
+
+# Assignments.  The value class is printable ASCII minus quotes and backtick.
+_ASSIGN_RE = re.compile(
+    r"(?P<key>(?i:password|passwd|pwd|secret(?:[_-]?(?:access[_-]?)?key)?|api[_-]?key|token)"
+    r"(?![A-Za-z0-9_])|密码|口令)"
+    r"(?P<pre>[\"'`]?[ \t]*)(?P<sep>:=|=>|==|=|:|：|是|为)(?P<gap>[ \t]*)"
+    r"(?P<q>[\"'`]?)(?P<val>[\x21\x23-\x26\x28-\x5f\x61-\x7e]+)")
+_PASSWORD_KEYS = frozenset(("password", "passwd", "pwd", "密码", "口令"))
+_PLACEHOLDER_RE = re.compile(
+    r"<.*|\{.*|\[.*|\$[{(].*|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|[*xX#?._-]+")
+_CODE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]")
+_DOTTED_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_FILE_PATH_RE = re.compile(r"[A-Za-z0-9_.\-/]*/[A-Za-z0-9_.\-/]*\.[A-Za-z][A-Za-z0-9]{0,4}")
+_ENV_PREFIX_RE = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Za-z0-9_.-]*")
+_WEAK_PASSWORDS = frozenset((
+    "changeme", "password", "passw0rd", "letmein", "qwerty", "qwertyuiop", "iloveyou", "welcome",
+    "admin", "administrator", "secret", "trustno1"))
+_PROSE_VALUES = frozenset((
+    "required", "optional", "string", "boolean", "integer", "number", "missing", "invalid", "expired",
+    "provided", "configured", "disabled", "enabled", "rotated", "redacted", "hidden", "omitted",
+    "removed", "encrypted", "hashed", "placeholder", "undefined", "unchanged", "unknown", "generated",
+    "default", "nullable", "authorization", "bearer", "notset", "unset", "none", "null", "empty"))
+
+
+def _luhn_ok(digits: str) -> bool:
+    """Whether a digit string passes the Luhn (mod 10) check."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        k = ord(ch) - 48
+        if i % 2:
+            k = k * 2 - 9 if k > 4 else k * 2
+        total += k
+    return total % 10 == 0
+
+
+def _card_network_ok(d: str) -> bool:
+    """Whether a digit string has a known card-network IIN prefix and a length it issues."""
+    n, p2, p4 = len(d), int(d[:2]), int(d[:4])
+    if d[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:
+        return n == 16
+    if p2 in (34, 37):
+        return n == 15
+    if p4 == 6011 or p2 in (65, 35, 62):
+        return 16 <= n <= 19
+    if p2 in (36, 38, 39):
+        return 14 <= n <= 19
+    return False
+
+
+def _cn_id_ok(s: str) -> bool:
+    """Whether an 18-character string is a plausible GB 11643-1999 resident ID number."""
+    if int(s[:2]) not in _CN_ID_PROVINCES:
+        return False
+    year, month, day = int(s[6:10]), int(s[10:12]), int(s[12:14])
+    if not (1900 <= year <= 2099 and 1 <= month <= 12):
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not 1 <= day <= (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]:
+        return False
+    total = sum(int(c) * w for c, w in zip(s, _CN_ID_WEIGHTS))
+    return "10X98765432"[total % 11] == s[17].upper()
+
+
+def _aws_secret_ok(token: str) -> bool:
+    """Whether a 40-character token could be an AWS secret key (mixed classes, not a git SHA)."""
+    if re.fullmatch(r"[0-9a-f]{40}", token):
+        return False
+    classes = (any(c.isupper() for c in token), any(c.islower() for c in token),
+               any(c.isdigit() or c in "/+" for c in token))
+    return sum(classes) >= 2
+
+
+def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> bool:
+    """Whether an assigned ``value`` (``raw`` before trailing punctuation was cut) is a credential.
+
+    ``password`` says the key is a password key; ``strong`` says the value is quoted or
+    in a ``KEY=value`` line, i.e. plainly data and not prose.
+    """
+    if len(value) < 6 or _PLACEHOLDER_RE.fullmatch(raw) or _PLACEHOLDER_RE.fullmatch(value):
+        return False
+    low = value.lower()
+    norm = re.sub(r"[^a-z0-9]", "", low)
+    if ("***" in value or "..." in value or not norm or norm.startswith(("xxx", "your"))
+            or norm.endswith("here") or "redacted" in norm or "placeholder" in norm):
+        return False
+    if (_CODE_RE.match(value) or _DOTTED_RE.fullmatch(value) or "://" in value
+            or value.startswith(("/", "./", "../", "~/")) or _FILE_PATH_RE.fullmatch(value)):
+        return False
+    if password and low in _WEAK_PASSWORDS:
+        return True
+    if any(c.isdigit() or not (c.isalpha() or c in "-_.") for c in value):
+        return True
+    # Letters (and - _ .) only: a prose word unless plainly data.
+    return (strong and len(value) >= 8 and not value.isupper() and "_" not in value
+            and "." not in value and norm not in _PROSE_VALUES)
+
+
+def _assignment(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
+    """The (start, end, kind) of a credential assigned in match ``m``, or None."""
+    key, raw, quote = m.group("key"), m.group("val"), m.group("q")
+    end = m.end("val")
+    quoted = bool(quote) and text.startswith(quote, end)
+    value = raw if quoted else raw.rstrip(".,;:!?)]}")
+    newline = text.find("\n", end)
+    rest = text[end:newline if newline >= 0 else len(text)]
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    env_line = (m.group("sep") == "=" and not m.group("pre") and not m.group("gap") and not quote
+                and value == raw and (not rest.strip() or rest.lstrip().startswith("#"))
+                and _ENV_PREFIX_RE.fullmatch(text, line_start, m.start()) is not None)
+    password = key.lower() in _PASSWORD_KEYS
+    if not _credential_like(raw, value, password=password, strong=quoted or env_line):
+        return None
+    return m.start("val"), end, PASSWORD if password else GENERIC
+
+
+def find_secrets(text: str) -> list[SecretFinding]:
+    """All secrets in ``text``, sorted by (line, column), at most one finding per (kind, span).
+
+    Args:
+        text: the text to scan (a memory body, title or label); lines split on ``\\n``,
+            columns count characters (code points), both 1-based.
+
+    Returns:
+        A list of ``SecretFinding``; empty when the text is clean.  Overlapping matches
+        are reported once, under the most specific kind.
+    """
+    # (priority, start, end, kind): lower priority wins an overlap.
+    cands: list[tuple[int, int, int, str]] = []
+    for kind, regex, check in _TOKEN_RULES:
+        for m in regex.finditer(text):
+            if check is None or check(m.group()):
+                cands.append((0, m.start(), m.end(), kind))
+    for m in _AWS_SECRET_NAMED_RE.finditer(text):
+        if _aws_secret_ok(m.group(1)):
+            cands.append((0, m.start(1), m.end(1), AWS_SECRET))
+    for m in _AWS_KEY_ID_RE.finditer(text):
+        lo = text.rfind("\n", 0, m.start()) + 1
+        hi = text.find("\n", m.end())
+        for s in _AWS_SECRET_BARE_RE.finditer(text, lo, hi if hi >= 0 else len(text)):
+            if _aws_secret_ok(s.group()):
+                cands.append((0, s.start(), s.end(), AWS_SECRET))
+    for m in _CN_ID_RE.finditer(text):
+        if _cn_id_ok(m.group()):
+            cands.append((1, m.start(), m.end(), CN_ID))
+    for m in _CARD_RE.finditer(text):
+        digits = re.sub(r"[ -]", "", m.group())
+        if 13 <= len(digits) <= 19 and _card_network_ok(digits) and _luhn_ok(digits):
+            cands.append((2, m.start(), m.end(), CARD))
+    for m in _SSN_RE.finditer(text):
+        area, group, serial = m.groups()
+        if area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000":
+            cands.append((3, m.start(), m.end(), SSN))
+    for m in _ASSIGN_RE.finditer(text):
+        found = _assignment(m, text)
+        if found:
+            cands.append((4, *found))
+    if not cands:
+        return []
+
+    kept: list[tuple[int, int, str]] = []
+    for _, start, end, kind in sorted(cands):
+        if not any(start < k_end and k_start < end for k_start, k_end, _k in kept):
+            kept.append((start, end, kind))
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    findings = []
+    for start, _end, kind in kept:
+        line = bisect_right(line_starts, start)
+        findings.append(SecretFinding(kind, line, start - line_starts[line - 1] + 1))
+    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))

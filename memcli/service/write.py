@@ -1,0 +1,359 @@
+"""Write operations: remember, supersede, approve, reject, forget; all through the gates.
+
+Every write happens under the workspace lock, re-reads the files inside it, writes
+atomically and makes one commit (or, with ``autocommit = false``, leaves the files for
+the user to commit). If the commit fails, the files are restored: an error writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memcli import frontmatter, gitlog, model
+from memcli.errors import ReviewRefused, SubjectConflict, ValidationFailed, WrongStatus
+from memcli.model import Memory, Provenance
+from memcli.policy import gates
+from memcli.service import Ctx
+from memcli.store.files import Loaded, atomic_write
+from memcli.timeutil import format_instant, parse_duration, parse_instant
+
+
+@dataclass
+class WriteOptions:
+    """Options of a new memory (``remember``, ``supersede``). Unset values take defaults."""
+
+    scope: str | None = None
+    category: str | None = None
+    subject: str | None = None
+    importance: int | None = None
+    pinned: bool = False
+    tags: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    ttl: str | None = None
+    expire_at: str | None = None
+    source_type: str = "user_said"
+    run_id: str | None = None
+    idempotency_key: str | None = None
+    on_conflict: str | None = None
+
+
+@dataclass
+class WriteResult:
+    """What a write did.
+
+    Attributes:
+        op: the operation (``remember``, ``supersede``, ``approve`` …).
+        memory: the memory written or acted on (for a no-op, the existing one).
+        outcome: ``created``, ``pending_review``, ``updated`` or ``noop``.
+        gate: the gate that decided a no-op or a review (``duplicate``, ``idempotency``, ``review``), else None.
+        changed: ids of other memories this write changed (superseded ones).
+        commit: the commit hash, or None (no-op, or ``autocommit = false``).
+        message: one line for a person.
+        gates: each gate and what it said, in order.
+    """
+
+    op: str
+    memory: Memory
+    outcome: str
+    message: str
+    gate: str | None = None
+    changed: list[str] = field(default_factory=list)
+    commit: str | None = None
+    gates: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self, now: datetime) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"op": self.op, "outcome": self.outcome, "gate": self.gate, "message": self.message,
+                "id": self.memory.id, "memory": self.memory.to_dict(now), "changed": self.changed,
+                "commit": self.commit, "gates": [{"gate": g, "result": r} for g, r in self.gates]}
+
+
+# --- the transaction ------------------------------------------------------------------
+
+
+def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memory: Memory, related: list[str]) -> str | None:
+    """Write files atomically and commit them once; restore them all if anything fails.
+
+    Args:
+        writes: absolute path -> new bytes.
+        op, memory, related: named in the commit message and its trailers.
+
+    Returns:
+        The commit hash, or None with ``autocommit = false``.
+
+    Raises:
+        GitLocked, GitFailed: nothing is left written.
+    """
+    backups = {path: path.read_bytes() if path.exists() else None for path in writes}
+    try:
+        repo = ctx.git() if ctx.ws.config.autocommit else None
+        for path, data in writes.items():
+            atomic_write(path, data)
+        if repo is None:
+            return None
+        text = memory.text if len(memory.text) <= 2000 else memory.text[:2000] + " …"
+        msg = gitlog.message(op, f"{memory.id} ({memory.scope}) by {ctx.actor}", {
+            "Op": op, "Id": memory.id, "Scope": memory.scope, "Actor": ctx.actor,
+            "Run": memory.provenance.run_id, "Related": " ".join(related) or None}, body=text)
+        return repo.commit(list(writes), msg, actor=ctx.actor, timeout=ctx.ws.config.lock_timeout)
+    except BaseException:
+        for path, data in backups.items():
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, data)
+        raise
+
+
+def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
+    """New bytes for an existing file with ``changes`` applied surgically (see ``frontmatter.update``)."""
+    return frontmatter.update(item.doc, changes)
+
+
+# --- building a new memory through the gates --------------------------------------------
+
+
+def _expiry(ctx: Ctx, opts: WriteOptions) -> datetime | None:
+    if opts.ttl and opts.expire_at:
+        raise ValidationFailed("give --ttl or --expire-at, not both")
+    try:
+        if opts.ttl:
+            return ctx.now + parse_duration(opts.ttl)
+        if opts.expire_at:
+            when = parse_instant(opts.expire_at)
+        else:
+            return None
+    except ValueError as err:
+        raise ValidationFailed(str(err)) from None
+    if when <= ctx.now:
+        raise ValidationFailed(f"expireAt {format_instant(when)} is already past",
+                               hint="give a future date, or use `memcli forget` to retire a memory")
+    return when
+
+
+def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> Memory:
+    """Gate 1, validation: build the record or raise ValidationFailed/ScopeViolation."""
+    from ulid import ULID
+
+    model.check_text(text)
+    scope = gates.check_write_scope(opts.scope or (base.scope if base else ctx.ws.config.write_scope), ctx.actor)
+    category = model.check_choice("category", opts.category or (base.category if base else "fact"), model.CATEGORIES)
+    importance = model.check_importance(opts.importance if opts.importance is not None
+                                        else (base.importance if base else 3))
+    subject = opts.subject if opts.subject is not None else (base.subject if base else None)
+    if subject is not None and (not subject.strip() or len(subject) > model.MAX_SUBJECT_CHARS or "\n" in subject):
+        raise ValidationFailed(f"invalid subject: use one line of at most {model.MAX_SUBJECT_CHARS} characters")
+    model.check_choice("source type", opts.source_type, model.SOURCE_TYPES)
+    for label, value in (("run id", opts.run_id), ("idempotency key", opts.idempotency_key)):
+        if value is not None and (not value.strip() or len(value) > 200 or "\n" in value):
+            raise ValidationFailed(f"invalid {label}: use one line of at most 200 characters")
+    tags = model.check_labels("tags", opts.tags or (list(base.tags) if base else []))
+    paths = model.check_labels("paths", opts.paths or (list(base.paths) if base else []))
+    body = text.replace("\r\n", "\n").strip() + "\n"
+    return Memory(
+        id=str(ULID()).lower(), scope=scope, body=body, category=category, subject=subject or None,
+        status="active", importance=importance, pinned=opts.pinned or bool(base and base.pinned),
+        created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts),
+        provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
+                              idempotency_key=opts.idempotency_key),
+        tags=tags, paths=paths, supersedes=[base.id] if base else [])
+
+
+def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None = None) -> WriteResult:
+    """Run the six gates in the order of SPEC.md section 3 and write the memory."""
+    memory = _validated(ctx, text, opts, base.memory if base else None)
+    decided = [("validation", "passed")]
+    gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+    decided.append(("sensitive_data", "passed"))
+    with ctx.ws.lock():
+        scan = ctx.scan(refresh=True)
+        existing = scan.memories
+        if opts.idempotency_key:
+            first = next((m for m in existing if m.provenance.idempotency_key == opts.idempotency_key), None)
+            if first is not None:
+                decided.append(("idempotency", f"repeated key; first result {first.id}"))
+                return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
+                                   gate="idempotency", gates=decided)
+        decided.append(("idempotency", "passed"))
+        dups = gates.find_duplicates(memory.text, memory.scope, existing, ctx.ws.config.near_duplicate)
+        if dups and dups[0].exact:
+            decided.append(("duplicate", f"exact duplicate of {dups[0].memory.id}"))
+            return WriteResult(op, dups[0].memory, "noop", f"already exists: {dups[0].memory.id}",
+                               gate="duplicate", gates=decided)
+        warnings = [f"near duplicate of {d.memory.id} ({d.ratio:.0f}% similar): {d.memory.text[:80]}" for d in dups]
+        decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
+        pending = gates.review_required(memory.scope, memory.provenance.source_type, ctx.ws.config.shared_scopes)
+        writes: dict[Path, bytes] = {}
+        changed: list[str] = []
+        if not pending:
+            changed = _retire(ctx, memory, scan.loaded, writes, opts.on_conflict)
+        decided.append(("conflict", f"supersedes {', '.join(changed)}" if changed else "passed"))
+        if pending:
+            memory.status = "pending_review"
+        decided.append(("review", "pending_review: shared scope and an agent or tool source" if pending
+                        else "active"))
+        path = ctx.ws.files.new_path(memory)
+        memory.path = ctx.ws.files.rel(path)
+        writes[path] = frontmatter.render_new(model.to_mapping(memory), memory.body)
+        commit = apply(ctx, writes, op, memory, changed)
+    outcome = "pending_review" if pending else "created"
+    verb = "waiting for review" if pending else "remembered"
+    extra = f"; supersedes {', '.join(changed)}" if changed else ""
+    return WriteResult(op, memory, outcome, f"{verb}: {memory.id} ({memory.scope}){extra}",
+                       gate="review" if pending else None, changed=changed, commit=commit, gates=decided,
+                       warnings=warnings)
+
+
+def _retire(ctx: Ctx, memory: Memory, loaded: list[Loaded], writes: dict[Path, bytes],
+            on_conflict: str | None) -> list[str]:
+    """Mark what ``memory`` replaces as superseded: its ``supersedes`` list and the subject holder.
+
+    Raises:
+        SubjectConflict: another active memory holds the subject and the policy is ``fail``.
+    """
+    policy = on_conflict or ctx.ws.config.on_conflict
+    targets = []
+    for item in loaded:
+        other = item.memory
+        if other.status != "active" or other.id == memory.id:
+            continue
+        if other.id in memory.supersedes:
+            targets.append(item)
+        elif memory.subject and other.scope == memory.scope and other.subject == memory.subject:
+            if policy == "fail":
+                raise SubjectConflict(f"{other.id} already holds subject {memory.subject!r} in {memory.scope}",
+                                      hint=f"supersede it with `memcli supersede {other.id} TEXT`, "
+                                           "or pass --on-conflict supersede")
+            targets.append(item)
+    changed = []
+    for item in targets:
+        links = [*item.memory.superseded_by, memory.id]
+        writes[item.file] = rewrite(item, {"status": "superseded", "supersededBy": links,
+                                           "updatedAt": ctx.now})
+        if item.memory.id not in memory.supersedes:
+            memory.supersedes.append(item.memory.id)
+        changed.append(item.memory.id)
+    return changed
+
+
+def remember(ctx: Ctx, text: str, opts: WriteOptions) -> WriteResult:
+    """Write a new memory through the gates (SPEC.md sections 3 and 4).
+
+    Raises:
+        ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict, WorkspaceLocked,
+        GitLocked, GitFailed: as their names say; nothing is written.
+    """
+    return _gate(ctx, "remember", text, opts)
+
+
+def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteResult:
+    """Write a replacement for an active memory and mark the old one, linked both ways, in one commit.
+
+    The new memory inherits the old one's scope, category, subject, importance, tags and
+    paths unless ``opts`` says otherwise. If the new one must wait for review, the old
+    one stays active until the new one is approved.
+
+    Raises:
+        MemoryNotFound, AmbiguousId: ``old_ref`` does not name one visible memory.
+        WrongStatus: the old memory is not active.
+        and the errors of :func:`remember`.
+    """
+    old = ctx.resolve(old_ref)
+    if old.memory.status != "active":
+        raise WrongStatus(f"{old.memory.id} is {old.memory.status}, only an active memory can be superseded",
+                          hint=f"see it with `memcli show {old.memory.id}`")
+    return _gate(ctx, "supersede", text, opts, base=old)
+
+
+# --- status changes on one memory -------------------------------------------------------
+
+
+def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: dict[str, Any],
+                check=None) -> WriteResult:  # noqa: ANN001
+    with ctx.ws.lock():
+        ctx.scan(refresh=True)
+        item = ctx.resolve(ref)
+        memory = item.memory
+        if memory.status not in allowed:
+            cls = ReviewRefused if op in ("approve", "reject") else WrongStatus
+            raise cls(f"{memory.id} is {memory.status}; {op} needs {' or '.join(allowed)}",
+                      hint=f"see it with `memcli show {memory.id}`")
+        if check:
+            check(memory)
+        writes = {item.file: rewrite(item, {**changes, "updatedAt": ctx.now})}
+        memory.status = changes.get("status", memory.status)
+        changed: list[str] = []
+        if op == "approve":
+            changed = _retire(ctx, memory, ctx.scan().loaded, writes, None)
+            if changed and set(changed) - set(item.memory.supersedes):
+                writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now, "supersedes": memory.supersedes})
+        commit = apply(ctx, writes, op, memory, changed)
+    extra = f"; supersedes {', '.join(changed)}" if changed else ""
+    return WriteResult(op, memory, "updated", f"{op}: {memory.id} is now {memory.status}{extra}",
+                       changed=changed, commit=commit)
+
+
+def approve(ctx: Ctx, ref: str, reason: str | None = None) -> WriteResult:
+    """Approve a ``pending_review`` memory: it becomes active and retires what it supersedes.
+
+    Raises:
+        ReviewRefused: not pending, or the caller wrote it and self-approval is off
+            (``[review] allow_self_approve``).
+    """
+    def not_self(memory: Memory) -> None:
+        if memory.provenance.actor == ctx.actor and not ctx.ws.config.allow_self_approve:
+            raise ReviewRefused(f"{memory.id} was written by you ({ctx.actor}); a different reviewer must approve it",
+                                hint="ask another person, or set [review] allow_self_approve = true")
+    review = {"by": ctx.actor, "at": ctx.now, "decision": "approved", **({"reason": reason} if reason else {})}
+    return _transition(ctx, ref, "approve", ("pending_review",), {"status": "active", "review": review}, not_self)
+
+
+def reject(ctx: Ctx, ref: str, reason: str) -> WriteResult:
+    """Reject a ``pending_review`` memory, recording the reviewer and the reason.
+
+    Raises:
+        ValidationFailed: the reason is blank.
+        ReviewRefused: the memory is not pending.
+    """
+    if not reason or not reason.strip():
+        raise ValidationFailed("a rejection needs a reason", hint="pass --reason TEXT")
+    review = {"by": ctx.actor, "at": ctx.now, "decision": "rejected", "reason": reason.strip()}
+    return _transition(ctx, ref, "reject", ("pending_review",), {"status": "rejected", "review": review})
+
+
+def forget(ctx: Ctx, ref: str) -> WriteResult:
+    """Archive an active memory: it stops being served; the file and its history stay.
+
+    Raises:
+        WrongStatus: the memory is not active (reject a pending one instead).
+    """
+    return _transition(ctx, ref, "forget", ("active",), {"status": "archived"})
+
+
+def init(path: Path, hidden: bool = False) -> tuple[Path, bool, str | None]:
+    """Create a workspace at ``path`` and, when it is outside any work tree, a git repository.
+
+    Returns:
+        ``(root, created, commit)``: ``created`` False when one was already there.
+
+    Raises:
+        WorkspaceInvalid: the folder cannot be written.
+        GitFailed, GitLocked: the first commit failed.
+    """
+    from memcli.config import CONFIG_NAME
+    from memcli.store.workspace import create_files
+
+    path.mkdir(parents=True, exist_ok=True)
+    gitlog.GitRepo.init(path)
+    root, created = create_files(path, hidden)
+    if not created:
+        return root, False, None
+    repo = gitlog.GitRepo(root)
+    msg = gitlog.message("init", "workspace", {"Op": "init"})
+    commit = repo.commit([root / CONFIG_NAME], msg, actor="memcli")
+    return root, True, commit
+

@@ -1,0 +1,1 @@
+"""Files on disk: safe paths, atomic writes, the workspace and its lock."""

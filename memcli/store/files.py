@@ -1,0 +1,163 @@
+"""Memory files on disk: safe paths, atomic writes, scanning and loading.
+
+Every path memcli writes is built here from validated parts (an id checked by
+``model.check_id``, a scope checked by ``model.check_scope``) and then checked to stay
+inside ``memories/`` (CASES.md G1). Writes are atomic: a temporary file in the same
+folder, fsync, ``os.replace`` (STYLE.md habit 6).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memcli import frontmatter, model
+from memcli.errors import InvalidMemoryFile, ValidationFailed
+
+MEMORIES = "memories"
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """A readable ASCII slug of ``text`` (at most ``limit`` characters; may be empty)."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    words = re.findall(r"[a-z0-9]+", ascii_text)
+    out = ""
+    for word in words:
+        if len(out) + len(word) + 1 > limit:
+            break
+        out = f"{out}-{word}" if out else word
+    return out
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@dataclass
+class Loaded:
+    """One readable memory: the parsed document and the record built from it."""
+
+    doc: frontmatter.Document
+    memory: model.Memory
+    file: Path
+
+
+@dataclass
+class Scan:
+    """The result of reading every memory file: the good ones and the problems."""
+
+    loaded: list[Loaded] = field(default_factory=list)
+    problems: list[InvalidMemoryFile] = field(default_factory=list)
+
+    @property
+    def memories(self) -> list[model.Memory]:
+        """The records, in file order."""
+        return [item.memory for item in self.loaded]
+
+
+class MemoryFiles:
+    """The ``memories/`` tree of one workspace.
+
+    Args:
+        root: the workspace folder (the one holding ``memcli.toml``).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.base = root / MEMORIES
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the workspace root, with ``/`` separators."""
+        return path.relative_to(self.root).as_posix()
+
+    def new_path(self, memory: model.Memory) -> Path:
+        """The file for a new memory: ``memories/<scope parts>/<YYYY-MM>/<id>[-slug].md``.
+
+        Raises:
+            ValidationFailed: the resulting path would leave ``memories/``.
+        """
+        model.check_id(memory.id)
+        month = (memory.created_at or datetime.now(timezone.utc)).strftime("%Y-%m")
+        name = "-".join(p for p in (memory.id, slug(memory.text)) if p) + ".md"
+        path = self.base.joinpath(*model.scope_parts(memory.scope), month, name)
+        resolved_base = self.base.resolve()
+        if resolved_base not in path.resolve().parents:
+            raise ValidationFailed(f"refusing to write outside {MEMORIES}/: {path}")
+        return path
+
+    def files(self) -> list[Path]:
+        """Every ``*.md`` under ``memories/``, sorted; hidden files and folders skipped."""
+        out: list[Path] = []
+        if not self.base.is_dir():
+            return out
+        for folder, dirs, names in os.walk(self.base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            out.extend(Path(folder, n) for n in sorted(names) if n.endswith(".md") and not n.startswith("."))
+        return out
+
+    def load(self, path: Path, data: bytes | None = None) -> Loaded:
+        """Parse one file into a :class:`Loaded`.
+
+        Args:
+            path: an absolute path under ``memories/``.
+            data: the bytes, if already read (e.g. from ``git show``).
+
+        Raises:
+            InvalidMemoryFile: unreadable, unparsable, or outside the schema.
+        """
+        rel = self.rel(path)
+        try:
+            raw = path.read_bytes() if data is None else data
+            mtime = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).replace(microsecond=0) \
+                if data is None else datetime.now(timezone.utc).replace(microsecond=0)
+        except OSError as err:
+            raise InvalidMemoryFile(rel, f"cannot read: {err.strerror}") from None
+        doc = frontmatter.parse(raw, rel)
+        parts = path.relative_to(self.base).parts[:-1]
+        try:
+            memory = model.from_mapping(
+                doc.meta, doc.body, path=rel, file_id=path.stem.lower(),
+                folder_scope=model.scope_of_parts(parts), file_time=mtime)
+        except ValidationFailed as err:
+            key = err.message.split(":", 1)[0]
+            raise InvalidMemoryFile(rel, err.message, frontmatter.line_of(doc, key)) from None
+        return Loaded(doc=doc, memory=memory, file=path)
+
+    def scan(self) -> Scan:
+        """Load every memory file; problems are collected, never raised."""
+        result = Scan()
+        seen: dict[str, str] = {}
+        for path in self.files():
+            try:
+                item = self.load(path)
+            except InvalidMemoryFile as err:
+                result.problems.append(err)
+                continue
+            if item.memory.id in seen:
+                result.problems.append(InvalidMemoryFile(
+                    item.memory.path, f"duplicate id {item.memory.id} (also in {seen[item.memory.id]})"))
+                continue
+            seen[item.memory.id] = item.memory.path
+            result.loaded.append(item)
+        return result

@@ -1,0 +1,139 @@
+"""Finding, creating and locking a workspace (SPEC.md section 1).
+
+A workspace is the folder that holds ``memcli.toml`` and ``memories/``; it may also be
+kept as ``.memcli/`` inside a project. Derived data lives in ``.cache/`` inside it,
+which ignores itself (its own ``.gitignore`` holds ``*``), so nothing there is ever
+committed and the user's ignore files are never edited.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from memcli.config import CONFIG_NAME, Config, load_config
+from memcli.errors import WorkspaceInvalid, WorkspaceLocked, WorkspaceNotFound
+from memcli.store.files import MemoryFiles
+
+HIDDEN = ".memcli"
+CACHE = ".cache"
+
+
+@dataclass
+class Workspace:
+    """An opened workspace.
+
+    Attributes:
+        root: the folder holding ``memcli.toml`` (absolute).
+        config: its parsed configuration.
+    """
+
+    root: Path
+    config: Config
+
+    @property
+    def files(self) -> MemoryFiles:
+        """The ``memories/`` tree."""
+        return MemoryFiles(self.root)
+
+    @property
+    def cache(self) -> Path:
+        """The git-ignored cache folder (index, statistics, locks), created on demand."""
+        path = self.root / CACHE
+        if not (path / ".gitignore").exists():
+            path.mkdir(parents=True, exist_ok=True)
+            (path / ".gitignore").write_text("# memcli derived data: never committed\n*\n", encoding="utf-8")
+        return path
+
+    @contextmanager
+    def lock(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the workspace write lock (an OS file lock: released if the process dies).
+
+        Args:
+            timeout: seconds to wait; defaults to ``[git] lock_timeout``.
+
+        Raises:
+            WorkspaceLocked: another process held it for the whole wait.
+        """
+        from filelock import FileLock, Timeout
+
+        wait = self.config.lock_timeout if timeout is None else timeout
+        lock = FileLock(str(self.cache / "write.lock"), timeout=wait)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise WorkspaceLocked(
+                f"another memcli process has held the workspace lock for {wait:g} s",
+                hint="retry when it finishes, or raise [git] lock_timeout in memcli.toml") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+def _holder(folder: Path) -> Path | None:
+    for candidate in (folder, folder / HIDDEN):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate
+    return None
+
+
+def find_root(explicit: str | None = None, cwd: Path | None = None) -> Path:
+    """Locate the workspace folder: ``explicit`` > ``$MEMCLI_WORKSPACE`` > walk up from ``cwd``.
+
+    Raises:
+        WorkspaceNotFound: no ``memcli.toml`` (or ``.memcli/memcli.toml``) there.
+    """
+    given = explicit or os.environ.get("MEMCLI_WORKSPACE")
+    if given:
+        folder = Path(given).expanduser().absolute()
+        root = _holder(folder)
+        if root is None:
+            raise WorkspaceNotFound(f"no memcli workspace at {folder} (no {CONFIG_NAME})",
+                                    hint=f"create one with `memcli init {given}`")
+        return root
+    start = (cwd or Path.cwd()).absolute()
+    for folder in (start, *start.parents):
+        root = _holder(folder)
+        if root is not None:
+            return root
+    raise WorkspaceNotFound(f"no memcli workspace in {start} or any parent folder",
+                            hint="create one with `memcli init`, or pass --workspace PATH")
+
+
+def open_workspace(explicit: str | None = None) -> Workspace:
+    """Find and open the workspace; see :func:`find_root`.
+
+    Raises:
+        WorkspaceNotFound, WorkspaceInvalid: as the message says.
+    """
+    root = find_root(explicit)
+    return Workspace(root=root, config=load_config(root / CONFIG_NAME))
+
+
+def create_files(path: Path, hidden: bool = False) -> tuple[Path, bool]:
+    """Create the workspace files under ``path`` (``path/.memcli`` when ``hidden``).
+
+    Returns:
+        ``(root, created)``: ``created`` is False when a workspace was already there.
+
+    Raises:
+        WorkspaceInvalid: the folder cannot be created or written.
+    """
+    from memcli.config import DEFAULT_TOML
+
+    root = path.absolute() / HIDDEN if hidden else path.absolute()
+    existing = _holder(path.absolute())
+    if existing is not None:
+        return existing, False
+    try:
+        (root / "memories").mkdir(parents=True, exist_ok=True)
+        (root / CONFIG_NAME).write_text(DEFAULT_TOML, encoding="utf-8")
+    except OSError as err:
+        raise WorkspaceInvalid(f"cannot create a workspace in {root}: {err.strerror}",
+                               hint="choose a folder you can write to") from None
+    Workspace(root=root, config=load_config(root / CONFIG_NAME)).cache  # noqa: B018 - creates .cache/
+    return root, True

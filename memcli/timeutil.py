@@ -1,0 +1,77 @@
+"""The clock and the timestamp rules of SPEC.md section 2.
+
+Rules (documented in the README, tested by CASES.md F5 and F6):
+
+* Timestamps are stored as RFC 3339 in UTC with a ``Z`` suffix, to the second.
+* A date alone (``2025-06-02``) means 00:00 UTC of that date, whatever the local zone.
+* A date-time without an offset (``2025-03-01T12:00:00``) is read as UTC.
+* ``$MEMCLI_NOW`` (an RFC 3339 instant, or a date) sets the clock, so tests and
+  reviews can ask "what would be served at that moment".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import date, datetime, timedelta, timezone
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def now() -> datetime:
+    """The current instant in UTC, truncated to the second; ``$MEMCLI_NOW`` overrides it.
+
+    Raises:
+        ValueError: ``$MEMCLI_NOW`` is set but is not a date or RFC 3339 instant.
+    """
+    forced = os.environ.get("MEMCLI_NOW")
+    if forced:
+        return parse_instant(forced)
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def to_utc(value: datetime | date) -> datetime:
+    """Normalise a date or date-time to an aware UTC datetime by the rules above."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+    return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+
+
+def parse_instant(text: str) -> datetime:
+    """Parse an RFC 3339 instant, an ISO date-time without offset, or a bare date.
+
+    Args:
+        text: e.g. ``2026-11-02T09:14:05Z``, ``2025-03-01T12:00:00``, ``2025-06-02``.
+
+    Returns:
+        An aware UTC datetime.
+
+    Raises:
+        ValueError: the text is not one of those forms.
+    """
+    text = text.strip()
+    if not text or len(text) > 40:
+        raise ValueError(f"not a date or time: {text!r}")
+    if len(text) == 10:
+        return to_utc(date.fromisoformat(text))
+    return to_utc(datetime.fromisoformat(text))
+
+
+def format_instant(value: datetime) -> str:
+    """RFC 3339 in UTC with ``Z``, to the second: ``2026-11-02T09:14:05Z``."""
+    return to_utc(value).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse a TTL such as ``30d``, ``12h``, ``2w``, ``1y`` (a year is 365 days).
+
+    Raises:
+        ValueError: not a positive whole number followed by one of s, m, h, d, w, y.
+    """
+    match = _DURATION.match(text or "")
+    if not match or int(match.group(1)) <= 0:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30d, 12h, 2w, 1y)")
+    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
