@@ -64,6 +64,7 @@ def _dumper():
     yaml.default_flow_style = False
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.representer.ignore_aliases = lambda *args: True  # equal times must not become &id001 anchors
     yaml.representer.add_representer(
         datetime, lambda r, d: r.represent_scalar("tag:yaml.org,2002:timestamp", _stamp(d)))
     yaml.representer.add_representer(

@@ -1,0 +1,79 @@
+"""Shared fixtures: every test runs with a clean environment and its own folders.
+
+Tests use real parts: real git repositories in temporary folders, real files, and the
+real ``memcli`` console script in a subprocess (``run``). Nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MEMCLI = [sys.executable, "-m", "memcli"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No memcli, git or locale setting leaks in from the developer's machine."""
+    for name in list(os.environ):
+        if name.startswith(("MEMCLI_", "GIT_")):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("MEMCLI_ACTOR", "alice")
+    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.chdir(tmp_path)
+
+
+class Result:
+    """A finished ``memcli`` process: exit code, stdout, stderr, and ``json()`` of stdout."""
+
+    def __init__(self, proc: subprocess.CompletedProcess) -> None:
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+    def __repr__(self) -> str:
+        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
+
+
+def run_memcli(*args: str, cwd: Path | None = None, input: str | None = None,
+               env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+    """Run the real CLI in a subprocess (``python -m memcli``)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run([*MEMCLI, *args], cwd=cwd, input=input, capture_output=True, text=True,
+                          env=full_env, timeout=timeout)
+    return Result(proc)
+
+
+@pytest.fixture
+def run():
+    """``run(*args, cwd=..., input=..., env=...)`` -> Result; see ``run_memcli``."""
+    return run_memcli
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh workspace (its own git repository) at ``tmp_path/ws``."""
+    path = tmp_path / "ws"
+    result = run_memcli("init", str(path))
+    assert result.code == 0, result
+    monkeypatch.setenv("MEMCLI_WORKSPACE", str(path))
+    return path
+
+
+def git(path: Path, *args: str) -> str:
+    """Run git in ``path`` and return stdout (raises on failure)."""
+    return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True).stdout
