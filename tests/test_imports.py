@@ -1,0 +1,36 @@
+"""Heavy imports stay lazy (STYLE.md habit 8): `memcli --help` loads no git, index or rich."""
+
+import subprocess
+import sys
+
+HEAVY = ("git", "sqlite3", "rapidfuzz", "rich", "ruamel", "filelock", "ulid", "memcli.service", "memcli.gitlog",
+         "memcli.index")
+
+
+def loaded_modules(*args: str) -> set[str]:
+    code = ("import sys, runpy; sys.argv = ['memcli', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('memcli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    return set(proc.stderr.split())
+
+
+def test_help_imports_nothing_heavy():
+    modules = loaded_modules("--help")
+    assert "memcli.cli.app" in modules
+    leaked = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
+    assert leaked == []
+
+
+def test_library_never_imports_typer_or_rich_at_top_level():
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent / "memcli"
+    offenders = []
+    for path in root.rglob("*.py"):
+        if "cli" in path.relative_to(root).parts:
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith(("import typer", "import rich", "from typer", "from rich")):
+                offenders.append(str(path))
+    assert offenders == []
