@@ -13,10 +13,11 @@ from __future__ import annotations
 EXIT_CODES: dict[int, str] = {
     0: "success (including a no-op such as an exact duplicate or a repeated idempotency key)",
     1: "internal error (a bug: run again with MEMCLI_DEBUG=1 and report the traceback)",
-    2: "usage error: unknown option, missing argument, bad option value",
+    2: "usage error: unknown command or option, missing argument, a value of the wrong type, "
+       "an empty query or an invalid regular expression",
     3: "no workspace found, or the workspace is not usable",
     4: "memory not found (unknown id, or not visible in your scopes)",
-    5: "validation failed: a scope, category, id, date, size or text is not acceptable",
+    5: "validation failed: a well-formed value memcli does not accept (scope, category, id, date, size, range, text)",
     6: "sensitive data (a secret or personal number) refused by the write gate",
     7: "conflict: an ambiguous id prefix, or a subject already held by an active memory",
     8: "review gate refused the action (self-approval, not pending, wrong status)",

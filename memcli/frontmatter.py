@@ -17,6 +17,7 @@ memcli uses python-frontmatter where byte fidelity does not matter (rule files m
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,9 @@ from memcli.errors import InvalidMemoryFile
 
 BOM = "\ufeff"
 FENCE = "---"
+#: One line with its ending. Only CRLF, LF and a lone CR end a line, as in ruamel's line
+#: numbers; ``str.splitlines`` would also split at U+2028, U+0085, form feed and others.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
 @dataclass
@@ -34,10 +38,12 @@ class Document:
     Attributes:
         meta: the front-matter mapping (a ruamel ``CommentedMap``; ``{}`` if there is none).
         body: the text after the closing fence, exactly as in the file.
-        newline: ``"\\n"`` or ``"\\r\\n"``, taken from the first line.
+        newline: ``"\\n"``, ``"\\r\\n"`` or ``"\\r"``, taken from the first line.
         bom: whether the file started with a UTF-8 byte-order mark.
         yaml_lines: the front-matter lines between the fences, with their endings.
         has_front_matter: whether the file had fences at all.
+        fences: the opening and closing fence lines, each with its own line ending (the
+            closing one may have none at the end of the file).
     """
 
     meta: Any
@@ -46,7 +52,7 @@ class Document:
     bom: bool = False
     yaml_lines: list[str] = field(default_factory=list)
     has_front_matter: bool = True
-    fences: tuple[str, str] = (FENCE, FENCE)
+    fences: tuple[str, str] = (FENCE + "\n", FENCE + "\n")
 
 
 def _yaml():
@@ -69,7 +75,19 @@ def _dumper():
         datetime, lambda r, d: r.represent_scalar("tag:yaml.org,2002:timestamp", _stamp(d)))
     yaml.representer.add_representer(
         type(None), lambda r, d: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+    yaml.representer.add_representer(str, _represent_str)
     return yaml
+
+
+#: Plain scalars that a YAML 1.1 reader (PyYAML, python-frontmatter) would turn into booleans.
+YAML11_BOOLEANS = {"y", "yes", "n", "no", "on", "off", "true", "false"}
+
+
+def _represent_str(representer, value: str):  # noqa: ANN001, ANN202
+    """Strings as ruamel would write them, but YAML 1.1 booleans (``no``, ``on``) quoted for other readers."""
+    if value.lower() in YAML11_BOOLEANS:
+        return representer.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    return representer.represent_str(value)
 
 
 def _stamp(value: datetime) -> str:
@@ -96,37 +114,43 @@ def parse(data: bytes, path: str) -> Document:
     bom = text.startswith(BOM)
     if bom:
         text = text[1:]
-    lines = text.splitlines(keepends=True)
-    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    lines = _LINE.findall(text)
+    newline = next((end for end in ("\r\n", "\r") if lines and lines[0].endswith(end)), "\n")
     if not lines or lines[0].rstrip("\r\n") != FENCE:
         return Document(meta={}, body=text, newline=newline, bom=bom, has_front_matter=False)
     close = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") in (FENCE, "...")), None)
     if close is None:
         raise InvalidMemoryFile(path, "the front-matter fence '---' is never closed", 1)
     yaml_lines = lines[1:close]
-    meta = _load_yaml("".join(yaml_lines).replace("\r\n", "\n"), path)
+    meta = _load_yaml("".join(yaml_lines).replace("\r\n", "\n"), path, len(yaml_lines))
     return Document(meta=meta, body="".join(lines[close + 1:]), newline=newline, bom=bom, yaml_lines=yaml_lines,
-                    fences=(lines[0].rstrip("\r\n"), lines[close].rstrip("\r\n")))
+                    fences=(lines[0], lines[close]))
 
 
-def _load_yaml(source: str, path: str) -> Any:
+def _load_yaml(source: str, path: str, count: int) -> Any:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
         meta = _yaml().load(source)
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        lineno = mark.line + 2 if mark is not None else None  # +1 for the fence, +1 for 1-based
+        if mark is not None and mark.line >= count:  # at the end of the YAML: name its opening, or its last line
+            mark = err.context_mark if err.context_mark is not None and err.context_mark.line < count else None
+            lineno = mark.line + 2 if mark is not None else count + 1
+        else:
+            lineno = mark.line + 2 if mark is not None else None  # +1 for the fence, +1 for 1-based
         reason = (err.problem or err.context or "invalid YAML").strip()
         if "\t" in source and "'\\t'" in reason:
             reason += " (tabs are not allowed for indentation or before a comment in YAML)"
+        elif re.search(r"[\[{,]\s*#", source):
+            reason += " (a '#' after a space or '[' starts a comment: quote values that begin with '#')"
         raise InvalidMemoryFile(path, f"invalid YAML front-matter: {reason}", lineno) from None
     except YAMLError as err:
         raise InvalidMemoryFile(path, f"invalid YAML front-matter: {str(err).splitlines()[0]}", 2) from None
     if meta is None:
         raise InvalidMemoryFile(path, "the front-matter is empty (remove the fences or add keys)", 1)
     if not isinstance(meta, dict):
-        kind = "a list" if isinstance(meta, list) else f"a {type(meta).__name__}"
+        kind = "a list" if isinstance(meta, list) else "a string" if isinstance(meta, str) else "a single value"
         raise InvalidMemoryFile(path, f"the front-matter is {kind}, expected a mapping of keys", 2)
     return meta
 
@@ -174,8 +198,10 @@ def update(doc: Document, changes: dict[str, Any]) -> bytes:
     Args:
         doc: the result of :func:`parse` on the current bytes.
         changes: key -> new value; the value ``None`` removes the key. Keys already
-            present are replaced in place (their whole block of lines); new keys are
-            appended before the closing fence in the order given.
+            present are replaced in place (their whole block of lines; a one-line value keeps
+            its end-of-line comment); new keys are appended before the closing fence in
+            the order given. A flow-style mapping (``{id: x, status: y}``) has no line
+            per key, so it is rewritten whole, in block style.
 
     Returns:
         The new file bytes, with the original BOM and line endings.
@@ -183,6 +209,9 @@ def update(doc: Document, changes: dict[str, Any]) -> bytes:
     nl = doc.newline
     lines = list(doc.yaml_lines)
     keys = list(doc.meta.keys()) if doc.has_front_matter else []
+    if keys and changes and doc.meta.fa.flow_style():  # {id: x, status: y}: keys share lines; write block style
+        lines = emit({k: v for k, v in {**doc.meta, **changes}.items() if v is not None}, nl)
+        keys, changes = [], {}
     starts = {k: doc.meta.lc.key(k)[0] for k in keys} if keys else {}
     edits: list[tuple[int, int, list[str]]] = []
     appended: list[str] = []
@@ -194,14 +223,33 @@ def update(doc: Document, changes: dict[str, Any]) -> bytes:
             end = min(later) if later else len(lines)
             while end - 1 > start and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
                 end -= 1
+            if end == start + 1 and len(new_lines) == 1:
+                new_lines = [_keep_comment(doc, key, lines[start], new_lines[0])]
             edits.append((start, end, new_lines))
         else:
             appended.extend(new_lines)
     for start, end, new_lines in sorted(edits, reverse=True):
         lines[start:end] = new_lines
-    if lines and not lines[-1].endswith("\n"):
+    if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += nl
     lines.extend(appended)
-    head = [doc.fences[0] + nl, *lines, doc.fences[1] + nl] if doc.has_front_matter or lines else []
+    if doc.has_front_matter:
+        head = [doc.fences[0], *lines, doc.fences[1]]
+    else:
+        head = [FENCE + nl, *lines, FENCE + nl] if lines else []
     text = "".join(head) + doc.body
     return ((BOM if doc.bom else "") + text).encode("utf-8")
+
+
+def _keep_comment(doc: Document, key: str, old: str, new: str) -> str:
+    """``new`` (one line for ``key``) with the end-of-line comment of ``old``, the line it replaces."""
+    try:
+        token = doc.meta.ca.items[key][2]
+        column = token.column if token.start_mark.line == doc.meta.lc.key(key)[0] else None
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return new
+    if column is None or not old[column:column + 1] == "#":
+        return new
+    while column > 0 and old[column - 1] in " \t":
+        column -= 1
+    return new.rstrip("\r\n") + old[column:]

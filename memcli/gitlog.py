@@ -140,7 +140,8 @@ class GitRepo:
         return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
                 "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
-    def commit(self, paths: list[Path], message: str, *, actor: str, timeout: float = 10.0) -> str:
+    def commit(self, paths: list[Path], message: str, *, actor: str, timeout: float = 10.0,
+               date: str | None = None) -> str:
         """Commit exactly ``paths`` (added, changed or deleted) with ``message``.
 
         Args:
@@ -148,6 +149,8 @@ class GitRepo:
             message: the full commit message (subject, body, trailers).
             actor: used as the author only when git has no ``user.name``/``user.email``.
             timeout: seconds to wait for another process's ``index.lock``.
+            date: author and committer date (RFC 3339), so history follows memcli's clock
+                (``$MEMCLI_NOW``); git's own clock when None.
 
         Returns:
             The new commit's full hash.
@@ -158,6 +161,8 @@ class GitRepo:
         """
         rels = [os.path.relpath(p, self.workspace) for p in paths]
         env = self._identity(actor)
+        if date:
+            env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
         for attempt in range(3):
             self._wait_for_index(timeout)
             try:

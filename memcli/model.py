@@ -99,6 +99,7 @@ class Memory:
             "provenance": {
                 "sourceType": self.provenance.source_type, "actor": self.provenance.actor,
                 "runId": self.provenance.run_id, "at": _iso(self.provenance.at),
+                **({"idempotencyKey": self.provenance.idempotency_key} if self.provenance.idempotency_key else {}),
             },
             "tags": list(self.tags), "paths": list(self.paths),
             "supersedes": list(self.supersedes), "supersededBy": list(self.superseded_by),
@@ -336,3 +337,25 @@ def to_mapping(memory: Memory) -> dict[str, Any]:
         "supersedes": memory.supersedes or None, "supersededBy": memory.superseded_by or None,
     }
     return {k: values[k] for k in KEY_ORDER if values[k] is not None}
+
+
+def from_dict(data: dict[str, Any]) -> Memory:
+    """Rebuild a :class:`Memory` from :meth:`Memory.to_dict` output (the index's stored record).
+
+    The body is the stored ``text`` plus a newline; times are parsed back to aware UTC.
+    """
+    def when(value: str | None) -> datetime | None:
+        return parse_instant(value) if value else None
+
+    prov = data.get("provenance") or {}
+    return Memory(
+        id=data["id"], scope=data["scope"], body=data.get("text", "") + "\n", category=data["category"],
+        subject=data.get("subject"), status=data["status"], importance=data["importance"],
+        pinned=bool(data.get("pinned")), created_at=when(data.get("createdAt")),
+        updated_at=when(data.get("updatedAt")), expire_at=when(data.get("expireAt")),
+        provenance=Provenance(source_type=prov.get("sourceType", "admin_edit"), actor=prov.get("actor", "unknown"),
+                              run_id=prov.get("runId"), at=when(prov.get("at")),
+                              idempotency_key=prov.get("idempotencyKey")),
+        supersedes=list(data.get("supersedes") or []), superseded_by=list(data.get("supersededBy") or []),
+        review=data.get("review"), tags=list(data.get("tags") or []), paths=list(data.get("paths") or []),
+        path=data.get("path", ""))

@@ -59,6 +59,7 @@ POSITIVES = [
     ("amex 378282246310005", "payment card number"),
     ("discover 6011111111111117", "payment card number"),
     ("mastercard 2223003122003222", "payment card number"),
+    ("mc2 2223003122003222", "payment card number"),
     ("unionpay 6200000000000005", "payment card number"),
     ("ssn 123-45-6789", "US social security number"),
     ("call 555-12-1234", "US social security number"),  # SSN-shaped (3-2-4), valid area: flagged
@@ -176,6 +177,11 @@ def test_aws_secret_on_same_line_as_key_id() -> None:
     found = find_secrets(f"{AWS_KEY_ID} {AWS_SECRET}\n{AWS_SECRET}")
     assert [(f.kind, f.line, f.column) for f in found] == [
         ("AWS access key id", 1, 1), ("AWS secret access key", 1, 22)]
+
+
+def test_several_cards_on_a_line() -> None:
+    assert kinds("cards: 4111111111111111 5555555555554444") == ["payment card number"] * 2
+    assert kinds("4111 1111 1111 1111, 5555-5555-5555-4444") == ["payment card number"] * 2
 
 
 def test_git_sha_is_not_an_aws_secret() -> None:

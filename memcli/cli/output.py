@@ -59,7 +59,7 @@ def error(code: str, message: str, hint: str | None, exit_code: int) -> None:
                     "warnings": STATE.warnings}
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
     else:
-        line = f"{message}; {hint}" if hint else message
+        line = f"{message.rstrip('.')}; {hint}" if hint else message
         print(f"memcli: error: {line}", file=sys.stderr)
 
 

@@ -22,7 +22,8 @@ ExpireAt = Annotated[Optional[str], typer.Option("--expire-at", help="Expiry: a 
 Source = Annotated[str, typer.Option("--source-type", help="user_said, tool_result, model_derived, admin_edit.")]
 RunId = Annotated[Optional[str], typer.Option("--run-id", help="Session or run that produced it (provenance).")]
 IdemKey = Annotated[Optional[str], typer.Option("--idempotency-key", help="A repeat with the same key writes nothing.")]
-Pinned = Annotated[bool, typer.Option("--pinned", help="Always inject it first in `context`.")]
+Pinned = Annotated[Optional[bool], typer.Option(
+    "--pinned/--no-pinned", help="Always inject it first in `context` (supersede keeps the old setting).")]
 OnConflict = Annotated[Optional[str], typer.Option(
     "--on-conflict", help="When the subject is held: supersede (default) or fail.")]
 
@@ -74,7 +75,7 @@ def remember(
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
     source_type: Source = "user_said", run_id: RunId = None, idempotency_key: IdemKey = None,
-    pinned: Pinned = False, on_conflict: OnConflict = None, json_: JsonOpt = False,
+    pinned: Pinned = None, on_conflict: OnConflict = None, json_: JsonOpt = False,
 ) -> None:
     """Write a memory through the gates: validation, secrets, idempotency, duplicates, conflict, review."""
     from memcli.service.write import remember as do_remember
@@ -92,7 +93,7 @@ def supersede(
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
     source_type: Source = "user_said", run_id: RunId = None, idempotency_key: IdemKey = None,
-    pinned: Pinned = False, json_: JsonOpt = False,
+    pinned: Pinned = None, json_: JsonOpt = False,
 ) -> None:
     """Replace a memory: write the new one and mark the old superseded, linked both ways, in one commit."""
     from memcli.service.write import supersede as do_supersede
@@ -119,7 +120,7 @@ def approve(
 @app.command()
 def reject(
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix of a pending memory.")],
-    reason: Annotated[str, typer.Option("--reason", help="Why it is rejected (required).")] = "",
+    reason: Annotated[str, typer.Option("--reason", help="Why it is rejected (required).")],
     json_: JsonOpt = False,
 ) -> None:
     """Reject a memory waiting in review, with a reason."""

@@ -46,7 +46,7 @@ version strings, timestamps).  When findings overlap, the most specific one wins
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 PEM = "private key (PEM)"
@@ -108,16 +108,19 @@ _TOKEN_RULES = (
 
 _AWS_SECRET_TOKEN = r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 _AWS_SECRET_BARE_RE = re.compile(_AWS_SECRET_TOKEN)
+# The name is matched whole (possessive, from its start) and checked for aws/secret after,
+# so a long identifier is scanned once rather than once per "aws" inside it.
 _AWS_SECRET_NAMED_RE = re.compile(
-    r"(?i:aws|secret)[A-Za-z0-9_.-]*[\"'`]?[ \t]*[=:：][ \t]*[\"'`]?(" + _AWS_SECRET_TOKEN + ")")
+    r"(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]++)[\"'`]?[ \t]*[=:：][ \t]*[\"'`]?(" + _AWS_SECRET_TOKEN + ")")
 _AWS_KEY_ID_RE = _TOKEN_RULES[1][1]
 
-# Cards: plain 13-19 digits, or 4-digit-led groups with one consistent separator.  Not
-# preceded or followed by more digits/letters, except a following ``MM/YY`` expiry.
+# Cards: plain 13-19 digits, or 4-digit-led groups with one consistent separator.  Never
+# part of a longer run of digits/letters; a grouped number also not of a longer run of
+# groups (a list of small numbers), though a following ``MM/YY`` expiry is fine.
 _CARD_RE = re.compile(
-    r"(?<![0-9A-Za-z_.])(?<![0-9][ -])"
-    r"(?:[0-9]{13,19}|[0-9]{4}(?P<sep>[ -])[0-9]{4,6}(?:(?P=sep)[0-9]{3,5}){1,3})"
-    r"(?![0-9A-Za-z_]|[.,][0-9]|[ -][0-9](?![0-9]?/))")
+    r"(?<![0-9A-Za-z_.])(?:[0-9]{13,19}(?![0-9A-Za-z_]|[.,][0-9])"
+    r"|(?<![0-9][ -])[0-9]{4}(?P<sep>[ -])[0-9]{4,6}(?:(?P=sep)[0-9]{3,5}){1,3}"
+    r"(?![0-9A-Za-z_]|[.,][0-9]|(?P=sep)[0-9](?![0-9]?/)))")
 _SSN_RE = re.compile(r"(?<![0-9A-Za-z_.-])([0-9]{3})-([0-9]{2})-([0-9]{4})(?![0-9A-Za-z_]|[-.][0-9])")
 _CN_ID_RE = re.compile(r"(?<![0-9A-Za-z_])[0-9]{17}[0-9Xx](?![0-9A-Za-z_])")
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -135,8 +138,10 @@ _PLACEHOLDER_RE = re.compile(
     r"<.*|\{.*|\[.*|\$[{(].*|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|[*xX#?._-]+")
 _CODE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]")
 _DOTTED_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_FILE_PATH_RE = re.compile(r"[A-Za-z0-9_.\-/]*/[A-Za-z0-9_.\-/]*\.[A-Za-z][A-Za-z0-9]{0,4}")
+_PATH_CHARS_RE = re.compile(r"[A-Za-z0-9_./-]+")
+_FILE_EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}\Z")
 _ENV_PREFIX_RE = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Za-z0-9_.-]*")
+_LINE_END_RE = re.compile(r"[ \t\r]*(?:#[^\n]*)?(?:\n|\Z)")
 _WEAK_PASSWORDS = frozenset((
     "changeme", "password", "passw0rd", "letmein", "qwerty", "qwertyuiop", "iloveyou", "welcome",
     "admin", "administrator", "secret", "trustno1"))
@@ -211,7 +216,8 @@ def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> b
             or norm.endswith("here") or "redacted" in norm or "placeholder" in norm):
         return False
     if (_CODE_RE.match(value) or _DOTTED_RE.fullmatch(value) or "://" in value
-            or value.startswith(("/", "./", "../", "~/")) or _FILE_PATH_RE.fullmatch(value)):
+            or value.startswith(("/", "./", "../", "~/"))
+            or ("/" in value and _PATH_CHARS_RE.fullmatch(value) and _FILE_EXT_RE.search(value))):
         return False
     if password and low in _WEAK_PASSWORDS:
         return True
@@ -228,12 +234,12 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
     end = m.end("val")
     quoted = bool(quote) and text.startswith(quote, end)
     value = raw if quoted else raw.rstrip(".,;:!?)]}")
-    newline = text.find("\n", end)
-    rest = text[end:newline if newline >= 0 else len(text)]
-    line_start = text.rfind("\n", 0, m.start()) + 1
+    # A KEY=value line: tight "=", unquoted, nothing but a comment after, only a name before.
+    # Checked lazily and cheaply: at most one match per line gets to the prefix scan.
     env_line = (m.group("sep") == "=" and not m.group("pre") and not m.group("gap") and not quote
-                and value == raw and (not rest.strip() or rest.lstrip().startswith("#"))
-                and _ENV_PREFIX_RE.fullmatch(text, line_start, m.start()) is not None)
+                and value == raw and _LINE_END_RE.match(text, end) is not None
+                and _ENV_PREFIX_RE.fullmatch(text, text.rfind("\n", 0, m.start()) + 1, m.start())
+                is not None)
     password = key.lower() in _PASSWORD_KEYS
     if not _credential_like(raw, value, password=password, strong=quoted or env_line):
         return None
@@ -258,12 +264,17 @@ def find_secrets(text: str) -> list[SecretFinding]:
             if check is None or check(m.group()):
                 cands.append((0, m.start(), m.end(), kind))
     for m in _AWS_SECRET_NAMED_RE.finditer(text):
-        if _aws_secret_ok(m.group(1)):
-            cands.append((0, m.start(1), m.end(1), AWS_SECRET))
+        name = m.group(1).lower()
+        if ("aws" in name or "secret" in name) and _aws_secret_ok(m.group(2)):
+            cands.append((0, m.start(2), m.end(2), AWS_SECRET))
+    line_done = -1  # end of the last line already scanned for a key id's secret
     for m in _AWS_KEY_ID_RE.finditer(text):
+        if m.start() < line_done:
+            continue
         lo = text.rfind("\n", 0, m.start()) + 1
         hi = text.find("\n", m.end())
-        for s in _AWS_SECRET_BARE_RE.finditer(text, lo, hi if hi >= 0 else len(text)):
+        line_done = hi = hi if hi >= 0 else len(text)
+        for s in _AWS_SECRET_BARE_RE.finditer(text, lo, hi):
             if _aws_secret_ok(s.group()):
                 cands.append((0, s.start(), s.end(), AWS_SECRET))
     for m in _CN_ID_RE.finditer(text):
@@ -284,10 +295,16 @@ def find_secrets(text: str) -> list[SecretFinding]:
     if not cands:
         return []
 
+    # Kept spans never overlap, so sorted by start they are sorted by end too: a new span
+    # overlaps a kept one iff it overlaps the last kept span starting before its end.
+    starts: list[int] = []
     kept: list[tuple[int, int, str]] = []
     for _, start, end, kind in sorted(cands):
-        if not any(start < k_end and k_start < end for k_start, k_end, _k in kept):
-            kept.append((start, end, kind))
+        i = bisect_left(starts, end)
+        if i and kept[i - 1][1] > start:
+            continue
+        starts.insert(i, start)
+        kept.insert(i, (start, end, kind))
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
     findings = []
     for start, _end, kind in kept:

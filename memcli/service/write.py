@@ -29,7 +29,7 @@ class WriteOptions:
     category: str | None = None
     subject: str | None = None
     importance: int | None = None
-    pinned: bool = False
+    pinned: bool | None = None
     tags: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     ttl: str | None = None
@@ -99,7 +99,8 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memory: Memory, related:
         msg = gitlog.message(op, f"{memory.id} ({memory.scope}) by {ctx.actor}", {
             "Op": op, "Id": memory.id, "Scope": memory.scope, "Actor": ctx.actor,
             "Run": memory.provenance.run_id, "Related": " ".join(related) or None}, body=text)
-        return repo.commit(list(writes), msg, actor=ctx.actor, timeout=ctx.ws.config.lock_timeout)
+        return repo.commit(list(writes), msg, actor=ctx.actor, timeout=ctx.ws.config.lock_timeout,
+                           date=format_instant(ctx.now))
     except BaseException:
         for path, data in backups.items():
             if data is None:
@@ -140,8 +141,10 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     from ulid import ULID
 
     model.check_text(text)
-    scope = gates.check_write_scope(opts.scope or (base.scope if base else ctx.ws.config.write_scope), ctx.actor)
-    category = model.check_choice("category", opts.category or (base.category if base else "fact"), model.CATEGORIES)
+    scope = gates.check_write_scope(opts.scope if opts.scope is not None
+                                    else (base.scope if base else ctx.ws.config.write_scope), ctx.actor)
+    category = model.check_choice("category", opts.category if opts.category is not None
+                                  else (base.category if base else "fact"), model.CATEGORIES)
     importance = model.check_importance(opts.importance if opts.importance is not None
                                         else (base.importance if base else 3))
     subject = opts.subject if opts.subject is not None else (base.subject if base else None)
@@ -155,8 +158,9 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     paths = model.check_labels("paths", opts.paths or (list(base.paths) if base else []))
     body = text.replace("\r\n", "\n").strip() + "\n"
     return Memory(
-        id=str(ULID()).lower(), scope=scope, body=body, category=category, subject=subject or None,
-        status="active", importance=importance, pinned=opts.pinned or bool(base and base.pinned),
+        id=str(ULID.from_datetime(ctx.now)).lower(), scope=scope, body=body, category=category, subject=subject or None,
+        status="active", importance=importance,
+        pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts),
         provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
                               idempotency_key=opts.idempotency_key),

@@ -116,12 +116,14 @@ class MemoryFiles:
             out.extend(Path(folder, n) for n in sorted(names) if n.endswith(".md") and not n.startswith("."))
         return out
 
-    def load(self, path: Path, data: bytes | None = None) -> Loaded:
+    def load(self, path: Path, data: bytes | None = None, mtime: float | None = None) -> Loaded:
         """Parse one file into a :class:`Loaded`.
 
         Args:
             path: an absolute path under ``memories/``.
             data: the bytes, if already read (e.g. from ``git show``).
+            mtime: the file's modification time (seconds since the epoch), the default
+                ``createdAt`` of a hand-written file; read from disk when not given.
 
         Raises:
             InvalidMemoryFile: unreadable, unparsable, or outside the schema.
@@ -129,16 +131,17 @@ class MemoryFiles:
         rel = self.rel(path)
         try:
             raw = path.read_bytes() if data is None else data
-            mtime = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).replace(microsecond=0) \
-                if data is None else datetime.now(timezone.utc).replace(microsecond=0)
+            if mtime is None:
+                mtime = path.stat().st_mtime if path.exists() else datetime.now(timezone.utc).timestamp()
         except OSError as err:
             raise InvalidMemoryFile(rel, f"cannot read: {err.strerror}") from None
+        file_time = datetime.fromtimestamp(int(mtime), timezone.utc)
         doc = frontmatter.parse(raw, rel)
         parts = path.relative_to(self.base).parts[:-1]
         try:
             memory = model.from_mapping(
                 doc.meta, doc.body, path=rel, file_id=path.stem.lower(),
-                folder_scope=model.scope_of_parts(parts), file_time=mtime)
+                folder_scope=model.scope_of_parts(parts), file_time=file_time)
         except ValidationFailed as err:
             key = err.message.split(":", 1)[0]
             raise InvalidMemoryFile(rel, err.message, frontmatter.line_of(doc, key)) from None
