@@ -60,16 +60,19 @@ def _footer(omitted: int) -> str:
     return f"({omitted} more {noun} not shown; search them with `memcli recall WORDS`)\n"
 
 
-def render(memories: list[Memory], budget: int, fmt: str = "text") -> Block:
+def render(memories: list[Memory], budget: int, fmt: str = "text", total: int | None = None) -> Block:
     """Render ``memories`` (best first) within ``budget`` characters.
 
     Args:
         memories: the candidates, in the order they should appear.
         budget: the most characters the whole output may take.
         fmt: ``text`` (tag fence), ``markdown`` (heading and list) or ``json``.
+        total: how many memories were eligible in all (``len(memories)`` when None);
+            the footer counts the ones left out of that.
     """
+    total = len(memories) if total is None else max(total, len(memories))
     if fmt == "json":
-        return _render_json(memories, budget)
+        return _render_json(memories, budget, total)
     if fmt == "markdown":
         opening, closing = f"## Memories from memcli\n\n_{HEADER}_\n\n", ""
     else:
@@ -80,32 +83,32 @@ def render(memories: list[Memory], budget: int, fmt: str = "text") -> Block:
     lines: list[str] = []
     for index, memory in enumerate(memories):
         line = _line(memory)
-        rest = len(memories) - index - 1
+        rest = total - index - 1
         reserve = FOOTER_RESERVE if rest else 0
         if used + len(line) + reserve > budget:
             break
         lines.append(line)
         used += len(line)
-    omitted = len(memories) - len(lines)
+    omitted = total - len(lines)
     text = opening + "".join(lines) + _footer(omitted) + closing
     if len(text) > budget:
-        return Block("", [], len(memories))
+        return Block("", [], total)
     return Block(text, [m.id for m in memories[: len(lines)]], omitted)
 
 
-def _render_json(memories: list[Memory], budget: int) -> Block:
+def _render_json(memories: list[Memory], budget: int, total: int) -> Block:
     chosen: list[dict] = []
     included: list[str] = []
     for memory in memories:
         item = {"id": memory.id, "scope": memory.scope, "category": memory.category,
                 "importance": memory.importance, "pinned": memory.pinned, "text": neutralise(memory.text)}
-        trial = json.dumps({"note": HEADER, "memories": [*chosen, item], "omitted": len(memories)},
-                           ensure_ascii=False)
-        if len(trial) > budget:
+        trial = json.dumps({"note": HEADER, "memories": [*chosen, item], "omitted": total,
+                            "search": "memcli recall WORDS"}, ensure_ascii=False)  # the longest final shape
+        if len(trial) + 1 > budget:  # + 1: the closing newline
             break
         chosen.append(item)
         included.append(memory.id)
-    omitted = len(memories) - len(chosen)
+    omitted = total - len(chosen)
     text = json.dumps({"note": HEADER, "memories": chosen, "omitted": omitted,
                        "search": "memcli recall WORDS" if omitted else None}, ensure_ascii=False)
     return Block(text + "\n", included, omitted)

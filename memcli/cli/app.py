@@ -65,4 +65,4 @@ def flush_warnings(context) -> None:  # noqa: ANN001
         warn(message)
 
 
-from memcli.cli import write_cmds, read_cmds  # noqa: E402,F401,I001 - registers the commands, in help order
+from memcli.cli import write_cmds, read_cmds, index_cmds  # noqa: E402,F401,I001 - registers the commands, in help order

@@ -17,13 +17,20 @@ TagF = Annotated[Optional[str], typer.Option("--tag", "-t", help="Only memories 
 SubjectF = Annotated[Optional[str], typer.Option("--subject", help="Only this subject.")]
 ExpiredF = Annotated[bool, typer.Option("--include-expired", help="Include memories past their expireAt.")]
 LimitF = Annotated[int, typer.Option("--limit", "-n", help="At most this many results (top-k).")]
+PathF = Annotated[Optional[str], typer.Option("--path", help="Only memories whose paths globs match this file.")]
+CreatedAfter = Annotated[Optional[str], typer.Option("--created-after", help="Created at or after (date or time).")]
+CreatedBefore = Annotated[Optional[str], typer.Option("--created-before", help="Created before (date or time).")]
+UpdatedAfter = Annotated[Optional[str], typer.Option("--updated-after", help="Updated at or after (date or time).")]
+UpdatedBefore = Annotated[Optional[str], typer.Option("--updated-before", help="Updated before (date or time).")]
 
 
-def _filters(scope, status, category, tag, subject, include_expired, limit):  # noqa: ANN001
+def _filters(scope, status, category, tag, subject, include_expired, limit, path=None,  # noqa: ANN001
+             created=(None, None), updated=(None, None)):
     from memcli.service.read import Filters
 
     return Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
-                   include_expired=include_expired, limit=limit)
+                   include_expired=include_expired, limit=limit, path=path, created_after=created[0],
+                   created_before=created[1], updated_after=updated[0], updated_before=updated[1])
 
 
 def _row(memory, now) -> list[str]:  # noqa: ANN001
@@ -36,21 +43,33 @@ def recall(
     query: Annotated[str, typer.Argument(help="Words to search for (a regular expression with --grep).")],
     fuzzy: Annotated[bool, typer.Option("--fuzzy", help="Approximate matching (typos).")] = False,
     grep: Annotated[bool, typer.Option("--grep", help="Treat QUERY as a regular expression.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each part of every score.")] = False,
     scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
-    subject: SubjectF = None, include_expired: ExpiredF = False, limit: LimitF = 10, json_: JsonOpt = False,
+    subject: SubjectF = None, path: PathF = None, created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None, updated_after: UpdatedAfter = None, updated_before: UpdatedBefore = None,
+    include_expired: ExpiredF = False, limit: LimitF = 10, json_: JsonOpt = False,
 ) -> None:
-    """Search memories in your scopes: ranked by default, --fuzzy or --grep."""
+    """Search memories in your scopes: ranked (BM25, importance, recency) by default, --fuzzy or --grep."""
     from memcli.service.read import check_mode, recall as do_recall
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
-    hits = do_recall(context, query, _filters(scope, status, category, tag, subject, include_expired, limit), mode)
+    filters = _filters(scope, status, category, tag, subject, include_expired, limit, path,
+                       (created_after, created_before), (updated_after, updated_before))
+    hits = do_recall(context, query, filters, mode)
     flush_warnings(context)
     data = {"query": query, "mode": mode, "hits": [
-        {**h.memory.to_dict(context.now), "score": round(h.score, 4), "match": h.match} for h in hits]}
+        {**h.memory.to_dict(context.now), "score": round(h.score, 4), "match": h.match,
+         **({"explain": {k: round(v, 4) for k, v in h.parts.items()}} if explain else {})} for h in hits]}
     emit(data)
     if not data["hits"] and not _json():
         print(f"no memories match {query!r}", file=sys.stderr)
+    elif explain and not _json():
+        table(f"recall {query!r} (score = bm25 x importance x recency, by tier)",
+              ["id", "match", "score", "bm25", "importance", "recency", "text"],
+              [[h.memory.id, h.match, f"{h.score:.3f}", f"{h.parts.get('bm25', 0):.3f}",
+                f"{h.parts.get('importance', 0):.2f}", f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)]
+               for h in hits])
     elif not _json():
         table(f"recall {query!r}", ["id", "scope", "category", "status", "text"],
               [_row(h.memory, context.now) for h in hits])
@@ -59,13 +78,16 @@ def recall(
 @app.command("list")
 def list_(
     scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
-    subject: SubjectF = None, include_expired: ExpiredF = False, limit: LimitF = 100, json_: JsonOpt = False,
+    subject: SubjectF = None, path: PathF = None, created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None, updated_after: UpdatedAfter = None, updated_before: UpdatedBefore = None,
+    include_expired: ExpiredF = False, limit: LimitF = 100, json_: JsonOpt = False,
 ) -> None:
     """List memories in your scopes, newest first (active and unexpired unless told otherwise)."""
     from memcli.service.read import list_memories
 
     context = ctx()
-    memories = list_memories(context, _filters(scope, status, category, tag, subject, include_expired, limit))
+    memories = list_memories(context, _filters(scope, status, category, tag, subject, include_expired, limit, path,
+                                               (created_after, created_before), (updated_after, updated_before)))
     flush_warnings(context)
     emit({"memories": [m.to_dict(context.now) for m in memories]})
     if not _json():

@@ -29,6 +29,11 @@ class Query:
         include_expired: include memories past ``expireAt``.
         category, tag, subject: exact-match filters when set.
         limit: at most this many hits (top-k).
+        path: a file path; only memories whose ``paths`` globs match it (``**`` spans folders).
+        created_after, created_before, updated_after, updated_before: time range filters
+            (aware UTC; ``after`` inclusive, ``before`` exclusive).
+        order: for an empty query, ``importance`` (pinned, importance, recency: what
+            ``context`` wants) or ``newest`` (creation time, for ``list``).
     """
 
     text: str
@@ -41,6 +46,12 @@ class Query:
     tag: str | None = None
     subject: str | None = None
     limit: int = 20
+    path: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+    order: str = "importance"
 
 
 @dataclass
@@ -64,6 +75,34 @@ class Retriever(Protocol):
         """Return at most ``query.limit`` hits that pass every filter of ``query``."""
         ...
 
+    def count(self, query: Query) -> int:
+        """How many memories pass the filters of ``query`` (its text is ignored)."""
+        ...
+
+
+def browse_key(query: Query):  # noqa: ANN201 - a sort key function
+    """The sort key of an empty query's results, by ``query.order`` (see :class:`Query`)."""
+    if query.order == "newest":
+        return lambda m: (-(m.created_at.timestamp() if m.created_at else 0), m.id)
+    return lambda m: (not m.pinned, -m.importance, -(m.updated_at.timestamp() if m.updated_at else 0), m.id)
+
+
+def paths_match(globs: list[str], path: str) -> bool:
+    """True when ``path`` matches one of ``globs`` (gitignore-like ``**``, via wcmatch)."""
+    if not globs:
+        return False
+    from wcmatch import glob
+
+    return glob.globmatch(path.lstrip("./"), globs, flags=glob.GLOBSTAR | glob.DOTGLOB)
+
+
+def _within(value: datetime | None, after: datetime | None, before: datetime | None) -> bool:
+    if after is None and before is None:
+        return True
+    if value is None:
+        return False
+    return (after is None or value >= after) and (before is None or value < before)
+
 
 def passes(memory: Memory, query: Query) -> bool:
     """True when ``memory`` passes the scope, status, expiry and field filters of ``query``."""
@@ -74,4 +113,7 @@ def passes(memory: Memory, query: Query) -> bool:
         and (query.category is None or memory.category == query.category)
         and (query.tag is None or query.tag in memory.tags)
         and (query.subject is None or memory.subject == query.subject)
+        and (query.path is None or paths_match(memory.paths, query.path))
+        and _within(memory.created_at, query.created_after, query.created_before)
+        and _within(memory.updated_at, query.updated_after, query.updated_before)
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from memcli.errors import UsageProblem
-from memcli.index import Hit, Query, passes
+from memcli.index import Hit, Query, browse_key, passes
 from memcli.model import Memory
 
 FUZZY_CUTOFF = 80
@@ -50,10 +50,14 @@ class ScanRetriever:
         if query.mode == "grep":
             hits = self._grep(pool, query.text)
         elif not query.text.strip():
-            hits = [Hit(m, 0.0, "all") for m in pool]
+            return [Hit(m, 0.0, "all") for m in sorted(pool, key=browse_key(query))][: query.limit]
         else:
             hits = self._match(pool, query.text, fuzzy_only=query.mode == "fuzzy")
         return sorted(hits, key=_tiebreak)[: query.limit]
+
+    def count(self, query: Query) -> int:
+        """See :class:`memcli.index.Retriever`."""
+        return sum(1 for m in self.memories if passes(m, query))
 
     @staticmethod
     def _grep(pool: list[Memory], pattern: str) -> list[Hit]:

@@ -12,11 +12,6 @@ from fnmatch import fnmatchcase
 from memcli.errors import ScopeViolation, SecretDetected
 from memcli.model import Memory, check_scope, normalise_text
 
-#: Statuses that count for the duplicate and idempotency gates: a rejected or archived
-#: memory does not block writing the same text again.
-LIVE = ("active", "pending_review")
-
-
 def personal_owner(scope: str) -> str | None:
     """The owner of a personal scope (``user:alice`` -> ``alice``), else None."""
     kind, _, name = scope.partition(":")
@@ -92,37 +87,30 @@ def check_secrets(*texts: str) -> None:
 
 @dataclass
 class Duplicate:
-    """A duplicate found by the duplicate gate: the existing memory and the fuzzy ratio (0–100)."""
+    """A duplicate found by the duplicate gate: the existing memory's id and the ratio (0–100)."""
 
-    memory: Memory
+    memory_id: str
     ratio: float
     exact: bool
 
 
-def find_duplicates(text: str, scope: str, memories: list[Memory], threshold: int) -> list[Duplicate]:
-    """Exact (same normalised text) and near (rapidfuzz ratio >= threshold) duplicates in one scope.
+def find_duplicates(text: str, candidates: dict[str, str], threshold: int) -> list[Duplicate]:
+    """Exact (same normalised text) and near (rapidfuzz ratio >= threshold) duplicates.
 
     Args:
         text: the new memory's text.
-        scope: the new memory's scope; other scopes are never compared.
-        memories: the candidates (only ``active`` and ``pending_review`` ones count).
+        candidates: ``id -> normalised text`` of the live (active or pending) memories of
+            the new memory's scope; other scopes are never compared.
         threshold: 0–100; ``[gates] near_duplicate``.
 
     Returns:
-        Exact matches first, then near ones by falling ratio.
+        Exact matches first, then at most five near ones by falling ratio.
     """
-    from rapidfuzz import fuzz
+    from rapidfuzz import fuzz, process
 
     wanted = normalise_text(text)
-    found = []
-    for memory in memories:
-        if memory.scope != scope or memory.status not in LIVE:
-            continue
-        other = normalise_text(memory.text)
-        if other == wanted:
-            found.append(Duplicate(memory, 100.0, True))
-            continue
-        ratio = fuzz.ratio(wanted, other, score_cutoff=threshold)
-        if ratio:
-            found.append(Duplicate(memory, ratio, False))
-    return sorted(found, key=lambda d: (not d.exact, -d.ratio))
+    exact = [Duplicate(i, 100.0, True) for i, other in candidates.items() if other == wanted]
+    if exact:
+        return exact
+    near = process.extract(wanted, candidates, scorer=fuzz.ratio, score_cutoff=threshold, limit=5)
+    return [Duplicate(key, ratio, False) for _, ratio, key in near]

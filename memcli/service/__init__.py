@@ -16,11 +16,13 @@ from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed
 from memcli.model import Memory
 from memcli.policy.gates import personal_owner, readable_scopes
-from memcli.store.files import Loaded, Scan
+from memcli.store.files import Loaded
 from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import now as clock_now
 
 MIN_PREFIX = 4
+#: Unreadable files named on stderr by one command, at most; `memcli doctor` lists all.
+MAX_PROBLEM_WARNINGS = 5
 
 
 def default_actor() -> str:
@@ -49,7 +51,8 @@ class Ctx:
     actor: str
     now: datetime
     warnings: list[str] = field(default_factory=list)
-    _scan: Scan | None = None
+    _catalog: object | None = None
+    _warned: bool = False
 
     @classmethod
     def open(cls, workspace: str | None = None, actor: str | None = None) -> "Ctx":
@@ -70,13 +73,32 @@ class Ctx:
                 from None
         return cls(ws=ws, actor=name, now=now)
 
-    def scan(self, refresh: bool = False) -> Scan:
-        """Every memory file, read once per command; unreadable files become warnings once."""
-        if self._scan is None or refresh:
-            self._scan = self.ws.files.scan()
-            if not refresh:
-                self.warnings.extend(f"skipped {p.line()}" for p in self._scan.problems)
-        return self._scan
+    def catalog(self, refresh: bool = False, progress=None):  # noqa: ANN001, ANN201 - memcli.index.catalog.Catalog
+        """The memories of the workspace: the synced index, or a scan when the index is unusable.
+
+        Opened once per command; ``refresh`` syncs again (writers call it under the lock).
+        Unreadable files become warnings, once per command.
+        """
+        from memcli.index.catalog import open_catalog
+
+        if self._catalog is None or refresh:
+            self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress)
+            if not self._warned:
+                self._warned = True
+                problems = self._catalog.problems()
+                self.warnings.extend(f"skipped {p.line()}" for p in problems[:MAX_PROBLEM_WARNINGS])
+                if len(problems) > MAX_PROBLEM_WARNINGS:
+                    self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
+                                         "list them with `memcli doctor`")
+        return self._catalog
+
+    def load(self, memory: Memory) -> Loaded:
+        """Read a memory's file fresh from disk (for a rewrite).
+
+        Raises:
+            InvalidMemoryFile: the file changed and no longer parses; memcli never rewrites it.
+        """
+        return self.ws.files.load(self.ws.root / memory.path)
 
     def scopes(self, requested: list[str] | None = None) -> list[str]:
         """The scopes a query reads; see ``policy.gates.readable_scopes``."""
@@ -98,17 +120,17 @@ class Ctx:
         hint = "list ids with `memcli list` or search with `memcli recall WORDS`"
         if len(ref) < MIN_PREFIX:
             raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
-        items = [i for i in self.scan().loaded if i.memory.id.startswith(ref) and self.may_see(i.memory)]
-        exact = [i for i in items if i.memory.id == ref]
+        items = [m for m in self.catalog().by_prefix(ref) if self.may_see(m)]
+        exact = [m for m in items if m.id == ref]
         if exact:
-            return exact[0]
+            return self.load(exact[0])
         if not items:
             raise MemoryNotFound(f"no memory {ref!r}", hint=hint)
         if len(items) > 1:
-            ids = ", ".join(i.memory.id for i in items[:5])
+            ids = ", ".join(m.id for m in items[:5])
             raise AmbiguousId(f"id prefix {ref!r} matches {len(items)} memories ({ids})",
                               hint="give more characters of the id")
-        return items[0]
+        return self.load(items[0])
 
     def git(self) -> gitlog.GitRepo:
         """The repository holding the workspace."""

@@ -14,6 +14,7 @@ from memcli.gitlog import Entry
 from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
 from memcli.service import Ctx
+from memcli.timeutil import parse_instant
 
 MAX_LIMIT = 1000
 
@@ -29,13 +30,16 @@ class Filters:
     subject: str | None = None
     include_expired: bool = False
     limit: int = 20
+    path: str | None = None
+    created_after: str | None = None
+    created_before: str | None = None
+    updated_after: str | None = None
+    updated_before: str | None = None
 
 
 def retriever(ctx: Ctx) -> Retriever:
-    """The retriever for this workspace (today the scanning one)."""
-    from memcli.index.scan import ScanRetriever
-
-    return ScanRetriever(ctx.scan().memories)
+    """The retriever for this workspace: the FTS5 index, or a file scan when it is unusable."""
+    return ctx.catalog().retriever()
 
 
 def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> Query:
@@ -49,9 +53,16 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
         check_choice("category", filters.category, CATEGORIES)
     if not 1 <= filters.limit <= MAX_LIMIT:
         raise ValidationFailed(f"invalid limit {filters.limit}: use 1 to {MAX_LIMIT}")
+    times = {}
+    for name in ("created_after", "created_before", "updated_after", "updated_before"):
+        value = getattr(filters, name)
+        try:
+            times[name] = parse_instant(value) if value else None
+        except ValueError:
+            raise ValidationFailed(f"--{name.replace('_', '-')}: {value!r} is not a date or RFC 3339 time") from None
     return Query(text=text, scopes=ctx.scopes(filters.scopes or None), now=ctx.now, mode=mode,
                  statuses=statuses, include_expired=filters.include_expired, category=filters.category,
-                 tag=filters.tag, subject=filters.subject, limit=filters.limit)
+                 tag=filters.tag, subject=filters.subject, limit=filters.limit, path=filters.path, **times)
 
 
 def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> list[Hit]:
@@ -66,18 +77,17 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> list[
     """
     if not text or not text.strip():
         raise UsageProblem("the query is empty", hint="give words to search for, or use `memcli list`")
-    return retriever(ctx).search(build_query(ctx, text, filters, mode))
+    hits = retriever(ctx).search(build_query(ctx, text, filters, mode))
+    if hits:
+        ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
+    return hits
 
 
 def list_memories(ctx: Ctx, filters: Filters) -> list[Memory]:
     """Memories passing the filters, newest first."""
     query = build_query(ctx, "", filters)
-    query.limit = MAX_LIMIT
-    from memcli.index.scan import ScanRetriever
-
-    hits = ScanRetriever(ctx.scan().memories).search(query)
-    found = sorted((h.memory for h in hits), key=lambda m: m.created_at or ctx.now, reverse=True)
-    return found[: filters.limit]
+    query.order = "newest"
+    return [h.memory for h in retriever(ctx).search(query)]
 
 
 @dataclass
@@ -105,8 +115,7 @@ def show(ctx: Ctx, ref: str) -> Shown:
 
 def review_queue(ctx: Ctx) -> list[Memory]:
     """Memories waiting in ``pending_review`` that the caller may see, oldest first."""
-    pending = [m for m in ctx.scan().memories if m.status == "pending_review" and ctx.may_see(m)]
-    return sorted(pending, key=lambda m: m.created_at or ctx.now)
+    return [m for m in ctx.catalog().with_status("pending_review") if ctx.may_see(m)]
 
 
 def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
@@ -122,32 +131,61 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     return repo.log(memory_id=item.memory.id, limit=limit)
 
 
+def index_status(ctx: Ctx) -> dict[str, Any]:
+    """Index freshness and size; ``backend`` says whether the index or a file scan is in use."""
+    from memcli.index.catalog import IndexCatalog
+
+    catalog = ctx.catalog()
+    if isinstance(catalog, IndexCatalog):
+        return {"backend": "fts5", **catalog.index.status(), "last_sync": catalog.report.__dict__}
+    return {"backend": "scan", "memories": len(catalog.memories), "problems": len(catalog.problems())}
+
+
+def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
+    """Delete the index and build it again from the files.
+
+    Args:
+        progress: optional ``progress(done, total)`` callback.
+
+    Raises:
+        WorkspaceLocked: a writer holds the workspace lock past the wait limit.
+    """
+    from memcli.index.catalog import IndexCatalog, remove_index
+    from memcli.index.db import INDEX_NAME
+
+    with ctx.ws.lock():
+        remove_index(ctx.ws.cache / INDEX_NAME)
+        catalog = ctx.catalog(refresh=True, progress=progress)
+    if not isinstance(catalog, IndexCatalog):
+        return {"backend": "scan", "memories": len(catalog.memories), "problems": len(catalog.problems())}
+    return {"backend": "fts5", **catalog.index.status(), "last_sync": catalog.report.__dict__}
+
+
 def doctor(ctx: Ctx) -> list[InvalidMemoryFile]:
     """Files that cannot be served, with path, line and reason."""
-    return list(ctx.scan().problems)
+    return ctx.catalog().problems()
 
 
-def context_candidates(ctx: Ctx, query: str | None) -> list[Memory]:
-    """Memories for the context block, best first (SPEC.md section 6).
+#: Memories considered for the context block at most; 8,000 characters hold far fewer.
+CONTEXT_POOL = 400
+
+
+def context_candidates(ctx: Ctx, query: str | None) -> tuple[list[Memory], int]:
+    """Memories for the context block, best first, and how many are eligible in all (SPEC.md section 6).
 
     Only ``active``, unexpired memories in the caller's scopes. Order: pinned, then
     memories relevant to ``query`` (when given), then by importance and recency.
     """
-    from memcli.index.scan import ScanRetriever
-
-    base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=MAX_LIMIT * 100)
-    scanner = ScanRetriever(ctx.scan().memories)
-    pool = [h.memory for h in scanner.search(base)]
-    relevant: list[str] = []
+    search = retriever(ctx)
+    base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=CONTEXT_POOL)
+    pool = [h.memory for h in search.search(base)]
     if query and query.strip():
         base.text = query
-        relevant = [h.memory.id for h in scanner.search(base)]
-    rank = {memory_id: i for i, memory_id in enumerate(relevant)}
-
-    def key(memory: Memory) -> tuple:
-        return (not memory.pinned, rank.get(memory.id, len(rank)), -memory.importance,
-                -(memory.updated_at.timestamp() if memory.updated_at else 0), memory.id)
-    return sorted(pool, key=key)
+        relevant = [h.memory for h in search.search(base)]
+        ids = {m.id for m in relevant}
+        pinned = [m for m in pool if m.pinned and m.id not in ids]
+        pool = pinned + relevant + [m for m in pool if m.id not in ids and not m.pinned]
+    return pool, search.count(base)
 
 
 def check_mode(fuzzy: bool, grep: bool) -> str:
@@ -178,4 +216,5 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str) -> "Block
     if size < 200:
         raise ValidationFailed(f"budget {size} is too small: use at least 200 characters")
     check_choice("format", fmt, ("text", "markdown", "json"))
-    return render(context_candidates(ctx, query), size, fmt)
+    pool, total = context_candidates(ctx, query)
+    return render(pool, size, fmt, total)

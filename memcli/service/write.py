@@ -174,27 +174,28 @@ def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None 
     gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
     decided.append(("sensitive_data", "passed"))
     with ctx.ws.lock():
-        scan = ctx.scan(refresh=True)
-        existing = scan.memories
+        catalog = ctx.catalog(refresh=True)
         if opts.idempotency_key:
-            first = next((m for m in existing if m.provenance.idempotency_key == opts.idempotency_key), None)
+            first = catalog.by_idempotency_key(opts.idempotency_key)
             if first is not None:
                 decided.append(("idempotency", f"repeated key; first result {first.id}"))
                 return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
                                    gate="idempotency", gates=decided)
         decided.append(("idempotency", "passed"))
-        dups = gates.find_duplicates(memory.text, memory.scope, existing, ctx.ws.config.near_duplicate)
+        texts = catalog.live_texts(memory.scope)
+        dups = gates.find_duplicates(memory.text, texts, ctx.ws.config.near_duplicate)
         if dups and dups[0].exact:
-            decided.append(("duplicate", f"exact duplicate of {dups[0].memory.id}"))
-            return WriteResult(op, dups[0].memory, "noop", f"already exists: {dups[0].memory.id}",
-                               gate="duplicate", gates=decided)
-        warnings = [f"near duplicate of {d.memory.id} ({d.ratio:.0f}% similar): {d.memory.text[:80]}" for d in dups]
+            first = catalog.by_prefix(dups[0].memory_id)[0]
+            decided.append(("duplicate", f"exact duplicate of {first.id}"))
+            return WriteResult(op, first, "noop", f"already exists: {first.id}", gate="duplicate", gates=decided)
+        warnings = [f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar): {texts[d.memory_id][:80]}"
+                    for d in dups]
         decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
         pending = gates.review_required(memory.scope, memory.provenance.source_type, ctx.ws.config.shared_scopes)
         writes: dict[Path, bytes] = {}
         changed: list[str] = []
         if not pending:
-            changed = _retire(ctx, memory, scan.loaded, writes, opts.on_conflict)
+            changed = _retire(ctx, memory, writes, opts.on_conflict)
         decided.append(("conflict", f"supersedes {', '.join(changed)}" if changed else "passed"))
         if pending:
             memory.status = "pending_review"
@@ -212,35 +213,34 @@ def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None 
                        warnings=warnings)
 
 
-def _retire(ctx: Ctx, memory: Memory, loaded: list[Loaded], writes: dict[Path, bytes],
-            on_conflict: str | None) -> list[str]:
+def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: str | None) -> list[str]:
     """Mark what ``memory`` replaces as superseded: its ``supersedes`` list and the subject holder.
 
     Raises:
         SubjectConflict: another active memory holds the subject and the policy is ``fail``.
+        InvalidMemoryFile: a file to rewrite no longer parses (memcli never rewrites it).
     """
     policy = on_conflict or ctx.ws.config.on_conflict
-    targets = []
-    for item in loaded:
-        other = item.memory
-        if other.status != "active" or other.id == memory.id:
-            continue
-        if other.id in memory.supersedes:
-            targets.append(item)
-        elif memory.subject and other.scope == memory.scope and other.subject == memory.subject:
+    catalog = ctx.catalog()
+    targets = {m.id: m for ref in memory.supersedes for m in catalog.by_prefix(ref)
+               if m.id == ref and m.status == "active"}
+    if memory.subject:
+        for other in catalog.active_with_subject(memory.scope, memory.subject):
+            if other.id == memory.id or other.id in targets:
+                continue
             if policy == "fail":
                 raise SubjectConflict(f"{other.id} already holds subject {memory.subject!r} in {memory.scope}",
                                       hint=f"supersede it with `memcli supersede {other.id} TEXT`, "
                                            "or pass --on-conflict supersede")
-            targets.append(item)
+            targets[other.id] = other
     changed = []
-    for item in targets:
+    for target in targets.values():
+        item = ctx.load(target)
         links = [*item.memory.superseded_by, memory.id]
-        writes[item.file] = rewrite(item, {"status": "superseded", "supersededBy": links,
-                                           "updatedAt": ctx.now})
-        if item.memory.id not in memory.supersedes:
-            memory.supersedes.append(item.memory.id)
-        changed.append(item.memory.id)
+        writes[item.file] = rewrite(item, {"status": "superseded", "supersededBy": links, "updatedAt": ctx.now})
+        if target.id not in memory.supersedes:
+            memory.supersedes.append(target.id)
+        changed.append(target.id)
     return changed
 
 
@@ -279,7 +279,7 @@ def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteRes
 def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: dict[str, Any],
                 check=None) -> WriteResult:  # noqa: ANN001
     with ctx.ws.lock():
-        ctx.scan(refresh=True)
+        ctx.catalog(refresh=True)
         item = ctx.resolve(ref)
         memory = item.memory
         if memory.status not in allowed:
@@ -292,7 +292,7 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
         memory.status = changes.get("status", memory.status)
         changed: list[str] = []
         if op == "approve":
-            changed = _retire(ctx, memory, ctx.scan().loaded, writes, None)
+            changed = _retire(ctx, memory, writes, None)
             if changed and set(changed) - set(item.memory.supersedes):
                 writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now, "supersedes": memory.supersedes})
         commit = apply(ctx, writes, op, memory, changed)

@@ -95,7 +95,11 @@ def find_root(explicit: str | None = None, cwd: Path | None = None) -> Path:
             raise WorkspaceNotFound(f"no memcli workspace at {folder} (no {CONFIG_NAME})",
                                     hint=f"create one with `memcli init {given}`")
         return root
-    start = (cwd or Path.cwd()).absolute()
+    try:
+        start = (cwd or Path.cwd()).absolute()
+    except FileNotFoundError:  # the current folder was deleted under us
+        raise WorkspaceNotFound("the current folder no longer exists, so no workspace can be found from it",
+                                hint="cd to an existing folder, or pass --workspace PATH") from None
     for folder in (start, *start.parents):
         root = _holder(folder)
         if root is not None:

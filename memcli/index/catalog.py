@@ -1,0 +1,211 @@
+"""The look-ups the service needs, over the index or, as a fallback, over a scan of the files.
+
+A :class:`Catalog` answers the questions of the read paths and of the write gates
+(id prefix, idempotency key, same text in a scope, subject holder, review queue) and
+hands out a retriever for search. :func:`open_catalog` opens the FTS5 index, syncs it
+and returns an :class:`IndexCatalog`; when the index cannot be used it returns a
+:class:`ScanCatalog` and says why, so a read never fails because of the cache.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Protocol
+
+from memcli.errors import InvalidMemoryFile
+from memcli.index import Retriever
+from memcli.model import Memory, from_dict, normalise_text
+from memcli.store.files import MemoryFiles, Scan
+
+LIVE = ("active", "pending_review")
+
+
+class Catalog(Protocol):
+    """Look-ups over every memory of a workspace (scope filtering is the caller's job)."""
+
+    def retriever(self) -> Retriever:
+        """The search interface over the same memories."""
+        ...
+
+    def problems(self) -> list[InvalidMemoryFile]:
+        """Files that cannot be served."""
+        ...
+
+    def by_prefix(self, prefix: str) -> list[Memory]:
+        """Memories whose id starts with ``prefix`` (lower case)."""
+        ...
+
+    def by_idempotency_key(self, key: str) -> Memory | None:
+        """The first memory written with this idempotency key."""
+        ...
+
+    def live_texts(self, scope: str) -> dict[str, str]:
+        """``id -> normalised text`` of the active and pending memories of one scope."""
+        ...
+
+    def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
+        """Active memories of one scope holding ``subject``."""
+        ...
+
+    def with_status(self, status: str) -> list[Memory]:
+        """Every memory with this status."""
+        ...
+
+    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+        """Count a recall of these ids (access statistics live in the cache only)."""
+        ...
+
+
+class ScanCatalog:
+    """A catalog over memories read from the files (the fallback, and small workspaces).
+
+    Args:
+        scan: the result of ``MemoryFiles.scan``.
+    """
+
+    def __init__(self, scan: Scan) -> None:
+        self.scan = scan
+        self.memories = scan.memories
+
+    def retriever(self) -> Retriever:
+        """A scanning retriever over these memories."""
+        from memcli.index.scan import ScanRetriever
+
+        return ScanRetriever(self.memories)
+
+    def problems(self) -> list[InvalidMemoryFile]:
+        """See :class:`Catalog`."""
+        return list(self.scan.problems)
+
+    def by_prefix(self, prefix: str) -> list[Memory]:
+        """See :class:`Catalog`."""
+        return [m for m in self.memories if m.id.startswith(prefix)]
+
+    def by_idempotency_key(self, key: str) -> Memory | None:
+        """See :class:`Catalog`."""
+        return next((m for m in self.memories if m.provenance.idempotency_key == key), None)
+
+    def live_texts(self, scope: str) -> dict[str, str]:
+        """See :class:`Catalog`."""
+        return {m.id: normalise_text(m.text) for m in self.memories if m.scope == scope and m.status in LIVE}
+
+    def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
+        """See :class:`Catalog`."""
+        return [m for m in self.memories if m.scope == scope and m.subject == subject and m.status == "active"]
+
+    def with_status(self, status: str) -> list[Memory]:
+        """See :class:`Catalog`."""
+        return [m for m in self.memories if m.status == status]
+
+    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+        """No statistics without the index."""
+
+
+class IndexCatalog:
+    """A catalog over the synced FTS5 index.
+
+    Args:
+        index: an opened and synced ``IndexDB``.
+    """
+
+    def __init__(self, index, report) -> None:  # noqa: ANN001 - IndexDB and SyncReport, imported lazily
+        self.index = index
+        self.db = index.db
+        self.report = report
+
+    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+        """Count a recall of ``ids`` (hits, last recalled) in the cache; best effort, never raises."""
+        import sqlite3
+
+        from memcli.timeutil import format_instant
+
+        from memcli.index.db import BUSY_TIMEOUT_MS
+
+        try:
+            self.db.execute("PRAGMA busy_timeout = 50")  # statistics never make a recall wait
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.executemany(
+                "INSERT INTO access (id, hits, last_recalled) VALUES (?, 1, ?) ON CONFLICT(id) DO UPDATE"
+                " SET hits = hits + 1, last_recalled = excluded.last_recalled",
+                [(i, format_instant(at)) for i in ids])
+            self.db.execute("COMMIT")
+        except sqlite3.Error:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+    def _records(self, sql: str, params: tuple) -> list[Memory]:
+        return [from_dict(json.loads(r)) for (r,) in self.db.execute(sql, params)]
+
+    def retriever(self) -> Retriever:
+        """The FTS5 retriever."""
+        from memcli.index.search import FtsRetriever
+
+        return FtsRetriever(self.index)
+
+    def problems(self) -> list[InvalidMemoryFile]:
+        """See :class:`Catalog`."""
+        return self.index.problems()
+
+    def by_prefix(self, prefix: str) -> list[Memory]:
+        """See :class:`Catalog`."""
+        return self._records("SELECT record FROM docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
+                             (prefix, prefix + "\uffff"))
+
+    def by_idempotency_key(self, key: str) -> Memory | None:
+        """See :class:`Catalog`."""
+        found = self._records("SELECT record FROM docs WHERE idem = ? ORDER BY created, id LIMIT 1", (key,))
+        return found[0] if found else None
+
+    def live_texts(self, scope: str) -> dict[str, str]:
+        """See :class:`Catalog`."""
+        return dict(self.db.execute(
+            "SELECT id, norm FROM docs WHERE scope = ? AND status IN ('active', 'pending_review')", (scope,)))
+
+    def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
+        """See :class:`Catalog`."""
+        return self._records("SELECT record FROM docs WHERE scope = ? AND subject = ? AND status = 'active'",
+                             (scope, subject))
+
+    def with_status(self, status: str) -> list[Memory]:
+        """See :class:`Catalog`."""
+        return self._records("SELECT record FROM docs WHERE status = ? ORDER BY created, id", (status,))
+
+
+def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=None) -> Catalog:  # noqa: ANN001
+    """Open and sync the index; fall back to scanning the files if it cannot be used.
+
+    A corrupt index file (not a database, malformed) is deleted and rebuilt once, since
+    the index is only a cache. Any other failure (locked past the busy timeout, a
+    read-only folder) serves this command from the files and adds a warning.
+
+    Args:
+        files: the workspace's ``memories/`` tree.
+        cache: the workspace's cache folder.
+        warnings: list that receives one line per problem.
+        progress: optional ``progress(done, total)`` callback for the sync.
+    """
+    from memcli.index.db import INDEX_NAME, IndexDB, IndexUnavailable
+
+    path = cache / INDEX_NAME
+    for attempt in (1, 2):
+        try:
+            index = IndexDB(files, path)
+            return IndexCatalog(index, index.sync(progress))
+        except IndexUnavailable as err:
+            broken = any(s in str(err) for s in ("not a database", "malformed", "corrupt"))
+            if attempt == 1 and broken:
+                warnings.append(f"the search index was corrupt ({err}); rebuilding it from the files")
+                remove_index(path)
+                continue
+            warnings.append(f"search index unavailable ({err}); searching the files directly")
+            break
+    return ScanCatalog(files.scan())
+
+
+def remove_index(path: Path) -> None:
+    """Delete the index file and its WAL and shared-memory companions."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(path) + suffix).unlink(missing_ok=True)

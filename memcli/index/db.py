@@ -1,0 +1,316 @@
+"""The derived SQLite index: schema, opening, and the lazy incremental sync (SPEC.md section 5).
+
+The files are the only truth; this database is a cache in ``.cache/index.sqlite3``
+that may be deleted at any time. It is opened in WAL mode with a busy timeout, so
+readers never block each other and a writer waits instead of failing.
+
+Sync, run at the start of each command that reads:
+
+1. walk ``memories/`` and ``stat`` every file (mtime in ns and size: the fast path);
+2. for a new or changed file, read it and hash it (BLAKE2b); the hash is the truth:
+   a file whose hash is unchanged only gets its new mtime recorded;
+3. a row whose file is missing is deleted only after ``os.path.exists`` confirms it
+   is gone; a new file with the hash of a vanished one is counted as a move;
+4. when two files hold the same id, the one with the smaller path wins (as in a full
+   rebuild, which reads files in path order) and the other is recorded as a problem.
+
+Nothing is written when nothing changed, so concurrent readers take no write lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from memcli.errors import InvalidMemoryFile
+from memcli.index.tokenize import normalise, prepare
+from memcli.model import Memory, normalise_text
+from memcli.store.files import MEMORIES, MemoryFiles
+
+SCHEMA_VERSION = "1"
+INDEX_NAME = "index.sqlite3"
+BUSY_TIMEOUT_MS = 10_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS docs (
+    rowid INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    id TEXT,
+    scope TEXT, status TEXT, category TEXT, subject TEXT,
+    importance INTEGER, pinned INTEGER,
+    created REAL, updated REAL, expire REAL,
+    idem TEXT, norm TEXT,
+    tags TEXT, search_text TEXT, record TEXT,
+    error TEXT, error_line INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id) WHERE id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS docs_scope ON docs(scope, status);
+CREATE INDEX IF NOT EXISTS docs_idem ON docs(idem) WHERE idem IS NOT NULL;
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    body, subject, tags, tokenize = 'unicode61 remove_diacritics 0');
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
+CREATE TABLE IF NOT EXISTS access (id TEXT PRIMARY KEY, hits INTEGER NOT NULL, last_recalled TEXT);
+"""
+
+
+class IndexUnavailable(Exception):
+    """The index cannot be opened, written or read; callers fall back to scanning files."""
+
+
+@dataclass
+class SyncReport:
+    """What one sync did: counts of files added, updated, removed, moved, and touched-only."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    moved: int = 0
+    touched: int = 0
+    files: int = 0
+    rebuilt: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        """Rows written by this sync."""
+        return self.added + self.updated + self.removed
+
+
+def file_hash(data: bytes) -> str:
+    """The content hash used as the truth of "has this file changed" (BLAKE2b, 128 bits)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
+    """Every memory file as ``relative path -> (mtime_ns, size)``; hidden entries skipped."""
+    out: dict[str, tuple[int, int]] = {}
+    base = files.base
+    if not base.is_dir():
+        return out
+    stack = [base]
+    prefix = len(str(files.root)) + 1
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.name.endswith(".md"):
+                try:
+                    info = entry.stat()
+                except OSError:
+                    continue
+                out[entry.path[prefix:].replace(os.sep, "/")] = (info.st_mtime_ns, info.st_size)
+    return out
+
+
+class IndexDB:
+    """The index database of one workspace.
+
+    Args:
+        files: the workspace's ``memories/`` tree.
+        path: the database file (``.cache/index.sqlite3``).
+
+    Raises:
+        IndexUnavailable: the file cannot be opened or is not a database (callers then
+            delete it and rebuild, or fall back to scanning).
+    """
+
+    def __init__(self, files: MemoryFiles, path: Path) -> None:
+        self.files = files
+        self.path = path
+        try:
+            self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            if mode != "wal":
+                raise IndexUnavailable(f"cannot use WAL mode (got {mode})")
+            self._ensure_schema()
+        except sqlite3.Error as err:
+            raise IndexUnavailable(f"{path.name}: {err}") from None
+
+    def _version(self) -> str | None:
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError:  # no meta table: a new or foreign file
+            return None
+        return row[0] if row else None
+
+    def _ensure_schema(self) -> None:
+        """Create the tables, or recreate them when the schema version differs (it is a cache)."""
+        if self._version() == SCHEMA_VERSION:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if self._version() != SCHEMA_VERSION:  # another process may have created it meanwhile
+                for table in ("vocab", "fts", "docs", "meta", "access"):
+                    self.db.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            self.db.execute("COMMIT")
+        except sqlite3.Error:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    # --- sync --------------------------------------------------------------------------
+
+    def sync(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
+        """Bring the index in step with the files (see the module docstring).
+
+        Args:
+            progress: called as ``progress(done, total)`` while changed files are read.
+
+        Raises:
+            IndexUnavailable: the database could not be read or written.
+        """
+        try:
+            return self._sync(progress)
+        except sqlite3.Error as err:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise IndexUnavailable(f"sync failed: {err}") from None
+
+    def _sync(self, progress: Callable[[int, int], None] | None) -> SyncReport:
+        disk = walk(self.files)
+        known = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, hash FROM docs")}
+        report = SyncReport(files=len(disk))
+        changed = sorted(p for p, stat in disk.items() if p not in known or known[p][:2] != stat)
+        vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
+        if not changed and not vanished:
+            return report
+        self.db.execute("BEGIN IMMEDIATE")
+        gone_hashes = {known[p][2] for p in vanished}
+        for path in vanished:
+            self._delete(path)
+            report.removed += 1
+        for done, path in enumerate(changed, 1):
+            if progress:
+                progress(done, len(changed))
+            self._apply(path, known.get(path), gone_hashes, report)
+        self._retry_duplicates()
+        self.db.execute("COMMIT")
+        return report
+
+    def _delete(self, path: str) -> None:
+        row = self.db.execute("SELECT rowid FROM docs WHERE path = ?", (path,)).fetchone()
+        if row:
+            self.db.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
+            self.db.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
+
+    def _apply(self, path: str, known: tuple | None, gone_hashes: set[str], report: SyncReport) -> None:
+        full = self.files.root / path
+        try:
+            data = full.read_bytes()
+            info = full.stat()
+        except OSError:
+            return  # vanished between the walk and now: the next sync removes the row
+        digest = file_hash(data)
+        if known is not None and known[2] == digest:
+            self.db.execute("UPDATE docs SET mtime_ns = ?, size = ? WHERE path = ?",
+                            (info.st_mtime_ns, info.st_size, path))
+            report.touched += 1
+            return
+        if known is None and digest in gone_hashes:
+            report.moved += 1
+        if known is None:
+            report.added += 1
+        else:
+            report.updated += 1
+        self._delete(path)
+        self._insert(path, data, info, digest)
+
+    def _insert(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
+        base = (path, info.st_mtime_ns, info.st_size, digest)
+        try:
+            memory = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime).memory
+        except InvalidMemoryFile as err:
+            self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, error, error_line) VALUES (?,?,?,?,?,?)",
+                            (*base, err.reason, err.lineno))
+            return
+        holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory.id,)).fetchone()
+        if holder is not None:
+            if holder[0] < path:
+                self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, error) VALUES (?,?,?,?,?)",
+                                (*base, f"duplicate id {memory.id} (also in {holder[0]})"))
+                return
+            self._demote(holder[0], memory.id, path)
+        cursor = self.db.execute(
+            "INSERT INTO docs (path, mtime_ns, size, hash, id, scope, status, category, subject, importance,"
+            " pinned, created, updated, expire, idem, norm, tags, search_text, record)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (*base, *self._columns(memory)))
+        self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)",
+                        (cursor.lastrowid, prepare(memory.text), prepare(memory.subject or ""),
+                         prepare(" ".join(memory.tags))))
+
+    def _demote(self, path: str, memory_id: str, winner: str) -> None:
+        row = self.db.execute("SELECT rowid FROM docs WHERE path = ?", (path,)).fetchone()
+        self.db.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
+        self.db.execute("UPDATE docs SET id = NULL, record = NULL, search_text = NULL, error = ? WHERE rowid = ?",
+                        (f"duplicate id {memory_id} (also in {winner})", row[0]))
+
+    def _retry_duplicates(self) -> None:
+        """Re-read files that lost an id contest whose winner is gone or changed."""
+        rows = self.db.execute("SELECT path FROM docs WHERE error LIKE 'duplicate id %'").fetchall()
+        for (path,) in rows:
+            memory_id = self.db.execute("SELECT error FROM docs WHERE path = ?", (path,)).fetchone()[0].split()[2]
+            holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory_id,)).fetchone()
+            if holder is None or holder[0] > path:
+                full = self.files.root / path
+                try:
+                    data, info = full.read_bytes(), full.stat()
+                except OSError:
+                    continue
+                self._delete(path)
+                self._insert(path, data, info, file_hash(data))
+
+    @staticmethod
+    def _columns(memory: Memory) -> tuple:
+        def stamp(value):  # noqa: ANN001, ANN202
+            return value.timestamp() if value else None
+        search_text = normalise(" ".join([memory.text, memory.subject or "", *memory.tags]))
+        return (memory.id, memory.scope, memory.status, memory.category, memory.subject, memory.importance,
+                int(memory.pinned), stamp(memory.created_at), stamp(memory.updated_at), stamp(memory.expire_at),
+                memory.provenance.idempotency_key, normalise_text(memory.text),
+                json.dumps(memory.tags, ensure_ascii=False), search_text,
+                json.dumps(memory.to_dict(), ensure_ascii=False))
+
+    # --- reading -----------------------------------------------------------------------
+
+    def problems(self) -> list[InvalidMemoryFile]:
+        """Files that could not be served, in path order."""
+        rows = self.db.execute("SELECT path, error, error_line FROM docs WHERE error IS NOT NULL ORDER BY path")
+        return [InvalidMemoryFile(path, reason, line) for path, reason, line in rows]
+
+    def status(self) -> dict:
+        """Counts for ``index status``: memories, problems, pending changes, size in bytes."""
+        disk = walk(self.files)
+        known = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT path, mtime_ns, size FROM docs")}
+        stale = sum(1 for p, s in disk.items() if known.get(p) != s) + sum(1 for p in known if p not in disk)
+        memories, problems = self.db.execute(
+            "SELECT count(id), count(error) FROM docs").fetchone()
+        return {"path": str(self.path), "memories": memories, "problems": problems, "files": len(disk),
+                "stale": stale, "bytes": self.path.stat().st_size if self.path.exists() else 0,
+                "schema": SCHEMA_VERSION, "folder": MEMORIES}

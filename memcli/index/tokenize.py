@@ -1,0 +1,119 @@
+"""Text preparation for the FTS5 index, and safe FTS5 queries built from user text.
+
+The FTS5 table stores text that this module has already tokenized: normalised (NFKC,
+case-folded), split into words, English words reduced to their Snowball (Porter2) stem
+by PyStemmer, CJK runs as bigrams, joined by spaces; the table's own ``unicode61``
+tokenizer then only splits on those spaces. Stemming here rather than with FTS5's
+``porter`` wrapper keeps index and query identical and lets the vocabulary (used for
+typo correction) be quoted back into a query exactly; Porter1 also stems ``deploy`` to
+``deploi`` but ``deployments`` to ``deploy``, so one would not find the other.
+
+Two gaps of ``unicode61`` are closed (measured with SQLite 3.40, SPEC.md section 5):
+
+* ``unicode61`` keeps a whole run of Chinese, Japanese or Korean characters as one
+  token, so a word inside it is never found. Before indexing (and before querying),
+  every such run is rewritten as its overlapping character bigrams
+  (``用户身份`` -> ``用户 户身 身份``); a run of one character stays as it is. Any CJK
+  word of two or more characters is then a phrase of bigrams. (The ``trigram``
+  tokenizer was measured too: it cannot find two-character words such as ``缓存``.)
+* User text never reaches FTS5 query syntax raw: each query word becomes a quoted
+  string (``"`` doubled), which FTS5 tokenizes as a phrase with the same tokenizer,
+  so ``pre-edit``, ``src/hooks``, ``don't``, ``20.04``, ``AND``, ``NEAR(``, ``*`` and
+  ``title:foo`` are all matched literally as words in order.
+
+Identifiers with separators (``pre-edit``) thus match as adjacent words; English words
+match in any form (``deploy`` finds ``deployed`` and ``deployments``, ``migrations``
+finds ``migrate``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Han (with extensions A and compatibility), Hiragana, Katakana (with the prolonged
+#: sound mark), Hangul syllables and jamo.
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+CJK_RUN = re.compile(f"[{_CJK}]+")
+_TOKEN = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"^[a-z]+$")
+_STEMS: dict[str, str] = {}
+_STEMMER = None
+
+
+def stem(token: str) -> str:
+    """The Snowball English stem of a lower-case ASCII word; other tokens unchanged (cached)."""
+    global _STEMMER
+    if not _ASCII_WORD.match(token) or len(token) < 3:
+        return token
+    cached = _STEMS.get(token)
+    if cached is None:
+        if _STEMMER is None:
+            import Stemmer
+
+            _STEMMER = Stemmer.Stemmer("english")
+        cached = _STEMS[token] = _STEMMER.stemWord(token)
+    return cached
+
+
+def normalise(text: str) -> str:
+    """NFKC and case-folded: the form both indexed text and queries go through."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _bigrams(match: re.Match) -> str:
+    run = match.group(0)
+    if len(run) == 1:
+        return f" {run} "
+    return " " + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + " "
+
+
+def tokens(text: str) -> list[str]:
+    """The index tokens of a text, in order: stems, numbers, CJK bigrams."""
+    return [stem(t) for t in _TOKEN.findall(CJK_RUN.sub(_bigrams, normalise(text)))]
+
+
+def prepare(text: str) -> str:
+    """The text as it is stored in the FTS5 table: its tokens joined by spaces."""
+    return " ".join(tokens(text))
+
+
+def has_cjk(text: str) -> bool:
+    """True when the text holds any Chinese, Japanese or Korean character."""
+    return CJK_RUN.search(text) is not None
+
+
+def words(query: str) -> list[str]:
+    """The query split on white space, normalised; empty words dropped."""
+    return [w for w in normalise(query).split() if w]
+
+
+def phrase(word: str) -> str | None:
+    """One query word as a quoted FTS5 phrase of its tokens, or None if it has no tokens."""
+    found = tokens(word)
+    return quote_term(" ".join(found)) if found else None
+
+
+def plain_token(word: str) -> str | None:
+    """The single token of a word made of one ASCII token (a candidate for typo correction)."""
+    found = tokens(word)
+    return found[0] if len(found) == 1 and not has_cjk(word) else None
+
+
+def match_expression(groups: list[list[str]], operator: str = "AND") -> str:
+    """An FTS5 MATCH expression: each group is OR-ed alternatives, groups joined by ``operator``.
+
+    Args:
+        groups: per query word, the quoted alternatives (from :func:`phrase` or vocabulary terms).
+        operator: ``AND`` (every word) or ``OR`` (any word).
+    """
+    parts = []
+    for alternatives in groups:
+        unique = list(dict.fromkeys(alternatives))
+        parts.append(unique[0] if len(unique) == 1 else "(" + " OR ".join(unique) + ")")
+    return f" {operator} ".join(parts)
+
+
+def quote_term(term: str) -> str:
+    """A vocabulary term (already tokenized) as a quoted FTS5 string."""
+    return '"' + term.replace('"', '""') + '"'

@@ -1,0 +1,220 @@
+"""memcli.frontmatter at the library level: parse, update and render_new round trips.
+
+SPEC.md section 2: rewriting a file keeps everything it does not change (key order,
+comments, unknown keys, line endings, BOM, the body byte for byte); YAML 1.2 semantics;
+duplicate keys refused; problems reported with the file's own line number.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memcli import frontmatter as fm
+from memcli.errors import InvalidMemoryFile
+
+FILE = b"""---
+# hand-written, keep this comment
+id: abc123
+status: active
+provenance:
+  sourceType: user_said
+  actor: alice
+x-custom: keep me
+
+note: "build --- then deploy"
+---
+Use pnpm.
+
+---
+
+Never npm.
+"""
+
+
+def variants(data: bytes) -> dict[str, bytes]:
+    crlf = data.replace(b"\n", b"\r\n")
+    return {"lf": data, "crlf": crlf, "bom-lf": fm.BOM.encode() + data, "bom-crlf": fm.BOM.encode() + crlf}
+
+
+def changed_lines(old: bytes, new: bytes) -> list[tuple[str, str]]:
+    a, b = old.decode().split("\n"), new.decode().split("\n")
+    assert len(a) == len(b), (old, new)
+    return [(x, y) for x, y in zip(a, b) if x != y]
+
+
+@pytest.mark.parametrize("kind", ["lf", "crlf", "bom-lf", "bom-crlf"])
+def test_parse_reads_lf_crlf_and_bom_alike(kind):
+    data = variants(FILE)[kind]
+    doc = fm.parse(data, "memories/project/abc123.md")
+    assert dict(doc.meta) == {"id": "abc123", "status": "active", "provenance": {"sourceType": "user_said",
+                              "actor": "alice"}, "x-custom": "keep me", "note": "build --- then deploy"}
+    nl = "\r\n" if "crlf" in kind else "\n"
+    assert doc.newline == nl and doc.bom == kind.startswith("bom")
+    assert doc.body == "Use pnpm.\n\n---\n\nNever npm.\n".replace("\n", nl)
+    assert fm.update(doc, {}) == data
+
+
+@pytest.mark.parametrize("kind", ["lf", "crlf", "bom-lf", "bom-crlf"])
+def test_status_update_changes_one_line_and_keeps_the_rest(kind):
+    data = variants(FILE)[kind]
+    out = fm.update(fm.parse(data, "f.md"), {"status": "archived"})
+    cr = "\r" if "crlf" in kind else ""
+    assert changed_lines(data, out) == [(f"status: active{cr}", f"status: archived{cr}")]
+    assert out.startswith(fm.BOM.encode()) == kind.startswith("bom")
+
+
+def test_update_replaces_a_block_removes_and_appends_keys():
+    doc = fm.parse(FILE, "f.md")
+    out = fm.update(doc, {"provenance": {"sourceType": "admin_edit", "actor": "bob", "runId": None},
+                          "x-custom": None, "updatedAt": datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+                          "tags": ["a", "b c"]})
+    assert out == FILE.replace(
+        b"provenance:\n  sourceType: user_said\n  actor: alice\nx-custom: keep me\n",
+        b"provenance:\n  sourceType: admin_edit\n  actor: bob\n  runId: null\n",
+    ).replace(b'deploy"\n---', b'deploy"\nupdatedAt: 2026-01-02T03:04:05Z\ntags: [a, b c]\n---')
+
+
+def test_update_keeps_the_end_of_line_comment_of_a_replaced_key():
+    data = b"---\nid: abc\nstatus: active   # in force since review\nimportance: 3 # default\n---\nb\n"
+    out = fm.update(fm.parse(data, "f.md"), {"status": "archived"})
+    assert changed_lines(data, out) == [("status: active   # in force since review",
+                                         "status: archived   # in force since review")]
+
+
+def test_update_keeps_a_file_without_final_newline():
+    data = b"---\nid: abc\nstatus: active\n---"
+    assert fm.update(fm.parse(data, "f.md"), {}) == data
+    assert fm.update(fm.parse(data, "f.md"), {"status": "archived"}) == b"---\nid: abc\nstatus: archived\n---"
+
+
+def test_update_of_a_flow_mapping_keeps_every_key():
+    data = b"---\n{id: abc, status: active, tags: [a, b]}\n---\nbody\n"
+    assert fm.update(fm.parse(data, "f.md"), {}) == data
+    out = fm.update(fm.parse(data, "f.md"), {"status": "archived"})
+    assert out == b"---\nid: abc\nstatus: archived\ntags: [a, b]\n---\nbody\n"
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+def test_unicode_line_separators_in_a_value_do_not_shift_lines(sep):
+    data = f"---\nid: abc\nnote: 'a{sep}b'\nstatus: active\n---\nbody{sep}more\n".encode()
+    out = fm.update(fm.parse(data, "f.md"), {"status": "archived"})
+    assert changed_lines(data, out) == [("status: active", "status: archived")]
+
+
+def test_no_front_matter_is_all_body_and_gains_fences_on_update():
+    data = fm.BOM.encode() + b"Just a note.\r\n"
+    doc = fm.parse(data, "f.md")
+    assert (doc.has_front_matter, doc.meta, doc.body, doc.newline) == (False, {}, "Just a note.\r\n", "\r\n")
+    assert fm.update(doc, {}) == data
+    assert fm.update(doc, {"status": "active"}) == fm.BOM.encode() + b"---\r\nstatus: active\r\n---\r\nJust a note.\r\n"
+
+
+def test_yaml_1_2_keeps_no_on_off_as_strings():
+    meta = fm.parse(b"---\na: no\nb: on\nc: off\nd: yes\ne: true\n---\n", "f.md").meta
+    assert dict(meta) == {"a": "no", "b": "on", "c": "off", "d": "yes", "e": True}
+
+
+@pytest.mark.parametrize("data, line, reason", [
+    (b"---\nid: a\nid: b\n---\n", 3, 'invalid YAML front-matter: found duplicate key "id" with value "b"'),
+    (b"---\nid: abc\n", 1, "the front-matter fence '---' is never closed"),
+    (b"---\n---\nbody\n", 1, "the front-matter is empty (remove the fences or add keys)"),
+    (b"---\n- a\n---\n", 2, "the front-matter is a list, expected a mapping of keys"),
+    (b"---\nplain text\n---\n", 2, "the front-matter is a string, expected a mapping of keys"),
+    (b"---\nid: abc\ntags: [#a, #b]\n---\n", 3, "invalid YAML front-matter: expected the node content, but found "
+                                               "'<stream end>' (a '#' after a space or '[' starts a comment"),
+    (b"---\nid: 'abc\nstatus: x\n---\n", 2, "invalid YAML front-matter: found unexpected end of stream"),
+    (b"---\nid: \xff\n---\n", None, "not UTF-8 text (byte 8)"),
+])
+def test_parse_errors_name_path_line_and_reason(data, line, reason):
+    with pytest.raises(InvalidMemoryFile) as info:
+        fm.parse(data, "memories/project/bad.md")
+    assert (info.value.path, info.value.lineno) == ("memories/project/bad.md", line)
+    assert info.value.reason.startswith(reason), info.value.reason
+
+
+def test_render_new_then_parse_round_trips():
+    at = datetime(2026, 11, 2, 9, 14, 5, tzinfo=timezone.utc)
+    meta = {"id": "01jdxq5k7m2v", "scope": "project", "status": "active", "importance": 4, "createdAt": at,
+            "updatedAt": at, "provenance": {"sourceType": "user_said", "actor": "alice", "runId": None, "at": at},
+            "tags": ["tooling", "javascript"], "paths": ["web/**"]}
+    data = fm.render_new(meta, "Use pnpm, not npm.")
+    assert data == (b"---\nid: 01jdxq5k7m2v\nscope: project\nstatus: active\nimportance: 4\n"
+                    b"createdAt: 2026-11-02T09:14:05Z\nupdatedAt: 2026-11-02T09:14:05Z\nprovenance:\n"
+                    b"  sourceType: user_said\n  actor: alice\n  runId: null\n  at: 2026-11-02T09:14:05Z\n"
+                    b"tags: [tooling, javascript]\npaths: [web/**]\n---\nUse pnpm, not npm.\n")
+    doc = fm.parse(data, "f.md")
+    assert doc.meta["createdAt"] == at and doc.meta["provenance"]["runId"] is None
+    assert fm.update(doc, {}) == data
+
+
+# --- properties ------------------------------------------------------------------------
+
+_TEXT = st.characters(exclude_categories=("Cs", "Cc", "Cn"), include_characters="\t\x85")
+_COMMENT = st.text(st.characters(exclude_categories=("Cs", "Cc", "Cn", "Zl", "Zp")), max_size=20)
+_PLAIN = st.from_regex(r"[a-z][a-z0-9._-]{0,12}", fullmatch=True)
+_QUOTED = st.text(_TEXT, max_size=30).map(lambda s: json.dumps(s, ensure_ascii=False))
+_KEYS = ["id", "scope", "category", "subject", "note", "importance", "createdAt", "x-custom", "tags", "provenance"]
+
+
+@st.composite
+def key_block(draw, key: str) -> list[str]:
+    """The YAML lines of one top-level key (not ``status``), with optional comments around."""
+    kind = draw(st.sampled_from(["plain", "quoted", "int", "time", "flow", "block-list", "mapping"]))
+    if kind == "plain":
+        lines = [f"{key}: {draw(_PLAIN)}"]
+    elif kind == "quoted":
+        lines = [f"{key}: {draw(_QUOTED)}"]
+    elif kind == "int":
+        lines = [f"{key}: {draw(st.integers(-5, 99))}"]
+    elif kind == "time":
+        lines = [f"{key}: {draw(st.sampled_from(['2025-03-01', '2025-03-01T12:00:00', '2026-11-02T09:14:05Z']))}"]
+    elif kind == "flow":
+        lines = [f"{key}: [{', '.join(draw(st.lists(_QUOTED, max_size=3)))}]"]
+    elif kind == "block-list":
+        lines = [f"{key}:", *(f"  - {v}" for v in draw(st.lists(_QUOTED, min_size=1, max_size=3)))]
+    else:
+        lines = [f"{key}:", *(f"  k{i}: {v}" for i, v in enumerate(draw(st.lists(_QUOTED, min_size=1, max_size=3))))]
+    if draw(st.booleans()):
+        lines[0] += "  # " + draw(_COMMENT)
+    return lines + draw(st.lists(st.one_of(st.just(""), _COMMENT.map(lambda c: "# " + c)), max_size=2))
+
+
+@st.composite
+def memory_file(draw) -> tuple[bytes, str, str, str]:
+    """``(bytes, newline, old status line, new status line)`` of a valid memory file."""
+    keys = draw(st.lists(st.sampled_from(_KEYS), unique=True, max_size=6))
+    blocks = [draw(key_block(k)) for k in keys]
+    status = "status: " + draw(st.sampled_from(["active", "pending_review", "'active'", '"superseded"']))
+    comment = draw(st.one_of(st.just(""), _COMMENT.map(lambda c: " # " + c)))
+    blocks.insert(draw(st.integers(0, len(blocks))), [status + comment])
+    nl = draw(st.sampled_from(["\n", "\r\n"]))
+    body = draw(st.text(st.characters(exclude_categories=("Cs",)), max_size=80))
+    text = nl.join(["---", *(line for block in blocks for line in block), "---", ""]) + body
+    bom = fm.BOM if draw(st.booleans()) else ""
+    return (bom + text).encode("utf-8"), nl, status + comment, "status: archived" + comment
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memory_file())
+def test_property_update_without_changes_is_byte_identical(case):
+    data = case[0]
+    assert fm.update(fm.parse(data, "f.md"), {}) == data
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memory_file())
+def test_property_status_only_update_changes_exactly_one_line(case):
+    data, nl, old_line, new_line = case
+    doc = fm.parse(data, "f.md")
+    out = fm.update(doc, {"status": "archived"})
+    cr = nl[:-1]
+    assert changed_lines(data, out) == [(old_line + cr, new_line + cr)]
+    again = fm.parse(out, "f.md")
+    assert again.meta["status"] == "archived" and again.body == doc.body and again.bom == doc.bom
+    assert {k: v for k, v in again.meta.items() if k != "status"} == {k: v for k, v in doc.meta.items()
+                                                                     if k != "status"}
