@@ -34,45 +34,64 @@ def main(argv: list[str] | None = None) -> None:
     Args:
         argv: arguments without the program name (default ``sys.argv[1:]``).
     """
-    import typer
-
-    from memcli.cli import output
-    from memcli.errors import MemcliError
+    from memcli.cli import fast, output
 
     args = list(sys.argv[1:] if argv is None else argv)
     head = args[: args.index("--")] if "--" in args else args
     output.STATE.json = "--json" in head
     output.STATE.command = _command_name(head)
-    never_fail = output.STATE.command in NEVER_FAIL
-    status = 0
-    try:
-        from memcli.cli.app import app
 
+    def run() -> int:
+        if not os.environ.get("MEMCLI_NO_FAST") and fast.run(args):
+            return 0
+        return _run_typer(args)
+
+    status = _guarded(run)
+    if output.STATE.command in NEVER_FAIL and status not in (0, 2):
+        status = 0
+    sys.stdout.flush()
+    sys.exit(status)
+
+
+def _run_typer(args: list[str]) -> int:
+    """Parse and run with typer; typer's own outcomes (help, usage errors) become a status."""
+    import typer
+
+    from memcli.cli import output
+    from memcli.cli.app import app
+
+    try:
         result = app(args=args, prog_name="memcli", standalone_mode=False)
-        status = result if isinstance(result, int) else 0
-    except MemcliError as err:
-        output.error(err.code, err.message, err.hint, err.exit_code)
-        status = err.exit_code
+        return result if isinstance(result, int) else 0
     except typer.Exit as err:
-        status = err.exit_code
+        return err.exit_code
     except typer.Abort:
         print("memcli: aborted", file=sys.stderr)
-        status = 130
+        return 130
     except typer.TyperException as err:
-        output.error("usage", getattr(err, "format_message", err.__str__)(), "see `memcli --help` or `memcli COMMAND --help`", 2)
-        status = 2
+        output.error("usage", getattr(err, "format_message", err.__str__)(),
+                     "see `memcli --help` or `memcli COMMAND --help`", 2)
+        return 2
+
+
+def _guarded(run) -> int:  # noqa: ANN001
+    """Call ``run`` and turn every error into its exit status (the only such place)."""
+    from memcli.cli import output
+    from memcli.errors import MemcliError
+
+    try:
+        return run()
+    except MemcliError as err:
+        output.error(err.code, err.message, err.hint, err.exit_code)
+        return err.exit_code
     except KeyboardInterrupt:
         print("memcli: interrupted", file=sys.stderr)
-        status = 130
+        return 130
     except Exception as err:  # noqa: BLE001 - the one place that turns bugs into exit 1
         where = _log_traceback()
         output.error("internal", f"internal error: {type(err).__name__}: {err}",
                      f"details in {where}" if where else "run again with MEMCLI_DEBUG=1 for the traceback", 1)
-        status = 1
-    if never_fail and status not in (0, 2):
-        status = 0
-    sys.stdout.flush()
-    sys.exit(status)
+        return 1
 
 
 def _log_traceback() -> str | None:

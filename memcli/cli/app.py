@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from memcli import __version__
+from memcli.cli.state import GLOBALS, ctx, flush_warnings  # noqa: F401 - re-exported for the command modules
 
 app = typer.Typer(
     name="memcli",
@@ -17,15 +18,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-
-class Globals:
-    """Options given before the command, shared by every command."""
-
-    workspace: str | None = None
-    actor: str | None = None
-
-
-GLOBALS = Globals()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON envelope (schema memcli/v1).")]
 
@@ -48,21 +40,6 @@ def _options(
 ) -> None:
     GLOBALS.workspace = workspace
     GLOBALS.actor = actor
-
-
-def ctx():  # noqa: ANN201 - returns memcli.service.Ctx; imported lazily
-    """Open the workspace named by the global options (imports the service layer lazily)."""
-    from memcli.service import Ctx
-
-    return Ctx.open(GLOBALS.workspace, GLOBALS.actor)
-
-
-def flush_warnings(context) -> None:  # noqa: ANN001
-    """Send the warnings a service gathered to stderr (or the JSON envelope)."""
-    from memcli.cli.output import warn
-
-    for message in context.warnings:
-        warn(message)
 
 
 from memcli.cli import write_cmds, read_cmds, index_cmds  # noqa: E402,F401,I001 - registers the commands, in help order

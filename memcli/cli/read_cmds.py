@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from memcli.cli import hot
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
-from memcli.cli.output import emit, one_line, table, warn
+from memcli.cli.output import emit, one_line, table
 
 ScopeF = Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Read only these scopes; repeatable.")]
 StatusF = Annotated[Optional[list[str]], typer.Option("--status", help="Statuses to include (default active).")]
@@ -33,11 +34,6 @@ def _filters(scope, status, category, tag, subject, include_expired, limit, path
                    created_before=created[1], updated_after=updated[0], updated_before=updated[1])
 
 
-def _row(memory, now) -> list[str]:  # noqa: ANN001
-    status = memory.status + (" (expired)" if memory.is_expired(now) else "")
-    return [memory.id, memory.scope, memory.category, status, one_line(memory.text)]
-
-
 @app.command()
 def recall(
     query: Annotated[str, typer.Argument(help="Words to search for (a regular expression with --grep).")],
@@ -50,29 +46,10 @@ def recall(
     include_expired: ExpiredF = False, limit: LimitF = 10, json_: JsonOpt = False,
 ) -> None:
     """Search memories in your scopes: ranked (BM25, importance, recency) by default, --fuzzy or --grep."""
-    from memcli.service.read import check_mode, recall as do_recall
-
-    context = ctx()
-    mode = check_mode(fuzzy, grep)
-    filters = _filters(scope, status, category, tag, subject, include_expired, limit, path,
-                       (created_after, created_before), (updated_after, updated_before))
-    hits = do_recall(context, query, filters, mode)
-    flush_warnings(context)
-    data = {"query": query, "mode": mode, "hits": [
-        {**h.memory.to_dict(context.now), "score": round(h.score, 4), "match": h.match,
-         **({"explain": {k: round(v, 4) for k, v in h.parts.items()}} if explain else {})} for h in hits]}
-    emit(data)
-    if not data["hits"] and not _json():
-        print(f"no memories match {query!r}", file=sys.stderr)
-    elif explain and not _json():
-        table(f"recall {query!r} (score = bm25 x importance x recency, by tier)",
-              ["id", "match", "score", "bm25", "importance", "recency", "text"],
-              [[h.memory.id, h.match, f"{h.score:.3f}", f"{h.parts.get('bm25', 0):.3f}",
-                f"{h.parts.get('importance', 0):.2f}", f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)]
-               for h in hits])
-    elif not _json():
-        table(f"recall {query!r}", ["id", "scope", "category", "status", "text"],
-              [_row(h.memory, context.now) for h in hits])
+    hot.recall(query, fuzzy=fuzzy, grep=grep, explain=explain, scope=scope, status=status, category=category,
+               tag=tag, subject=subject, path=path, created_after=created_after, created_before=created_before,
+               updated_after=updated_after, updated_before=updated_before, include_expired=include_expired,
+               limit=limit)
 
 
 @app.command("list")
@@ -91,7 +68,7 @@ def list_(
     flush_warnings(context)
     emit({"memories": [m.to_dict(context.now) for m in memories]})
     if not _json():
-        table("memories", ["id", "scope", "category", "status", "text"], [_row(m, context.now) for m in memories])
+        table("memories", ["id", "scope", "category", "status", "text"], [hot.row(m, context.now) for m in memories])
 
 
 @app.command()
@@ -159,19 +136,7 @@ def context(
     json_: JsonOpt = False,
 ) -> None:
     """Print the context block for an agent's session. Never fails: problems go to stderr, exit 0."""
-    from memcli.errors import MemcliError
-
-    try:
-        from memcli.service.read import context as build
-
-        ctx_ = ctx()
-        block = build(ctx_, query, budget, fmt)
-        flush_warnings(ctx_)
-    except MemcliError as err:
-        warn(f"no context: {err.line()}")
-        emit({"text": "", "included": [], "omitted": 0})
-        return
-    emit({"text": block.text, "included": block.included, "omitted": block.omitted}, block.text or None)
+    hot.context(query, budget, fmt)
 
 
 @app.command()

@@ -207,5 +207,5 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
 
 def remove_index(path: Path) -> None:
     """Delete the index file and its WAL and shared-memory companions."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    for suffix in ("", "-wal", "-shm", "-journal", ".snapshot"):
         Path(str(path) + suffix).unlink(missing_ok=True)

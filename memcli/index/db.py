@@ -7,6 +7,7 @@ readers never block each other and a writer waits instead of failing.
 Sync, run at the start of each command that reads:
 
 1. walk ``memories/`` and ``stat`` every file (mtime in ns and size: the fast path);
+   if the walk equals the snapshot saved by the last sync, stop: nothing changed;
 2. for a new or changed file, read it and hash it (BLAKE2b); the hash is the truth:
    a file whose hash is unchanged only gets its new mtime recorded;
 3. a row whose file is missing is deleted only after ``os.path.exists`` confirms it
@@ -19,7 +20,6 @@ Nothing is written when nothing changed, so concurrent readers take no write loc
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -32,7 +32,7 @@ from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 INDEX_NAME = "index.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
 
@@ -87,35 +87,42 @@ class SyncReport:
 
 def file_hash(data: bytes) -> str:
     """The content hash used as the truth of "has this file changed" (BLAKE2b, 128 bits)."""
+    import hashlib
+
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
-    """Every memory file as ``relative path -> (mtime_ns, size)``; hidden entries skipped."""
+    """Every memory file as ``absolute path -> (mtime_ns, size)``; hidden entries skipped.
+
+    The hot loop of every command: one ``scandir`` per folder and one ``stat`` per file.
+    """
     out: dict[str, tuple[int, int]] = {}
-    base = files.base
-    if not base.is_dir():
-        return out
-    stack = [base]
-    prefix = len(str(files.root)) + 1
+    stack = [str(files.base)]
     while stack:
         folder = stack.pop()
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name[0] == ".":
+                        continue
+                    try:
+                        if name.endswith(".md"):
+                            info = entry.stat()
+                            out[entry.path] = (info.st_mtime_ns, info.st_size)
+                        elif entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                    except OSError:
+                        continue
         except OSError:
             continue
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-            elif entry.name.endswith(".md"):
-                try:
-                    info = entry.stat()
-                except OSError:
-                    continue
-                out[entry.path[prefix:].replace(os.sep, "/")] = (info.st_mtime_ns, info.st_size)
     return out
+
+
+def _relative(disk: dict[str, tuple[int, int]], root: Path) -> dict[str, tuple[int, int]]:
+    prefix = len(str(root)) + 1
+    return {path[prefix:].replace(os.sep, "/"): stat for path, stat in disk.items()}
 
 
 class IndexDB:
@@ -133,6 +140,7 @@ class IndexDB:
     def __init__(self, files: MemoryFiles, path: Path) -> None:
         self.files = files
         self.path = path
+        self.snapshot_path = path.with_name(path.name + ".snapshot")
         try:
             self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -141,6 +149,7 @@ class IndexDB:
             if mode != "wal":
                 raise IndexUnavailable(f"cannot use WAL mode (got {mode})")
             self._ensure_schema()
+            self.generation = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
         except sqlite3.Error as err:
             raise IndexUnavailable(f"{path.name}: {err}") from None
 
@@ -164,6 +173,7 @@ class IndexDB:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                self.db.execute("INSERT INTO meta VALUES ('generation', ?)", (os.urandom(8).hex(),))
             self.db.execute("COMMIT")
         except sqlite3.Error:
             if self.db.in_transaction:
@@ -193,12 +203,16 @@ class IndexDB:
             raise IndexUnavailable(f"sync failed: {err}") from None
 
     def _sync(self, progress: Callable[[int, int], None] | None) -> SyncReport:
-        disk = walk(self.files)
+        absolute = walk(self.files)
+        report = SyncReport(files=len(absolute))
+        if self._snapshot() == absolute:
+            return report
+        disk = _relative(absolute, self.files.root)
         known = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, hash FROM docs")}
-        report = SyncReport(files=len(disk))
         changed = sorted(p for p, stat in disk.items() if p not in known or known[p][:2] != stat)
         vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
         if not changed and not vanished:
+            self._save_snapshot(absolute)
             return report
         self.db.execute("BEGIN IMMEDIATE")
         gone_hashes = {known[p][2] for p in vanished}
@@ -211,7 +225,31 @@ class IndexDB:
             self._apply(path, known.get(path), gone_hashes, report)
         self._retry_duplicates()
         self.db.execute("COMMIT")
+        self._save_snapshot(absolute)
         return report
+
+    # The snapshot: the walk that the index last agreed with, as a marshal file beside it.
+    # When a new walk equals it, nothing changed and the database is not read at all.
+    # It carries the database's generation, so a rebuilt or replaced index ignores it.
+
+    def _snapshot(self) -> dict | None:
+        import marshal
+
+        try:
+            generation, stats = marshal.loads(self.snapshot_path.read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+        return stats if generation == self.generation else None
+
+    def _save_snapshot(self, stats: dict[str, tuple[int, int]]) -> None:
+        import marshal
+
+        from memcli.store.files import atomic_write
+
+        try:
+            atomic_write(self.snapshot_path, marshal.dumps((self.generation, stats)))
+        except OSError:
+            self.snapshot_path.unlink(missing_ok=True)
 
     def _delete(self, path: str) -> None:
         row = self.db.execute("SELECT rowid FROM docs WHERE path = ?", (path,)).fetchone()
@@ -306,7 +344,7 @@ class IndexDB:
 
     def status(self) -> dict:
         """Counts for ``index status``: memories, problems, pending changes, size in bytes."""
-        disk = walk(self.files)
+        disk = _relative(walk(self.files), self.files.root)
         known = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT path, mtime_ns, size FROM docs")}
         stale = sum(1 for p, s in disk.items() if known.get(p) != s) + sum(1 for p in known if p not in disk)
         memories, problems = self.db.execute(

@@ -4,9 +4,9 @@ Ranked mode finds memories in up to four tiers; a hit's ``match`` says which:
 
 1. ``exact``: every query word matches (FTS5 ``AND`` of quoted phrases);
 2. ``partial``: some words match (``OR``), when tier 1 filled fewer than ``limit``;
-3. ``fuzzy``: query words with no exact term in the vocabulary are corrected to close
-   vocabulary terms (rapidfuzz ratio >= 75, same first letter, length within 2) and the
-   query is run again, when tiers 1–2 filled fewer than ``limit``;
+3. ``fuzzy``: when tiers 1–2 filled fewer than ``limit``, query words of four or more
+   letters are widened to close vocabulary terms (rapidfuzz ratio >= 75, same first
+   letter, length within 2) and the query is run again (``OR``) for memories not yet found;
 4. ``substring``: nothing found so far, but the normalised query occurs inside a
    memory's text (``instr``), as for a single CJK character.
 
@@ -137,16 +137,20 @@ class FtsRetriever:
         return _explain(hits[: query.limit], query.now)
 
     def _fuzzy(self, query: Query, terms: list[str], found: list[Hit], tier: str) -> list[Hit]:
-        from rapidfuzz import fuzz, process
-
         groups, corrected = [], False
         for word in terms:
             token = plain_token(word)
             alternatives = [p for p in [phrase(word)] if p]
-            if token and len(token) >= 4 and (query.mode == "fuzzy" or not self._known(token)):
+            # Known words are corrected too: whether a word is "known" cannot depend on the
+            # vocabulary, which holds every scope and status (another user's or an archived
+            # memory would switch correction off), and a typed word may match one memory
+            # exactly while the one meant is spelled right (ranked below, as a fuzzy hit).
+            if token and len(token) >= 4:
+                from rapidfuzz import fuzz, process
+
                 pool = [t for (t,) in self.db.execute(
-                    "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?",
-                    (token[0], token[0] + "\uffff", len(token) - 2, len(token) + 2))]
+                    "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
+                    " AND term != ?", (token[0], token[0] + "\uffff", len(token) - 2, len(token) + 2, token))]
                 close = process.extract(token, pool, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=5)
                 alternatives += [quote_term(term) for term, _, _ in close]
                 corrected = corrected or bool(close)
@@ -157,9 +161,6 @@ class FtsRetriever:
         exclude = {h.memory.id for h in found}
         operator = "AND" if query.mode == "fuzzy" else "OR"
         return self._run(query, match_expression(groups, operator), tier, exclude, query.limit - len(found))
-
-    def _known(self, token: str) -> bool:
-        return self.db.execute("SELECT 1 FROM vocab WHERE term = ?", (token,)).fetchone() is not None
 
     def _substring(self, query: Query) -> list[Hit]:
         where, params = _filters(query)

@@ -7,7 +7,6 @@ validation, sensitive data, idempotency, duplicates, conflict, review.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
 from memcli.errors import ScopeViolation, SecretDetected
 from memcli.model import Memory, check_scope, normalise_text
@@ -45,6 +44,8 @@ def readable_scopes(patterns: list[str], actor: str, requested: list[str] | None
 
 def visible(memory: Memory, scopes: list[str]) -> bool:
     """True when the memory's scope is one of ``scopes`` (patterns like ``channel:*`` allowed)."""
+    from fnmatch import fnmatchcase
+
     return any(memory.scope == s or fnmatchcase(memory.scope, s) for s in scopes)
 
 
@@ -63,6 +64,8 @@ def check_write_scope(scope: str, actor: str) -> str:
 
 def review_required(scope: str, source_type: str, shared: list[str]) -> bool:
     """Whether a write waits in ``pending_review``: a shared scope and an agent or tool source."""
+    from fnmatch import fnmatchcase
+
     return source_type in ("model_derived", "tool_result") and any(fnmatchcase(scope, p) for p in shared)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -36,6 +35,8 @@ def slug(text: str, limit: int = 40) -> str:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, replace."""
+    import tempfile  # lazily: it pulls in shutil, random, bz2 and lzma (3 ms on every read command)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

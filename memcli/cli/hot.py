@@ -1,0 +1,68 @@
+"""The bodies of the hot-path commands (`recall`, `context`), free of typer.
+
+Both the typer commands in ``read_cmds`` and the fast argument parser in ``fast`` call
+these functions, so the two paths cannot drift apart in behaviour or output.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from memcli.cli.output import STATE, emit, one_line, table, warn
+from memcli.cli.state import ctx, flush_warnings
+
+
+def row(memory, now) -> list[str]:  # noqa: ANN001
+    """A table row for one memory: id, scope, category, status (expired marked), text."""
+    status = memory.status + (" (expired)" if memory.is_expired(now) else "")
+    return [memory.id, memory.scope, memory.category, status, one_line(memory.text)]
+
+
+def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool = False, scope=None,  # noqa: ANN001
+           status=None, category=None, tag=None, subject=None, path=None, created_after=None,
+           created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
+           limit: int = 10) -> None:
+    """``memcli recall``: search and print the hits (see the command's help for each option)."""
+    from memcli.service.read import Filters, check_mode, recall as do_recall
+
+    context = ctx()
+    mode = check_mode(fuzzy, grep)
+    filters = Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
+                      include_expired=include_expired, limit=limit, path=path, created_after=created_after,
+                      created_before=created_before, updated_after=updated_after, updated_before=updated_before)
+    hits = do_recall(context, query, filters, mode)
+    flush_warnings(context)
+    data = {"query": query, "mode": mode, "hits": [
+        {**h.memory.to_dict(context.now), "score": round(h.score, 4), "match": h.match,
+         **({"explain": {k: round(v, 4) for k, v in h.parts.items()}} if explain else {})} for h in hits]}
+    emit(data)
+    if STATE.json:
+        return
+    if not hits:
+        print(f"no memories match {query!r}", file=sys.stderr)
+    elif explain:
+        table(f"recall {query!r} (score = bm25 x importance x recency, by tier)",
+              ["id", "match", "score", "bm25", "importance", "recency", "text"],
+              [[h.memory.id, h.match, f"{h.score:.3f}", f"{h.parts.get('bm25', 0):.3f}",
+                f"{h.parts.get('importance', 0):.2f}", f"{h.parts.get('recency', 0):.3f}",
+                one_line(h.memory.text, 60)] for h in hits])
+    else:
+        table(f"recall {query!r}", ["id", "scope", "category", "status", "text"],
+              [row(h.memory, context.now) for h in hits])
+
+
+def context(query: str | None = None, budget: int | None = None, fmt: str = "text") -> None:
+    """``memcli context``: print the block; never fails (problems become warnings, exit 0)."""
+    from memcli.errors import MemcliError
+
+    try:
+        from memcli.service.read import context as build
+
+        opened = ctx()
+        block = build(opened, query, budget, fmt)
+        flush_warnings(opened)
+    except MemcliError as err:
+        warn(f"no context: {err.line()}")
+        emit({"text": "", "included": [], "omitted": 0})
+        return
+    emit({"text": block.text, "included": block.included, "omitted": block.omitted}, block.text or None)

@@ -1,0 +1,28 @@
+"""Per-process CLI state without typer: the global options and opening the service context."""
+
+from __future__ import annotations
+
+
+class Globals:
+    """Options given before the command, shared by every command."""
+
+    workspace: str | None = None
+    actor: str | None = None
+
+
+GLOBALS = Globals()
+
+
+def ctx():  # noqa: ANN201 - returns memcli.service.Ctx; imported lazily
+    """Open the workspace named by the global options (imports the service layer lazily)."""
+    from memcli.service import Ctx
+
+    return Ctx.open(GLOBALS.workspace, GLOBALS.actor)
+
+
+def flush_warnings(context) -> None:  # noqa: ANN001
+    """Send the warnings a service gathered to stderr (or the JSON envelope)."""
+    from memcli.cli.output import warn
+
+    for message in context.warnings:
+        warn(message)
