@@ -56,6 +56,10 @@ class Catalog(Protocol):
         """Count a recall of these ids (access statistics live in the cache only)."""
         ...
 
+    def refresh(self, paths: list[Path]) -> None:
+        """Take in files memcli has just written or deleted (absolute paths)."""
+        ...
+
 
 class ScanCatalog:
     """A catalog over memories read from the files (the fallback, and small workspaces).
@@ -101,6 +105,9 @@ class ScanCatalog:
     def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
         """No statistics without the index."""
 
+    def refresh(self, paths: list[Path]) -> None:
+        """Nothing to keep in step: the next command scans the files again."""
+
 
 class IndexCatalog:
     """A catalog over the synced FTS5 index.
@@ -113,6 +120,10 @@ class IndexCatalog:
         self.index = index
         self.db = index.db
         self.report = report
+
+    def refresh(self, paths: list[Path]) -> None:
+        """See :class:`Catalog`; delegates to ``IndexDB.refresh``."""
+        self.index.refresh(paths)
 
     def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
         """Count a recall of ``ids`` (hits, last recalled) in the cache; best effort, never raises."""

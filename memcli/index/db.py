@@ -120,6 +120,14 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _dated_by_mtime(known: tuple) -> bool:
+    """True when a row's ``createdAt`` may be its file's old modification time (a file with
+    no ``createdAt`` takes it, SPEC.md section 2): a touched file must then be read again,
+    as a rebuild would, even though its content hash is unchanged."""
+    mtime_ns, created = known[0], known[3]
+    return created is not None and 0 <= mtime_ns / 1e9 - created < 1.001
+
+
 def _relative(disk: dict[str, tuple[int, int]], root: Path) -> dict[str, tuple[int, int]]:
     prefix = len(str(root)) + 1
     return {path[prefix:].replace(os.sep, "/"): stat for path, stat in disk.items()}
@@ -208,7 +216,7 @@ class IndexDB:
         if self._snapshot() == absolute:
             return report
         disk = _relative(absolute, self.files.root)
-        known = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, hash FROM docs")}
+        known = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, hash, created FROM docs")}
         changed = sorted(p for p, stat in disk.items() if p not in known or known[p][:2] != stat)
         vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
         if not changed and not vanished:
@@ -227,6 +235,38 @@ class IndexDB:
         self.db.execute("COMMIT")
         self._save_snapshot(absolute)
         return report
+
+    def refresh(self, paths: list[Path]) -> None:
+        """Re-index files memcli has just written (or deleted) and patch the snapshot.
+
+        Called after a write under the workspace lock, when the index was synced just
+        before it: the next command then finds the snapshot equal to its walk and reads
+        nothing. On any database error the snapshot is dropped, so the next command
+        does a full comparison instead; it never raises.
+        """
+        snapshot = self._snapshot()
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            for path in paths:
+                rel = self.files.rel(path)
+                self._delete(rel)
+                if path.exists():
+                    data, info = path.read_bytes(), path.stat()
+                    self._insert(rel, data, info, file_hash(data))
+                    if snapshot is not None:
+                        snapshot[str(path)] = (info.st_mtime_ns, info.st_size)
+                elif snapshot is not None:
+                    snapshot.pop(str(path), None)
+            self._retry_duplicates()
+            self.db.execute("COMMIT")
+        except (sqlite3.Error, OSError):
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            snapshot = None
+        if snapshot is None:
+            self.snapshot_path.unlink(missing_ok=True)
+        else:
+            self._save_snapshot(snapshot)
 
     # The snapshot: the walk that the index last agreed with, as a marshal file beside it.
     # When a new walk equals it, nothing changed and the database is not read at all.
@@ -265,7 +305,7 @@ class IndexDB:
         except OSError:
             return  # vanished between the walk and now: the next sync removes the row
         digest = file_hash(data)
-        if known is not None and known[2] == digest:
+        if known is not None and known[2] == digest and not _dated_by_mtime(known):
             self.db.execute("UPDATE docs SET mtime_ns = ?, size = ? WHERE path = ?",
                             (info.st_mtime_ns, info.st_size, path))
             report.touched += 1
@@ -304,18 +344,28 @@ class IndexDB:
                          prepare(" ".join(memory.tags))))
 
     def _demote(self, path: str, memory_id: str, winner: str) -> None:
-        row = self.db.execute("SELECT rowid FROM docs WHERE path = ?", (path,)).fetchone()
-        self.db.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
-        self.db.execute("UPDATE docs SET id = NULL, record = NULL, search_text = NULL, error = ? WHERE rowid = ?",
-                        (f"duplicate id {memory_id} (also in {winner})", row[0]))
+        # The loser keeps no memory column (scope, idem, norm, ...): exactly the row a
+        # rebuild writes, so no look-up by those columns finds a row without a record.
+        row = self.db.execute("SELECT mtime_ns, size, hash FROM docs WHERE path = ?", (path,)).fetchone()
+        self._delete(path)
+        self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, error) VALUES (?,?,?,?,?)",
+                        (path, *row, f"duplicate id {memory_id} (also in {winner})"))
 
     def _retry_duplicates(self) -> None:
-        """Re-read files that lost an id contest whose winner is gone or changed."""
+        """Re-read files that lost an id contest whose winner is gone or changed; name the current winner."""
         rows = self.db.execute("SELECT path FROM docs WHERE error LIKE 'duplicate id %'").fetchall()
         for (path,) in rows:
-            memory_id = self.db.execute("SELECT error FROM docs WHERE path = ?", (path,)).fetchone()[0].split()[2]
+            row = self.db.execute("SELECT error FROM docs WHERE path = ?", (path,)).fetchone()
+            if row is None or not (row[0] or "").startswith("duplicate id "):
+                continue
+            error = row[0]
+            memory_id = error.split()[2]
             holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory_id,)).fetchone()
-            if holder is None or holder[0] > path:
+            if holder is not None and holder[0] < path:
+                message = f"duplicate id {memory_id} (also in {holder[0]})"
+                if error != message:  # the winner changed (a smaller path took the id)
+                    self.db.execute("UPDATE docs SET error = ? WHERE path = ?", (message, path))
+            else:
                 full = self.files.root / path
                 try:
                     data, info = full.read_bytes(), full.stat()

@@ -166,7 +166,7 @@ class FtsRetriever:
         where, params = _filters(query)
         params.update(needle=normalise(" ".join(query.text.split())), limit=query.limit)
         sql = (f"SELECT d.record, (0.8 + 0.1 * d.importance) FROM docs d WHERE {where}"
-               " AND instr(d.search_text, :needle) > 0 ORDER BY d.importance DESC, d.updated DESC LIMIT :limit")
+               " AND instr(d.search_text, :needle) > 0 ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
         return [Hit(_memory(r), s, "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
 
     def _grep(self, query: Query) -> list[Hit]:
@@ -179,7 +179,7 @@ class FtsRetriever:
         hits = []
         for record, text in self.db.execute(
                 f"SELECT d.record, json_extract(d.record, '$.text') FROM docs d WHERE {where}"
-                " ORDER BY d.importance DESC, d.updated DESC", params):
+                " ORDER BY d.importance DESC, d.updated DESC, d.id", params):
             if regex.search(text):
                 hits.append(Hit(_memory(record), 1.0, "regex"))
                 if len(hits) >= query.limit:

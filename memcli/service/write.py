@@ -93,14 +93,14 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memory: Memory, related:
         repo = ctx.git() if ctx.ws.config.autocommit else None
         for path, data in writes.items():
             atomic_write(path, data)
-        if repo is None:
-            return None
-        text = memory.text if len(memory.text) <= 2000 else memory.text[:2000] + " …"
-        msg = gitlog.message(op, f"{memory.id} ({memory.scope}) by {ctx.actor}", {
-            "Op": op, "Id": memory.id, "Scope": memory.scope, "Actor": ctx.actor,
-            "Run": memory.provenance.run_id, "Related": " ".join(related) or None}, body=text)
-        return repo.commit(list(writes), msg, actor=ctx.actor, timeout=ctx.ws.config.lock_timeout,
-                           date=format_instant(ctx.now))
+        commit = None
+        if repo is not None:
+            text = memory.text if len(memory.text) <= 2000 else memory.text[:2000] + " …"
+            msg = gitlog.message(op, f"{memory.id} ({memory.scope}) by {ctx.actor}", {
+                "Op": op, "Id": memory.id, "Scope": memory.scope, "Actor": ctx.actor,
+                "Run": memory.provenance.run_id, "Related": " ".join(related) or None}, body=text)
+            commit = repo.commit(list(writes), msg, actor=ctx.actor, timeout=ctx.ws.config.lock_timeout,
+                                 date=format_instant(ctx.now))
     except BaseException:
         for path, data in backups.items():
             if data is None:
@@ -108,6 +108,8 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memory: Memory, related:
             else:
                 atomic_write(path, data)
         raise
+    ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
+    return commit
 
 
 def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
