@@ -55,12 +55,18 @@ class Document:
     fences: tuple[str, str] = (FENCE + "\n", FENCE + "\n")
 
 
-def _yaml():
-    from ruamel.yaml import YAML
+_LOADERS: dict[bool, Any] = {}
 
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    return yaml
+
+def _yaml(round_trip: bool = True):  # noqa: ANN202
+    """A cached ruamel loader: round-trip (keeps comments and line numbers) or fast (libyaml)."""
+    if round_trip not in _LOADERS:
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="rt") if round_trip else YAML(typ="safe", pure=False)
+        yaml.allow_duplicate_keys = False
+        _LOADERS[round_trip] = yaml
+    return _LOADERS[round_trip]
 
 
 def _dumper():
@@ -96,12 +102,17 @@ def _stamp(value: datetime) -> str:
     return format_instant(value)
 
 
-def parse(data: bytes, path: str) -> Document:
+def parse(data: bytes, path: str, round_trip: bool = True) -> Document:
     """Parse a memory file's bytes.
 
     Args:
         data: the raw file content (from the working tree or from ``git show``).
         path: the file's path, used only in error messages.
+        round_trip: keep what :func:`update` needs (comments, key lines). ``False`` reads
+            with ruamel's libyaml-based loader, five times faster, for indexing and
+            scanning; the document is then read-only. Any file that loader rejects, or
+            that holds a tab, is read again in round-trip mode, so both modes accept
+            and refuse the same files with the same messages.
 
     Raises:
         InvalidMemoryFile: not UTF-8, an unclosed fence, YAML that does not parse, or
@@ -122,14 +133,21 @@ def parse(data: bytes, path: str) -> Document:
     if close is None:
         raise InvalidMemoryFile(path, "the front-matter fence '---' is never closed", 1)
     yaml_lines = lines[1:close]
-    meta = _load_yaml("".join(yaml_lines).replace("\r\n", "\n"), path, len(yaml_lines))
+    meta = _load_yaml("".join(yaml_lines).replace("\r\n", "\n"), path, len(yaml_lines), round_trip)
     return Document(meta=meta, body="".join(lines[close + 1:]), newline=newline, bom=bom, yaml_lines=yaml_lines,
                     fences=(lines[0], lines[close]))
 
 
-def _load_yaml(source: str, path: str, count: int) -> Any:
+def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> Any:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    if not round_trip and "\t" not in source:  # libyaml accepts a tab before a comment; ruamel does not
+        try:
+            meta = _yaml(False).load(source)
+            if isinstance(meta, dict):
+                return meta
+        except Exception:  # noqa: BLE001 - any refusal is explained by the round-trip reading below
+            pass
     try:
         meta = _yaml().load(source)
     except MarkedYAMLError as err:

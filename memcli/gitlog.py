@@ -181,7 +181,7 @@ class GitRepo:
                 try:
                     self._run(*args, env=env)
                 except GitFailed as err:
-                    if not any(s in err.message for s in ("tell me who you are", "auto-detect", "empty ident")):
+                    if not any(s in err.message for s in ("identity unknown", "tell me who you are", "auto-detect", "empty ident")):
                         raise
                     self._run(*args, env={**env, **self._fallback_identity(actor)})
                 return self._run("rev-parse", "HEAD")

@@ -322,7 +322,7 @@ class IndexDB:
     def _insert(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
         base = (path, info.st_mtime_ns, info.st_size, digest)
         try:
-            memory = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime).memory
+            memory = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime, round_trip=False).memory
         except InvalidMemoryFile as err:
             self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, error, error_line) VALUES (?,?,?,?,?,?)",
                             (*base, err.reason, err.lineno))

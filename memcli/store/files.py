@@ -117,7 +117,8 @@ class MemoryFiles:
             out.extend(Path(folder, n) for n in sorted(names) if n.endswith(".md") and not n.startswith("."))
         return out
 
-    def load(self, path: Path, data: bytes | None = None, mtime: float | None = None) -> Loaded:
+    def load(self, path: Path, data: bytes | None = None, mtime: float | None = None,
+             round_trip: bool = True) -> Loaded:
         """Parse one file into a :class:`Loaded`.
 
         Args:
@@ -125,6 +126,7 @@ class MemoryFiles:
             data: the bytes, if already read (e.g. from ``git show``).
             mtime: the file's modification time (seconds since the epoch), the default
                 ``createdAt`` of a hand-written file; read from disk when not given.
+            round_trip: False for a read-only document, parsed faster (see ``frontmatter.parse``).
 
         Raises:
             InvalidMemoryFile: unreadable, unparsable, or outside the schema.
@@ -137,14 +139,16 @@ class MemoryFiles:
         except OSError as err:
             raise InvalidMemoryFile(rel, f"cannot read: {err.strerror}") from None
         file_time = datetime.fromtimestamp(int(mtime), timezone.utc)
-        doc = frontmatter.parse(raw, rel)
+        doc = frontmatter.parse(raw, rel, round_trip)
         parts = path.relative_to(self.base).parts[:-1]
         try:
             memory = model.from_mapping(
                 doc.meta, doc.body, path=rel, file_id=path.stem.lower(),
                 folder_scope=model.scope_of_parts(parts), file_time=file_time)
         except ValidationFailed as err:
-            key = err.message.split(":", 1)[0]
+            key = err.message.split(":", 1)[0].split(".")[0]
+            if not round_trip:  # only the round-trip reading knows line numbers
+                doc = frontmatter.parse(raw, rel, True)
             raise InvalidMemoryFile(rel, err.message, frontmatter.line_of(doc, key)) from None
         return Loaded(doc=doc, memory=memory, file=path)
 
@@ -154,7 +158,7 @@ class MemoryFiles:
         seen: dict[str, str] = {}
         for path in self.files():
             try:
-                item = self.load(path)
+                item = self.load(path, round_trip=False)
             except InvalidMemoryFile as err:
                 result.problems.append(err)
                 continue
