@@ -195,13 +195,15 @@ class GitRepo:
         rels = [os.path.relpath(p, self.workspace) for p in paths]
         return not self._run("status", "--porcelain", "--", *rels).strip()
 
-    def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50) -> list[Entry]:
+    def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,
+            keep=None) -> list[Entry]:  # noqa: ANN001
         """memcli commits touching ``path`` (default: the workspace), newest first.
 
         Args:
             path: limit to this file or folder.
             memory_id: keep only commits whose ``Memcli-Id`` or ``Memcli-Related`` trailer names it.
             limit: at most this many entries.
+            keep: optional ``keep(entry) -> bool`` filter, applied before ``limit``.
         """
         target = os.path.relpath(path or self.workspace, self.workspace)
         fmt = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1e"
@@ -225,7 +227,10 @@ class GitRepo:
                 continue
             if memory_id and memory_id not in (trailers.get("id", ""), *trailers.get("related", "").split()):
                 continue
-            entries.append(Entry(fields[0], fields[1], fields[2], fields[3], trailers))
+            entry = Entry(fields[0], fields[1], fields[2], fields[3], trailers)
+            if keep is not None and not keep(entry):
+                continue
+            entries.append(entry)
             if len(entries) >= limit:
                 break
         return entries

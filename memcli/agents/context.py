@@ -111,4 +111,6 @@ def _render_json(memories: list[Memory], budget: int, total: int) -> Block:
     omitted = total - len(chosen)
     text = json.dumps({"note": HEADER, "memories": chosen, "omitted": omitted,
                        "search": "memcli recall WORDS" if omitted else None}, ensure_ascii=False)
+    if len(text) + 1 > budget:  # not even the note fits: the bare shape, still valid JSON
+        text = json.dumps({"memories": [], "omitted": total})
     return Block(text + "\n", included, omitted)

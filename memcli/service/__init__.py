@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed
-from memcli.model import Memory
+from memcli.model import Memory, check_id
 from memcli.policy.gates import personal_owner, readable_scopes
 from memcli.store.files import Loaded
 from memcli.store.workspace import Workspace, open_workspace
@@ -120,6 +120,7 @@ class Ctx:
         hint = "list ids with `memcli list` or search with `memcli recall WORDS`"
         if len(ref) < MIN_PREFIX:
             raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
+        check_id(ref)  # a malformed id (path characters, '..', NUL) is a validation error, exit 5
         items = [m for m in self.catalog().by_prefix(ref) if self.may_see(m)]
         exact = [m for m in items if m.id == ref]
         if exact:

@@ -13,6 +13,7 @@ from memcli.errors import InvalidMemoryFile, UsageProblem, ValidationFailed
 from memcli.gitlog import Entry
 from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
+from memcli.policy.gates import personal_owner
 from memcli.service import Ctx
 from memcli.timeutil import parse_instant
 
@@ -124,11 +125,15 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     Raises:
         MemoryNotFound, AmbiguousId: ``ref`` does not name one visible memory.
     """
+    def visible(entry: Entry) -> bool:  # another user's personal memories stay out of the trail
+        owner = personal_owner(entry.trailers.get("scope", ""))
+        return owner is None or owner == ctx.actor
+
     repo = ctx.git()
     if ref is None:
-        return repo.log(limit=limit)
+        return repo.log(limit=limit, keep=visible)
     item = ctx.resolve(ref)
-    return repo.log(memory_id=item.memory.id, limit=limit)
+    return repo.log(memory_id=item.memory.id, limit=limit, keep=visible)
 
 
 def index_status(ctx: Ctx) -> dict[str, Any]:
