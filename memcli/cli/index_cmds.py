@@ -16,8 +16,10 @@ app.add_typer(index_app, name="index")
 def _summary(data: dict) -> str:
     if data["backend"] != "fts5":
         return f"index unavailable: serving {data['memories']} memories from the files"
+    sync = data["last_sync"]
     return (f"index {data['path']}: {data['memories']} memories, {data['problems']} unreadable files, "
-            f"{data['stale']} files changed since the last sync, {data['bytes'] / 1e6:.1f} MB")
+            f"{data['bytes'] / 1e6:.1f} MB; this sync: {sync['added']} added, {sync['updated']} updated, "
+            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files")
 
 
 @index_app.command("status")

@@ -393,12 +393,12 @@ class IndexDB:
         return [InvalidMemoryFile(path, reason, line) for path, reason, line in rows]
 
     def status(self) -> dict:
-        """Counts for ``index status``: memories, problems, pending changes, size in bytes."""
-        disk = _relative(walk(self.files), self.files.root)
-        known = {row[0]: (row[1], row[2]) for row in self.db.execute("SELECT path, mtime_ns, size FROM docs")}
-        stale = sum(1 for p, s in disk.items() if known.get(p) != s) + sum(1 for p in known if p not in disk)
-        memories, problems = self.db.execute(
-            "SELECT count(id), count(error) FROM docs").fetchone()
-        return {"path": str(self.path), "memories": memories, "problems": problems, "files": len(disk),
-                "stale": stale, "bytes": self.path.stat().st_size if self.path.exists() else 0,
+        """Counts for ``index status``: memories, unreadable files, size in bytes, schema.
+
+        Every command syncs first, so the index is in step with the files when this runs;
+        what the sync just did is in its :class:`SyncReport`.
+        """
+        memories, problems = self.db.execute("SELECT count(id), count(error) FROM docs").fetchone()
+        size = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
+        return {"path": str(self.path), "memories": memories, "problems": problems, "bytes": size,
                 "schema": SCHEMA_VERSION, "folder": MEMORIES}

@@ -142,7 +142,8 @@ def index_status(ctx: Ctx) -> dict[str, Any]:
 
     catalog = ctx.catalog()
     if isinstance(catalog, IndexCatalog):
-        return {"backend": "fts5", **catalog.index.status(), "last_sync": catalog.report.__dict__}
+        return {"backend": "fts5", **catalog.index.status(), "files": catalog.report.files,
+                "last_sync": catalog.report.__dict__}
     return {"backend": "scan", "memories": len(catalog.memories), "problems": len(catalog.problems())}
 
 
@@ -163,7 +164,8 @@ def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
         catalog = ctx.catalog(refresh=True, progress=progress)
     if not isinstance(catalog, IndexCatalog):
         return {"backend": "scan", "memories": len(catalog.memories), "problems": len(catalog.problems())}
-    return {"backend": "fts5", **catalog.index.status(), "last_sync": catalog.report.__dict__}
+    return {"backend": "fts5", **catalog.index.status(), "files": catalog.report.files,
+            "last_sync": catalog.report.__dict__}
 
 
 def doctor(ctx: Ctx) -> list[InvalidMemoryFile]:

@@ -1,0 +1,333 @@
+"""Benchmark memcli against ripgrep on generated workspaces (SPEC.md section 8).
+
+    python bench/run.py [--sizes 1000,10000,100000] [--repeat 7] [--workdir /tmp/memcli-bench] [--markdown]
+                        [--memcli PATH]
+
+memcli is measured as a user runs it: installed (not editable) from this checkout into
+``<workdir>/venv``, so its bytecode is compiled once by pip, unless ``--memcli`` names
+another executable.
+
+Every number is the wall time of a whole process (Python start-up included), taken as
+median/min/max over ``--repeat`` runs after one warm-up run, and the peak RSS of that
+process tree (``ru_maxrss`` from ``os.wait4``). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import corpus
+from generate import generate
+
+SEED = 7
+ACTOR = "alice"
+NO_MATCH = "zzz_no_such_word"
+MARKER_SUFFIX = ".ready"
+
+
+@dataclass
+class Stats:
+    """Timings of one command over the measured runs."""
+
+    median: float
+    low: float
+    high: float
+    peak_mb: float
+    failures: list[str]
+    runs: int
+    lines: int
+    warmup: float
+
+
+@dataclass
+class Row:
+    """One line of the result table."""
+
+    size: int
+    operation: str
+    memcli: Stats | None
+    rg: Stats | None = None
+    target: str = "—"
+    met: str = "—"
+
+
+def run_once(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, str, int]:
+    """Run ``cmd`` once; return (wall seconds, peak RSS KB, failure text or "", stdout lines).
+
+    Output goes to temporary files, not /dev/null, so no tool can take a short cut for
+    discarded output. ``os.wait4`` gives the rusage of this child (and its waited-for
+    children, such as git), unlike RUSAGE_CHILDREN deltas.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        lines = sum(1 for line in out if line.strip())
+        err.seek(0)
+        failure = f"exit {code}: {err.read().decode(errors='replace').strip()[-300:]}" if code else ""
+        return wall, usage.ru_maxrss, failure, lines
+
+
+def series(cmd, cwd: Path, env: dict[str, str], repeat: int, before=None) -> Stats:
+    """One warm-up run, then ``repeat`` measured runs; failures (non-zero exits) are collected.
+
+    ``cmd`` is an argv list, or a function of the run number giving one; ``before(i)``
+    (untimed) runs ahead of each run.
+    """
+    walls, peaks, failures, warmup = [], [], [], 0.0
+    for i in range(repeat + 1):
+        argv = cmd(i) if callable(cmd) else cmd
+        if before is not None:
+            before(i)
+        wall, peak, failure, lines = run_once(argv, cwd, env)
+        if failure:
+            failures.append(failure)
+        if i == 0:
+            warmup = wall
+        else:
+            walls.append(wall)
+            peaks.append(peak)
+    return Stats(statistics.median(walls), min(walls), max(walls), max(peaks) / 1024, failures,
+                 runs=repeat + 1, lines=lines, warmup=warmup)
+
+
+def ensure_workspace(workdir: Path, size: int, memcli: str) -> Path:
+    """The workspace for ``size`` memories, generated unless a complete one is there."""
+    ws = workdir / f"ws-{size}"
+    marker = workdir / f"ws-{size}{MARKER_SUFFIX}"
+    if marker.exists() and ws.is_dir():
+        print(f"reusing {ws}")
+        return ws
+    shutil.rmtree(ws, ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    needles = generate(size, ws, SEED, memcli)
+    print(f"generated {ws} in {time.perf_counter() - start:.1f} s; needles: {needles}")
+    marker.write_text(f"count={size} seed={SEED}\n", encoding="utf-8")
+    return ws
+
+
+def file_toucher(ws: Path):
+    """A ``before(i)`` hook that appends a word to one memory's body, and a restore function."""
+    files = sorted((ws / "memories").rglob("*.md"))
+    target = files[len(files) // 2]
+    original = target.read_bytes()
+
+    def touch(i: int) -> None:
+        target.write_bytes(target.read_bytes().rstrip(b"\n") + f" benchsync{i}\n".encode())
+
+    return touch, lambda: target.write_bytes(original)
+
+
+def remember_text(size: int, i: int, rng: random.Random) -> str:
+    """A fresh, varied memory text, so no run is a duplicate no-op."""
+    category = rng.choice(sorted(corpus.CATEGORY_TEMPLATES))
+    sentence = corpus.fill(rng, rng.choice(corpus.CATEGORY_TEMPLATES[category]))
+    return f"{sentence} Benchmark note {size}-{i} taken at {time.time_ns()}."
+
+
+def judge(size: int, kind: str, stats: Stats | None, rg: Stats | None) -> tuple[str, str]:
+    """The SPEC section 8 target for this row and whether it was met."""
+    if stats is None or stats.failures:
+        return "—", "—"
+    if kind == "search" and rg is not None and not rg.failures and size in (10_000, 100_000):
+        ratio = stats.median / rg.median
+        if size == 10_000:
+            return "≤ 2× rg", "yes" if ratio <= 2.0 else "NO"
+        return "< 1× rg", "yes" if ratio < 1.0 else "NO"
+    if kind == "remember" and size == 10_000:
+        return "< 0.3 s median", "yes" if stats.median < 0.3 else "NO"
+    if kind == "sync" and size == 10_000:
+        return "< 0.1 s median", "yes" if stats.median < 0.1 else "NO"
+    return "—", "—"
+
+
+def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -> list[Row]:
+    """Measure every operation on one workspace; return the table rows."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
+    env |= {"MEMCLI_WORKSPACE": str(ws), "MEMCLI_ACTOR": ACTOR}
+    rows: list[Row] = []
+
+    def add(label: str, kind: str, stats: Stats | None, rg: Stats | None = None) -> None:
+        target, met = judge(size, kind, stats, rg)
+        rows.append(Row(size, label, stats, rg, target, met))
+        printed = f" ({stats.lines} lines out; warm-up {stats.warmup:.3f} s)" if stats else ""
+        print(f"  {label}: {fmt_stats(stats)}{printed}" + (f" | rg {rg_cell(rg)} s ({rg.lines} files)" if rg else ""),
+              flush=True)
+
+    for word in (corpus.RARE_WORD, corpus.COMMON_WORD):
+        mem = series([memcli, "recall", word], ws, env, repeat)
+        add(f"recall {word}", "search", mem, series(rg_cmd(word), ws, env, repeat))
+    mem = series([memcli, "context"], ws, env, repeat)
+    add(f"context (rg: {corpus.COMMON_WORD})", "search", mem, series(rg_cmd(corpus.COMMON_WORD), ws, env, repeat))
+
+    rng = random.Random(size)
+    mem = series(lambda i: [memcli, "remember", remember_text(size, i, rng)], ws, env, repeat)
+    add("remember (with commit)", "remember", mem)
+
+    touch, restore = file_toucher(ws)
+    sync_cmd = [memcli, "index", "status"] if has_index else [memcli, "recall", NO_MATCH]
+    try:
+        mem = series(sync_cmd, ws, env, repeat, before=touch)
+        if has_index:
+            print(f"  check: {sync_report(ws, env, memcli, touch)}")
+    finally:
+        restore()
+    add(f"1 file changed, then `{' '.join(['memcli', *sync_cmd[1:]])}`", "sync", mem)
+
+    rebuild = series([memcli, "index", "rebuild"], ws, env, repeat) if has_index else None
+    add("memcli index rebuild", "rebuild", rebuild)
+    return rows
+
+
+def sync_report(ws: Path, env: dict[str, str], memcli: str, touch) -> str:
+    """Untimed: change the file once more and show what ``index status --json`` says it synced."""
+    touch(-1)
+    done = subprocess.run([memcli, "index", "status", "--json"], cwd=ws, env=env, capture_output=True, text=True)
+    try:
+        return f"one more change gives last_sync {json.loads(done.stdout)['data']['last_sync']}"
+    except (ValueError, KeyError, TypeError):
+        return f"could not read `index status --json` (exit {done.returncode}): {done.stderr.strip()[-200:]}"
+
+
+def rg_cmd(word: str) -> list[str]:
+    """ripgrep listing the memory files that hold ``word`` (case-insensitive, literal)."""
+    return ["rg", "-l", "-i", "--fixed-strings", word, "memories/"]
+
+
+def fmt_stats(stats: Stats | None) -> str:
+    """``median / min / max`` in seconds, or n/a / the failure."""
+    if stats is None:
+        return "n/a"
+    if stats.failures:
+        return f"FAILED ({len(stats.failures)}x: {stats.failures[0][:60]})"
+    return f"{stats.median:.3f} / {stats.low:.3f} / {stats.high:.3f}"
+
+
+def rg_cell(rg: Stats | None) -> str:
+    """The rg median, or — / FAILED."""
+    if rg is None:
+        return "—"
+    return f"FAILED ({rg.failures[0][:40]})" if rg.failures else f"{rg.median:.3f}"
+
+
+def table(rows: list[Row], markdown: bool) -> str:
+    """The result table as aligned plain text or as Markdown."""
+    head = ["size", "operation", "memcli median / min / max (s)", "memcli peak MB", "rg median (s)",
+            "memcli/rg", "target", "met?"]
+    body = []
+    for r in rows:
+        ok = r.memcli is not None and not r.memcli.failures
+        ratio = f"{r.memcli.median / r.rg.median:.1f}×" if ok and r.rg and not r.rg.failures else "—"
+        body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli), f"{r.memcli.peak_mb:.0f}" if ok else "—",
+                     rg_cell(r.rg), ratio, r.target, r.met])
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body])
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *body])
+
+
+def tool_version(cmd: list[str]) -> str:
+    """First line of a tool's version output, or why it failed."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError) as err:
+        return f"unavailable ({err})"
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what ``platform`` knows."""
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
+                platform.processor() or "unknown CPU")
+
+
+def sqlite_version(memcli: str) -> str:
+    """The SQLite library version seen by the Python that runs ``memcli`` (from its shebang)."""
+    first = Path(memcli).read_bytes().split(b"\n", 1)[0].decode(errors="replace")
+    python = first[2:].strip() if first.startswith("#!") else sys.executable
+    code = "import sqlite3, sys; print(sqlite3.sqlite_version, 'via', sys.executable)"
+    return tool_version([*python.split(), "-c", code])
+
+
+def machine_info(memcli: str) -> str:
+    """CPU, OS and tool versions, printed above the table."""
+    cpu = cpu_model()
+    return "\n".join([
+        f"machine: {os.cpu_count()} CPUs ({cpu}), {platform.system()} {platform.release()}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"python:  {platform.python_version()} ({sys.executable})",
+        f"memcli:  {memcli} ({tool_version([memcli, '--version'])})",
+        f"rg:      {tool_version(['rg', '--version'])}",
+        f"sqlite:  {sqlite_version(memcli)}",
+        f"git:     {tool_version(['git', '--version'])}",
+    ])
+
+
+def install(workdir: Path) -> str:
+    """Install this checkout (not editable) into ``workdir/venv``; return its memcli executable."""
+    venv = workdir / "venv"
+    checkout = Path(__file__).resolve().parent.parent
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    print(f"installing {checkout} into {venv} ...", flush=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--force-reinstall", "--no-deps", str(checkout)],
+                   check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(checkout)], check=True)
+    return str(venv / "bin" / "memcli")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated workspace sizes")
+    parser.add_argument("--repeat", type=int, default=7, help="measured runs per command (after 1 warm-up)")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"), help="where workspaces live")
+    parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    parser.add_argument("--memcli", help="memcli executable to measure (default: install this checkout)")
+    args = parser.parse_args(argv)
+    if shutil.which("rg") is None:
+        sys.exit("need rg on PATH (apt-get install ripgrep)")
+    memcli = args.memcli or install(args.workdir)
+    if args.repeat < 1:
+        sys.exit("--repeat must be at least 1")
+    print(machine_info(memcli))
+    probe = subprocess.run([memcli, "index", "--help"], capture_output=True)
+    has_index = probe.returncode == 0
+    print("index:   " + ("`memcli index` present" if has_index else
+                         "no `memcli index` command: sync timed with `recall`, rebuild n/a") + "\n")
+    rows: list[Row] = []
+    for size in (int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()):
+        ws = ensure_workspace(args.workdir, size, memcli)
+        print(f"size {size:,}: {args.repeat} runs + 1 warm-up per command", flush=True)
+        rows += bench_size(ws, size, memcli, args.repeat, has_index)
+    print("\n" + table(rows, markdown=False))
+    for row in rows:
+        for name, stats in (("memcli", row.memcli), ("rg", row.rg)):
+            if stats is not None and stats.failures:
+                print(f"\nFAILED {row.size:,} {row.operation} ({name}, {len(stats.failures)} of "
+                      f"{stats.runs} runs incl. warm-up): {stats.failures[0]}")
+    if args.markdown:
+        print("\n" + table(rows, markdown=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
