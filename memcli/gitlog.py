@@ -225,7 +225,7 @@ class GitRepo:
                     trailers[key[len(TRAILER_PREFIX):].lower()] = value.strip()
             if not trailers:
                 continue
-            if memory_id and memory_id not in (trailers.get("id", ""), *trailers.get("related", "").split()):
+            if memory_id and memory_id not in (*trailers.get("id", "").split(), *trailers.get("related", "").split()):
                 continue
             entry = Entry(fields[0], fields[1], fields[2], fields[3], trailers)
             if keep is not None and not keep(entry):

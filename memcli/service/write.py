@@ -75,12 +75,14 @@ class WriteResult:
 # --- the transaction ------------------------------------------------------------------
 
 
-def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memory: Memory, related: list[str]) -> str | None:
+def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memories: list[Memory], related: list[str]) -> str | None:
     """Write files atomically and commit them once; restore them all if anything fails.
 
     Args:
         writes: absolute path -> new bytes.
-        op, memory, related: named in the commit message and its trailers.
+        op: the operation, named in the commit message.
+        memories: the memories the change is about (the message names them; one or many).
+        related: ids of other memories the change touched (superseded ones).
 
     Returns:
         The commit hash, or None with ``autocommit = false``.
@@ -95,12 +97,8 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memory: Memory, related:
             atomic_write(path, data)
         commit = None
         if repo is not None:
-            text = memory.text if len(memory.text) <= 2000 else memory.text[:2000] + " …"
-            msg = gitlog.message(op, f"{memory.id} ({memory.scope}) by {ctx.actor}", {
-                "Op": op, "Id": memory.id, "Scope": memory.scope, "Actor": ctx.actor,
-                "Run": memory.provenance.run_id, "Related": " ".join(related) or None}, body=text)
-            commit = repo.commit(list(writes), msg, actor=ctx.actor, timeout=ctx.ws.config.lock_timeout,
-                                 date=format_instant(ctx.now))
+            commit = repo.commit(list(writes), _message(ctx, op, memories, related), actor=ctx.actor,
+                                 timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now))
     except BaseException:
         for path, data in backups.items():
             if data is None:
@@ -110,6 +108,21 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memory: Memory, related:
         raise
     ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
     return commit
+
+
+def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str]) -> str:
+    """The commit message: operation, ids, scopes and actor, the text, ``Memcli-*`` trailers."""
+    scopes = " ".join(dict.fromkeys(m.scope for m in memories))
+    runs = " ".join(dict.fromkeys(m.provenance.run_id for m in memories if m.provenance.run_id))
+    if len(memories) == 1:
+        summary = f"{memories[0].id} ({scopes}) by {ctx.actor}"
+        body = memories[0].text if len(memories[0].text) <= 2000 else memories[0].text[:2000] + " …"
+    else:
+        summary = f"{len(memories)} memories ({scopes}) by {ctx.actor}"
+        body = "\n".join(f"- {m.id}: {m.text.splitlines()[0][:100]}" for m in memories)
+    return gitlog.message(op, summary, {
+        "Op": op, "Id": " ".join(m.id for m in memories), "Scope": scopes, "Actor": ctx.actor,
+        "Run": runs or None, "Related": " ".join(related) or None}, body=body)
 
 
 def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
@@ -169,50 +182,118 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
 
 
-def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None = None) -> WriteResult:
-    """Run the six gates in the order of SPEC.md section 3 and write the memory."""
+@dataclass
+class Batch:
+    """Writes gathered under one lock and committed once (``remember`` is a batch of one).
+
+    Attributes:
+        writes: absolute path -> new bytes.
+        added: memories this batch creates, so later items see them as duplicates.
+    """
+
+    writes: dict[Path, bytes] = field(default_factory=dict)
+    added: list[Memory] = field(default_factory=list)
+
+
+def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None, batch: Batch) -> WriteResult:
+    """Run the six gates of SPEC.md section 3, in order, and add the memory to ``batch``.
+
+    The caller holds the workspace lock and has synced the catalog.
+
+    Raises:
+        ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict, InvalidMemoryFile.
+    """
     memory = _validated(ctx, text, opts, base.memory if base else None)
     decided = [("validation", "passed")]
     gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
     decided.append(("sensitive_data", "passed"))
-    with ctx.ws.lock():
-        catalog = ctx.catalog(refresh=True)
-        if opts.idempotency_key:
-            first = catalog.by_idempotency_key(opts.idempotency_key)
-            if first is not None:
-                decided.append(("idempotency", f"repeated key; first result {first.id}"))
-                return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
-                                   gate="idempotency", gates=decided)
-        decided.append(("idempotency", "passed"))
-        texts = catalog.live_texts(memory.scope)
-        dups = gates.find_duplicates(memory.text, texts, ctx.ws.config.near_duplicate)
-        if dups and dups[0].exact:
-            first = catalog.by_prefix(dups[0].memory_id)[0]
-            decided.append(("duplicate", f"exact duplicate of {first.id}"))
-            return WriteResult(op, first, "noop", f"already exists: {first.id}", gate="duplicate", gates=decided)
-        warnings = [f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar): {texts[d.memory_id][:80]}"
-                    for d in dups]
-        decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
-        pending = gates.review_required(memory.scope, memory.provenance.source_type, ctx.ws.config.shared_scopes)
-        writes: dict[Path, bytes] = {}
-        changed: list[str] = []
-        if not pending:
-            changed = _retire(ctx, memory, writes, opts.on_conflict)
-        decided.append(("conflict", f"supersedes {', '.join(changed)}" if changed else "passed"))
-        if pending:
-            memory.status = "pending_review"
-        decided.append(("review", "pending_review: shared scope and an agent or tool source" if pending
-                        else "active"))
-        path = ctx.ws.files.new_path(memory)
-        memory.path = ctx.ws.files.rel(path)
-        writes[path] = frontmatter.render_new(model.to_mapping(memory), memory.body)
-        commit = apply(ctx, writes, op, memory, changed)
+    catalog = ctx.catalog()
+    if opts.idempotency_key:
+        first = next((m for m in batch.added if m.provenance.idempotency_key == opts.idempotency_key), None) \
+            or catalog.by_idempotency_key(opts.idempotency_key)
+        if first is not None:
+            decided.append(("idempotency", f"repeated key; first result {first.id}"))
+            return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
+                               gate="idempotency", gates=decided)
+    decided.append(("idempotency", "passed"))
+    texts = catalog.live_texts(memory.scope)
+    texts.update({m.id: model.normalise_text(m.text) for m in batch.added if m.scope == memory.scope})
+    dups = gates.find_duplicates(memory.text, texts, ctx.ws.config.near_duplicate)
+    if dups and dups[0].exact:
+        first = next((m for m in batch.added if m.id == dups[0].memory_id), None) \
+            or catalog.by_prefix(dups[0].memory_id)[0]
+        decided.append(("duplicate", f"exact duplicate of {first.id}"))
+        return WriteResult(op, first, "noop", f"already exists: {first.id}", gate="duplicate", gates=decided)
+    warnings = [f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar): {texts[d.memory_id][:80]}"
+                for d in dups]
+    decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
+    pending = gates.review_required(memory.scope, memory.provenance.source_type, ctx.ws.config.shared_scopes)
+    changed: list[str] = []
+    if not pending:
+        changed = _retire(ctx, memory, batch.writes, opts.on_conflict)
+    decided.append(("conflict", f"supersedes {', '.join(changed)}" if changed else "passed"))
+    if pending:
+        memory.status = "pending_review"
+    decided.append(("review", "pending_review: shared scope and an agent or tool source" if pending else "active"))
+    path = ctx.ws.files.new_path(memory)
+    memory.path = ctx.ws.files.rel(path)
+    batch.writes[path] = frontmatter.render_new(model.to_mapping(memory), memory.body)
+    batch.added.append(memory)
     outcome = "pending_review" if pending else "created"
     verb = "waiting for review" if pending else "remembered"
     extra = f"; supersedes {', '.join(changed)}" if changed else ""
     return WriteResult(op, memory, outcome, f"{verb}: {memory.id} ({memory.scope}){extra}",
-                       gate="review" if pending else None, changed=changed, commit=commit, gates=decided,
-                       warnings=warnings)
+                       gate="review" if pending else None, changed=changed, gates=decided, warnings=warnings)
+
+
+def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None = None) -> WriteResult:
+    """One memory through the gates, written and committed on its own."""
+    model.check_text(text)
+    gates.check_secrets(text)  # before taking the lock: a refused secret never waits for it
+    with ctx.ws.lock():
+        ctx.catalog(refresh=True)
+        batch = Batch()
+        result = _decide(ctx, op, text, opts, base, batch)
+        if batch.writes:
+            result.commit = apply(ctx, batch.writes, op, [result.memory], result.changed)
+    return result
+
+
+def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions]]) -> tuple[list, str | None]:
+    """Send many memories through the gates under one lock and commit the accepted ones once.
+
+    Args:
+        op: the operation named in the commit (``extract``, ``import`` …).
+        items: ``(text, options)`` pairs, in order; a later item sees earlier ones as
+            duplicates or repeated idempotency keys.
+
+    Returns:
+        ``(results, commit)``: per item a :class:`WriteResult` or the ``MemcliError`` a
+        gate raised for it (refused items do not stop the others); the commit hash, or
+        None when nothing was written (or ``autocommit = false``).
+
+    Raises:
+        WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+    """
+    from memcli.errors import MemcliError
+
+    results: list = []
+    with ctx.ws.lock():
+        ctx.catalog(refresh=True)
+        batch = Batch()
+        for text, opts in items:
+            try:
+                results.append(_decide(ctx, op, text, opts, None, batch))
+            except MemcliError as err:
+                results.append(err)
+        commit = None
+        if batch.writes:
+            changed = [c for r in results if isinstance(r, WriteResult) for c in r.changed]
+            commit = apply(ctx, batch.writes, op, batch.added, changed)
+    for result in results:
+        if isinstance(result, WriteResult) and result.outcome != "noop":
+            result.commit = commit
+    return results, commit
 
 
 def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: str | None) -> list[str]:
@@ -297,7 +378,7 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
             changed = _retire(ctx, memory, writes, None)
             if changed and set(changed) - set(item.memory.supersedes):
                 writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now, "supersedes": memory.supersedes})
-        commit = apply(ctx, writes, op, memory, changed)
+        commit = apply(ctx, writes, op, [memory], changed)
     extra = f"; supersedes {', '.join(changed)}" if changed else ""
     return WriteResult(op, memory, "updated", f"{op}: {memory.id} is now {memory.status}{extra}",
                        changed=changed, commit=commit)
