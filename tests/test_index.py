@@ -446,3 +446,15 @@ def test_s4_recall_remember_context_loops_for_30_seconds(ws):
     assert {m["id"] for m in json.loads(listed.stdout)["data"]["memories"]} == set(created)
     assert git(ws, "status", "--porcelain") == ""
     assert int(git(ws, "rev-list", "--count", "HEAD").strip()) >= len(created)
+
+
+def test_a_same_size_edit_within_the_same_mtime_tick_is_seen(ws, run):
+    """git's "racy clean" case: content changes, size and mtime do not (a coarse clock)."""
+    memory_id = run("--json", "remember", "The cache key is alpha1.").json()["data"]["id"]
+    assert run("--json", "recall", "alpha1").json()["data"]["hits"]  # indexed, snapshot saved
+    path = next((ws / "memories").rglob(f"{memory_id}*.md"))
+    info = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"alpha1", b"omega9"))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # same size, same mtime
+    assert [h["id"] for h in run("--json", "recall", "omega9").json()["data"]["hits"]] == [memory_id]
+    assert run("--json", "recall", "alpha1").json()["data"]["hits"] == []

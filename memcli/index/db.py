@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,11 @@ from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
+#: A file modified this close (ns) to when it was hashed may have changed again within the
+#: same mtime tick without changing size: it is hashed again until it is older (git's
+#: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
+RACY_NS = 2_000_000_000
 INDEX_NAME = "index.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
 
@@ -42,6 +47,7 @@ CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,
     mtime_ns INTEGER NOT NULL,
+    synced_ns INTEGER NOT NULL DEFAULT 0,
     size INTEGER NOT NULL,
     hash TEXT NOT NULL,
     id TEXT,
@@ -216,8 +222,10 @@ class IndexDB:
         if self._snapshot() == absolute:
             return report
         disk = _relative(absolute, self.files.root)
-        known = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size, hash, created FROM docs")}
-        changed = sorted(p for p, stat in disk.items() if p not in known or known[p][:2] != stat)
+        known = {row[0]: row[1:] for row in self.db.execute(
+            "SELECT path, mtime_ns, size, hash, created, synced_ns FROM docs")}
+        changed = sorted(p for p, stat in disk.items()
+                         if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4])
         vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
         if not changed and not vanished:
             self._save_snapshot(absolute)
@@ -282,8 +290,12 @@ class IndexDB:
         return stats if generation == self.generation else None
 
     def _save_snapshot(self, stats: dict[str, tuple[int, int]]) -> None:
+        """Save the walk the index agrees with; files too recent to trust get size -1, so
+        the next walk differs and they are hashed again (``RACY_NS``)."""
         import marshal
 
+        recent = time.time_ns() - RACY_NS
+        stats = {p: (m, s if m < recent else -1) for p, (m, s) in stats.items()}
         from memcli.store.files import atomic_write
 
         try:
@@ -306,9 +318,10 @@ class IndexDB:
             return  # vanished between the walk and now: the next sync removes the row
         digest = file_hash(data)
         if known is not None and known[2] == digest and not _dated_by_mtime(known):
-            self.db.execute("UPDATE docs SET mtime_ns = ?, size = ? WHERE path = ?",
-                            (info.st_mtime_ns, info.st_size, path))
-            report.touched += 1
+            self.db.execute("UPDATE docs SET mtime_ns = ?, size = ?, synced_ns = ? WHERE path = ?",
+                            (info.st_mtime_ns, info.st_size, time.time_ns(), path))
+            if (known[0], known[1]) != (info.st_mtime_ns, info.st_size):
+                report.touched += 1
             return
         if known is None and digest in gone_hashes:
             report.moved += 1
@@ -320,6 +333,11 @@ class IndexDB:
         self._insert(path, data, info, digest)
 
     def _insert(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
+        """Index one file's bytes, hashed just now (see ``RACY_NS``)."""
+        self._insert_row(path, data, info, digest)
+        self.db.execute("UPDATE docs SET synced_ns = ? WHERE path = ?", (time.time_ns(), path))
+
+    def _insert_row(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
         base = (path, info.st_mtime_ns, info.st_size, digest)
         try:
             memory = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime, round_trip=False).memory
@@ -346,9 +364,9 @@ class IndexDB:
     def _demote(self, path: str, memory_id: str, winner: str) -> None:
         # The loser keeps no memory column (scope, idem, norm, ...): exactly the row a
         # rebuild writes, so no look-up by those columns finds a row without a record.
-        row = self.db.execute("SELECT mtime_ns, size, hash FROM docs WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT mtime_ns, size, hash, synced_ns FROM docs WHERE path = ?", (path,)).fetchone()
         self._delete(path)
-        self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, error) VALUES (?,?,?,?,?)",
+        self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, synced_ns, error) VALUES (?,?,?,?,?,?)",
                         (path, *row, f"duplicate id {memory_id} (also in {winner})"))
 
     def _retry_duplicates(self) -> None:
