@@ -46,6 +46,11 @@ lock_timeout = 10
 [context]
 # Characters the context block may take (Claude Code caps hook output at 10,000).
 budget = 8000
+
+[hooks]
+# Let the pre-compact and session-end hooks run `memcli extract --apply` on the
+# session transcript (only the person's own words, through every write gate).
+extract = false
 """
 
 
@@ -62,6 +67,7 @@ class Config:
     autocommit: bool = True
     lock_timeout: float = 10.0
     context_budget: int = 8000
+    hook_extract: bool = False
 
 
 _KEYS = {
@@ -74,6 +80,7 @@ _KEYS = {
     ("git", "autocommit"): ("autocommit", bool),
     ("git", "lock_timeout"): ("lock_timeout", (int, float)),
     ("context", "budget"): ("context_budget", int),
+    ("hooks", "extract"): ("hook_extract", bool),
 }
 
 
@@ -97,6 +104,10 @@ def load_config(path: Path) -> Config:
             raise WorkspaceInvalid(f"{path}: [{table}] {key} has the wrong type ({type(value).__name__})",
                                    hint="see the comments in a fresh `memcli init` for each key's type")
         setattr(config, attr, value)
+    if not 0 <= config.near_duplicate <= 100:
+        raise WorkspaceInvalid(f"{path}: [gates] near_duplicate must be from 0 to 100 (a rapidfuzz ratio)")
+    if config.context_budget < 200 or config.lock_timeout < 0:
+        raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 and [git] lock_timeout not negative")
     if config.on_conflict not in ("supersede", "fail"):
         raise WorkspaceInvalid(f"{path}: [gates] on_conflict must be \"supersede\" or \"fail\"")
     return config

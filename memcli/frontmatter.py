@@ -165,12 +165,31 @@ def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> A
         raise InvalidMemoryFile(path, f"invalid YAML front-matter: {reason}", lineno) from None
     except YAMLError as err:
         raise InvalidMemoryFile(path, f"invalid YAML front-matter: {str(err).splitlines()[0]}", 2) from None
+    except (ValueError, OverflowError, TypeError) as err:  # a timestamp that is no date: 2025-13-45, T24:00
+        raise InvalidMemoryFile(path, f"invalid date or time: {err}", _bad_date_line(source)) from None
     if meta is None:
         raise InvalidMemoryFile(path, "the front-matter is empty (remove the fences or add keys)", 1)
     if not isinstance(meta, dict):
         kind = "a list" if isinstance(meta, list) else "a string" if isinstance(meta, str) else "a single value"
         raise InvalidMemoryFile(path, f"the front-matter is {kind}, expected a mapping of keys", 2)
     return meta
+
+
+_DATE_VALUE = re.compile(r"^\s*(?:- )?[\w.-]+:\s*['\"]?(\d{4}-\d{1,2}-\d{1,2}[^'\"#\s]*)")
+
+
+def _bad_date_line(source: str) -> int | None:
+    """The file line of the first date-like value that is not a real date or time."""
+    from memcli.timeutil import parse_instant
+
+    for number, line in enumerate(source.split("\n"), start=2):
+        match = _DATE_VALUE.match(line)
+        if match:
+            try:
+                parse_instant(match.group(1))
+            except (ValueError, OverflowError):
+                return number
+    return None
 
 
 def line_of(doc: Document, key: str) -> int | None:

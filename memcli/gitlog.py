@@ -186,9 +186,19 @@ class GitRepo:
                     self._run(*args, env={**env, **self._fallback_identity(actor)})
                 return self._run("rev-parse", "HEAD")
             except GitFailed as err:
+                self._unstage(present)
                 if "index.lock" not in err.message or attempt == 2:
                     raise
         raise AssertionError("unreachable")
+
+    def _unstage(self, rels: list[str]) -> None:
+        """Put the index entries of ``rels`` back to ``HEAD`` after a failed commit (best effort)."""
+        if not rels:
+            return
+        try:
+            self._run("reset", "-q", "--", *rels)
+        except GitFailed:
+            pass  # an unborn branch or a held lock: nothing more can be done here
 
     def is_clean(self, paths: list[Path]) -> bool:
         """True when none of ``paths`` differ from ``HEAD`` (an unborn branch is never clean)."""

@@ -35,17 +35,30 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _MONTH_DIR = re.compile(r"^\d{4}-\d{2}$")
 # Windows device names: refused as path components everywhere (pass/gopass do the same).
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+# Refused in text and labels: C0 controls but tab, newline and carriage return; DEL; C1
+# controls; the bidirectional embeddings, overrides and isolates of Unicode UAX #9 that can
+# make text read differently from what it holds ("Trojan Source", CVE-2021-42574); and
+# lone surrogates, which is how undecodable bytes arrive (PEP 383 surrogateescape).
+_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}
+BOM = "\ufeff"
 
 
 @dataclass
 class Provenance:
-    """Where a memory came from: ``sourceType``, ``actor``, ``runId``, ``at`` (SPEC.md section 2)."""
+    """Where a memory came from: ``sourceType``, ``actor``, ``runId``, ``at`` (SPEC.md section 2).
+
+    ``source`` and ``line`` (optional) name the file and 1-based line the memory was taken
+    from (``import`` of a rule file); they are written only when set.
+    """
 
     source_type: str = "admin_edit"
     actor: str = "unknown"
     run_id: str | None = None
     at: datetime | None = None
     idempotency_key: str | None = None
+    source: str | None = None
+    line: int | None = None
 
 
 @dataclass
@@ -76,6 +89,11 @@ class Memory:
     paths: list[str] = field(default_factory=list)
     path: str = ""
 
+    def __post_init__(self) -> None:
+        # A byte order mark is an encoding artefact (stdin from some editors), never text.
+        if self.body.startswith(BOM):
+            self.body = self.body[1:]
+
     def is_expired(self, at: datetime) -> bool:
         """True when ``expireAt`` is set and ``at`` (aware UTC) is at or past it."""
         return self.expire_at is not None and at >= self.expire_at
@@ -99,6 +117,8 @@ class Memory:
             "provenance": {
                 "sourceType": self.provenance.source_type, "actor": self.provenance.actor,
                 "runId": self.provenance.run_id, "at": _iso(self.provenance.at),
+                **({"source": self.provenance.source} if self.provenance.source is not None else {}),
+                **({"line": self.provenance.line} if self.provenance.line is not None else {}),
                 **({"idempotencyKey": self.provenance.idempotency_key} if self.provenance.idempotency_key else {}),
             },
             "tags": list(self.tags), "paths": list(self.paths),
@@ -176,8 +196,50 @@ def check_importance(value: object) -> int:
     return int(value)
 
 
+def check_chars(what: str, value: str) -> str:
+    """Refuse control and invisible characters in ``value`` (see ``_FORBIDDEN``), and text
+    that is not valid UTF-8, naming the character and its place but never echoing the text.
+
+    Args:
+        what: how the message names the value ("the memory text", "tags").
+        value: the text to check.
+
+    Raises:
+        ValidationFailed: ``value`` holds such a character; the message gives it as
+            ``U+XXXX`` with its 1-based line and column (in code points).
+    """
+    found = _FORBIDDEN.search(value)
+    if found is None:
+        return value
+    code = ord(found.group())
+    line = value.count("\n", 0, found.start()) + 1
+    column = found.start() - (value.rfind("\n", 0, found.start()) + 1) + 1
+    where = f"at line {line}, column {column}"
+    if 0xD800 <= code <= 0xDFFF:
+        byte = f" (undecodable byte 0x{code - 0xDC00:02X})" if 0xDC80 <= code <= 0xDCFF else " (a lone surrogate)"
+        raise ValidationFailed(f"{what} is not valid UTF-8: U+{code:04X}{byte} {where}",
+                               hint="save or pipe the text as UTF-8")
+    if 0x202A <= code <= 0x2069:
+        kind = "an invisible bidirectional control"
+    else:
+        kind = "a control character"
+    name = f" ({_CONTROL_NAMES[code]})" if code in _CONTROL_NAMES else ""
+    raise ValidationFailed(f"{what} contains {kind} U+{code:04X}{name} {where}",
+                           hint="remove it: memories are plain text (tabs and newlines are fine)")
+
+
 def check_text(body: str) -> str:
-    """Validate a memory's text: not blank, at most ``MAX_BODY_CHARS`` characters, no NUL."""
+    """Validate a memory's text: not blank, at most ``MAX_BODY_CHARS`` characters, no control
+    or invisible characters, valid UTF-8 (``check_chars``).
+
+    Returns:
+        The text without a leading byte order mark (U+FEFF), which stdin may start with.
+
+    Raises:
+        ValidationFailed: the text is blank, too long, or holds a refused character.
+    """
+    if body.startswith(BOM):
+        body = body[1:]
     if not body.strip():
         raise ValidationFailed("the memory text is empty", hint="pass the text as an argument, or '-' to read stdin")
     if len(body) > MAX_BODY_CHARS:
@@ -185,17 +247,32 @@ def check_text(body: str) -> str:
             f"the memory text has {len(body)} characters, over the limit of {MAX_BODY_CHARS}",
             hint="store a distilled fact, not a log; split it into several memories",
         )
-    if "\x00" in body:
-        raise ValidationFailed("the memory text contains a NUL byte")
-    return body
+    return check_chars("the memory text", body)
+
+
+def check_subject(value: str | None) -> str | None:
+    """Validate a subject (the conflict key): one non-blank line of at most ``MAX_SUBJECT_CHARS``
+    characters, without the characters ``check_chars`` refuses. None passes.
+
+    Raises:
+        ValidationFailed: the subject is not acceptable.
+    """
+    if value is None:
+        return None
+    if not value.strip() or len(value) > MAX_SUBJECT_CHARS or "\n" in value:
+        raise ValidationFailed(f"invalid subject: use one line of at most {MAX_SUBJECT_CHARS} characters")
+    return check_chars("invalid subject: it", value)
 
 
 def check_labels(key: str, values: object) -> list[str]:
-    """Validate ``tags`` or ``paths``: a list of non-empty strings without newlines."""
+    """Validate ``tags`` or ``paths``: a list of non-empty strings without newlines or the
+    characters ``check_chars`` refuses."""
     if values is None:
         return []
     if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in values):
         raise ValidationFailed(f"invalid {key}: expected a list of non-empty strings")
+    for value in values:
+        check_chars(f"invalid {key}: a value", value)
     return [str(v) for v in values]
 
 
@@ -305,6 +382,8 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
             run_id=None if prov.get("runId") is None else str(prov.get("runId")),
             at=_instant("provenance.at", prov.get("at")),
             idempotency_key=None if prov.get("idempotencyKey") is None else str(prov.get("idempotencyKey")),
+            source=None if prov.get("source") is None else str(prov.get("source")),
+            line=_line(prov.get("line")),
         ),
         supersedes=key("supersedes", lambda v: check_labels("supersedes", v), []),
         superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", v), []),
@@ -313,6 +392,14 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
         paths=key("paths", lambda v: check_labels("paths", v), []),
         path=path,
     )
+
+
+def _line(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationFailed(f"provenance.line: {_show(value)} is not a line number (a whole number from 1)")
+    return value
 
 
 def to_mapping(memory: Memory) -> dict[str, Any]:
@@ -326,6 +413,10 @@ def to_mapping(memory: Memory) -> dict[str, Any]:
         "runId": memory.provenance.run_id,
         "at": memory.provenance.at or memory.created_at,
     }
+    if memory.provenance.source is not None:
+        prov["source"] = memory.provenance.source
+    if memory.provenance.line is not None:
+        prov["line"] = memory.provenance.line
     if memory.provenance.idempotency_key:
         prov["idempotencyKey"] = memory.provenance.idempotency_key
     values: dict[str, Any] = {
@@ -355,7 +446,8 @@ def from_dict(data: dict[str, Any]) -> Memory:
         updated_at=when(data.get("updatedAt")), expire_at=when(data.get("expireAt")),
         provenance=Provenance(source_type=prov.get("sourceType", "admin_edit"), actor=prov.get("actor", "unknown"),
                               run_id=prov.get("runId"), at=when(prov.get("at")),
-                              idempotency_key=prov.get("idempotencyKey")),
+                              idempotency_key=prov.get("idempotencyKey"), source=prov.get("source"),
+                              line=prov.get("line")),
         supersedes=list(data.get("supersedes") or []), superseded_by=list(data.get("supersededBy") or []),
         review=data.get("review"), tags=list(data.get("tags") or []), paths=list(data.get("paths") or []),
         path=data.get("path", ""))

@@ -131,8 +131,9 @@ def test_g1_unsafe_id_in_a_hand_written_file_is_reported_and_skipped(ws, run, se
     assert [m["id"] for m in as_json.json()["data"]["memories"]] == [seeded]
     assert any("escape.md" in w for w in as_json.json()["warnings"])
 
-    for args in (("show", "../../x"), ("forget", "../../x"), ("approve", "../../x"), ("show", "escape")):
+    for args in (("show", "../../x"), ("forget", "../../x"), ("approve", "../../x")):
         assert_refused(run("--json", *args), (4, 5))
+    assert_refused(run("--json", "show", "escape"), (11,))  # the file is named, with why it cannot be read
     context = run("context")
     assert context.code == 0 and "escape" not in context.out and seeded in context.out
     assert_nothing_written(tmp_path, ws, before, head)

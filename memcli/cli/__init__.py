@@ -69,9 +69,43 @@ def _run_typer(args: list[str]) -> int:
         print("memcli: aborted", file=sys.stderr)
         return 130
     except typer.TyperException as err:
-        output.error("usage", getattr(err, "format_message", err.__str__)(),
-                     "see `memcli --help` or `memcli COMMAND --help`", 2)
+        output.error("usage", _usage_message(err), "see `memcli --help` or `memcli COMMAND --help`", 2)
         return 2
+
+
+#: What a usage message shows instead of an argument that looks like a secret.
+HIDDEN = "<value not shown: it looks like a secret>"
+#: The most characters a usage message shows (its first line only).
+USAGE_MESSAGE_CHARS = 200
+
+
+def _usage_message(err: Exception) -> str:
+    """The parser's message for ``err``, safe to print: secrets hidden, one line, at most 200 characters.
+
+    A mistyped command line often holds what the user meant to store (``memcli remember
+    "$PEM"`` reads a PEM block as an option), so the offending text is replaced by
+    ``HIDDEN`` when ``find_secrets`` finds anything in it; failing that, the message is
+    cut where the first secret starts.
+    """
+    import re
+
+    from memcli.policy.secrets import find_secrets
+
+    message = getattr(err, "format_message", err.__str__)()
+    offending = getattr(err, "option_name", None)
+    if isinstance(offending, str) and offending and find_secrets(offending):
+        # click shows the name with control characters escaped as \xNN
+        escaped = re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m[0]):02x}", offending)
+        message = message.replace(offending, HIDDEN).replace(escaped, HIDDEN)
+    findings = find_secrets(message)
+    if findings:
+        first = findings[0]
+        lines = message.split("\n")
+        start = sum(len(line) + 1 for line in lines[: first.line - 1]) + first.column - 1
+        start = max(message.rfind(" ", 0, start), message.rfind("(", 0, start), message.rfind("'", 0, start)) + 1
+        message = message[:start] + HIDDEN
+    first_line = message.split("\n", 1)[0]
+    return first_line if len(first_line) <= USAGE_MESSAGE_CHARS else first_line[: USAGE_MESSAGE_CHARS - 1] + "…"
 
 
 def _guarded(run) -> int:  # noqa: ANN001

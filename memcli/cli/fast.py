@@ -1,6 +1,7 @@
 """A fast path for the hot commands: parse their arguments without importing typer.
 
-An agent's session start and every prompt run ``memcli context`` or ``memcli recall``;
+An agent's session start and every prompt run ``memcli hook …``, ``memcli context`` or
+``memcli recall``;
 importing typer (and click inside it) costs about 40 ms, a third of such a run on a
 10,000-memory workspace. For these two commands, ``main`` first tries this small
 parser. It accepts exactly the options the typer commands define (a test compares the
@@ -30,8 +31,9 @@ COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
         "--query": ("query", "str"), "-q": ("query", "str"), "--budget": ("budget", "int"),
         "--format": ("fmt", "str"), "--json": ("json", "flag"),
     },
+    "hook": {},  # `hook AGENT EVENT`; `hook install|uninstall AGENT` goes to typer
 }
-POSITIONALS = {"recall": 1, "context": 0}
+POSITIONALS = {"recall": 1, "context": 0, "hook": 2}
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, object], dict[str, object], list[str]] | None:
@@ -104,11 +106,15 @@ def run(argv: list[str]) -> bool:
     from memcli.cli.state import GLOBALS
 
     command, globals_, options, positionals = parsed
+    if command == "hook" and positionals[0] not in ("claude", "codex", "gemini"):
+        return False
     GLOBALS.workspace = globals_.get("--workspace", globals_.get("-w"))
     GLOBALS.actor = globals_.get("--actor")
     options.pop("json", None)  # already read by main from argv
     if command == "recall":
         hot.recall(positionals[0], **options)
+    elif command == "hook":
+        hot.hook(*positionals)
     else:
         hot.context(**options)
     return True

@@ -56,13 +56,36 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
     from memcli.errors import MemcliError
 
     try:
-        from memcli.service.read import context as build
+        from pathlib import Path
+
+        from memcli.service.context import context as build
 
         opened = ctx()
-        block = build(opened, query, budget, fmt)
+        try:
+            folder = Path.cwd()
+        except OSError:  # the current folder was deleted: no paths relevance, still a block
+            folder = None
+        block = build(opened, query, budget, fmt, folder=folder)
         flush_warnings(opened)
     except MemcliError as err:
         warn(f"no context: {err.line()}")
         emit({"text": "", "included": [], "omitted": 0})
         return
     emit({"text": block.text, "included": block.included, "omitted": block.omitted}, block.text or None)
+
+
+def hook(agent: str, event: str) -> None:
+    """``memcli hook AGENT EVENT``: answer on stdout in the agent's format, warnings on stderr; exit 0."""
+    from memcli.agents.hooks import SUPPORTED
+    from memcli.cli.state import GLOBALS
+    from memcli.service.hooks import run_hook
+
+    if event not in SUPPORTED.get(agent, ()):
+        print(f"memcli: warning: {agent} has no {event!r} hook in memcli "
+              f"(use {', '.join(SUPPORTED.get(agent, ()))})", file=sys.stderr)
+        return
+    raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor)
+    for message in run.warnings:
+        print(f"memcli: warning: {message}", file=sys.stderr)
+    sys.stdout.write(run.stdout)

@@ -40,8 +40,8 @@ class Catalog(Protocol):
         """The first memory written with this idempotency key."""
         ...
 
-    def live_texts(self, scope: str) -> dict[str, str]:
-        """``id -> normalised text`` of the active and pending memories of one scope."""
+    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
+        """``id -> normalised text`` of the active (and, by default, pending) memories of one scope."""
         ...
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
@@ -90,13 +90,15 @@ class ScanCatalog:
         """See :class:`Catalog`."""
         return next((m for m in self.memories if m.provenance.idempotency_key == key), None)
 
-    def live_texts(self, scope: str) -> dict[str, str]:
+    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
         """See :class:`Catalog`."""
-        return {m.id: normalise_text(m.text) for m in self.memories if m.scope == scope and m.status in LIVE}
+        statuses = LIVE if include_pending else ("active",)
+        return {m.id: normalise_text(m.text) for m in self.memories if m.scope == scope and m.status in statuses}
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
-        """See :class:`Catalog`."""
-        return [m for m in self.memories if m.scope == scope and m.subject == subject and m.status == "active"]
+        """See :class:`Catalog` (subjects compare without case)."""
+        return [m for m in self.memories if m.scope == scope and (m.subject or "").casefold() == subject.casefold()
+                and m.status == "active"]
 
     def with_status(self, status: str) -> list[Memory]:
         """See :class:`Catalog`."""
@@ -170,14 +172,14 @@ class IndexCatalog:
         found = self._records("SELECT record FROM docs WHERE idem = ? ORDER BY created, id LIMIT 1", (key,))
         return found[0] if found else None
 
-    def live_texts(self, scope: str) -> dict[str, str]:
+    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
         """See :class:`Catalog`."""
-        return dict(self.db.execute(
-            "SELECT id, norm FROM docs WHERE scope = ? AND status IN ('active', 'pending_review')", (scope,)))
+        statuses = "('active', 'pending_review')" if include_pending else "('active')"
+        return dict(self.db.execute(f"SELECT id, norm FROM docs WHERE scope = ? AND status IN {statuses}", (scope,)))
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        return self._records("SELECT record FROM docs WHERE scope = ? AND subject = ? AND status = 'active'",
+        return self._records("SELECT record FROM docs WHERE scope = ? AND subject = ? COLLATE NOCASE AND status = 'active'",
                              (scope, subject))
 
     def with_status(self, status: str) -> list[Memory]:

@@ -33,7 +33,7 @@ from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,
-    mtime_ns INTEGER NOT NULL,
+    changed_ns INTEGER NOT NULL,
     synced_ns INTEGER NOT NULL DEFAULT 0,
     size INTEGER NOT NULL,
     hash TEXT NOT NULL,
@@ -99,7 +99,11 @@ def file_hash(data: bytes) -> str:
 
 
 def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
-    """Every memory file as ``absolute path -> (mtime_ns, size)``; hidden entries skipped.
+    """Every memory file as ``absolute path -> (changed_ns, size)``; hidden entries skipped.
+
+    ``changed_ns`` is the inode change time (ctime), not the modification time: ``touch -r``,
+    ``cp -p`` or ``rsync -t`` can set a file's mtime back, never its ctime. A symbolic link
+    is listed by its own ``lstat`` and never followed.
 
     The hot loop of every command: one ``scandir`` per folder and one ``stat`` per file.
     """
@@ -115,8 +119,8 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
                         continue
                     try:
                         if name.endswith(".md"):
-                            info = entry.stat()
-                            out[entry.path] = (info.st_mtime_ns, info.st_size)
+                            info = entry.stat(follow_symlinks=False)
+                            out[entry.path] = (info.st_ctime_ns, info.st_size)
                         elif entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
                     except OSError:
@@ -130,8 +134,8 @@ def _dated_by_mtime(known: tuple) -> bool:
     """True when a row's ``createdAt`` may be its file's old modification time (a file with
     no ``createdAt`` takes it, SPEC.md section 2): a touched file must then be read again,
     as a rebuild would, even though its content hash is unchanged."""
-    mtime_ns, created = known[0], known[3]
-    return created is not None and 0 <= mtime_ns / 1e9 - created < 1.001
+    changed_ns, created = known[0], known[3]
+    return created is not None and 0 <= changed_ns / 1e9 - created < 1.001
 
 
 def _relative(disk: dict[str, tuple[int, int]], root: Path) -> dict[str, tuple[int, int]]:
@@ -223,7 +227,7 @@ class IndexDB:
             return report
         disk = _relative(absolute, self.files.root)
         known = {row[0]: row[1:] for row in self.db.execute(
-            "SELECT path, mtime_ns, size, hash, created, synced_ns FROM docs")}
+            "SELECT path, changed_ns, size, hash, created, synced_ns FROM docs")}
         changed = sorted(p for p, stat in disk.items()
                          if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4])
         vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
@@ -262,7 +266,7 @@ class IndexDB:
                     data, info = path.read_bytes(), path.stat()
                     self._insert(rel, data, info, file_hash(data))
                     if snapshot is not None:
-                        snapshot[str(path)] = (info.st_mtime_ns, info.st_size)
+                        snapshot[str(path)] = (info.st_ctime_ns, info.st_size)
                 elif snapshot is not None:
                     snapshot.pop(str(path), None)
             self._retry_duplicates()
@@ -311,6 +315,14 @@ class IndexDB:
 
     def _apply(self, path: str, known: tuple | None, gone_hashes: set[str], report: SyncReport) -> None:
         full = self.files.root / path
+        if full.is_symlink():  # a link could pull any file (~/.aws/credentials) into an agent's context
+            info = full.lstat()
+            self._delete(path)
+            self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error) VALUES (?,?,?,?,?,?)",
+                            (path, info.st_ctime_ns, info.st_size, "", time.time_ns(),
+                             "a symbolic link: memcli does not follow links under memories/"))
+            report.updated += 1
+            return
         try:
             data = full.read_bytes()
             info = full.stat()
@@ -318,9 +330,9 @@ class IndexDB:
             return  # vanished between the walk and now: the next sync removes the row
         digest = file_hash(data)
         if known is not None and known[2] == digest and not _dated_by_mtime(known):
-            self.db.execute("UPDATE docs SET mtime_ns = ?, size = ?, synced_ns = ? WHERE path = ?",
-                            (info.st_mtime_ns, info.st_size, time.time_ns(), path))
-            if (known[0], known[1]) != (info.st_mtime_ns, info.st_size):
+            self.db.execute("UPDATE docs SET changed_ns = ?, size = ?, synced_ns = ? WHERE path = ?",
+                            (info.st_ctime_ns, info.st_size, time.time_ns(), path))
+            if (known[0], known[1]) != (info.st_ctime_ns, info.st_size):
                 report.touched += 1
             return
         if known is None and digest in gone_hashes:
@@ -338,22 +350,22 @@ class IndexDB:
         self.db.execute("UPDATE docs SET synced_ns = ? WHERE path = ?", (time.time_ns(), path))
 
     def _insert_row(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
-        base = (path, info.st_mtime_ns, info.st_size, digest)
+        base = (path, info.st_ctime_ns, info.st_size, digest)
         try:
             memory = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime, round_trip=False).memory
         except InvalidMemoryFile as err:
-            self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, error, error_line) VALUES (?,?,?,?,?,?)",
+            self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error, error_line) VALUES (?,?,?,?,?,?)",
                             (*base, err.reason, err.lineno))
             return
         holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory.id,)).fetchone()
         if holder is not None:
             if holder[0] < path:
-                self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, error) VALUES (?,?,?,?,?)",
+                self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error) VALUES (?,?,?,?,?)",
                                 (*base, f"duplicate id {memory.id} (also in {holder[0]})"))
                 return
             self._demote(holder[0], memory.id, path)
         cursor = self.db.execute(
-            "INSERT INTO docs (path, mtime_ns, size, hash, id, scope, status, category, subject, importance,"
+            "INSERT INTO docs (path, changed_ns, size, hash, id, scope, status, category, subject, importance,"
             " pinned, created, updated, expire, idem, norm, tags, search_text, record)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*base, *self._columns(memory)))
@@ -364,9 +376,9 @@ class IndexDB:
     def _demote(self, path: str, memory_id: str, winner: str) -> None:
         # The loser keeps no memory column (scope, idem, norm, ...): exactly the row a
         # rebuild writes, so no look-up by those columns finds a row without a record.
-        row = self.db.execute("SELECT mtime_ns, size, hash, synced_ns FROM docs WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT changed_ns, size, hash, synced_ns FROM docs WHERE path = ?", (path,)).fetchone()
         self._delete(path)
-        self.db.execute("INSERT INTO docs (path, mtime_ns, size, hash, synced_ns, error) VALUES (?,?,?,?,?,?)",
+        self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error) VALUES (?,?,?,?,?,?)",
                         (path, *row, f"duplicate id {memory_id} (also in {winner})"))
 
     def _retry_duplicates(self) -> None:

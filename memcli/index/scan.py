@@ -13,13 +13,58 @@ Ties break by importance, then by newer ``updatedAt``.
 
 from __future__ import annotations
 
-import re
+import time
 
 from memcli.errors import UsageProblem
 from memcli.index import Hit, Query, browse_key, passes
 from memcli.model import Memory
 
 FUZZY_CUTOFF = 80
+#: The most time one ``--grep`` query may spend matching, all memories together (seconds of
+#: processor time, as ``regex`` measures its ``timeout``; on a busy machine the wall time is longer).
+GREP_BUDGET = 2.0
+
+
+class Grep:
+    """A ``--grep`` pattern with a time budget, shared by both retrievers.
+
+    Uses the ``regex`` package (imported here, so only in grep mode) in its ``V0`` mode,
+    which accepts Python ``re`` syntax, for its ``timeout`` argument: a pattern such as
+    ``(a|aa)+$`` backtracks exponentially and would otherwise never return.
+
+    Args:
+        pattern: the regular expression.
+        budget: seconds of processor time all ``search`` calls together may take.
+
+    Raises:
+        UsageProblem: the pattern does not compile (here), or the budget is spent (``search``).
+    """
+
+    def __init__(self, pattern: str, budget: float = GREP_BUDGET) -> None:
+        import regex
+
+        try:
+            self._regex = regex.compile(pattern, flags=regex.V0)
+        except (regex.error, ValueError, OverflowError) as err:
+            raise UsageProblem(f"invalid regular expression {pattern!r}: {err}",
+                               hint="check the pattern (Python re syntax)") from None
+        self._budget = budget
+        self._deadline = time.process_time() + budget
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern occurs in ``text``.
+
+        Raises:
+            UsageProblem: the query's budget is spent.
+        """
+        left = self._deadline - time.process_time()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return self._regex.search(text, timeout=left) is not None
+        except TimeoutError:
+            raise UsageProblem(f"the regular expression took too long (over {self._budget:g} s) and was stopped",
+                               hint="simplify it, e.g. avoid nested quantifiers like (a+)+") from None
 
 
 def _haystack(memory: Memory) -> str:
@@ -44,7 +89,8 @@ class ScanRetriever:
         """See :class:`memcli.index.Retriever`.
 
         Raises:
-            UsageProblem: ``grep`` mode with a regular expression that does not compile.
+            UsageProblem: ``grep`` mode with a regular expression that does not compile or
+                takes over ``GREP_BUDGET`` seconds.
         """
         pool = [m for m in self.memories if passes(m, query)]
         if query.mode == "grep":
@@ -61,12 +107,8 @@ class ScanRetriever:
 
     @staticmethod
     def _grep(pool: list[Memory], pattern: str) -> list[Hit]:
-        try:
-            regex = re.compile(pattern)
-        except re.error as err:
-            raise UsageProblem(f"invalid regular expression {pattern!r}: {err}",
-                               hint="check the pattern (Python re syntax)") from None
-        return [Hit(m, 1.0, "regex") for m in pool if regex.search(m.text)]
+        grep = Grep(pattern)
+        return [Hit(m, 1.0, "regex") for m in pool if grep.search(m.text)]
 
     @staticmethod
     def _match(pool: list[Memory], text: str, fuzzy_only: bool) -> list[Hit]:

@@ -26,10 +26,8 @@ more relevant one never ranks lower. Tiers order before scores.
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime
 
-from memcli.errors import UsageProblem
 from memcli.index import Hit, Query, paths_match
 from memcli.index.db import IndexDB
 from memcli.index.tokenize import match_expression, normalise, phrase, plain_token, quote_term, words
@@ -97,7 +95,8 @@ class FtsRetriever:
         """Search by ``query.mode``; see the module docstring for tiers and scores.
 
         Raises:
-            UsageProblem: an invalid regular expression in ``grep`` mode.
+            UsageProblem: in ``grep`` mode, an invalid regular expression or one that takes
+                over ``scan.GREP_BUDGET`` seconds.
         """
         if query.mode == "grep":
             return self._grep(query)
@@ -170,11 +169,9 @@ class FtsRetriever:
         return [Hit(_memory(r), s, "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
 
     def _grep(self, query: Query) -> list[Hit]:
-        try:
-            regex = re.compile(query.text)
-        except re.error as err:
-            raise UsageProblem(f"invalid regular expression {query.text!r}: {err}",
-                               hint="check the pattern (Python re syntax)") from None
+        from memcli.index.scan import Grep
+
+        regex = Grep(query.text)
         where, params = _filters(query)
         hits = []
         for record, text in self.db.execute(

@@ -69,6 +69,15 @@ def review_required(scope: str, source_type: str, shared: list[str]) -> bool:
     return source_type in ("model_derived", "tool_result") and any(fnmatchcase(scope, p) for p in shared)
 
 
+def article(phrase: str) -> str:
+    """The indefinite article for ``phrase``: "an" before a vowel sound ("an AWS key", "an OpenAI
+    key"), else "a" ("a GitHub token", "a US social security number")."""
+    word = phrase.split(" ", 1)[0]
+    if word.isupper() and word.isalpha():  # an initialism, read letter by letter
+        return "an" if word[0] in "AEFHILMNORSX" else "a"
+    return "an" if word[:1].lower() in ("a", "e", "i", "o") else "a"
+
+
 def check_secrets(*texts: str) -> None:
     """The sensitive-data gate: refuse any text that holds a secret, never echoing it.
 
@@ -81,10 +90,11 @@ def check_secrets(*texts: str) -> None:
         findings = find_secrets(text or "")
         if findings:
             first = findings[0]
-            where = "text" if index == 0 else "a label"
+            where = "the text" if index == 0 else "a label"
             more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
             raise SecretDetected(
-                f"refused: the {where} holds a {first.kind} at line {first.line}, column {first.column}{more}",
+                f"refused: {where} holds {article(first.kind)} {first.kind} at line {first.line}, "
+                f"column {first.column}{more}",
                 hint="remove the secret and store where it lives instead (e.g. 'the key is in the vault')")
 
 

@@ -29,6 +29,18 @@ Rules, and where each pattern comes from:
   ``your-...``), not code (``os.environ[...]``, ``settings.KEY``) or a path, and
   holding a digit or symbol; a letters-only value counts only if quoted or in a
   ``KEY=value`` line, or if it is a well-known weak password such as ``changeme``.
+* ``password in a URL``: RFC 3986 userinfo ``scheme://user:password@host`` with a
+  non-empty password that is not a placeholder (``${PASS}``, ``<password>``, ``***``,
+  ``xxx``, the word ``password``) nor the user name repeated (``postgres:postgres``, a
+  local default).
+* ``bearer token``: RFC 6750's ``Bearer`` scheme and a b64token that looks random (a
+  digit, or upper- and lowercase): 20 or more characters, or 8 or more in an
+  ``Authorization:`` header, or a JSON web token's start (``eyJ``).
+* ``password`` in prose: "my password is hunter2", "the password for staging was X",
+  "密码是 X": the word after ``is``/``was`` when it has no spaces, is not a placeholder
+  or a common word ("required", "set", "stored", "in", "managed", an ``-ed``/``-ive``...
+  adjective), and either mixes letters with digits or symbols, or ends its clause
+  (``is swordfish.``), or is quoted.
 * ``payment card number``: 13-19 digits (plain or in 4-digit-led groups split by one
   space or hyphen) with a card-network IIN prefix and length (Visa 4; Mastercard
   51-55, 2221-2720; Amex 34/37; Discover 6011/65; JCB 35; Diners 36/38/39;
@@ -63,10 +75,12 @@ CN_ID = "Chinese resident ID number"
 CARD = "payment card number"
 SSN = "US social security number"
 PASSWORD = "password"
+URL_PASSWORD = "password in a URL"
+BEARER = "bearer token"
 GENERIC = "generic API key/token assignment"
 
 KINDS: tuple[str, ...] = (PEM, AWS_KEY_ID, AWS_SECRET, GITHUB, SLACK, OPENAI, ANTHROPIC, GOOGLE,
-                          STRIPE, JWT, CN_ID, CARD, SSN, PASSWORD, GENERIC)
+                          STRIPE, JWT, CN_ID, CARD, SSN, PASSWORD, URL_PASSWORD, BEARER, GENERIC)
 """Every kind ``find_secrets`` can report."""
 
 
@@ -151,6 +165,38 @@ _PROSE_VALUES = frozenset((
     "removed", "encrypted", "hashed", "placeholder", "undefined", "unchanged", "unknown", "generated",
     "default", "nullable", "authorization", "bearer", "notset", "unset", "none", "null", "empty"))
 
+# scheme://user:password@host (RFC 3986 3.1, 3.2.1).  The password may hold "@": the
+# greedy class backs off to the last "@" before the host.
+_URL_CRED_RE = re.compile(
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://(?P<user>[^\s:/?#@]*+):(?P<pw>[^\s/?#]+)@[^\s/?#@]")
+_URL_PLACEHOLDERS = frozenset(("password", "passwd", "pass", "pwd", "pw", "secret", "mypassword",
+                               "yourpassword", "changeme"))
+# RFC 6750 2.1: credentials = "Bearer" 1*SP b64token.
+_BEARER_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<auth>(?i:authorization)[\"'`]?[ \t]*[:=][ \t]*[\"'`]?)?(?i:bearer)[ \t]+"
+    r"(?P<tok>[A-Za-z0-9._~+/-]+=*)")
+# "my password is hunter2", "the password for the staging db was X", "密码是 X".
+_PROSE_PASSWORD_RE = re.compile(
+    r"(?:(?<![A-Za-z0-9_])(?i:password|passwd|passphrase)"
+    r"(?:[ \t]+(?i:for|of|to|on)(?:[ \t]+[^\s.,;:!?]{1,30}){1,4}?)?[ \t]+(?i:is|was)(?![A-Za-z0-9_])[ \t]*[:：]?"
+    r"|(?:密码|口令)(?:是|为)[:：]?)[ \t]*"
+    r"(?P<q>[\"'`]?)(?P<val>[\x21\x23-\x26\x28-\x5f\x61-\x7e]+)")
+_PROSE_WORDS = frozenset((
+    "set", "stored", "in", "managed", "kept", "saved", "not", "never", "the", "a", "an", "now", "still",
+    "being", "also", "too", "only", "just", "always", "blank", "wrong", "incorrect", "correct", "right",
+    "valid", "weak", "strong", "long", "short", "reset", "secret", "secure", "insecure", "same", "mandatory",
+    "needed", "necessary", "masked", "defined", "given", "known", "available", "unavailable", "sent",
+    "shared", "lost", "locked", "case-sensitive", "sensitive", "used", "stale", "old", "new", "temporary",
+    "random", "read", "visible", "bad", "good", "fine", "ok", "okay", "there", "here", "mine", "yours",
+    "his", "hers", "theirs", "ours", "what", "which", "whatever", "it", "that", "this", "at", "on",
+    "under", "via", "from", "by", "for", "with", "to", "of", "inside", "within", "somewhere", "elsewhere",
+    "very", "pretty", "quite", "rather", "really", "so", "usually", "typically", "normally", "probably",
+    "likely", "maybe", "either", "neither", "both", "all", "any", "each", "every", "your", "my", "our",
+    "their", "its", "one", "unique", "per-user", "per-host", "auto-generated", "same-as", "different",
+    "unchanged", "temp", "too-short", "too-long", "anything", "something", "nothing"))
+_PROSE_SUFFIXES = ("ed", "ing", "ly", "ble", "ive", "ous", "ful", "less", "al", "ent", "ant", "ic", "ure",
+                   "ise", "ize", "ary", "ory", "ial")
+
 
 def _luhn_ok(digits: str) -> bool:
     """Whether a digit string passes the Luhn (mod 10) check."""
@@ -200,6 +246,55 @@ def _aws_secret_ok(token: str) -> bool:
     classes = (any(c.isupper() for c in token), any(c.islower() for c in token),
                any(c.isdigit() or c in "/+" for c in token))
     return sum(classes) >= 2
+
+
+def _placeholder(raw: str, value: str) -> bool:
+    """Whether a value is a stand-in (``<...>``, ``${VAR}``, ``***``, ``xxx``, ``your-...``)."""
+    if _PLACEHOLDER_RE.fullmatch(raw) or _PLACEHOLDER_RE.fullmatch(value):
+        return True
+    norm = re.sub(r"[^a-z0-9]", "", value.lower())
+    return ("***" in value or "..." in value or not norm or norm.startswith(("xxx", "your"))
+            or norm.endswith("here") or "redacted" in norm or "placeholder" in norm)
+
+
+def _url_password(m: re.Match[str]) -> bool:
+    """Whether the password of a ``scheme://user:password@host`` match is a real one."""
+    pw = m.group("pw")
+    return not (_placeholder(pw, pw) or pw.lower() in _URL_PLACEHOLDERS or pw == m.group("user"))
+
+
+def _bearer(m: re.Match[str]) -> bool:
+    """Whether the b64token of a ``Bearer`` match looks like a real token (RFC 6750)."""
+    tok = m.group("tok")
+    if _placeholder(tok, tok):
+        return False
+    if tok.startswith("eyJ") and len(tok) >= 13:
+        return True
+    random = any(c.isdigit() for c in tok) or (tok.lower() != tok and tok.upper() != tok)
+    return random and len(tok) >= (8 if m.group("auth") else 20)
+
+
+def _prose_password(m: re.Match[str], text: str) -> bool:
+    """Whether the word after "password is" (match ``m`` of ``_PROSE_PASSWORD_RE``) is a password."""
+    raw, quote = m.group("val"), m.group("q")
+    end = m.end("val")
+    quoted = bool(quote) and text.startswith(quote, end)
+    value = raw if quoted else raw.rstrip(".,;:!?)]}")
+    low = value.lower()
+    if (len(value) < 4 or _placeholder(raw, value) or low in _PROSE_WORDS or low in _PROSE_VALUES
+            or _CODE_RE.match(value) or _DOTTED_RE.fullmatch(value) or "://" in value
+            or value.startswith(("/", "./", "../", "~/", "$"))):
+        return False
+    if low in _WEAK_PASSWORDS:
+        return True
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    if (letters and digits) or any(not (c.isalnum() or c in "-_.") for c in value):
+        return True
+    if value == low and low.endswith(_PROSE_SUFFIXES):  # "is encrypted", "is sensitive"
+        return False
+    # Letters only, or digits only: a password when quoted or when it ends the clause.
+    return quoted or value != raw or _LINE_END_RE.match(text, end) is not None
 
 
 def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> bool:
@@ -292,6 +387,15 @@ def find_secrets(text: str) -> list[SecretFinding]:
         found = _assignment(m, text)
         if found:
             cands.append((4, *found))
+    for m in _URL_CRED_RE.finditer(text):
+        if _url_password(m):
+            cands.append((4, m.start("pw"), m.end("pw"), URL_PASSWORD))
+    for m in _BEARER_RE.finditer(text):
+        if _bearer(m):
+            cands.append((4, m.start("tok"), m.end("tok"), BEARER))
+    for m in _PROSE_PASSWORD_RE.finditer(text):
+        if _prose_password(m, text):
+            cands.append((4, m.start("val"), m.end("val"), PASSWORD))
     if not cands:
         return []
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed
-from memcli.model import Memory, check_id
+from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import personal_owner, readable_scopes
 from memcli.store.files import Loaded
 from memcli.store.workspace import Workspace, open_workspace
@@ -64,8 +64,11 @@ class Ctx:
         """
         ws = open_workspace(workspace)
         name = actor or default_actor()
-        if not name.strip() or any(c in name for c in "\n\r\x00"):
-            raise ValidationFailed(f"invalid actor name {name!r}", hint="set --actor or $MEMCLI_ACTOR to a plain name")
+        try:
+            check_scope(f"user:{name}")  # the actor owns user:<actor>, so the name must make a valid scope
+        except ValidationFailed:
+            raise ValidationFailed(f"invalid actor name {name[:60]!r}: use letters, digits, '.', '_', '@' or '-'",
+                                   hint="set --actor or $MEMCLI_ACTOR to a plain name, e.g. alice") from None
         try:
             now = clock_now()
         except ValueError:
@@ -79,10 +82,15 @@ class Ctx:
         Opened once per command; ``refresh`` syncs again (writers call it under the lock).
         Unreadable files become warnings, once per command.
         """
-        from memcli.index.catalog import open_catalog
+        from memcli.errors import WorkspaceInvalid
+        from memcli.index.catalog import ScanCatalog, open_catalog
 
         if self._catalog is None or refresh:
-            self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress)
+            try:
+                self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress)
+            except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
+                self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
+                self._catalog = ScanCatalog(self.ws.files.scan())
             if not self._warned:
                 self._warned = True
                 problems = self._catalog.problems()
@@ -126,6 +134,10 @@ class Ctx:
         if exact:
             return self.load(exact[0])
         if not items:
+            broken = [p for p in self.catalog().problems() if Path(p.path).stem.lower().startswith(ref)
+                      and not _others_folder(p.path, self.actor)]
+            if len(broken) == 1:  # the id names a file that cannot be read: say why, never rewrite it
+                raise broken[0]
             raise MemoryNotFound(f"no memory {ref!r}", hint=hint)
         if len(items) > 1:
             ids = ", ".join(m.id for m in items[:5])
@@ -136,6 +148,12 @@ class Ctx:
     def git(self) -> gitlog.GitRepo:
         """The repository holding the workspace."""
         return gitlog.GitRepo(self.ws.root)
+
+
+def _others_folder(path: str, actor: str) -> bool:
+    """True for a file under another user's personal folder (``memories/user/<other>/``)."""
+    parts = Path(path).parts
+    return len(parts) > 2 and parts[1] == "user" and parts[2] != actor
 
 
 def relpath(ctx: Ctx, path: Path) -> str:

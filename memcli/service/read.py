@@ -173,28 +173,6 @@ def doctor(ctx: Ctx) -> list[InvalidMemoryFile]:
     return ctx.catalog().problems()
 
 
-#: Memories considered for the context block at most; 8,000 characters hold far fewer.
-CONTEXT_POOL = 400
-
-
-def context_candidates(ctx: Ctx, query: str | None) -> tuple[list[Memory], int]:
-    """Memories for the context block, best first, and how many are eligible in all (SPEC.md section 6).
-
-    Only ``active``, unexpired memories in the caller's scopes. Order: pinned, then
-    memories relevant to ``query`` (when given), then by importance and recency.
-    """
-    search = retriever(ctx)
-    base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=CONTEXT_POOL)
-    pool = [h.memory for h in search.search(base)]
-    if query and query.strip():
-        base.text = query
-        relevant = [h.memory for h in search.search(base)]
-        ids = {m.id for m in relevant}
-        pinned = [m for m in pool if m.pinned and m.id not in ids]
-        pool = pinned + relevant + [m for m in pool if m.id not in ids and not m.pinned]
-    return pool, search.count(base)
-
-
 def check_mode(fuzzy: bool, grep: bool) -> str:
     """The search mode from the ``--fuzzy``/``--grep`` flags.
 
@@ -204,24 +182,3 @@ def check_mode(fuzzy: bool, grep: bool) -> str:
     if fuzzy and grep:
         raise UsageProblem("--fuzzy and --grep cannot be combined", hint="pick one search mode")
     return "fuzzy" if fuzzy else "grep" if grep else "ranked"
-
-
-def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str) -> "Block":
-    """The context block for an agent session (SPEC.md section 6).
-
-    Args:
-        query: optional words that pull relevant memories forward.
-        budget: characters the block may take; default ``[context] budget``.
-        fmt: ``text``, ``markdown`` or ``json``.
-
-    Raises:
-        ValidationFailed: budget below 200 characters or format unknown.
-    """
-    from memcli.agents.context import Block, render  # noqa: F401 - Block for the annotation
-
-    size = ctx.ws.config.context_budget if budget is None else budget
-    if size < 200:
-        raise ValidationFailed(f"budget {size} is too small: use at least 200 characters")
-    check_choice("format", fmt, ("text", "markdown", "json"))
-    pool, total = context_candidates(ctx, query)
-    return render(pool, size, fmt, total)

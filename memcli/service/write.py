@@ -38,6 +38,8 @@ class WriteOptions:
     run_id: str | None = None
     idempotency_key: str | None = None
     on_conflict: str | None = None
+    source: str | None = None  # provenance: the file it was taken from (``import``)
+    line: int | None = None  # provenance: its 1-based line in that file
 
 
 @dataclass
@@ -93,8 +95,10 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memories: list[Memory], 
     backups = {path: path.read_bytes() if path.exists() else None for path in writes}
     try:
         repo = ctx.git() if ctx.ws.config.autocommit else None
-        for path, data in writes.items():
-            atomic_write(path, data)
+        # New files first: a writer killed half-way leaves a new memory that points at an
+        # old one still active, never an old one marked superseded by a memory that is missing.
+        for path in sorted(writes, key=lambda p: backups[p] is not None):
+            atomic_write(path, writes[path])
         commit = None
         if repo is not None:
             commit = repo.commit(list(writes), _message(ctx, op, memories, related), actor=ctx.actor,
@@ -136,6 +140,8 @@ def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
 def _expiry(ctx: Ctx, opts: WriteOptions) -> datetime | None:
     if opts.ttl and opts.expire_at:
         raise ValidationFailed("give --ttl or --expire-at, not both")
+    if opts.ttl is not None and not opts.ttl.strip():
+        raise ValidationFailed("--ttl is empty", hint="give a duration such as 30d, 12h, 2w or 1y")
     try:
         if opts.ttl:
             return ctx.now + parse_duration(opts.ttl)
@@ -143,18 +149,28 @@ def _expiry(ctx: Ctx, opts: WriteOptions) -> datetime | None:
             when = parse_instant(opts.expire_at)
         else:
             return None
-    except ValueError as err:
-        raise ValidationFailed(str(err)) from None
+    except (ValueError, OverflowError) as err:
+        option = "--ttl" if opts.ttl else "--expire-at"
+        raise ValidationFailed(f"{option}: {err}", hint="e.g. --ttl 30d, or --expire-at 2027-05-01") from None
     if when <= ctx.now:
         raise ValidationFailed(f"expireAt {format_instant(when)} is already past",
                                hint="give a future date, or use `memcli forget` to retire a memory")
     return when
 
 
-def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> Memory:
-    """Gate 1, validation: build the record or raise ValidationFailed/ScopeViolation."""
+def _new_id(ctx: Ctx) -> str:
+    """A ULID (lower case) whose time part is memcli's clock, so ids sort by ``createdAt``."""
     from ulid import ULID
 
+    try:
+        return str(ULID.from_datetime(ctx.now)).lower()
+    except (ValueError, OverflowError):
+        raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside what ids can hold (1970-10889)",
+                               hint="check $MEMCLI_NOW") from None
+
+
+def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> Memory:
+    """Gate 1, validation: build the record or raise ValidationFailed/ScopeViolation."""
     model.check_text(text)
     scope = gates.check_write_scope(opts.scope if opts.scope is not None
                                     else (base.scope if base else ctx.ws.config.write_scope), ctx.actor)
@@ -173,12 +189,12 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     paths = model.check_labels("paths", opts.paths or (list(base.paths) if base else []))
     body = text.replace("\r\n", "\n").strip() + "\n"
     return Memory(
-        id=str(ULID.from_datetime(ctx.now)).lower(), scope=scope, body=body, category=category, subject=subject or None,
+        id=_new_id(ctx), scope=scope, body=body, category=category, subject=subject or None,
         status="active", importance=importance,
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts),
         provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
-                              idempotency_key=opts.idempotency_key),
+                              idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
 
 
@@ -208,16 +224,26 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
     decided.append(("sensitive_data", "passed"))
     catalog = ctx.catalog()
-    if opts.idempotency_key:
+    if opts.idempotency_key:  # a key counts within one scope: another user's key never matches
         first = next((m for m in batch.added if m.provenance.idempotency_key == opts.idempotency_key), None) \
             or catalog.by_idempotency_key(opts.idempotency_key)
+        if first is not None and (first.scope != memory.scope or not ctx.may_see(first)):
+            first = None
         if first is not None:
             decided.append(("idempotency", f"repeated key; first result {first.id}"))
             return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
                                gate="idempotency", gates=decided)
     decided.append(("idempotency", "passed"))
-    texts = catalog.live_texts(memory.scope)
-    texts.update({m.id: model.normalise_text(m.text) for m in batch.added if m.scope == memory.scope})
+    if base is not None:  # another writer may have superseded it since it was looked up
+        now_held = [m for m in catalog.by_prefix(base.memory.id) if m.id == base.memory.id]
+        if not now_held or now_held[0].status != "active":
+            raise WrongStatus(f"{base.memory.id} is no longer active (another writer changed it)",
+                              hint=f"see it with `memcli show {base.memory.id}`")
+    pending = gates.review_required(memory.scope, memory.provenance.source_type, ctx.ws.config.shared_scopes)
+    # A pending proposal does not swallow a person's active write of the same text.
+    texts = catalog.live_texts(memory.scope, include_pending=pending)
+    texts.update({m.id: model.normalise_text(m.text) for m in batch.added
+                  if m.scope == memory.scope and (pending or m.status == "active")})
     dups = gates.find_duplicates(memory.text, texts, ctx.ws.config.near_duplicate)
     if dups and dups[0].exact:
         first = next((m for m in batch.added if m.id == dups[0].memory_id), None) \
@@ -227,7 +253,6 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     warnings = [f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar): {texts[d.memory_id][:80]}"
                 for d in dups]
     decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
-    pending = gates.review_required(memory.scope, memory.provenance.source_type, ctx.ws.config.shared_scopes)
     changed: list[str] = []
     if not pending:
         changed = _retire(ctx, memory, batch.writes, opts.on_conflict)
@@ -259,13 +284,16 @@ def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None 
     return result
 
 
-def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions]]) -> tuple[list, str | None]:
+def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory],
+                dry_run: bool = False) -> tuple[list, str | None]:
     """Send many memories through the gates under one lock and commit the accepted ones once.
 
     Args:
         op: the operation named in the commit (``extract``, ``import`` …).
         items: ``(text, options)`` pairs, in order; a later item sees earlier ones as
-            duplicates or repeated idempotency keys.
+            duplicates or repeated idempotency keys. An item may instead be a complete
+            :class:`Memory` to restore with its own id and fields (see :func:`_restore`).
+        dry_run: run every gate, write nothing (the results say what would happen).
 
     Returns:
         ``(results, commit)``: per item a :class:`WriteResult` or the ``MemcliError`` a
@@ -281,19 +309,79 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions]]) -> tup
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         batch = Batch()
-        for text, opts in items:
+        for item in items:
             try:
-                results.append(_decide(ctx, op, text, opts, None, batch))
+                results.append(_restore(ctx, op, item, batch) if isinstance(item, Memory)
+                               else _decide(ctx, op, item[0], item[1], None, batch))
             except MemcliError as err:
                 results.append(err)
         commit = None
-        if batch.writes:
+        if batch.writes and not dry_run:
             changed = [c for r in results if isinstance(r, WriteResult) for c in r.changed]
             commit = apply(ctx, batch.writes, op, batch.added, changed)
     for result in results:
         if isinstance(result, WriteResult) and result.outcome != "noop":
             result.commit = commit
     return results, commit
+
+
+def _restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
+    """The six gates for a complete record (JSON Lines ``import``): it keeps its id, status, times, provenance.
+
+    Validation reads the record through the file schema; an id already present is a
+    duplicate (a no-op); the conflict gate refuses instead of superseding (that would
+    change the record); the review gate keeps the status, except that an ``active``
+    record that needed a review (SPEC.md section 3, gate 6) and has none waits in
+    ``pending_review``. The caller holds the workspace lock and has synced the catalog.
+
+    Raises:
+        ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict.
+    """
+    model.check_text(record.text)
+    gates.check_write_scope(record.scope, ctx.actor)
+    record = model.from_mapping(model.to_mapping(record), record.body, path="", file_id=record.id,
+                                folder_scope=None, file_time=ctx.now)
+    decided = [("validation", "passed")]
+    gates.check_secrets(record.text, record.subject or "", *record.tags, *record.paths)
+    decided.append(("sensitive_data", "passed"))
+    catalog = ctx.catalog()
+    key = record.provenance.idempotency_key
+    first = key and (next((m for m in batch.added if m.provenance.idempotency_key == key), None)
+                     or catalog.by_idempotency_key(key))
+    if first:
+        decided.append(("idempotency", f"repeated key; first result {first.id}"))
+        return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
+                           gate="idempotency", gates=decided)
+    decided.append(("idempotency", "passed"))
+    live = record.status in ("active", "pending_review")
+    texts = catalog.live_texts(record.scope) if live else {}
+    texts.update({m.id: model.normalise_text(m.text) for m in batch.added if live and m.scope == record.scope})
+    dups = gates.find_duplicates(record.text, texts, ctx.ws.config.near_duplicate) if live else []
+    same = [m for m in [*batch.added, *catalog.by_prefix(record.id)] if m.id == record.id]
+    if same or (dups and dups[0].exact):
+        first = same[0] if same else next((m for m in batch.added if m.id == dups[0].memory_id), None) \
+            or catalog.by_prefix(dups[0].memory_id)[0]
+        decided.append(("duplicate", f"{'same id as' if same else 'exact duplicate of'} {first.id}"))
+        return WriteResult(op, first, "noop", f"already exists: {first.id}", gate="duplicate", gates=decided)
+    decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
+    if record.status == "active" and record.subject:
+        held = [m.id for m in [*catalog.active_with_subject(record.scope, record.subject), *batch.added]
+                if m.scope == record.scope and m.subject == record.subject and m.status == "active"]
+        if held:
+            raise SubjectConflict(f"{held[0]} already holds subject {record.subject!r} in {record.scope}",
+                                  hint=f"retire it first (`memcli forget {held[0]}`), then import again")
+    decided.append(("conflict", "passed"))
+    if record.status == "active" and record.review is None and gates.review_required(
+            record.scope, record.provenance.source_type, ctx.ws.config.shared_scopes):
+        record.status = "pending_review"
+    decided.append(("review", record.status))
+    path = ctx.ws.files.new_path(record)
+    record.path = ctx.ws.files.rel(path)
+    batch.writes[path] = frontmatter.render_new(model.to_mapping(record), record.body)
+    batch.added.append(record)
+    return WriteResult(op, record, "pending_review" if record.status == "pending_review" else "created",
+                       f"restored: {record.id} ({record.scope}, {record.status})", gates=decided,
+                       warnings=[f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar)" for d in dups])
 
 
 def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: str | None) -> list[str]:
@@ -371,6 +459,8 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
                       hint=f"see it with `memcli show {memory.id}`")
         if check:
             check(memory)
+        # The file may have been edited by hand since it passed the gates: what memcli commits, it checks.
+        gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
         writes = {item.file: rewrite(item, {**changes, "updatedAt": ctx.now})}
         memory.status = changes.get("status", memory.status)
         changed: list[str] = []

@@ -132,6 +132,8 @@ class MemoryFiles:
             InvalidMemoryFile: unreadable, unparsable, or outside the schema.
         """
         rel = self.rel(path)
+        if path.is_symlink():
+            raise InvalidMemoryFile(rel, "a symbolic link: memcli does not follow links under memories/")
         try:
             raw = path.read_bytes() if data is None else data
             if mtime is None:

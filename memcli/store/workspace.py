@@ -44,8 +44,12 @@ class Workspace:
         """The git-ignored cache folder (index, statistics, locks), created on demand."""
         path = self.root / CACHE
         if not (path / ".gitignore").exists():
-            path.mkdir(parents=True, exist_ok=True)
-            (path / ".gitignore").write_text("# memcli derived data: never committed\n*\n", encoding="utf-8")
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                (path / ".gitignore").write_text("# memcli derived data: never committed\n*\n", encoding="utf-8")
+            except OSError as err:
+                raise WorkspaceInvalid(f"cannot use the cache folder {path}: {err.strerror}",
+                                       hint="remove what is in its place (it holds only derived data)") from None
         return path
 
     @contextmanager

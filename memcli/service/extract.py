@@ -1,0 +1,235 @@
+"""Extraction: candidate memories from a session transcript, through the write gates (SPEC.md section 7).
+
+The transcript is read with ``agents.transcript`` (only what the person typed), the
+candidates found with ``agents.extract`` (rules, English and Chinese), and every
+candidate goes through the same six gates as ``remember`` (``service.write.write_batch``)
+with ``sourceType: user_said``, ``runId`` = the session id and an idempotency key made of
+the session id, the turn's uuid and the candidate's place in the turn, so running
+``extract`` again on the same transcript writes nothing. A dry run (the default) runs
+every gate and writes nothing; ``apply`` writes the accepted candidates in one commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memcli.agents.extract import Candidate, find_candidates
+from memcli.agents.transcript import Transcript, Turn, parse
+from memcli.errors import MemcliError, SecretDetected, SubjectConflict, ValidationFailed
+from memcli.policy import gates
+from memcli.service import Ctx
+from memcli.service.write import WriteOptions, WriteResult, write_batch
+
+OP = "extract"
+#: The gate named for an error a gate raised.
+_ERROR_GATES = ((SecretDetected, "sensitive_data", "refused_secret"), (ValidationFailed, "validation", "invalid"),
+                (SubjectConflict, "conflict", "conflict"))
+
+
+@dataclass
+class Decided:
+    """One candidate and what the gates decided for it.
+
+    Attributes:
+        text: the candidate's text; for one refused as a secret, only what precedes the
+            secret (never the secret itself).
+        category, importance: the rules' guesses (``agents.extract``).
+        decision: ``would_write`` or ``written``; ``would_wait_for_review`` or
+            ``pending_review``; ``duplicate``; ``already_written`` (repeated idempotency
+            key); ``refused_secret``; ``invalid``; ``conflict``.
+        gate: the gate that decided: ``review`` for a memory that passed them all (it set
+            the status), else ``duplicate``, ``idempotency``, ``sensitive_data``,
+            ``validation`` or ``conflict``.
+        id: the memory written, or the existing one a no-op names; None in a dry run for
+            a memory not yet written.
+        message: the decision in words, for a person.
+        line, uuid: where the turn is in the transcript.
+        rules: names of the rules that matched.
+    """
+
+    text: str
+    category: str
+    importance: int
+    decision: str
+    gate: str
+    id: str | None
+    message: str
+    line: int
+    uuid: str | None
+    rules: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"text": self.text, "category": self.category, "importance": self.importance,
+                "decision": self.decision, "gate": self.gate, "id": self.id, "message": self.message,
+                "line": self.line, "uuid": self.uuid, "rules": list(self.rules)}
+
+
+@dataclass
+class ExtractResult:
+    """What ``extract`` found and did.
+
+    Attributes:
+        path: the transcript read.
+        session: its session id (the first ``sessionId``; the file name without ``.jsonl`` if none).
+        applied: True with ``apply`` (writes allowed), False for a dry run.
+        turns: human turns read.
+        lines: non-blank lines read.
+        skipped_lines: broken lines (not a JSON object), skipped.
+        unknown_lines: lines of an unknown ``type``, skipped.
+        candidates: each candidate and its decision, in transcript order.
+        commit: the commit that wrote them, or None (dry run, nothing to write, ``autocommit = false``).
+        warnings: near duplicates reported by the duplicate gate.
+    """
+
+    path: str
+    session: str
+    applied: bool
+    turns: int
+    lines: int
+    skipped_lines: int
+    unknown_lines: int
+    candidates: list[Decided] = field(default_factory=list)
+    commit: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> list[Decided]:
+        """The candidates that passed every gate (written, or would be)."""
+        return [c for c in self.candidates if c.gate == "review"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the ``--json`` envelope's ``data``)."""
+        return {"session": self.session, "path": self.path, "applied": self.applied, "turns": self.turns,
+                "lines": self.lines, "skipped_lines": self.skipped_lines, "unknown_lines": self.unknown_lines,
+                "candidates": [c.to_dict() for c in self.candidates], "commit": self.commit}
+
+    def message(self) -> str:
+        """One summary line for a person."""
+        found = (f"{len(self.candidates)} candidate{'s' * (len(self.candidates) != 1)} in {self.turns} "
+                 f"turn{'s' * (self.turns != 1)} of session {self.session}")
+        skipped = (f"; skipped {self.skipped_lines} broken and {self.unknown_lines} unknown lines"
+                   if self.skipped_lines or self.unknown_lines else "")
+        count = len(self.accepted)
+        if not self.applied:
+            done = (f"; dry run: {count} would be written, nothing written (run again with --apply to write)"
+                    if count else "; nothing to write")
+        elif count:
+            done = f"; wrote {count}" + (f" in commit {self.commit[:12]}" if self.commit else " (not committed)")
+        else:
+            done = "; nothing to write"
+        return found + skipped + done
+
+
+def read_transcript(path: Path) -> Transcript:
+    """Read and parse a transcript file (UTF-8, with or without BOM; undecodable bytes replaced).
+
+    Raises:
+        ValidationFailed: the file is missing, a folder, or cannot be read.
+    """
+    hint = "give the path of a Claude Code session file, e.g. ~/.claude/projects/<project>/<session>.jsonl"
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace") as handle:
+            return parse(handle)
+    except FileNotFoundError:
+        raise ValidationFailed(f"no transcript at {path}: the file does not exist", hint=hint) from None
+    except IsADirectoryError:
+        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=hint) from None
+    except PermissionError:
+        raise ValidationFailed(f"cannot read the transcript {path}: permission denied",
+                               hint="check the file's permissions") from None
+    except OSError as err:
+        raise ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=hint) from None
+
+
+def idempotency_key(session: str, turn: Turn, index: int) -> str:
+    """The key of a candidate: session id, turn uuid (else its line) and its place in the turn.
+
+    A key longer than the gate allows (200 characters) or holding a line break is hashed.
+    """
+    key = f"extract:{session}:{turn.uuid or f'line-{turn.line}'}:{index}"
+    if len(key) <= 200 and "\n" not in key and "\r" not in key:
+        return key
+    return "extract:sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None = None) -> ExtractResult:
+    """Find candidate memories in a transcript and send them through the write gates.
+
+    Args:
+        path: a Claude Code transcript (JSON Lines).
+        apply: write the accepted candidates (one commit); else a dry run that writes nothing.
+        scope: where the memories go; default ``[scopes] write`` from the configuration.
+
+    Raises:
+        ValidationFailed: the transcript cannot be read, or ``scope`` is malformed.
+        ScopeViolation: ``scope`` is another user's personal scope.
+        WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+    """
+    path = Path(path)
+    transcript = read_transcript(path)
+    target = gates.check_write_scope(scope if scope is not None else ctx.ws.config.write_scope, ctx.actor)
+    session = transcript.session_id or path.name.removesuffix(".jsonl")
+    found: list[tuple[Turn, Candidate]] = []
+    items: list[tuple[str, WriteOptions]] = []
+    for turn in transcript.turns:
+        run = turn.session_id or session
+        for index, candidate in enumerate(find_candidates(turn.text)):
+            found.append((turn, candidate))
+            items.append((candidate.text, WriteOptions(
+                scope=target, category=candidate.category, importance=candidate.importance,
+                source_type="user_said", run_id=run, idempotency_key=idempotency_key(run, turn, index))))
+    results, commit = write_batch(ctx, OP, items, dry_run=not apply) if items else ([], None)
+    result = ExtractResult(str(path), session, apply, len(transcript.turns), transcript.lines,
+                           transcript.skipped_lines, transcript.unknown_lines, commit=commit)
+    planned = {r.memory.id: n for n, r in enumerate(results, 1) if isinstance(r, WriteResult) and r.outcome != "noop"}
+    for (turn, candidate), outcome in zip(found, results):
+        result.candidates.append(_decided(turn, candidate, outcome, apply, planned))
+        if isinstance(outcome, WriteResult):
+            result.warnings.extend(f"candidate {len(result.candidates)}: {w}" for w in outcome.warnings)
+    return result
+
+
+def _decided(turn: Turn, candidate: Candidate, outcome: WriteResult | MemcliError, applied: bool,
+             planned: dict[str, int]) -> Decided:
+    """Put one gate outcome in the words of a candidate's decision."""
+    def decided(decision: str, gate: str, memory_id: str | None, message: str, text: str = candidate.text) -> Decided:
+        return Decided(text, candidate.category, candidate.importance, decision, gate, memory_id, message,
+                       turn.line, turn.uuid, candidate.rules)
+
+    if isinstance(outcome, MemcliError):
+        gate, decision = next(((g, d) for cls, g, d in _ERROR_GATES if isinstance(outcome, cls)), ("error", "error"))
+        text = _withheld(candidate.text) if isinstance(outcome, SecretDetected) else candidate.text
+        return decided(decision, gate, None, outcome.message, text)
+    memory_id = outcome.memory.id
+    if outcome.outcome == "noop" and outcome.gate == "idempotency":
+        return decided("already_written", "idempotency", memory_id, f"already written: {memory_id}")
+    if outcome.outcome == "noop":
+        if memory_id in planned:  # a repeat of an earlier candidate of this transcript
+            if not applied:
+                return decided("duplicate", "duplicate", None, f"duplicate of candidate {planned[memory_id]}")
+            return decided("duplicate", "duplicate", memory_id,
+                           f"duplicate of {memory_id} (candidate {planned[memory_id]})")
+        return decided("duplicate", "duplicate", memory_id, f"duplicate of {memory_id}")
+    pending = outcome.outcome == "pending_review"
+    if not applied:
+        return decided("would_wait_for_review" if pending else "would_write", "review", None,
+                       "would wait for review" if pending else "would write")
+    return decided("pending_review" if pending else "written", "review", memory_id,
+                   f"{'waiting for review' if pending else 'written'}: {memory_id}")
+
+
+def _withheld(text: str) -> str:
+    """``text`` cut where its first secret starts, so that showing it never echoes the secret."""
+    from memcli.policy.secrets import find_secrets
+
+    findings = find_secrets(text)
+    if not findings:
+        return "[withheld]"
+    first = min(findings, key=lambda f: (f.line, f.column))
+    lines = text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[: first.line - 1]) + first.column - 1
+    return f"{text[:offset].rstrip()} [withheld: {first.kind}]".strip()
