@@ -241,5 +241,6 @@ def test_f8_doctor_reports_the_bad_file(ws, run, fifty):
 
 
 def test_f8_doctor_names_the_bad_file_once(ws, run, fifty):
-    result = run("doctor")
-    assert result.code == 11 and result.err.count(BAD8) == 1, result.err
+    result = run("doctor")  # the report is the command's data: stdout, one line per file
+    assert result.code == 11 and (result.out + result.err).count(BAD8) == 1, result
+    assert result.out.startswith(f"{BAD8}:3: invalid YAML front-matter")

@@ -73,8 +73,11 @@ def parse(argv: list[str]) -> tuple[str, dict[str, object], dict[str, object], l
         else:
             positionals.append(argv[i])
             i += 1
-    if len(positionals) != POSITIONALS[command]:
+    wanted = POSITIONALS[command]
+    if len(positionals) != wanted and not (command == "recall" and positionals):
         return None
+    if command == "recall":
+        positionals = [" ".join(positionals)]
     return command, globals_, options, positionals
 
 

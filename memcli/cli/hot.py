@@ -39,7 +39,12 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     if STATE.json:
         return
     if not hits:
-        print(f"no memories match {query!r}", file=sys.stderr)
+        hint = ""
+        if not include_expired and mode != "grep":
+            filters.include_expired, filters.limit = True, 1
+            if do_recall(context, query, filters, mode):
+                hint = " (an expired memory matches: add --include-expired to see it)"
+        print(f"no memories match {query!r}{hint}", file=sys.stderr)
     elif explain:
         table(f"recall {query!r} (score = bm25 x importance x recency, by tier)",
               ["id", "match", "score", "bm25", "importance", "recency", "text"],
@@ -52,9 +57,15 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
 
 
 def context(query: str | None = None, budget: int | None = None, fmt: str = "text") -> None:
-    """``memcli context``: print the block; never fails (problems become warnings, exit 0)."""
-    from memcli.errors import MemcliError
+    """``memcli context``: print the block; never fails (problems become warnings, exit 0).
 
+    Raises:
+        UsageProblem: an unknown ``--format`` (a mistake in the hook's command line, exit 2).
+    """
+    from memcli.errors import MemcliError, UsageProblem
+
+    if fmt not in ("text", "markdown", "json"):
+        raise UsageProblem(f"unknown --format {fmt!r}", hint="use text, markdown or json")
     try:
         from pathlib import Path
 
@@ -71,6 +82,8 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
         warn(f"no context: {err.line()}")
         emit({"text": "", "included": [], "omitted": 0})
         return
+    if not block.text and block.omitted:
+        warn(f"the budget holds none of the {block.omitted} memories; raise --budget")
     emit({"text": block.text, "included": block.included, "omitted": block.omitted}, block.text or None)
 
 

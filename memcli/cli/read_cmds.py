@@ -36,7 +36,8 @@ def _filters(scope, status, category, tag, subject, include_expired, limit, path
 
 @app.command()
 def recall(
-    query: Annotated[str, typer.Argument(help="Words to search for (a regular expression with --grep).")],
+    query: Annotated[list[str], typer.Argument(
+        help="Words to search for, quoted or not (a regular expression with --grep).")],
     fuzzy: Annotated[bool, typer.Option("--fuzzy", help="Approximate matching (typos).")] = False,
     grep: Annotated[bool, typer.Option("--grep", help="Treat QUERY as a regular expression.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each part of every score.")] = False,
@@ -46,7 +47,7 @@ def recall(
     include_expired: ExpiredF = False, limit: LimitF = 10, json_: JsonOpt = False,
 ) -> None:
     """Search memories in your scopes: ranked (BM25, importance, recency) by default, --fuzzy or --grep."""
-    hot.recall(query, fuzzy=fuzzy, grep=grep, explain=explain, scope=scope, status=status, category=category,
+    hot.recall(" ".join(query), fuzzy=fuzzy, grep=grep, explain=explain, scope=scope, status=status, category=category,
                tag=tag, subject=subject, path=path, created_after=created_after, created_before=created_before,
                updated_after=updated_after, updated_before=updated_before, include_expired=include_expired,
                limit=limit)
@@ -146,12 +147,11 @@ def doctor(json_: JsonOpt = False) -> None:
 
     context = ctx()
     problems = do_doctor(context)
-    emit({"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems]})
-    if not _json():
-        for problem in problems:
-            print(problem.line(), file=sys.stderr)
-        if not problems:
-            print("all memory files are readable", file=sys.stderr)
+    emit({"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems]},
+         "\n".join(f"{p.path}:{p.lineno}: {p.reason}" if p.lineno else f"{p.path}: {p.reason}" for p in problems)
+         or None)
+    if not problems and not _json():
+        print("all memory files are readable", file=sys.stderr)
     if problems:
         raise typer.Exit(11)
 

@@ -49,7 +49,8 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
     Raises:
         ValidationFailed, ScopeViolation: a filter value is not acceptable.
     """
-    statuses = tuple(check_choice("status", s, STATUSES) for s in filters.statuses) or ("active",)
+    statuses = tuple(check_choice("status", s.strip(), STATUSES)
+                     for value in filters.statuses for s in value.split(",") if s.strip()) or ("active",)
     if filters.category is not None:
         check_choice("category", filters.category, CATEGORIES)
     if not 1 <= filters.limit <= MAX_LIMIT:

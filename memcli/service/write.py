@@ -179,8 +179,8 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     importance = model.check_importance(opts.importance if opts.importance is not None
                                         else (base.importance if base else 3))
     subject = opts.subject if opts.subject is not None else (base.subject if base else None)
-    if subject is not None and (not subject.strip() or len(subject) > model.MAX_SUBJECT_CHARS or "\n" in subject):
-        raise ValidationFailed(f"invalid subject: use one line of at most {model.MAX_SUBJECT_CHARS} characters")
+    if subject is not None:
+        model.check_subject(subject)
     model.check_choice("source type", opts.source_type, model.SOURCE_TYPES)
     for label, value in (("run id", opts.run_id), ("idempotency key", opts.idempotency_key)):
         if value is not None and (not value.strip() or len(value) > 200 or "\n" in value):
@@ -348,6 +348,8 @@ def _restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
     key = record.provenance.idempotency_key
     first = key and (next((m for m in batch.added if m.provenance.idempotency_key == key), None)
                      or catalog.by_idempotency_key(key))
+    if first and (first.scope != record.scope or not ctx.may_see(first)):  # a key counts within one scope
+        first = None
     if first:
         decided.append(("idempotency", f"repeated key; first result {first.id}"))
         return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
