@@ -302,8 +302,9 @@ def scope_of_parts(parts: tuple[str, ...]) -> str | None:
 
 
 def normalise_text(text: str) -> str:
-    """The form used by the exact-duplicate gate: NFKC, case-folded, blank runs collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    """The form used by the exact-duplicate gate: NFKC, case-folded, blank runs collapsed,
+    closing punctuation (``.`` ``!`` ``。`` ``！``) dropped."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).rstrip(" .!。！")
 
 
 # --- mapping <-> record --------------------------------------------------------------
@@ -345,6 +346,8 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
         except ValidationFailed as err:
             raise ValidationFailed(f"{name}: {err.message}") from None
 
+    if not body.strip():
+        raise ValidationFailed("the memory text is empty (nothing after the front-matter)")
     memory_id = key("id", check_id, None) or check_id(file_id)
     scope = key("scope", check_scope, folder_scope)
     if scope is None:

@@ -32,6 +32,7 @@ class Query:
         path: a file path; only memories whose ``paths`` globs match it (``**`` spans folders).
         created_after, created_before, updated_after, updated_before: time range filters
             (aware UTC; ``after`` inclusive, ``before`` exclusive).
+        actor: the caller; another user's personal scope is never returned, whatever ``scopes`` says.
         order: for an empty query, ``importance`` (pinned, importance, recency: what
             ``context`` wants) or ``newest`` (creation time, for ``list``).
     """
@@ -52,6 +53,7 @@ class Query:
     updated_after: datetime | None = None
     updated_before: datetime | None = None
     order: str = "importance"
+    actor: str | None = None
 
 
 @dataclass
@@ -107,7 +109,7 @@ def _within(value: datetime | None, after: datetime | None, before: datetime | N
 def passes(memory: Memory, query: Query) -> bool:
     """True when ``memory`` passes the scope, status, expiry and field filters of ``query``."""
     return (
-        visible(memory, query.scopes)
+        visible(memory, query.scopes, query.actor)
         and memory.status in query.statuses
         and (query.include_expired or not memory.is_expired(query.now))
         and (query.category is None or memory.category == query.category)

@@ -16,8 +16,9 @@ Score within a tier (higher is better), one formula, documented in the README::
 
     score = relevance * (0.8 + 0.1 * importance) * (0.8 + 0.2 * 0.5 ** (age_days / 90))
 
-where ``relevance = -bm25(fts, 1.0, 2.0, 1.5)`` (body, subject and tags weighted
-1 : 2 : 1.5; FTS5's bm25 is negative, better is lower) and ``age_days`` is the time
+where ``relevance = -bm25(fts, 1.0, 2.0, 1.5) + 0.01`` (body, subject and tags weighted
+1 : 2 : 1.5; FTS5's bm25 is negative, better is lower; the 0.01 keeps importance and
+recency in play when BM25 is near 0, as for a word most memories share) and ``age_days`` is the time
 since ``updatedAt``. Both factors are positive and independent of relevance, so the
 score is monotone in relevance: of two memories with equal importance and age, the
 more relevant one never ranks lower. Tiers order before scores.
@@ -36,7 +37,11 @@ from memcli.model import Memory, from_dict
 TIERS = ("exact", "partial", "fuzzy", "substring")
 FUZZY_CUTOFF = 75
 HALF_LIFE_DAYS = 90.0
-_SCORE = ("(-bm25(fts, 1.0, 2.0, 1.5)) * (0.8 + 0.1 * d.importance)"
+#: Added to BM25 relevance: in a small workspace FTS5's IDF, and so BM25, is near 0 for a
+#: word most memories share, and importance and recency must still order them.
+RELEVANCE_FLOOR = 0.01
+_RELEVANCE = f"(-bm25(fts, 1.0, 2.0, 1.5) + {RELEVANCE_FLOOR})"
+_SCORE = (f"{_RELEVANCE} * (0.8 + 0.1 * d.importance)"
           " * (0.8 + 0.2 * pow(0.5, max(0.0, :now - coalesce(d.updated, :now)) / 86400.0 / :half))")
 
 
@@ -48,6 +53,9 @@ def _filters(query: Query) -> tuple[str, dict]:
         params[f"s{i}"] = scope
         scope_terms.append(f"d.scope GLOB :s{i}" if any(c in scope for c in "*?[") else f"d.scope = :s{i}")
     where = ["d.id IS NOT NULL", "(" + (" OR ".join(scope_terms) or "0") + ")"]
+    if query.actor is not None:  # another user's personal scope never, whatever the patterns say
+        params["me"] = f"user:{query.actor}"
+        where.append("(d.scope NOT LIKE 'user:%' OR d.scope = :me)")
     statuses = []
     for i, status in enumerate(query.statuses):
         params[f"st{i}"] = status
@@ -111,7 +119,7 @@ class FtsRetriever:
     def _run(self, query: Query, expression: str, tier: str, exclude: set[str], limit: int) -> list[Hit]:
         where, params = _filters(query)
         params.update(match=expression, limit=limit + len(exclude))
-        sql = (f"SELECT d.record, {_SCORE} AS score, -bm25(fts, 1.0, 2.0, 1.5) AS rel, d.importance"
+        sql = (f"SELECT d.record, {_SCORE} AS score, {_RELEVANCE} AS rel, d.importance"
                f" FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
                " ORDER BY score DESC, d.id LIMIT :limit")
         hits = []
@@ -149,8 +157,8 @@ class FtsRetriever:
 
                 pool = [t for (t,) in self.db.execute(
                     "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
-                    " AND term != ?", (token[0], token[0] + "\uffff", len(token) - 2, len(token) + 2, token))]
-                close = process.extract(token, pool, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=5)
+                    " AND term != ?", (token[0], token[0] + "\uffff", max(3, len(token) - 6), len(token) + 3, token))]
+                close = process.extract(token, pool, scorer=_typo_score, score_cutoff=FUZZY_CUTOFF, limit=5)
                 alternatives += [quote_term(term) for term, _, _ in close]
                 corrected = corrected or bool(close)
             if alternatives:
@@ -195,6 +203,22 @@ class FtsRetriever:
         """See :class:`memcli.index.Retriever`."""
         where, params = _filters(query)
         return self.db.execute(f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0]
+
+
+def _typo_score(word: str, term: str, **_: object) -> float:
+    """How close a query word is to an indexed term (0–100), typo- and suffix-tolerant.
+
+    The better of rapidfuzz's ratio against the whole term and against the word cut to
+    the term's length plus one, so that a misspelt ending still reaches the stem
+    (``migratoins`` -> ``migrat``, ``postgress`` -> ``postgr``). Terms under five letters
+    only count whole.
+    """
+    from rapidfuzz import fuzz
+
+    whole = fuzz.ratio(word, term)
+    if len(term) < 5 or len(word) <= len(term):
+        return whole
+    return max(whole, fuzz.ratio(word[: len(term) + 1], term))
 
 
 def _memory(record: str) -> Memory:

@@ -56,9 +56,24 @@ def stem(token: str) -> str:
     return cached
 
 
+_LATIN_MARKS = re.compile("[\u0300-\u036f]")
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
 def normalise(text: str) -> str:
-    """NFKC and case-folded: the form both indexed text and queries go through."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """The form both indexed text and queries go through: NFKC, case-folded, Latin
+    accents dropped (``café`` -> ``cafe``, ``İstanbul`` -> ``istanbul``; marks of other
+    scripts, such as Japanese dakuten, are kept)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if folded.isascii():
+        return folded
+    return unicodedata.normalize("NFC", _LATIN_MARKS.sub("", unicodedata.normalize("NFD", folded)))
+
+
+def _camel_parts(text: str) -> str:
+    """Spell out camelCase identifiers beside themselves: ``getUserName`` -> ``getUserName get User Name``."""
+    return re.sub(r"\b[a-z]+(?:[A-Z][a-z0-9]*)+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b",
+                  lambda m: m.group(0) + " " + " ".join(_CAMEL.findall(m.group(0))), text)
 
 
 def _bigrams(match: re.Match) -> str:
@@ -70,7 +85,7 @@ def _bigrams(match: re.Match) -> str:
 
 def tokens(text: str) -> list[str]:
     """The index tokens of a text, in order: stems, numbers, CJK bigrams."""
-    return [stem(t) for t in _TOKEN.findall(CJK_RUN.sub(_bigrams, normalise(text)))]
+    return [stem(t) for t in _TOKEN.findall(CJK_RUN.sub(_bigrams, normalise(_camel_parts(text))))]
 
 
 def prepare(text: str) -> str:

@@ -42,10 +42,17 @@ def readable_scopes(patterns: list[str], actor: str, requested: list[str] | None
     return out
 
 
-def visible(memory: Memory, scopes: list[str]) -> bool:
-    """True when the memory's scope is one of ``scopes`` (patterns like ``channel:*`` allowed)."""
+def visible(memory: Memory, scopes: list[str], actor: str | None = None) -> bool:
+    """True when the memory's scope is one of ``scopes`` (patterns like ``channel:*`` allowed).
+
+    With ``actor``, another user's personal scope is never visible, whatever the
+    patterns say (``[scopes] read = ["*"]`` must not open ``user:bob`` to alice).
+    """
     from fnmatch import fnmatchcase
 
+    owner = personal_owner(memory.scope)
+    if actor is not None and owner is not None and owner != actor:
+        return False
     return any(memory.scope == s or fnmatchcase(memory.scope, s) for s in scopes)
 
 

@@ -53,7 +53,7 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
         exclude: ids already given to this session (left out, not counted).
     """
     search = retriever(ctx)
-    base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=POOL)
+    base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=POOL, actor=ctx.actor)
     pool = [h.memory for h in search.search(base)]
     first: list[Memory] = [m for m in pool if m.pinned]
     if query and query.strip():

@@ -64,7 +64,8 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
             raise ValidationFailed(f"--{name.replace('_', '-')}: {value!r} is not a date or RFC 3339 time") from None
     return Query(text=text, scopes=ctx.scopes(filters.scopes or None), now=ctx.now, mode=mode,
                  statuses=statuses, include_expired=filters.include_expired, category=filters.category,
-                 tag=filters.tag, subject=filters.subject, limit=filters.limit, path=filters.path, **times)
+                 tag=filters.tag, subject=filters.subject, limit=filters.limit, path=filters.path,
+                 actor=ctx.actor, **times)
 
 
 def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> list[Hit]:

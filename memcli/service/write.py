@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli import frontmatter, gitlog, model
-from memcli.errors import ReviewRefused, SubjectConflict, ValidationFailed, WrongStatus
+from memcli.errors import MemcliError, ReviewRefused, SubjectConflict, ValidationFailed, WrongStatus
 from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
@@ -526,7 +526,22 @@ def init(path: Path, hidden: bool = False) -> tuple[Path, bool, str | None]:
     from memcli.config import CONFIG_NAME
     from memcli.store.workspace import create_files
 
-    path.mkdir(parents=True, exist_ok=True)
+    from memcli.errors import WorkspaceInvalid
+    from memcli.store.workspace import find_root
+
+    try:
+        outer = find_root(cwd=path.absolute().parent)
+    except MemcliError:
+        outer = None
+    if outer is not None and outer in path.absolute().parents and (outer / "memories") in [
+            path.absolute(), *path.absolute().parents]:
+        raise WorkspaceInvalid(f"{path} is inside the memories of the workspace {outer}",
+                               hint="choose a folder outside it")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WorkspaceInvalid(f"cannot create {path}: {err.strerror}", hint="choose a folder you can write to") \
+            from None
     gitlog.GitRepo.init(path)
     root, created = create_files(path, hidden)
     if not created:

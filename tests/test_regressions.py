@@ -1,0 +1,152 @@
+"""Faults a newcomer found by hand (one test each, with the input that showed it)."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import git
+
+
+def ids(result) -> list[str]:
+    data = result.json()["data"]
+    return [m["id"] for m in data.get("hits", data.get("memories", []))]
+
+
+def write(ws, name: str, text: str) -> None:
+    folder = ws / "memories" / "project"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+
+
+def test_a_bad_date_is_a_reported_file_not_a_crash(ws, run):
+    good = run("--json", "remember", "The good memory.").json()["data"]["id"]
+    write(ws, "bad.md", "---\ncreatedAt: 2025-13-45\n---\nbad date\n")
+    write(ws, "bad2.md", "---\nreview:\n  at: 2025-02-30T10:00:00Z\n---\nbad day\n")
+    listed = run("--json", "list")
+    assert listed.code == 0 and ids(listed) == [good]
+    assert any("bad.md:2: invalid date or time" in w for w in listed.json()["warnings"])
+    assert run("doctor").code == 11
+
+
+def test_symbolic_links_are_never_followed(ws, run, tmp_path):
+    secret = tmp_path / "credentials"
+    secret.write_text("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", encoding="utf-8")
+    (ws / "memories" / "project").mkdir(parents=True, exist_ok=True)
+    os.symlink(secret, ws / "memories" / "project" / "creds.md")
+    context = run("context")
+    assert "wJalr" not in context.out and "creds.md" in context.err
+    assert "symbolic link" in run("doctor").out
+
+
+def test_an_idempotency_key_never_matches_another_users_memory(ws, run):
+    run("remember", "bob private", "--scope", "user:bob", "--idempotency-key", "k1", env={"MEMCLI_ACTOR": "bob"})
+    mine = run("--json", "remember", "alice text", "--idempotency-key", "k1")
+    assert mine.json()["data"]["outcome"] == "created" and "bob private" not in mine.out
+
+
+def test_a_failed_commit_leaves_the_index_clean(ws, run):
+    git(ws, "config", "commit.gpgsign", "true")
+    git(ws, "config", "gpg.program", "/bin/false")
+    result = run("remember", "This commit will fail to sign.")
+    assert result.code == 10
+    assert git(ws, "status", "--porcelain") == ""
+
+
+def test_racing_supersedes_one_wins_the_others_are_refused(ws, run):
+    old = run("--json", "remember", "Version zero.", "--subject", "rule").json()["data"]["id"]
+    env = dict(os.environ)
+    procs = [subprocess.Popen([sys.executable, "-m", "memcli", "supersede", old, f"Version {i}."], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    codes = sorted(p.wait(timeout=60) for p in procs)
+    assert codes == [0, 8, 8, 8]
+    assert len(ids(run("--json", "list", "--subject", "rule"))) == 1
+
+
+def test_one_oversized_memory_does_not_empty_the_context(ws, run):
+    for i in range(3):
+        run("remember", f"Small memory number {i}.")
+    run("remember", "big " + "y " * 4000, "--importance", "5")
+    data = run("--json", "context").json()["data"]
+    assert len(data["included"]) == 3 and data["omitted"] == 1
+
+
+def test_a_pending_proposal_does_not_swallow_a_persons_write(ws, run):
+    run("remember", "Tabs are four spaces wide.", "--source-type", "model_derived")
+    mine = run("--json", "remember", "Tabs are four spaces wide.")
+    assert mine.json()["data"]["outcome"] == "created"
+
+
+def test_a_restore_with_the_old_mtime_and_size_is_seen(ws, run):
+    memory_id = run("--json", "remember", "The flag is alpha.").json()["data"]["id"]
+    time.sleep(2.1)  # older than the racy window, so only the ctime can tell
+    assert ids(run("--json", "recall", "alpha")) == [memory_id]
+    path = next((ws / "memories").rglob(f"{memory_id}*.md"))
+    info = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"alpha", b"omega"))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # touch -r / cp -p / rsync -t
+    assert ids(run("--json", "recall", "omega")) == [memory_id]
+
+
+def test_configured_read_patterns_never_open_another_users_scope(ws, run):
+    run("remember", "bob private note", "--scope", "user:bob", env={"MEMCLI_ACTOR": "bob"})
+    config = ws / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        'read = ["global", "project", "user:{actor}"]', 'read = ["*"]'), encoding="utf-8")
+    for args in (["list"], ["recall", "private"], ["context"]):
+        assert "bob private" not in run(*args).out
+
+
+@pytest.mark.parametrize("query", ["postgress", "kubernetess", "migratoins", "deploymnet", "deployemnts"])
+def test_typos_at_the_end_of_a_word_still_find_it(ws, run, query):
+    memory_id = run("--json", "remember", "The deployments were deployed with kubernetes and postgres migrations.")
+    assert ids(run("--json", "recall", query)) == [memory_id.json()["data"]["id"]]
+
+
+def test_importance_orders_memories_that_bm25_cannot_tell_apart(ws, run):
+    low = run("--json", "remember", "pnpm one", "--importance", "1").json()["data"]["id"]
+    high = run("--json", "remember", "pnpm two", "--importance", "5").json()["data"]["id"]
+    run("remember", "pnpm three")
+    run("remember", "pnpm four")
+    order = ids(run("--json", "recall", "pnpm"))
+    assert order.index(high) < order.index(low)
+
+
+def test_recall_takes_unquoted_words(ws, run):
+    memory_id = run("--json", "remember", "The review gate waits for a second person.").json()["data"]["id"]
+    assert ids(run("--json", "recall", "review", "gate")) == [memory_id]
+    assert run("recall", "review", "gate").code == 0
+
+
+def test_an_empty_memory_file_is_reported(ws, run):
+    write(ws, "empty.md", "")
+    assert "empty.md" in run("--json", "list").out and run("doctor").code == 11
+
+
+def test_actor_names_must_make_a_personal_scope(ws, run):
+    result = run("list", env={"MEMCLI_ACTOR": "Alice Smith"})
+    assert result.code == 5 and "actor" in result.err
+
+
+def test_init_inside_the_memories_of_a_workspace_is_refused(ws, run):
+    result = run("init", str(ws / "memories" / "project" / "sub"))
+    assert result.code == 3 and not (ws / "memories" / "project" / "sub" / "memcli.toml").exists()
+
+
+def test_forget_of_an_unreadable_file_names_the_problem(ws, run):
+    memory_id = run("--json", "remember", "Will be broken by hand.").json()["data"]["id"]
+    path = next((ws / "memories").rglob(f"{memory_id}*.md"))
+    path.write_text(path.read_text(encoding="utf-8").replace("tags:", "x: [#bad]\ntags:").replace(
+        "status: active", "status: active\nbroken: [#a, #b]"), encoding="utf-8")
+    result = run("forget", memory_id)
+    assert result.code == 11 and path.name in result.err
+
+
+def test_accents_and_camel_case_are_found(ws, run):
+    cafe = run("--json", "remember", "Meet at the café in İstanbul.").json()["data"]["id"]
+    camel = run("--json", "remember", "Call getUserName before rendering.").json()["data"]["id"]
+    assert ids(run("--json", "recall", "cafe istanbul")) == [cafe]
+    assert ids(run("--json", "recall", "get user name")) == [camel]
+    assert ids(run("--json", "recall", "getUserName")) == [camel]
