@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,21 @@ def test_hook_fast_path_equals_typer_path(ws, run):
     fast = run("hook", "claude", "session-start", input=payload)
     slow = run("hook", "claude", "session-start", input=payload, env={"MEMCLI_NO_FAST": "1"})
     assert (fast.code, fast.out, fast.err) == (slow.code, slow.out, slow.err)
+
+
+def test_context_brings_forward_memories_about_files_under_the_folder(tmp_path, run):
+    project = tmp_path / "project"
+    (project / "web").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / "web" / "app.ts").write_text("export {}\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(project), "add", "web/app.ts"], check=True)
+    assert run("init", str(project / "mem")).code == 0
+    env = {"MEMCLI_WORKSPACE": str(project / "mem")}
+    for i in range(5):
+        run("remember", f"Important general rule {i}.", "--importance", "5", env=env)
+    about = run("--json", "remember", "The web app uses strict TypeScript.", "--importance", "1",
+                "--path", "web/**", env=env).json()["data"]["id"]
+    other = run("--json", "remember", "The API uses Go modules.", "--importance", "1", "--path", "api/**",
+                env=env).json()["data"]["id"]
+    included = run("--json", "context", cwd=project, env=env).json()["data"]["included"]
+    assert included.index(about) == 0 and included.index(other) == len(included) - 1

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memcli.agents.context import Block, render
 from memcli.errors import ValidationFailed
-from memcli.index import Query, paths_match
+from memcli.index import Query
 from memcli.model import Memory, check_choice
 from memcli.service import Ctx
 from memcli.service.read import retriever
@@ -31,16 +31,35 @@ MIN_BUDGET = 200
 MAX_FILES = 20_000
 
 
-def tracked_files(folder: Path) -> list[str]:
-    """Files git tracks under ``folder``, relative to the repository root (empty outside git)."""
+def tracked_files(folder: Path, workspace: Path) -> list[str]:
+    """Files git tracks under ``folder``, relative to the repository root, leaving out the
+    workspace's own files (memories are not what memories are about); empty outside git."""
     try:
-        proc = subprocess.run(["git", "ls-files", "--full-name", "-z"], cwd=folder, capture_output=True,
-                              timeout=5, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(["git", "ls-files", "--full-name", "-z", "--", ".", f":(exclude){workspace}"],
+                              cwd=folder, capture_output=True, timeout=5, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return []
     if proc.returncode != 0:
         return []
-    return proc.stdout.decode("utf-8", "replace").split("\0")[:MAX_FILES]
+    return [f for f in proc.stdout.decode("utf-8", "replace").split("\0") if f][:MAX_FILES]
+
+
+def about_files(memories: list[Memory], files: list[str]) -> list[Memory]:
+    """The memories whose ``paths`` globs match at least one of ``files`` (each glob set compiled once)."""
+    if not files:
+        return []
+    from wcmatch import glob
+
+    matchers: dict[tuple[str, ...], object] = {}
+    found = []
+    for memory in memories:
+        key = tuple(memory.paths)
+        if key not in matchers:
+            matcher = glob.compile(list(key), flags=glob.GLOBSTAR | glob.DOTGLOB)
+            matchers[key] = any(matcher.match(f) for f in files)
+        if matchers[key]:
+            found.append(memory)
+    return found
 
 
 def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
@@ -60,8 +79,7 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
         base.text = query
         first += [h.memory for h in search.search(base)]
     if folder is not None and any(m.paths for m in pool):
-        files = tracked_files(folder)
-        first += [m for m in pool if m.paths and any(paths_match(m.paths, f) for f in files)]
+        first += about_files([m for m in pool if m.paths], tracked_files(folder, ctx.ws.root))
     seen = set(exclude or ())
     ordered = []
     for memory in [*first, *pool]:
