@@ -36,8 +36,8 @@ class Catalog(Protocol):
         """Memories whose id starts with ``prefix`` (lower case)."""
         ...
 
-    def by_idempotency_key(self, key: str) -> Memory | None:
-        """The first memory written with this idempotency key."""
+    def by_idempotency_key(self, key: str, scope: str) -> Memory | None:
+        """The first memory of ``scope`` written with this idempotency key (a key counts within one scope)."""
         ...
 
     def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
@@ -86,9 +86,9 @@ class ScanCatalog:
         """See :class:`Catalog`."""
         return [m for m in self.memories if m.id.startswith(prefix)]
 
-    def by_idempotency_key(self, key: str) -> Memory | None:
+    def by_idempotency_key(self, key: str, scope: str) -> Memory | None:
         """See :class:`Catalog`."""
-        return next((m for m in self.memories if m.provenance.idempotency_key == key), None)
+        return next((m for m in self.memories if m.provenance.idempotency_key == key and m.scope == scope), None)
 
     def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
         """See :class:`Catalog`."""
@@ -167,9 +167,10 @@ class IndexCatalog:
         return self._records("SELECT record FROM docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
                              (prefix, prefix + "\uffff"))
 
-    def by_idempotency_key(self, key: str) -> Memory | None:
+    def by_idempotency_key(self, key: str, scope: str) -> Memory | None:
         """See :class:`Catalog`."""
-        found = self._records("SELECT record FROM docs WHERE idem = ? ORDER BY created, id LIMIT 1", (key,))
+        found = self._records("SELECT record FROM docs WHERE idem = ? AND scope = ? ORDER BY created, id LIMIT 1",
+                              (key, scope))
         return found[0] if found else None
 
     def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:

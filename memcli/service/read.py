@@ -128,8 +128,8 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
         MemoryNotFound, AmbiguousId: ``ref`` does not name one visible memory.
     """
     def visible(entry: Entry) -> bool:  # another user's personal memories stay out of the trail
-        owner = personal_owner(entry.trailers.get("scope", ""))
-        return owner is None or owner == ctx.actor
+        owners = {personal_owner(s) for s in entry.trailers.get("scope", "").split()} - {None}
+        return owners <= {ctx.actor}
 
     repo = ctx.git()
     if ref is None:

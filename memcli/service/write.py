@@ -226,7 +226,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     catalog = ctx.catalog()
     if opts.idempotency_key:  # a key counts within one scope: another user's key never matches
         first = next((m for m in batch.added if m.provenance.idempotency_key == opts.idempotency_key), None) \
-            or catalog.by_idempotency_key(opts.idempotency_key)
+            or catalog.by_idempotency_key(opts.idempotency_key, memory.scope)
         if first is not None and (first.scope != memory.scope or not ctx.may_see(first)):
             first = None
         if first is not None:
@@ -347,7 +347,7 @@ def _restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
     catalog = ctx.catalog()
     key = record.provenance.idempotency_key
     first = key and (next((m for m in batch.added if m.provenance.idempotency_key == key), None)
-                     or catalog.by_idempotency_key(key))
+                     or catalog.by_idempotency_key(key, record.scope))
     if first and (first.scope != record.scope or not ctx.may_see(first)):  # a key counts within one scope
         first = None
     if first:
