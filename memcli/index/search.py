@@ -153,7 +153,7 @@ class FtsRetriever:
             # memory would switch correction off), and a typed word may match one memory
             # exactly while the one meant is spelled right (ranked below, as a fuzzy hit).
             if token and len(token) >= 4:
-                from rapidfuzz import fuzz, process
+                from rapidfuzz import process
 
                 pool = [t for (t,) in self.db.execute(
                     "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"

@@ -22,7 +22,7 @@ through the same six gates as ``remember`` (``write.write_batch``), with
   not come back. The scope is part of the key because the idempotency gate looks keys up
   across scopes: two people importing their own ``CLAUDE.local.md`` must not collide.
 * JSON Lines (from ``export --format jsonl``) restore records exactly: own id, scope,
-  status, times, provenance, links, review (see ``write._restore``); ``--scope`` does not
+  status, times, provenance, links, review (see ``service.restore``); ``--scope`` does not
   apply to them; an id that exists already is a duplicate (no-op).
 
 Export reads what ``list`` reads (the caller's scopes; active and unexpired, or every

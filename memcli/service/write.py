@@ -292,7 +292,7 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
         op: the operation named in the commit (``extract``, ``import`` …).
         items: ``(text, options)`` pairs, in order; a later item sees earlier ones as
             duplicates or repeated idempotency keys. An item may instead be a complete
-            :class:`Memory` to restore with its own id and fields (see :func:`_restore`).
+            :class:`Memory` to restore with its own id and fields (see ``service.restore``).
         dry_run: run every gate, write nothing (the results say what would happen).
 
     Returns:
@@ -304,6 +304,7 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
     from memcli.errors import MemcliError
+    from memcli.service.restore import restore
 
     results: list = []
     with ctx.ws.lock():
@@ -311,7 +312,7 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
         batch = Batch()
         for item in items:
             try:
-                results.append(_restore(ctx, op, item, batch) if isinstance(item, Memory)
+                results.append(restore(ctx, op, item, batch) if isinstance(item, Memory)
                                else _decide(ctx, op, item[0], item[1], None, batch))
             except MemcliError as err:
                 results.append(err)
@@ -323,67 +324,6 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
         if isinstance(result, WriteResult) and result.outcome != "noop":
             result.commit = commit
     return results, commit
-
-
-def _restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
-    """The six gates for a complete record (JSON Lines ``import``): it keeps its id, status, times, provenance.
-
-    Validation reads the record through the file schema; an id already present is a
-    duplicate (a no-op); the conflict gate refuses instead of superseding (that would
-    change the record); the review gate keeps the status, except that an ``active``
-    record that needed a review (SPEC.md section 3, gate 6) and has none waits in
-    ``pending_review``. The caller holds the workspace lock and has synced the catalog.
-
-    Raises:
-        ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict.
-    """
-    model.check_text(record.text)
-    gates.check_write_scope(record.scope, ctx.actor)
-    record = model.from_mapping(model.to_mapping(record), record.body, path="", file_id=record.id,
-                                folder_scope=None, file_time=ctx.now)
-    decided = [("validation", "passed")]
-    gates.check_secrets(record.text, record.subject or "", *record.tags, *record.paths)
-    decided.append(("sensitive_data", "passed"))
-    catalog = ctx.catalog()
-    key = record.provenance.idempotency_key
-    first = key and (next((m for m in batch.added if m.provenance.idempotency_key == key), None)
-                     or catalog.by_idempotency_key(key, record.scope))
-    if first and (first.scope != record.scope or not ctx.may_see(first)):  # a key counts within one scope
-        first = None
-    if first:
-        decided.append(("idempotency", f"repeated key; first result {first.id}"))
-        return WriteResult(op, first, "noop", f"already written with this idempotency key: {first.id}",
-                           gate="idempotency", gates=decided)
-    decided.append(("idempotency", "passed"))
-    live = record.status in ("active", "pending_review")
-    texts = catalog.live_texts(record.scope) if live else {}
-    texts.update({m.id: model.normalise_text(m.text) for m in batch.added if live and m.scope == record.scope})
-    dups = gates.find_duplicates(record.text, texts, ctx.ws.config.near_duplicate) if live else []
-    same = [m for m in [*batch.added, *catalog.by_prefix(record.id)] if m.id == record.id]
-    if same or (dups and dups[0].exact):
-        first = same[0] if same else next((m for m in batch.added if m.id == dups[0].memory_id), None) \
-            or catalog.by_prefix(dups[0].memory_id)[0]
-        decided.append(("duplicate", f"{'same id as' if same else 'exact duplicate of'} {first.id}"))
-        return WriteResult(op, first, "noop", f"already exists: {first.id}", gate="duplicate", gates=decided)
-    decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
-    if record.status == "active" and record.subject:
-        held = [m.id for m in [*catalog.active_with_subject(record.scope, record.subject), *batch.added]
-                if m.scope == record.scope and m.subject == record.subject and m.status == "active"]
-        if held:
-            raise SubjectConflict(f"{held[0]} already holds subject {record.subject!r} in {record.scope}",
-                                  hint=f"retire it first (`memcli forget {held[0]}`), then import again")
-    decided.append(("conflict", "passed"))
-    if record.status == "active" and record.review is None and gates.review_required(
-            record.scope, record.provenance.source_type, ctx.ws.config.shared_scopes):
-        record.status = "pending_review"
-    decided.append(("review", record.status))
-    path = ctx.ws.files.new_path(record)
-    record.path = ctx.ws.files.rel(path)
-    batch.writes[path] = frontmatter.render_new(model.to_mapping(record), record.body)
-    batch.added.append(record)
-    return WriteResult(op, record, "pending_review" if record.status == "pending_review" else "created",
-                       f"restored: {record.id} ({record.scope}, {record.status})", gates=decided,
-                       warnings=[f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar)" for d in dups])
 
 
 def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: str | None) -> list[str]:
