@@ -33,8 +33,8 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     hits = do_recall(context, query, filters, mode)
     flush_warnings(context)
     data = {"query": query, "mode": mode, "hits": [
-        {**h.memory.to_dict(context.now), "score": round(h.score, 4), "match": h.match,
-         **({"explain": {k: round(v, 4) for k, v in h.parts.items()}} if explain else {})} for h in hits]}
+        {**h.memory.to_dict(context.now), "score": float(f"{h.score:.6g}"), "match": h.match,
+         **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})} for h in hits]}
     emit(data)
     if STATE.json:
         return
@@ -48,7 +48,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     elif explain:
         table(f"recall {query!r} (score = bm25 x importance x recency, by tier)",
               ["id", "match", "score", "bm25", "importance", "recency", "text"],
-              [[h.memory.id, h.match, f"{h.score:.3f}", f"{h.parts.get('bm25', 0):.3f}",
+              [[h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
                 f"{h.parts.get('importance', 0):.2f}", f"{h.parts.get('recency', 0):.3f}",
                 one_line(h.memory.text, 60)] for h in hits])
     else:

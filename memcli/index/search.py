@@ -16,9 +16,8 @@ Score within a tier (higher is better), one formula, documented in the README::
 
     score = relevance * (0.8 + 0.1 * importance) * (0.8 + 0.2 * 0.5 ** (age_days / 90))
 
-where ``relevance = -bm25(fts, 1.0, 2.0, 1.5) + 0.01`` (body, subject and tags weighted
-1 : 2 : 1.5; FTS5's bm25 is negative, better is lower; the 0.01 keeps importance and
-recency in play when BM25 is near 0, as for a word most memories share) and ``age_days`` is the time
+where ``relevance = -bm25(fts, 1.0, 2.0, 1.5)`` (body, subject and tags weighted
+1 : 2 : 1.5; FTS5's bm25 is negative, better is lower) and ``age_days`` is the time
 since ``updatedAt``. Both factors are positive and independent of relevance, so the
 score is monotone in relevance: of two memories with equal importance and age, the
 more relevant one never ranks lower. Tiers order before scores.
@@ -37,10 +36,10 @@ from memcli.model import Memory, from_dict
 TIERS = ("exact", "partial", "fuzzy", "substring")
 FUZZY_CUTOFF = 75
 HALF_LIFE_DAYS = 90.0
-#: Added to BM25 relevance: in a small workspace FTS5's IDF, and so BM25, is near 0 for a
-#: word most memories share, and importance and recency must still order them.
-RELEVANCE_FLOOR = 0.01
-_RELEVANCE = f"(-bm25(fts, 1.0, 2.0, 1.5) + {RELEVANCE_FLOOR})"
+#: BM25 relevance, positive (FTS5's bm25 is negative, better is lower). It may be tiny for
+#: a word most memories share (FTS5 floors such an IDF at 1e-6), but it stays a common
+#: factor, so importance and recency still order those memories.
+_RELEVANCE = "(-bm25(fts, 1.0, 2.0, 1.5))"
 _SCORE = (f"{_RELEVANCE} * (0.8 + 0.1 * d.importance)"
           " * (0.8 + 0.2 * pow(0.5, max(0.0, :now - coalesce(d.updated, :now)) / 86400.0 / :half))")
 
