@@ -200,11 +200,6 @@ class GitRepo:
         except GitFailed:
             pass  # an unborn branch or a held lock: nothing more can be done here
 
-    def is_clean(self, paths: list[Path]) -> bool:
-        """True when none of ``paths`` differ from ``HEAD`` (an unborn branch is never clean)."""
-        rels = [os.path.relpath(p, self.workspace) for p in paths]
-        return not self._run("status", "--porcelain", "--", *rels).strip()
-
     def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,
             keep=None) -> list[Entry]:  # noqa: ANN001
         """memcli commits touching ``path`` (default: the workspace), newest first.

@@ -18,19 +18,29 @@ def row(memory, now) -> list[str]:  # noqa: ANN001
     return [memory.id, memory.scope, memory.category, status, one_line(memory.text)]
 
 
+def filters(scope=None, status=None, category=None, tag=None, subject=None, path=None,  # noqa: ANN001, ANN201
+            created_after=None, created_before=None, updated_after=None, updated_before=None,
+            include_expired: bool = False, limit: int = 10):
+    """The ``Filters`` of ``recall`` and ``list`` from their command-line options."""
+    from memcli.service.read import Filters
+
+    return Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
+                   include_expired=include_expired, limit=limit, path=path, created_after=created_after,
+                   created_before=created_before, updated_after=updated_after, updated_before=updated_before)
+
+
 def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool = False, scope=None,  # noqa: ANN001
            status=None, category=None, tag=None, subject=None, path=None, created_after=None,
            created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
            limit: int = 10) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
-    from memcli.service.read import Filters, check_mode, recall as do_recall
+    from memcli.service.read import check_mode, recall as do_recall
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
-    filters = Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
-                      include_expired=include_expired, limit=limit, path=path, created_after=created_after,
-                      created_before=created_before, updated_after=updated_after, updated_before=updated_before)
-    hits = do_recall(context, query, filters, mode)
+    chosen = filters(scope, status, category, tag, subject, path, created_after, created_before, updated_after,
+                     updated_before, include_expired, limit)
+    hits = do_recall(context, query, chosen, mode)
     flush_warnings(context)
     data = {"query": query, "mode": mode, "hits": [
         {**h.memory.to_dict(context.now), "score": float(f"{h.score:.6g}"), "match": h.match,
@@ -41,8 +51,8 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     if not hits:
         hint = ""
         if not include_expired and mode != "grep":
-            filters.include_expired, filters.limit = True, 1
-            if do_recall(context, query, filters, mode):
+            chosen.include_expired, chosen.limit = True, 1
+            if do_recall(context, query, chosen, mode):
                 hint = " (an expired memory matches: add --include-expired to see it)"
         print(f"no memories match {query!r}{hint}", file=sys.stderr)
     elif explain:

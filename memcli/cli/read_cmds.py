@@ -25,15 +25,6 @@ UpdatedAfter = Annotated[Optional[str], typer.Option("--updated-after", help="Up
 UpdatedBefore = Annotated[Optional[str], typer.Option("--updated-before", help="Updated before (date or time).")]
 
 
-def _filters(scope, status, category, tag, subject, include_expired, limit, path=None,  # noqa: ANN001
-             created=(None, None), updated=(None, None)):
-    from memcli.service.read import Filters
-
-    return Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
-                   include_expired=include_expired, limit=limit, path=path, created_after=created[0],
-                   created_before=created[1], updated_after=updated[0], updated_before=updated[1])
-
-
 @app.command()
 def recall(
     query: Annotated[list[str], typer.Argument(
@@ -64,8 +55,8 @@ def list_(
     from memcli.service.read import list_memories
 
     context = ctx()
-    memories = list_memories(context, _filters(scope, status, category, tag, subject, include_expired, limit, path,
-                                               (created_after, created_before), (updated_after, updated_before)))
+    memories = list_memories(context, hot.filters(scope, status, category, tag, subject, path, created_after,
+                                                  created_before, updated_after, updated_before, include_expired, limit))
     flush_warnings(context)
     emit({"memories": [m.to_dict(context.now) for m in memories]})
     if not _json():

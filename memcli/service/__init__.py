@@ -154,8 +154,3 @@ def _others_folder(path: str, actor: str) -> bool:
     """True for a file under another user's personal folder (``memories/user/<other>/``)."""
     parts = Path(path).parts
     return len(parts) > 2 and parts[1] == "user" and parts[2] != actor
-
-
-def relpath(ctx: Ctx, path: Path) -> str:
-    """``path`` relative to the workspace, for messages."""
-    return ctx.ws.files.rel(path)
