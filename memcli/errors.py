@@ -24,6 +24,8 @@ EXIT_CODES: dict[int, str] = {
     9: "locked: the workspace lock or git's index.lock is held by another process",
     10: "git failed (the files were restored; nothing was written)",
     11: "a memory file cannot be parsed (path, line and reason are given)",
+    12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
+    13: "history conflict: undo or rollback refused because later commits or uncommitted edits touch the same files",
 }
 
 
@@ -165,3 +167,17 @@ class InvalidMemoryFile(MemcliError):
         self.lineno = lineno
         where = f"{path}:{lineno}" if lineno else path
         super().__init__(f"{where}: {reason}", hint="fix or remove the file; `memcli doctor` lists every such file")
+
+
+class RevisionNotFound(MemcliError):
+    """A git revision (``--at``, ``--to``, ``diff A..B``) names nothing in the repository."""
+
+    code = "revision_not_found"
+    exit_code = 12
+
+
+class HistoryConflict(MemcliError):
+    """``undo`` or ``rollback`` would overwrite changes made after the commit it reverses."""
+
+    code = "history_conflict"
+    exit_code = 13

@@ -1,0 +1,49 @@
+"""``compact``: consolidate the workspace (a plan, or one commit with --apply), or a session transcript."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.output import emit
+
+
+@app.command()
+def compact(
+    apply: Annotated[bool, typer.Option("--apply", help="Make the changes, in one commit (default: print the plan).")]
+    = False,
+    scope: Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Only these scopes; repeatable.")] = None,
+    transcript: Annotated[Optional[Path], typer.Option(
+        "--transcript", help="Compact this session transcript (.jsonl) into one summary memory.")] = None,
+    keep_recent: Annotated[int, typer.Option(
+        "--keep-recent", help="With --transcript: the last N messages the summary quotes as they are.")] = 10,
+    summarizer: Annotated[Optional[str], typer.Option(
+        "--summarizer", help="With --transcript: a command that reads the text on stdin and prints the summary.")]
+    = None,
+    summarizer_timeout: Annotated[float, typer.Option(
+        "--summarizer-timeout", help="Seconds the --summarizer command may take.")] = 60.0,
+    json_: JsonOpt = False,
+) -> None:
+    """Consolidate memories: archive the expired, retire old superseded/rejected ones, merge duplicates."""
+    context = ctx()
+    if transcript is not None:
+        _session(context, transcript, keep_recent, summarizer, summarizer_timeout)
+    else:
+        _workspace(context, scope, apply)
+
+
+def _workspace(context, scope, apply: bool) -> None:  # noqa: ANN001
+    """Plan (or apply) the consolidation of the workspace's memories; see ``memcli.service.compact``."""
+    from memcli.errors import UsageProblem
+
+    raise UsageProblem("compact is not implemented yet")
+
+
+def _session(context, transcript: Path, keep_recent: int, summarizer, timeout: float) -> None:  # noqa: ANN001
+    """Summarise one session transcript into a ``summary`` memory; see ``memcli.service.session``."""
+    from memcli.errors import UsageProblem
+
+    raise UsageProblem("compact --transcript is not implemented yet")
