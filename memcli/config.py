@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from memcli.errors import WorkspaceInvalid
@@ -47,6 +48,19 @@ lock_timeout = 10
 # Characters the context block may take (Claude Code caps hook output at 10,000).
 budget = 8000
 
+[compact]
+# `memcli compact` archives superseded and rejected memories last updated longer ago
+# than this (a duration: 30d, 12w, 1y).
+retention = "90d"
+# rapidfuzz ratio (0-100) at or over which two active memories of one scope are merged.
+near_duplicate = 95
+
+[ttl]
+# Default time to live per category, for a write without --ttl or --expire-at
+# ("never" switches a default off). Any category may be listed.
+goal = "30d"
+episode = "90d"
+
 [hooks]
 # Let the pre-compact and session-end hooks run `memcli extract --apply` on the
 # session transcript (only the person's own words, through every write gate).
@@ -68,6 +82,28 @@ class Config:
     lock_timeout: float = 10.0
     context_budget: int = 8000
     hook_extract: bool = False
+    compact_retention: str = "90d"
+    compact_near_duplicate: int = 95
+    ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
+
+    def default_ttl(self, category: str) -> timedelta | None:
+        """The ``[ttl]`` duration of a category (``goal`` -> 30 days), or None when it has none."""
+        from memcli.timeutil import parse_duration
+
+        value = self.ttl.get(category, NEVER)
+        return None if value == NEVER else parse_duration(value)
+
+    def retention(self) -> timedelta:
+        """``[compact] retention`` as a duration (checked when the file was read)."""
+        from memcli.timeutil import parse_duration
+
+        return parse_duration(self.compact_retention)
+
+
+#: ``[ttl]`` defaults: goals and episodes go stale; facts and preferences hold until changed.
+DEFAULT_TTL = {"goal": "30d", "episode": "90d"}
+#: The ``[ttl]`` value that switches a category's default off.
+NEVER = "never"
 
 
 _KEYS = {
@@ -81,6 +117,8 @@ _KEYS = {
     ("git", "lock_timeout"): ("lock_timeout", (int, float)),
     ("context", "budget"): ("context_budget", int),
     ("hooks", "extract"): ("hook_extract", bool),
+    ("compact", "retention"): ("compact_retention", str),
+    ("compact", "near_duplicate"): ("compact_near_duplicate", int),
 }
 
 
@@ -110,4 +148,39 @@ def load_config(path: Path) -> Config:
         raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 and [git] lock_timeout not negative")
     if config.on_conflict not in ("supersede", "fail"):
         raise WorkspaceInvalid(f"{path}: [gates] on_conflict must be \"supersede\" or \"fail\"")
+    if not 0 <= config.compact_near_duplicate <= 100:
+        raise WorkspaceInvalid(f"{path}: [compact] near_duplicate must be from 0 to 100 (a rapidfuzz ratio)")
+    _check_duration(path, "[compact] retention", config.compact_retention)
+    config.ttl = {**DEFAULT_TTL, **_ttl_table(path, data.get("ttl", {}))}
     return config
+
+
+def _check_duration(path: Path, key: str, value: str) -> None:
+    from memcli.timeutil import parse_duration
+
+    try:
+        parse_duration(value)
+    except ValueError as err:
+        raise WorkspaceInvalid(f"{path}: {key}: {err}") from None
+
+
+def _ttl_table(path: Path, table: object) -> dict[str, str]:
+    """``[ttl]``: category -> duration string (or ``"never"``), each checked.
+
+    Raises:
+        WorkspaceInvalid: not a table, an unknown category, or a value that is no duration.
+    """
+    from memcli.model import CATEGORIES
+
+    if not isinstance(table, dict):
+        raise WorkspaceInvalid(f"{path}: [ttl] must be a table of category = \"duration\"")
+    for category, value in table.items():
+        if category not in CATEGORIES:
+            raise WorkspaceInvalid(f"{path}: [ttl] {category!r} is not a category",
+                                   hint=f"use one of: {', '.join(CATEGORIES)}")
+        if not isinstance(value, str):
+            raise WorkspaceInvalid(f"{path}: [ttl] {category} has the wrong type ({type(value).__name__})",
+                                   hint="give a duration string such as \"30d\", or \"never\"")
+        if value != NEVER:
+            _check_duration(path, f"[ttl] {category}", value)
+    return dict(table)

@@ -25,7 +25,7 @@ NAMED_SCOPES = ("user", "agent", "session", "task", "channel")
 #: Key order for files memcli writes (SPEC.md section 2 example).
 KEY_ORDER = (
     "id", "scope", "category", "subject", "status", "importance", "pinned", "createdAt", "updatedAt",
-    "expireAt", "provenance", "review", "tags", "paths", "supersedes", "supersededBy",
+    "expireAt", "provenance", "review", "tags", "paths", "supersedes", "supersededBy", "merged",
 )
 MAX_BODY_CHARS = 20_000
 MAX_SUBJECT_CHARS = 200
@@ -88,6 +88,8 @@ class Memory:
     tags: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     path: str = ""
+    #: Memories ``compact`` merged into this one: ``{"id", "sourceType", "actor", "runId", "at"}`` each.
+    merged: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # A byte order mark is an encoding artefact (stdin from some editors), never text.
@@ -125,6 +127,8 @@ class Memory:
             "supersedes": list(self.supersedes), "supersededBy": list(self.superseded_by),
             "review": _jsonable(self.review), "path": self.path, "text": self.text,
         }
+        if self.merged:
+            out["merged"] = _jsonable(self.merged)
         if at is not None:
             out["expired"] = self.is_expired(at)
         return out
@@ -394,7 +398,23 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
         tags=key("tags", lambda v: check_labels("tags", v), []),
         paths=key("paths", lambda v: check_labels("paths", v), []),
         path=path,
+        merged=_merged(meta.get("merged")),
     )
+
+
+def _merged(value: object) -> list[dict[str, Any]]:
+    """The ``merged`` list (written by ``compact``): mappings with an ``id`` and the merged one's provenance."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) and isinstance(v.get("id"), str) for v in value):
+        raise ValidationFailed("merged: expected a list of mappings, each with an id")
+    out = []
+    for entry in value:
+        item = {str(k): v for k, v in entry.items()}
+        if "at" in item:
+            item["at"] = _instant("merged.at", item["at"])
+        out.append(item)
+    return out
 
 
 def _line(value: object) -> int | None:
@@ -429,6 +449,7 @@ def to_mapping(memory: Memory) -> dict[str, Any]:
         "expireAt": memory.expire_at, "provenance": prov, "review": memory.review,
         "tags": memory.tags or None, "paths": memory.paths or None,
         "supersedes": memory.supersedes or None, "supersededBy": memory.superseded_by or None,
+        "merged": memory.merged or None,
     }
     return {k: values[k] for k in KEY_ORDER if values[k] is not None}
 
@@ -453,4 +474,5 @@ def from_dict(data: dict[str, Any]) -> Memory:
                               line=prov.get("line")),
         supersedes=list(data.get("supersedes") or []), superseded_by=list(data.get("supersededBy") or []),
         review=data.get("review"), tags=list(data.get("tags") or []), paths=list(data.get("paths") or []),
-        path=data.get("path", ""))
+        path=data.get("path", ""),
+        merged=[{**m, "at": when(m.get("at"))} if "at" in m else dict(m) for m in data.get("merged") or []])

@@ -37,9 +37,11 @@ def compact(
 
 def _workspace(context, scope, apply: bool) -> None:  # noqa: ANN001
     """Plan (or apply) the consolidation of the workspace's memories; see ``memcli.service.compact``."""
-    from memcli.errors import UsageProblem
+    from memcli.service.compact import compact as do_compact
 
-    raise UsageProblem("compact is not implemented yet")
+    result = do_compact(context, scope, apply)
+    flush_warnings(context)
+    emit(result.to_dict(), "\n".join(result.lines()))
 
 
 def _session(context, transcript: Path, keep_recent: int, summarizer, timeout: float) -> None:  # noqa: ANN001

@@ -137,7 +137,8 @@ def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
 # --- building a new memory through the gates --------------------------------------------
 
 
-def _expiry(ctx: Ctx, opts: WriteOptions) -> datetime | None:
+def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
+    """``expireAt`` of a new memory: ``--ttl``, else ``--expire-at``, else the ``[ttl]`` default of its category."""
     if opts.ttl and opts.expire_at:
         raise ValidationFailed("give --ttl or --expire-at, not both")
     if opts.ttl is not None and not opts.ttl.strip():
@@ -145,12 +146,12 @@ def _expiry(ctx: Ctx, opts: WriteOptions) -> datetime | None:
     try:
         if opts.ttl:
             return ctx.now + parse_duration(opts.ttl)
-        if opts.expire_at:
-            when = parse_instant(opts.expire_at)
-        else:
-            return None
+        if not opts.expire_at:
+            default = ctx.ws.config.default_ttl(category)
+            return ctx.now + default if default else None
+        when = parse_instant(opts.expire_at)
     except (ValueError, OverflowError) as err:
-        option = "--ttl" if opts.ttl else "--expire-at"
+        option = "--ttl" if opts.ttl else "--expire-at" if opts.expire_at else f"[ttl] {category}"
         raise ValidationFailed(f"{option}: {err}", hint="e.g. --ttl 30d, or --expire-at 2027-05-01") from None
     if when <= ctx.now:
         raise ValidationFailed(f"expireAt {format_instant(when)} is already past",
@@ -192,7 +193,7 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         id=_new_id(ctx), scope=scope, body=body, category=category, subject=subject or None,
         status="active", importance=importance,
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
-        created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts),
+        created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
         provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
                               idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])

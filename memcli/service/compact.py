@@ -1,0 +1,182 @@
+"""``memcli compact``: consolidate the workspace's memories (a plan, or one commit).
+
+The planning is pure (``policy.consolidate.plan``); this module gathers the memories the
+caller may see, leaves out what it must never rewrite (unreadable files, files that hold
+a secret), and applies the plan under the workspace lock in one commit through
+``service.write.apply``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memcli.errors import SecretDetected
+from memcli.model import Memory, scope_of_parts
+from memcli.policy import consolidate, gates
+from memcli.service import Ctx, _others_folder
+from memcli.store.files import MEMORIES
+
+#: Statuses compaction reads: it acts on active, superseded and rejected memories only.
+READ = ("active", *consolidate.RETIRED)
+
+
+@dataclass
+class Skipped:
+    """A file compaction leaves alone: its workspace-relative path and why."""
+
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-ready form."""
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass
+class CompactResult:
+    """What ``compact`` planned and, with ``--apply``, did.
+
+    Attributes:
+        plan: the actions, conflicts and front-matter changes.
+        skipped: files left alone (unreadable, or holding a secret).
+        applied: True when the changes were written.
+        commit: the commit hash, or None (dry run, nothing to do, or ``autocommit = false``).
+    """
+
+    plan: consolidate.Plan
+    skipped: list[Skipped] = field(default_factory=list)
+    applied: bool = False
+    commit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: ``actions``, ``conflicts``, ``skipped``, ``applied``, ``commit``."""
+        return {"actions": [a.to_dict() for a in self.plan.actions],
+                "conflicts": [c.to_dict() for c in self.plan.conflicts],
+                "skipped": [s.to_dict() for s in self.skipped], "applied": self.applied, "commit": self.commit}
+
+    def lines(self) -> list[str]:
+        """The plan for a person: one line per action, conflict and skipped file, then a summary."""
+        out = []
+        for action in self.plan.actions:
+            text = _short(action.text)
+            if action.action == "merge":
+                out.append(f"merge {', '.join(action.ids)} into {action.keeper} ({action.scope}): "
+                           f"{action.reason} — {text}")
+            else:
+                out.append(f"{action.action} {action.ids[0]} ({action.scope}): {action.reason} — {text}")
+        for conflict in self.plan.conflicts:
+            both = "both" if len(conflict.ids) == 2 else "all"
+            out.append(f"conflict {' '.join(conflict.ids)} ({conflict.scope}): {both} active with subject "
+                       f"\"{conflict.subject}\"; left as they are — supersede one")
+        out.extend(f"skip {s.path}: {s.reason}" for s in self.skipped)
+        out.append(self.summary())
+        return out
+
+    def summary(self) -> str:
+        """The last line: counts, and the commit (or what to run next)."""
+        counts: dict[str, int] = {}
+        for action in self.plan.actions:
+            counts[action.action] = counts.get(action.action, 0) + len(action.ids)
+        parts = [f"{counts[k]} to {k}" for k in ("archive", "retire", "merge") if k in counts]
+        extra = [_count(len(self.plan.conflicts), "conflict") + " left", _count(len(self.skipped), "file") + " skipped"]
+        tail = ", ".join([*parts, *extra])
+        if not self.plan.actions:
+            return f"nothing to compact ({tail})"
+        if self.commit:
+            return f"compacted: {tail}; commit {self.commit[:12]}"
+        if self.applied:
+            return f"compacted: {tail}; files written, not committed ([git] autocommit = false)"
+        return f"plan: {tail}; run `memcli compact --apply` to make these changes"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _short(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def compact(ctx: Ctx, scopes: list[str] | None = None, apply: bool = False) -> CompactResult:
+    """Plan the consolidation of the memories the caller may see, and with ``apply`` make it in one commit.
+
+    Args:
+        scopes: only these scopes (``--scope``); default every scope but other users'
+            personal ones (``Ctx.may_see``).
+        apply: write the changes (under the workspace lock, after reading the files again)
+            and commit them once; without it nothing is written.
+
+    Returns:
+        The :class:`CompactResult`; an empty plan writes nothing and makes no commit.
+
+    Raises:
+        ScopeViolation, ValidationFailed: a ``--scope`` is another user's or malformed.
+        WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+        InvalidMemoryFile: a file to rewrite changed under the lock and no longer parses.
+    """
+    wanted = ctx.scopes(scopes) if scopes else None
+    if not apply:
+        return _planned(ctx, wanted)[0]
+    from memcli.service.write import apply as write_all
+    from memcli.service.write import rewrite
+
+    with ctx.ws.lock():
+        ctx.catalog(refresh=True)
+        result, members = _planned(ctx, wanted)
+        if not members:
+            return result
+        writes: dict[Path, bytes] = {}
+        for memory in members:
+            item = ctx.load(memory)
+            writes[item.file] = rewrite(item, result.plan.changes[memory.id])
+        result.commit = write_all(ctx, writes, "compact", members, [])
+        result.applied = True
+    return result
+
+
+def _planned(ctx: Ctx, wanted: list[str] | None) -> tuple[CompactResult, list[Memory]]:
+    """Plan over the visible memories, and list the memories the plan rewrites.
+
+    A memory to be rewritten that holds a secret is skipped and the plan made again
+    without it, until no such memory is left.
+    """
+    catalog = ctx.catalog()
+    memories = [m for status in READ for m in catalog.with_status(status) if _within(ctx, m.scope, wanted)]
+    skipped = [Skipped(p.path, p.reason if p.lineno is None else f"line {p.lineno}: {p.reason}")
+               for p in catalog.problems() if _problem_within(ctx, p.path, wanted)]
+    config = ctx.ws.config
+    settings = consolidate.Settings(config.retention(), config.compact_retention, config.compact_near_duplicate)
+    while True:
+        plan = consolidate.plan(memories, settings, ctx.now)
+        members = [m for m in memories if m.id in plan.changes]
+        refused = []
+        for memory in members:
+            try:  # a hand-edited file may hold a secret: memcli never commits what it has not checked
+                gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+            except SecretDetected as err:
+                refused.append(Skipped(memory.path, "not rewritten: " + err.message.removeprefix("refused: ")))
+        if not refused:
+            return CompactResult(plan, skipped), members
+        skipped.extend(refused)
+        paths = {s.path for s in refused}
+        memories = [m for m in memories if m.path not in paths]
+
+
+def _within(ctx: Ctx, scope: str, wanted: list[str] | None) -> bool:
+    """True for a scope compaction may touch: one of ``wanted``, or (by default) any but other users' own."""
+    if wanted is not None:
+        return scope in wanted
+    owner = gates.personal_owner(scope)
+    return owner is None or owner == ctx.actor
+
+
+def _problem_within(ctx: Ctx, path: str, wanted: list[str] | None) -> bool:
+    """True for an unreadable file to report: in a wanted scope's folder (by default, not another user's)."""
+    parts = Path(path).parts
+    if wanted is None:
+        return not _others_folder(path, ctx.actor)
+    folder = scope_of_parts(tuple(parts[1:-1])) if parts[:1] == (MEMORIES,) else None
+    return folder in wanted
