@@ -1,0 +1,315 @@
+"""`memcli compact` (workspace consolidation) and per-category default TTLs (issue 5).
+
+Real subprocesses, real git, the real sample workspace copied into a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rapidfuzz import fuzz
+
+from conftest import git
+from memcli import frontmatter
+from memcli.model import normalise_text
+
+SAMPLE = Path(__file__).parent.parent / "sample_workspace"
+NOW = "2026-12-15T12:00:00Z"
+AT_NOW = {"MEMCLI_NOW": NOW}
+KEYS = {"actions", "conflicts", "skipped", "applied", "commit"}
+BOB_EXPIRED = "01m8kkndr8ve53ct0cs7r19xee"  # user:bob, expired: alice may not compact it
+PENDING_DUPLICATE = "01m7vzgc00rgkycg4ecyfcvw4n"  # pending_review, same text as an active memory
+CONFLICT = {"01m1e5q4b0z58dz1kdt6f138ja", "01m6p70g00cqg6aj478swzjvgx"}
+
+
+def sample(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
+    """A copy of sample_workspace in its own git repository, with one commit; the current workspace."""
+    copy = tmp_path / "sample"
+    shutil.copytree(SAMPLE, copy)
+    git(copy, "init", "-q")
+    git(copy, "add", "-A")
+    git(copy, "commit", "-q", "-m", "sample")
+    monkeypatch.setenv("MEMCLI_WORKSPACE", str(copy))
+    return copy
+
+
+def front(path: Path) -> dict:
+    """The front-matter of a memory file, read directly."""
+    return dict(frontmatter.parse(path.read_bytes(), str(path)).meta)
+
+
+def files(ws: Path) -> dict[str, Path]:
+    """id -> file, for every parseable memory file."""
+    out = {}
+    for path in (ws / "memories").rglob("*.md"):
+        try:
+            out[front(path)["id"]] = path
+        except Exception:  # noqa: BLE001 - an unparseable file has no id
+            continue
+    return out
+
+
+def commit_config(ws: Path, text: str) -> None:
+    """Replace memcli.toml (every key is optional) and commit it."""
+    (ws / "memcli.toml").write_text(text, encoding="utf-8")
+    git(ws, "commit", "-q", "-m", "config", "--", "memcli.toml")
+
+
+# --- 1. plan, apply, diff ---------------------------------------------------------------
+
+
+def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_path, monkeypatch, run):
+    ws = sample(tmp_path, monkeypatch)
+    head = git(ws, "rev-parse", "HEAD").strip()
+
+    text = run("compact", env=AT_NOW)
+    assert text.code == 0, text
+    lines = text.out.splitlines()
+    assert any(line.startswith("archive 01m8kknct4sgy9gwa4xbn8bt49 (project): expired 2026-10-01 — ") for line in lines)
+    assert "retire 01m0f6c3m0md6nfjp4s43njmdr (task:fts5-index): superseded 105 days ago (retention 90d) — " \
+           "Use the unicode61 tokenizer for every language in the FTS5 index." in lines
+    assert any(line.startswith("retire 01m1ha4mc0y0vwqmyexjyy099d (task:fts5-index): rejected 102 days ago") for line in lines)
+    assert any(line.startswith("merge 01m5css8r0jfr4kjqp65dhpch5 into 01m1k7y5m0m0xhgspbq3n6jrzr (task:fts5-index): "
+                               "exact duplicate — ") for line in lines)
+    assert any(line.startswith("merge 01m6bahc205grtaysveb3xckvx into 01m25fjxw0y2g3mtvhsabqnszk (task:fts5-index): "
+                               "97% similar — ") for line in lines)
+    assert lines[-1].startswith("plan: 3 to archive, 2 to retire, 2 to merge, 1 conflict left, 0 files skipped")
+    plan = run("--json", "compact", env=AT_NOW).json()["data"]
+    assert plan["applied"] is False and plan["commit"] is None
+    assert git(ws, "rev-parse", "HEAD").strip() == head and git(ws, "status", "--porcelain") == ""
+
+    applied = run("--json", "compact", "--apply", env=AT_NOW).json()["data"]
+    assert applied["applied"] is True and applied["actions"] == plan["actions"]
+    assert git(ws, "rev-parse", "HEAD").strip() == applied["commit"]
+    assert git(ws, "rev-parse", "HEAD~1").strip() == head  # exactly one commit
+    assert git(ws, "status", "--porcelain") == ""
+
+    # The diff holds exactly the plan's files, and each status change is the plan's.
+    expected: dict[str, tuple[set, str]] = {}  # id -> (status before, status after)
+    for action in plan["actions"]:
+        for memory_id in action["ids"]:
+            expected[memory_id] = {"archive": ({"active"}, "archived"), "retire": ({"superseded", "rejected"}, "archived"),
+                                   "merge": ({"active"}, "superseded")}[action["action"]]
+        if action["keeper"]:
+            expected[action["keeper"]] = ({"active"}, "active")
+    by_id = files(ws)
+    changed = git(ws, "diff", "HEAD~1", "--name-status").splitlines()
+    assert sorted(changed) == sorted(f"M\t{by_id[i].relative_to(ws).as_posix()}" for i in expected)
+    for memory_id, (before_status, after_status) in expected.items():
+        rel = by_id[memory_id].relative_to(ws).as_posix()
+        before = frontmatter.parse(git(ws, "show", f"HEAD~1:{rel}").encode(), rel).meta
+        after = front(by_id[memory_id])
+        assert before["status"] in before_status and after["status"] == after_status, memory_id
+        assert after["updatedAt"] == datetime(2026, 12, 15, 12, tzinfo=timezone.utc)
+    for action in plan["actions"]:
+        if action["action"] == "merge":
+            keeper = front(by_id[action["keeper"]])
+            assert set(action["ids"]) <= set(keeper["supersedes"])
+            for memory_id in action["ids"]:
+                assert front(by_id[memory_id])["supersededBy"][-1] == action["keeper"]
+
+    # The commit: op compact, every id touched in the trailers.
+    message = git(ws, "log", "-1", "--format=%B")
+    assert message.startswith("memcli: compact ") and "Memcli-Op: compact" in message
+    trailer = next(line for line in message.splitlines() if line.startswith("Memcli-Id: "))
+    assert set(trailer.split()[1:]) == set(expected)
+    assert len(expected) == 9
+
+    # Afterwards, read from the files: nothing alice may see is expired and active, no duplicates stay active.
+    active = [(i, front(p)) for i, p in files(ws).items() if front(p).get("status", "active") == "active"]
+    for memory_id, meta in active:
+        if meta["scope"] != "user:bob":
+            assert not meta.get("expireAt") or meta["expireAt"] > datetime(2026, 12, 15, 12, tzinfo=timezone.utc)
+    assert BOB_EXPIRED in dict(active)  # another user's personal scope is never compacted
+    texts = {i: (meta["scope"], normalise_text(files(ws)[i].read_text(encoding="utf-8").split("---\n", 2)[2]))
+             for i, meta in active}
+    for a, (scope_a, text_a) in texts.items():
+        for b, (scope_b, text_b) in texts.items():
+            if a < b and scope_a == scope_b:
+                assert text_a != text_b and fuzz.ratio(text_a, text_b) < 95, (a, b)
+
+    again = run("compact", "--apply", env=AT_NOW)
+    assert again.code == 0 and "nothing to compact" in again.out
+    assert git(ws, "rev-parse", "HEAD").strip() == applied["commit"]
+
+
+# --- 2. what compact never touches, and what it keeps -----------------------------------
+
+
+def test_pending_unparseable_and_conflicting_memories_are_left_alone(tmp_path, monkeypatch, run):
+    ws = sample(tmp_path, monkeypatch)
+    broken = ws / "memories" / "task" / "fts5-index" / "2026-11" / "01m7zzzzzzbroken.md"
+    broken.write_text("---\nid: 01m7zzzzzzbroken\nstatus: [active\n---\nThe FTS5 index lives in .cache.\n",
+                      encoding="utf-8")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "a broken file")
+    by_id = files(ws)
+    pending = {i: p.read_bytes() for i, p in by_id.items() if front(p).get("status") == "pending_review"}
+    assert PENDING_DUPLICATE in pending and len(pending) >= 6
+    kept = {p: p.read_bytes() for p in [broken, *(by_id[i] for i in CONFLICT)]}
+
+    plan = run("--json", "compact", env=AT_NOW)
+    assert plan.code == 0, plan
+    data = plan.json()["data"]
+    assert set(data) == KEYS
+    assert data["skipped"] == [{"path": "memories/task/fts5-index/2026-11/01m7zzzzzzbroken.md",
+                                "reason": data["skipped"][0]["reason"]}]
+    assert "line 3" in data["skipped"][0]["reason"]
+    assert data["conflicts"] == [{"ids": sorted(CONFLICT), "scope": "task:fts5-index", "subject": "fts5.tokenizer"}]
+    touched = {i for a in data["actions"] for i in [*a["ids"], a["keeper"]] if i}
+    assert not touched & (set(pending) | CONFLICT)
+    for action in data["actions"]:
+        assert set(action) == {"action", "ids", "keeper", "scope", "reason", "text"}
+    text = run("compact", env=AT_NOW).out
+    assert f"skip memories/task/fts5-index/2026-11/01m7zzzzzzbroken.md: line 3: " in text
+    assert ('conflict 01m1e5q4b0z58dz1kdt6f138ja 01m6p70g00cqg6aj478swzjvgx (task:fts5-index): both active with '
+            'subject "fts5.tokenizer"; left as they are — supersede one') in text
+
+    assert run("compact", "--apply", env=AT_NOW).code == 0
+    for path, data_before in kept.items():
+        assert path.read_bytes() == data_before, path
+    for memory_id, data_before in pending.items():
+        assert by_id[memory_id].read_bytes() == data_before, memory_id
+
+
+def test_the_keeper_keeps_every_merged_provenance(tmp_path, monkeypatch, run):
+    ws = sample(tmp_path, monkeypatch)
+    run("compact", "--apply", env=AT_NOW)
+    keeper = front(files(ws)["01m25fjxw0y2g3mtvhsabqnszk"])
+    assert keeper["provenance"]["actor"] == "bob" and keeper["provenance"]["sourceType"] == "user_said"
+    assert [dict(m) for m in keeper["merged"]] == [
+        {"id": "01m6bahc205grtaysveb3xckvx", "sourceType": "model_derived", "actor": "claude-agent",
+         "runId": "session-2026-11-01-b", "at": keeper["merged"][0]["at"]}]
+    assert keeper["merged"][0]["at"].isoformat().startswith("2026-11-01T10:30:00")
+    # the extras: pinned if any was, union of tags, the subject it lacked
+    assert keeper["pinned"] is True and list(keeper["tags"]) == ["cjk", "search"]
+    assert keeper["subject"] == "fts5.cjk-short-words"
+    exact = front(files(ws)["01m1k7y5m0m0xhgspbq3n6jrzr"])
+    assert exact["importance"] == 4 and list(exact["supersedes"]) == ["01m5css8r0jfr4kjqp65dhpch5"]
+    # the record round-trips through the index and JSON
+    shown = run("--json", "show", "01m25fjxw0y2g3mtvhsabqnszk").json()["data"]
+    assert shown["merged"] == [{"id": "01m6bahc205grtaysveb3xckvx", "sourceType": "model_derived",
+                                "actor": "claude-agent", "runId": "session-2026-11-01-b",
+                                "at": "2026-11-01T10:30:00Z"}]
+    # a second merge into the same keeper carries the earlier entries along
+    later = {"MEMCLI_NOW": "2026-12-16T09:00:00Z"}
+    made = run("--json", "remember", "Two-character Chinese words are found with instr() over the stored text, "
+               "as trigram MATCH misses them!", "--scope", "task:fts5-index", "--run-id", "s-2", env=later)
+    assert made.code == 0 and "near duplicate of 01m25fjxw0y2g3mtvhsabqnszk" in made.out, made
+    new = made.json()["data"]["id"]
+    assert run("compact", "--apply", env=later).code == 0
+    keeper = front(files(ws)["01m25fjxw0y2g3mtvhsabqnszk"])
+    assert [(m["id"], m["actor"], m["runId"]) for m in keeper["merged"]] == [
+        ("01m6bahc205grtaysveb3xckvx", "claude-agent", "session-2026-11-01-b"), (new, "alice", "s-2")]
+    assert list(keeper["supersedes"]) == ["01m6bahc205grtaysveb3xckvx", new]
+
+
+def test_scope_option_and_other_users_scopes(tmp_path, monkeypatch, run):
+    ws = sample(tmp_path, monkeypatch)
+    only = run("--json", "compact", "--scope", "project", env=AT_NOW).json()["data"]
+    assert {a["scope"] for a in only["actions"]} == {"project"} and only["conflicts"] == []
+    assert len(only["actions"]) == 2
+    refused = run("compact", "--scope", "user:bob", env=AT_NOW)
+    assert refused.code == 5 and refused.err.startswith("memcli: error: scope user:bob is personal to bob")
+    assert len(refused.err.splitlines()) == 1
+    as_bob = run("--json", "--actor", "bob", "compact", "--scope", "user:bob", env=AT_NOW).json()["data"]
+    assert [a["ids"] for a in as_bob["actions"]] == [[BOB_EXPIRED]]
+    assert git(ws, "status", "--porcelain") == ""
+
+
+def test_a_file_holding_a_secret_is_skipped_not_committed(ws, run):
+    run("remember", "The staging database is called ledger_stage.", "--ttl", "1d",
+        env={"MEMCLI_NOW": "2027-01-01T00:00:00Z"})
+    made = run("--json", "remember", "Deploy keys rotate monthly.", "--ttl", "1d",
+               env={"MEMCLI_NOW": "2027-01-01T00:00:00Z"}).json()["data"]
+    path = ws / made["memory"]["path"]
+    path.write_text(path.read_text(encoding="utf-8") + "AWS key AKIAIOSFODNN7EXAMPLE\n", encoding="utf-8")
+    git(ws, "commit", "-q", "-am", "hand edit")
+    head = git(ws, "rev-parse", "HEAD").strip()
+    later = {"MEMCLI_NOW": "2027-01-05T00:00:00Z"}
+    result = run("--json", "compact", "--apply", env=later).json()["data"]
+    assert [s["path"] for s in result["skipped"]] == [made["memory"]["path"]]
+    assert result["skipped"][0]["reason"].startswith("not rewritten: the text holds an AWS access key")
+    assert "AKIA" not in json.dumps(result)
+    assert len(result["actions"]) == 1 and result["actions"][0]["ids"] != [made["id"]]
+    assert git(ws, "rev-parse", "HEAD~1").strip() == head
+    assert front(path)["status"] == "active"
+
+
+def test_autocommit_false_writes_the_files_without_a_commit(ws, run):
+    made = run("--json", "remember", "The demo server is up until Friday.", "--ttl", "2d",
+               env={"MEMCLI_NOW": "2027-01-01T00:00:00Z"}).json()["data"]
+    text = (ws / "memcli.toml").read_text(encoding="utf-8").replace("autocommit = true", "autocommit = false")
+    (ws / "memcli.toml").write_text(text, encoding="utf-8")
+    git(ws, "commit", "-q", "-m", "no autocommit", "--", "memcli.toml")
+    head = git(ws, "rev-parse", "HEAD").strip()
+    result = run("compact", "--apply", env={"MEMCLI_NOW": "2027-01-10T00:00:00Z"})
+    assert result.code == 0, result
+    assert "files written, not committed" in result.out.splitlines()[-1]
+    assert git(ws, "rev-parse", "HEAD").strip() == head
+    assert git(ws, "status", "--porcelain").split() == ["M", made["memory"]["path"]]
+    assert front(ws / made["memory"]["path"])["status"] == "archived"
+
+
+# --- per-category default TTLs -----------------------------------------------------------
+
+JAN = {"MEMCLI_NOW": "2027-01-01T00:00:00Z"}
+
+
+def expiry(run, *args: str, env=JAN) -> str | None:  # noqa: ANN001
+    result = run("--json", "remember", *args, env=env)
+    assert result.code == 0, result
+    return result.json()["data"]["memory"]["expireAt"]
+
+
+def test_ttl_defaults_per_category(ws, run):
+    assert expiry(run, "Ship the FTS5 index.", "--category", "goal") == "2027-01-31T00:00:00Z"
+    assert expiry(run, "Paired with bob on the lock bug.", "--category", "episode") == "2027-04-01T00:00:00Z"
+    assert expiry(run, "The CI runs on two cores.", "--category", "fact") is None
+    assert expiry(run, "Ship the doctor command.", "--category", "goal", "--ttl", "7d") == "2027-01-08T00:00:00Z"
+    assert expiry(run, "Ship undo.", "--category", "goal", "--expire-at", "2027-06-01") == "2027-06-01T00:00:00Z"
+    old = run("--json", "remember", "Ship import.", "--category", "goal", "--ttl", "1y", env=JAN).json()["data"]["id"]
+    later = {"MEMCLI_NOW": "2027-02-01T00:00:00Z"}
+    replaced = run("--json", "supersede", old, "Ship import and export.", env=later).json()["data"]
+    assert replaced["memory"]["category"] == "goal" and replaced["memory"]["expireAt"] == "2027-03-03T00:00:00Z"
+    assert "[ttl]" in (ws / "memcli.toml").read_text(encoding="utf-8")  # init writes the defaults with a comment
+
+
+def test_ttl_table_overrides_and_never(ws, run):
+    commit_config(ws, '[ttl]\ngoal = "7d"\nfact = "1y"\nepisode = "never"\n')
+    assert expiry(run, "Ship the FTS5 index.", "--category", "goal") == "2027-01-08T00:00:00Z"
+    assert expiry(run, "The CI runs on two cores.", "--category", "fact") == "2028-01-01T00:00:00Z"
+    assert expiry(run, "Paired with bob on the lock bug.", "--category", "episode") is None
+    assert expiry(run, "Prefer small commits.", "--category", "preference") is None
+
+
+def test_bad_ttl_and_compact_settings_are_one_line_errors(ws, run):
+    for table, needle in (('[ttl]\ngoal = "soon"\n', "[ttl] goal: not a duration"),
+                          ('[ttl]\nmood = "1d"\n', "[ttl] 'mood' is not a category"),
+                          ("[ttl]\ngoal = 30\n", "[ttl] goal has the wrong type"),
+                          ('[compact]\nretention = "forever"\n', "[compact] retention: not a duration"),
+                          ("[compact]\nnear_duplicate = 101\n", "[compact] near_duplicate must be from 0 to 100")):
+        (ws / "memcli.toml").write_text(table, encoding="utf-8")
+        result = run("remember", "Anything at all.", "--category", "goal")
+        assert result.code == 3 and needle in result.err, (table, result)
+        assert len(result.err.splitlines()) == 1 and result.err.startswith("memcli: error: ")
+        assert run("compact").code == 3
+    assert len(git(ws, "log", "--format=%H").split()) == 1  # nothing was written
+
+
+def test_restored_json_lines_records_get_no_default_ttl(ws, run, tmp_path):
+    record = {"id": "01m8kkrj8zmesxb4r4v0aaaaaa", "scope": "user:alice", "category": "goal", "subject": None,
+              "status": "active", "importance": 3, "pinned": False, "createdAt": "2026-11-02T09:00:00Z",
+              "updatedAt": "2026-11-02T09:00:00Z", "expireAt": None,
+              "provenance": {"sourceType": "user_said", "actor": "alice", "runId": None, "at": "2026-11-02T09:00:00Z"},
+              "tags": [], "paths": [], "supersedes": [], "supersededBy": [], "review": None,
+              "text": "Replace the scanning retriever with the FTS5 index."}
+    source = tmp_path / "export.jsonl"
+    source.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    result = run("import", str(source), env=JAN)
+    assert result.code == 0, result
+    shown = run("--json", "show", "01m8kkrj8zmesxb4r4v0aaaaaa").json()["data"]
+    assert shown["category"] == "goal" and shown["expireAt"] is None
