@@ -313,3 +313,38 @@ def test_restored_json_lines_records_get_no_default_ttl(ws, run, tmp_path):
     assert result.code == 0, result
     shown = run("--json", "show", "01m8kkrj8zmesxb4r4v0aaaaaa").json()["data"]
     assert shown["category"] == "goal" and shown["expireAt"] is None
+
+
+# --- the pure planner ----------------------------------------------------------------------
+
+
+def memory(memory_id: str, text: str, day: int, **fields) -> "Memory":  # noqa: F821
+    from memcli.model import Memory, Provenance
+
+    at = datetime(2026, 11, day, tzinfo=timezone.utc)
+    return Memory(id=memory_id, scope=fields.pop("scope", "project"), body=text + "\n", created_at=at, updated_at=at,
+                  provenance=Provenance("user_said", "alice", f"run-{memory_id}", at), **fields)
+
+
+def test_planner_subjects_decide_merges_and_conflicts():
+    from datetime import timedelta
+
+    from memcli.policy.consolidate import Settings, plan
+
+    now = datetime(2026, 12, 15, tzinfo=timezone.utc)
+    settings = Settings(timedelta(days=90), "90d", 95)
+    same = "Deploys go out on Tuesdays after the standup."
+    got = plan([memory("aaa1", same, 1, subject="deploy.day"), memory("aaa2", same, 2, subject="release.day"),
+                memory("aaa3", same, 3, subject="Deploy.Day", expire_at=now + timedelta(days=3)),
+                memory("aaa4", same, 4, scope="global"), memory("aaa5", same, 5, status="pending_review")],
+               settings, now)
+    # aaa2's subject differs from the keeper's: never merged; aaa3 shares it (case aside): merged, no conflict
+    assert [(a.action, a.ids, a.keeper) for a in got.actions] == [("merge", ["aaa3"], "aaa1")]
+    assert got.conflicts == [] and "expireAt" not in got.changes["aaa1"]  # the keeper had none: it keeps none
+    assert set(got.changes) == {"aaa1", "aaa3"}  # other scopes and pending memories are not compared
+    apart = plan([memory("bbb1", "Use pnpm.", 1, subject="js.pm"), memory("bbb2", "Use npm.", 2, subject="JS.pm")],
+                 settings, now)
+    assert apart.actions == [] and [(c.ids, c.subject) for c in apart.conflicts] == [(["bbb1", "bbb2"], "js.pm")]
+    limited = plan([memory("ccc1", same, 1, expire_at=now + timedelta(days=1)),
+                    memory("ccc2", same.upper(), 2, expire_at=now + timedelta(days=9), importance=5)], settings, now)
+    assert limited.changes["ccc1"]["expireAt"] == now + timedelta(days=9) and limited.changes["ccc1"]["importance"] == 5
