@@ -27,13 +27,12 @@ question the session leaves open.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memcli.agents.extract import MAX_SENTENCE_CHARS, split_sentences
-from memcli.agents.transcript import strip_injected, turn_text
+from memcli.agents.transcript import entries, entry_text, turn_text
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS
 
 #: Characters of one item (a decision, a quoted message) in the summary; longer ones are cut.
@@ -167,16 +166,7 @@ def _assistant_text(entry: dict) -> str | None:
     """The words of an assistant line (its ``text`` blocks), or None when it is not one."""
     if entry.get("type") != "assistant" or entry.get("isMeta") or entry.get("isSidechain"):
         return None
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        parts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-                 and isinstance(b.get("text"), str)]
-    else:
-        return None
-    return strip_injected("\n".join(parts)) or None
+    return entry_text(entry)
 
 
 def read_conversation(lines: Iterable[str]) -> Conversation:
@@ -187,17 +177,7 @@ def read_conversation(lines: Iterable[str]) -> Conversation:
     """
     out = Conversation()
     last_id: str | None = None  # message.id of the assistant message that ends ``out.messages``
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        out.lines += 1
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            entry = None
-        if not isinstance(entry, dict):
-            out.skipped_lines += 1
-            continue
+    for number, entry in entries(lines, out):  # type: ignore[arg-type] - Conversation counts alike
         session = entry.get("sessionId")
         if out.session_id is None and isinstance(session, str) and session.strip():
             out.session_id = session.strip()
