@@ -195,7 +195,9 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     scope = f"session:{session}"
     archive = f"archive/{ARCHIVE_DIR}/{digest}.jsonl.gz"
     key = f"compact:sha256:{digest}"
-    run = conversation.session_id if conversation.session_id and len(conversation.session_id) <= 200 else session
+    sid = conversation.session_id or ""
+    run = sid if 0 < len(sid) <= 200 and not FORBIDDEN_CHARS.search(sid) and "\n" not in sid and "\r" not in sid \
+        else session  # the runId gate takes one line of at most 200 characters
     found = rules.summarise(conversation)
     counts = (len(found.decisions), len(found.conclusions), len(found.open_questions))
     first = ctx.catalog().by_idempotency_key(key, scope)
