@@ -40,6 +40,8 @@ _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lp
 # make text read differently from what it holds ("Trojan Source", CVE-2021-42574); and
 # lone surrogates, which is how undecodable bytes arrive (PEP 383 surrogateescape).
 _FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: The characters ``check_chars`` refuses, for callers that remove them instead (session summaries).
+FORBIDDEN_CHARS = _FORBIDDEN
 _CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}
 BOM = "\ufeff"
 
@@ -49,7 +51,9 @@ class Provenance:
     """Where a memory came from: ``sourceType``, ``actor``, ``runId``, ``at`` (SPEC.md section 2).
 
     ``source`` and ``line`` (optional) name the file and 1-based line the memory was taken
-    from (``import`` of a rule file); they are written only when set.
+    from (``import`` of a rule file); ``sha256`` (optional) is the hex SHA-256 of that
+    file's bytes (``compact --transcript``: the archived raw transcript). Each is written
+    only when set.
     """
 
     source_type: str = "admin_edit"
@@ -59,6 +63,7 @@ class Provenance:
     idempotency_key: str | None = None
     source: str | None = None
     line: int | None = None
+    sha256: str | None = None
 
 
 @dataclass
@@ -121,6 +126,7 @@ class Memory:
                 "runId": self.provenance.run_id, "at": _iso(self.provenance.at),
                 **({"source": self.provenance.source} if self.provenance.source is not None else {}),
                 **({"line": self.provenance.line} if self.provenance.line is not None else {}),
+                **({"sha256": self.provenance.sha256} if self.provenance.sha256 is not None else {}),
                 **({"idempotencyKey": self.provenance.idempotency_key} if self.provenance.idempotency_key else {}),
             },
             "tags": list(self.tags), "paths": list(self.paths),
@@ -391,6 +397,7 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
             idempotency_key=None if prov.get("idempotencyKey") is None else str(prov.get("idempotencyKey")),
             source=None if prov.get("source") is None else str(prov.get("source")),
             line=_line(prov.get("line")),
+            sha256=None if prov.get("sha256") is None else str(prov.get("sha256")),
         ),
         supersedes=key("supersedes", lambda v: check_labels("supersedes", v), []),
         superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", v), []),
@@ -440,6 +447,8 @@ def to_mapping(memory: Memory) -> dict[str, Any]:
         prov["source"] = memory.provenance.source
     if memory.provenance.line is not None:
         prov["line"] = memory.provenance.line
+    if memory.provenance.sha256 is not None:
+        prov["sha256"] = memory.provenance.sha256
     if memory.provenance.idempotency_key:
         prov["idempotencyKey"] = memory.provenance.idempotency_key
     values: dict[str, Any] = {
@@ -471,7 +480,7 @@ def from_dict(data: dict[str, Any]) -> Memory:
         provenance=Provenance(source_type=prov.get("sourceType", "admin_edit"), actor=prov.get("actor", "unknown"),
                               run_id=prov.get("runId"), at=when(prov.get("at")),
                               idempotency_key=prov.get("idempotencyKey"), source=prov.get("source"),
-                              line=prov.get("line")),
+                              line=prov.get("line"), sha256=prov.get("sha256")),
         supersedes=list(data.get("supersedes") or []), superseded_by=list(data.get("supersededBy") or []),
         review=data.get("review"), tags=list(data.get("tags") or []), paths=list(data.get("paths") or []),
         path=data.get("path", ""),

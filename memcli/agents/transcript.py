@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 #: Entry types seen in Claude Code transcripts; any other type is counted as unknown.
@@ -92,6 +92,16 @@ def turn_text(entry: dict) -> str | None:
     if entry.get("type") != "user" or entry.get("isMeta") or entry.get("isCompactSummary") \
             or entry.get("isSidechain"):
         return None
+    return entry_text(entry)
+
+
+def entry_text(entry: dict) -> str | None:
+    """The words of one entry's ``message``: string content and ``text`` blocks, injected
+    blocks cut out; None when there are none or the content is only ``tool_result`` blocks.
+
+    Whose words they are (a person's turn, the assistant's reply) is for the caller to
+    check first (see :func:`turn_text`).
+    """
     message = entry.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -107,6 +117,26 @@ def turn_text(entry: dict) -> str | None:
     return text or None
 
 
+def entries(lines: Iterable[str], tally: Transcript) -> Iterator[tuple[int, dict]]:
+    """The JSON objects of transcript lines, each with its 1-based line number.
+
+    Blank lines are ignored; ``tally.lines`` counts the others and ``tally.skipped_lines``
+    those that are not a JSON object (``tally``: anything with these two attributes).
+    """
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        tally.lines += 1
+        try:
+            entry = json.loads(raw)
+        except ValueError:  # json.JSONDecodeError, and UnicodeDecodeError from stray bytes
+            entry = None
+        if not isinstance(entry, dict):
+            tally.skipped_lines += 1
+            continue
+        yield number, entry
+
+
 def parse(lines: Iterable[str]) -> Transcript:
     """Read transcript lines and keep the human turns (see the module docstring for the rules).
 
@@ -118,18 +148,7 @@ def parse(lines: Iterable[str]) -> Transcript:
         on bad input.
     """
     out = Transcript()
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        out.lines += 1
-        try:
-            entry = json.loads(raw)
-        except ValueError:  # json.JSONDecodeError, and UnicodeDecodeError from stray bytes
-            out.skipped_lines += 1
-            continue
-        if not isinstance(entry, dict):
-            out.skipped_lines += 1
-            continue
+    for number, entry in entries(lines, out):
         kind = entry.get("type")
         if not isinstance(kind, str) or kind not in KNOWN_TYPES:
             out.unknown_lines += 1

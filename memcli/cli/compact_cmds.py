@@ -46,6 +46,11 @@ def _workspace(context, scope, apply: bool) -> None:  # noqa: ANN001
 
 def _session(context, transcript: Path, keep_recent: int, summarizer, timeout: float) -> None:  # noqa: ANN001
     """Summarise one session transcript into a ``summary`` memory; see ``memcli.service.session``."""
-    from memcli.errors import UsageProblem
+    from memcli.cli.output import warn
+    from memcli.service.session import compact_session
 
-    raise UsageProblem("compact --transcript is not implemented yet")
+    result = compact_session(context, transcript, keep_recent=keep_recent, summarizer=summarizer, timeout=timeout)
+    flush_warnings(context)
+    for message in result.warnings:
+        warn(message)
+    emit(result.to_dict(context.now), result.message())

@@ -40,6 +40,7 @@ class WriteOptions:
     on_conflict: str | None = None
     source: str | None = None  # provenance: the file it was taken from (``import``)
     line: int | None = None  # provenance: its 1-based line in that file
+    sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
 
 
 @dataclass
@@ -195,7 +196,8 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
         provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
-                              idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line),
+                              idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
+                              sha256=opts.sha256),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
 
 

@@ -1,9 +1,10 @@
 """Finding, creating and locking a workspace (SPEC.md section 1).
 
 A workspace is the folder that holds ``memcli.toml`` and ``memories/``; it may also be
-kept as ``.memcli/`` inside a project. Derived data lives in ``.cache/`` inside it,
-which ignores itself (its own ``.gitignore`` holds ``*``), so nothing there is ever
-committed and the user's ignore files are never edited.
+kept as ``.memcli/`` inside a project. Derived data lives in ``.cache/`` inside it, and
+raw session transcripts kept by ``compact --transcript`` in ``archive/``; each ignores
+itself (its own ``.gitignore`` holds ``*``), so nothing there is ever committed (SPEC.md:
+memcli never stores raw chat logs in git) and the user's ignore files are never edited.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from memcli.store.files import MemoryFiles
 
 HIDDEN = ".memcli"
 CACHE = ".cache"
+ARCHIVE = "archive"
 
 
 @dataclass
@@ -42,15 +44,18 @@ class Workspace:
     @property
     def cache(self) -> Path:
         """The git-ignored cache folder (index, statistics, locks), created on demand."""
-        path = self.root / CACHE
-        if not (path / ".gitignore").exists():
-            try:
-                path.mkdir(parents=True, exist_ok=True)
-                (path / ".gitignore").write_text("# memcli derived data: never committed\n*\n", encoding="utf-8")
-            except OSError as err:
-                raise WorkspaceInvalid(f"cannot use the cache folder {path}: {err.strerror}",
-                                       hint="remove what is in its place (it holds only derived data)") from None
-        return path
+        return _ignored_folder(self.root / CACHE, "memcli derived data: never committed",
+                               "cannot use the cache folder", "it holds only derived data")
+
+    @property
+    def archive(self) -> Path:
+        """The git-ignored archive folder (raw session transcripts, gzipped), created on demand.
+
+        Raises:
+            WorkspaceInvalid: it cannot be created (a file in its place, no permission).
+        """
+        return _ignored_folder(self.root / ARCHIVE, "memcli archive of raw session transcripts: never committed",
+                               "cannot use the archive folder", "memcli keeps raw transcripts there")
 
     @contextmanager
     def lock(self, timeout: float | None = None) -> Iterator[None]:
@@ -76,6 +81,22 @@ class Workspace:
             yield
         finally:
             lock.release()
+
+
+def _ignored_folder(path: Path, note: str, problem: str, why: str) -> Path:
+    """``path``, created with a ``.gitignore`` holding ``*`` so that git ignores the folder.
+
+    Raises:
+        WorkspaceInvalid: ``problem``, with the OS's reason; the hint says ``why`` the folder matters.
+    """
+    if not (path / ".gitignore").exists():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / ".gitignore").write_text(f"# {note}\n*\n", encoding="utf-8")
+        except OSError as err:
+            raise WorkspaceInvalid(f"{problem} {path}: {err.strerror}",
+                                   hint=f"remove what is in its place ({why})") from None
+    return path
 
 
 def _holder(folder: Path) -> Path | None:
@@ -143,5 +164,7 @@ def create_files(path: Path, hidden: bool = False) -> tuple[Path, bool]:
     except OSError as err:
         raise WorkspaceInvalid(f"cannot create a workspace in {root}: {err.strerror}",
                                hint="choose a folder you can write to") from None
-    Workspace(root=root, config=load_config(root / CONFIG_NAME)).cache  # noqa: B018 - creates .cache/
+    created = Workspace(root=root, config=load_config(root / CONFIG_NAME))
+    created.cache  # noqa: B018 - creates .cache/
+    created.archive  # noqa: B018 - creates archive/
     return root, True
