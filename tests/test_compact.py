@@ -348,3 +348,10 @@ def test_planner_subjects_decide_merges_and_conflicts():
     limited = plan([memory("ccc1", same, 1, expire_at=now + timedelta(days=1)),
                     memory("ccc2", same.upper(), 2, expire_at=now + timedelta(days=9), importance=5)], settings, now)
     assert limited.changes["ccc1"]["expireAt"] == now + timedelta(days=9) and limited.changes["ccc1"]["importance"] == 5
+
+
+def test_transcript_options_and_workspace_options_do_not_mix(ws, run):
+    alone = run("compact", "--summarizer", "cat")
+    assert alone.code == 2 and "need --transcript" in alone.err and alone.out == ""
+    scoped = run("compact", "--transcript", "session.jsonl", "--scope", "project")
+    assert scoped.code == 2 and "--scope does not apply to --transcript" in scoped.err

@@ -27,7 +27,18 @@ def compact(
         "--summarizer-timeout", help="Seconds the --summarizer command may take.")] = 60.0,
     json_: JsonOpt = False,
 ) -> None:
-    """Consolidate memories: archive the expired, retire old superseded/rejected ones, merge duplicates."""
+    """Consolidate memories: archive the expired, retire old superseded/rejected ones, merge duplicates.
+
+    With --transcript, summarise one session into a summary memory instead (written at once).
+    """
+    from memcli.errors import UsageProblem
+
+    if transcript is not None and scope:
+        raise UsageProblem("--scope does not apply to --transcript: the summary goes to session:<id>",
+                           hint="drop --scope")
+    if transcript is None and (summarizer is not None or keep_recent != 10 or summarizer_timeout != 60.0):
+        raise UsageProblem("--keep-recent, --summarizer and --summarizer-timeout need --transcript",
+                           hint="add --transcript SESSION.jsonl")
     context = ctx()
     if transcript is not None:
         _session(context, transcript, keep_recent, summarizer, summarizer_timeout)

@@ -83,7 +83,8 @@ class CompactResult:
         extra = [_count(len(self.plan.conflicts), "conflict") + " left", _count(len(self.skipped), "file") + " skipped"]
         tail = ", ".join([*parts, *extra])
         if not self.plan.actions:
-            return f"nothing to compact ({tail})"
+            quiet = [e for e in extra if not e.startswith("0 ")]
+            return "nothing to compact" + (f" ({', '.join(quiet)})" if quiet else "")
         if self.commit:
             return f"compacted: {tail}; commit {self.commit[:12]}"
         if self.applied:
