@@ -11,19 +11,10 @@ from pathlib import Path
 
 from conftest import git, run_memcli
 from memcli.githistory import PURGED, scrub
+from test_rollback import head, remember
 
 SECRET_TEXT = "The staging bastion answers on port 2222 behind the zebra-quartz gateway"
 WORD = "zebra-quartz"
-
-
-def remember(run, text: str, *args: str) -> dict:
-    result = run("--json", "remember", text, *args)
-    assert result.code == 0, result
-    return result.json()["data"]["memory"]
-
-
-def head(ws: Path) -> str:
-    return git(ws, "rev-parse", "HEAD").strip()
 
 
 def path_of(ws: Path, memory_id: str) -> str:

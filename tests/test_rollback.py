@@ -207,3 +207,13 @@ def test_rollback_respects_scope_visibility(ws, run):
     assert bob.code == 0, bob
     result = run("rollback", bob.json()["data"]["id"])
     assert result.code == 4, result
+
+
+def test_undo_passes_over_another_users_personal_change(ws, run):
+    mine = remember(run, "Run the linter before every push")
+    bob = run("--json", "--actor", "bob", "remember", "Bob's own editor settings", "--scope", "user:bob")
+    assert bob.code == 0, bob
+    result = run("undo")
+    assert result.code == 0 and "undid remember" in result.out, result
+    assert not (ws / mine["path"]).exists()
+    assert (ws / bob.json()["data"]["memory"]["path"]).exists()

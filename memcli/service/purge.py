@@ -125,7 +125,8 @@ def _warnings(done) -> list[str]:  # noqa: ANN001 - githistory.Rewritten
     remotes = ", ".join(done.remotes)
     push = (f"the remotes ({remotes}) need a forced push (`git push --force --all` and `--tags`)"
             if done.remotes else "any remote you push to needs a forced push")
-    out = [f"history was rewritten: every commit hash changed; {push}; existing clones and forks "
+    out = [f"history was rewritten: every commit hash from the memory's first commit on changed; {push}; "
+           "existing clones and forks "
            "still hold the old text until they are deleted or re-cloned"]
     if done.project:
         out.append("the workspace lives inside a larger project repository: the whole project's history "

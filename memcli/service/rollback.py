@@ -18,6 +18,7 @@ from memcli.errors import HistoryConflict, InvalidMemoryFile, MemoryNotFound
 from memcli.gitlog import Entry, GitRepo
 from memcli.model import Memory
 from memcli.policy import gates
+from memcli.policy.gates import personal_owner
 from memcli.service import Ctx
 from memcli.service.write import WriteResult, _retire, apply, rewrite
 from memcli.store.files import Loaded
@@ -161,12 +162,13 @@ class UndoResult:
                 "undoneOp": self.undone_op, "files": self.files, "ids": self.ids, "commit": self.commit}
 
 
-def last_undoable(repo: GitRepo) -> Entry | None:
-    """The newest memcli commit that ``undo`` may reverse, or None.
+def last_undoable(repo: GitRepo, actor: str) -> Entry | None:
+    """The newest memcli commit that ``undo`` may reverse for ``actor``, or None.
 
     That is the newest commit touching the workspace that carries a ``Memcli-Op``
-    trailer, is not ``init`` or an ``undo``, and is not named by a newer undo's
-    ``Memcli-Undoes`` trailer.
+    trailer, is not ``init`` or an ``undo``, is not named by a newer undo's
+    ``Memcli-Undoes`` trailer, and touches no other user's personal scope (its
+    ``Memcli-Scope`` trailer): Bob's latest change is not Alice's to undo.
     """
     undone: set[str] = set()
 
@@ -174,7 +176,8 @@ def last_undoable(repo: GitRepo) -> Entry | None:
         op = entry.trailers.get("op")
         if op == "undo":
             undone.update(entry.trailers.get("undoes", "").split())
-        return op is not None and op not in NOT_UNDONE and entry.commit not in undone
+        others = [s for s in entry.trailers.get("scope", "").split() if personal_owner(s) not in (None, actor)]
+        return op is not None and op not in NOT_UNDONE and entry.commit not in undone and not others
 
     found = repo.log(limit=1, keep=keep)
     return found[0] if found else None
@@ -183,7 +186,8 @@ def last_undoable(repo: GitRepo) -> Entry | None:
 def undo(ctx: Ctx) -> UndoResult:
     """Reverse the most recent memcli commit as a new commit (op ``undo``, trailer ``Memcli-Undoes``).
 
-    Each file that commit touched is written back to its content at the commit's parent
+    Commits that touch another user's personal scope are passed over. Each file that
+    commit touched is written back to its content at the commit's parent
     (or deleted, when the commit added it) and the files are committed path-limited.
     Repeating ``undo`` walks further back: a commit already undone is skipped.
 
@@ -199,7 +203,7 @@ def undo(ctx: Ctx) -> UndoResult:
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         repo = ctx.git()
-        target = last_undoable(repo)
+        target = last_undoable(repo, ctx.actor)
         if target is None:
             return UndoResult("noop", "nothing to undo: no memcli commit is left to reverse")
         short = target.commit[:12]
