@@ -103,8 +103,11 @@ class GitRepo:
             git.Repo.init(folder)
             return True
 
-    def _run(self, *args: str, env: dict | None = None) -> str:
+    def _run(self, *args: str, env: dict | None = None, binary: bool = False):  # noqa: ANN202 - str, or bytes
         """Run ``git ARGS`` in the workspace folder; stdout without the final newline.
+
+        Args:
+            binary: return stdout as bytes, exactly as git wrote it (file contents).
 
         Raises:
             GitFailed: git exited non-zero (the message is git's first error line).
@@ -112,13 +115,13 @@ class GitRepo:
         import subprocess
 
         try:
-            proc = subprocess.run(["git", *args], cwd=self.workspace, capture_output=True, text=True,
+            proc = subprocess.run(["git", *args], cwd=self.workspace, capture_output=True, text=not binary,
                                   env={**os.environ, "LC_ALL": "C", **(env or {})}, stdin=subprocess.DEVNULL)
         except OSError as err:
             raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
         if proc.returncode != 0:
             raise GitFailed(f"git {args[0]} failed: {_first_line(proc.stderr) or proc.returncode}")
-        return proc.stdout.rstrip("\n")
+        return proc.stdout if binary else proc.stdout.rstrip("\n")
 
     def _index_lock(self) -> Path:
         return self.git_dir / "index.lock"
@@ -199,6 +202,75 @@ class GitRepo:
             self._run("reset", "-q", "--", *rels)
         except GitFailed:
             pass  # an unborn branch or a held lock: nothing more can be done here
+
+    # --- old versions and local state, for rollback, undo and purge ------------------------
+
+    def toplevel(self) -> Path:
+        """The repository's top folder (the workspace itself, or the project holding it)."""
+        if getattr(self, "_toplevel", None) is None:
+            self._toplevel = Path(self._run("rev-parse", "--show-toplevel"))
+        return self._toplevel
+
+    def top_rel(self, path: Path) -> str:
+        """``path`` relative to the top folder (for ``REV:PATH``); pathspecs are relative to the workspace."""
+        return Path(os.path.relpath(path.parent.resolve() / path.name, self.toplevel())).as_posix()
+
+    def resolve(self, rev: str) -> str:
+        """The full hash of the commit ``rev`` names (a hash, branch, tag, ``HEAD~2`` …).
+
+        Raises:
+            RevisionNotFound: the repository holds no such commit.
+        """
+        from memcli.errors import RevisionNotFound
+
+        if not rev.strip() or rev.startswith("-"):
+            raise RevisionNotFound(f"unknown revision {rev!r}", hint="give a commit, branch or tag (see `git log`)")
+        try:
+            return self._run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        except GitFailed:
+            raise RevisionNotFound(f"unknown revision {rev!r}",
+                                   hint="give a commit, branch or tag that this repository holds (see `git log`)") \
+                from None
+
+    def parent(self, commit: str) -> str | None:
+        """The first parent of ``commit`` (a full hash), or None for a root commit."""
+        try:
+            return self._run("rev-parse", "--verify", "--quiet", f"{commit}^1")
+        except GitFailed:
+            return None
+
+    def last_change(self, path: Path) -> str | None:
+        """The newest commit on ``HEAD`` that changed ``path``, or None (never committed)."""
+        try:
+            return self._run("log", "-1", "--format=%H", "--", os.path.relpath(path, self.workspace)) or None
+        except GitFailed:
+            return None  # no commits yet
+
+    def blob(self, commit: str, path: Path) -> bytes | None:
+        """The bytes of ``path`` (absolute) as committed in ``commit``, or None when it was absent."""
+        try:
+            return self._run("cat-file", "blob", f"{commit}:{self.top_rel(path)}", binary=True)
+        except GitFailed:
+            return None
+
+    def changed_files(self, commit: str) -> list[Path]:
+        """Absolute paths of the files ``commit`` added, changed or deleted (against its first parent)."""
+        out = self._run("diff-tree", "-r", "--root", "--no-renames", "--no-commit-id", "--name-only", "-z", commit)
+        top, real = self.toplevel(), self.workspace.resolve()
+        paths = [top / name for name in out.split("\0") if name]
+        # as paths under ``self.workspace`` as given (it may be reached through a symbolic link)
+        return [self.workspace / p.relative_to(real) if real in p.parents else p for p in paths]
+
+    def uncommitted(self, paths: list[Path] | None = None) -> list[str]:
+        """Files with staged or unstaged changes, relative to the top folder, limited to ``paths``.
+
+        Files git does not track are listed only when ``paths`` names them; with no
+        ``paths``, the whole repository's tracked files are checked.
+        """
+        limit = ["--", *(os.path.relpath(p, self.workspace) for p in paths)] if paths else []
+        untracked = "--untracked-files=all" if paths else "--untracked-files=no"
+        out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
     def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,
             keep=None) -> list[Entry]:  # noqa: ANN001

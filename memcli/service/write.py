@@ -78,14 +78,17 @@ class WriteResult:
 # --- the transaction ------------------------------------------------------------------
 
 
-def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memories: list[Memory], related: list[str]) -> str | None:
+def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
+          trailers: dict[str, str] | None = None, with_text: bool = True) -> str | None:
     """Write files atomically and commit them once; restore them all if anything fails.
 
     Args:
-        writes: absolute path -> new bytes.
+        writes: absolute path -> new bytes, or None to delete the file.
         op: the operation, named in the commit message.
         memories: the memories the change is about (the message names them; one or many).
         related: ids of other memories the change touched (superseded ones).
+        trailers: more ``Memcli-*`` trailers (``{"Undoes": hash}``).
+        with_text: put the memory text in the message body (``purge`` does not).
 
     Returns:
         The commit hash, or None with ``autocommit = false``.
@@ -98,12 +101,17 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memories: list[Memory], 
         repo = ctx.git() if ctx.ws.config.autocommit else None
         # New files first: a writer killed half-way leaves a new memory that points at an
         # old one still active, never an old one marked superseded by a memory that is missing.
-        for path in sorted(writes, key=lambda p: backups[p] is not None):
-            atomic_write(path, writes[path])
+        # Deletions last, for the same reason.
+        for path in sorted(writes, key=lambda p: (writes[p] is None, backups[p] is not None)):
+            data = writes[path]
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, data)
         commit = None
         if repo is not None:
-            commit = repo.commit(list(writes), _message(ctx, op, memories, related), actor=ctx.actor,
-                                 timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now))
+            commit = repo.commit(list(writes), _message(ctx, op, memories, related, trailers, with_text),
+                                 actor=ctx.actor, timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now))
     except BaseException:
         for path, data in backups.items():
             if data is None:
@@ -115,7 +123,8 @@ def apply(ctx: Ctx, writes: dict[Path, bytes], op: str, memories: list[Memory], 
     return commit
 
 
-def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str]) -> str:
+def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
+             trailers: dict[str, str] | None = None, with_text: bool = True) -> str:
     """The commit message: operation, ids, scopes and actor, the text, ``Memcli-*`` trailers."""
     scopes = " ".join(dict.fromkeys(m.scope for m in memories))
     runs = " ".join(dict.fromkeys(m.provenance.run_id for m in memories if m.provenance.run_id))
@@ -127,7 +136,8 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str]) -> s
         body = "\n".join(f"- {m.id}: {m.text.splitlines()[0][:100]}" for m in memories)
     return gitlog.message(op, summary, {
         "Op": op, "Id": " ".join(m.id for m in memories), "Scope": scopes, "Actor": ctx.actor,
-        "Run": runs or None, "Related": " ".join(related) or None}, body=body)
+        "Run": runs or None, "Related": " ".join(related) or None, **(trailers or {})},
+        body=body if with_text else "")
 
 
 def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:

@@ -1,0 +1,134 @@
+"""``purge``: delete a memory for good (SPEC.md section 4: "hard, asks for --yes; can also strip it from history").
+
+A plain purge deletes the memory's file in one commit whose message holds no text; old
+commits still hold it (``git log -p``), which is what makes it reversible with ``undo``.
+``--history`` then rewrites every commit of the repository so that neither the file nor
+the text remain anywhere (see ``memcli.githistory``).
+
+Supersede links that other memories hold to the purged one are pruned in the same
+commit: a link to a memory that no longer exists would be a dangling reference in
+``show`` and in the files. Their status is left alone (a memory it had superseded stays
+superseded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memcli import model
+from memcli.errors import UsageProblem
+from memcli.model import Memory
+from memcli.service import Ctx
+from memcli.service.write import apply, rewrite
+
+
+@dataclass
+class PurgeResult:
+    """What ``purge`` did.
+
+    Attributes:
+        memory: the purged memory (as it was).
+        changed: ids of memories whose links to it were pruned.
+        commit: the purge commit (after a history rewrite, the new ``HEAD``), or None
+            with ``autocommit = false``.
+        history: whether history was rewritten.
+        removed_paths: with ``history``, the paths removed from every commit (relative to the top folder).
+        warnings: what the user must know (history rewritten, forced push, old clones).
+        message: one line for a person.
+    """
+
+    memory: Memory
+    message: str
+    changed: list[str] = field(default_factory=list)
+    commit: str | None = None
+    history: bool = False
+    removed_paths: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self, now: datetime | None = None) -> dict[str, Any]:
+        """JSON-ready form (the text is not repeated: it is what was purged)."""
+        return {"op": "purge", "outcome": "deleted", "message": self.message, "id": self.memory.id,
+                "scope": self.memory.scope, "path": self.memory.path, "changed": self.changed, "commit": self.commit,
+                "history": self.history, "removedPaths": self.removed_paths}
+
+
+def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
+    """Delete a memory's file in one commit (op ``purge``); with ``history``, also from every commit.
+
+    Args:
+        ref: id or unique prefix of a visible memory, whatever its status.
+        history: rewrite the repository's history (every ref) to remove the file and the
+            text from all commits and messages; expire reflogs and garbage-collect.
+
+    Raises:
+        MemoryNotFound, AmbiguousId: ``ref`` names no visible memory.
+        UsageProblem: ``history`` with ``[git] autocommit = false``.
+        HistoryConflict: ``history`` while tracked files have uncommitted changes, with a
+            stash, or with several work trees (nothing is written).
+        GitFailed: git-filter-repo is missing (nothing written) or failed (the purge commit stays).
+        WorkspaceLocked, GitLocked: nothing is written.
+    """
+    from memcli import githistory
+
+    with ctx.ws.lock():
+        ctx.catalog(refresh=True)
+        item = ctx.resolve(ref)
+        memory = item.memory
+        if history:
+            if not ctx.ws.config.autocommit:
+                raise UsageProblem("purge --history rewrites git history and needs [git] autocommit = true",
+                                   hint="commit your changes, set autocommit = true in memcli.toml, and retry")
+            repo = ctx.git()
+            githistory.check_rewritable(repo)
+            paths = githistory.paths_of(repo, memory.id, item.file)
+            texts = githistory.texts_of(repo, paths) | {memory.text}
+        writes: dict[Path, bytes | None] = {item.file: None}
+        changed = _prune_links(ctx, memory, writes)
+        commit = apply(ctx, writes, "purge", [memory], changed, with_text=False)
+        result = PurgeResult(memory, f"purged {memory.id} ({memory.scope}): its file is deleted", changed, commit)
+        if changed:
+            result.message += f"; links pruned in {', '.join(changed)}"
+        if history:
+            done = githistory.rewrite(repo, paths, memory.id, texts, ctx.ws.root)
+            result.history, result.commit, result.removed_paths = True, done.head, done.paths
+            result.message += "; removed from every commit and commit message"
+            result.warnings = _warnings(done)
+        else:
+            result.message += " (old commits still hold it; `--history` removes it from them)"
+    return result
+
+
+def _prune_links(ctx: Ctx, memory: Memory, writes: dict[Path, bytes | None]) -> list[str]:
+    """Drop ``memory.id`` from other memories' ``supersedes``/``supersededBy``; add their files to ``writes``."""
+    catalog = ctx.catalog()
+    holders = {m.id: m for status in model.STATUSES for m in catalog.with_status(status)
+               if memory.id in m.supersedes or memory.id in m.superseded_by}
+    for ref in (*memory.supersedes, *memory.superseded_by):  # its own links, should the index lag
+        holders.update({m.id: m for m in catalog.by_prefix(ref) if m.id == ref})
+    changed = []
+    for holder in holders.values():
+        item = ctx.load(holder)
+        changes: dict[str, Any] = {}
+        for key, values in (("supersedes", item.memory.supersedes), ("supersededBy", item.memory.superseded_by)):
+            if memory.id in values:
+                changes[key] = [v for v in values if v != memory.id] or None
+        if changes:
+            writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now})
+            changed.append(holder.id)
+    return changed
+
+
+def _warnings(done) -> list[str]:  # noqa: ANN001 - githistory.Rewritten
+    remotes = ", ".join(done.remotes)
+    push = (f"the remotes ({remotes}) need a forced push (`git push --force --all` and `--tags`)"
+            if done.remotes else "any remote you push to needs a forced push")
+    out = [f"history was rewritten: every commit hash from the memory's first commit on changed; {push}; "
+           "existing clones and forks "
+           "still hold the old text until they are deleted or re-cloned"]
+    if done.project:
+        out.append("the workspace lives inside a larger project repository: the whole project's history "
+                   "was rewritten, not only memcli's")
+    return out

@@ -1,0 +1,246 @@
+"""Rollback and undo from git history (SPEC.md sections 3 and 4: "any -> its previous state").
+
+Both write new commits and never move a branch: ``rollback`` restores one memory's file as
+it was at a revision, ``undo`` reverses the most recent memcli commit by writing each of its
+files back. Neither runs ``git revert`` or ``git reset``: the commit is path-limited like
+every memcli write (``GitRepo.commit``), so what the user has staged elsewhere stays staged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memcli import model
+from memcli.errors import HistoryConflict, InvalidMemoryFile, MemoryNotFound
+from memcli.gitlog import Entry, GitRepo
+from memcli.model import Memory
+from memcli.policy import gates
+from memcli.policy.gates import personal_owner
+from memcli.service import Ctx
+from memcli.service.write import WriteResult, _retire, apply, rewrite
+from memcli.store.files import Loaded
+
+#: Operations ``undo`` never reverses: the workspace's creation, and undos themselves (no redo).
+NOT_UNDONE = ("init", "undo")
+
+
+def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
+    """Restore a memory's file as it was at ``to``, as a new commit (op ``rollback``).
+
+    The restored file keeps the old bytes (key order, comments, body) except ``updatedAt``
+    (now) and the supersede links. When the restored version is ``active``, it retires,
+    as ``supersede`` would, every active memory that replaced it (lists it in
+    ``supersedes``, or is named in its current ``supersededBy``) or holds its subject in its
+    scope: those become ``superseded`` with ``supersededBy`` naming it, and its own
+    ``supersedes`` gains them; all in the same commit. A restored version that is not
+    active changes only its own file.
+
+    Args:
+        ref: id or unique prefix of a memory the caller may see.
+        to: a git revision (hash, branch, tag, ``HEAD~2``); default: the parent of the
+            last commit that changed the memory's file (the version before its latest change).
+
+    Returns:
+        A :class:`WriteResult`; outcome ``noop`` (no commit) when the content at ``to``
+        equals the current content apart from ``updatedAt``.
+
+    Raises:
+        MemoryNotFound, AmbiguousId: ``ref`` names no visible memory, or it did not exist at ``to``.
+        RevisionNotFound: ``to`` names no commit.
+        HistoryConflict: the memory's file has uncommitted edits.
+        InvalidMemoryFile: the version at ``to`` cannot be parsed.
+        SecretDetected: the restored text holds a secret.
+        WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+    """
+    with ctx.ws.lock():
+        ctx.catalog(refresh=True)
+        item = ctx.resolve(ref)
+        current = item.memory
+        repo = ctx.git()
+        if repo.uncommitted([item.file]):
+            raise HistoryConflict(f"{current.path} has uncommitted edits; rollback refused",
+                                  hint=f"commit or discard them first (see `git diff -- {current.path}`)")
+        rev, label = _revision(repo, item, to)
+        data = repo.blob(rev, item.file) if rev else None
+        old = _parse(ctx, item.file, data, label) if data is not None else None
+        if old is None or old.memory.id != current.id or not ctx.may_see(old.memory):
+            raise MemoryNotFound(f"{current.id} did not exist at {label}",
+                                 hint=f"to retire it, archive it with `memcli forget {current.id}`")
+        if data == item.file.read_bytes() or _same(old.memory, current):
+            return WriteResult("rollback", current, "noop", f"{current.id} is already as at {label}; nothing to do")
+        restored = old.memory
+        gates.check_secrets(restored.text, restored.subject or "", *restored.tags, *restored.paths)
+        writes: dict[Path, bytes | None] = {}
+        changed: list[str] = []
+        if restored.status == "active":
+            changed = _retire(ctx, _probe(ctx, restored, current), writes, "supersede")
+        supersedes = list(dict.fromkeys([*restored.supersedes, *changed]))
+        superseded_by = [x for x in restored.superseded_by if x not in changed]
+        changes: dict[str, Any] = {"updatedAt": ctx.now}
+        if supersedes != restored.supersedes:
+            changes["supersedes"] = supersedes or None
+        if superseded_by != restored.superseded_by:
+            changes["supersededBy"] = superseded_by or None
+        writes[item.file] = rewrite(old, changes)
+        restored = replace(restored, updated_at=ctx.now, supersedes=supersedes, superseded_by=superseded_by,
+                           path=current.path)
+        commit = apply(ctx, writes, "rollback", [restored], changed)
+    extra = f"; supersedes {', '.join(changed)}" if changed else ""
+    return WriteResult("rollback", restored, "updated",
+                       f"rolled back {restored.id} to {label}: now {restored.status}{extra}",
+                       changed=changed, commit=commit)
+
+
+def _revision(repo: GitRepo, item: Loaded, to: str | None) -> tuple[str | None, str]:
+    """``(commit, label)`` to restore from; commit None when there is no version before."""
+    if to is not None:
+        return repo.resolve(to), to
+    last = repo.last_change(item.file)
+    if last is None:
+        return None, "any earlier commit"
+    parent = repo.parent(last)
+    return parent, f"{last[:12]}^"
+
+
+def _parse(ctx: Ctx, path: Path, data: bytes, label: str) -> Loaded:
+    try:
+        return ctx.ws.files.load(path, data=data, mtime=0)
+    except InvalidMemoryFile as err:
+        raise InvalidMemoryFile(f"{err.path} at {label}", err.reason, err.lineno) from None
+
+
+def _same(old: Memory, current: Memory) -> bool:
+    """True when two versions differ at most in ``updatedAt`` (and where the file lies)."""
+    def key(m: Memory) -> tuple:
+        return model.to_mapping(replace(m, updated_at=None, path="")), m.body
+    return key(old) == key(current)
+
+
+def _probe(ctx: Ctx, restored: Memory, current: Memory) -> Memory:
+    """A copy of ``restored`` whose ``supersedes`` names the active memories that replaced it.
+
+    ``_retire`` then retires those and any other active holder of its subject.
+    """
+    catalog = ctx.catalog()
+    replacing = [m.id for m in catalog.with_status("active") if current.id in m.supersedes]
+    replacing += [ref for ref in current.superseded_by
+                  if any(m.id == ref and m.status == "active" for m in catalog.by_prefix(ref))]
+    return replace(restored, supersedes=list(dict.fromkeys(replacing)))
+
+
+# --- undo -----------------------------------------------------------------------------
+
+
+@dataclass
+class UndoResult:
+    """What ``undo`` did.
+
+    Attributes:
+        outcome: ``updated``, or ``noop`` when no memcli commit is left to undo.
+        undone: the hash of the commit reversed, or None.
+        undone_op: its operation (``remember``, ``supersede`` …), or None.
+        files: the files written back or deleted, relative to the workspace.
+        ids: the memories in those files.
+        commit: the new commit, or None (no-op, or ``autocommit = false``).
+        message: one line for a person.
+    """
+
+    outcome: str
+    message: str
+    undone: str | None = None
+    undone_op: str | None = None
+    files: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    commit: str | None = None
+
+    def to_dict(self, now: datetime | None = None) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"op": "undo", "outcome": self.outcome, "message": self.message, "undone": self.undone,
+                "undoneOp": self.undone_op, "files": self.files, "ids": self.ids, "commit": self.commit}
+
+
+def last_undoable(repo: GitRepo, actor: str) -> Entry | None:
+    """The newest memcli commit that ``undo`` may reverse for ``actor``, or None.
+
+    That is the newest commit touching the workspace that carries a ``Memcli-Op``
+    trailer, is not ``init`` or an ``undo``, is not named by a newer undo's
+    ``Memcli-Undoes`` trailer, and touches no other user's personal scope (its
+    ``Memcli-Scope`` trailer): Bob's latest change is not Alice's to undo.
+    """
+    undone: set[str] = set()
+
+    def keep(entry: Entry) -> bool:
+        op = entry.trailers.get("op")
+        if op == "undo":
+            undone.update(entry.trailers.get("undoes", "").split())
+        others = [s for s in entry.trailers.get("scope", "").split() if personal_owner(s) not in (None, actor)]
+        return op is not None and op not in NOT_UNDONE and entry.commit not in undone and not others
+
+    found = repo.log(limit=1, keep=keep)
+    return found[0] if found else None
+
+
+def undo(ctx: Ctx) -> UndoResult:
+    """Reverse the most recent memcli commit as a new commit (op ``undo``, trailer ``Memcli-Undoes``).
+
+    Commits that touch another user's personal scope are passed over. Each file that
+    commit touched is written back to its content at the commit's parent
+    (or deleted, when the commit added it) and the files are committed path-limited.
+    Repeating ``undo`` walks further back: a commit already undone is skipped.
+
+    Returns:
+        An :class:`UndoResult`; outcome ``noop`` (exit 0) when there is nothing to undo.
+
+    Raises:
+        HistoryConflict: a file's content now differs from its content at that commit
+            (a later commit or an uncommitted edit changed it); nothing is written.
+        SecretDetected: a version to restore holds a secret.
+        WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+    """
+    with ctx.ws.lock():
+        ctx.catalog(refresh=True)
+        repo = ctx.git()
+        target = last_undoable(repo, ctx.actor)
+        if target is None:
+            return UndoResult("noop", "nothing to undo: no memcli commit is left to reverse")
+        short = target.commit[:12]
+        parent = repo.parent(target.commit)
+        writes: dict[Path, bytes | None] = {}
+        memories: list[Memory] = []
+        files = repo.changed_files(target.commit)
+        staged = set(repo.uncommitted(files)) if files else set()  # e.g. staged, then the edit taken back
+        for path in files:
+            rel = ctx.ws.files.rel(path)
+            after = repo.blob(target.commit, path)
+            now = path.read_bytes() if path.is_file() else None
+            if now != after or repo.top_rel(path) in staged:
+                raise HistoryConflict(
+                    f"{rel} changed after commit {short} (a later commit or an uncommitted edit); undo refused",
+                    hint=f"see why with `git log -p -- {rel}` or `memcli diff {short}..`")
+            before = repo.blob(parent, path) if parent else None
+            writes[path] = before
+            memory = _memory_of(ctx, path, before if before is not None else after)
+            if memory is not None:
+                memories.append(memory)
+                if before is not None:
+                    gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+        if not writes:
+            return UndoResult("noop", f"nothing to undo: commit {short} changed no file")
+        commit = apply(ctx, writes, "undo", memories, [], trailers={"Undoes": target.commit})
+    op = target.trailers.get("op")
+    ids = [m.id for m in memories]
+    return UndoResult("updated", f"undid {op} {short} ({', '.join(ids) or 'no memory'})", undone=target.commit,
+                      undone_op=op, files=[ctx.ws.files.rel(p) for p in writes], ids=ids, commit=commit)
+
+
+def _memory_of(ctx: Ctx, path: Path, data: bytes | None) -> Memory | None:
+    """The memory in one version of a file, or None when it is not a readable memory file."""
+    if data is None:
+        return None
+    try:
+        return ctx.ws.files.load(path, data=data, mtime=0).memory
+    except (InvalidMemoryFile, ValueError):
+        return None

@@ -1,0 +1,219 @@
+"""Issue 5, the write side of the audit trail: ``rollback`` and ``undo``.
+
+Real git repositories in temporary folders, the real CLI in subprocesses.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import git
+
+IDENT = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid")
+
+
+def remember(run, text: str, *args: str) -> dict:
+    result = run("--json", "remember", text, *args)
+    assert result.code == 0, result
+    return result.json()["data"]["memory"]
+
+
+def head(ws: Path) -> str:
+    return git(ws, "rev-parse", "HEAD").strip()
+
+
+def head_files(ws: Path) -> list[str]:
+    return sorted(git(ws, "show", "--name-only", "--format=", "HEAD").split())
+
+
+def hand_commit(ws: Path, *paths: str, message: str = "hand edit") -> None:
+    subprocess.run(["git", *IDENT, "-C", str(ws), "add", "--", *paths], check=True, capture_output=True)
+    subprocess.run(["git", *IDENT, "-C", str(ws), "commit", "-q", "-m", message, "--", *paths], check=True,
+                   capture_output=True)
+
+
+def field(data: bytes | str, key: str) -> str:
+    text = data.decode() if isinstance(data, bytes) else data
+    return next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith(f"{key}:"))
+
+
+def supersede_then_rollback(ws: Path, run) -> tuple[dict, dict, dict[str, bytes]]:
+    """remember A; supersede A with B; rollback A. Returns A, B and A's bytes before the supersede."""
+    a = remember(run, "Use pnpm for every JavaScript package in this repo", "--subject", "js.package-manager")
+    before = {a["path"]: (ws / a["path"]).read_bytes()}
+    b = run("--json", "supersede", a["id"], "Use yarn for every JavaScript package in this repo").json()["data"]["memory"]
+    assert field((ws / a["path"]).read_bytes(), "status") == "superseded"
+    result = run("rollback", a["id"], env={"MEMCLI_NOW": "2030-01-01T00:00:00Z"})
+    assert result.code == 0, result
+    assert "rolled back" in result.out and result.err == ""
+    return a, b, before
+
+
+def test_rollback_after_supersede_restores_both_sides_in_one_commit(ws, run):
+    a, b, before = supersede_then_rollback(ws, run)
+    a_text, b_text = (ws / a["path"]).read_text(), (ws / b["path"]).read_text()
+    assert field(a_text, "status") == "active"
+    assert field(a_text, "supersedes") == f"[{b['id']}]"
+    assert "supersededBy" not in a_text
+    assert field(a_text, "updatedAt") == "2030-01-01T00:00:00Z"
+    assert field(b_text, "status") == "superseded"
+    assert field(b_text, "supersededBy") == f"[{a['id']}]"
+    # one commit, exactly both files, op rollback
+    assert head_files(ws) == sorted([a["path"], b["path"]])
+    message = git(ws, "log", "-1", "--format=%B")
+    assert message.startswith(f"memcli: rollback {a['id']}") and "Memcli-Op: rollback" in message
+    assert f"Memcli-Related: {b['id']}" in message
+    # byte-preserving: every line of the original file is kept but updatedAt; one line added
+    old_lines = before[a["path"]].decode().splitlines()
+    new_lines = a_text.splitlines()
+    assert [x for x in old_lines if not x.startswith("updatedAt:")] == \
+        [x for x in new_lines if not x.startswith(("updatedAt:", "supersedes:"))]
+    # three versions of A in history: active, superseded, active again
+    versions = git(ws, "log", "--format=%H", "--", a["path"]).split()
+    assert [field(git(ws, "show", f"{c}:{a['path']}"), "status") for c in reversed(versions)] == \
+        ["active", "superseded", "active"]
+
+
+def test_undo_twice_returns_the_files_to_where_they_began(ws, run):
+    a, b, before = supersede_then_rollback(ws, run)
+    rollback_commit = head(ws)
+    first = run("--json", "undo")
+    assert first.code == 0, first
+    assert first.json()["data"]["undone"] == rollback_commit and first.json()["data"]["undoneOp"] == "rollback"
+    assert f"Memcli-Undoes: {rollback_commit}" in git(ws, "log", "-1", "--format=%B")
+    assert field((ws / a["path"]).read_bytes(), "status") == "superseded"  # as after the supersede
+    second = run("undo")
+    assert second.code == 0 and "undid supersede" in second.out, second
+    assert (ws / a["path"]).read_bytes() == before[a["path"]]
+    assert not (ws / b["path"]).exists()
+    assert git(ws, "status", "--porcelain") == ""
+    assert head_files(ws) == sorted([a["path"], b["path"]])
+
+
+def test_undo_refused_when_a_later_commit_changed_the_file(ws, run):
+    a = remember(run, "Run the linter before every push")
+    path = ws / a["path"]
+    path.write_text(path.read_text().replace("importance: 3", "importance: 5"))
+    hand_commit(ws, a["path"])
+    start, content = head(ws), path.read_bytes()
+    result = run("undo")
+    assert result.code == 13, result
+    assert result.err.count("\n") == 1 and a["path"] in result.err and "git log" in result.err
+    assert head(ws) == start and path.read_bytes() == content
+
+
+def test_undo_refused_when_the_file_has_uncommitted_edits(ws, run):
+    a = remember(run, "Run the linter before every push")
+    path = ws / a["path"]
+    path.write_text(path.read_text() + "More.\n")
+    start = head(ws)
+    result = run("--json", "undo")
+    assert result.code == 13 and result.json()["error"]["code"] == "history_conflict"
+    assert head(ws) == start and path.read_text().endswith("More.\n")
+
+
+def test_undo_keeps_the_users_staged_change_elsewhere_staged(ws, run):
+    a = remember(run, "Run the linter before every push")
+    (ws / "notes.txt").write_text("draft\n")
+    git(ws, "add", "notes.txt")
+    result = run("undo")
+    assert result.code == 0, result
+    assert not (ws / a["path"]).exists()
+    assert head_files(ws) == [a["path"]]
+    assert git(ws, "diff", "--cached", "--name-only").split() == ["notes.txt"]
+
+
+def test_nothing_to_undo_says_so_and_exits_0(ws, run):
+    start = head(ws)
+    result = run("undo")
+    assert result.code == 0 and "nothing to undo" in result.out
+    assert head(ws) == start
+    assert run("--json", "undo").json()["data"]["outcome"] == "noop"
+
+
+def test_undo_walks_back_past_undone_commits_to_the_first_memory(ws, run):
+    a = remember(run, "First memory about deployments on Tuesdays")
+    b = remember(run, "Second memory about the release checklist")
+    assert run("undo").code == 0 and not (ws / b["path"]).exists()
+    assert run("undo").code == 0 and not (ws / a["path"]).exists()
+    assert "nothing to undo" in run("undo").out
+
+
+def test_rollback_to_an_unknown_revision_is_exit_12(ws, run):
+    a = remember(run, "Run the linter before every push")
+    start = head(ws)
+    result = run("rollback", a["id"], "--to", "no-such-branch")
+    assert result.code == 12, result
+    assert result.err.startswith("memcli: error: unknown revision 'no-such-branch'") and result.err.count("\n") == 1
+    assert run("--json", "rollback", a["id"], "--to", "deadbeef").json()["error"]["code"] == "revision_not_found"
+    assert head(ws) == start
+
+
+def test_rollback_refused_when_the_file_has_uncommitted_edits(ws, run):
+    a = remember(run, "Run the linter before every push")
+    run("forget", a["id"])
+    path = ws / a["path"]
+    path.write_text(path.read_text() + "Edited.\n")
+    start = head(ws)
+    result = run("rollback", a["id"])
+    assert result.code == 13 and a["path"] in result.err, result
+    assert head(ws) == start and path.read_text().endswith("Edited.\n")
+
+
+def test_rollback_to_before_the_memory_existed_suggests_forget(ws, run):
+    init_commit = head(ws)
+    a = remember(run, "Run the linter before every push")
+    result = run("rollback", a["id"], "--to", init_commit)
+    assert result.code == 4, result
+    assert "did not exist" in result.err and f"memcli forget {a['id']}" in result.err
+
+
+def test_rollback_to_identical_content_is_a_no_op(ws, run):
+    a = remember(run, "Run the linter before every push")
+    start = head(ws)
+    result = run("--json", "rollback", a["id"], "--to", "HEAD")
+    assert result.code == 0 and result.json()["data"]["outcome"] == "noop" and result.json()["data"]["commit"] is None
+    assert head(ws) == start
+
+
+def test_rollback_undoes_a_forget_and_names_the_revision(ws, run):
+    a = remember(run, "Run the linter before every push")
+    remembered = head(ws)
+    assert run("forget", a["id"]).code == 0
+    result = run("--json", "rollback", a["id"][:8], "--to", remembered[:10])
+    assert result.code == 0, result
+    data = result.json()["data"]
+    assert data["memory"]["status"] == "active" and data["op"] == "rollback" and data["commit"] == head(ws)
+    assert head_files(ws) == [a["path"]]
+
+
+def test_rollback_refuses_a_secret_in_the_restored_version(ws, run):
+    a = remember(run, "Run the linter before every push")
+    path = ws / a["path"]
+    clean = path.read_text()
+    path.write_text(clean + "key AKIAIOSFODNN7EXAMPLE\n")
+    hand_commit(ws, a["path"])
+    leaked = head(ws)
+    path.write_text(clean)
+    hand_commit(ws, a["path"], message="remove the key")
+    result = run("rollback", a["id"], "--to", leaked)
+    assert result.code == 6, result
+    assert "AKIA" not in result.err and path.read_text() == clean
+
+
+def test_rollback_respects_scope_visibility(ws, run):
+    bob = run("--json", "--actor", "bob", "remember", "Bob's own editor settings", "--scope", "user:bob")
+    assert bob.code == 0, bob
+    result = run("rollback", bob.json()["data"]["id"])
+    assert result.code == 4, result
+
+
+def test_undo_passes_over_another_users_personal_change(ws, run):
+    mine = remember(run, "Run the linter before every push")
+    bob = run("--json", "--actor", "bob", "remember", "Bob's own editor settings", "--scope", "user:bob")
+    assert bob.code == 0, bob
+    result = run("undo")
+    assert result.code == 0 and "undid remember" in result.out, result
+    assert not (ws / mine["path"]).exists()
+    assert (ws / bob.json()["data"]["memory"]["path"]).exists()
