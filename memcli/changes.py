@@ -155,7 +155,7 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
         if new.expire_at:
             details.append(f"expires {_when(new.expire_at)}")
         if step.op is None and kind == "added":
-            details.append("by hand")
+            details.append("by hand" if step.commit else "uncommitted")
         return [_change(new, kind, step, to_status=new.status, details=details)]
     out: list[Change] = []
     if moved:
@@ -234,10 +234,11 @@ def _unreadable(before: Version | None, after: Version | None, step: Step) -> Ch
     bad = after if after is not None and after.memory is None else before
     side = "after" if bad is after else "before"
     stem = bad.path.rsplit("/", 1)[-1].removesuffix(".md")
-    change = Change(id=good.id if good else stem, scope=good.scope if good else "?", change="unreadable",
-                    path=bad.path, text=good.text if good else "", by=step.actor, commit=step.commit, at=step.at,
-                    details=[f"the version {side} this change cannot be parsed: {bad.error}"])
-    return change
+    kind, details = "unreadable", [f"the version {side} this change cannot be parsed: {bad.error}"]
+    if after is None:
+        kind, details = "deleted", [f"the file was removed (purged); its last version could not be parsed: {bad.error}"]
+    return Change(id=good.id if good else stem, scope=good.scope if good else "?", change=kind, path=bad.path,
+                  text=good.text if good else "", by=step.actor, commit=step.commit, at=step.at, details=details)
 
 
 def _mapping(memory: Memory) -> dict[str, Any]:

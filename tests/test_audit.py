@@ -126,6 +126,11 @@ def test_diff_without_argument_explains_uncommitted_hand_edits(ws, run, scripted
     assert f"edited by hand {ids['A2']} (project): text edited [uncommitted]" in result.out
     assert "    - Use pnpm 9, not npm or yarn" in result.out and "    + Use pnpm 10, not npm or yarn" in result.out
     assert ids["B"] not in result.out  # committed changes are not repeated
+    result = run("diff", "HEAD~1", env=at(8))  # REV: from REV to the working tree
+    assert result.code == 0, result
+    assert f"edited by hand {ids['B']} (project) by Test User" in result.out
+    assert f"edited by hand {ids['A2']} (project): text edited [uncommitted]" in result.out
+    assert f"approved {ids['B']}" not in result.out
     assert git(ws, "status", "--porcelain") == before  # diff writes nothing
 
 
@@ -209,6 +214,18 @@ def test_history_show_at_and_log_after_remember_then_supersede(ws, run):
     assert lines[1].split("\t")[6] == git(ws, "rev-parse", "HEAD~1").strip()[:10]
     entry = run("--json", "log", old).json()["data"]["entries"][0]
     assert entry["trailers"]["run"] == "run-2" and entry["text"] == "Tests run with pytest -n auto"
+
+
+def test_history_of_a_memory_written_with_autocommit_off(ws, run):
+    toml = ws / "memcli.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("autocommit = true", "autocommit = false"),
+                    encoding="utf-8")
+    hand_commit(ws, "config", day=1)
+    memory_id = remember(run, "Cache keys include the locale", day=2)
+    result = run("--json", "history", memory_id, env=at(3))
+    assert result.code == 0, result
+    (version,) = result.json()["data"]["versions"]
+    assert (version["commit"], version["status"], version["changes"]) == (None, "active", ["added: uncommitted"])
 
 
 def test_history_marks_hand_edits_and_finds_a_deleted_memory(ws, run):

@@ -163,7 +163,7 @@ def history(ctx: Ctx, ref: str) -> History:
     found = iter(datas)
     for step, path, gone in steps:
         versions.append((step, None if gone else read_version(ctx, path, next(found), step.at)))
-    if item is not None and steps:
+    if item is not None:  # uncommitted edits (or a file never committed, with autocommit = false)
         on_disk = _disk(ctx, item.memory.path)
         head = repo.blobs([("HEAD", item.memory.path)])[0]
         if on_disk != head:
