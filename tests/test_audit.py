@@ -163,6 +163,26 @@ def test_diff_hides_other_users_personal_memories_and_reports_unreadable_version
     assert "cannot be parsed" in changes[1]["details"][0]
 
 
+def test_diff_expiry_while_active_then_archived_and_expireat_edited_to_the_past(ws, run):
+    base = git(ws, "rev-parse", "HEAD").strip()
+    short = remember(run, "The demo server is up this week", "--ttl", "1d", day=1)
+    edited = remember(run, "Use the old VPN profile", day=1)
+    assert run("forget", short, env=at(3)).code == 0
+    path = file_of(ws, edited)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("status: active\n", "status: active\nexpireAt: 2027-01-02\n"), encoding="utf-8")
+    hand_commit(ws, "that profile is gone", day=4)
+    data = run("--json", "diff", f"{base}..HEAD", env=at(5)).json()["data"]
+    kinds = [(c["id"], c["change"]) for c in data["changes"]]
+    assert kinds == [(short, "added"), (short, "expired"), (short, "archived"), (edited, "added"), (edited, "expired")]
+    past = data["changes"][-1]
+    assert past["by"] == "Test User" and past["details"] == ["expireAt edited to 2027-01-02T00:00:00Z, already past"]
+    assert data["changes"][2]["details"] == ["forgotten"]
+    # a range after the expiry names only what happened in it
+    result = run("diff", "HEAD~1..HEAD", env=at(5))
+    assert f"expired {edited}" in result.out and short not in result.out
+
+
 def test_diff_bad_revisions(ws, run):
     result = run("diff", "nope..HEAD")
     assert (result.code, result.out) == (12, "")

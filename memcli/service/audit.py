@@ -373,16 +373,18 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
         wanted.append((start.commit, track.start))
         wanted += [(s.commit, p) for s, p, gone in track.steps if s.commit and not gone]
     datas = iter(repo.blobs(wanted))
-    finals: dict[str, Version | None] = {}
+    spans: dict[str, list[tuple[Version | None, datetime, datetime]]] = {}  # path -> (version, from, until)
     for path, track in tracks.items():
         before = read_version(ctx, track.start, next(datas), result.from_at)
+        since = result.from_at
         for step, spath, gone in track.steps:
             data = None if gone else next(datas) if step.commit else _disk(ctx, spath)
             after = None if gone else read_version(ctx, spath, data, step.at)
             result.changes += [c for c in classify(before, after, step) if _shown(ctx, c, before, after)]
-            before = after
-        finals[path] = before
-    _expiries(ctx, repo, result, finals)
+            spans.setdefault(path, []).append((before, since, step.at))
+            before, since = after, step.at
+        spans.setdefault(path, []).append((before, since, result.to_at))
+    _expiries(ctx, repo, result, spans)
     result.changes = _grouped(result.changes)
     result.other_files = list(others)
     return result
@@ -393,22 +395,29 @@ def _shown(ctx: Ctx, change: Change, before: Version | None, after: Version | No
     return all(_visible(ctx, v.path, v.memory) for v in (before, after) if v is not None)
 
 
-def _expiries(ctx: Ctx, repo: GitRepo, result: DiffResult, finals: dict[str, Version | None]) -> None:
-    """Add an ``expired`` change for each active memory whose ``expireAt`` fell inside the range."""
+def _expiries(ctx: Ctx, repo: GitRepo, result: DiffResult,
+              spans: dict[str, list[tuple[Version | None, datetime, datetime]]]) -> None:
+    """Add an ``expired`` change for each memory whose ``expireAt`` passed while a version of it was active.
+
+    Args:
+        spans: for each changed file, its versions and the time each one held, in order;
+            files the range did not change are read at its end and held throughout.
+    """
     if result.to_at <= result.from_at:
         return
     said = {c.id for c in result.changes if c.change == "expired"}
     paths = [p for p in repo.grep_paths("expireAt", result.to_commit, MEMORIES)
-             if is_memory_path(p) and p not in finals and _visible(ctx, p)]
+             if is_memory_path(p) and p not in spans and _visible(ctx, p)]
     if result.to_commit:
         datas = repo.blobs([(result.to_commit, p) for p in paths])
     else:
         datas = [_disk(ctx, p) for p in paths]
-    versions = [*finals.values(), *(read_version(ctx, p, d, result.to_at) for p, d in zip(paths, datas))]
-    for version in versions:
+    held = [span for versions in spans.values() for span in versions]
+    held += [(read_version(ctx, p, d, result.to_at), result.from_at, result.to_at) for p, d in zip(paths, datas)]
+    for version, since, until in held:
         memory = version.memory if version else None
-        if memory and memory.id not in said and ctx.may_see(memory) \
-                and expired_between(memory, result.from_at, result.to_at):
+        if memory and memory.id not in said and ctx.may_see(memory) and expired_between(memory, since, until):
+            said.add(memory.id)
             result.changes.append(expiry(memory, version.path))
 
 
