@@ -49,7 +49,7 @@ def diff(
 ) -> None:
     """Explain memory changes between two revisions in words: added, proposed, approved, rejected,
     superseded, archived, restored, expired, edited by hand, deleted, moved."""
-    from memcli.service.audit import diff as do_diff
+    from memcli.service.diff import diff as do_diff
     from memcli.timeutil import format_instant
 
     context = ctx()

@@ -1,4 +1,4 @@
-"""The read side of the audit trail: ``history``, ``show --at`` and ``diff`` (SPEC.md section 4).
+"""The read side of the audit trail: ``history`` and ``show --at`` (SPEC.md section 4); ``diff`` is in ``service.diff``.
 
 Old versions come from git (``gitlog.GitRepo.commits``, ``blobs``) and are parsed with
 memcli's own parsers (``MemoryFiles.load`` with the bytes), so a past version reads
@@ -13,16 +13,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memcli.changes import Change, Step, Version, classify, expired_between, expiry, field_changes, first_line
-from memcli.errors import AmbiguousId, InvalidMemoryFile, MemoryNotFound, UsageProblem
-from memcli.gitlog import Entry, GitRepo
+from memcli.changes import Change, Step, Version, classify, field_changes, first_line
+from memcli.errors import AmbiguousId, InvalidMemoryFile, MemoryNotFound
+from memcli.gitlog import Entry
 from memcli.model import Memory, check_id
 from memcli.service import MIN_PREFIX, Ctx, _others_folder
 from memcli.store.files import MEMORIES, Loaded
 from memcli.timeutil import format_instant, parse_instant
-
-WORKING_TREE = "working tree"
-
 
 def is_memory_path(path: str) -> bool:
     """True for a workspace-relative path of a memory file (``memories/**/*.md``, nothing hidden)."""
@@ -30,11 +27,13 @@ def is_memory_path(path: str) -> bool:
     return parts[0] == MEMORIES and path.endswith(".md") and not any(p.startswith(".") for p in parts[1:])
 
 
-def _visible(ctx: Ctx, path: str, memory: Memory | None = None) -> bool:
+def visible_path(ctx: Ctx, path: str, memory: Memory | None = None) -> bool:
+    """False for a file in another user's personal folder, or (given) a memory the caller may not see."""
     return not _others_folder(path, ctx.actor) and (memory is None or ctx.may_see(memory))
 
 
-def _step(entry: Entry) -> Step:
+def step_of(entry: Entry) -> Step:
+    """Who made a commit: its hash, ``Memcli-Op``, ``Memcli-Actor`` (else the git author) and time."""
     return Step(entry.commit, entry.trailers.get("op"), entry.trailers.get("actor") or entry.author,
                 parse_instant(entry.at))
 
@@ -56,7 +55,8 @@ def read_version(ctx: Ctx, path: str, data: bytes | None, at: datetime) -> Versi
     return Version(path, loaded.memory)
 
 
-def _disk(ctx: Ctx, path: str) -> bytes | None:
+def read_disk(ctx: Ctx, path: str) -> bytes | None:
+    """The bytes of a workspace-relative file in the working tree; None when it is not there."""
     try:
         return (ctx.ws.root / path).read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -86,7 +86,7 @@ def find_id(ctx: Ctx, ref: str) -> tuple[str, Loaded | None]:
     repo = ctx.git()
     last = {t.path: (f"{e.commit}^" if t.kind == "D" else e.commit)  # the last version of each path
             for e in repo.commits([f"{MEMORIES}/*{ref}*"], all_refs=True) for t in e.touched
-            if Path(t.path).name.lower().startswith(ref) and _visible(ctx, t.path)}
+            if Path(t.path).name.lower().startswith(ref) and visible_path(ctx, t.path)}
     ids: dict[str, None] = {}
     wanted = [(rev, path) for path, rev in last.items()]
     for (rev, path), data in zip(wanted, repo.blobs(wanted)):
@@ -157,14 +157,14 @@ def history(ctx: Ctx, ref: str) -> History:
     for entry in repo.commits(specs, all_refs=item is None):
         for t in entry.touched:
             if t.path == (item.memory.path if item else None) or memory_id in Path(t.path).name.lower():
-                steps.append((_step(entry), t.path, t.kind == "D"))
+                steps.append((step_of(entry), t.path, t.kind == "D"))
     datas = repo.blobs([(s.commit, p) for s, p, gone in steps if not gone])
     versions: list[tuple[Step, Version | None]] = []
     found = iter(datas)
     for step, path, gone in steps:
         versions.append((step, None if gone else read_version(ctx, path, next(found), step.at)))
     if item is not None:  # uncommitted edits (or a file never committed, with autocommit = false)
-        on_disk = _disk(ctx, item.memory.path)
+        on_disk = read_disk(ctx, item.memory.path)
         head = repo.blobs([("HEAD", item.memory.path)])[0]
         if on_disk != head:
             versions.append((Step(None, None, None, ctx.now), read_version(ctx, item.memory.path, on_disk, ctx.now)))
@@ -257,7 +257,7 @@ def show_at(ctx: Ctx, ref: str, rev: str) -> ShownAt:
     data = repo.blobs([(entry.commit, candidates[0])])[0] if candidates else None
     if data is None:  # moved or deleted since: look for the id in that revision's tree
         paths = [p for p in repo.files(entry.commit, MEMORIES) if Path(p).name.lower().startswith(memory_id)
-                 and _visible(ctx, p)]
+                 and visible_path(ctx, p)]
         if paths:
             candidates = paths[:1]
             data = repo.blobs([(entry.commit, paths[0])])[0]
@@ -270,162 +270,3 @@ def show_at(ctx: Ctx, ref: str, rev: str) -> ShownAt:
         raise MemoryNotFound(f"no memory {ref!r}", hint="list ids with `memcli list`")
     raw = data.decode("utf-8-sig", "replace")
     return ShownAt(loaded.memory, loaded.memory.is_expired(at), raw, rev, entry.commit, at)
-
-
-# --- diff -------------------------------------------------------------------------------
-
-
-@dataclass
-class DiffResult:
-    """``memcli diff``: the two ends and the memory changes between them, grouped by memory.
-
-    Attributes:
-        to_commit: None for the working tree.
-        changes: grouped by memory (in order of each memory's first change), each group in time order.
-        other_files: workspace files changed that are not memories (``memcli.toml`` …).
-    """
-
-    from_rev: str
-    from_commit: str
-    from_at: datetime
-    to_rev: str
-    to_commit: str | None
-    to_at: datetime
-    changes: list[Change] = field(default_factory=list)
-    other_files: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: ``{"from", "to", "changes": [...]}`` plus the times and other files."""
-        return {"from": self.from_commit, "to": self.to_commit or WORKING_TREE, "from_rev": self.from_rev,
-                "to_rev": self.to_rev, "from_at": format_instant(self.from_at), "to_at": format_instant(self.to_at),
-                "changes": [c.to_dict() for c in self.changes], "other_files": self.other_files}
-
-
-def parse_range(spec: str | None) -> tuple[str, str | None]:
-    """``None`` -> (HEAD, working tree); ``REV`` -> (REV, working tree); ``A..B`` -> (A, B); an empty side is HEAD.
-
-    Raises:
-        UsageProblem: ``A...B`` or more than one ``..``.
-    """
-    if spec is None or not spec.strip():
-        return "HEAD", None
-    spec = spec.strip()
-    if "..." in spec or spec.count("..") > 1:
-        raise UsageProblem(f"cannot read the range {spec[:80]!r}", hint="give REV or FROM..TO, e.g. HEAD~3..HEAD")
-    if ".." not in spec:
-        return spec, None
-    old, new = spec.split("..")
-    return old or "HEAD", new or "HEAD"
-
-
-@dataclass
-class _Track:
-    """One memory file followed through the commits of a range (renames included)."""
-
-    start: str
-    steps: list[tuple[Step, str, bool]] = field(default_factory=list)  # (step, path, deleted)
-
-
-def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
-    """Explain the memory changes between two revisions, in words, for a reviewer.
-
-    Args:
-        spec: ``None`` (uncommitted changes: working tree against HEAD), ``REV`` (REV to
-            the working tree) or ``A..B`` (commits reachable from B and not from A, as git's
-            ``A..B``, each named by its own commit, then the working tree if B is absent).
-
-    Expired: a memory that stayed active and whose ``expireAt`` fell between the two ends'
-    times (the working tree's time is memcli's clock), or was edited to a past date.
-
-    Raises:
-        RevisionNotFound: a revision names no commit.
-        UsageProblem: the range cannot be read.
-    """
-    old_rev, new_rev = parse_range(spec)
-    repo = ctx.git()
-    start = repo.entry(old_rev)
-    end = repo.entry(new_rev) if new_rev else None
-    head = end.commit if end else repo.resolve("HEAD")
-    result = DiffResult(old_rev, start.commit, parse_instant(start.at), new_rev or WORKING_TREE,
-                        end.commit if end else None, parse_instant(end.at) if end else ctx.now)
-    tracks: dict[str, _Track] = {}
-    others: dict[str, None] = {}
-
-    def follow(step: Step, touched: list) -> None:  # noqa: ANN001 - gitlog.Touched
-        for t in touched:
-            if not is_memory_path(t.path):
-                others[t.path] = None
-                continue
-            source = t.old_path if t.kind in "RC" and t.old_path else t.path
-            track = tracks.pop(source, None) if t.kind != "C" else None
-            track = track or _Track(source)
-            track.steps.append((step, t.path, t.kind == "D"))
-            tracks[t.path] = track
-
-    if start.commit != head:
-        for entry in repo.commits(["."], rev_range=f"{start.commit}..{head}"):
-            follow(_step(entry), entry.touched)
-    if end is None:
-        follow(Step(None, None, None, ctx.now), repo.changed(head))
-    # Every version needed, read in one batch: the start of each track, then each step's.
-    wanted: list[tuple[str, str]] = []
-    for track in tracks.values():
-        wanted.append((start.commit, track.start))
-        wanted += [(s.commit, p) for s, p, gone in track.steps if s.commit and not gone]
-    datas = iter(repo.blobs(wanted))
-    spans: dict[str, list[tuple[Version | None, datetime, datetime]]] = {}  # path -> (version, from, until)
-    for path, track in tracks.items():
-        before = read_version(ctx, track.start, next(datas), result.from_at)
-        since = result.from_at
-        for step, spath, gone in track.steps:
-            data = None if gone else next(datas) if step.commit else _disk(ctx, spath)
-            after = None if gone else read_version(ctx, spath, data, step.at)
-            result.changes += [c for c in classify(before, after, step) if _shown(ctx, c, before, after)]
-            spans.setdefault(path, []).append((before, since, step.at))
-            before, since = after, step.at
-        spans.setdefault(path, []).append((before, since, result.to_at))
-    _expiries(ctx, repo, result, spans)
-    result.changes = _grouped(result.changes)
-    result.other_files = list(others)
-    return result
-
-
-def _shown(ctx: Ctx, change: Change, before: Version | None, after: Version | None) -> bool:
-    """Leave out changes to another user's personal memories."""
-    return all(_visible(ctx, v.path, v.memory) for v in (before, after) if v is not None)
-
-
-def _expiries(ctx: Ctx, repo: GitRepo, result: DiffResult,
-              spans: dict[str, list[tuple[Version | None, datetime, datetime]]]) -> None:
-    """Add an ``expired`` change for each memory whose ``expireAt`` passed while a version of it was active.
-
-    Args:
-        spans: for each changed file, its versions and the time each one held, in order;
-            files the range did not change are read at its end and held throughout.
-    """
-    if result.to_at <= result.from_at:
-        return
-    said = {c.id for c in result.changes if c.change == "expired"}
-    paths = [p for p in repo.grep_paths("expireAt", result.to_commit, MEMORIES)
-             if is_memory_path(p) and p not in spans and _visible(ctx, p)]
-    if result.to_commit:
-        datas = repo.blobs([(result.to_commit, p) for p in paths])
-    else:
-        datas = [_disk(ctx, p) for p in paths]
-    held = [span for versions in spans.values() for span in versions]
-    held += [(read_version(ctx, p, d, result.to_at), result.from_at, result.to_at) for p, d in zip(paths, datas)]
-    for version, since, until in held:
-        memory = version.memory if version else None
-        if memory and memory.id not in said and ctx.may_see(memory) and expired_between(memory, since, until):
-            said.add(memory.id)
-            result.changes.append(expiry(memory, version.path))
-
-
-def _grouped(changes: list[Change]) -> list[Change]:
-    """Changes grouped by memory, groups in order of their first change, each group in time order."""
-    groups: dict[str, list[Change]] = {}
-    for change in changes:
-        groups.setdefault(change.id, []).append(change)
-    ordered = [sorted(group, key=lambda c: c.at) for group in groups.values()]  # stable: commit order on ties
-    ordered.sort(key=lambda group: group[0].at)
-    return [c for group in ordered for c in group]
