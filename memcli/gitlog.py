@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memcli.errors import GitFailed, GitLocked
@@ -52,19 +52,54 @@ def seal_environment() -> None:
 
 
 @dataclass
+class Touched:
+    """A file a commit (or the working tree) changed: ``kind`` is git's letter (A, M, D, R, C, T).
+
+    ``path`` and ``old_path`` (renames and copies) are relative to the workspace.
+    """
+
+    kind: str
+    path: str
+    old_path: str | None = None
+
+
+@dataclass
 class Entry:
-    """One memcli commit in ``git log``: its hash, time, author, subject and trailers."""
+    """One commit in ``git log``: hash, time, author, subject, ``Memcli-*`` trailers, message text.
+
+    ``trailers`` keys are lower case without the prefix (``op``, ``id``, ``actor`` …); empty
+    for a commit memcli did not make. ``text`` is the message body without its trailers
+    (memcli puts the memory's text there). ``touched`` is filled by :meth:`GitRepo.commits`.
+    """
 
     commit: str
     at: str
     author: str
     subject: str
     trailers: dict[str, str]
+    text: str = ""
+    touched: list[Touched] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"commit": self.commit, "at": self.at, "author": self.author, "subject": self.subject,
-                "trailers": self.trailers}
+                "trailers": self.trailers, "text": self.text}
+
+
+#: ``git log`` format of an :class:`Entry`: six fields split by ``\x1f``.
+_ENTRY_FORMAT = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1f%b"
+
+
+def _entry(fields: list[str]) -> Entry:
+    """An :class:`Entry` from the six fields of ``_ENTRY_FORMAT``."""
+    fields = [f.strip("\n") for f in fields] + [""] * (6 - len(fields))
+    trailers = {}
+    for line in fields[4].splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.startswith(TRAILER_PREFIX):
+            trailers[key[len(TRAILER_PREFIX):].lower()] = value.strip()
+    body = [line for line in fields[5].splitlines() if not line.startswith(TRAILER_PREFIX)]
+    return Entry(fields[0], fields[1], fields[2], fields[3], trailers, "\n".join(body).strip())
 
 
 class GitRepo:
@@ -283,11 +318,10 @@ class GitRepo:
             keep: optional ``keep(entry) -> bool`` filter, applied before ``limit``.
         """
         target = os.path.relpath(path or self.workspace, self.workspace)
-        fmt = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1e"
         import git
 
-        try:
-            out = git.Git(str(self.workspace)).log(f"--format={fmt}", "--", target)  # GitPython's wrapper
+        try:  # GitPython's wrapper
+            out = git.Git(str(self.workspace)).log(f"--format={_ENTRY_FORMAT}%x1e", "--", target)
         except git.GitCommandError:
             return []  # no commits yet
         entries = []
@@ -295,22 +329,182 @@ class GitRepo:
             fields = record.strip("\n").split("\x1f")
             if len(fields) < 5:
                 continue
-            trailers = {}
-            for line in fields[4].splitlines():
-                key, sep, value = line.partition(":")
-                if sep and key.startswith(TRAILER_PREFIX):
-                    trailers[key[len(TRAILER_PREFIX):].lower()] = value.strip()
-            if not trailers:
+            entry = _entry(fields)
+            if not entry.trailers:
                 continue
+            trailers = entry.trailers
             if memory_id and memory_id not in (*trailers.get("id", "").split(), *trailers.get("related", "").split()):
                 continue
-            entry = Entry(fields[0], fields[1], fields[2], fields[3], trailers)
             if keep is not None and not keep(entry):
                 continue
             entries.append(entry)
             if len(entries) >= limit:
                 break
         return entries
+
+    # --- reading history (audit: log, history, show --at, diff) ---------------------------
+
+    def _raw(self, *args: str, input: bytes | None = None) -> tuple[int, bytes, str]:
+        """Run ``git ARGS`` in the workspace folder; ``(status, stdout bytes, stderr text)``, never raises on status.
+
+        Raises:
+            GitFailed: git cannot be started.
+        """
+        import subprocess
+
+        try:
+            proc = subprocess.run(["git", "-c", "core.quotePath=false", *args], cwd=self.workspace,
+                                  capture_output=True, input=input, env={**os.environ, "LC_ALL": "C"},
+                                  stdin=None if input is not None else subprocess.DEVNULL)
+        except OSError as err:
+            raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+        return proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
+
+    @property
+    def prefix(self) -> str:
+        """The workspace's folder relative to the repository's top (``""`` or ``"sub/dir/"``)."""
+        if not hasattr(self, "_prefix"):
+            self._prefix = self._run("rev-parse", "--show-prefix")
+        return self._prefix
+
+    def _local(self, top_path: str) -> str | None:
+        """A path relative to the repository's top as a workspace-relative path; None when outside."""
+        return top_path[len(self.prefix):] if top_path.startswith(self.prefix) else None
+
+    def resolve(self, rev: str) -> str:
+        """The full hash of the commit that ``rev`` names (a hash, branch, tag, ``HEAD~2`` …).
+
+        Raises:
+            RevisionNotFound: ``rev`` is empty, malformed or names no commit here.
+        """
+        from memcli.errors import RevisionNotFound
+
+        text = (rev or "").strip()
+        if text and not text.startswith("-") and "\n" not in text:
+            status, out, _ = self._raw("rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}")
+            if status == 0:
+                return out.decode().strip()
+        raise RevisionNotFound(f"unknown revision {text[:80]!r}: no such commit, branch or tag in this repository",
+                               hint="list commits with `memcli log` or `git log --oneline`")
+
+    def entry(self, rev: str) -> Entry:
+        """The commit ``rev`` (resolved first) as an :class:`Entry`, trailers included.
+
+        Raises:
+            RevisionNotFound: see :meth:`resolve`.
+        """
+        commit = self.resolve(rev)
+        out = self._run("show", "-s", f"--format={_ENTRY_FORMAT}", commit)
+        return _entry(out.split("\x1f"))
+
+    def blobs(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
+        """The bytes of each ``(rev, workspace-relative path)`` at that revision; None where it is absent.
+
+        One ``git cat-file --batch`` process for all of them.
+        """
+        if not wanted:
+            return []
+        request = "".join(f"{rev}:{self.prefix}{path}\n" for rev, path in wanted).encode()
+        status, out, err = self._raw("cat-file", "--batch", input=request)
+        if status != 0:
+            raise GitFailed(f"git cat-file failed: {_first_line(err) or status}")
+        found: list[bytes | None] = []
+        pos = 0
+        for _ in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) == 3 and header[1] == b"blob":
+                size = int(header[2])
+                found.append(out[pos:pos + size])
+                pos += size + 1
+            else:  # "<name> missing", or a tree/commit at that name
+                if len(header) == 3:
+                    pos += int(header[2]) + 1
+                found.append(None)
+        return found
+
+    def changed(self, old: str, new: str | None = None, under: str = ".") -> list[Touched]:
+        """Files under ``under`` that differ between two commits, renames detected.
+
+        Args:
+            old, new: resolved revisions; ``new`` None means the working tree, untracked
+                (not ignored) files included as added.
+            under: a workspace-relative folder or path.
+        """
+        args = ["diff", "--name-status", "-M", old, *([new] if new else []), "--", under]
+        status, out, err = self._raw(*args)
+        if status != 0:
+            raise GitFailed(f"git diff failed: {_first_line(err) or status}")
+        items = self._touched(out.decode("utf-8", "replace").splitlines())
+        if new is None:
+            status, out, _ = self._raw("ls-files", "--others", "--exclude-standard", "--", under)
+            items += [Touched("A", p) for p in out.decode("utf-8", "replace").splitlines() if p]
+        return items
+
+    def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False) -> list[Entry]:
+        """Every commit (memcli's and others') that touched ``paths``, oldest first, with what it touched.
+
+        Args:
+            paths: workspace-relative pathspecs (globs allowed: ``memories/*01jd*``).
+            rev_range: e.g. ``A..B``; default: the history of HEAD.
+            all_refs: search every branch and tag (finds a file deleted on HEAD's line, too).
+
+        Each entry's ``touched`` lists the files it changed under ``paths`` (renames detected).
+        """
+        args = ["log", "--reverse", "-M", "--name-status", f"--format=\x1e{_ENTRY_FORMAT}\x1f",
+                *(["--all"] if all_refs else []), *([rev_range] if rev_range else []), "--", *paths]
+        status, out, err = self._raw(*args)
+        if status != 0:
+            if rev_range is None and not all_refs:
+                return []  # an unborn branch: no history yet
+            raise GitFailed(f"git log failed: {_first_line(err) or status}")
+        entries = []
+        for record in out.decode("utf-8", "replace").split("\x1e")[1:]:
+            fields = record.split("\x1f")
+            entry = _entry(fields[:6])
+            entry.touched = self._touched(fields[6].splitlines() if len(fields) > 6 else [])
+            entries.append(entry)
+        return entries
+
+    def files(self, rev: str, under: str = ".") -> list[str]:
+        """Workspace-relative paths of every file under ``under`` at revision ``rev``."""
+        status, out, err = self._raw("ls-tree", "-r", "--name-only", "--full-name", rev, "--", under)
+        if status != 0:
+            raise GitFailed(f"git ls-tree failed: {_first_line(err) or status}")
+        return [p for p in (self._local(line) for line in out.decode("utf-8", "replace").splitlines()) if p]
+
+    def grep_paths(self, pattern: str, rev: str | None = None, under: str = ".") -> list[str]:
+        """Workspace-relative paths of the files under ``under`` whose text holds the fixed string ``pattern``.
+
+        Args:
+            rev: search the files of this revision; None: the working tree, untracked files included.
+        """
+        args = ["grep", "-l", "--full-name", "-F", "-e", pattern, *([rev] if rev else ["--untracked"]), "--", under]
+        status, out, err = self._raw(*args)
+        if status not in (0, 1):
+            raise GitFailed(f"git grep failed: {_first_line(err) or status}")
+        paths = []
+        for line in out.decode("utf-8", "replace").splitlines():
+            name = line.split(":", 1)[1] if rev else line  # "<rev>:<path>" names the revision first
+            local = self._local(name)
+            if local is not None:
+                paths.append(local)
+        return paths
+
+    def _touched(self, lines: list[str]) -> list[Touched]:
+        out = []
+        for line in lines:
+            parts = line.split("\t")
+            if len(parts) < 2 or not parts[0]:
+                continue
+            kind = parts[0][0]
+            names = [self._local(p) for p in parts[1:]]
+            if kind in "RC" and len(names) == 3:
+                out.append(Touched(kind, names[2] or "", names[1]))
+            elif names[-1] is not None:
+                out.append(Touched(kind, names[-1]))
+        return [t for t in out if t.path]
 
 
 def message(op: str, summary: str, trailers: dict[str, str | None], body: str = "") -> str:

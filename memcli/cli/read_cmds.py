@@ -66,16 +66,25 @@ def list_(
 @app.command()
 def show(
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix (4+ characters).")],
+    at: Annotated[Optional[str], typer.Option("--at", metavar="REV",
+                                              help="Show the memory as it was at this git revision.")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Show one memory, whatever its status; expired and superseded ones are marked."""
-    from memcli.service.read import show as do_show
-
+    """Show one memory, whatever its status; expired and superseded ones are marked. --at REV: a past version."""
     context = ctx()
-    shown = do_show(context, memory_id)
+    if at is not None:
+        from memcli.service.audit import show_at
+
+        shown = show_at(context, memory_id, at)
+        revision = [f"# as of {at} (commit {shown.commit[:10]}, {shown.to_dict()['revision']['at']})"]
+    else:
+        from memcli.service.read import show as do_show
+
+        shown = do_show(context, memory_id)
+        revision = []
     flush_warnings(context)
     memory = shown.memory
-    notes = [f"# status: {memory.status}" + (" (expired)" if shown.expired else "")]
+    notes = [*revision, f"# status: {memory.status}" + (" (expired)" if shown.expired else "")]
     if memory.superseded_by:
         notes.append(f"# superseded by: {', '.join(memory.superseded_by)}")
     if memory.supersedes:
@@ -107,7 +116,7 @@ def log(
     memory_id: Annotated[Optional[str], typer.Argument(metavar="[ID]", help="Only commits about this memory.")] = None,
     limit: LimitF = 50, json_: JsonOpt = False,
 ) -> None:
-    """The audit trail: memcli's commits (operation, memory, actor, run, time, commit)."""
+    """The audit trail: memcli's commits, newest first (time, operation, memory, scope, actor, run, commit, text)."""
     from memcli.service.read import log as do_log
 
     context = ctx()
@@ -115,9 +124,10 @@ def log(
     flush_warnings(context)
     emit({"entries": [e.to_dict() for e in entries]})
     if not _json():
-        table("memcli log", ["commit", "time", "op", "id", "scope", "actor", "run"], [
-            [e.commit[:10], e.at, e.trailers.get("op", ""), e.trailers.get("id", ""), e.trailers.get("scope", ""),
-             e.trailers.get("actor", e.author), e.trailers.get("run", "")] for e in entries])
+        table("memcli log", ["time", "op", "id", "scope", "actor", "run", "commit", "text"], [
+            [e.at, e.trailers.get("op", ""), e.trailers.get("id", ""), e.trailers.get("scope", ""),
+             e.trailers.get("actor", e.author), e.trailers.get("run", ""), e.commit[:10],
+             one_line(e.text.splitlines()[0] if e.text else "", 80)] for e in entries])
 
 
 @app.command()

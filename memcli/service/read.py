@@ -122,20 +122,26 @@ def review_queue(ctx: Ctx) -> list[Memory]:
 
 
 def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
-    """memcli commits, newest first; for one memory when ``ref`` is given.
+    """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
+
+    Each entry holds the operation, ids, scope, actor and run (trailers), the time, the
+    commit and the message text (the memory's text). Commits about another user's personal
+    scope are left out.
 
     Raises:
-        MemoryNotFound, AmbiguousId: ``ref`` does not name one visible memory.
+        MemoryNotFound, AmbiguousId: ``ref`` does not name one visible memory, now or in history.
     """
     def visible(entry: Entry) -> bool:  # another user's personal memories stay out of the trail
         owners = {personal_owner(s) for s in entry.trailers.get("scope", "").split()} - {None}
         return owners <= {ctx.actor}
 
+    from memcli.service.audit import find_id
+
     repo = ctx.git()
     if ref is None:
         return repo.log(limit=limit, keep=visible)
-    item = ctx.resolve(ref)
-    return repo.log(memory_id=item.memory.id, limit=limit, keep=visible)
+    memory_id, _ = find_id(ctx, ref)  # a purged memory's id is found in history
+    return repo.log(memory_id=memory_id, limit=limit, keep=visible)
 
 
 def index_status(ctx: Ctx) -> dict[str, Any]:
