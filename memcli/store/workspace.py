@@ -20,6 +20,9 @@ from memcli.store.files import MemoryFiles
 
 HIDDEN = ".memcli"
 CACHE = ".cache"
+#: The root of the last workspace this process opened (``open_workspace``), or None.
+#: ``memcli.cli.main`` reads it to append the command to the event log.
+OPENED: Path | None = None
 
 
 @dataclass
@@ -42,15 +45,7 @@ class Workspace:
     @property
     def cache(self) -> Path:
         """The git-ignored cache folder (index, statistics, locks), created on demand."""
-        path = self.root / CACHE
-        if not (path / ".gitignore").exists():
-            try:
-                path.mkdir(parents=True, exist_ok=True)
-                (path / ".gitignore").write_text("# memcli derived data: never committed\n*\n", encoding="utf-8")
-            except OSError as err:
-                raise WorkspaceInvalid(f"cannot use the cache folder {path}: {err.strerror}",
-                                       hint="remove what is in its place (it holds only derived data)") from None
-        return path
+        return cache_folder(self.root)
 
     @contextmanager
     def lock(self, timeout: float | None = None) -> Iterator[None]:
@@ -61,6 +56,7 @@ class Workspace:
 
         Raises:
             WorkspaceLocked: another process held it for the whole wait.
+            WorkspaceInvalid: the lock file cannot be created or opened (a read-only cache folder).
         """
         from filelock import FileLock, Timeout
 
@@ -72,10 +68,33 @@ class Workspace:
             raise WorkspaceLocked(
                 f"another memcli process has held the workspace lock for {wait:g} s",
                 hint="retry when it finishes, or raise [git] lock_timeout in memcli.toml") from None
+        except OSError as err:
+            raise WorkspaceInvalid(
+                f"cannot take the workspace lock {self.root / CACHE / 'write.lock'}: {err.strerror}; nothing was written",
+                hint=f"make {self.root / CACHE} writable (it holds only derived data)") from None
         try:
             yield
         finally:
             lock.release()
+
+
+def cache_folder(root: Path) -> Path:
+    """The git-ignored cache folder of the workspace at ``root``, created on demand.
+
+    It ignores itself (its ``.gitignore`` holds ``*``), so nothing in it is ever committed.
+
+    Raises:
+        WorkspaceInvalid: the folder cannot be created (a file in its place, no permission).
+    """
+    path = root / CACHE
+    if not (path / ".gitignore").exists():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / ".gitignore").write_text("# memcli derived data: never committed\n*\n", encoding="utf-8")
+        except OSError as err:
+            raise WorkspaceInvalid(f"cannot use the cache folder {path}: {err.strerror}",
+                                   hint="remove what is in its place (it holds only derived data)") from None
+    return path
 
 
 def _holder(folder: Path) -> Path | None:
@@ -118,8 +137,11 @@ def open_workspace(explicit: str | None = None) -> Workspace:
     Raises:
         WorkspaceNotFound, WorkspaceInvalid: as the message says.
     """
+    global OPENED
     root = find_root(explicit)
-    return Workspace(root=root, config=load_config(root / CONFIG_NAME))
+    workspace = Workspace(root=root, config=load_config(root / CONFIG_NAME))
+    OPENED = root
+    return workspace
 
 
 def create_files(path: Path, hidden: bool = False) -> tuple[Path, bool]:
