@@ -159,3 +159,22 @@ def test_plain_doctor_is_unchanged_and_writes_nothing(hand, ws, run):
     result = run("--json", "doctor")
     assert result.code == 11 and set(result.json()["data"]) == {"problems"}
     assert hand["body"].read_bytes() == BODY_ONLY and commits(ws) == head
+
+
+def test_fix_never_commits_a_file_holding_a_secret(ws, run):
+    folder = ws / "memories" / "project"
+    folder.mkdir(parents=True)
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "F6g7H8"
+    (folder / "leaky.md").write_text(f"The CI token is {token}\n", encoding="utf-8")
+    (folder / "clean.md").write_text("CI runs on every push.\n", encoding="utf-8")
+    result = run("--json", "doctor", "--fix")
+    assert result.code == 6, result
+    data = result.json()["data"]
+    assert [f["path"] for f in data["fixed"]] == ["memories/project/clean.md"]
+    assert [r["path"] for r in data["refused"]] == ["memories/project/leaky.md"]
+    assert data["refused"][0]["reason"] == "refused: the text holds a GitHub token at line 1, column 17"
+    assert token not in result.out
+    assert (folder / "leaky.md").read_text(encoding="utf-8") == f"The CI token is {token}\n"
+    assert "leaky.md" not in git(ws, "log", "--all", "--name-only", "--format=")
+    text = run("doctor", "--fix")
+    assert text.code == 6 and text.out.startswith("not fixed memories/project/leaky.md: refused:")

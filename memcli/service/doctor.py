@@ -10,7 +10,8 @@ nothing a reader sees changes, with one exception that makes the record stable:
 loader's default, the file's modification time, changes on every checkout), or the
 modification time when git never saw the file. Existing keys, comments and the body stay
 byte for byte (``frontmatter.update``). Files that cannot be parsed are reported and never
-rewritten.
+rewritten; a file whose text holds a secret is not fixed either (what memcli commits, it
+checks: the sensitive-data gate), and is reported as refused.
 """
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ class Report:
     Attributes:
         problems: files that cannot be served (never rewritten).
         fixed: files that got their defaults written in (empty without ``--fix``).
+        refused: ``(path, reason)`` of files that lack defaults but hold a secret, left as they are.
         commit: the commit of the fix, or None (nothing to fix, or ``autocommit = false``).
     """
 
     problems: list[InvalidMemoryFile]
     fixed: list[Fixed] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
     commit: str | None = None
 
 
@@ -84,12 +87,15 @@ def defaults(memory: Memory, meta: dict, created: datetime | None) -> dict[str, 
 def fix(ctx: Ctx) -> Report:
     """Write the documented defaults into every served file the caller may see that lacks them.
 
-    One commit (op ``doctor``) for all files; none when nothing lacks a default.
+    One commit (op ``doctor``) for all files; none when nothing lacks a default. A file
+    whose text holds a secret is left as it is and listed in ``refused``.
 
     Raises:
         WorkspaceLocked, GitLocked, GitFailed: nothing is left written.
     """
     from memcli import frontmatter
+    from memcli.errors import SecretDetected
+    from memcli.policy.gates import check_secrets
     from memcli.service.write import apply
 
     with ctx.ws.lock():
@@ -97,16 +103,23 @@ def fix(ctx: Ctx) -> Report:
         problems = list(catalog.problems())
         files = ctx.ws.files
         lacking: list[tuple[Memory, dict]] = []
+        refused: list[tuple[str, str]] = []
         for memory in (m for status in STATUSES for m in catalog.with_status(status) if ctx.may_see(m)):
             try:
                 item = files.load(ctx.ws.root / memory.path, round_trip=False)
             except InvalidMemoryFile as err:  # changed since the sync: report it, leave it alone
                 problems.append(err)
                 continue
-            if any(item.doc.meta.get(k) is None for k in DEFAULTED):
-                lacking.append((item.memory, item.doc.meta))
+            if not any(item.doc.meta.get(k) is None for k in DEFAULTED):
+                continue
+            try:
+                check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+            except SecretDetected as err:
+                refused.append((memory.path, err.message))
+                continue
+            lacking.append((item.memory, item.doc.meta))
         if not lacking:
-            return Report(problems)
+            return Report(problems, refused=refused)
         added = added_dates(ctx, [m.path for m, meta in lacking if meta.get("createdAt") is None])
         writes: dict[Path, bytes] = {}
         fixed: list[Fixed] = []
@@ -116,7 +129,7 @@ def fix(ctx: Ctx) -> Report:
             writes[item.file] = frontmatter.update(item.doc, changes)
             fixed.append(Fixed(memory.path, memory.id, list(changes)))
         commit = apply(ctx, writes, OP, [m for m, _ in lacking], [])
-    return Report(problems, fixed, commit)
+    return Report(problems, fixed, refused, commit)
 
 
 def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:
