@@ -307,6 +307,30 @@ class GitRepo:
         out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
+    def first_added(self, folder: str) -> dict[str, str]:
+        """When each file under ``folder`` was first added: ``path -> author date`` (ISO 8601).
+
+        One ``git log --diff-filter=A`` over the folder (as ``git log --diff-filter=A
+        --format=%aI -- FILE`` per file would say, in a single pass); paths are relative to
+        the workspace. A repository without commits gives ``{}``.
+
+        Raises:
+            GitFailed: git failed for another reason.
+        """
+        try:
+            out = self._run("-c", "core.quotePath=false", "log", "--diff-filter=A", "--relative",
+                            "--format=%x1e%aI", "--name-only", "--", folder)
+        except GitFailed as err:
+            if "does not have any commits" in err.message or "bad default revision" in err.message:
+                return {}
+            raise
+        dates: dict[str, str] = {}
+        for record in out.split("\x1e"):  # newest first: the last date seen for a path is its first add
+            lines = [line for line in record.splitlines() if line.strip()]
+            for name in lines[1:]:
+                dates[name] = lines[0]
+        return dates
+
     def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,
             keep=None) -> list[Entry]:  # noqa: ANN001
         """memcli commits touching ``path`` (default: the workspace), newest first.

@@ -11,21 +11,31 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 #: Commands that must never fail an agent's session: they exit 0 whatever happens.
 NEVER_FAIL = ("context",)
+#: Command groups: how many leading words name the command in the event log
+#: (``index status``, ``hook claude session-start``); every other command is one word.
+GROUP_WORDS = {"index": 2, "hook": 3}
 
 
-def _command_name(argv: list[str]) -> str:
-    skip = False
+def _words(argv: list[str]) -> list[str]:
+    """The arguments that are not global options or their values (the command comes first)."""
+    words, skip = [], False
     for arg in argv:
         if skip:
             skip = False
         elif arg in ("-w", "--workspace", "--actor"):
             skip = True
         elif not arg.startswith("-"):
-            return arg
-    return "memcli"
+            words.append(arg)
+    return words
+
+
+def _command_name(argv: list[str]) -> str:
+    words = _words(argv)
+    return words[0] if words else "memcli"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     Args:
         argv: arguments without the program name (default ``sys.argv[1:]``).
     """
+    started = time.perf_counter()
     from memcli.cli import fast, output
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -49,8 +60,29 @@ def main(argv: list[str] | None = None) -> None:
     status = _guarded(run)
     if output.STATE.command in NEVER_FAIL and status not in (0, 2):
         status = 0
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    finally:
+        _record(head, started, status)
     sys.exit(status)
+
+
+def _record(head: list[str], started: float, status: int) -> None:
+    """Append this command to the workspace's event log, if this process opened a workspace.
+
+    Costs one small import and one append; never raises (see ``memcli.store.events``).
+    """
+    opened = getattr(sys.modules.get("memcli.store.workspace"), "OPENED", None)
+    if opened is None:
+        return
+    try:
+        from memcli.store import events
+
+        words = _words(head)
+        name = events.safe_name(words[: GROUP_WORDS.get(words[0], 1) if words else 0])
+        events.append(opened, name, (time.perf_counter() - started) * 1000, status)
+    except Exception:  # noqa: BLE001 - statistics never fail a command
+        pass
 
 
 def _run_typer(args: list[str]) -> int:

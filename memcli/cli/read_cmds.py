@@ -142,19 +142,38 @@ def context(
 
 
 @app.command()
-def doctor(json_: JsonOpt = False) -> None:
-    """Report memory files that cannot be served (path, line, reason). Exit 11 if there are any."""
-    from memcli.service.read import doctor as do_doctor
+def doctor(
+    fix: Annotated[bool, typer.Option("--fix", help="Write the documented defaults into hand-written files "
+                                      "that lack them, in one commit.")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Report memory files that cannot be served (path, line, reason); --fix writes missing defaults in.
+
+    Exit 11 if any file cannot be served (such files are never rewritten); with --fix, exit 6
+    if a file was left unfixed because it holds a secret."""
+    from memcli.service import doctor as service
 
     context = ctx()
-    problems = do_doctor(context)
-    emit({"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems]},
-         "\n".join(f"{p.path}:{p.lineno}: {p.reason}" if p.lineno else f"{p.path}: {p.reason}" for p in problems)
-         or None)
-    if not problems and not _json():
-        print("all memory files are readable", file=sys.stderr)
-    if problems:
-        raise typer.Exit(11)
+    report = service.fix(context) if fix else service.check(context)
+    problems = report.problems
+    fixed_lines = [f"fixed {f.path}: wrote {', '.join(f.added)}" for f in report.fixed]
+    fixed_lines += [f"not fixed {path}: {reason}" for path, reason in report.refused]
+    problem_lines = [f"{p.path}:{p.lineno}: {p.reason}" if p.lineno else f"{p.path}: {p.reason}" for p in problems]
+    data = {"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems]}
+    if fix:
+        data.update(fixed=[f.to_dict() for f in report.fixed],
+                    refused=[{"path": path, "reason": reason} for path, reason in report.refused],
+                    commit=report.commit)
+    emit(data, "\n".join(fixed_lines + problem_lines) or None)
+    if not _json():
+        if fix:
+            done = f"wrote defaults into {len(report.fixed)} files" + (
+                f" (commit {report.commit[:10]})" if report.commit else "") if report.fixed else "nothing to fix"
+            print(f"memcli: {done}", file=sys.stderr)
+        if not problems:
+            print("all memory files are readable", file=sys.stderr)
+    if problems or report.refused:
+        raise typer.Exit(11 if problems else 6)
 
 
 def _json() -> bool:

@@ -244,6 +244,8 @@ class IndexDB:
                 progress(done, len(changed))
             self._apply(path, known.get(path), gone_hashes, report)
         self._retry_duplicates()
+        if report.changed:
+            self._note_change("sync", report.changed)
         self.db.execute("COMMIT")
         self._save_snapshot(absolute)
         return report
@@ -270,6 +272,7 @@ class IndexDB:
                 elif snapshot is not None:
                     snapshot.pop(str(path), None)
             self._retry_duplicates()
+            self._note_change("write", len(paths))
             self.db.execute("COMMIT")
         except (sqlite3.Error, OSError):
             if self.db.in_transaction:
@@ -279,6 +282,14 @@ class IndexDB:
             self.snapshot_path.unlink(missing_ok=True)
         else:
             self._save_snapshot(snapshot)
+
+    def _note_change(self, kind: str, files: int) -> None:
+        """Remember, inside the open transaction, when the index last changed and how many
+        files that change took in (``kind``: ``sync`` for files found added, changed or
+        removed on disk, ``write`` for files memcli itself just wrote); ``status`` reports it."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('last_change', ?)",
+                        (json.dumps({"at": stamp, "kind": kind, "files": files}),))
 
     # The snapshot: the walk that the index last agreed with, as a marshal file beside it.
     # When a new walk equals it, nothing changed and the database is not read at all.
@@ -423,12 +434,15 @@ class IndexDB:
         return [InvalidMemoryFile(path, reason, line) for path, reason, line in rows]
 
     def status(self) -> dict:
-        """Counts for ``index status``: memories, unreadable files, size in bytes, schema.
+        """Counts for ``index status``: memories, unreadable files, size in bytes, schema, and
+        ``last_change`` (``{"at", "kind", "files"}``: when the index last took in changed
+        files, or None).
 
         Every command syncs first, so the index is in step with the files when this runs;
         what the sync just did is in its :class:`SyncReport`.
         """
         memories, problems = self.db.execute("SELECT count(id), count(error) FROM docs").fetchone()
         size = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'last_change'").fetchone()
         return {"path": str(self.path), "memories": memories, "problems": problems, "bytes": size,
-                "schema": SCHEMA_VERSION, "folder": MEMORIES}
+                "schema": SCHEMA_VERSION, "folder": MEMORIES, "last_change": json.loads(row[0]) if row else None}

@@ -1,4 +1,4 @@
-"""Read operations: recall, list, show, review, log, doctor; context selection.
+"""Read operations: recall, list, show, review, log, index status; context selection.
 
 Every read applies scope isolation and status/expiry filtering (SPEC.md section 3):
 queries through :class:`memcli.index.Query`, id look-ups through ``Ctx.resolve``.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcli.errors import InvalidMemoryFile, UsageProblem, ValidationFailed
+from memcli.errors import UsageProblem, ValidationFailed
 from memcli.gitlog import Entry
 from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
@@ -174,11 +174,6 @@ def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
         return {"backend": "scan", "memories": len(catalog.memories), "problems": len(catalog.problems())}
     return {"backend": "fts5", **catalog.index.status(), "files": catalog.report.files,
             "last_sync": catalog.report.__dict__}
-
-
-def doctor(ctx: Ctx) -> list[InvalidMemoryFile]:
-    """Files that cannot be served, with path, line and reason."""
-    return ctx.catalog().problems()
 
 
 def check_mode(fuzzy: bool, grep: bool) -> str:

@@ -22,6 +22,9 @@ from memcli.store.files import MemoryFiles
 HIDDEN = ".memcli"
 CACHE = ".cache"
 ARCHIVE = "archive"
+#: The root of the last workspace this process opened (``open_workspace``), or None.
+#: ``memcli.cli.main`` reads it to append the command to the event log.
+OPENED: Path | None = None
 
 
 @dataclass
@@ -44,8 +47,7 @@ class Workspace:
     @property
     def cache(self) -> Path:
         """The git-ignored cache folder (index, statistics, locks), created on demand."""
-        return _ignored_folder(self.root / CACHE, "memcli derived data: never committed",
-                               "cannot use the cache folder", "it holds only derived data")
+        return cache_folder(self.root)
 
     @property
     def archive(self) -> Path:
@@ -66,6 +68,7 @@ class Workspace:
 
         Raises:
             WorkspaceLocked: another process held it for the whole wait.
+            WorkspaceInvalid: the lock file cannot be created or opened (a read-only cache folder).
         """
         from filelock import FileLock, Timeout
 
@@ -77,10 +80,24 @@ class Workspace:
             raise WorkspaceLocked(
                 f"another memcli process has held the workspace lock for {wait:g} s",
                 hint="retry when it finishes, or raise [git] lock_timeout in memcli.toml") from None
+        except OSError as err:
+            raise WorkspaceInvalid(
+                f"cannot take the workspace lock {self.root / CACHE / 'write.lock'}: {err.strerror}; nothing was written",
+                hint=f"make {self.root / CACHE} writable (it holds only derived data)") from None
         try:
             yield
         finally:
             lock.release()
+
+
+def cache_folder(root: Path) -> Path:
+    """The git-ignored cache folder of the workspace at ``root`` (index, statistics, locks), created on demand.
+
+    Raises:
+        WorkspaceInvalid: the folder cannot be created (a file in its place, no permission).
+    """
+    return _ignored_folder(root / CACHE, "memcli derived data: never committed",
+                           "cannot use the cache folder", "it holds only derived data")
 
 
 def _ignored_folder(path: Path, note: str, problem: str, why: str) -> Path:
@@ -139,8 +156,11 @@ def open_workspace(explicit: str | None = None) -> Workspace:
     Raises:
         WorkspaceNotFound, WorkspaceInvalid: as the message says.
     """
+    global OPENED
     root = find_root(explicit)
-    return Workspace(root=root, config=load_config(root / CONFIG_NAME))
+    workspace = Workspace(root=root, config=load_config(root / CONFIG_NAME))
+    OPENED = root
+    return workspace
 
 
 def create_files(path: Path, hidden: bool = False) -> tuple[Path, bool]:

@@ -1,0 +1,160 @@
+"""``memcli doctor``: report files that cannot be served; ``--fix`` writes documented defaults in.
+
+SPEC.md section 2: a hand-written file with minimal or no front-matter is served with
+defaults (see ``model.from_mapping``): id from the file name, scope from the folder,
+category ``fact``, status ``active``, importance 3, provenance ``admin_edit`` by
+``unknown``, ``updatedAt`` equal to ``createdAt``, and ``createdAt`` from the file.
+:func:`fix` writes exactly those values into every such file the caller may see, so
+nothing a reader sees changes, with one exception that makes the record stable:
+``createdAt`` becomes the author date of the commit that first added the file (the
+loader's default, the file's modification time, changes on every checkout), or the
+modification time when git never saw the file. Existing keys, comments and the body stay
+byte for byte (``frontmatter.update``). Files that cannot be parsed are reported and never
+rewritten; a file whose text holds a secret is not fixed either (what memcli commits, it
+checks: the sensitive-data gate), and is reported as refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memcli.errors import InvalidMemoryFile
+from memcli.model import KEY_ORDER, STATUSES, Memory
+from memcli.service import Ctx
+
+#: The keys ``--fix`` writes when a file lacks them (or holds them empty), in file order.
+DEFAULTED = ("id", "scope", "category", "status", "importance", "createdAt", "updatedAt", "provenance")
+OP = "doctor"
+
+
+@dataclass
+class Fixed:
+    """One file ``--fix`` rewrote: its path (relative to the workspace), id and the keys it added."""
+
+    path: str
+    id: str
+    added: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"path": self.path, "id": self.id, "added": self.added}
+
+
+@dataclass
+class Report:
+    """What ``doctor`` found and, with ``--fix``, did.
+
+    Attributes:
+        problems: files that cannot be served (never rewritten).
+        fixed: files that got their defaults written in (empty without ``--fix``).
+        refused: ``(path, reason)`` of files that lack defaults but hold a secret, left as they are.
+        commit: the commit of the fix, or None (nothing to fix, or ``autocommit = false``).
+    """
+
+    problems: list[InvalidMemoryFile]
+    fixed: list[Fixed] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    commit: str | None = None
+
+
+def check(ctx: Ctx) -> Report:
+    """Files that cannot be served, with path, line and reason."""
+    return Report(ctx.catalog().problems())
+
+
+def defaults(memory: Memory, meta: dict, created: datetime | None) -> dict[str, Any]:
+    """The keys of ``DEFAULTED`` that ``meta`` lacks (absent or empty), with the values served.
+
+    Args:
+        memory: the record the loader built from the file (it holds the defaults).
+        meta: the file's front-matter mapping (``{}`` for a body-only file).
+        created: the first-add author date from git, or None (then the served
+            ``createdAt``, i.e. the file's modification time, is kept).
+    """
+    missing = [k for k in DEFAULTED if meta.get(k) is None]
+    created_at = created if created is not None and "createdAt" in missing else memory.created_at
+    values = {"id": memory.id, "scope": memory.scope, "category": memory.category, "status": memory.status,
+              "importance": memory.importance, "createdAt": created_at,
+              "updatedAt": created_at,  # the loader's default: updatedAt = createdAt
+              "provenance": {"sourceType": memory.provenance.source_type, "actor": memory.provenance.actor,
+                             "runId": memory.provenance.run_id}}
+    return {k: values[k] for k in KEY_ORDER if k in missing}
+
+
+def fix(ctx: Ctx) -> Report:
+    """Write the documented defaults into every served file the caller may see that lacks them.
+
+    One commit (op ``doctor``) for all files; none when nothing lacks a default. A file
+    whose text holds a secret is left as it is and listed in ``refused``.
+
+    Raises:
+        WorkspaceLocked, GitLocked, GitFailed: nothing is left written.
+    """
+    from memcli import frontmatter
+    from memcli.errors import SecretDetected
+    from memcli.policy.gates import check_secrets
+    from memcli.service.write import apply
+
+    with ctx.ws.lock():
+        catalog = ctx.catalog(refresh=True)
+        problems = list(catalog.problems())
+        files = ctx.ws.files
+        lacking: list[tuple[Memory, dict]] = []
+        refused: list[tuple[str, str]] = []
+        for memory in (m for status in STATUSES for m in catalog.with_status(status) if ctx.may_see(m)):
+            try:
+                item = files.load(ctx.ws.root / memory.path, round_trip=False)
+            except InvalidMemoryFile as err:  # changed since the sync: report it, leave it alone
+                problems.append(err)
+                continue
+            if not any(item.doc.meta.get(k) is None for k in DEFAULTED):
+                continue
+            try:
+                check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+            except SecretDetected as err:
+                refused.append((memory.path, err.message))
+                continue
+            lacking.append((item.memory, item.doc.meta))
+        if not lacking:
+            return Report(problems, refused=refused)
+        added = added_dates(ctx, [m.path for m, meta in lacking if meta.get("createdAt") is None])
+        writes: dict[Path, bytes] = {}
+        fixed: list[Fixed] = []
+        for memory, _ in lacking:
+            item = ctx.load(memory)  # the round-trip reading, for a surgical rewrite
+            changes = defaults(item.memory, item.doc.meta, added.get(memory.path))
+            writes[item.file] = frontmatter.update(item.doc, changes)
+            fixed.append(Fixed(memory.path, memory.id, list(changes)))
+        commit = apply(ctx, writes, OP, [m for m, _ in lacking], [])
+    return Report(problems, fixed, refused, commit)
+
+
+def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:
+    """``path -> author date`` of the commit that first added each file, for those git knows.
+
+    Args:
+        paths: file paths relative to the workspace.
+
+    Returns:
+        Aware UTC datetimes; a file git never committed (or a workspace outside git) is
+        absent, so the caller keeps the file's modification time.
+    """
+    from memcli.errors import GitFailed
+    from memcli.timeutil import parse_instant
+
+    if not paths:
+        return {}
+    try:
+        found = ctx.git().first_added("memories")
+    except GitFailed:
+        return {}
+    dates = {}
+    for path in paths:
+        try:
+            dates[path] = parse_instant(found[path])
+        except (KeyError, ValueError):
+            continue
+    return dates

@@ -1,0 +1,118 @@
+"""``memcli stats``: counts, what expires soon, index freshness and command latencies.
+
+Counts cover every memory the caller may see (``Ctx.may_see``: other users' ``user:*``
+scopes are left out), whatever its status. Latencies come from the workspace's event log
+(``memcli.store.events``), over its newest ``EVENTS_WINDOW`` events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from memcli.errors import ValidationFailed
+from memcli.model import STATUSES, Memory
+from memcli.service import Ctx
+from memcli.timeutil import format_instant
+
+#: Latencies are computed over this many of the newest events.
+EVENTS_WINDOW = 1000
+#: ``--days`` accepts 0 to this many days.
+MAX_DAYS = 36_500
+
+
+@dataclass
+class Stats:
+    """What ``memcli stats`` reports; :meth:`to_dict` is the ``--json`` data.
+
+    Attributes:
+        days: the look-ahead window of ``expiring``, in days.
+        total: memories the caller may see, all statuses.
+        by_scope, by_status, by_category: counts of those memories.
+        expiring: active memories whose ``expireAt`` falls within ``days`` from now, soonest first.
+        expired: active memories already past their ``expireAt`` (no longer served).
+        pending_review: memories waiting in ``pending_review``.
+        unreadable: memory files that cannot be served (``memcli doctor`` lists them).
+        index: the index's status (see ``service.read.index_status``).
+        latencies: per command: ``count``, ``median_ms``, ``p95_ms``, ``max_ms``.
+        events: how many events the latencies were computed from.
+    """
+
+    days: int
+    total: int = 0
+    by_scope: dict[str, int] = field(default_factory=dict)
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_category: dict[str, int] = field(default_factory=dict)
+    expiring: list[dict[str, str]] = field(default_factory=list)
+    expired: int = 0
+    pending_review: int = 0
+    unreadable: int = 0
+    index: dict[str, Any] = field(default_factory=dict)
+    latencies: dict[str, dict[str, float]] = field(default_factory=dict)
+    events: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (camelCase keys, like the memory records)."""
+        return {"memories": self.total, "byScope": self.by_scope, "byStatus": self.by_status,
+                "byCategory": self.by_category, "expiringWithinDays": self.days, "expiring": self.expiring,
+                "expired": self.expired, "pendingReview": self.pending_review, "unreadable": self.unreadable,
+                "index": self.index, "latencies": self.latencies, "events": self.events}
+
+
+def _counts(values: list[str]) -> dict[str, int]:
+    """``value -> count``, most frequent first, ties by name."""
+    return dict(sorted(Counter(values).items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def latencies(events: list[dict]) -> dict[str, dict[str, float]]:
+    """Per command: how many runs and their median, 95th percentile and largest wall time (ms).
+
+    The 95th percentile is ``statistics.quantiles(n=20, method="inclusive")``'s last cut
+    point (the sample itself for a single run). Commands are ordered by name.
+    """
+    from statistics import median, quantiles
+
+    runs: dict[str, list[float]] = {}
+    for event in events:
+        runs.setdefault(event["command"], []).append(float(event["ms"]))
+    out = {}
+    for command in sorted(runs):
+        times = runs[command]
+        p95 = quantiles(times, n=20, method="inclusive")[-1] if len(times) > 1 else times[0]
+        out[command] = {"count": len(times), "median_ms": round(median(times), 1), "p95_ms": round(p95, 1),
+                        "max_ms": round(max(times), 1)}
+    return out
+
+
+def stats(ctx: Ctx, days: int = 7) -> Stats:
+    """Gather the statistics of the workspace as the caller may see it.
+
+    Args:
+        days: report active memories expiring within this many days from ``ctx.now``.
+
+    Raises:
+        ValidationFailed: ``days`` is negative or absurdly large.
+    """
+    from memcli.service.read import index_status
+    from memcli.store import events
+
+    if not 0 <= days <= MAX_DAYS:
+        raise ValidationFailed(f"invalid --days {days}: use 0 to {MAX_DAYS}")
+    catalog = ctx.catalog()
+    memories: list[Memory] = [m for status in STATUSES for m in catalog.with_status(status) if ctx.may_see(m)]
+    horizon = ctx.now + timedelta(days=days)
+    active = [m for m in memories if m.status == "active" and m.expire_at is not None]
+    soon = sorted((m for m in active if ctx.now < m.expire_at <= horizon), key=lambda m: (m.expire_at, m.id))
+    log = events.read(ctx.ws.root, EVENTS_WINDOW)
+    return Stats(
+        days=days, total=len(memories),
+        by_scope=_counts([m.scope for m in memories]),
+        by_status=_counts([m.status for m in memories]),
+        by_category=_counts([m.category for m in memories]),
+        expiring=[{"id": m.id, "scope": m.scope, "expireAt": format_instant(m.expire_at)} for m in soon],
+        expired=sum(1 for m in active if m.is_expired(ctx.now)),
+        pending_review=sum(1 for m in memories if m.status == "pending_review"),
+        unreadable=len(catalog.problems()),
+        index=index_status(ctx), latencies=latencies(log), events=len(log))
