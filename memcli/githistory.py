@@ -1,227 +1,214 @@
-"""Rewriting git history to purge one memory (``memcli purge ID --history``).
+"""Reading git history for the audit trail, rollback, undo and doctor (SPEC.md sections 1 and 4).
 
-The rewrite is done by git-filter-repo (PyPI ``git-filter-repo``), the tool git's own
-documentation recommends over ``git filter-branch``. It runs in a child process
-(``python -m memcli.githistory``, the job as JSON on stdin), because filter-repo prints
-progress on stdout and keeps module-level state: memcli's own stdout stays clean.
+:class:`History` adds to :class:`memcli.gitlog.GitRepo` what the commands that look
+back need: old versions of files (``git cat-file --batch``), the files a commit or a
+range changed (renames detected), the commits that touched some paths with their
+``Memcli-*`` trailers, and the uncommitted state of the work tree. Every call is a git
+subprocess in the sealed environment of ``gitlog``; GitPython is not imported.
 
-What it does, in the repository's top folder:
-
-* ``--invert-paths --path P`` for every path that ever held the memory's file: the file
-  leaves every commit of every ref (branches, tags, remote-tracking refs); commits that
-  become empty are dropped;
-* a message callback (:func:`scrub`) takes the memory's text out of commit and tag
-  messages: memcli puts a memory's text in the body of the commits that write it, and
-  batch commits list ``- ID: first line``;
-* ``--partial``: filter-repo would otherwise turn ``refs/remotes/origin/*`` into local
-  branches and delete the ``origin`` remote (its "fresh clone" workflow); with it, every
-  ref is still rewritten but remotes and remote-tracking refs stay as they were. The
-  clean-up that ``--partial`` turns off is done here instead: reflogs expired, ``git gc
-  --prune=now``, ``refs/original/*`` and ``ORIG_HEAD`` removed, so the old objects are gone;
-* ``--force``: filter-repo refuses a repository that is not a fresh clone; memcli makes
-  its own checks first (:func:`check_rewritable`): no uncommitted change to a tracked
-  file, no stash (its reflog would be lost), a single work tree.
-
-Commit hashes that filter-repo can map are rewritten inside messages too (so an undo's
-``Memcli-Undoes`` trailer still names the right commit). The metadata filter-repo leaves in
-``.git/filter-repo/`` (old -> new commit map) holds hashes only; its ``already_ran``
-marker is removed so a later run is not taken for a continuation (which would prompt).
+Paths given and returned are relative to the workspace unless a docstring says otherwise
+(the workspace may be a sub-folder of a project's repository).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from memcli.errors import GitFailed, HistoryConflict
-from memcli.gitlog import GitRepo
-
-#: What replaces the memory's text in commit messages.
-PURGED = "[text removed by memcli purge]"
-#: A text (or first line) shorter than this is only removed from commits that name the
-#: memory in their ``Memcli-Id`` trailer, never by literal search: a short phrase such as
-#: "use pnpm" would also be cut out of unrelated messages.
-MIN_LITERAL_CHARS = 12
-#: memcli cuts a long text in a commit body at this many characters (``service.write._message``).
-BODY_CHARS = 2000
-#: memcli lists batch members as ``- ID: FIRST LINE`` cut at this many characters.
-LINE_CHARS = 100
+from memcli.errors import GitFailed
+from memcli.gitlog import ENTRY_FORMAT, Entry, GitRepo, Touched, first_line, parse_entry
 
 
-@dataclass
-class Rewritten:
-    """The outcome of a history rewrite.
+class History(GitRepo):
+    """A :class:`GitRepo` that reads its history: old versions, changed files, commits per path.
 
-    Attributes:
-        head: the new ``HEAD`` commit.
-        paths: the paths removed from history, relative to the top folder.
-        remotes: the repository's remotes (each needs a forced push).
-        project: True when the repository is larger than the workspace (a project's repo).
+    Raises (constructor):
+        GitFailed: the workspace is not inside a git work tree.
     """
 
-    head: str
-    paths: list[str]
-    remotes: list[str] = field(default_factory=list)
-    project: bool = False
+    def _local(self, top_path: str) -> str | None:
+        """A path relative to the repository's top as a workspace-relative path; None when outside."""
+        return top_path[len(self.prefix):] if top_path.startswith(self.prefix) else None
 
-
-def available() -> bool:
-    """True when git-filter-repo can be imported by this Python."""
-    import importlib.util
-
-    return importlib.util.find_spec("git_filter_repo") is not None
-
-
-def check_rewritable(repo: GitRepo) -> None:
-    """Refuse a rewrite that would lose the user's work.
-
-    Raises:
-        HistoryConflict: uncommitted changes to tracked files, stashed changes, or more
-            than one work tree.
-        GitFailed: git-filter-repo is not installed.
-    """
-    if not available():
-        raise GitFailed("git-filter-repo is not installed; nothing was written",
-                        hint="install it with `pip install git-filter-repo` in memcli's environment")
-    dirty = repo.uncommitted()
-    if dirty:
-        more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""
-        raise HistoryConflict(f"the repository has uncommitted changes ({dirty[0]}{more}); history rewrite refused",
-                              hint="commit or discard them first: the rewrite resets the work tree to the new HEAD")
-    if repo._run("stash", "list"):
-        raise HistoryConflict("the repository has stashed changes, which a history rewrite would lose",
-                              hint="apply or drop them first (`git stash list`)")
-    trees = [line for line in repo._run("worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
-    if len(trees) > 1:
-        raise HistoryConflict(f"the repository has {len(trees)} work trees; history rewrite refused",
-                              hint="remove the others first (`git worktree list`, `git worktree remove PATH`)")
-
-
-def paths_of(repo: GitRepo, memory_id: str, current: Path) -> list[str]:
-    """Every path (relative to the top folder) that held the memory's file in any ref's history.
-
-    That is its current path and every committed file whose name starts with the id
-    (memcli names files ``<id>[-slug].md``), wherever it lay.
-    """
-    out = repo._run("-c", "core.quotePath=false", "log", "--all", "--format=", "--name-only", "--no-renames")
-    found = {repo.top_rel(current)}
-    found.update(name for name in out.splitlines() if Path(name).name.lower().startswith(memory_id + "-")
-                 or Path(name).name.lower() == memory_id + ".md")
-    return sorted(found)
-
-
-def texts_of(repo: GitRepo, paths: list[str]) -> set[str]:
-    """Every text the memory had in history (each version's body, stripped, ``\\n`` line endings)."""
-    from memcli import frontmatter
-    from memcli.errors import InvalidMemoryFile
-
-    out = repo._run("log", "--all", "--format=", "--raw", "--no-abbrev", "--no-renames", "--", *(
-        f":(top){p}" for p in paths))
-    blobs = {h for line in out.splitlines() if line.startswith(":") for h in line.split()[2:4] if h.strip("0")}
-    texts: set[str] = set()
-    for blob in blobs:
-        data = repo._run("cat-file", "blob", blob, binary=True)
+    def parent(self, commit: str) -> str | None:
+        """The first parent of ``commit`` (a full hash), or None for a root commit."""
         try:
-            body = frontmatter.parse(data, "history", round_trip=False).body
-        except InvalidMemoryFile:
-            body = data.decode("utf-8", "replace")
-        texts.add(body.replace("\r\n", "\n").strip())
-    return {t for t in texts if t}
+            return self._run("rev-parse", "--verify", "--quiet", f"{commit}^1")
+        except GitFailed:
+            return None
 
+    def last_change(self, path: Path) -> str | None:
+        """The newest commit on ``HEAD`` that changed ``path``, or None (never committed)."""
+        try:
+            return self._run("log", "-1", "--format=%H", "--", os.path.relpath(path, self.workspace)) or None
+        except GitFailed:
+            return None  # no commits yet
 
-def scrub(message: bytes, memory_id: str, texts: list[str]) -> bytes:
-    """A commit message with the memory's text taken out.
+    def entry(self, rev: str) -> Entry:
+        """The commit ``rev`` (resolved first) as an :class:`Entry`, trailers included.
 
-    In a memcli commit whose ``Memcli-Id`` trailer names only this memory, the whole body
-    (between subject and trailers) becomes :data:`PURGED`; in a batch commit, the line
-    ``- ID: …`` does. Then every text in ``texts`` (and its first 2,000 characters, and its
-    first line cut at 100) of at least :data:`MIN_LITERAL_CHARS` characters is replaced
-    wherever it appears. Subject and trailers hold ids, scopes and names, never text.
+        Raises:
+            RevisionNotFound: see :meth:`resolve`.
+        """
+        commit = self.resolve(rev)
+        out = self._run("show", "-s", f"--format={ENTRY_FORMAT}", commit)
+        return parse_entry(out.split("\x1f"))
 
-    Args:
-        message: the raw message (git's bytes).
-        memory_id: the purged memory's id.
-        texts: its texts, as :func:`texts_of` returns them.
-    """
-    text = message.decode("utf-8", "surrogateescape")
-    lines = text.split("\n")
-    ids = [v for line in lines if line.startswith("Memcli-Id:") for v in line.split(":", 1)[1].split()]
-    if memory_id in ids:
-        end = len(lines)
-        while end > 0 and not lines[end - 1].strip():
-            end -= 1
-        start = end
-        while start > 0 and lines[start - 1].startswith("Memcli-"):
-            start -= 1
-        if len(ids) == 1 and any(line.strip() for line in lines[1:start]):
-            lines = [lines[0], "", PURGED, "", *lines[start:]]
-        else:
-            lines = [f"- {memory_id}: {PURGED}" if line.startswith(f"- {memory_id}:") else line for line in lines]
-        text = "\n".join(lines)
-    needles = set()
-    for t in texts:
-        first = t.splitlines()[0] if t else ""
-        needles.update({t, t[:BODY_CHARS], first, first[:LINE_CHARS]})
-    for needle in sorted((n for n in needles if len(n) >= MIN_LITERAL_CHARS), key=len, reverse=True):
-        text = text.replace(needle, PURGED)
-    return text.encode("utf-8", "surrogateescape")
+    def blob(self, commit: str, path: Path) -> bytes | None:
+        """The bytes of ``path`` (absolute) as committed in ``commit``, or None when it was absent."""
+        try:
+            return self._run("cat-file", "blob", f"{commit}:{self.top_rel(path)}", binary=True)
+        except GitFailed:
+            return None
 
+    def blobs(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
+        """The bytes of each ``(rev, workspace-relative path)`` at that revision; None where it is absent.
 
-def rewrite(repo: GitRepo, paths: list[str], memory_id: str, texts: set[str], workspace: Path) -> Rewritten:
-    """Remove ``paths`` from every commit and the texts from every message; then drop the old objects.
+        One ``git cat-file --batch`` process for all of them.
+        """
+        if not wanted:
+            return []
+        request = "".join(f"{rev}:{self.prefix}{path}\n" for rev, path in wanted).encode()
+        status, out, err = self._raw("cat-file", "--batch", input=request)
+        if status != 0:
+            raise GitFailed(f"git cat-file failed: {first_line(err) or status}")
+        found: list[bytes | None] = []
+        pos = 0
+        for _ in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) == 3 and header[1] == b"blob":
+                size = int(header[2])
+                found.append(out[pos:pos + size])
+                pos += size + 1
+            else:  # "<name> missing", or a tree/commit at that name
+                if len(header) == 3:
+                    pos += int(header[2]) + 1
+                found.append(None)
+        return found
 
-    The caller holds the workspace lock and has run :func:`check_rewritable`.
+    def changed_files(self, commit: str) -> list[Path]:
+        """Absolute paths of the files ``commit`` added, changed or deleted (against its first parent)."""
+        out = self._run("diff-tree", "-r", "--root", "--no-renames", "--no-commit-id", "--name-only", "-z", commit)
+        top, real = self.toplevel(), self.workspace.resolve()
+        paths = [top / name for name in out.split("\0") if name]
+        # as paths under ``self.workspace`` as given (it may be reached through a symbolic link)
+        return [self.workspace / p.relative_to(real) if real in p.parents else p for p in paths]
 
-    Args:
-        paths: paths relative to the top folder (:func:`paths_of`).
-        memory_id: the purged memory's id.
-        texts: its texts (:func:`texts_of`).
-        workspace: the workspace folder (to tell whether the repository is a larger project's).
+    def changed(self, old: str, new: str | None = None, under: str = ".") -> list[Touched]:
+        """Files under ``under`` that differ between two commits, renames detected.
 
-    Raises:
-        GitFailed: git-filter-repo or the clean-up failed (history may be partly rewritten;
-            the message says which step).
-    """
-    import subprocess
+        Args:
+            old, new: resolved revisions; ``new`` None means the working tree, untracked
+                (not ignored) files included as added.
+            under: a workspace-relative folder or path.
+        """
+        args = ["diff", "--name-status", "-M", old, *([new] if new else []), "--", under]
+        status, out, err = self._raw(*args)
+        if status != 0:
+            raise GitFailed(f"git diff failed: {first_line(err) or status}")
+        items = self._touched(out.decode("utf-8", "replace").splitlines())
+        if new is None:
+            status, out, _ = self._raw("ls-files", "--others", "--exclude-standard", "--", under)
+            items += [Touched("A", p) for p in out.decode("utf-8", "replace").splitlines() if p]
+        return items
 
-    top = repo.toplevel()
-    marker = Path(repo._run("rev-parse", "--path-format=absolute", "--git-common-dir")) / "filter-repo" / "already_ran"
-    marker.unlink(missing_ok=True)
-    job = json.dumps({"paths": paths, "id": memory_id, "texts": sorted(texts)})
-    proc = subprocess.run([sys.executable, "-m", "memcli.githistory"], cwd=top, input=job, capture_output=True,
-                          text=True, env={**os.environ, "LC_ALL": "C"})
-    marker.unlink(missing_ok=True)
-    if proc.returncode != 0:
-        lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
-        raise GitFailed(f"git-filter-repo failed: {lines[-1] if lines else proc.returncode}",
-                        hint="the purge commit was made; check `git log` and `git status`, then retry")
-    for ref in repo._run("for-each-ref", "--format=%(refname)", "refs/original/").splitlines():
-        repo._run("update-ref", "-d", ref)
-    try:
-        repo._run("update-ref", "-d", "ORIG_HEAD")  # filter-repo's reset --hard left it on the old HEAD
-    except GitFailed:
-        pass
-    repo._run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-    repo._run("gc", "--prune=now", "--quiet")
-    return Rewritten(head=repo._run("rev-parse", "HEAD"), paths=paths,
-                     remotes=repo._run("remote").split(), project=top != workspace.resolve())
+    def uncommitted(self, paths: list[Path] | None = None) -> list[str]:
+        """Files with staged or unstaged changes, relative to the top folder, limited to ``paths``.
 
+        Files git does not track are listed only when ``paths`` names them; with no
+        ``paths``, the whole repository's tracked files are checked.
+        """
+        limit = ["--", *(os.path.relpath(p, self.workspace) for p in paths)] if paths else []
+        untracked = "--untracked-files=all" if paths else "--untracked-files=no"
+        out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
-def _main() -> None:
-    """Child process: run git-filter-repo on the job read from stdin (see :func:`rewrite`)."""
-    job = json.loads(sys.stdin.read())
-    import git_filter_repo as fr
+    def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False) -> list[Entry]:
+        """Every commit (memcli's and others') that touched ``paths``, oldest first, with what it touched.
 
-    argv = ["--force", "--partial", "--quiet", "--invert-paths"]
-    for path in job["paths"]:
-        argv += ["--path", path]
-    args = fr.FilteringOptions.parse_args(argv)
-    texts = job["texts"]
-    fr.RepoFilter(args, message_callback=lambda message: scrub(message, job["id"], texts)).run()
+        Args:
+            paths: workspace-relative pathspecs (globs allowed: ``memories/*01jd*``).
+            rev_range: e.g. ``A..B``; default: the history of HEAD.
+            all_refs: search every branch and tag (finds a file deleted on HEAD's line, too).
 
+        Each entry's ``touched`` lists the files it changed under ``paths`` (renames detected).
+        """
+        args = ["log", "--reverse", "-M", "--name-status", f"--format=\x1e{ENTRY_FORMAT}\x1f",
+                *(["--all"] if all_refs else []), *([rev_range] if rev_range else []), "--", *paths]
+        status, out, err = self._raw(*args)
+        if status != 0:
+            if rev_range is None and not all_refs:
+                return []  # an unborn branch: no history yet
+            raise GitFailed(f"git log failed: {first_line(err) or status}")
+        entries = []
+        for record in out.decode("utf-8", "replace").split("\x1e")[1:]:
+            fields = record.split("\x1f")
+            entry = parse_entry(fields[:6])
+            entry.touched = self._touched(fields[6].splitlines() if len(fields) > 6 else [])
+            entries.append(entry)
+        return entries
 
-if __name__ == "__main__":
-    _main()
+    def files(self, rev: str, under: str = ".") -> list[str]:
+        """Workspace-relative paths of every file under ``under`` at revision ``rev``."""
+        status, out, err = self._raw("ls-tree", "-r", "--name-only", "--full-name", rev, "--", under)
+        if status != 0:
+            raise GitFailed(f"git ls-tree failed: {first_line(err) or status}")
+        return [p for p in (self._local(line) for line in out.decode("utf-8", "replace").splitlines()) if p]
+
+    def grep_paths(self, pattern: str, rev: str | None = None, under: str = ".") -> list[str]:
+        """Workspace-relative paths of the files under ``under`` whose text holds the fixed string ``pattern``.
+
+        Args:
+            rev: search the files of this revision; None: the working tree, untracked files included.
+        """
+        args = ["grep", "-l", "--full-name", "-F", "-e", pattern, *([rev] if rev else ["--untracked"]), "--", under]
+        status, out, err = self._raw(*args)
+        if status not in (0, 1):
+            raise GitFailed(f"git grep failed: {first_line(err) or status}")
+        paths = []
+        for line in out.decode("utf-8", "replace").splitlines():
+            name = line.split(":", 1)[1] if rev else line  # "<rev>:<path>" names the revision first
+            local = self._local(name)
+            if local is not None:
+                paths.append(local)
+        return paths
+
+    def first_added(self, folder: str) -> dict[str, str]:
+        """When each file under ``folder`` was first added: ``path -> author date`` (ISO 8601).
+
+        One ``git log --diff-filter=A`` over the folder (as ``git log --diff-filter=A
+        --format=%aI -- FILE`` per file would say, in a single pass); paths are relative to
+        the workspace. A repository without commits gives ``{}``.
+
+        Raises:
+            GitFailed: git failed for another reason.
+        """
+        try:
+            out = self._run("-c", "core.quotePath=false", "log", "--diff-filter=A", "--relative",
+                            "--format=%x1e%aI", "--name-only", "--", folder)
+        except GitFailed as err:
+            if "does not have any commits" in err.message or "bad default revision" in err.message:
+                return {}
+            raise
+        dates: dict[str, str] = {}
+        for record in out.split("\x1e"):  # newest first: the last date seen for a path is its first add
+            lines = [line for line in record.splitlines() if line.strip()]
+            for name in lines[1:]:
+                dates[name] = lines[0]
+        return dates
+
+    def _touched(self, lines: list[str]) -> list[Touched]:
+        out = []
+        for line in lines:
+            parts = line.split("\t")
+            if len(parts) < 2 or not parts[0]:
+                continue
+            kind = parts[0][0]
+            names = [self._local(p) for p in parts[1:]]
+            if kind in "RC" and len(names) == 3:
+                out.append(Touched(kind, names[2] or "", names[1]))
+            elif names[-1] is not None:
+                out.append(Touched(kind, names[-1]))
+        return [t for t in out if t.path]

@@ -1,4 +1,7 @@
-"""The git layer: a sealed environment, path-limited commits, history (SPEC.md section 1).
+"""The git layer: a sealed environment, path-limited commits, the memcli log (SPEC.md section 1).
+
+Old versions and commits per path are read by ``memcli.githistory``; ``purge --history``
+rewrites history with ``memcli.gitrewrite``.
 
 GitPython creates and finds repositories (``init``) and reads history. Every write
 runs the git command line directly, as a subprocess: importing GitPython alone costs
@@ -87,11 +90,11 @@ class Entry:
 
 
 #: ``git log`` format of an :class:`Entry`: six fields split by ``\x1f``.
-_ENTRY_FORMAT = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1f%b"
+ENTRY_FORMAT = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1f%b"
 
 
-def _entry(fields: list[str]) -> Entry:
-    """An :class:`Entry` from the six fields of ``_ENTRY_FORMAT``."""
+def parse_entry(fields: list[str]) -> Entry:
+    """An :class:`Entry` from the six fields of ``ENTRY_FORMAT``."""
     fields = [f.strip("\n") for f in fields] + [""] * (6 - len(fields))
     trailers = {}
     for line in fields[4].splitlines():
@@ -155,7 +158,7 @@ class GitRepo:
         except OSError as err:
             raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
         if proc.returncode != 0:
-            raise GitFailed(f"git {args[0]} failed: {_first_line(proc.stderr) or proc.returncode}")
+            raise GitFailed(f"git {args[0]} failed: {first_line(proc.stderr) or proc.returncode}")
         return proc.stdout if binary else proc.stdout.rstrip("\n")
 
     def _index_lock(self) -> Path:
@@ -238,7 +241,7 @@ class GitRepo:
         except GitFailed:
             pass  # an unborn branch or a held lock: nothing more can be done here
 
-    # --- old versions and local state, for rollback, undo and purge ------------------------
+    # --- paths and revisions ----------------------------------------------------------------
 
     def toplevel(self) -> Path:
         """The repository's top folder (the workspace itself, or the project holding it)."""
@@ -249,124 +252,6 @@ class GitRepo:
     def top_rel(self, path: Path) -> str:
         """``path`` relative to the top folder (for ``REV:PATH``); pathspecs are relative to the workspace."""
         return Path(os.path.relpath(path.parent.resolve() / path.name, self.toplevel())).as_posix()
-
-    def resolve(self, rev: str) -> str:
-        """The full hash of the commit ``rev`` names (a hash, branch, tag, ``HEAD~2`` …).
-
-        Raises:
-            RevisionNotFound: the repository holds no such commit.
-        """
-        from memcli.errors import RevisionNotFound
-
-        if not rev.strip() or rev.startswith("-"):
-            raise RevisionNotFound(f"unknown revision {rev!r}", hint="give a commit, branch or tag (see `git log`)")
-        try:
-            return self._run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
-        except GitFailed:
-            raise RevisionNotFound(f"unknown revision {rev!r}",
-                                   hint="give a commit, branch or tag that this repository holds (see `git log`)") \
-                from None
-
-    def parent(self, commit: str) -> str | None:
-        """The first parent of ``commit`` (a full hash), or None for a root commit."""
-        try:
-            return self._run("rev-parse", "--verify", "--quiet", f"{commit}^1")
-        except GitFailed:
-            return None
-
-    def last_change(self, path: Path) -> str | None:
-        """The newest commit on ``HEAD`` that changed ``path``, or None (never committed)."""
-        try:
-            return self._run("log", "-1", "--format=%H", "--", os.path.relpath(path, self.workspace)) or None
-        except GitFailed:
-            return None  # no commits yet
-
-    def blob(self, commit: str, path: Path) -> bytes | None:
-        """The bytes of ``path`` (absolute) as committed in ``commit``, or None when it was absent."""
-        try:
-            return self._run("cat-file", "blob", f"{commit}:{self.top_rel(path)}", binary=True)
-        except GitFailed:
-            return None
-
-    def changed_files(self, commit: str) -> list[Path]:
-        """Absolute paths of the files ``commit`` added, changed or deleted (against its first parent)."""
-        out = self._run("diff-tree", "-r", "--root", "--no-renames", "--no-commit-id", "--name-only", "-z", commit)
-        top, real = self.toplevel(), self.workspace.resolve()
-        paths = [top / name for name in out.split("\0") if name]
-        # as paths under ``self.workspace`` as given (it may be reached through a symbolic link)
-        return [self.workspace / p.relative_to(real) if real in p.parents else p for p in paths]
-
-    def uncommitted(self, paths: list[Path] | None = None) -> list[str]:
-        """Files with staged or unstaged changes, relative to the top folder, limited to ``paths``.
-
-        Files git does not track are listed only when ``paths`` names them; with no
-        ``paths``, the whole repository's tracked files are checked.
-        """
-        limit = ["--", *(os.path.relpath(p, self.workspace) for p in paths)] if paths else []
-        untracked = "--untracked-files=all" if paths else "--untracked-files=no"
-        out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
-        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
-
-    def first_added(self, folder: str) -> dict[str, str]:
-        """When each file under ``folder`` was first added: ``path -> author date`` (ISO 8601).
-
-        One ``git log --diff-filter=A`` over the folder (as ``git log --diff-filter=A
-        --format=%aI -- FILE`` per file would say, in a single pass); paths are relative to
-        the workspace. A repository without commits gives ``{}``.
-
-        Raises:
-            GitFailed: git failed for another reason.
-        """
-        try:
-            out = self._run("-c", "core.quotePath=false", "log", "--diff-filter=A", "--relative",
-                            "--format=%x1e%aI", "--name-only", "--", folder)
-        except GitFailed as err:
-            if "does not have any commits" in err.message or "bad default revision" in err.message:
-                return {}
-            raise
-        dates: dict[str, str] = {}
-        for record in out.split("\x1e"):  # newest first: the last date seen for a path is its first add
-            lines = [line for line in record.splitlines() if line.strip()]
-            for name in lines[1:]:
-                dates[name] = lines[0]
-        return dates
-
-    def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,
-            keep=None) -> list[Entry]:  # noqa: ANN001
-        """memcli commits touching ``path`` (default: the workspace), newest first.
-
-        Args:
-            path: limit to this file or folder.
-            memory_id: keep only commits whose ``Memcli-Id`` or ``Memcli-Related`` trailer names it.
-            limit: at most this many entries.
-            keep: optional ``keep(entry) -> bool`` filter, applied before ``limit``.
-        """
-        target = os.path.relpath(path or self.workspace, self.workspace)
-        import git
-
-        try:  # GitPython's wrapper
-            out = git.Git(str(self.workspace)).log(f"--format={_ENTRY_FORMAT}%x1e", "--", target)
-        except git.GitCommandError:
-            return []  # no commits yet
-        entries = []
-        for record in out.split("\x1e"):
-            fields = record.strip("\n").split("\x1f")
-            if len(fields) < 5:
-                continue
-            entry = _entry(fields)
-            if not entry.trailers:
-                continue
-            trailers = entry.trailers
-            if memory_id and memory_id not in (*trailers.get("id", "").split(), *trailers.get("related", "").split()):
-                continue
-            if keep is not None and not keep(entry):
-                continue
-            entries.append(entry)
-            if len(entries) >= limit:
-                break
-        return entries
-
-    # --- reading history (audit: log, history, show --at, diff) ---------------------------
 
     def _raw(self, *args: str, input: bytes | None = None) -> tuple[int, bytes, str]:
         """Run ``git ARGS`` in the workspace folder; ``(status, stdout bytes, stderr text)``, never raises on status.
@@ -391,10 +276,6 @@ class GitRepo:
             self._prefix = self._run("rev-parse", "--show-prefix")
         return self._prefix
 
-    def _local(self, top_path: str) -> str | None:
-        """A path relative to the repository's top as a workspace-relative path; None when outside."""
-        return top_path[len(self.prefix):] if top_path.startswith(self.prefix) else None
-
     def resolve(self, rev: str) -> str:
         """The full hash of the commit that ``rev`` names (a hash, branch, tag, ``HEAD~2`` …).
 
@@ -411,124 +292,40 @@ class GitRepo:
         raise RevisionNotFound(f"unknown revision {text[:80]!r}: no such commit, branch or tag in this repository",
                                hint="list commits with `memcli log` or `git log --oneline`")
 
-    def entry(self, rev: str) -> Entry:
-        """The commit ``rev`` (resolved first) as an :class:`Entry`, trailers included.
-
-        Raises:
-            RevisionNotFound: see :meth:`resolve`.
-        """
-        commit = self.resolve(rev)
-        out = self._run("show", "-s", f"--format={_ENTRY_FORMAT}", commit)
-        return _entry(out.split("\x1f"))
-
-    def blobs(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
-        """The bytes of each ``(rev, workspace-relative path)`` at that revision; None where it is absent.
-
-        One ``git cat-file --batch`` process for all of them.
-        """
-        if not wanted:
-            return []
-        request = "".join(f"{rev}:{self.prefix}{path}\n" for rev, path in wanted).encode()
-        status, out, err = self._raw("cat-file", "--batch", input=request)
-        if status != 0:
-            raise GitFailed(f"git cat-file failed: {_first_line(err) or status}")
-        found: list[bytes | None] = []
-        pos = 0
-        for _ in wanted:
-            end = out.index(b"\n", pos)
-            header = out[pos:end].split()
-            pos = end + 1
-            if len(header) == 3 and header[1] == b"blob":
-                size = int(header[2])
-                found.append(out[pos:pos + size])
-                pos += size + 1
-            else:  # "<name> missing", or a tree/commit at that name
-                if len(header) == 3:
-                    pos += int(header[2]) + 1
-                found.append(None)
-        return found
-
-    def changed(self, old: str, new: str | None = None, under: str = ".") -> list[Touched]:
-        """Files under ``under`` that differ between two commits, renames detected.
+    def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,
+            keep=None) -> list[Entry]:  # noqa: ANN001
+        """memcli commits touching ``path`` (default: the workspace), newest first.
 
         Args:
-            old, new: resolved revisions; ``new`` None means the working tree, untracked
-                (not ignored) files included as added.
-            under: a workspace-relative folder or path.
+            path: limit to this file or folder.
+            memory_id: keep only commits whose ``Memcli-Id`` or ``Memcli-Related`` trailer names it.
+            limit: at most this many entries.
+            keep: optional ``keep(entry) -> bool`` filter, applied before ``limit``.
         """
-        args = ["diff", "--name-status", "-M", old, *([new] if new else []), "--", under]
-        status, out, err = self._raw(*args)
-        if status != 0:
-            raise GitFailed(f"git diff failed: {_first_line(err) or status}")
-        items = self._touched(out.decode("utf-8", "replace").splitlines())
-        if new is None:
-            status, out, _ = self._raw("ls-files", "--others", "--exclude-standard", "--", under)
-            items += [Touched("A", p) for p in out.decode("utf-8", "replace").splitlines() if p]
-        return items
+        target = os.path.relpath(path or self.workspace, self.workspace)
+        import git
 
-    def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False) -> list[Entry]:
-        """Every commit (memcli's and others') that touched ``paths``, oldest first, with what it touched.
-
-        Args:
-            paths: workspace-relative pathspecs (globs allowed: ``memories/*01jd*``).
-            rev_range: e.g. ``A..B``; default: the history of HEAD.
-            all_refs: search every branch and tag (finds a file deleted on HEAD's line, too).
-
-        Each entry's ``touched`` lists the files it changed under ``paths`` (renames detected).
-        """
-        args = ["log", "--reverse", "-M", "--name-status", f"--format=\x1e{_ENTRY_FORMAT}\x1f",
-                *(["--all"] if all_refs else []), *([rev_range] if rev_range else []), "--", *paths]
-        status, out, err = self._raw(*args)
-        if status != 0:
-            if rev_range is None and not all_refs:
-                return []  # an unborn branch: no history yet
-            raise GitFailed(f"git log failed: {_first_line(err) or status}")
+        try:  # GitPython's wrapper
+            out = git.Git(str(self.workspace)).log(f"--format={ENTRY_FORMAT}%x1e", "--", target)
+        except git.GitCommandError:
+            return []  # no commits yet
         entries = []
-        for record in out.decode("utf-8", "replace").split("\x1e")[1:]:
-            fields = record.split("\x1f")
-            entry = _entry(fields[:6])
-            entry.touched = self._touched(fields[6].splitlines() if len(fields) > 6 else [])
-            entries.append(entry)
-        return entries
-
-    def files(self, rev: str, under: str = ".") -> list[str]:
-        """Workspace-relative paths of every file under ``under`` at revision ``rev``."""
-        status, out, err = self._raw("ls-tree", "-r", "--name-only", "--full-name", rev, "--", under)
-        if status != 0:
-            raise GitFailed(f"git ls-tree failed: {_first_line(err) or status}")
-        return [p for p in (self._local(line) for line in out.decode("utf-8", "replace").splitlines()) if p]
-
-    def grep_paths(self, pattern: str, rev: str | None = None, under: str = ".") -> list[str]:
-        """Workspace-relative paths of the files under ``under`` whose text holds the fixed string ``pattern``.
-
-        Args:
-            rev: search the files of this revision; None: the working tree, untracked files included.
-        """
-        args = ["grep", "-l", "--full-name", "-F", "-e", pattern, *([rev] if rev else ["--untracked"]), "--", under]
-        status, out, err = self._raw(*args)
-        if status not in (0, 1):
-            raise GitFailed(f"git grep failed: {_first_line(err) or status}")
-        paths = []
-        for line in out.decode("utf-8", "replace").splitlines():
-            name = line.split(":", 1)[1] if rev else line  # "<rev>:<path>" names the revision first
-            local = self._local(name)
-            if local is not None:
-                paths.append(local)
-        return paths
-
-    def _touched(self, lines: list[str]) -> list[Touched]:
-        out = []
-        for line in lines:
-            parts = line.split("\t")
-            if len(parts) < 2 or not parts[0]:
+        for record in out.split("\x1e"):
+            fields = record.strip("\n").split("\x1f")
+            if len(fields) < 5:
                 continue
-            kind = parts[0][0]
-            names = [self._local(p) for p in parts[1:]]
-            if kind in "RC" and len(names) == 3:
-                out.append(Touched(kind, names[2] or "", names[1]))
-            elif names[-1] is not None:
-                out.append(Touched(kind, names[-1]))
-        return [t for t in out if t.path]
+            entry = parse_entry(fields)
+            if not entry.trailers:
+                continue
+            trailers = entry.trailers
+            if memory_id and memory_id not in (*trailers.get("id", "").split(), *trailers.get("related", "").split()):
+                continue
+            if keep is not None and not keep(entry):
+                continue
+            entries.append(entry)
+            if len(entries) >= limit:
+                break
+        return entries
 
 
 def message(op: str, summary: str, trailers: dict[str, str | None], body: str = "") -> str:
@@ -540,7 +337,7 @@ def message(op: str, summary: str, trailers: dict[str, str | None], body: str = 
     return "\n".join(lines) + "\n"
 
 
-def _first_line(text: str | bytes | None) -> str:
+def first_line(text: str | bytes | None) -> str:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     for line in (text or "").splitlines():

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import git, run_memcli
-from memcli.githistory import PURGED, scrub
+from memcli.gitrewrite import PURGED, scrub
 from test_rollback import head, remember
 
 SECRET_TEXT = "The staging bastion answers on port 2222 behind the zebra-quartz gateway"

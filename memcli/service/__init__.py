@@ -149,6 +149,12 @@ class Ctx:
         """The repository holding the workspace."""
         return gitlog.GitRepo(self.ws.root)
 
+    def history(self):  # noqa: ANN201 - memcli.githistory.History, imported lazily
+        """The repository holding the workspace, with its history readers (old versions, commits per path)."""
+        from memcli.githistory import History
+
+        return History(self.ws.root)
+
 
 def _others_folder(path: str, actor: str) -> bool:
     """True for a file under another user's personal folder (``memories/user/<other>/``)."""

@@ -1,6 +1,6 @@
 """The read side of the audit trail: ``history`` and ``show --at`` (SPEC.md section 4); ``diff`` is in ``service.diff``.
 
-Old versions come from git (``gitlog.GitRepo.commits``, ``blobs``) and are parsed with
+Old versions come from git (``githistory.History.commits``, ``blobs``) and are parsed with
 memcli's own parsers (``MemoryFiles.load`` with the bytes), so a past version reads
 exactly as it would have been read then; :mod:`memcli.changes` names each change.
 Another user's personal memories stay out, as everywhere else (``Ctx.may_see``).
@@ -83,7 +83,7 @@ def find_id(ctx: Ctx, ref: str) -> tuple[str, Loaded | None]:
     if len(ref) < MIN_PREFIX:
         raise missing
     check_id(ref)
-    repo = ctx.git()
+    repo = ctx.history()
     last = {t.path: (f"{e.commit}^" if t.kind == "D" else e.commit)  # the last version of each path
             for e in repo.commits([f"{MEMORIES}/*{ref}*"], all_refs=True) for t in e.touched
             if Path(t.path).name.lower().startswith(ref) and visible_path(ctx, t.path)}
@@ -151,7 +151,7 @@ def history(ctx: Ctx, ref: str) -> History:
         MemoryNotFound, AmbiguousId: ``ref`` names no visible memory, now or in history.
     """
     memory_id, item = find_id(ctx, ref)
-    repo = ctx.git()
+    repo = ctx.history()
     specs = [f"{MEMORIES}/*{memory_id}*"] + ([item.memory.path] if item else [])
     steps: list[tuple[Step, str, bool]] = []  # (step, path, deleted)
     for entry in repo.commits(specs, all_refs=item is None):
@@ -250,7 +250,7 @@ def show_at(ctx: Ctx, ref: str, rev: str) -> ShownAt:
         AmbiguousId: the prefix matches several.
         InvalidMemoryFile: the version at ``rev`` cannot be parsed.
     """
-    repo = ctx.git()
+    repo = ctx.history()
     entry = repo.entry(rev)
     memory_id, item = find_id(ctx, ref)
     candidates = [item.memory.path] if item else []

@@ -1,6 +1,6 @@
 """``memcli diff``: memory changes between two revisions, explained in words for a reviewer.
 
-The commits of the range are walked one by one (``gitlog.GitRepo.commits``), so each
+The commits of the range are walked one by one (``githistory.History.commits``), so each
 change is named with the commit, operation and actor that made it; every version is
 parsed with memcli's own parsers (``service.audit.read_version``) and each pair handed to
 :func:`memcli.changes.classify`. Another user's personal memories stay out.
@@ -14,7 +14,7 @@ from typing import Any
 
 from memcli.changes import Change, Step, Version, classify, expired_between, expiry
 from memcli.errors import UsageProblem
-from memcli.gitlog import GitRepo
+from memcli.githistory import History
 from memcli.service import Ctx
 from memcli.service.audit import read_disk, step_of, visible_path, is_memory_path, read_version
 from memcli.store.files import MEMORIES
@@ -90,7 +90,7 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
         UsageProblem: the range cannot be read.
     """
     old_rev, new_rev = parse_range(spec)
-    repo = ctx.git()
+    repo = ctx.history()
     start = repo.entry(old_rev)
     end = repo.entry(new_rev) if new_rev else None
     head = end.commit if end else repo.resolve("HEAD")
@@ -143,7 +143,7 @@ def _shown(ctx: Ctx, change: Change, before: Version | None, after: Version | No
     return all(visible_path(ctx, v.path, v.memory) for v in (before, after) if v is not None)
 
 
-def _expiries(ctx: Ctx, repo: GitRepo, result: DiffResult,
+def _expiries(ctx: Ctx, repo: History, result: DiffResult,
               spans: dict[str, list[tuple[Version | None, datetime, datetime]]]) -> None:
     """Add an ``expired`` change for each memory whose ``expireAt`` passed while a version of it was active.
 

@@ -148,7 +148,7 @@ def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:
     if not paths:
         return {}
     try:
-        found = ctx.git().first_added("memories")
+        found = ctx.history().first_added("memories")
     except GitFailed:
         return {}
     dates = {}

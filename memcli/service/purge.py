@@ -3,7 +3,7 @@
 A plain purge deletes the memory's file in one commit whose message holds no text; old
 commits still hold it (``git log -p``), which is what makes it reversible with ``undo``.
 ``--history`` then rewrites every commit of the repository so that neither the file nor
-the text remain anywhere (see ``memcli.githistory``).
+the text remain anywhere (see ``memcli.gitrewrite``).
 
 Supersede links that other memories hold to the purged one are pruned in the same
 commit: a link to a memory that no longer exists would be a dangling reference in
@@ -71,7 +71,7 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
         GitFailed: git-filter-repo is missing (nothing written) or failed (the purge commit stays).
         WorkspaceLocked, GitLocked: nothing is written.
     """
-    from memcli import githistory
+    from memcli import gitrewrite
 
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
@@ -81,10 +81,10 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
             if not ctx.ws.config.autocommit:
                 raise UsageProblem("purge --history rewrites git history and needs [git] autocommit = true",
                                    hint="commit your changes, set autocommit = true in memcli.toml, and retry")
-            repo = ctx.git()
-            githistory.check_rewritable(repo)
-            paths = githistory.paths_of(repo, memory.id, item.file)
-            texts = githistory.texts_of(repo, paths) | {memory.text}
+            repo = ctx.history()
+            gitrewrite.check_rewritable(repo)
+            paths = gitrewrite.paths_of(repo, memory.id, item.file)
+            texts = gitrewrite.texts_of(repo, paths) | {memory.text}
         writes: dict[Path, bytes | None] = {item.file: None}
         changed = _prune_links(ctx, memory, writes)
         commit = apply(ctx, writes, "purge", [memory], changed, with_text=False)
@@ -92,7 +92,7 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
         if changed:
             result.message += f"; links pruned in {', '.join(changed)}"
         if history:
-            done = githistory.rewrite(repo, paths, memory.id, texts, ctx.ws.root)
+            done = gitrewrite.rewrite(repo, paths, memory.id, texts, ctx.ws.root)
             result.history, result.commit, result.removed_paths = True, done.head, done.paths
             result.message += "; removed from every commit and commit message"
             result.warnings = _warnings(done)
@@ -121,7 +121,7 @@ def _prune_links(ctx: Ctx, memory: Memory, writes: dict[Path, bytes | None]) -> 
     return changed
 
 
-def _warnings(done) -> list[str]:  # noqa: ANN001 - githistory.Rewritten
+def _warnings(done) -> list[str]:  # noqa: ANN001 - gitrewrite.Rewritten
     remotes = ", ".join(done.remotes)
     push = (f"the remotes ({remotes}) need a forced push (`git push --force --all` and `--tags`)"
             if done.remotes else "any remote you push to needs a forced push")

@@ -15,7 +15,8 @@ from typing import Any
 
 from memcli import model
 from memcli.errors import HistoryConflict, InvalidMemoryFile, MemoryNotFound
-from memcli.gitlog import Entry, GitRepo
+from memcli.githistory import History
+from memcli.gitlog import Entry
 from memcli.model import Memory
 from memcli.policy import gates
 from memcli.policy.gates import personal_owner
@@ -59,7 +60,7 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         ctx.catalog(refresh=True)
         item = ctx.resolve(ref)
         current = item.memory
-        repo = ctx.git()
+        repo = ctx.history()
         if repo.uncommitted([item.file]):
             raise HistoryConflict(f"{current.path} has uncommitted edits; rollback refused",
                                   hint=f"commit or discard them first (see `git diff -- {current.path}`)")
@@ -94,7 +95,7 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
                        changed=changed, commit=commit)
 
 
-def _revision(repo: GitRepo, item: Loaded, to: str | None) -> tuple[str | None, str]:
+def _revision(repo: History, item: Loaded, to: str | None) -> tuple[str | None, str]:
     """``(commit, label)`` to restore from; commit None when there is no version before."""
     if to is not None:
         return repo.resolve(to), to
@@ -162,7 +163,7 @@ class UndoResult:
                 "undoneOp": self.undone_op, "files": self.files, "ids": self.ids, "commit": self.commit}
 
 
-def last_undoable(repo: GitRepo, actor: str) -> Entry | None:
+def last_undoable(repo: History, actor: str) -> Entry | None:
     """The newest memcli commit that ``undo`` may reverse for ``actor``, or None.
 
     That is the newest commit touching the workspace that carries a ``Memcli-Op``
@@ -202,7 +203,7 @@ def undo(ctx: Ctx) -> UndoResult:
     """
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
-        repo = ctx.git()
+        repo = ctx.history()
         target = last_undoable(repo, ctx.actor)
         if target is None:
             return UndoResult("noop", "nothing to undo: no memcli commit is left to reverse")
