@@ -138,7 +138,6 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
         Usually one :class:`Change`; a status change together with a hand edit of
         other keys or of the text gives two. Nothing when the versions are equal.
     """
-    by = step.actor
     if after is None and before is None:
         return []
     if (before is not None and before.memory is None) or (after is not None and after.memory is None):

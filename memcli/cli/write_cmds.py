@@ -62,7 +62,7 @@ def init(
     json_: JsonOpt = False,
 ) -> None:
     """Create a workspace: memcli.toml, memories/, a git repository when PATH is not in one."""
-    from memcli.service.write import init as do_init
+    from memcli.service.setup import init as do_init
 
     root, created, commit = do_init(path, hidden)
     text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
