@@ -93,6 +93,9 @@ def test_purge_history_leaves_no_trace_and_keeps_the_rest(ws, run, tmp_path):
     assert git(ws, "status", "--porcelain") == ""
     listed = run("list")
     assert listed.code == 0 and other["id"] in listed.out and target["id"] not in listed.out
+    cache = b"".join(f.read_bytes() for f in (ws / ".cache").rglob("*") if f.is_file())
+    assert WORD.encode() not in cache  # the index was rebuilt, not left with the text in free pages
+    assert run("recall", "Tuesdays").out.count(other["id"]) == 1
 
 
 def test_purge_history_refused_with_uncommitted_changes(ws, run):

@@ -93,12 +93,25 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
             result.message += f"; links pruned in {', '.join(changed)}"
         if history:
             done = gitrewrite.rewrite(repo, paths, memory.id, texts, ctx.ws.root)
+            _drop_index(ctx)
             result.history, result.commit, result.removed_paths = True, done.head, done.paths
             result.message += "; removed from every commit and commit message"
             result.warnings = _warnings(done)
         else:
             result.message += " (old commits still hold it; `--history` removes it from them)"
     return result
+
+
+def _drop_index(ctx: Ctx) -> None:
+    """Delete the search index: SQLite may keep a deleted row's text in free pages.
+
+    It is derived data; the next command rebuilds it from the files.
+    """
+    from memcli.index.catalog import remove_index
+    from memcli.index.db import INDEX_NAME
+
+    remove_index(ctx.ws.cache / INDEX_NAME)
+    ctx._catalog = None
 
 
 def _prune_links(ctx: Ctx, memory: Memory, writes: dict[Path, bytes | None]) -> list[str]:
