@@ -164,10 +164,11 @@ def test_stats_text_has_small_sections(busy, ws, run):
     result = run("stats", env=NOW)
     assert result.code == 0, result
     titles = [line for line in result.out.splitlines() if line.startswith("# ")]
-    assert titles == ["# by scope", "# by status", "# by category", "# expiring within 7 days", "# index",
-                      "# latencies (last 11 commands)"]
+    assert titles == ["# totals", "# by scope: scope, memories", "# by status: status, memories",
+                      "# by category: category, memories", "# expiring within 7 days: id, scope, expireAt",
+                      "# index", "# latencies (last 11 commands): command, runs, median ms, p95 ms, max ms"]
     assert f"{busy['soon']}\tproject\t2027-01-04T00:00:00Z" in result.out
-    assert "5 memories you may see; 1 pending review" in result.err
+    assert "memories you may see\t5\npending review\t1\n" in result.out and "broken.md" in result.err
 
 
 def test_stats_days_must_be_sensible(ws, run):

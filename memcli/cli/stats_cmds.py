@@ -12,9 +12,10 @@ from memcli.cli.output import STATE, emit, is_terminal, table
 
 
 def _section(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    """One section: a rich table on a terminal; else a ``# title`` line and tab-separated rows."""
+    """One section: a rich table on a terminal; else a ``# title: columns`` line and tab-separated rows."""
     if not is_terminal():
-        sys.stdout.write(f"# {title}\n")
+        named = [c for c in columns if c]
+        sys.stdout.write(f"# {title}" + (f": {', '.join(named)}" if named else "") + "\n")
     table(title, columns, rows)
 
 
@@ -32,8 +33,10 @@ def stats(
     emit(result.to_dict())
     if STATE.json:
         return
-    print(f"{result.total} memories you may see; {result.pending_review} pending review, "
-          f"{result.expired} active but expired, {result.unreadable} unreadable files", file=sys.stderr)
+    _section("totals", ["", ""], [["memories you may see", str(result.total)],
+                                  ["pending review", str(result.pending_review)],
+                                  ["active but expired", str(result.expired)],
+                                  ["unreadable files", str(result.unreadable)]])
     for title, counts in (("by scope", result.by_scope), ("by status", result.by_status),
                           ("by category", result.by_category)):
         _section(title, [title.split()[-1], "memories"], [[k, str(v)] for k, v in counts.items()])
