@@ -3,7 +3,7 @@
 ``history`` and ``diff`` read old versions from git, parse them with memcli's own parsers
 and hand each pair ``(before, after)`` of one file to :func:`classify`, which names the
 change the way a reviewer would: added, proposed, approved, rejected, superseded,
-archived, restored, expired, edited by hand, deleted, moved, unreadable.
+archived, merged, restored, expired, edited by hand, deleted, moved, unreadable.
 
 Which change a status transition is follows SPEC.md section 3 (``pending_review →
 active | rejected``, ``active → superseded | archived``, any → its previous state on
@@ -162,6 +162,13 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
     if old.status != new.status:
         out.append(_transition(old, new, step))
     edits = [w for w in field_changes(old, new) if not w.startswith(("status ", "superseded by ", "review: "))]
+    taken = [m.get("id") for m in new.merged if m not in old.merged]
+    if taken:  # compact merged duplicates into this one: say so rather than "merged changed"
+        rest = [w.replace("merged, ", "").replace(", merged changed", " changed") for w in edits
+                if w != "merged changed"]
+        out.append(_change(new, "merged", step, from_status=old.status, to_status=new.status,
+                           details=[f"took in {', '.join(map(str, taken))} (their provenance kept)", *rest]))
+        edits = []
     if edits:
         past = (new.expire_at is not None and old.expire_at != new.expire_at and new.expire_at <= step.at
                 and new.status == "active")

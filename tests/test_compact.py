@@ -131,6 +131,16 @@ def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_p
             if a < b and scope_a == scope_b:
                 assert text_a != text_b and fuzz.ratio(text_a, text_b) < 95, (a, b)
 
+    # `memcli diff` reads as the plan said: each action named in words, with the text.
+    said = run("--json", "diff", "HEAD~1..HEAD", env=AT_NOW).json()["data"]["changes"]
+    named = {(c["id"], c["change"]) for c in said}
+    for action in plan["actions"]:
+        word = {"archive": "archived", "retire": "archived", "merge": "superseded"}[action["action"]]
+        assert {(i, word) for i in action["ids"]} <= named, action
+        if action["keeper"]:
+            assert (action["keeper"], "merged") in named
+    assert len(said) == len(expected)
+
     again = run("compact", "--apply", env=AT_NOW)
     assert again.code == 0 and "nothing to compact" in again.out
     assert git(ws, "rev-parse", "HEAD").strip() == applied["commit"]
