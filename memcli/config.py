@@ -65,6 +65,9 @@ episode = "90d"
 # Let the pre-compact and session-end hooks run `memcli extract --apply` on the
 # session transcript (only the person's own words, through every write gate).
 extract = false
+# Let the pre-compact hook run `memcli compact --transcript` on the session transcript:
+# one rule-based summary memory in session:<id> before the agent's own compaction.
+summarize = false
 """
 
 
@@ -82,6 +85,7 @@ class Config:
     lock_timeout: float = 10.0
     context_budget: int = 8000
     hook_extract: bool = False
+    hook_summarize: bool = False
     compact_retention: str = "90d"
     compact_near_duplicate: int = 95
     ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
@@ -117,6 +121,7 @@ _KEYS = {
     ("git", "lock_timeout"): ("lock_timeout", (int, float)),
     ("context", "budget"): ("context_budget", int),
     ("hooks", "extract"): ("hook_extract", bool),
+    ("hooks", "summarize"): ("hook_summarize", bool),
     ("compact", "retention"): ("compact_retention", str),
     ("compact", "near_duplicate"): ("compact_near_duplicate", int),
 }

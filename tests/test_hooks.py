@@ -114,6 +114,28 @@ def test_events_without_context_answer_cleanly(ws, run, event):
     assert result.code == 0 and result.out == ""
 
 
+def test_pre_compact_summarises_the_session_when_configured(ws, run, tmp_path):
+    transcript = tmp_path / "session.jsonl"
+    lines = [{"type": "user", "sessionId": "s-77", "uuid": "u1", "message": {"role": "user", "content":
+              "We decided to keep the FTS5 index in .cache and rebuild it on demand."}},
+             {"type": "assistant", "sessionId": "s-77", "uuid": "a1", "message": {"role": "assistant", "content": [
+              {"type": "text", "text": "The root cause was a stale WAL file; it works now."}]}}]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    payload = json.dumps({"session_id": "s-77", "transcript_path": str(transcript), "cwd": str(ws),
+                          "hook_event_name": "PreCompact", "trigger": "auto"})
+    off = run("hook", "claude", "pre-compact", input=payload)
+    assert off.code == 0 and off.out == "" and run("list", "--scope", "session:s-77").out == ""
+    config = ws / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("summarize = false", "summarize = true"),
+                      encoding="utf-8")
+    on = run("hook", "claude", "pre-compact", input=payload)
+    assert on.code == 0 and on.out == "" and "summarised session s-77" in on.err
+    listed = run("--json", "list", "--scope", "session:s-77").json()["data"]["memories"]
+    assert [m["category"] for m in listed] == ["summary"] and "stale WAL" in listed[0]["text"]
+    again = run("hook", "claude", "pre-compact", input=payload)
+    assert again.code == 0 and len(run("--json", "list", "--scope", "session:s-77").json()["data"]["memories"]) == 1
+
+
 OTHER_HOOKS = {
     "permissions": {"allow": ["Bash(make test)"]},
     "hooks": {

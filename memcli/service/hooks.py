@@ -112,6 +112,8 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
         return block.text
     _extract(ctx, payload, run)
+    if event == "pre-compact":
+        _summarize(ctx, payload, run)
     if event == "session-end" and payload.session_id:
         _session_file(ctx, payload.session_id).unlink(missing_ok=True)
     return ""
@@ -146,6 +148,22 @@ def _extract(ctx, payload: formats.HookInput, run: HookRun) -> None:  # noqa: AN
     written = sum(1 for c in result.candidates if c.get("decision") == "written")
     if written:
         run.warnings.append(f"remembered {written} memories from the session transcript")
+
+
+def _summarize(ctx, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
+    """pre-compact: the session's rule-based summary memory, when ``[hooks] summarize`` is on.
+
+    No external summarizer runs here: a hook has a time budget (INTEGRATIONS.md), and the
+    rules take well under a second.
+    """
+    if not ctx.ws.config.hook_summarize or not payload.transcript_path:
+        return
+    from memcli.service.session import compact_session
+
+    result = compact_session(ctx, Path(payload.transcript_path))
+    run.warnings.extend(result.warnings)
+    if result.write.outcome != "noop":
+        run.warnings.append(result.message())
 
 
 # --- installation ---------------------------------------------------------------------
