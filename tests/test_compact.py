@@ -168,7 +168,8 @@ def test_pending_unparseable_and_conflicting_memories_are_left_alone(tmp_path, m
     assert data["skipped"] == [{"path": "memories/task/fts5-index/2026-11/01m7zzzzzzbroken.md",
                                 "reason": data["skipped"][0]["reason"]}]
     assert "line 3" in data["skipped"][0]["reason"]
-    assert data["conflicts"] == [{"ids": sorted(CONFLICT), "scope": "task:fts5-index", "subject": "fts5.tokenizer"}]
+    assert data["conflicts"] == [{"kind": "subject", "ids": sorted(CONFLICT), "scope": "task:fts5-index",
+                                  "subject": "fts5.tokenizer", "reason": 'both active with subject "fts5.tokenizer"'}]
     touched = {i for a in data["actions"] for i in [*a["ids"], a["keeper"]] if i}
     assert not touched & (set(pending) | CONFLICT)
     for action in data["actions"]:
@@ -194,7 +195,7 @@ def test_the_keeper_keeps_every_merged_provenance(tmp_path, monkeypatch, run):
         {"id": "01m6bahc205grtaysveb3xckvx", "sourceType": "model_derived", "actor": "claude-agent",
          "runId": "session-2026-11-01-b", "at": keeper["merged"][0]["at"]}]
     assert keeper["merged"][0]["at"].isoformat().startswith("2026-11-01T10:30:00")
-    # the extras: pinned if any was, union of tags, the subject it lacked
+    # the extras: pinned if any was, union of tags; the subject they share
     assert keeper["pinned"] is True and list(keeper["tags"]) == ["cjk", "search"]
     assert keeper["subject"] == "fts5.cjk-short-words"
     exact = front(files(ws)["01m1k7y5m0m0xhgspbq3n6jrzr"])
@@ -210,6 +211,16 @@ def test_the_keeper_keeps_every_merged_provenance(tmp_path, monkeypatch, run):
                "as trigram MATCH misses them!", "--scope", "task:fts5-index", "--run-id", "s-2", env=later)
     assert made.code == 0 and "near duplicate of 01m25fjxw0y2g3mtvhsabqnszk" in made.out, made
     new = made.json()["data"]["id"]
+    # without the keeper's subject it is not merged, only reported
+    plan = run("compact", env=later).out.splitlines()
+    assert f"possible conflict 01m25fjxw0y2g3mtvhsabqnszk {new} (task:fts5-index): 97% similar but only one has " \
+           "a subject; left as they are — supersede one" in plan
+    assert not any(line.startswith("merge ") for line in plan)
+    path = files(ws)[new]
+    path.write_text(path.read_text(encoding="utf-8").replace("\ncategory: fact\n",
+                                                             "\ncategory: fact\nsubject: fts5.cjk-short-words\n"),
+                    encoding="utf-8")
+    git(ws, "commit", "-q", "-am", "the subject, by hand")
     assert run("compact", "--apply", env=later).code == 0
     keeper = front(files(ws)["01m25fjxw0y2g3mtvhsabqnszk"])
     assert [(m["id"], m["actor"], m["runId"]) for m in keeper["merged"]] == [

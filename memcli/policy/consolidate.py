@@ -5,23 +5,47 @@ Given memories, settings and the clock, :func:`plan` says what compaction would 
 * **archive** an ``active`` memory whose ``expireAt`` has passed;
 * **retire** (archive) a ``superseded`` or ``rejected`` memory last updated at least
   ``retention`` ago;
-* **merge** exact duplicates (same ``model.normalise_text``) and near duplicates
-  (rapidfuzz ratio >= ``near_duplicate``, via ``gates.find_duplicates``) among the
-  active, unexpired memories of one scope into the oldest (``createdAt``, then id). Two
-  memories whose subjects are both set and differ are never merged. The others become
-  ``superseded`` by the keeper; the keeper lists them in ``supersedes`` and keeps their
-  provenance in ``merged``, takes the highest importance, the union of tags and paths,
-  ``pinned`` if any was, the subject if it had none, and the latest expiry (none if any
-  had none);
+* **merge** duplicates among the active, unexpired memories of one scope into the
+  oldest, the *keeper*: the first by ``createdAt``, then by id. Ids are ULIDs whose time
+  part is the creation time to the millisecond, so within one ``createdAt`` second the
+  one written first is kept, except for memories created in the same millisecond
+  (e.g. under a frozen ``MEMCLI_NOW``): their order is arbitrary but stable. A merge
+  folds only memories that say the same thing:
+
+  - **exact duplicates** (same ``model.normalise_text``) merge unless both have a subject
+    and the subjects differ (case aside);
+  - **near duplicates** (rapidfuzz ratio >= ``near_duplicate``, via
+    ``gates.find_duplicates``) merge only when, besides the ratio, they have the same
+    subject (case aside; both unset counts as the same), the same multiset of
+    *number-bearing tokens* (any token with a digit: ``5432``, ``v1.2``, ``python3.11``,
+    ``2026-01-01``), the same multiset of *code-like tokens* (paths ``a/b``, flags
+    ``--apply``, dotted names ``x.y`` and ``.cache``, ``snake_case``, ``camelCase``,
+    calls ``f()``, ```backticked``` spans), both compared after NFKC and case folding,
+    and the same count of *negations* (the words not, no, never, none, nothing, nobody,
+    nowhere, neither, nor, cannot, without, avoid, any ``n't``; the characters
+    不 没 沒 别 別 勿 非 无 無 未 莫 毋 否, except in 非常 无论 無論 不过 不過). A near
+    duplicate that fails a check other than "both subjects set and different" is a
+    **possible conflict**: reported, never merged ("98% similar but one negates the
+    other"), since the two may say opposite things.
+
+  The others become ``superseded`` by the keeper; the keeper lists them in
+  ``supersedes`` and keeps their provenance in ``merged``, takes the highest importance,
+  the union of tags and paths, ``pinned`` if any was, the subject if it had none (an
+  exact duplicate's), and the latest expiry (none if any had none);
 * report **conflicts**: two or more memories of one scope left active by the plan that
-  share a subject (case-insensitive). They are not changed: the person chooses with
-  ``supersede``. Duplicates that share a subject are merged, which resolves their conflict.
+  share a subject (case-insensitive), and the possible conflicts above (unless both
+  memories share a subject: then they are a subject conflict already). They are not
+  changed: the person chooses with ``supersede``. Duplicates that share a subject are
+  merged, which resolves their conflict.
 
 ``pending_review`` memories are never planned for: they are neither active nor retired.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +54,18 @@ from memcli.model import Memory, normalise_text
 
 #: Statuses that ``retire`` archives once they are older than the retention.
 RETIRED = ("superseded", "rejected")
+
+#: Negating words (whole words, any case) and the English contraction ``n't``.
+NEGATION_WORDS = re.compile(r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|cannot|without|"
+                            r"avoid(?:s|ed|ing)?)\b|n't\b", re.IGNORECASE)
+#: Negating CJK characters, each occurrence counted ...
+NEGATION_CHARS = "不没沒别別勿非无無未莫毋否"
+#: ... except inside these words, which do not negate ("very", "regardless", "however").
+NOT_NEGATIONS = ("非常", "无论", "無論", "不过", "不過")
+#: A token: a run of ASCII letters, digits and the characters of paths, flags and names.
+_TOKEN = re.compile(r"[A-Za-z0-9_.\-/\\:@#~=+%$]+(?:\(\))?")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_CODE_LIKE = re.compile(r"[/\\_=@$]|\(\)$|\w\.\w|^-+[A-Za-z]|^\.[A-Za-z]|[a-z][A-Z]")
 
 
 @dataclass
@@ -75,15 +111,27 @@ class Action:
 
 @dataclass
 class Conflict:
-    """Memories of one scope that stay active with the same subject; reported, never changed."""
+    """Memories of one scope that may contradict each other; reported, never changed.
+
+    Attributes:
+        kind: ``subject`` (active with the same subject) or ``possible`` (near duplicates
+            that differ in numbers, code-like tokens, negation or subject).
+        ids: the memories (for ``possible``: the older first).
+        scope: their scope.
+        subject: the shared subject (``subject``), else None.
+        reason: in words: ``both active with subject "x"``, ``98% similar but the numbers differ``.
+    """
 
     ids: list[str]
     scope: str
-    subject: str
+    subject: str | None
+    reason: str = ""
+    kind: str = "subject"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"ids": list(self.ids), "scope": self.scope, "subject": self.subject}
+        return {"kind": self.kind, "ids": list(self.ids), "scope": self.scope, "subject": self.subject,
+                "reason": self.reason}
 
 
 @dataclass
@@ -130,11 +178,15 @@ def plan(memories: list[Memory], settings: Settings, now: datetime) -> Plan:
             result.changes[memory.id] = dict(stamp)
     live = [m for m in ordered if m.served(now)]
     merged: set[str] = set()
+    possible: list[Conflict] = []
     for scope in sorted({m.scope for m in live}):
-        for keeper, group in _groups([m for m in live if m.scope == scope], settings.near_duplicate):
+        groups, doubtful = _groups([m for m in live if m.scope == scope], settings.near_duplicate)
+        for keeper, group in groups:
             _merge(result, keeper, group, now)
             merged.update(m.id for m, _ in group)
+        possible.extend(doubtful)
     result.conflicts = _conflicts([m for m in live if m.id not in merged], result.changes)
+    result.conflicts += [c for c in possible if not merged & set(c.ids)]
     return result
 
 
@@ -148,17 +200,66 @@ def _compatible(subjects: list[str | None], other: str | None) -> bool:
     return other is None or all(s is None or s.casefold() == other.casefold() for s in subjects)
 
 
-def _groups(memories: list[Memory], threshold: int) -> list[tuple[Memory, list[tuple[Memory, str]]]]:
-    """Duplicate groups of one scope: ``(keeper, [(memory, reason), …])``, keeper the oldest.
+def _fold(subject: str | None) -> str | None:
+    return subject.casefold() if subject else None
+
+
+def markers(text: str) -> tuple[Counter, Counter, int]:
+    """What two near duplicates must share to be merged: ``(numbers, code-like tokens, negations)``.
+
+    Args:
+        text: a memory's text.
+
+    Returns:
+        The multiset of number-bearing tokens, the multiset of the other code-like tokens
+        (paths, flags, ``x.y``, ``snake_case``, ``camelCase``, ``f()``, backticked spans),
+        both NFKC and case-folded, and the count of negations (see the module docstring).
+    """
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    numbers: Counter = Counter()
+    code: Counter = Counter(" ".join(span.split()).casefold() for span in _CODE_SPAN.findall(text))
+    for raw in _TOKEN.findall(text):
+        token = raw.rstrip(".,:;") if not raw.endswith("()") else raw
+        token = token.lstrip(":")
+        if any(c.isdigit() for c in token):
+            numbers[token.casefold()] += 1
+        elif token and _CODE_LIKE.search(token):
+            code[token.casefold()] += 1
+    cjk = text
+    for word in NOT_NEGATIONS:
+        cjk = cjk.replace(word, "")
+    negations = len(NEGATION_WORDS.findall(text)) + sum(cjk.count(c) for c in NEGATION_CHARS)
+    return numbers, code, negations
+
+
+def differences(text: str, other: str) -> list[str]:
+    """Why two near-duplicate texts may say different things, in words; empty when they may merge."""
+    mine, theirs = markers(text), markers(other)
+    why = []
+    if mine[0] != theirs[0]:
+        why.append("the numbers differ")
+    if mine[1] != theirs[1]:
+        why.append("the names, paths or flags differ")
+    if mine[2] != theirs[2]:
+        why.append("one negates the other")
+    return why
+
+
+def _groups(memories: list[Memory], threshold: int
+            ) -> tuple[list[tuple[Memory, list[tuple[Memory, str]]]], list[Conflict]]:
+    """Duplicate groups of one scope: ``(keeper, [(memory, reason), …])``, keeper the oldest; and possible conflicts.
 
     Each memory, oldest first, that no earlier one claimed takes every later duplicate of
-    its own text (exact first, then near by falling ratio) whose subject fits the group.
+    its own text (exact first, then near by falling ratio) that fits the group: an exact
+    duplicate whose subject does not differ from any in the group, a near duplicate with
+    the group's subject (the keeper's, else an exact duplicate's) and no
+    :func:`differences`. A near duplicate with differences is a possible conflict.
     """
     from memcli.policy.gates import find_duplicates
 
     by_id = {m.id: m for m in memories}
     free = {m.id: normalise_text(m.text) for m in memories}
-    out = []
+    out, doubtful = [], []
     for keeper in memories:
         if keeper.id not in free:
             continue
@@ -172,12 +273,27 @@ def _groups(memories: list[Memory], threshold: int) -> list[tuple[Memory, list[t
             for dup in found:
                 del candidates[dup.memory_id]
                 other = by_id[dup.memory_id]
-                if _compatible([keeper.subject, *(m.subject for m, _ in group)], other.subject):
-                    group.append((other, "exact duplicate" if dup.exact else f"{int(dup.ratio)}% similar"))
+                subjects = [keeper.subject, *(m.subject for m, _ in group)]
+                if dup.exact:
+                    if _compatible(subjects, other.subject):
+                        group.append((other, "exact duplicate"))
+                        del free[other.id]
+                    continue
+                subject = next((s for s in subjects if s), None)
+                if other.subject and subject and _fold(other.subject) != _fold(subject):
+                    continue  # about different things
+                why = differences(keeper.text, other.text)
+                if _fold(other.subject) != _fold(subject):
+                    why.append("only one has a subject")
+                if not why:
+                    group.append((other, f"{int(dup.ratio)}% similar"))
                     del free[other.id]
+                elif not (other.subject and _fold(other.subject) == _fold(subject)):  # else: a subject conflict
+                    doubtful.append(Conflict([keeper.id, other.id], keeper.scope, None,
+                                             f"{int(dup.ratio)}% similar but {' and '.join(why)}", "possible"))
         if group:
             out.append((keeper, sorted(group, key=lambda pair: _age(pair[0]))))
-    return out
+    return out, doubtful
 
 
 def _merge(result: Plan, keeper: Memory, group: list[tuple[Memory, str]], now: datetime) -> None:
@@ -225,5 +341,10 @@ def _conflicts(memories: list[Memory], changes: dict[str, dict[str, Any]]) -> li
         subject = changes.get(memory.id, {}).get("subject", memory.subject)
         if subject:
             holders.setdefault((memory.scope, subject.casefold()), []).append(memory)
-    return [Conflict([m.id for m in held], scope, held[0].subject or changes[held[0].id]["subject"])
-            for (scope, _), held in sorted(holders.items()) if len(held) > 1]
+    out = []
+    for (scope, _), held in sorted(holders.items()):
+        if len(held) > 1:
+            subject = held[0].subject or changes[held[0].id]["subject"]
+            both = "both" if len(held) == 2 else "all"
+            out.append(Conflict([m.id for m in held], scope, subject, f'{both} active with subject "{subject}"'))
+    return out

@@ -2,8 +2,14 @@
 
 The planning is pure (``policy.consolidate.plan``); this module gathers the memories the
 caller may see, leaves out what it must never rewrite (unreadable files, files that hold
-a secret), and applies the plan under the workspace lock in one commit through
-``service.write.apply``.
+a secret, files with uncommitted edits), and applies the plan under the workspace lock in
+one commit through ``service.write.apply``.
+
+A file with uncommitted changes (staged or not, or never committed) is left out of the
+plan, as an unreadable one is: memcli's commit would otherwise carry the person's hand
+edits under memcli's name. With ``[git] autocommit = false`` every write leaves files
+uncommitted by design, so there the check is not made. ``--apply`` asks git again under
+the workspace lock, since it plans again there.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ class CompactResult:
 
     Attributes:
         plan: the actions, conflicts and front-matter changes.
-        skipped: files left alone (unreadable, or holding a secret).
+        skipped: files left alone (unreadable, holding a secret, or with uncommitted edits).
         applied: True when the changes were written.
         commit: the commit hash, or None (dry run, nothing to do, or ``autocommit = false``).
     """
@@ -67,9 +73,9 @@ class CompactResult:
             else:
                 out.append(f"{action.action} {action.ids[0]} ({action.scope}): {action.reason} — {text}")
         for conflict in self.plan.conflicts:
-            both = "both" if len(conflict.ids) == 2 else "all"
-            out.append(f"conflict {' '.join(conflict.ids)} ({conflict.scope}): {both} active with subject "
-                       f"\"{conflict.subject}\"; left as they are — supersede one")
+            kind = "possible conflict" if conflict.kind == "possible" else "conflict"
+            out.append(f"{kind} {' '.join(conflict.ids)} ({conflict.scope}): {conflict.reason}; "
+                       "left as they are — supersede one")
         out.extend(f"skip {s.path}: {s.reason}" for s in self.skipped)
         out.append(self.summary())
         return out
@@ -115,7 +121,8 @@ def compact(ctx: Ctx, scopes: list[str] | None = None, apply: bool = False) -> C
 
     Raises:
         ScopeViolation, ValidationFailed: a ``--scope`` is another user's or malformed.
-        WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+        WorkspaceLocked, GitLocked, GitFailed: nothing is written (GitFailed also when the
+            workspace is not in a git work tree and ``autocommit`` is on).
         InvalidMemoryFile: a file to rewrite changed under the lock and no longer parses.
     """
     wanted = ctx.scopes(scopes) if scopes else None
@@ -148,6 +155,10 @@ def _planned(ctx: Ctx, wanted: list[str] | None) -> tuple[CompactResult, list[Me
     memories = [m for status in READ for m in catalog.with_status(status) if _within(ctx, m.scope, wanted)]
     skipped = [Skipped(p.path, p.reason if p.lineno is None else f"line {p.lineno}: {p.reason}")
                for p in catalog.problems() if _problem_within(ctx, p.path, wanted)]
+    dirty = _uncommitted(ctx)
+    skipped.extend(Skipped(m.path, "uncommitted edits; commit or discard them first")
+                   for m in sorted(memories, key=lambda m: m.path) if m.path in dirty)
+    memories = [m for m in memories if m.path not in dirty]
     config = ctx.ws.config
     settings = consolidate.Settings(config.retention(), config.compact_retention, config.compact_near_duplicate)
     while True:
@@ -164,6 +175,22 @@ def _planned(ctx: Ctx, wanted: list[str] | None) -> tuple[CompactResult, list[Me
         skipped.extend(refused)
         paths = {s.path for s in refused}
         memories = [m for m in memories if m.path not in paths]
+
+
+def _uncommitted(ctx: Ctx) -> set[str]:
+    """Workspace-relative paths of the memory files git reports as changed, staged or untracked.
+
+    Empty with ``[git] autocommit = false`` (files stay uncommitted by design). One
+    ``git status`` over ``memories/``.
+
+    Raises:
+        GitFailed: the workspace is not in a git work tree, or git failed.
+    """
+    if not ctx.ws.config.autocommit:
+        return set()
+    repo = ctx.history()
+    prefix = repo.prefix
+    return {path[len(prefix):] for path in repo.uncommitted([ctx.ws.root / MEMORIES]) if path.startswith(prefix)}
 
 
 def _within(ctx: Ctx, scope: str, wanted: list[str] | None) -> bool:
