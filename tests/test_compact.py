@@ -267,12 +267,194 @@ def test_autocommit_false_writes_the_files_without_a_commit(ws, run):
     (ws / "memcli.toml").write_text(text, encoding="utf-8")
     git(ws, "commit", "-q", "-m", "no autocommit", "--", "memcli.toml")
     head = git(ws, "rev-parse", "HEAD").strip()
+    # written while autocommit is off: uncommitted by design, so compacted rather than skipped
+    later = run("--json", "remember", "The demo laptop is on loan this week.", "--ttl", "2d",
+                env={"MEMCLI_NOW": "2027-01-02T00:00:00Z"}).json()["data"]
     result = run("compact", "--apply", env={"MEMCLI_NOW": "2027-01-10T00:00:00Z"})
     assert result.code == 0, result
-    assert "files written, not committed" in result.out.splitlines()[-1]
+    assert "files written, not committed" in result.out.splitlines()[-1] and "0 files skipped" in result.out
     assert git(ws, "rev-parse", "HEAD").strip() == head
-    assert git(ws, "status", "--porcelain").split() == ["M", made["memory"]["path"]]
+    assert sorted(git(ws, "status", "--porcelain").splitlines()) == sorted(
+        [f" M {made['memory']['path']}", f"?? {later['memory']['path']}"])
     assert front(ws / made["memory"]["path"])["status"] == "archived"
+    assert front(ws / later["memory"]["path"])["status"] == "archived"
+
+
+# --- 3. near duplicates that say different things (newcomer report, problem 2) ------------
+
+NOT_RETRY = "Do not retry the nightly export job when it fails with a timeout."
+RETRY = "Do retry the nightly export job when it fails with a timeout."
+PORT_2 = "The staging database listens on port 5432 on the internal network."
+PORT_3 = "The staging database listens on port 5433 on the internal network."
+WIKI = "The release checklist lives in the wiki under the operations section."
+WIKI_TOO = "The release checklist lives in the wiki, under the operations section."
+
+
+def remembered(run, text: str, *args: str, when: str = "2026-11-01T09:00:00Z") -> str:  # noqa: ANN001
+    made = run("--json", "remember", text, *args, env={"MEMCLI_NOW": when})
+    assert made.code == 0, made
+    return made.json()["data"]["id"]
+
+
+def test_near_duplicates_that_differ_in_numbers_or_negation_are_reported_not_merged(ws, run):
+    not_retry = remembered(run, NOT_RETRY, when="2026-11-01T09:00:00Z")
+    retry = remembered(run, RETRY, when="2026-11-02T09:00:00Z")
+    port_2 = remembered(run, PORT_2, when="2026-11-01T09:00:00Z")
+    port_3 = remembered(run, PORT_3, when="2026-11-02T09:00:00Z")
+    wiki = remembered(run, WIKI, when="2026-11-01T09:00:00Z")
+    wiki_too = remembered(run, WIKI_TOO, when="2026-11-02T09:00:00Z")
+    head = git(ws, "rev-parse", "HEAD").strip()
+
+    text = run("compact", env=AT_NOW)
+    assert text.code == 0, text
+    lines = text.out.splitlines()
+    assert (f"possible conflict {not_retry} {retry} (project): 96% similar but one negates the other; "
+            "left as they are — supersede one") in lines
+    assert (f"possible conflict {port_2} {port_3} (project): 98% similar but the numbers differ; "
+            "left as they are — supersede one") in lines
+    assert any(line.startswith(f"merge {wiki_too} into {wiki} (project): 99% similar — ") for line in lines)
+    assert lines[-1].startswith("plan: 1 to merge, 2 conflicts left, 0 files skipped")
+    data = run("--json", "compact", env=AT_NOW).json()["data"]
+    assert [a["ids"] for a in data["actions"]] == [[wiki_too]]
+    assert sorted(data["conflicts"], key=lambda c: c["reason"]) == [
+        {"kind": "possible", "ids": [not_retry, retry], "scope": "project", "subject": None,
+         "reason": "96% similar but one negates the other"},
+        {"kind": "possible", "ids": [port_2, port_3], "scope": "project", "subject": None,
+         "reason": "98% similar but the numbers differ"}]
+
+    applied = run("--json", "compact", "--apply", env=AT_NOW).json()["data"]
+    assert applied["conflicts"] == data["conflicts"]
+    assert git(ws, "rev-parse", "HEAD~1").strip() == head
+    assert git(ws, "show", "--format=", "--name-only", "HEAD").split() == sorted(
+        str(files(ws)[i].relative_to(ws)) for i in (wiki, wiki_too))
+    by_id = files(ws)
+    for memory_id, said in ((not_retry, NOT_RETRY), (retry, RETRY), (port_2, PORT_2), (port_3, PORT_3)):
+        meta = front(by_id[memory_id])
+        assert meta.get("status", "active") == "active" and said in by_id[memory_id].read_text(encoding="utf-8")
+    assert front(by_id[wiki_too])["status"] == "superseded"
+
+
+def test_subjects_one_set_one_unset_merge_only_as_exact_duplicates(ws, run):
+    pinned = remembered(run, WIKI, "--subject", "release.checklist", "--pinned", when="2026-11-02T09:00:00Z")
+    plain = remembered(run, WIKI_TOO, when="2026-11-01T09:00:00Z")
+    data = run("--json", "compact", env=AT_NOW).json()["data"]
+    assert data["actions"] == []
+    assert data["conflicts"] == [{"kind": "possible", "ids": [plain, pinned], "scope": "project", "subject": None,
+                                  "reason": "99% similar but only one has a subject"}]
+    # an exact duplicate (same normalised text) merges, and the keeper takes the subject
+    other = ws / "memories" / "project" / "2026-11" / "01m6baaaaaaaaaaaaaaaaaaaaa-exact.md"
+    other.write_text("---\nid: 01m6baaaaaaaaaaaaaaaaaaaaa\nscope: project\ncategory: fact\nsubject: ops.wiki\n"
+                     "createdAt: 2026-11-03T09:00:00Z\nupdatedAt: 2026-11-03T09:00:00Z\n---\n"
+                     + WIKI_TOO.upper() + "\n", encoding="utf-8")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "an exact duplicate, by hand")
+    data = run("--json", "compact", "--apply", env=AT_NOW).json()["data"]
+    assert [(a["ids"], a["keeper"], a["reason"]) for a in data["actions"]] == [
+        (["01m6baaaaaaaaaaaaaaaaaaaaa"], plain, "exact duplicate")]
+    keeper = front(files(ws)[plain])
+    assert keeper["subject"] == "ops.wiki" and list(keeper["supersedes"]) == ["01m6baaaaaaaaaaaaaaaaaaaaa"]
+    assert front(files(ws)[pinned]).get("status", "active") == "active"  # a different subject now: never merged
+
+
+def test_the_keeper_is_the_oldest_then_the_smallest_id(ws, run):
+    same_time = "2026-11-01T09:00:00Z"
+    first = remembered(run, WIKI, when=same_time)
+    second = remembered(run, WIKI_TOO, when=same_time)
+    assert front(files(ws)[first])["createdAt"] == front(files(ws)[second])["createdAt"]
+    data = run("--json", "compact", env=AT_NOW).json()["data"]
+    assert [(a["keeper"], a["ids"]) for a in data["actions"]] == [(min(first, second), [max(first, second)])]
+    older = remembered(run, WIKI.replace("operations", "operation"), when="2026-10-01T09:00:00Z")
+    data = run("--json", "compact", env=AT_NOW).json()["data"]
+    assert [a["keeper"] for a in data["actions"]] == [older]
+
+
+# --- 4. uncommitted hand edits are never committed by compact (newcomer report, problem 3) --
+
+EXPIRING = {"MEMCLI_NOW": "2026-01-01T00:00:00Z"}
+LATER = {"MEMCLI_NOW": "2026-06-01T00:00:00Z"}
+DIRTY = "uncommitted edits; commit or discard them first"
+
+
+def goal(run, text: str, cwd: Path | None = None) -> str:  # noqa: ANN001
+    """An expiring goal (default TTL 30 days); its workspace-relative path."""
+    made = run("--json", "remember", text, "--category", "goal", env=EXPIRING, cwd=cwd)
+    assert made.code == 0, made
+    return made.json()["data"]["memory"]["path"]
+
+
+def test_files_with_uncommitted_edits_are_skipped_staged_unstaged_or_new(ws, run):
+    staged, unstaged, clean = goal(run, "expiring goal"), goal(run, "another goal"), goal(run, "a third goal")
+    for rel in (staged, unstaged):
+        with (ws / rel).open("a", encoding="utf-8") as out:
+            out.write("USER LINE\n")
+    git(ws, "add", staged)
+    untracked = ws / "memories" / "project" / "2026-01" / "01kdwx0000aaaaaaaaaaaaaaaa-by-hand.md"
+    untracked.write_text("---\nid: 01kdwx0000aaaaaaaaaaaaaaaa\nscope: project\ncategory: goal\n"
+                         "createdAt: 2026-01-01T00:00:00Z\nexpireAt: 2026-01-31T00:00:00Z\n---\nWritten by hand.\n",
+                         encoding="utf-8")
+    new = untracked.relative_to(ws).as_posix()
+    head = git(ws, "rev-parse", "HEAD").strip()
+    before = {rel: (ws / rel).read_bytes() for rel in (staged, unstaged, new)}
+
+    plan = run("compact", env=LATER)
+    assert plan.code == 0, plan
+    for rel in sorted((staged, unstaged, new)):
+        assert f"skip {rel}: {DIRTY}" in plan.out.splitlines()
+    assert plan.out.splitlines()[-1].startswith("plan: 1 to archive, 0 conflicts left, 3 files skipped")
+
+    applied = run("--json", "compact", "--apply", env=LATER).json()["data"]
+    assert sorted(applied["skipped"], key=lambda s: s["path"]) == [
+        {"path": rel, "reason": DIRTY} for rel in sorted((staged, unstaged, new))]
+    assert [a["action"] for a in applied["actions"]] == ["archive"]
+    assert git(ws, "rev-parse", "HEAD~1").strip() == head
+    assert git(ws, "show", "--format=", "--name-only", "HEAD").split() == [clean]
+    assert "USER LINE" not in git(ws, "show", "HEAD")
+    for rel, data in before.items():  # left exactly as the person left them, staged or not
+        assert (ws / rel).read_bytes() == data
+    status = git(ws, "status", "--porcelain").splitlines()
+    assert sorted(status) == sorted([f"M  {staged}", f" M {unstaged}", f"?? {new}"])
+    assert "edited" not in run("diff", "HEAD~1..HEAD").out
+
+    # committed by the person, the files are compacted as usual
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "my edits")
+    done = run("--json", "compact", "--apply", env=LATER).json()["data"]
+    assert done["skipped"] == [] and sorted(i for a in done["actions"] for i in a["ids"]) == sorted(
+        front(ws / rel)["id"] for rel in (staged, unstaged, new))
+    assert git(ws, "status", "--porcelain") == ""
+
+
+def test_uncommitted_files_of_other_users_are_not_named(ws, run):
+    mine = goal(run, "expiring goal")
+    made = run("--json", "--actor", "bob", "remember", "Bob private plan", "--scope", "user:bob", "--ttl", "1d",
+               env=EXPIRING).json()["data"]
+    bobs = made["memory"]["path"]
+    for rel in (mine, bobs):
+        with (ws / rel).open("a", encoding="utf-8") as out:
+            out.write("USER LINE\n")
+    data = run("--json", "compact", env=LATER).json()["data"]
+    assert data["skipped"] == [{"path": mine, "reason": DIRTY}] and data["actions"] == []
+    assert "bob" not in json.dumps(data)
+    as_bob = run("--json", "--actor", "bob", "compact", env=LATER).json()["data"]
+    assert as_bob["skipped"] == [{"path": mine, "reason": DIRTY}, {"path": bobs, "reason": DIRTY}]
+
+
+def test_uncommitted_edits_are_found_when_the_workspace_is_a_sub_folder(tmp_path, run):
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    (project / "README").write_text("a project\n", encoding="utf-8")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "project")
+    assert run("init", str(project / "agent-memory")).code == 0
+    where = project / "agent-memory"
+    edited, clean = goal(run, "expiring goal", cwd=where), goal(run, "another goal", cwd=where)
+    with (where / edited).open("a", encoding="utf-8") as out:
+        out.write("USER LINE\n")
+    data = run("--json", "compact", "--apply", env=LATER, cwd=where).json()["data"]
+    assert data["skipped"] == [{"path": edited, "reason": DIRTY}]
+    assert [a["ids"] for a in data["actions"]] == [[front(where / clean)["id"]]]
+    assert git(project, "show", "--format=", "--name-only", "HEAD").split() == [f"agent-memory/{clean}"]
 
 
 # --- per-category default TTLs -----------------------------------------------------------
@@ -376,3 +558,37 @@ def test_transcript_options_and_workspace_options_do_not_mix(ws, run):
     assert alone.code == 2 and "need --transcript" in alone.err and alone.out == ""
     scoped = run("compact", "--transcript", "session.jsonl", "--scope", "project")
     assert scoped.code == 2 and "--scope does not apply to --transcript" in scoped.err
+
+
+def test_planner_merges_only_near_duplicates_that_say_the_same_thing():
+    from datetime import timedelta
+
+    from memcli.policy.consolidate import Settings, differences, plan
+
+    assert differences("不要在周五发布大版本，非常危险", "要在周五发布大版本，非常危险") == ["one negates the other"]
+    assert differences("发布非常慢", "发布很慢") == []  # 非常 ("very") does not negate
+    assert differences("Don't push with --force.", "Do not push with --force.") == []
+    assert differences("Never push with --force.", "Never push with --force-with-lease.") == [
+        "the names, paths or flags differ"]
+    assert differences("Run `make test` first.", "Run `make lint` first.") == ["the names, paths or flags differ"]
+    assert differences("Logs live in /var/log/app.", "Logs live in /var/log/api.") == [
+        "the names, paths or flags differ"]
+    assert differences("Pin Python 3.11 in CI.", "Pin python 3.11 in CI") == []  # case and final stop aside
+    assert differences("Pin Python 3.11 in CI.", "Pin Python 3.12 in CI.") == ["the numbers differ"]
+    assert differences("Use os.path here.", "Use os.walk here.") == ["the names, paths or flags differ"]
+
+    now = datetime(2026, 12, 15, tzinfo=timezone.utc)
+    settings = Settings(timedelta(days=90), "90d", 90)
+    got = plan([memory("ddd1", "Timeouts are 30 seconds on the staging API gateway.", 1),
+                memory("ddd2", "Timeouts are 60 seconds on the staging API gateway.", 2),
+                memory("ddd3", "Timeouts are 30 seconds on the staging API gateway!", 3),
+                memory("ddd4", "Timeouts are 30 seconds on the staging API gateways.", 4)], settings, now)
+    assert [(a.ids, a.keeper, a.reason) for a in got.actions] == [(["ddd3", "ddd4"], "ddd1",
+                                                                    "exact duplicate, 99% similar")]
+    assert [(c.kind, c.ids, c.reason) for c in got.conflicts] == [
+        ("possible", ["ddd1", "ddd2"], "98% similar but the numbers differ")]
+    # same subject and different numbers: one subject conflict, not reported twice
+    twice = plan([memory("eee1", "The API listens on 8080.", 1, subject="api.port"),
+                  memory("eee2", "The API listens on 8081.", 2, subject="api.port")], settings, now)
+    assert [(c.kind, c.ids, c.reason) for c in twice.conflicts] == [
+        ("subject", ["eee1", "eee2"], 'both active with subject "api.port"')]
