@@ -404,6 +404,23 @@ def find_secrets(text: str) -> list[SecretFinding]:
         A list of ``SecretFinding``; empty when the text is clean.  Overlapping matches
         are reported once, under the most specific kind.
     """
+    spans = secret_spans(text)
+    if not spans:
+        return []
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    findings = []
+    for start, _end, kind in spans:
+        line = bisect_right(line_starts, start)
+        findings.append(SecretFinding(kind, line, start - line_starts[line - 1] + 1))
+    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
+
+
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where the secrets of ``text`` are: ``(start, end, kind)`` character offsets, sorted, not overlapping.
+
+    The same findings as :func:`find_secrets`, for code that must cut the secrets out
+    (a private key's span is its ``-----BEGIN`` line only, not the whole block).
+    """
     # (priority, start, end, kind): lower priority wins an overlap.
     cands: list[tuple[int, int, int, str]] = []
     for kind, regex, check in _TOKEN_RULES:
@@ -464,9 +481,4 @@ def find_secrets(text: str) -> list[SecretFinding]:
             continue
         starts.insert(i, start)
         kept.insert(i, (start, end, kind))
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    findings = []
-    for start, _end, kind in kept:
-        line = bisect_right(line_starts, start)
-        findings.append(SecretFinding(kind, line, start - line_starts[line - 1] + 1))
-    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
+    return kept
