@@ -31,7 +31,7 @@ from typing import Any
 
 from memcli.agents import summary as rules
 from memcli.errors import UsageProblem, ValidationFailed
-from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, check_scope
+from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, Provenance, check_scope
 from memcli.service import Ctx
 from memcli.service.extract import read_transcript
 from memcli.service.write import WriteOptions, WriteResult, _gate
@@ -303,6 +303,29 @@ def _summarised_by(body: str) -> str | None:
     if found is None:
         return None
     return "rules" if found.group(1) else "first-500" if found.group(2) else "command"
+
+
+_ARCHIVE_SOURCE = re.compile(rf"archive/{ARCHIVE_DIR}/([0-9a-f]{{64}})\.jsonl\.gz")
+
+
+def transcript_archive(root: Path, provenance: Provenance) -> tuple[str, Path] | None:
+    """The raw transcript a session summary was made from, if it is still in the archive.
+
+    Args:
+        root: the workspace's top folder.
+        provenance: the memory's provenance; only a ``source`` of the exact form
+            ``archive/transcripts/<sha256>.jsonl.gz`` whose digest is ``sha256`` counts, so a
+            hand-edited ``source`` can never name another file.
+
+    Returns:
+        ``(path relative to the workspace, absolute path)``, or None when the memory names no
+        archived transcript or the file is gone.
+    """
+    found = _ARCHIVE_SOURCE.fullmatch(provenance.source or "")
+    if found is None or found.group(1) != provenance.sha256:
+        return None
+    target = root / provenance.source
+    return (provenance.source, target) if target.is_file() else None
 
 
 def _keep(ctx: Ctx, raw: bytes, digest: str) -> bool:
