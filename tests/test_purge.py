@@ -6,12 +6,14 @@ git-filter-repo.
 
 from __future__ import annotations
 
+import gzip
 import subprocess
 from pathlib import Path
 
 from conftest import git, run_memcli
 from memcli.gitrewrite import PURGED, scrub
-from test_rollback import head, remember
+from test_rollback import hand_commit, head, remember
+from test_session_compact import GITHUB_TOKEN, transcript, write_transcript
 
 SECRET_TEXT = "The staging bastion answers on port 2222 behind the zebra-quartz gateway"
 WORD = "zebra-quartz"
@@ -142,3 +144,81 @@ def test_scrub_takes_the_text_out_of_single_and_batch_messages():
     assert WORD not in scrub(other, "01abcd", [SECRET_TEXT]).decode()
     short = b"Use pnpm\n\nUse pnpm everywhere\n"
     assert scrub(short, "01abcd", ["Use pnpm"]) == short  # too short to search for outside its own commits
+
+
+# --- a session summary's raw transcript (archive/transcripts/<sha256>.jsonl.gz) ----------------
+
+
+def summarise_with_a_secret(run, tmp_path: Path, name: str = "session.jsonl",
+                            session: str = "7a1b2c3d-0000-4000-8000-00000000abcd") -> tuple[dict, str]:
+    text = transcript(session).replace("We decided to keep the CSV format.",
+                                       f"We decided to keep the CSV format. The bot token is {GITHUB_TOKEN} today.")
+    result = run("--json", "compact", "--transcript", str(write_transcript(tmp_path, name, text)))
+    assert result.code == 0, result
+    data = result.json()["data"]
+    return data, data["archive"]
+
+
+def test_plain_purge_of_a_session_summary_keeps_its_raw_transcript_and_says_where(ws, run, tmp_path):
+    data, archive = summarise_with_a_secret(run, tmp_path)
+    assert (ws / archive).is_file() and GITHUB_TOKEN.encode() in gzip.decompress((ws / archive).read_bytes())
+    result = run("purge", data["id"], "--yes")
+    assert result.code == 0, result
+    assert result.err == (f"memcli: warning: the raw session transcript this summary was made from stays at {archive} "
+                          "(secrets included, if it held any): `purge --history` deletes it with the memory, "
+                          "or delete it by hand\n")
+    assert "raw session transcript" not in result.out
+    assert (ws / archive).is_file()  # undo may bring the summary back, and its source with it
+    assert run("undo").code == 0
+    as_json = run("--json", "purge", data["id"], "--yes").json()
+    assert (as_json["data"]["transcript"], as_json["data"]["transcriptDeleted"]) == (archive, False)
+    assert as_json["warnings"] and archive in as_json["warnings"][-1]
+
+
+def test_purge_history_of_a_session_summary_deletes_its_raw_transcript(ws, run, tmp_path):
+    data, archive = summarise_with_a_secret(run, tmp_path)
+    other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
+    result = run("purge", data["id"], "--history", "--yes")
+    assert result.code == 0, result
+    assert result.out.strip().endswith(f"; its raw session transcript {archive} is deleted")
+    assert "stays at" not in result.err
+    assert not (ws / archive).exists()
+    assert (ws / other_archive).is_file()  # another session's transcript is not touched
+    assert "Speed up the export" not in git(ws, "log", "--all", "-p")  # nothing of the session left in git
+    for path in ws.rglob("*"):
+        if path.is_file() and ".git" not in path.parts:
+            raw = path.read_bytes()
+            assert GITHUB_TOKEN.encode() not in (gzip.decompress(raw) if path.suffix == ".gz" else raw) \
+                or path == ws / other_archive, path
+    as_json = run("--json", "purge", other["id"], "--history", "--yes").json()["data"]
+    assert (as_json["transcript"], as_json["transcriptDeleted"]) == (other_archive, True)
+    assert not (ws / other_archive).exists()
+    assert [p.name for p in (ws / "archive").rglob("*") if p.is_file()] == [".gitignore"]
+
+
+def test_purge_history_deletes_only_an_archive_the_provenance_names_exactly(ws, run, tmp_path):
+    data, archive = summarise_with_a_secret(run, tmp_path)
+    other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
+    path = path_of(ws, data["id"])
+    text = (ws / path).read_text(encoding="utf-8")
+    (ws / path).write_text(text.replace(f"source: {archive}", f"source: {other_archive}"), encoding="utf-8")
+    hand_commit(ws, path)  # source now names another transcript, whose digest is not this memory's sha256
+    result = run("--json", "purge", data["id"], "--history", "--yes")
+    assert result.code == 0, result
+    assert (result.json()["data"]["transcript"], result.json()["data"]["transcriptDeleted"]) == (None, False)
+    assert (ws / archive).is_file() and (ws / other_archive).is_file()
+
+
+def test_purge_history_keeps_a_transcript_another_memory_still_names(ws, run, tmp_path):
+    data, archive = summarise_with_a_secret(run, tmp_path)
+    other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
+    path = path_of(ws, other["id"])
+    text = (ws / path).read_text(encoding="utf-8")
+    digest, other_digest = archive.split("/")[-1].split(".")[0], other_archive.split("/")[-1].split(".")[0]
+    (ws / path).write_text(text.replace(other_digest, digest), encoding="utf-8")  # a hand copy of the provenance
+    hand_commit(ws, path)
+    result = run("purge", data["id"], "--history", "--yes")
+    assert result.code == 0, result
+    assert f"memcli: warning: the raw session transcript {archive} is kept: {other['id']} also names it as its " \
+           "source\n" in result.err
+    assert (ws / archive).is_file() and "raw session transcript" not in result.out

@@ -36,6 +36,12 @@ POSITIVES = [
     ("ASIA" + "Y34FZKBOKMUTVV7A", "AWS access key id"),
     (f"aws_secret_access_key = {AWS_SECRET}", "AWS secret access key"),
     (f"AWS_SECRET_ACCESS_KEY: {AWS_SECRET}", "AWS secret access key"),
+    # a bare secret key with a context word near it (detect-secrets' AWSKeyDetector, gitleaks' old rule)
+    (f"The secret is {AWS_SECRET}.", "AWS secret access key"),
+    (f"{AWS_SECRET} appears in the AWS docs", "AWS secret access key"),
+    (f"my aws creds: the access key is in 1password, the other half {AWS_SECRET}", "AWS secret access key"),
+    (f"clientSecret '{AWS_SECRET}'", "AWS secret access key"),
+    (f"credentials\t{AWS_SECRET}", "AWS secret access key"),
     (f"the token is {GH_TOKEN}", "GitHub token"),
     ("github_pat_" + "11ABCDEFG0123456789_abcdefXYZ", "GitHub token"),
     (f"SLACK_BOT={SLACK}", "Slack token"),
@@ -77,8 +83,18 @@ NEGATIVES = [
     # near misses of each rule
     "-----BEGIN PUBLIC KEY-----",
     "AKIA" + "IOSFODNN7EXAMPL",  # 15 after the prefix
-    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY appears in the AWS docs",  # no name, no key id
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY appears in the docs",  # no name, no key id, no context word
     "deployed to aws at commit 3f2a9c1e4b5d6a7f8e9d0c1b2a3f4e5d6c7b8a9f",
+    # 40-character tokens near "aws", "secret" or "key" that are not secret keys
+    "The key commit is 3f2a9c1e4b5d6a7f8e9d0c1b2a3f4e5d6c7b8a9f.",  # a git SHA-1, lowercase hex
+    "AWS secret rotated in 3F2A9C1E4B5D6A7F8E9D0C1B2A3F4E5D6C7B8A9F",  # uppercase hex
+    "the secret key sha1 is da39a3ee5e6b4b0d3255bfef95601890afd80709 (empty input)",
+    "aws key file: /Users/Alice/Projects/Ledger/Config/Aws1 holds it",  # a path of words
+    "secret notes under docs/Guides/aws/Secrets/rotation/Steps12 are public",
+    "the secret message is VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVy",  # base64 of "The quick brown fox jumps over"
+    "the key class AbstractSingletonProxyFactoryBeanManage2 is Java",  # a camelCase identifier
+    "the monkey wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY and the laws",  # context words inside other words
+    "aws key at keys/wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.pem",  # part of a longer path
     "ghp_" + "short",
     "xoxb-short",
     "the sk-learn-style estimator API",
@@ -267,3 +283,40 @@ def test_embedded_github_token_is_located(prefix: str, sep: str) -> None:
     column = text.index(GH_TOKEN) - (text.rfind("\n", 0, text.index(GH_TOKEN)) + 1) + 1
     found = [f for f in find_secrets(text) if f.kind == "GitHub token"]
     assert (line, column) in [(f.line, f.column) for f in found]
+
+
+# --- the gate in `remember` (CASES.md M4: an AWS secret access key is refused) ----------
+
+
+@pytest.mark.parametrize("text", [
+    f"The secret is {AWS_SECRET}.",
+    f"Our AWS deploy user signs with {AWS_SECRET} for now",
+    f"{AWS_SECRET} is the key for the backup bucket",
+])
+def test_remember_refuses_a_bare_aws_secret_key_near_a_context_word(ws, run, text: str) -> None:
+    from conftest import git
+
+    result = run("--json", "remember", text)
+    assert result.code == 6, result
+    message = result.json()["error"]["message"]
+    assert message.startswith("refused: the text holds an AWS secret access key at line 1, column "), message
+    assert AWS_SECRET not in result.out + result.err and AWS_SECRET[:12] not in result.out + result.err
+    plain = run("remember", text)
+    assert plain.code == 6 and AWS_SECRET not in plain.out + plain.err and plain.err.count("\n") == 1
+    assert "AWS secret access key" in plain.err
+    assert not list((ws / "memories").rglob("*.md"))
+    assert AWS_SECRET not in git(ws, "log", "-p", "--all")
+
+
+@pytest.mark.parametrize("text", [
+    "3f2a9c1e4b5d6a7f8e9d0c1b2a3f4e5d6c7b8a9f",  # a git hash on its own
+    "The key fix is in commit 3f2a9c1e4b5d6a7f8e9d0c1b2a3f4e5d6c7b8a9f, see the AWS notes",
+    "The secret file's sha1 is DA39A3EE5E6B4B0D3255BFEF95601890AFD80709 before the key rotation",
+    "The AWS secret key loader lives at /Users/Alice/Projects/Ledger/Config/Aws1 and reads env vars",
+    "Key paths: src/Memcli/policy/Secrets/checks/Aws/v22 holds the aws rules",
+    "the secret message is VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVy, base64 of a pangram",
+])
+def test_remember_accepts_hashes_paths_and_encoded_words_near_key_words(ws, run, text: str) -> None:
+    result = run("--json", "remember", text)
+    assert result.code == 0, result
+    assert result.json()["data"]["memory"]["text"] == text

@@ -9,11 +9,14 @@ no ``tool_use``). Lines of one assistant message (same ``message.id``) are joine
 of ``agents.transcript.INJECTED_TAGS``, and so are the characters a memory may not hold
 (``model.FORBIDDEN_CHARS``: control characters such as a terminal's escape codes).
 
-Secrets never get past :func:`read_conversation`: a line of a message that holds a secret
-(``policy.secrets.find_secrets``) keeps only its sentences that hold none, and a line
-that holds a private key (the whole block, up to its ``-----END`` line) or an AWS key
-(whose secret half is found by its line) is dropped whole. ``[withheld: KIND]`` marks
-the place. ``Conversation.withheld`` counts the secrets found.
+Secrets never get past :func:`read_conversation`: in a line of a message that holds a
+secret (``policy.secrets.secret_spans``, run on the whole message, so that an AWS secret
+key found through the key id on its line counts even when the two sit in different
+sentences), each sentence that holds one is replaced, in place, by ``[withheld: KIND]``;
+the other sentences stay as they were. Only a private key goes further: from its
+``-----BEGIN`` to its ``-----END`` line, the block is dropped and one marker stands for
+it. A line whose secret cannot be placed in a sentence (a ``>`` quote, say) becomes its
+marker. ``Conversation.withheld`` counts the secrets found.
 
 The summary (:func:`summarise`) sorts the sentences (``agents.extract.split_sentences``:
 code fences and ``>`` quotes are not sentences) of every message by the rule tables
@@ -76,7 +79,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 _STOP = frozenset("that this with from have what when where which will would could should there their about "
                   "into also just then than them they your more some been were does done make want need "
                   "like know think sure here".split())
-_LINE_SECRETS = ("private key (PEM)", "AWS access key id", "AWS secret access key")
+_LEADING_MARKERS = re.compile(r"^(?:\[withheld: [^\]\n]*\]\s*)+")
 
 
 @dataclass(frozen=True)
@@ -134,32 +137,62 @@ class RuleSummary:
 
 def withhold(text: str) -> tuple[str, int]:
     """``text`` without its secrets (see the module docstring), and how many were found."""
-    from memcli.policy.secrets import find_secrets
+    from memcli.policy.secrets import PEM, secret_spans
 
-    findings = find_secrets(text)
-    if not findings:
+    spans = secret_spans(text)
+    if not spans:
         return text, 0
-    by_line: dict[int, list[str]] = {}
-    for finding in findings:
-        by_line.setdefault(finding.line, []).append(finding.kind)
     out: list[str] = []
     in_key = False
-    for number, line in enumerate(text.split("\n"), start=1):
-        kinds = by_line.get(number)
+    lo = k = 0  # start of the current line; first span not yet placed
+    for line in text.split("\n"):
+        hi = lo + len(line)
+        here = []
+        while k < len(spans) and spans[k][0] <= hi:
+            start, end, kind = spans[k]
+            here.append((start - lo, end - lo, kind))
+            k += 1
+        lo = hi + 1
         if in_key:
             in_key = "-----END" not in line
             continue
-        if not kinds:
+        if not here:
             out.append(line)
             continue
-        marker = f"[withheld: {kinds[0]}]"
-        if any(k in _LINE_SECRETS for k in kinds):
-            in_key = "private key (PEM)" in kinds and "-----END" not in line.split("-----BEGIN", 1)[-1]
-            out.append(marker)
+        pem = next((start for start, _end, kind in here if kind == PEM), None)
+        if pem is None:
+            out.append(_withhold_line(line, here))
             continue
-        kept = " ".join(s for s in split_sentences(line) if not find_secrets(s))
-        out.append(f"{kept} {marker}" if kept and not find_secrets(kept) else marker)
-    return "\n".join(out), len(findings)
+        in_key = "-----END" not in line[pem:]
+        before = [span for span in here if span[1] <= pem]
+        head = (_withhold_line(line[:pem], before) if before else line[:pem]).rstrip()
+        out.append(f"{head} [withheld: {PEM}]" if head else f"[withheld: {PEM}]")
+    return "\n".join(out), len(spans)
+
+
+def _withhold_line(line: str, spans: list[tuple[int, int, str]]) -> str:
+    """``line`` with each sentence that holds one of ``spans`` (offsets in ``line``) replaced
+    by ``[withheld: KIND]``; the marker alone when a secret cannot be placed in a sentence."""
+    from memcli.policy.secrets import find_secrets
+
+    cut: list[tuple[int, int, str]] = []  # (start, end, kind) of the sentences withheld
+    at = 0
+    for sentence in split_sentences(line):
+        start = line.find(sentence, at)
+        if start < 0:
+            break
+        at = end = start + len(sentence)
+        kinds = [kind for s, e, kind in spans if s < end and e > start] or \
+            [finding.kind for finding in find_secrets(sentence)]
+        if kinds:
+            cut.append((start, end, kinds[0]))
+    placed = all(any(a <= s and e <= b for a, b, _ in cut) for s, e, _ in spans)
+    parts, at = [], 0
+    for start, end, kind in cut:
+        parts.append(f"{line[at:start]}[withheld: {kind}]")
+        at = end
+    kept = "".join(parts) + line[at:]
+    return kept if placed and not find_secrets(kept) else f"[withheld: {spans[0][2]}]"
 
 
 def _assistant_text(entry: dict) -> str | None:
@@ -229,7 +262,8 @@ def summarise(conversation: Conversation) -> RuleSummary:
     messages = conversation.messages
     for index, message in enumerate(messages):
         for sentence in split_sentences(message.text):
-            if len(sentence) > MAX_SENTENCE_CHARS or sentence.startswith("[withheld:"):
+            sentence = _LEADING_MARKERS.sub("", sentence)  # a withheld sentence before this one
+            if not sentence or len(sentence) > MAX_SENTENCE_CHARS:
                 continue
             key = " ".join(sentence.casefold().split())
             if key in seen:

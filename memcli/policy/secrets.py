@@ -11,9 +11,18 @@ Rules, and where each pattern comes from:
   (the PGP form is RFC 4880's armor header).
 * ``AWS access key id``: AWS's documented unique-id prefixes AKIA (long-term),
   ASIA (STS temporary), ABIA and ACCA, followed by 16 of ``[0-9A-Z]``.
-* ``AWS secret access key``: 40 characters of ``[A-Za-z0-9/+]``, reported only when
-  assigned to a name containing ``aws`` or ``secret`` or on the same line as an AWS
-  access key id; a lowercase-hex string (a git SHA) is never one.
+* ``AWS secret access key``: 40 characters of ``[A-Za-z0-9/+]`` (base64 of 30 random
+  bytes), reported when assigned to a name containing ``aws`` or ``secret``, on the same
+  line as an AWS access key id, or standing alone (not glued to an identifier, a path or
+  a longer base64 run) with a context word (``aws``, ``secret``, ``key``, ``credential``,
+  as a word or a camelCase part, plural too) on its line at most 80 characters before it
+  or 40 after.  That is how detect-secrets' ``AWSKeyDetector`` and gitleaks' old
+  ``AWS Secret Key`` rule find one: a keyword near a 40-character token.  A bare token
+  with context must also look random (upper- and lowercase letters and a digit, ``/`` or
+  ``+``) and be none of: hex (a git SHA-1, any case), a camelCase identifier, a path
+  (``/``-separated words in lowercase, digits or Capitalised), base64 of printable
+  text.  Without context a bare 40-character token is not reported (it is too often an
+  id or a digest).
 * ``GitHub token``: GitHub's documented prefixes ``ghp_`` ``gho_`` ``ghu_`` ``ghs_``
   ``ghr_`` (+36 or more alphanumerics) and fine-grained ``github_pat_``.
 * ``Slack token`` (``xoxa-/xoxb-/xoxp-/xoxo-/xoxs-/xoxr-``), ``OpenAI API key``
@@ -127,6 +136,17 @@ _AWS_SECRET_BARE_RE = re.compile(_AWS_SECRET_TOKEN)
 _AWS_SECRET_NAMED_RE = re.compile(
     r"(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]++)[\"'`]?[ \t]*[=:：][ \t]*[\"'`]?(" + _AWS_SECRET_TOKEN + ")")
 _AWS_KEY_ID_RE = _TOKEN_RULES[1][1]
+# A token standing alone: not part of an identifier, slug, file name, path or longer base64 run
+# (a sentence's full stop after it is fine).
+_AWS_SECRET_ALONE_RE = re.compile(
+    r"(?<![A-Za-z0-9/+_.~\\-])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_~\\-]|\.[A-Za-z0-9])")
+# Context words: aws, secret(s), key(s), credential(s), whole or as a camelCase part (awsKey,
+# accessKey, clientSecret), never inside a lowercase word (laws, monkey, secretary).
+_AWS_CONTEXT_RE = re.compile(
+    r"(?<![a-z])(?i:aws|secrets?|keys?|credentials?)(?![a-z])|(?<=[a-z])(?:Aws|AWS|Secrets?|Keys?|Credentials?)(?![a-z])")
+_CONTEXT_BEFORE, _CONTEXT_AFTER = 80, 40  # characters of the token's line searched for a context word
+_PATH_SEGMENT_RE = re.compile(r"[a-z0-9]*|[A-Z][a-z0-9]*")
+_CAMEL_CASE_RE = re.compile(r"[a-z]*(?:[A-Z]+[a-z]{2,})+[0-9]*")  # an identifier made of words
 
 # Cards: plain 13-19 digits, or 4-digit-led groups with one consistent separator.  Never
 # part of a longer run of digits/letters; a grouped number also not of a longer run of
@@ -248,6 +268,38 @@ def _aws_secret_ok(token: str) -> bool:
     return sum(classes) >= 2
 
 
+def _aws_secret_alone_ok(token: str) -> bool:
+    """Whether a bare 40-character token found near a context word looks like an AWS secret key.
+
+    It must look random (upper- and lowercase letters, and a digit, ``/`` or ``+``) and be
+    neither hex (a SHA-1, any case), nor a camelCase identifier, nor a path of plain words,
+    nor base64 of printable text.
+    """
+    import base64
+    import binascii
+
+    if not (any(c.isupper() for c in token) and any(c.islower() for c in token)
+            and any(c.isdigit() or c in "/+" for c in token)):
+        return False
+    if re.fullmatch(r"[0-9A-Fa-f]{40}", token) or _CAMEL_CASE_RE.fullmatch(token):
+        return False
+    if "/" in token and all(_PATH_SEGMENT_RE.fullmatch(part) for part in token.split("/")):
+        return False
+    try:
+        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return True
+    return not all(c.isprintable() or c in "\t\n\r" for c in decoded)
+
+
+def _aws_context(text: str, start: int, end: int) -> bool:
+    """Whether a context word sits on the line of ``text[start:end]``, close before or after it."""
+    lo = max(text.rfind("\n", 0, start) + 1, start - _CONTEXT_BEFORE)
+    hi = text.find("\n", end)
+    hi = min(len(text) if hi < 0 else hi, end + _CONTEXT_AFTER)
+    return bool(_AWS_CONTEXT_RE.search(text, lo, start) or _AWS_CONTEXT_RE.search(text, end, hi))
+
+
 def _placeholder(raw: str, value: str) -> bool:
     """Whether a value is a stand-in (``<...>``, ``${VAR}``, ``***``, ``xxx``, ``your-...``)."""
     if _PLACEHOLDER_RE.fullmatch(raw) or _PLACEHOLDER_RE.fullmatch(value):
@@ -352,6 +404,23 @@ def find_secrets(text: str) -> list[SecretFinding]:
         A list of ``SecretFinding``; empty when the text is clean.  Overlapping matches
         are reported once, under the most specific kind.
     """
+    spans = secret_spans(text)
+    if not spans:
+        return []
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    findings = []
+    for start, _end, kind in spans:
+        line = bisect_right(line_starts, start)
+        findings.append(SecretFinding(kind, line, start - line_starts[line - 1] + 1))
+    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
+
+
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where the secrets of ``text`` are: ``(start, end, kind)`` character offsets, sorted, not overlapping.
+
+    The same findings as :func:`find_secrets`, for code that must cut the secrets out
+    (a private key's span is its ``-----BEGIN`` line only, not the whole block).
+    """
     # (priority, start, end, kind): lower priority wins an overlap.
     cands: list[tuple[int, int, int, str]] = []
     for kind, regex, check in _TOKEN_RULES:
@@ -372,6 +441,9 @@ def find_secrets(text: str) -> list[SecretFinding]:
         for s in _AWS_SECRET_BARE_RE.finditer(text, lo, hi):
             if _aws_secret_ok(s.group()):
                 cands.append((0, s.start(), s.end(), AWS_SECRET))
+    for m in _AWS_SECRET_ALONE_RE.finditer(text):
+        if _aws_context(text, m.start(), m.end()) and _aws_secret_alone_ok(m.group()):
+            cands.append((0, m.start(), m.end(), AWS_SECRET))
     for m in _CN_ID_RE.finditer(text):
         if _cn_id_ok(m.group()):
             cands.append((1, m.start(), m.end(), CN_ID))
@@ -409,9 +481,4 @@ def find_secrets(text: str) -> list[SecretFinding]:
             continue
         starts.insert(i, start)
         kept.insert(i, (start, end, kind))
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    findings = []
-    for start, _end, kind in kept:
-        line = bisect_right(line_starts, start)
-        findings.append(SecretFinding(kind, line, start - line_starts[line - 1] + 1))
-    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
+    return kept

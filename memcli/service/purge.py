@@ -5,6 +5,13 @@ commits still hold it (``git log -p``), which is what makes it reversible with `
 ``--history`` then rewrites every commit of the repository so that neither the file nor
 the text remain anywhere (see ``memcli.gitrewrite``).
 
+A session summary (``compact --transcript``) names its raw transcript in its provenance
+(``source: archive/transcripts/<sha256>.jsonl.gz``, git-ignored, secrets and all).
+``--history`` deletes that file too: it is the raw source of the memory being erased, and
+only this summary points at it (the archive is content-addressed and one transcript makes
+one summary; should another memory name it all the same, it is kept and a warning says
+why). A plain purge keeps it (``undo`` may bring the summary back) and warns where it stays.
+
 Supersede links that other memories hold to the purged one are pruned in the same
 commit: a link to a memory that no longer exists would be a dangling reference in
 ``show`` and in the files. Their status is left alone (a memory it had superseded stays
@@ -36,6 +43,9 @@ class PurgeResult:
             with ``autocommit = false``.
         history: whether history was rewritten.
         removed_paths: with ``history``, the paths removed from every commit (relative to the top folder).
+        transcript: the raw session transcript the memory was made from (``archive/transcripts/…``,
+            relative to the workspace) when it was in the archive, else None.
+        transcript_deleted: whether that file was deleted (``history`` only).
         warnings: what the user must know (history rewritten, forced push, old clones).
         message: one line for a person.
     """
@@ -46,13 +56,16 @@ class PurgeResult:
     commit: str | None = None
     history: bool = False
     removed_paths: list[str] = field(default_factory=list)
+    transcript: str | None = None
+    transcript_deleted: bool = False
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self, now: datetime | None = None) -> dict[str, Any]:
         """JSON-ready form (the text is not repeated: it is what was purged)."""
         return {"op": "purge", "outcome": "deleted", "message": self.message, "id": self.memory.id,
                 "scope": self.memory.scope, "path": self.memory.path, "changed": self.changed, "commit": self.commit,
-                "history": self.history, "removedPaths": self.removed_paths}
+                "history": self.history, "removedPaths": self.removed_paths, "transcript": self.transcript,
+                "transcriptDeleted": self.transcript_deleted}
 
 
 def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
@@ -61,7 +74,8 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
     Args:
         ref: id or unique prefix of a visible memory, whatever its status.
         history: rewrite the repository's history (every ref) to remove the file and the
-            text from all commits and messages; expire reflogs and garbage-collect.
+            text from all commits and messages; expire reflogs and garbage-collect; and
+            delete the raw session transcript a summary was made from (module docstring).
 
     Raises:
         MemoryNotFound, AmbiguousId: ``ref`` names no visible memory.
@@ -72,11 +86,14 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
         WorkspaceLocked, GitLocked: nothing is written.
     """
     from memcli import gitrewrite
+    from memcli.service.session import transcript_archive
 
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         item = ctx.resolve(ref)
         memory = item.memory
+        transcript = transcript_archive(ctx.ws.root, memory.provenance)
+        sharers = _also_from(ctx, memory) if transcript else []
         if history:
             if not ctx.ws.config.autocommit:
                 raise UsageProblem("purge --history rewrites git history and needs [git] autocommit = true",
@@ -99,7 +116,27 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
             result.warnings = _warnings(done)
         else:
             result.message += " (old commits still hold it; `--history` removes it from them)"
+        if transcript:
+            result.transcript = transcript[0]
+            if history and not sharers:
+                transcript[1].unlink(missing_ok=True)
+                result.transcript_deleted = True
+                result.message += f"; its raw session transcript {transcript[0]} is deleted"
+            elif history:
+                result.warnings.append(f"the raw session transcript {transcript[0]} is kept: "
+                                       f"{', '.join(sharers)} also names it as its source")
+            else:
+                result.warnings.append(f"the raw session transcript this summary was made from stays at "
+                                       f"{transcript[0]} (secrets included, if it held any): `purge --history` "
+                                       f"deletes it with the memory, or delete it by hand")
     return result
+
+
+def _also_from(ctx: Ctx, memory: Memory) -> list[str]:
+    """Ids of the other memories (any status) whose provenance names the same source file."""
+    catalog = ctx.catalog()
+    return sorted(m.id for status in model.STATUSES for m in catalog.with_status(status)
+                  if m.id != memory.id and m.provenance.source == memory.provenance.source)
 
 
 def _drop_index(ctx: Ctx) -> None:

@@ -14,6 +14,10 @@ or what a ``--summarizer`` command printed (``model_derived``). A summarizer tha
 (exits non-zero, times out, prints nothing, cannot be found, prints a secret) never fails
 the run: the rule-based summary is used and ``fallback_reason`` says why. When no rule
 matches, the summary is the first 500 characters of the conversation.
+
+The summarizer's command line may hold a key (``llm --key sk-…``): only its program
+name (:func:`program_name`) goes into the summary's body, the messages and the warnings,
+so the command never makes the write gates refuse the summary nor reaches the terminal.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from memcli.agents import summary as rules
 from memcli.errors import UsageProblem, ValidationFailed
-from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, check_scope
+from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, Provenance, check_scope
 from memcli.service import Ctx
 from memcli.service.extract import read_transcript
 from memcli.service.write import WriteOptions, WriteResult, _gate
@@ -47,7 +51,9 @@ class SessionResult:
         write: the gates' result: ``created``, or ``noop`` when this transcript was compacted before.
         archive: the raw transcript's path relative to the workspace (``archive/transcripts/<sha>.jsonl.gz``).
         sha256: hex SHA-256 of the transcript's raw bytes.
-        summarizer: ``rules``, ``command`` or ``first-500``; None for a no-op (nothing summarised).
+        summarizer: ``rules``, ``command`` or ``first-500``; for a no-op, the first run's (read from
+            the memory's "Summarised by:" line), or None when that line is gone.
+        program: the ``--summarizer`` command's program name when it wrote the summary, else None.
         fallback_reason: why the ``--summarizer`` command was not used, or None.
         counts: decisions, conclusions and open questions the rules found.
         withheld: secrets found in the conversation and kept out of the summary.
@@ -60,6 +66,7 @@ class SessionResult:
     sha256: str
     summarizer: str | None
     fallback_reason: str | None = None
+    program: str | None = None
     counts: tuple[int, int, int] = (0, 0, 0)
     withheld: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -79,6 +86,8 @@ class SessionResult:
         kept = f"raw transcript kept at {self.archive}"
         if self.write.outcome == "noop":
             return f"session {self.session} was already summarised: {memory_id}; {kept}"
+        if self.summarizer == "command":
+            return f"summarised session {self.session}: {memory_id} (summarised by {self.program}); {kept}"
         decisions, conclusions, questions = self.counts
         return (f"summarised session {self.session}: {memory_id} ({decisions} decision{'s' * (decisions != 1)}, "
                 f"{conclusions} conclusion{'s' * (conclusions != 1)}, {questions} open question"
@@ -99,6 +108,26 @@ def session_name(session_id: str | None, path: Path, digest: str) -> str:
     return f"transcript-{digest[:12]}"
 
 
+def program_name(command: str) -> str:
+    """The program a summarizer command runs, as shown to people: the base name of its first
+    word (``shlex``-split; split on white space when it cannot be), never its arguments.
+
+    ``"/usr/bin/llm -m gpt --key sk-…"`` gives ``"llm"``. A name that itself holds a secret
+    (``policy.secrets``) gives ``"[withheld]"``; an empty command gives ``""``.
+    """
+    import shlex
+
+    from memcli.policy.secrets import find_secrets
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = [w.strip("\"'") for w in command.split()]
+    name = words[0].replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] if words else ""
+    name = FORBIDDEN_CHARS.sub("", name).replace("`", "'")
+    return "[withheld]" if find_secrets(name) else name
+
+
 def run_summarizer(command: str, text: str, timeout: float) -> tuple[str | None, str | None]:
     """Run a summarizer command: ``text`` (UTF-8) on its stdin, its stdout the summary.
 
@@ -112,7 +141,8 @@ def run_summarizer(command: str, text: str, timeout: float) -> tuple[str | None,
 
     Returns:
         ``(summary, None)``, or ``(None, reason)`` when it failed (the reason completes
-        "summarizer `CMD` ...": "exited 1", "was not found", "took longer than 5 s" …).
+        "summarizer `PROGRAM` ...": "exited 1", "was not found", "took longer than 5 s" …;
+        it never repeats the command's arguments).
     """
     import os
     import shlex
@@ -122,7 +152,7 @@ def run_summarizer(command: str, text: str, timeout: float) -> tuple[str | None,
     try:
         argv = shlex.split(command)
     except ValueError as err:
-        return None, f"cannot be split into words ({err})"
+        return None, f"cannot be split into words ({str(err).lower()})"
     if not argv:
         return None, "is empty"
     try:
@@ -204,8 +234,8 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     if first is not None:  # compacted before: say so, without running the summarizer again
         kept = _keep(ctx, raw, digest)
         result = SessionResult(session, WriteResult(OP, first, "noop", f"already written with this idempotency key: "
-                                                    f"{first.id}", gate="idempotency"), archive, digest, None,
-                               counts=counts, withheld=conversation.withheld)
+                                                    f"{first.id}", gate="idempotency"), archive, digest,
+                               _summarised_by(first.text), counts=counts, withheld=conversation.withheld)
         if kept:
             result.warnings.append(f"the raw transcript was missing from {archive}; it is back")
         return result
@@ -223,11 +253,12 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
         raise
     if write.outcome == "noop" and created and write.memory.provenance.sha256 != digest:
         (ctx.ws.archive / ARCHIVE_DIR / f"{digest}.jsonl.gz").unlink(missing_ok=True)
-    result = SessionResult(session, write, archive, digest, used, reason, counts, conversation.withheld,
-                           warnings=list(write.warnings))
+    program = program_name(summarizer) if summarizer is not None else None
+    result = SessionResult(session, write, archive, digest, used, reason, program if used == "command" else None,
+                           counts, conversation.withheld, warnings=list(write.warnings))
     if reason:
         fallback = "the rule-based summary" if used == "rules" else "the first 500 characters of the conversation"
-        result.warnings.insert(0, f"summarizer `{summarizer}` {reason}; used {fallback}")
+        result.warnings.insert(0, f"summarizer `{program}` {reason}; used {fallback}")
     if conversation.withheld:
         result.warnings.append(f"withheld {conversation.withheld} secret{'s' * (conversation.withheld != 1)} "
                                f"found in the conversation from the summary (the archived raw transcript holds "
@@ -251,7 +282,7 @@ def _summary(conversation: rules.Conversation, found: rules.RuleSummary, keep_re
         if output is not None and find_secrets(output):
             output, reason = None, "printed a secret"
         if output is not None:
-            head = f"{header}\nSummarised by: `{summarizer}`"
+            head = f"{header}\nSummarised by: `{program_name(summarizer)}`"
             room = MAX_BODY_CHARS - len(head) - 2
             body = output if len(output) <= room else output[: room - 1].rstrip() + "…"
             return f"{head}\n\n{body}", "command", None
@@ -260,6 +291,41 @@ def _summary(conversation: rules.Conversation, found: rules.RuleSummary, keep_re
                            f"\n\n{rules.beginning(conversation)}")[0]
         return body, "first-500", reason
     return rules.render(found, conversation, keep_recent, f"{header}\nSummarised by: rules"), "rules", reason
+
+
+_SUMMARISED_BY = re.compile(r"^Summarised by: (?:(rules)$|(the first \d+ characters)|`[^`\n]*`$)", re.MULTILINE)
+
+
+def _summarised_by(body: str) -> str | None:
+    """Which summarizer wrote a summary body (``rules``, ``first-500``, ``command``), from its
+    "Summarised by:" line (see :func:`_summary`); None when the line is not there."""
+    found = _SUMMARISED_BY.search(body)
+    if found is None:
+        return None
+    return "rules" if found.group(1) else "first-500" if found.group(2) else "command"
+
+
+_ARCHIVE_SOURCE = re.compile(rf"archive/{ARCHIVE_DIR}/([0-9a-f]{{64}})\.jsonl\.gz")
+
+
+def transcript_archive(root: Path, provenance: Provenance) -> tuple[str, Path] | None:
+    """The raw transcript a session summary was made from, if it is still in the archive.
+
+    Args:
+        root: the workspace's top folder.
+        provenance: the memory's provenance; only a ``source`` of the exact form
+            ``archive/transcripts/<sha256>.jsonl.gz`` whose digest is ``sha256`` counts, so a
+            hand-edited ``source`` can never name another file.
+
+    Returns:
+        ``(path relative to the workspace, absolute path)``, or None when the memory names no
+        archived transcript or the file is gone.
+    """
+    found = _ARCHIVE_SOURCE.fullmatch(provenance.source or "")
+    if found is None or found.group(1) != provenance.sha256:
+        return None
+    target = root / provenance.source
+    return (provenance.source, target) if target.is_file() else None
 
 
 def _keep(ctx: Ctx, raw: bytes, digest: str) -> bool:
