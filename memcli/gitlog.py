@@ -328,6 +328,12 @@ class GitRepo:
         return entries
 
 
+def summary(ids: list[str], scopes: list[str], actor: str) -> str:
+    """A commit subject's words after the operation: ``ID (SCOPES) by ACTOR``, or ``N memories (SCOPES) by ACTOR``."""
+    what = ids[0] if len(ids) == 1 else f"{len(ids)} memories"
+    return f"{what} ({' '.join(scopes)}) by {actor}"
+
+
 def message(op: str, summary: str, trailers: dict[str, str | None], body: str = "") -> str:
     """A commit message: ``memcli: OP SUMMARY``, an optional body, then ``Memcli-*`` trailers."""
     lines = [f"memcli: {op} {summary}".strip()]

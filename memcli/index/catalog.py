@@ -16,7 +16,7 @@ from typing import Protocol
 from memcli.errors import InvalidMemoryFile
 from memcli.index import Retriever
 from memcli.model import Memory, from_dict, normalise_text
-from memcli.store.files import MemoryFiles, Scan
+from memcli.store.files import MemoryFiles, Scan, visible_problems
 
 LIVE = ("active", "pending_review")
 
@@ -28,8 +28,14 @@ class Catalog(Protocol):
         """The search interface over the same memories."""
         ...
 
-    def problems(self) -> list[InvalidMemoryFile]:
-        """Files that cannot be served."""
+    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
+        """Files that cannot be served, in path order.
+
+        Args:
+            actor: the reader: with a name, only the problems that reader may hear about
+                (``store.files.visible_problems``: nothing from another user's personal
+                folder, counted or named); None: every problem (never shown to a person).
+        """
         ...
 
     def by_prefix(self, prefix: str) -> list[Memory]:
@@ -78,9 +84,9 @@ class ScanCatalog:
 
         return ScanRetriever(self.memories)
 
-    def problems(self) -> list[InvalidMemoryFile]:
+    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
         """See :class:`Catalog`."""
-        return list(self.scan.problems)
+        return list(self.scan.problems) if actor is None else visible_problems(self.scan.problems, actor)
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""
@@ -158,9 +164,10 @@ class IndexCatalog:
 
         return FtsRetriever(self.index)
 
-    def problems(self) -> list[InvalidMemoryFile]:
+    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
         """See :class:`Catalog`."""
-        return self.index.problems()
+        found = self.index.problems()
+        return found if actor is None else visible_problems(found, actor)
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""

@@ -31,7 +31,7 @@ from typing import Callable
 from memcli.errors import InvalidMemoryFile
 from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
-from memcli.store.files import MEMORIES, MemoryFiles
+from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason
 
 SCHEMA_VERSION = "5"
 #: A file modified this close (ns) to when it was hashed may have changed again within the
@@ -372,7 +372,7 @@ class IndexDB:
         if holder is not None:
             if holder[0] < path:
                 self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error) VALUES (?,?,?,?,?)",
-                                (*base, f"duplicate id {memory.id} (also in {holder[0]})"))
+                                (*base, duplicate_reason(memory.id, holder[0])))
                 return
             self._demote(holder[0], memory.id, path)
         cursor = self.db.execute(
@@ -390,7 +390,7 @@ class IndexDB:
         row = self.db.execute("SELECT changed_ns, size, hash, synced_ns FROM docs WHERE path = ?", (path,)).fetchone()
         self._delete(path)
         self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error) VALUES (?,?,?,?,?,?)",
-                        (path, *row, f"duplicate id {memory_id} (also in {winner})"))
+                        (path, *row, duplicate_reason(memory_id, winner)))
 
     def _retry_duplicates(self) -> None:
         """Re-read files that lost an id contest whose winner is gone or changed; name the current winner."""
@@ -403,7 +403,7 @@ class IndexDB:
             memory_id = error.split()[2]
             holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory_id,)).fetchone()
             if holder is not None and holder[0] < path:
-                message = f"duplicate id {memory_id} (also in {holder[0]})"
+                message = duplicate_reason(memory_id, holder[0])
                 if error != message:  # the winner changed (a smaller path took the id)
                     self.db.execute("UPDATE docs SET error = ? WHERE path = ?", (message, path))
             else:

@@ -80,7 +80,9 @@ class Ctx:
         """The memories of the workspace: the synced index, or a scan when the index is unusable.
 
         Opened once per command; ``refresh`` syncs again (writers call it under the lock).
-        Unreadable files become warnings, once per command.
+        Unreadable files the caller may hear about become warnings, once per command;
+        read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
+        personal folder is neither counted nor named).
         """
         from memcli.errors import WorkspaceInvalid
         from memcli.index.catalog import ScanCatalog, open_catalog
@@ -93,7 +95,7 @@ class Ctx:
                 self._catalog = ScanCatalog(self.ws.files.scan())
             if not self._warned:
                 self._warned = True
-                problems = self._catalog.problems()
+                problems = self._catalog.problems(actor=self.actor)
                 self.warnings.extend(f"skipped {p.line()}" for p in problems[:MAX_PROBLEM_WARNINGS])
                 if len(problems) > MAX_PROBLEM_WARNINGS:
                     self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
@@ -134,8 +136,8 @@ class Ctx:
         if exact:
             return self.load(exact[0])
         if not items:
-            broken = [p for p in self.catalog().problems() if Path(p.path).stem.lower().startswith(ref)
-                      and not _others_folder(p.path, self.actor)]
+            problems = self.catalog().problems(actor=self.actor)
+            broken = [p for p in problems if Path(p.path).stem.lower().startswith(ref)]
             if len(broken) == 1:  # the id names a file that cannot be read: say why, never rewrite it
                 raise broken[0]
             raise MemoryNotFound(f"no memory {ref!r}", hint=hint)
@@ -155,8 +157,3 @@ class Ctx:
 
         return History(self.ws.root)
 
-
-def _others_folder(path: str, actor: str) -> bool:
-    """True for a file under another user's personal folder (``memories/user/<other>/``)."""
-    parts = Path(path).parts
-    return len(parts) > 2 and parts[1] == "user" and parts[2] != actor

@@ -17,8 +17,8 @@ from memcli.changes import Change, Step, Version, classify, field_changes, first
 from memcli.errors import AmbiguousId, InvalidMemoryFile, MemoryNotFound
 from memcli.gitlog import Entry
 from memcli.model import Memory, check_id
-from memcli.service import MIN_PREFIX, Ctx, _others_folder
-from memcli.store.files import MEMORIES, Loaded
+from memcli.service import MIN_PREFIX, Ctx
+from memcli.store.files import MEMORIES, Loaded, others_folder
 from memcli.timeutil import format_instant, parse_instant
 
 def is_memory_path(path: str) -> bool:
@@ -29,7 +29,7 @@ def is_memory_path(path: str) -> bool:
 
 def visible_path(ctx: Ctx, path: str, memory: Memory | None = None) -> bool:
     """False for a file in another user's personal folder, or (given) a memory the caller may not see."""
-    return not _others_folder(path, ctx.actor) and (memory is None or ctx.may_see(memory))
+    return not others_folder(path, ctx.actor) and (memory is None or ctx.may_see(memory))
 
 
 def step_of(entry: Entry) -> Step:
@@ -156,7 +156,8 @@ def history(ctx: Ctx, ref: str) -> History:
     steps: list[tuple[Step, str, bool]] = []  # (step, path, deleted)
     for entry in repo.commits(specs, all_refs=item is None):
         for t in entry.touched:
-            if t.path == (item.memory.path if item else None) or memory_id in Path(t.path).name.lower():
+            if (t.path == (item.memory.path if item else None) or memory_id in Path(t.path).name.lower()) \
+                    and visible_path(ctx, t.path):  # a namesake in another user's folder is not this memory
                 steps.append((step_of(entry), t.path, t.kind == "D"))
     datas = repo.blobs([(s.commit, p) for s, p, gone in steps if not gone])
     versions: list[tuple[Step, Version | None]] = []

@@ -21,7 +21,7 @@ from typing import Any
 from memcli.errors import SecretDetected
 from memcli.model import Memory, scope_of_parts
 from memcli.policy import consolidate, gates
-from memcli.service import Ctx, _others_folder
+from memcli.service import Ctx
 from memcli.store.files import MEMORIES
 
 #: Statuses compaction reads: it acts on active, superseded and rejected memories only.
@@ -154,7 +154,7 @@ def _planned(ctx: Ctx, wanted: list[str] | None) -> tuple[CompactResult, list[Me
     catalog = ctx.catalog()
     memories = [m for status in READ for m in catalog.with_status(status) if _within(ctx, m.scope, wanted)]
     skipped = [Skipped(p.path, p.reason if p.lineno is None else f"line {p.lineno}: {p.reason}")
-               for p in catalog.problems() if _problem_within(ctx, p.path, wanted)]
+               for p in catalog.problems(actor=ctx.actor) if _problem_within(p.path, wanted)]
     dirty = _uncommitted(ctx)
     skipped.extend(Skipped(m.path, "uncommitted edits; commit or discard them first")
                    for m in sorted(memories, key=lambda m: m.path) if m.path in dirty)
@@ -201,10 +201,10 @@ def _within(ctx: Ctx, scope: str, wanted: list[str] | None) -> bool:
     return owner is None or owner == ctx.actor
 
 
-def _problem_within(ctx: Ctx, path: str, wanted: list[str] | None) -> bool:
-    """True for an unreadable file to report: in a wanted scope's folder (by default, not another user's)."""
+def _problem_within(path: str, wanted: list[str] | None) -> bool:
+    """True for an unreadable file (one the caller may see) to report: in a wanted scope's folder, or any."""
     parts = Path(path).parts
     if wanted is None:
-        return not _others_folder(path, ctx.actor)
+        return True
     folder = scope_of_parts(tuple(parts[1:-1])) if parts[:1] == (MEMORIES,) else None
     return folder in wanted

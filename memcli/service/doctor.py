@@ -61,8 +61,8 @@ class Report:
 
 
 def check(ctx: Ctx) -> Report:
-    """Files that cannot be served, with path, line and reason."""
-    return Report(ctx.catalog().problems())
+    """Files that cannot be served, with path, line and reason (none in another user's personal folder)."""
+    return Report(ctx.catalog().problems(actor=ctx.actor))
 
 
 def defaults(memory: Memory, meta: dict, created: datetime | None) -> dict[str, Any]:
@@ -100,7 +100,7 @@ def fix(ctx: Ctx) -> Report:
 
     with ctx.ws.lock():
         catalog = ctx.catalog(refresh=True)
-        problems = list(catalog.problems())
+        problems = catalog.problems(actor=ctx.actor)
         files = ctx.ws.files
         lacking: list[tuple[Memory, dict]] = []
         refused: list[tuple[str, str]] = []

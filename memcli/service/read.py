@@ -125,34 +125,73 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
 
     Each entry holds the operation, ids, scope, actor and run (trailers), the time, the
-    commit and the message text (the memory's text). Commits about another user's personal
-    scope are left out.
+    commit and the message text (the memory's text). Another user's personal memories stay
+    out of the trail: a commit about nothing else is left out, and a commit that also
+    changed memories the caller may see is listed with only those (see :func:`trimmed`).
 
     Raises:
         MemoryNotFound, AmbiguousId: ``ref`` does not name one visible memory, now or in history.
     """
-    def visible(entry: Entry) -> bool:  # another user's personal memories stay out of the trail
-        owners = {personal_owner(s) for s in entry.trailers.get("scope", "").split()} - {None}
-        return owners <= {ctx.actor}
-
     from memcli.service.audit import find_id
 
-    repo = ctx.git()
-    if ref is None:
-        return repo.log(limit=limit, keep=visible)
-    memory_id, _ = find_id(ctx, ref)  # a purged memory's id is found in history
-    return repo.log(memory_id=memory_id, limit=limit, keep=visible)
+    def visible(entry: Entry) -> bool:
+        scopes = entry.trailers.get("scope", "").split()
+        return not scopes or any(_mine(ctx, s) for s in scopes)
+
+    repo = ctx.history()
+    memory_id = find_id(ctx, ref)[0] if ref is not None else None  # a purged memory's id is found in history
+    return [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
+
+
+def _mine(ctx: Ctx, scope: str) -> bool:
+    owner = personal_owner(scope)
+    return owner is None or owner == ctx.actor
+
+
+def trimmed(ctx: Ctx, repo, entry: Entry) -> Entry:  # noqa: ANN001 - githistory.History
+    """``entry`` as the caller may see it: unchanged unless it names another user's personal scope.
+
+    Then its ``Id``, ``Related`` and ``Run`` trailers keep only the caller's memories, its
+    ``Scope`` trailer only the caller's scopes, its subject is made again from those
+    (``gitlog.summary``), and its text keeps only the ``- ID: first line`` lines of those
+    memories (a batch body; any other text is dropped, since it cannot be told apart).
+    An id counts as the caller's when a file named for it that the commit touched lies
+    outside other users' personal folders, or, when no such file is named, when the
+    catalog's memory of that id is one the caller may see.
+    """
+    from memcli.gitlog import summary
+    from memcli.store.files import others_folder
+
+    trailers = entry.trailers
+    scopes = trailers.get("scope", "").split()
+    if all(_mine(ctx, s) for s in scopes):
+        return entry
+    root = ctx.ws.root
+    paths = [p.relative_to(root).as_posix() for p in repo.changed_files(entry.commit) if root in p.parents]
+
+    def seen(memory_id: str) -> bool:
+        named = [p for p in paths if p.rsplit("/", 1)[-1].lower().startswith(memory_id)]
+        if named:
+            return any(not others_folder(p, ctx.actor) for p in named)
+        found = [m for m in ctx.catalog().by_prefix(memory_id) if m.id == memory_id]
+        return bool(found) and ctx.may_see(found[0])
+
+    ids = [i for i in trailers.get("id", "").split() if seen(i)]
+    related = [i for i in trailers.get("related", "").split() if seen(i)]
+    runs = {m.provenance.run_id for i in ids for m in ctx.catalog().by_prefix(i) if m.id == i}
+    kept_scopes = [s for s in scopes if _mine(ctx, s)]
+    actor = trailers.get("actor") or entry.author
+    out = {**trailers, "id": " ".join(ids), "scope": " ".join(kept_scopes), "related": " ".join(related),
+           "run": " ".join(r for r in trailers.get("run", "").split() if r in runs)}
+    lines = [line for line in entry.text.splitlines() if any(line.startswith(f"- {i}: ") for i in ids)]
+    op = trailers.get("op", "")
+    return Entry(entry.commit, entry.at, entry.author, f"memcli: {op} {summary(ids, kept_scopes, actor)}",
+                 {k: v for k, v in out.items() if v}, "\n".join(lines), entry.touched)
 
 
 def index_status(ctx: Ctx) -> dict[str, Any]:
     """Index freshness and size; ``backend`` says whether the index or a file scan is in use."""
-    from memcli.index.catalog import IndexCatalog
-
-    catalog = ctx.catalog()
-    if isinstance(catalog, IndexCatalog):
-        return {"backend": "fts5", **catalog.index.status(), "files": catalog.report.files,
-                "last_sync": catalog.report.__dict__}
-    return {"backend": "scan", "memories": len(catalog.memories), "problems": len(catalog.problems())}
+    return _status(ctx, ctx.catalog())
 
 
 def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
@@ -164,15 +203,23 @@ def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
     Raises:
         WorkspaceLocked: a writer holds the workspace lock past the wait limit.
     """
-    from memcli.index.catalog import IndexCatalog, remove_index
+    from memcli.index.catalog import remove_index
     from memcli.index.db import INDEX_NAME
 
     with ctx.ws.lock():
         remove_index(ctx.ws.cache / INDEX_NAME)
         catalog = ctx.catalog(refresh=True, progress=progress)
+    return _status(ctx, catalog)
+
+
+def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
+    """``index status`` data; unreadable files counted as ``Ctx.catalog`` reports them (the caller's only)."""
+    from memcli.index.catalog import IndexCatalog
+
+    problems = len(catalog.problems(actor=ctx.actor))
     if not isinstance(catalog, IndexCatalog):
-        return {"backend": "scan", "memories": len(catalog.memories), "problems": len(catalog.problems())}
-    return {"backend": "fts5", **catalog.index.status(), "files": catalog.report.files,
+        return {"backend": "scan", "memories": len(catalog.memories), "problems": problems}
+    return {"backend": "fts5", **catalog.index.status(), "problems": problems, "files": catalog.report.files,
             "last_sync": catalog.report.__dict__}
 
 

@@ -34,7 +34,8 @@ class Stats:
         expiring: active memories whose ``expireAt`` falls within ``days`` from now, soonest first.
         expired: active memories already past their ``expireAt`` (no longer served).
         pending_review: memories waiting in ``pending_review``.
-        unreadable: memory files that cannot be served (``memcli doctor`` lists them).
+        unreadable: memory files that cannot be served, outside other users' personal folders
+            (``memcli doctor`` lists them).
         index: the index's status (see ``service.read.index_status``).
         latencies: per command: ``count``, ``median_ms``, ``p95_ms``, ``max_ms``.
         events: how many events the latencies were computed from.
@@ -114,5 +115,5 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
         expiring=[{"id": m.id, "scope": m.scope, "expireAt": format_instant(m.expire_at)} for m in soon],
         expired=sum(1 for m in active if m.is_expired(ctx.now)),
         pending_review=sum(1 for m in memories if m.status == "pending_review"),
-        unreadable=len(catalog.problems()),
+        unreadable=len(catalog.problems(actor=ctx.actor)),
         index=index_status(ctx), latencies=latencies(log), events=len(log))

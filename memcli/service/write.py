@@ -128,11 +128,10 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
     """The commit message: operation, ids, scopes and actor, the text, ``Memcli-*`` trailers."""
     scopes = " ".join(dict.fromkeys(m.scope for m in memories))
     runs = " ".join(dict.fromkeys(m.provenance.run_id for m in memories if m.provenance.run_id))
+    summary = gitlog.summary([m.id for m in memories], scopes.split(), ctx.actor)
     if len(memories) == 1:
-        summary = f"{memories[0].id} ({scopes}) by {ctx.actor}"
         body = memories[0].text if len(memories[0].text) <= 2000 else memories[0].text[:2000] + " …"
     else:
-        summary = f"{len(memories)} memories ({scopes}) by {ctx.actor}"
         body = "\n".join(f"- {m.id}: {m.text.splitlines()[0][:100]}" for m in memories)
     return gitlog.message(op, summary, {
         "Op": op, "Id": " ".join(m.id for m in memories), "Scope": scopes, "Actor": ctx.actor,

@@ -19,6 +19,11 @@ from memcli import frontmatter, model
 from memcli.errors import InvalidMemoryFile, ValidationFailed
 
 MEMORIES = "memories"
+#: How a file that lost an id contest is reported; ``visible_problems`` reads it back.
+DUPLICATE = "duplicate id {id} (also in {path})"
+_DUPLICATE = re.compile(r"duplicate id (?P<id>\S+) \(also in (?P<path>.+)\)")
+#: What replaces the holder's path when the reader may not see it.
+HIDDEN_HOLDER = "a file of another user's personal scope"
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -30,6 +35,44 @@ def slug(text: str, limit: int = 40) -> str:
         if len(out) + len(word) + 1 > limit:
             break
         out = f"{out}-{word}" if out else word
+    return out
+
+
+def others_folder(path: str, actor: str) -> bool:
+    """True for a file in another user's personal folder (``memories/user/<other>/…``).
+
+    The one visibility rule for things named by path (unreadable files, files in git
+    history): SPEC.md section 3, a personal scope is its owner's alone.
+
+    Args:
+        path: workspace-relative, ``/`` separated.
+        actor: the reader's name.
+    """
+    parts = path.split("/")
+    return len(parts) > 3 and parts[0] == MEMORIES and parts[1] == "user" and parts[2] != actor
+
+
+def duplicate_reason(memory_id: str, holder: str) -> str:
+    """The reason of a file whose id ``holder`` (a workspace-relative path) already serves."""
+    return DUPLICATE.format(id=memory_id, path=holder)
+
+
+def visible_problems(problems: list[InvalidMemoryFile], actor: str) -> list[InvalidMemoryFile]:
+    """The problems ``actor`` may hear about: none in another user's personal folder, and no
+    reason naming such a folder (a duplicate id held there reads ``also in`` ``HIDDEN_HOLDER``).
+
+    Args:
+        problems: every unreadable file, as the scan or the index found them.
+        actor: the reader's name.
+    """
+    out = []
+    for problem in problems:
+        if others_folder(problem.path, actor):
+            continue
+        match = _DUPLICATE.fullmatch(problem.reason)
+        if match and others_folder(match["path"], actor):
+            problem = InvalidMemoryFile(problem.path, duplicate_reason(match["id"], HIDDEN_HOLDER), problem.lineno)
+        out.append(problem)
     return out
 
 
@@ -166,7 +209,7 @@ class MemoryFiles:
                 continue
             if item.memory.id in seen:
                 result.problems.append(InvalidMemoryFile(
-                    item.memory.path, f"duplicate id {item.memory.id} (also in {seen[item.memory.id]})"))
+                    item.memory.path, duplicate_reason(item.memory.id, seen[item.memory.id])))
                 continue
             seen[item.memory.id] = item.memory.path
             result.loaded.append(item)
