@@ -198,6 +198,11 @@ def _short(change: Change) -> str:
 def chain(ctx: Ctx, start: Memory) -> list[dict[str, Any]]:
     """The supersede chain through ``start``, oldest first: ``supersedes`` and ``supersededBy``, recursively.
 
+    "Oldest" follows the links, not creation times: a memory comes after every memory it
+    supersedes (a rollback can make an older memory replace a newer one), ties broken by
+    ``createdAt`` then id. Links that run in a circle (old data, hand edits) do not loop:
+    the walk visits each memory once, and a cycle is entered at its earliest-created member.
+
     Each link is ``{"id", "status", "text"}`` (first line); an id no file holds any more
     has status ``missing``; ids the caller may not see are left out.
     """
@@ -218,7 +223,30 @@ def chain(ctx: Ctx, start: Memory) -> list[dict[str, Any]]:
     links = [(i, m) for i, m in seen.items() if m is None or ctx.may_see(m)]
     links.sort(key=lambda pair: (format_instant(pair[1].created_at) if pair[1] and pair[1].created_at else "", pair[0]))
     return [{"id": i, "status": m.status if m else "missing", "text": first_line(m.text) if m else ""}
-            for i, m in links]
+            for i, m in _replaced_first(links)]
+
+
+def _replaced_first(links: list[tuple[str, Memory | None]]) -> list[tuple[str, Memory | None]]:
+    """``links`` (sorted by creation) reordered so that each memory follows those it supersedes.
+
+    Kahn's topological sort, taking the earliest-created ready memory each time; when none
+    is ready (a cycle), the earliest-created one left is taken.
+    """
+    ids = [i for i, _ in links]
+    after: dict[str, set[str]] = {i: set() for i in ids}  # i comes after these
+    for i, memory in links:
+        if memory is None:
+            continue
+        after[i].update(s for s in memory.supersedes if s in after and s != i)
+        for newer in memory.superseded_by:
+            if newer in after and newer != i:
+                after[newer].add(i)
+    placed: dict[str, None] = {}
+    while len(placed) < len(ids):
+        left = [i for i in ids if i not in placed]
+        placed[next((i for i in left if after[i] <= placed.keys()), left[0])] = None
+    by_id = dict(links)
+    return [(i, by_id[i]) for i in placed]
 
 
 # --- show --at --------------------------------------------------------------------------
