@@ -350,8 +350,10 @@ def test_rollback_of_a_merged_memory_unmerges_it(ws, run):
 def test_rollback_of_a_merged_memory_keeps_the_keepers_other_merges(ws, run):
     keeper, first = merged_pair(ws, run)
     holder = remember(run, "Migrations run on deploy; never by hand", "--subject", "db.deploy")["id"]
-    second = remember(run, "Always run the database migrations before starting the API servers locally")["id"]
-    assert run("compact", "--apply").code == 0
+    later = {"MEMCLI_NOW": "2026-01-04T00:00:00Z"}
+    second = run("--json", "remember", "Always run the database migrations before starting the API servers locally",
+                 env=later).json()["data"]["memory"]["id"]
+    assert run("compact", "--apply", env=later).code == 0
     assert front_matter(ws)[second]["status"] == "superseded"
     assert [m["id"] for m in front_matter(ws)[keeper]["merged"]] == [first, second]
     result = run("rollback", first)
