@@ -125,18 +125,22 @@ class History(GitRepo):
         out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
-    def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False) -> list[Entry]:
+    def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False,
+                grep: str | None = None) -> list[Entry]:
         """Every commit (memcli's and others') that touched ``paths``, oldest first, with what it touched.
 
         Args:
-            paths: workspace-relative pathspecs (globs allowed: ``memories/*01jd*``).
+            paths: workspace-relative pathspecs (globs allowed: ``memories/*01jd*``); empty:
+                every commit, empty ones included.
             rev_range: e.g. ``A..B``; default: the history of HEAD.
             all_refs: search every branch and tag (finds a file deleted on HEAD's line, too).
+            grep: keep only commits whose message holds this fixed string (``git log -F --grep``).
 
         Each entry's ``touched`` lists the files it changed under ``paths`` (renames detected).
         """
         args = ["log", "--reverse", "-M", "--name-status", f"--format=\x1e{ENTRY_FORMAT}\x1f",
-                *(["--all"] if all_refs else []), *([rev_range] if rev_range else []), "--", *paths]
+                *(["--all"] if all_refs else []), *([rev_range] if rev_range else []),
+                *(["--fixed-strings", f"--grep={grep}"] if grep else []), "--", *paths]
         status, out, err = self._raw(*args)
         if status != 0:
             if rev_range is None and not all_refs:

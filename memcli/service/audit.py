@@ -15,8 +15,10 @@ from typing import Any
 
 from memcli.changes import Change, Step, Version, classify, field_changes, first_line
 from memcli.errors import AmbiguousId, InvalidMemoryFile, MemoryNotFound
+from memcli.githistory import History as Repo
 from memcli.gitlog import Entry
 from memcli.model import Memory, check_id
+from memcli.policy.gates import personal_owner
 from memcli.service import MIN_PREFIX, Ctx, _others_folder
 from memcli.store.files import MEMORIES, Loaded
 from memcli.timeutil import format_instant, parse_instant
@@ -95,12 +97,29 @@ def find_id(ctx: Ctx, ref: str) -> tuple[str, Loaded | None]:
             ids[version.memory.id] = None
         elif version and not version.memory and Path(path).stem.lower().startswith(ref):
             ids[Path(path).stem.lower()] = None
+    if not ids:  # no file anywhere (purged with --history): the commits' trailers still name it
+        ids = dict.fromkeys(named_in_trailers(ctx, repo, ref))
     if len(ids) > 1:
         raise AmbiguousId(f"id prefix {ref!r} matches {len(ids)} memories in history ({', '.join(list(ids)[:5])})",
                           hint="give more characters of the id")
     if not ids:
         raise missing
     return next(iter(ids)), None
+
+
+def named_in_trailers(ctx: Ctx, repo: Repo, ref: str) -> list[str]:
+    """Ids starting with ``ref`` that a ``Memcli-Id`` trailer names, in any ref's history.
+
+    A commit counts only when every scope in its ``Memcli-Scope`` trailer is one the caller
+    may see: another user's purged personal memory stays unknown to them.
+    """
+    found: dict[str, None] = {}
+    for entry in repo.commits([], all_refs=True, grep=ref):
+        scopes = entry.trailers.get("scope", "").split()
+        if any(personal_owner(s) not in (None, ctx.actor) for s in scopes):
+            continue
+        found.update(dict.fromkeys(i for i in entry.trailers.get("id", "").split() if i.startswith(ref)))
+    return list(found)
 
 
 # --- history ----------------------------------------------------------------------------
@@ -182,8 +201,9 @@ def history(ctx: Ctx, ref: str) -> History:
             ("deleted" if version is None else "unreadable"), shown.path if shown else "", words,
             first_line(version.memory.text) if version and version.memory else ""))
         before = version
-    if not out.versions and item is None:
-        raise MemoryNotFound(f"no memory {ref!r}", hint="list ids with `memcli list`")
+    if not out.versions and item is None:  # only commit trailers name it: purged with --history
+        raise MemoryNotFound(f"no version of {memory_id} is left in history (purged with --history)",
+                             hint=f"see the commits that name it with `memcli log {memory_id}`")
     latest = item.memory if item else next((v.memory for _, v in reversed(versions) if v and v.memory), None)
     out.chain = chain(ctx, latest) if latest else []
     return out
