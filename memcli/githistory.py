@@ -211,8 +211,14 @@ class History(GitRepo):
                 continue
             kind = parts[0][0]
             names = [self._local(p) for p in parts[1:]]
-            if kind in "RC" and len(names) == 3:
-                out.append(Touched(kind, names[2] or "", names[1]))
+            if kind in "RC" and len(names) == 2:  # "R100 <old> <new>": either side may lie outside the workspace
+                old, new = names
+                if old is not None and new is not None:
+                    out.append(Touched(kind, new, old))
+                elif new is not None:
+                    out.append(Touched("A", new))
+                elif kind == "R" and old is not None:
+                    out.append(Touched("D", old))
             elif names[-1] is not None:
                 out.append(Touched(kind, names[-1]))
         return [t for t in out if t.path]

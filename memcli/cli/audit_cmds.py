@@ -48,7 +48,7 @@ def diff(
     json_: JsonOpt = False,
 ) -> None:
     """Explain memory changes between two revisions in words: added, proposed, approved, rejected,
-    superseded, archived, restored, expired, edited by hand, deleted, moved."""
+    superseded, archived, merged, restored, rolled back, undone, expired, edited by hand, deleted, moved."""
     from memcli.service.diff import diff as do_diff
     from memcli.timeutil import format_instant
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli.changes import Change, Step, Version, classify, field_changes, first_line
-from memcli.errors import AmbiguousId, InvalidMemoryFile, MemoryNotFound
+from memcli.errors import AmbiguousId, GitFailed, InvalidMemoryFile, MemoryNotFound, RevisionNotFound
 from memcli.githistory import History as Repo
 from memcli.gitlog import Entry
 from memcli.model import Memory, check_id
@@ -34,10 +34,21 @@ def visible_path(ctx: Ctx, path: str, memory: Memory | None = None) -> bool:
     return not _others_folder(path, ctx.actor) and (memory is None or ctx.may_see(memory))
 
 
-def step_of(entry: Entry) -> Step:
-    """Who made a commit: its hash, ``Memcli-Op``, ``Memcli-Actor`` (else the git author) and time."""
+def step_of(entry: Entry, repo: Repo | None = None) -> Step:
+    """Who made a commit: its hash, ``Memcli-Op``, ``Memcli-Actor`` (else the git author) and time.
+
+    For an ``undo`` commit, also the commit it reversed (``Memcli-Undoes``) and, given
+    ``repo``, that commit's operation (None when it is no longer in the repository).
+    """
+    undoes = entry.trailers.get("undoes") or None
+    undone_op = None
+    if undoes and repo is not None:
+        try:
+            undone_op = repo.entry(undoes).trailers.get("op")
+        except (RevisionNotFound, GitFailed):
+            pass
     return Step(entry.commit, entry.trailers.get("op"), entry.trailers.get("actor") or entry.author,
-                parse_instant(entry.at))
+                parse_instant(entry.at), undoes, undone_op)
 
 
 def read_version(ctx: Ctx, path: str, data: bytes | None, at: datetime) -> Version | None:
@@ -176,7 +187,7 @@ def history(ctx: Ctx, ref: str) -> History:
     for entry in repo.commits(specs, all_refs=item is None):
         for t in entry.touched:
             if t.path == (item.memory.path if item else None) or memory_id in Path(t.path).name.lower():
-                steps.append((step_of(entry), t.path, t.kind == "D"))
+                steps.append((step_of(entry, repo), t.path, t.kind == "D"))
     datas = repo.blobs([(s.commit, p) for s, p, gone in steps if not gone])
     versions: list[tuple[Step, Version | None]] = []
     found = iter(datas)
