@@ -161,12 +161,16 @@ def load_config(path: Path) -> Config:
 
 
 def _check_duration(path: Path, key: str, value: str) -> None:
-    from memcli.timeutil import parse_duration
+    """Refuse a duration that does not parse, or that no date can be moved by (past the year 9999)."""
+    from memcli.timeutil import now, parse_duration
 
     try:
-        parse_duration(value)
+        now() + parse_duration(value)
     except ValueError as err:
-        raise WorkspaceInvalid(f"{path}: {key}: {err}") from None
+        raise WorkspaceInvalid(f"{path}: {key}: {err}", hint="give a duration such as \"30d\", or \"never\"") from None
+    except OverflowError:
+        raise WorkspaceInvalid(f"{path}: {key}: the duration {value[:40]!r} is out of range",
+                               hint="give a duration such as \"30d\" or \"1y\", or \"never\"") from None
 
 
 def _ttl_table(path: Path, table: object) -> dict[str, str]:

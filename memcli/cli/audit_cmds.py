@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, one_line
 
 #: Lines of a memory's text that ``diff`` prints under each change.
@@ -15,7 +15,7 @@ TEXT_LINES = 6
 
 @app.command()
 def history(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix (4+ characters).")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix (4+ characters).")],
     json_: JsonOpt = False,
 ) -> None:
     """Every version of one memory, oldest first (commit, time, actor, operation, status, what changed),
