@@ -161,11 +161,13 @@ def load_config(path: Path) -> Config:
 
 
 def _check_duration(path: Path, key: str, value: str) -> None:
-    """Refuse a duration that does not parse, or that no date can be moved by (past the year 9999)."""
-    from memcli.timeutil import now, parse_duration
+    """Refuse a duration that does not parse, or that would carry today's date past the year 9999."""
+    from datetime import datetime, timezone
+
+    from memcli.timeutil import parse_duration
 
     try:
-        now() + parse_duration(value)
+        datetime.now(timezone.utc) + parse_duration(value)
     except ValueError as err:
         raise WorkspaceInvalid(f"{path}: {key}: {err}", hint="give a duration such as \"30d\", or \"never\"") from None
     except OverflowError:
