@@ -3,7 +3,8 @@
 ``history`` and ``diff`` read old versions from git, parse them with memcli's own parsers
 and hand each pair ``(before, after)`` of one file to :func:`classify`, which names the
 change the way a reviewer would: added, proposed, approved, rejected, superseded,
-archived, merged, restored, expired, edited by hand, deleted, moved, unreadable.
+archived, merged, restored, rolled back, undone, expired, edited by hand, deleted, moved,
+unreadable.
 
 Which change a status transition is follows SPEC.md section 3 (``pending_review →
 active | rejected``, ``active → superseded | archived``, any → its previous state on
@@ -49,13 +50,27 @@ class Step:
 
     ``op`` is the ``Memcli-Op`` trailer, None for a commit memcli did not make (a hand
     edit) or for uncommitted changes; ``actor`` is the ``Memcli-Actor`` trailer, else the
-    git author, else None.
+    git author, else None. For an ``undo``, ``undoes`` is the commit it reversed (its
+    ``Memcli-Undoes`` trailer) and ``undone_op`` that commit's operation, when known.
     """
 
     commit: str | None
     op: str | None
     actor: str | None
     at: datetime
+    undoes: str | None = None
+    undone_op: str | None = None
+
+    def how(self) -> str:
+        """Who or what made the change, in words: ``by hand``, ``uncommitted``, ``by forget``,
+        ``by undo of compact 1a2b3c4d5e``."""
+        if self.op is None:
+            return "by hand" if self.commit else "uncommitted"
+        return f"by {self.undo()}" if self.op == "undo" else f"by {self.op}"
+
+    def undo(self) -> str:
+        """``undo of compact 1a2b3c4d5e`` (plain ``undo`` when the reversed commit is not known)."""
+        return f"undo of {self.undone_op or 'commit'} {self.undoes[:10]}" if self.undoes else "undo"
 
 
 @dataclass
@@ -146,19 +161,21 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
     new = after.memory if after else None
     if new is None:
         return [_change(old, "deleted", step, path=before.path, from_status=old.status,
-                        details=["the file was removed (purged)"])]
+                        details=[_deleted(step)])]
     moved = before is not None and before.path != after.path
     if old is None:
-        kind = "restored" if step.op in RESTORE_OPS else "proposed" if new.status == "pending_review" else "added"
+        kind = ("undone" if step.op == "undo" else "rolled back" if step.op == "rollback" else "restored"
+                if step.op in RESTORE_OPS else "proposed" if new.status == "pending_review" else "added")
         details = [] if new.status in ("active", "pending_review") else [f"status {new.status}"]
         if new.expire_at:
             details.append(f"expires {_when(new.expire_at)}")
-        if step.op is None and kind == "added":
-            details.append("by hand" if step.commit else "uncommitted")
+        if (step.op is None and kind == "added") or kind == "undone":
+            details.append(step.undo() if kind == "undone" else step.how())
         return [_change(new, kind, step, to_status=new.status, details=details)]
     out: list[Change] = []
     if moved:
-        out.append(_change(new, "moved", step, details=[f"{before.path} → {after.path}"]))
+        out.append(_change(new, "moved", step, details=[f"{before.path} → {after.path}",
+                                                        *([step.how()] if step.op is None else [])]))
     if old.status != new.status:
         out.append(_transition(old, new, step))
     edits = [w for w in field_changes(old, new) if not w.startswith(("status ", "superseded by ", "review: "))]
@@ -177,9 +194,10 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
             out.append(_change(new, "expired", step, to_status=new.status,
                                details=[f"expireAt edited to {_when(new.expire_at)}, already past"]))
         if rest or not past:
-            kind = "edited by hand" if step.op is None else "edited"
+            kind = "edited by hand" if step.op is None else "undone" if step.op == "undo" else "edited"
+            how = [] if step.op is None else [step.undo() if kind == "undone" else step.how()]
             change = _change(new, kind, step, from_status=old.status, to_status=new.status,
-                             details=[*(rest if past else edits), *([] if step.op is None else [f"by {step.op}"])])
+                             details=[*(rest if past else edits), *how])
             if old.text != new.text:
                 change.old_text = old.text
             out.append(change)
@@ -204,7 +222,10 @@ def _transition(old: Memory, new: Memory, step: Step) -> Change:
     pair = (old.status, new.status)
     details: list[str] = []
     by, reason = step.actor, None
-    if pair == ("pending_review", "active"):
+    if step.op == "undo":  # named by what it reversed, whichever way the status went
+        kind = "undone"
+        details += [f"{old.status} → {new.status}", step.undo()]
+    elif pair == ("pending_review", "active"):
         kind, by, reason = "approved", review.get("by") or by, review.get("reason")
     elif pair == ("pending_review", "rejected"):
         kind, by, reason = "rejected", review.get("by") or by, review.get("reason")
@@ -216,9 +237,12 @@ def _transition(old: Memory, new: Memory, step: Step) -> Change:
         kind = "archived"
         details.append("compacted" if step.op in COMPACT_OPS else "forgotten" if step.op == "forget"
                        else f"by {step.op}" if step.op else "by hand")
+    elif new.status == "active" and step.op == "rollback":
+        kind = "rolled back"
+        details.append(f"{old.status} → active")
     elif new.status == "active":
         kind = "restored"
-        details.append(f"rolled back to active from {old.status}")
+        details.append(f"active again from {old.status}" + (f" by {step.op}" if step.op else ""))
     else:
         kind = "status changed"
         details.append(f"{old.status} → {new.status}")
@@ -242,9 +266,16 @@ def _unreadable(before: Version | None, after: Version | None, step: Step) -> Ch
     stem = bad.path.rsplit("/", 1)[-1].removesuffix(".md")
     kind, details = "unreadable", [f"the version {side} this change cannot be parsed: {bad.error}"]
     if after is None:
-        kind, details = "deleted", [f"the file was removed (purged); its last version could not be parsed: {bad.error}"]
+        kind, details = "deleted", [f"{_deleted(step)}; its last version could not be parsed: {bad.error}"]
     return Change(id=good.id if good else stem, scope=good.scope if good else "?", change=kind, path=bad.path,
                   text=good.text if good else "", by=step.actor, commit=step.commit, at=step.at, details=details)
+
+
+def _deleted(step: Step) -> str:
+    """How a file came to be deleted: purged, by hand, uncommitted, or by another operation (an undo)."""
+    if step.op == "purge":
+        return "the file was removed (purged)"
+    return "the file was deleted " + (step.how() if step.op else "by hand" if step.commit else "(uncommitted)")
 
 
 def _mapping(memory: Memory) -> dict[str, Any]:

@@ -161,12 +161,18 @@ def load_config(path: Path) -> Config:
 
 
 def _check_duration(path: Path, key: str, value: str) -> None:
+    """Refuse a duration that does not parse, or that would carry today's date past the year 9999."""
+    from datetime import datetime, timezone
+
     from memcli.timeutil import parse_duration
 
     try:
-        parse_duration(value)
+        datetime.now(timezone.utc) + parse_duration(value)
     except ValueError as err:
-        raise WorkspaceInvalid(f"{path}: {key}: {err}") from None
+        raise WorkspaceInvalid(f"{path}: {key}: {err}", hint="give a duration such as \"30d\", or \"never\"") from None
+    except OverflowError:
+        raise WorkspaceInvalid(f"{path}: {key}: the duration {value[:40]!r} is out of range",
+                               hint="give a duration such as \"30d\" or \"1y\", or \"never\"") from None
 
 
 def _ttl_table(path: Path, table: object) -> dict[str, str]:

@@ -125,18 +125,22 @@ class History(GitRepo):
         out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
         return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
-    def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False) -> list[Entry]:
+    def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False,
+                grep: str | None = None) -> list[Entry]:
         """Every commit (memcli's and others') that touched ``paths``, oldest first, with what it touched.
 
         Args:
-            paths: workspace-relative pathspecs (globs allowed: ``memories/*01jd*``).
+            paths: workspace-relative pathspecs (globs allowed: ``memories/*01jd*``); empty:
+                every commit, empty ones included.
             rev_range: e.g. ``A..B``; default: the history of HEAD.
             all_refs: search every branch and tag (finds a file deleted on HEAD's line, too).
+            grep: keep only commits whose message holds this fixed string (``git log -F --grep``).
 
         Each entry's ``touched`` lists the files it changed under ``paths`` (renames detected).
         """
         args = ["log", "--reverse", "-M", "--name-status", f"--format=\x1e{ENTRY_FORMAT}\x1f",
-                *(["--all"] if all_refs else []), *([rev_range] if rev_range else []), "--", *paths]
+                *(["--all"] if all_refs else []), *([rev_range] if rev_range else []),
+                *(["--fixed-strings", f"--grep={grep}"] if grep else []), "--", *paths]
         status, out, err = self._raw(*args)
         if status != 0:
             if rev_range is None and not all_refs:
@@ -207,8 +211,14 @@ class History(GitRepo):
                 continue
             kind = parts[0][0]
             names = [self._local(p) for p in parts[1:]]
-            if kind in "RC" and len(names) == 3:
-                out.append(Touched(kind, names[2] or "", names[1]))
+            if kind in "RC" and len(names) == 2:  # "R100 <old> <new>": either side may lie outside the workspace
+                old, new = names
+                if old is not None and new is not None:
+                    out.append(Touched(kind, new, old))
+                elif new is not None:
+                    out.append(Touched("A", new))
+                elif kind == "R" and old is not None:
+                    out.append(Touched("D", old))
             elif names[-1] is not None:
                 out.append(Touched(kind, names[-1]))
         return [t for t in out if t.path]

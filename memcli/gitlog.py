@@ -303,10 +303,18 @@ class GitRepo:
             keep: optional ``keep(entry) -> bool`` filter, applied before ``limit``.
         """
         target = os.path.relpath(path or self.workspace, self.workspace)
+        # A purge --history leaves commits empty, and a path-limited log skips empty commits:
+        # one memory's commits are found by their message (trailers checked below), and a
+        # workspace that is the repository's top folder needs no path limit.
+        which = ["--", target]
+        if path is None and memory_id:
+            which = ["--fixed-strings", f"--grep={memory_id}"]
+        elif path is None and not self.prefix:
+            which = []
         import git
 
         try:  # GitPython's wrapper
-            out = git.Git(str(self.workspace)).log(f"--format={ENTRY_FORMAT}%x1e", "--", target)
+            out = git.Git(str(self.workspace)).log(f"--format={ENTRY_FORMAT}%x1e", *which)
         except git.GitCommandError:
             return []  # no commits yet
         entries = []

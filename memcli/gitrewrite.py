@@ -8,8 +8,10 @@ progress on stdout and keeps module-level state: memcli's own stdout stays clean
 What it does, in the repository's top folder:
 
 * ``--invert-paths --path P`` for every path that ever held the memory's file: the file
-  leaves every commit of every ref (branches, tags, remote-tracking refs); commits that
-  become empty are dropped;
+  leaves every commit of every ref (branches, tags, remote-tracking refs);
+* ``--prune-empty never``: the commits that become empty stay, with their subjects and
+  ``Memcli-*`` trailers (ids, scopes, actors; never text), so the audit trail still shows
+  that the memory was written and when it was purged (``memcli log ID``);
 * a message callback (:func:`scrub`) takes the memory's text out of commit and tag
   messages: memcli puts a memory's text in the body of the commits that write it, and
   batch commits list ``- ID: first line``;
@@ -215,7 +217,7 @@ def _main() -> None:
     job = json.loads(sys.stdin.read())
     import git_filter_repo as fr
 
-    argv = ["--force", "--partial", "--quiet", "--invert-paths"]
+    argv = ["--force", "--partial", "--quiet", "--prune-empty", "never", "--invert-paths"]
     for path in job["paths"]:
         argv += ["--path", path]
     args = fr.FilteringOptions.parse_args(argv)

@@ -265,6 +265,64 @@ def test_history_marks_hand_edits_and_finds_a_deleted_memory(ws, run):
     assert result.code == 4 and result.err.startswith("memcli: error: no memory 'zzzz0000'")
 
 
+# --- diff names hand moves, hand deletions and undos by what they were (newcomer report 1, problem 9) ---
+
+
+def _diff(run, spec: str | None, day: int) -> list[dict]:
+    result = run("--json", "diff", *([spec] if spec else []), env=at(day))
+    assert result.code == 0, result
+    return result.json()["data"]["changes"]
+
+
+def test_diff_calls_a_hand_git_mv_moved_with_both_paths(ws, run):
+    memory_id = remember(run, "Deploys go out on Tuesdays only", day=1)
+    old = file_of(ws, memory_id).relative_to(ws).as_posix()
+    new = f"memories/project/deploys/{Path(old).name}"
+    (ws / new).parent.mkdir()
+    git(ws, "mv", old, new)
+    staged = _diff(run, None, 2)  # staged, not committed yet
+    assert [(c["change"], c["details"]) for c in staged] == [("moved", [f"{old} → {new}", "uncommitted"])]
+    hand_commit(ws, "tidy the folders", day=2)
+    [change] = _diff(run, "HEAD~1..HEAD", 3)
+    assert (change["change"], change["id"], change["path"]) == ("moved", memory_id, new)
+    assert change["details"] == [f"{old} → {new}", "by hand"]
+    text = run("diff", "HEAD~1..HEAD", env=at(3)).out
+    assert f"moved {memory_id} (project) by Test User: {old} → {new}; by hand" in text and "added" not in text
+
+
+def test_diff_says_deleted_by_hand_unless_purged(ws, run):
+    by_hand = remember(run, "Ruff lints every Python file", day=1)
+    purged = remember(run, "Black formats every Python file", day=1)
+    git(ws, "rm", "-q", file_of(ws, by_hand).relative_to(ws).as_posix())
+    hand_commit(ws, "drop the ruff note", day=2)
+    assert run("purge", purged, "--yes", env=at(3)).code == 0
+    changes = {c["id"]: c for c in _diff(run, "HEAD~2..HEAD", 4)}
+    assert changes[by_hand]["change"] == "deleted" and changes[by_hand]["details"] == ["the file was deleted by hand"]
+    assert changes[purged]["change"] == "deleted" and changes[purged]["details"] == ["the file was removed (purged)"]
+    assert "purged" not in run("diff", "HEAD~2..HEAD~1", env=at(4)).out
+
+
+def test_diff_names_an_undo_by_what_it_undid_and_a_rollback_rolled_back(ws, run):
+    a = remember(run, "Use pnpm for JavaScript packages", "--subject", "js.pm", day=1)
+    result = run("--json", "supersede", a, "Use yarn for JavaScript packages", env=at(2))
+    b = result.json()["data"]["id"]
+    supersede = git(ws, "rev-parse", "HEAD").strip()
+    assert run("undo", env=at(3)).code == 0
+    changes = {c["id"]: c for c in _diff(run, "HEAD~1..HEAD", 4)}
+    assert changes[a]["change"] == "undone"
+    assert changes[a]["details"] == ["superseded → active", f"undo of supersede {supersede[:10]}"]
+    assert changes[b]["change"] == "deleted"
+    assert changes[b]["details"] == [f"the file was deleted by undo of supersede {supersede[:10]}"]
+    text = run("diff", "HEAD~1..HEAD", env=at(4)).out
+    assert "restored" not in text and "rolled back" not in text and "purged" not in text
+    older = remember(run, "Node 20 is the runtime for scripts", "--subject", "node.version", day=5)
+    newer = remember(run, "Node 22 is the runtime for scripts", "--subject", "node.version", day=6)
+    assert run("rollback", older, env=at(7)).code == 0
+    changes = {ch["id"]: ch for ch in _diff(run, "HEAD~1..HEAD", 8)}
+    assert (changes[older]["change"], changes[older]["details"]) == ("rolled back", ["superseded → active"])
+    assert changes[newer]["change"] == "superseded" and changes[newer]["details"] == [f"by {older}"]
+
+
 # --- the classifier alone ----------------------------------------------------------------
 
 
@@ -286,7 +344,8 @@ def test_classify_transitions():
     assert _kinds(active, _memory(status="archived"), "forget")[0][3] == ["forgotten"]
     assert _kinds(active, _memory(status="archived"), "compact")[0][3] == ["compacted"]
     restored = _kinds(_memory(status="superseded"), active, "rollback")
-    assert restored == [("restored", "bob", None, ["rolled back to active from superseded"])]
+    assert restored == [("rolled back", "bob", None, ["superseded → active"])]
+    assert _kinds(_memory(status="archived"), active, None)[0][:2] == ("restored", "bob")
     assert _kinds(active, None, None)[0][0] == "deleted"
     expired = _kinds(active, _memory(expire_at=datetime(2027, 1, 1, tzinfo=timezone.utc)), None)
     assert [k[0] for k in expired] == ["expired"]

@@ -113,7 +113,7 @@ def test_fix_without_broken_files_exits_0_and_says_what_it_did(ws, run):
     result = run("doctor", "--fix")
     assert result.code == 0, result
     assert result.out == "fixed memories/project/note.md: wrote " + ", ".join(KEYS) + "\n"
-    assert "wrote defaults into 1 files (commit" in result.err and "all memory files are readable" in result.err
+    assert "wrote defaults into 1 file (commit" in result.err and "all memory files are readable" in result.err
     assert git(ws, "status", "--porcelain") == ""  # the new file was committed with its defaults
 
 

@@ -128,6 +128,39 @@ def test_purge_history_in_a_project_repository_warns_about_the_whole_project(tmp
     assert WORD not in git(project, "log", "--all", "-p")
     assert git(project, "log", "--format=%s", "--", "app.py").strip() == "app"
     assert (project / "app.py").read_text() == "print('hello')\n"
+    logged = run("--json", "log", a["id"])
+    assert logged.code == 0 and [e["trailers"]["op"] for e in logged.json()["data"]["entries"]] == ["purge", "remember"]
+
+
+def test_purge_history_keeps_the_audit_trail_without_the_text(ws, run):
+    """Newcomer report 1, problem 5: the purge commit survives the rewrite and `log ID` finds it."""
+    a = remember(run, SECRET_TEXT)
+    assert run("forget", a["id"]).code == 0
+    result = run("purge", a["id"], "--history", "--yes")
+    assert result.code == 0, result
+    assert WORD not in git(ws, "log", "--all", "-p") and WORD not in git(ws, "log", "--all", "--format=%B")
+    subjects = git(ws, "log", "--format=%s").splitlines()
+    assert subjects[0] == f"memcli: purge {a['id']} (project) by alice"
+    assert f"memcli: remember {a['id']} (project) by alice" in subjects  # emptied, kept: the trail stays whole
+    logged = run("--json", "log", a["id"])
+    assert logged.code == 0, logged
+    entries = logged.json()["data"]["entries"]
+    assert [e["trailers"]["op"] for e in entries] == ["purge", "forget", "remember"]
+    assert entries[0]["commit"] == head(ws) and WORD not in logged.out
+    text = run("log", a["id"][:8])
+    assert text.code == 0 and text.out.splitlines()[0].split("\t")[1:3] == ["purge", a["id"]]
+    everything = run("log")
+    assert everything.code == 0 and f"purge\t{a['id']}" in everything.out
+    history = run("history", a["id"])
+    assert history.code == 4 and f"memcli log {a['id']}" in history.err and history.err.count("\n") == 1
+
+
+def test_another_users_purged_memory_stays_unknown(ws, run):
+    mine = run("--json", "--actor", "bob", "remember", SECRET_TEXT, "--scope", "user:bob").json()["data"]["id"]
+    assert run("--actor", "bob", "purge", mine, "--history", "--yes").code == 0
+    assert run("--actor", "bob", "log", mine).code == 0
+    hidden = run("log", mine)
+    assert hidden.code == 4 and hidden.out == "" and "user:bob" not in hidden.err
 
 
 def test_scrub_takes_the_text_out_of_single_and_batch_messages():

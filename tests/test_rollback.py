@@ -217,3 +217,163 @@ def test_undo_passes_over_another_users_personal_change(ws, run):
     assert result.code == 0 and "undid remember" in result.out, result
     assert not (ws / mine["path"]).exists()
     assert (ws / bob.json()["data"]["memory"]["path"]).exists()
+
+
+# --- links stay acyclic (newcomer report 1, problem 7) ---------------------------------
+
+
+def front_matter(ws: Path) -> dict[str, dict]:
+    """id -> front-matter of every memory file, read directly from disk."""
+    from memcli import frontmatter
+
+    out = {}
+    for path in (ws / "memories").rglob("*.md"):
+        meta = dict(frontmatter.parse(path.read_bytes(), str(path)).meta)
+        out[meta["id"]] = meta
+    return out
+
+
+def assert_acyclic(ws: Path) -> dict[str, dict]:
+    """No memory both supersedes and is superseded by another; the links form no cycle; both ends agree."""
+    metas = front_matter(ws)
+    edges: dict[str, set[str]] = {i: set() for i in metas}  # newer -> the ones it supersedes
+    for i, meta in metas.items():
+        sup, by = set(meta.get("supersedes") or []), set(meta.get("supersededBy") or [])
+        assert not sup & by, (i, meta)
+        if meta["status"] == "active":
+            assert not by, (i, meta)
+        edges[i] |= sup & metas.keys()
+        for newer in by & metas.keys():
+            edges[newer].add(i)
+    state: dict[str, str] = {}
+
+    def visit(node: str) -> None:
+        state[node] = "open"
+        for nxt in edges[node]:
+            assert state.get(nxt) != "open", f"cycle through {node} and {nxt}"
+            if nxt not in state:
+                visit(nxt)
+        state[node] = "done"
+
+    for node in edges:
+        if node not in state:
+            visit(node)
+    return metas
+
+
+def two_with_one_subject(run) -> tuple[str, str]:
+    """A, then B with the same subject: B supersedes A."""
+    a = remember(run, "Use pnpm for every JavaScript package", "--subject", "js.pm")["id"]
+    b = remember(run, "Use yarn for every JavaScript package", "--subject", "js.pm")["id"]
+    return a, b
+
+
+def test_rollback_of_the_replaced_memory_leaves_no_two_way_link(ws, run):
+    a, b = two_with_one_subject(run)
+    assert run("rollback", a).code == 0
+    metas = assert_acyclic(ws)
+    assert metas[a]["status"] == "active" and list(metas[a]["supersedes"]) == [b] and "supersededBy" not in metas[a]
+    assert metas[b]["status"] == "superseded" and list(metas[b]["supersededBy"]) == [a]
+    assert "supersedes" not in metas[b]  # B no longer claims to replace the memory that replaced it
+    assert head_files(ws) == sorted(str(p.relative_to(ws)) for p in (ws / "memories").rglob("*.md"))
+
+
+def test_rolling_back_both_reads_newest_last(ws, run):
+    a, b = two_with_one_subject(run)
+    assert run("rollback", a).code == 0
+    result = run("rollback", b)
+    assert result.code == 0 and f"supersedes {a}" in result.out, result
+    metas = assert_acyclic(ws)
+    assert metas[b]["status"] == "active" and list(metas[b]["supersedes"]) == [a]
+    assert metas[a]["status"] == "superseded" and list(metas[a]["supersededBy"]) == [b]
+    assert "supersedes" not in metas[a] and "supersededBy" not in metas[b]
+    text = run("history", b).out
+    assert f"  {a} (superseded) → {b} (active)" in text
+    shown = run("--json", "show", a).json()["data"]
+    assert shown["supersededBy"] == [b] and not shown.get("supersedes")
+    # once more: A back on top, still acyclic, and the chain now ends with A
+    assert run("rollback", a).code == 0
+    assert_acyclic(ws)
+    chain = run("--json", "history", a).json()["data"]["chain"]
+    assert [(link["id"], link["status"]) for link in chain] == [(b, "superseded"), (a, "active")]
+
+
+def test_rollback_in_a_chain_of_three_prunes_the_middle_link(ws, run):
+    a = remember(run, "The API listens on port 8080", "--subject", "api.port")["id"]
+    b = run("--json", "supersede", a, "The API listens on port 8081").json()["data"]["id"]
+    c = run("--json", "supersede", b, "The API listens on port 8082").json()["data"]["id"]
+    result = run("rollback", a)
+    assert result.code == 0, result
+    assert f"supersedes {c}" in result.out and f"links pruned in {b}" in result.out
+    metas = assert_acyclic(ws)
+    assert [metas[i]["status"] for i in (a, b, c)] == ["active", "superseded", "superseded"]
+    assert "supersedes" not in metas[b] and list(metas[b]["supersededBy"]) == [c]
+    assert list(metas[c]["supersededBy"]) == [a] and b in metas[c]["supersedes"]
+    assert head_files(ws) == sorted(str(p.relative_to(ws)) for p in (ws / "memories").rglob("*.md"))
+    chain = run("--json", "history", b).json()["data"]["chain"]
+    assert [link["id"] for link in chain] == [b, c, a]
+
+
+def merged_pair(ws: Path, run, *subject: str) -> tuple[str, str]:
+    """Two near-duplicates, the second with ``subject`` args; compact merges one into the other.
+
+    Returns ``(keeper, merged)`` as compact chose them.
+    """
+    for day, text, more in ((1, "Always run the database migrations before starting the API server locally", ()),
+                            (2, "Always run the database migration before starting the API server locally", subject)):
+        assert run("remember", text, *more, env={"MEMCLI_NOW": f"2026-01-0{day}T00:00:00Z"}).code == 0
+    result = run("--json", "compact", "--apply", env={"MEMCLI_NOW": "2026-01-03T00:00:00Z"})
+    assert result.code == 0, result
+    [action] = result.json()["data"]["actions"]
+    assert action["action"] == "merge"
+    keeper, [merged] = action["keeper"], action["ids"]
+    metas = front_matter(ws)
+    assert metas[merged]["status"] == "superseded" and [m["id"] for m in metas[keeper]["merged"]] == [merged]
+    return keeper, merged
+
+
+def test_rollback_of_a_merged_memory_unmerges_it(ws, run):
+    keeper, merged = merged_pair(ws, run, "--subject", "db.migrate")
+    assert front_matter(ws)[keeper]["subject"] == "db.migrate"  # the keeper took the subject it lacked
+    result = run("rollback", merged)
+    assert result.code == 0, result
+    assert f"un-merged from {keeper}" in result.out and "supersedes" not in result.out
+    metas = assert_acyclic(ws)
+    assert metas[merged]["status"] == "active" and metas[merged]["subject"] == "db.migrate"
+    assert not metas[merged].get("supersedes") and not metas[merged].get("supersededBy")
+    assert metas[keeper]["status"] == "active"
+    assert "supersedes" not in metas[keeper] and "merged" not in metas[keeper] and "subject" not in metas[keeper]
+    assert head_files(ws) == sorted(str(p.relative_to(ws)) for p in (ws / "memories").rglob("*.md"))
+    assert f"Memcli-Related: {keeper}" in git(ws, "log", "-1", "--format=%B")
+
+
+def test_rollback_of_a_merged_memory_keeps_the_keepers_other_merges(ws, run):
+    keeper, first = merged_pair(ws, run)
+    holder = remember(run, "Migrations run on deploy; never by hand", "--subject", "db.deploy")["id"]
+    later = {"MEMCLI_NOW": "2026-01-04T00:00:00Z"}
+    second = run("--json", "remember", "Always run the database migrations before starting the API servers locally",
+                 env=later).json()["data"]["memory"]["id"]
+    assert run("compact", "--apply", env=later).code == 0
+    assert front_matter(ws)[second]["status"] == "superseded"
+    assert [m["id"] for m in front_matter(ws)[keeper]["merged"]] == [first, second]
+    result = run("rollback", first)
+    assert result.code == 0, result
+    metas = assert_acyclic(ws)
+    assert {i: metas[i]["status"] for i in (keeper, first, holder)} == dict.fromkeys((keeper, first, holder), "active")
+    assert [m["id"] for m in metas[keeper]["merged"]] == [second] and list(metas[keeper]["supersedes"]) == [second]
+    assert metas[second]["status"] == "superseded" and list(metas[second]["supersededBy"]) == [keeper]
+    assert head_files(ws) == sorted([_path(ws, keeper), _path(ws, first)])
+
+
+def _path(ws: Path, memory_id: str) -> str:
+    return str(next((ws / "memories").rglob(f"{memory_id}*.md")).relative_to(ws))
+
+
+def test_history_chain_survives_a_cycle_in_old_data(ws, run):
+    a, b = two_with_one_subject(run)
+    path = (ws / _path(ws, a))
+    path.write_text(path.read_text().replace("supersededBy:", f"supersedes: [{b}]\nsupersededBy:"))
+    hand_commit(ws, _path(ws, a))
+    result = run("--json", "history", b)
+    assert result.code == 0, result
+    assert sorted(link["id"] for link in result.json()["data"]["chain"]) == sorted([a, b])

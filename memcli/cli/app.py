@@ -24,8 +24,40 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON envelope (
 
 def _version(value: bool) -> None:
     if value:
-        print(f"memcli {__version__}")
+        from memcli.cli.output import STATE, emit
+
+        emit({"version": __version__}, f"memcli {__version__}" if not STATE.json else None)
         raise typer.Exit()
+
+
+def memory_ref(value: Optional[str]) -> Optional[str]:
+    """Check an ID argument before the command runs: a whole id, or a prefix of one.
+
+    An id is 3-64 characters ``a-z 0-9 - _`` (``model.check_id``); a prefix needs 4 or
+    more (``service.MIN_PREFIX``), and a shorter one is left for the service to refuse
+    with a hint (exit 4). An empty id, or one with other characters, is a validation
+    error (exit 5) whose message fits both.
+
+    Raises:
+        ValidationFailed: empty, or not made of id characters.
+    """
+    if value is None:
+        return value
+    from memcli.errors import ValidationFailed
+    from memcli.model import check_id
+    from memcli.service import MIN_PREFIX
+
+    ref = value.strip().lower()
+    if ref and len(ref) < MIN_PREFIX:
+        return value
+    try:
+        check_id(ref)
+    except ValidationFailed:
+        raise ValidationFailed(
+            f"invalid id {value[:70]!r}: give a whole id (3-64 characters a-z, 0-9, '-' or '_') "
+            f"or its first {MIN_PREFIX} or more characters",
+            hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
+    return value
 
 
 @app.callback()

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, one_line
 
 #: Lines of a memory's text that ``diff`` prints under each change.
@@ -15,7 +15,7 @@ TEXT_LINES = 6
 
 @app.command()
 def history(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix (4+ characters).")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix (4+ characters).")],
     json_: JsonOpt = False,
 ) -> None:
     """Every version of one memory, oldest first (commit, time, actor, operation, status, what changed),
@@ -48,7 +48,7 @@ def diff(
     json_: JsonOpt = False,
 ) -> None:
     """Explain memory changes between two revisions in words: added, proposed, approved, rejected,
-    superseded, archived, restored, expired, edited by hand, deleted, moved."""
+    superseded, archived, merged, restored, rolled back, undone, expired, edited by hand, deleted, moved."""
     from memcli.service.diff import diff as do_diff
     from memcli.timeutil import format_instant
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from memcli.cli import hot
-from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, one_line, table
 
 ScopeF = Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Read only these scopes; repeatable.")]
@@ -65,7 +65,7 @@ def list_(
 
 @app.command()
 def show(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix (4+ characters).")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix (4+ characters).")],
     at: Annotated[Optional[str], typer.Option("--at", metavar="REV",
                                               help="Show the memory as it was at this git revision.")] = None,
     json_: JsonOpt = False,
@@ -113,7 +113,7 @@ def review(json_: JsonOpt = False) -> None:
 
 @app.command()
 def log(
-    memory_id: Annotated[Optional[str], typer.Argument(metavar="[ID]", help="Only commits about this memory.")] = None,
+    memory_id: Annotated[Optional[str], typer.Argument(metavar="[ID]", callback=memory_ref, help="Only commits about this memory.")] = None,
     limit: LimitF = 50, json_: JsonOpt = False,
 ) -> None:
     """The audit trail: memcli's commits, newest first (time, operation, memory, scope, actor, run, commit, text)."""
@@ -167,7 +167,8 @@ def doctor(
     emit(data, "\n".join(fixed_lines + problem_lines) or None)
     if not _json():
         if fix:
-            done = f"wrote defaults into {len(report.fixed)} files" + (
+            count = len(report.fixed)
+            done = f"wrote defaults into {count} file{'' if count == 1 else 's'}" + (
                 f" (commit {report.commit[:10]})" if report.commit else "") if report.fixed else "nothing to fix"
             print(f"memcli: {done}", file=sys.stderr)
         if not problems:

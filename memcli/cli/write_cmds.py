@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, warn
 
 Scope = Annotated[Optional[str], typer.Option("--scope", "-s", help="global, project, user:NAME, agent:NAME, …")]
@@ -88,7 +88,7 @@ def remember(
 
 @app.command()
 def supersede(
-    old: Annotated[str, typer.Argument(help="Id (or unique prefix) of the active memory to replace.")],
+    old: Annotated[str, typer.Argument(callback=memory_ref, help="Id (or unique prefix) of the active memory to replace.")],
     text: Annotated[str, typer.Argument(help="The replacement text; '-' reads stdin.")],
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
@@ -106,7 +106,7 @@ def supersede(
 
 @app.command()
 def approve(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix of a pending memory.")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of a pending memory.")],
     reason: Annotated[Optional[str], typer.Option("--reason", help="Why (kept in review.reason).")] = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -119,7 +119,7 @@ def approve(
 
 @app.command()
 def reject(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix of a pending memory.")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of a pending memory.")],
     reason: Annotated[str, typer.Option("--reason", help="Why it is rejected (required).")],
     json_: JsonOpt = False,
 ) -> None:
@@ -132,7 +132,7 @@ def reject(
 
 @app.command()
 def forget(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Id or unique prefix of an active memory.")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of an active memory.")],
     json_: JsonOpt = False,
 ) -> None:
     """Archive a memory (soft, reversible): it is no longer served; the file and history stay."""

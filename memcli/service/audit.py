@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from memcli.changes import Change, Step, Version, classify, field_changes, first_line
-from memcli.errors import AmbiguousId, InvalidMemoryFile, MemoryNotFound
+from memcli.errors import AmbiguousId, GitFailed, InvalidMemoryFile, MemoryNotFound, RevisionNotFound
+from memcli.githistory import History as Repo
 from memcli.gitlog import Entry
 from memcli.model import Memory, check_id
+from memcli.policy.gates import personal_owner
 from memcli.service import MIN_PREFIX, Ctx
 from memcli.store.files import MEMORIES, Loaded, others_folder
 from memcli.timeutil import format_instant, parse_instant
@@ -32,10 +34,21 @@ def visible_path(ctx: Ctx, path: str, memory: Memory | None = None) -> bool:
     return not others_folder(path, ctx.actor) and (memory is None or ctx.may_see(memory))
 
 
-def step_of(entry: Entry) -> Step:
-    """Who made a commit: its hash, ``Memcli-Op``, ``Memcli-Actor`` (else the git author) and time."""
+def step_of(entry: Entry, repo: Repo | None = None) -> Step:
+    """Who made a commit: its hash, ``Memcli-Op``, ``Memcli-Actor`` (else the git author) and time.
+
+    For an ``undo`` commit, also the commit it reversed (``Memcli-Undoes``) and, given
+    ``repo``, that commit's operation (None when it is no longer in the repository).
+    """
+    undoes = entry.trailers.get("undoes") or None
+    undone_op = None
+    if undoes and repo is not None:
+        try:
+            undone_op = repo.entry(undoes).trailers.get("op")
+        except (RevisionNotFound, GitFailed):
+            pass
     return Step(entry.commit, entry.trailers.get("op"), entry.trailers.get("actor") or entry.author,
-                parse_instant(entry.at))
+                parse_instant(entry.at), undoes, undone_op)
 
 
 def read_version(ctx: Ctx, path: str, data: bytes | None, at: datetime) -> Version | None:
@@ -95,12 +108,29 @@ def find_id(ctx: Ctx, ref: str) -> tuple[str, Loaded | None]:
             ids[version.memory.id] = None
         elif version and not version.memory and Path(path).stem.lower().startswith(ref):
             ids[Path(path).stem.lower()] = None
+    if not ids:  # no file anywhere (purged with --history): the commits' trailers still name it
+        ids = dict.fromkeys(named_in_trailers(ctx, repo, ref))
     if len(ids) > 1:
         raise AmbiguousId(f"id prefix {ref!r} matches {len(ids)} memories in history ({', '.join(list(ids)[:5])})",
                           hint="give more characters of the id")
     if not ids:
         raise missing
     return next(iter(ids)), None
+
+
+def named_in_trailers(ctx: Ctx, repo: Repo, ref: str) -> list[str]:
+    """Ids starting with ``ref`` that a ``Memcli-Id`` trailer names, in any ref's history.
+
+    A commit counts only when every scope in its ``Memcli-Scope`` trailer is one the caller
+    may see: another user's purged personal memory stays unknown to them.
+    """
+    found: dict[str, None] = {}
+    for entry in repo.commits([], all_refs=True, grep=ref):
+        scopes = entry.trailers.get("scope", "").split()
+        if any(personal_owner(s) not in (None, ctx.actor) for s in scopes):
+            continue
+        found.update(dict.fromkeys(i for i in entry.trailers.get("id", "").split() if i.startswith(ref)))
+    return list(found)
 
 
 # --- history ----------------------------------------------------------------------------
@@ -158,7 +188,7 @@ def history(ctx: Ctx, ref: str) -> History:
         for t in entry.touched:
             if (t.path == (item.memory.path if item else None) or memory_id in Path(t.path).name.lower()) \
                     and visible_path(ctx, t.path):  # a namesake in another user's folder is not this memory
-                steps.append((step_of(entry), t.path, t.kind == "D"))
+                steps.append((step_of(entry, repo), t.path, t.kind == "D"))
     datas = repo.blobs([(s.commit, p) for s, p, gone in steps if not gone])
     versions: list[tuple[Step, Version | None]] = []
     found = iter(datas)
@@ -183,8 +213,9 @@ def history(ctx: Ctx, ref: str) -> History:
             ("deleted" if version is None else "unreadable"), shown.path if shown else "", words,
             first_line(version.memory.text) if version and version.memory else ""))
         before = version
-    if not out.versions and item is None:
-        raise MemoryNotFound(f"no memory {ref!r}", hint="list ids with `memcli list`")
+    if not out.versions and item is None:  # only commit trailers name it: purged with --history
+        raise MemoryNotFound(f"no version of {memory_id} is left in history (purged with --history)",
+                             hint=f"see the commits that name it with `memcli log {memory_id}`")
     latest = item.memory if item else next((v.memory for _, v in reversed(versions) if v and v.memory), None)
     out.chain = chain(ctx, latest) if latest else []
     return out
@@ -198,6 +229,11 @@ def _short(change: Change) -> str:
 
 def chain(ctx: Ctx, start: Memory) -> list[dict[str, Any]]:
     """The supersede chain through ``start``, oldest first: ``supersedes`` and ``supersededBy``, recursively.
+
+    "Oldest" follows the links, not creation times: a memory comes after every memory it
+    supersedes (a rollback can make an older memory replace a newer one), ties broken by
+    ``createdAt`` then id. Links that run in a circle (old data, hand edits) do not loop:
+    the walk visits each memory once, and a cycle is entered at its earliest-created member.
 
     Each link is ``{"id", "status", "text"}`` (first line); an id no file holds any more
     has status ``missing``; ids the caller may not see are left out.
@@ -219,7 +255,30 @@ def chain(ctx: Ctx, start: Memory) -> list[dict[str, Any]]:
     links = [(i, m) for i, m in seen.items() if m is None or ctx.may_see(m)]
     links.sort(key=lambda pair: (format_instant(pair[1].created_at) if pair[1] and pair[1].created_at else "", pair[0]))
     return [{"id": i, "status": m.status if m else "missing", "text": first_line(m.text) if m else ""}
-            for i, m in links]
+            for i, m in _replaced_first(links)]
+
+
+def _replaced_first(links: list[tuple[str, Memory | None]]) -> list[tuple[str, Memory | None]]:
+    """``links`` (sorted by creation) reordered so that each memory follows those it supersedes.
+
+    Kahn's topological sort, taking the earliest-created ready memory each time; when none
+    is ready (a cycle), the earliest-created one left is taken.
+    """
+    ids = [i for i, _ in links]
+    after: dict[str, set[str]] = {i: set() for i in ids}  # i comes after these
+    for i, memory in links:
+        if memory is None:
+            continue
+        after[i].update(s for s in memory.supersedes if s in after and s != i)
+        for newer in memory.superseded_by:
+            if newer in after and newer != i:
+                after[newer].add(i)
+    placed: dict[str, None] = {}
+    while len(placed) < len(ids):
+        left = [i for i in ids if i not in placed]
+        placed[next((i for i in left if after[i] <= placed.keys()), left[0])] = None
+    by_id = dict(links)
+    return [(i, by_id[i]) for i in placed]
 
 
 # --- show --at --------------------------------------------------------------------------

@@ -112,7 +112,7 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
 
     if start.commit != head:
         for entry in repo.commits(["."], rev_range=f"{start.commit}..{head}"):
-            follow(step_of(entry), entry.touched)
+            follow(step_of(entry, repo), entry.touched)
     if end is None:
         follow(Step(None, None, None, ctx.now), repo.changed(head))
     # Every version needed, read in one batch: the start of each track, then each step's.

@@ -131,7 +131,11 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
 
     Raises:
         MemoryNotFound, AmbiguousId: ``ref`` does not name one visible memory, now or in history.
+        ValidationFailed: ``limit`` is not from 1 to 1000 (as for ``recall``).
     """
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailed(f"invalid limit {limit}: use 1 to {MAX_LIMIT}")
+
     from memcli.service.audit import find_id
 
     def visible(entry: Entry) -> bool:

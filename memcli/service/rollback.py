@@ -21,7 +21,8 @@ from memcli.model import Memory
 from memcli.policy import gates
 from memcli.policy.gates import personal_owner
 from memcli.service import Ctx
-from memcli.service.write import WriteResult, _retire, apply, rewrite
+from memcli.service.relink import relink
+from memcli.service.write import WriteResult, apply, rewrite
 from memcli.store.files import Loaded
 
 #: Operations ``undo`` never reverses: the workspace's creation, and undos themselves (no redo).
@@ -32,12 +33,13 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
     """Restore a memory's file as it was at ``to``, as a new commit (op ``rollback``).
 
     The restored file keeps the old bytes (key order, comments, body) except ``updatedAt``
-    (now) and the supersede links. When the restored version is ``active``, it retires,
-    as ``supersede`` would, every active memory that replaced it (lists it in
-    ``supersedes``, or is named in its current ``supersededBy``) or holds its subject in its
-    scope: those become ``superseded`` with ``supersededBy`` naming it, and its own
-    ``supersedes`` gains them; all in the same commit. A restored version that is not
-    active changes only its own file.
+    (now) and the supersede links, which ``service.relink.relink`` makes agree with the
+    memories around it, in the same commit. When the restored version is ``active``, it
+    retires, as ``supersede`` would, every active memory that replaced it or holds its
+    subject in its scope (each becomes ``superseded`` by it and stops listing it in
+    ``supersedes``); a memory ``compact`` merged it into stays active and gives it back
+    (un-merge); other memories stop listing it in ``supersedes``. A restored version that
+    is not active changes other files only to drop a link that would run both ways.
 
     Args:
         ref: id or unique prefix of a memory the caller may see.
@@ -75,24 +77,20 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         restored = old.memory
         gates.check_secrets(restored.text, restored.subject or "", *restored.tags, *restored.paths)
         writes: dict[Path, bytes | None] = {}
-        changed: list[str] = []
-        if restored.status == "active":
-            changed = _retire(ctx, _probe(ctx, restored, current), writes, "supersede")
-        supersedes = list(dict.fromkeys([*restored.supersedes, *changed]))
-        superseded_by = [x for x in restored.superseded_by if x not in changed]
+        links = relink(ctx, restored, current,
+                       lambda m: _memory_of(ctx, ctx.ws.root / m.path, repo.blob(rev, ctx.ws.root / m.path)), writes)
         changes: dict[str, Any] = {"updatedAt": ctx.now}
-        if supersedes != restored.supersedes:
-            changes["supersedes"] = supersedes or None
-        if superseded_by != restored.superseded_by:
-            changes["supersededBy"] = superseded_by or None
+        if links.supersedes != restored.supersedes:
+            changes["supersedes"] = links.supersedes or None
+        if links.superseded_by != restored.superseded_by:
+            changes["supersededBy"] = links.superseded_by or None
         writes[item.file] = rewrite(old, changes)
-        restored = replace(restored, updated_at=ctx.now, supersedes=supersedes, superseded_by=superseded_by,
-                           path=current.path)
-        commit = apply(ctx, writes, "rollback", [restored], changed)
-    extra = f"; supersedes {', '.join(changed)}" if changed else ""
+        restored = replace(restored, updated_at=ctx.now, supersedes=links.supersedes,
+                           superseded_by=links.superseded_by, path=current.path)
+        commit = apply(ctx, writes, "rollback", [restored], links.changed)
     return WriteResult("rollback", restored, "updated",
-                       f"rolled back {restored.id} to {label}: now {restored.status}{extra}",
-                       changed=changed, commit=commit)
+                       f"rolled back {restored.id} to {label}: now {restored.status}{links.words()}",
+                       changed=links.changed, commit=commit)
 
 
 def _revision(repo: History, item: Loaded, to: str | None) -> tuple[str | None, str]:
@@ -118,18 +116,6 @@ def _same(old: Memory, current: Memory) -> bool:
     def key(m: Memory) -> tuple:
         return model.to_mapping(replace(m, updated_at=None, path="")), m.body
     return key(old) == key(current)
-
-
-def _probe(ctx: Ctx, restored: Memory, current: Memory) -> Memory:
-    """A copy of ``restored`` whose ``supersedes`` names the active memories that replaced it.
-
-    ``_retire`` then retires those and any other active holder of its subject.
-    """
-    catalog = ctx.catalog()
-    replacing = [m.id for m in catalog.with_status("active") if current.id in m.supersedes]
-    replacing += [ref for ref in current.superseded_by
-                  if any(m.id == ref and m.status == "active" for m in catalog.by_prefix(ref))]
-    return replace(restored, supersedes=list(dict.fromkeys(replacing)))
 
 
 # --- undo -----------------------------------------------------------------------------

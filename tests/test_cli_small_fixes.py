@@ -1,0 +1,77 @@
+"""Small command-line fixes from newcomer report 1, problem 12 (the parts not about summaries).
+
+Real workspaces and the real CLI in subprocesses.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import git
+
+IDS = ("show", "history", "log", "rollback", "approve", "forget")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "1001"])
+def test_log_limit_out_of_range_is_a_validation_error_like_recall(ws, run, limit):
+    result = run("log", "--limit", limit)
+    assert result.code == 5 and result.out == "", result
+    assert result.err == f"memcli: error: invalid limit {limit}: use 1 to 1000\n"
+    assert run("recall", "x", "--limit", limit).code == 5  # the same rule as recall's
+    error = run("--json", "log", "-n", limit).json()["error"]
+    assert (error["code"], error["exit"]) == ("validation_failed", 5)
+    assert run("log", "--limit", "1").code == 0
+
+
+def test_json_version_prints_an_envelope(run):
+    result = run("--json", "--version")
+    assert result.code == 0 and result.err == "", result
+    envelope = result.json()
+    assert envelope["ok"] is True and envelope["schema"] == "memcli/v1"
+    assert envelope["data"]["version"] == run("--version").out.split()[-1]
+    assert run("--version").out.startswith("memcli ")
+
+
+@pytest.mark.parametrize("command", IDS)
+def test_an_empty_id_is_a_validation_error(ws, run, command):
+    result = run(command, "")
+    assert result.code == 5 and result.out == "", result
+    assert result.err.startswith("memcli: error: invalid id '': ") and result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("ref", ["../etc", "a b c d", "x/yz", "  "])
+def test_the_invalid_id_message_fits_whole_ids_and_prefixes(ws, run, ref):
+    result = run("show", ref)
+    assert result.code == 5, result
+    assert "3-64 characters" in result.err and "first 4 or more characters" in result.err
+    assert run("--json", "log", ref).json()["error"]["exit"] == 5
+
+
+def test_a_short_well_formed_prefix_is_still_not_found(ws, run):
+    result = run("show", "abc")
+    assert result.code == 4 and "at least 4 characters" in result.err, result
+
+
+@pytest.mark.parametrize("value", ["99999y", "99999999999999999y", "0d", "soon"])
+def test_a_bad_ttl_in_the_config_is_a_config_error(ws, run, value):
+    config = ws / "memcli.toml"
+    text = config.read_text()
+    assert 'goal = "30d"' in text
+    config.write_text(text.replace('goal = "30d"', f'goal = "{value}"'))
+    for args in (("remember", "Ship the beta by Friday", "--category", "goal"), ("list",)):
+        result = run(*args)
+        assert result.code == 3, result
+        assert "[ttl] goal" in result.err and "--ttl" not in result.err and "never" in result.err
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert not list((ws / "memories").rglob("*.md"))
+
+
+def test_doctor_fix_counts_one_file_in_the_singular(ws, run):
+    folder = ws / "memories" / "project"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "deploy-days.md").write_text("Deploys go out on Tuesdays.\n")
+    git(ws, "add", "memories")
+    git(ws, "commit", "-q", "-m", "a note by hand")
+    result = run("doctor", "--fix")
+    assert result.code == 0, result
+    assert "wrote defaults into 1 file (commit " in result.err and "1 files" not in result.err
