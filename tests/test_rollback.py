@@ -319,9 +319,15 @@ def merged_pair(ws: Path, run, *subject: str) -> tuple[str, str]:
 
     Returns ``(keeper, merged)`` as compact chose them.
     """
-    for day, text, more in ((1, "Always run the database migrations before starting the API server locally", ()),
+    first = "Always run the database migrations before starting the API server locally"
+    for day, text, more in ((1, first, ()),
                             (2, "Always run the database migration before starting the API server locally", subject)):
         assert run("remember", text, *more, env={"MEMCLI_NOW": f"2026-01-0{day}T00:00:00Z"}).code == 0
+    if subject:  # compact merges near duplicates only when their subjects agree: make them exact duplicates
+        second = next(p for p in (ws / "memories").rglob("*.md") if "migration-before" in p.name)
+        second.write_text(second.read_text(encoding="utf-8").replace("database migration ", "database migrations "),
+                          encoding="utf-8")
+        hand_commit(ws, str(second.relative_to(ws)))
     result = run("--json", "compact", "--apply", env={"MEMCLI_NOW": "2026-01-03T00:00:00Z"})
     assert result.code == 0, result
     [action] = result.json()["data"]["actions"]
