@@ -75,3 +75,18 @@ def test_doctor_fix_counts_one_file_in_the_singular(ws, run):
     result = run("doctor", "--fix")
     assert result.code == 0, result
     assert "wrote defaults into 1 file (commit " in result.err and "1 files" not in result.err
+
+
+def test_the_library_checks_ids_as_the_cli_does(ws):
+    """``Ctx.resolve`` itself refuses an empty or malformed id (exit 5), not only the CLI."""
+    import pytest
+
+    from memcli.errors import MemoryNotFound, ValidationFailed
+    from memcli.service import Ctx
+
+    ctx = Ctx.open(str(ws), "alice")
+    for bad in ("", "   ", "../x", "a/b", "x\x00y"):
+        with pytest.raises(ValidationFailed, match="give a whole id"):
+            ctx.resolve(bad)
+    with pytest.raises(MemoryNotFound, match="at least 4 characters"):
+        ctx.resolve("abc")

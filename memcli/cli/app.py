@@ -31,32 +31,16 @@ def _version(value: bool) -> None:
 
 
 def memory_ref(value: Optional[str]) -> Optional[str]:
-    """Check an ID argument before the command runs: a whole id, or a prefix of one.
-
-    An id is 3-64 characters ``a-z 0-9 - _`` (``model.check_id``); a prefix needs 4 or
-    more (``service.MIN_PREFIX``), and a shorter one is left for the service to refuse
-    with a hint (exit 4). An empty id, or one with other characters, is a validation
-    error (exit 5) whose message fits both.
+    """Check an ID argument before the command runs (see ``memcli.service.check_ref``).
 
     Raises:
-        ValidationFailed: empty, or not made of id characters.
+        ValidationFailed: empty, or not made of id characters (exit 5).
     """
     if value is None:
         return value
-    from memcli.errors import ValidationFailed
-    from memcli.model import check_id
-    from memcli.service import MIN_PREFIX
+    from memcli.service import check_ref
 
-    ref = value.strip().lower()
-    if ref and len(ref) < MIN_PREFIX:
-        return value
-    try:
-        check_id(ref)
-    except ValidationFailed:
-        raise ValidationFailed(
-            f"invalid id {value[:70]!r}: give a whole id (3-64 characters a-z, 0-9, '-' or '_') "
-            f"or its first {MIN_PREFIX} or more characters",
-            hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
+    check_ref(value)
     return value
 
 

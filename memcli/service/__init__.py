@@ -25,6 +25,29 @@ MIN_PREFIX = 4
 MAX_PROBLEM_WARNINGS = 5
 
 
+def check_ref(value: str) -> str:
+    """Normalise an id argument (a whole id, or a prefix of one) and check its characters.
+
+    An id is 3-64 characters ``a-z 0-9 - _`` (``model.check_id``); a prefix needs
+    ``MIN_PREFIX`` or more, and a shorter well-formed one is returned for the caller to
+    refuse with a hint (exit 4, see ``Ctx.resolve``).
+
+    Raises:
+        ValidationFailed: empty, or not made of id characters (exit 5), with a message that
+            fits a whole id and a prefix alike.
+    """
+    ref = value.strip().lower()
+    if ref and len(ref) < MIN_PREFIX and ref.isascii() and ref.replace("-", "").replace("_", "").isalnum():
+        return ref
+    try:
+        return check_id(ref)
+    except ValidationFailed:
+        raise ValidationFailed(
+            f"invalid id {value[:70]!r}: give a whole id (3-64 characters a-z, 0-9, '-' or '_') "
+            f"or its first {MIN_PREFIX} or more characters",
+            hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
+
+
 def default_actor() -> str:
     """The caller's name: ``$MEMCLI_ACTOR``, else the login name."""
     name = os.environ.get("MEMCLI_ACTOR")
@@ -125,12 +148,12 @@ class Ctx:
         Raises:
             MemoryNotFound: no visible memory matches (another user's is reported the same way).
             AmbiguousId: the prefix matches several.
+            ValidationFailed: ``ref`` is empty or not made of id characters (see :func:`check_ref`).
         """
-        ref = ref.strip().lower()
+        ref = check_ref(ref)  # a malformed id (path characters, '..', NUL) is a validation error, exit 5
         hint = "list ids with `memcli list` or search with `memcli recall WORDS`"
         if len(ref) < MIN_PREFIX:
             raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
-        check_id(ref)  # a malformed id (path characters, '..', NUL) is a validation error, exit 5
         items = [m for m in self.catalog().by_prefix(ref) if self.may_see(m)]
         exact = [m for m in items if m.id == ref]
         if exact:

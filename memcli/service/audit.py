@@ -17,9 +17,9 @@ from memcli.changes import Change, Step, Version, classify, field_changes, first
 from memcli.errors import AmbiguousId, GitFailed, InvalidMemoryFile, MemoryNotFound, RevisionNotFound
 from memcli.githistory import History as Repo
 from memcli.gitlog import Entry
-from memcli.model import Memory, check_id
+from memcli.model import Memory
 from memcli.policy.gates import personal_owner
-from memcli.service import MIN_PREFIX, Ctx
+from memcli.service import MIN_PREFIX, Ctx, check_ref
 from memcli.store.files import MEMORIES, Loaded, others_folder
 from memcli.timeutil import format_instant, parse_instant
 
@@ -92,10 +92,9 @@ def find_id(ctx: Ctx, ref: str) -> tuple[str, Loaded | None]:
         return item.memory.id, item
     except (MemoryNotFound, InvalidMemoryFile) as err:
         missing = err
-    ref = ref.strip().lower()
+    ref = check_ref(ref)
     if len(ref) < MIN_PREFIX:
         raise missing
-    check_id(ref)
     repo = ctx.history()
     last = {t.path: (f"{e.commit}^" if t.kind == "D" else e.commit)  # the last version of each path
             for e in repo.commits([f"{MEMORIES}/*{ref}*"], all_refs=True) for t in e.touched
