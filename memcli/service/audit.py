@@ -205,7 +205,7 @@ def history(ctx: Ctx, ref: str) -> History:
         if before and before.memory and version and version.memory:
             said = " ".join(words)
             words += [w for w in field_changes(before.memory, version.memory)
-                      if w not in said and not w.startswith(("superseded by ", "review: "))]
+                      if w not in said and not w.startswith(("superseded by ", "review: ", "status "))]
         shown = version or before
         out.versions.append(HistoryVersion(
             step.commit, step.at, step.actor, step.op, version.memory.status if version and version.memory else
