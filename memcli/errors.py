@@ -25,7 +25,7 @@ EXIT_CODES: dict[int, str] = {
     10: "git failed (the files were restored; nothing was written)",
     11: "a memory file cannot be parsed (path, line and reason are given)",
     12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
-    13: "history conflict: undo or rollback refused because later commits or uncommitted edits touch the same files",
+    13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the same files",
 }
 
 
@@ -177,7 +177,8 @@ class RevisionNotFound(MemcliError):
 
 
 class HistoryConflict(MemcliError):
-    """``undo`` or ``rollback`` would overwrite changes made after the commit it reverses."""
+    """``undo`` or ``rollback`` would overwrite changes made after the commit it reverses, or a
+    write would commit a person's uncommitted edits of a file under memcli's name."""
 
     code = "history_conflict"
     exit_code = 13

@@ -114,16 +114,18 @@ class History(GitRepo):
             items += [Touched("A", p) for p in out.decode("utf-8", "replace").splitlines() if p]
         return items
 
-    def uncommitted(self, paths: list[Path] | None = None) -> list[str]:
+    def uncommitted(self, paths: list[Path] | None = None, committed_only: bool = False) -> list[str]:
         """Files with staged or unstaged changes, relative to the top folder, limited to ``paths``.
 
         Files git does not track are listed only when ``paths`` names them; with no
-        ``paths``, the whole repository's tracked files are checked.
+        ``paths``, the whole repository's tracked files are checked. With
+        ``committed_only``, only files ``HEAD`` holds are listed (neither untracked files
+        nor files only added to the index). One ``git status``.
         """
         limit = ["--", *(os.path.relpath(p, self.workspace) for p in paths)] if paths else []
-        untracked = "--untracked-files=all" if paths else "--untracked-files=no"
+        untracked = "--untracked-files=all" if paths and not committed_only else "--untracked-files=no"
         out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
-        return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3 and not (committed_only and entry[0] == "A")]
 
     def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False,
                 grep: str | None = None) -> list[Entry]:

@@ -34,6 +34,9 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{2,63}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _MONTH_DIR = re.compile(r"^\d{4}-\d{2}$")
 # Windows device names: refused as path components everywhere (pass/gopass do the same).
+#: A file name memcli makes: a ULID (26 characters of Crockford base32, lower case; the first
+#: 0-7) followed by ``-`` and a slug; see :func:`id_from_stem`.
+_ULID_NAME = re.compile(r"(?P<id>[0-7][0-9a-hjkmnp-tv-z]{25})-.+", re.DOTALL)
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 # Refused in text and labels: C0 controls but tab, newline and carriage return; DEL; C1
 # controls; the bidirectional embeddings, overrides and isolates of Unicode UAX #9 that can
@@ -155,6 +158,19 @@ def _jsonable(value: Any) -> Any:
 
 
 # --- validation of single values -------------------------------------------------------
+
+
+def id_from_stem(stem: str) -> str:
+    """The default id of a file without an ``id`` key, from its name without ``.md``.
+
+    memcli names files ``<id>-<slug>.md``: when the stem (in lower case) is a 26-character
+    ULID (Crockford base32, first character 0-7) followed by ``-`` and anything, the id is
+    the ULID (``01m3aaaaaaaaaaaaaaaaaaaaaa-build`` -> ``01m3aaaaaaaaaaaaaaaaaaaaaa``);
+    otherwise it is the whole stem (``handnote``, ``blue-green``), checked by the caller.
+    """
+    stem = stem.lower()
+    match = _ULID_NAME.fullmatch(stem)
+    return match["id"] if match else stem
 
 
 def check_id(value: object) -> str:
@@ -341,7 +357,8 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
         meta: the front-matter keys (may be empty for a hand-written file).
         body: the text after the front-matter.
         path: the file's path relative to the workspace, for messages.
-        file_id: the id derived from the file name (used when ``id`` is absent).
+        file_id: the id derived from the file name (used when ``id`` is absent; see
+            :func:`id_from_stem`).
         folder_scope: the scope derived from the folder (used when ``scope`` is absent).
         file_time: the file's modification time, the default for ``createdAt``.
 

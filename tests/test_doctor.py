@@ -178,3 +178,52 @@ def test_fix_never_commits_a_file_holding_a_secret(ws, run):
     assert "leaky.md" not in git(ws, "log", "--all", "--name-only", "--format=")
     text = run("doctor", "--fix")
     assert text.code == 6 and text.out.startswith("not fixed memories/project/leaky.md: refused:")
+
+
+# --- second newcomer report: uncommitted edits are skipped; an id is the ULID of <ulid>-<slug>.md --
+
+
+@pytest.mark.parametrize("stage", [False, True], ids=["unstaged", "staged"])
+def test_fix_skips_a_committed_file_with_uncommitted_edits(ws, run, stage):
+    folder = ws / "memories" / "project"
+    folder.mkdir(parents=True)
+    (folder / "deploy.md").write_text("Deploy on Tuesdays.\n", encoding="utf-8")
+    git(ws, "add", "memories")
+    git(ws, "commit", "-qm", "by hand")
+    with (folder / "deploy.md").open("a", encoding="utf-8") as out:
+        out.write("DRAFT: maybe Wednesdays\n")
+    if stage:
+        git(ws, "add", "memories/project/deploy.md")
+    draft = (folder / "deploy.md").read_bytes()
+    (folder / "new-note.md").write_text("Lint before pushing.\n", encoding="utf-8")  # never committed: adopted
+    result = run("--json", "doctor", "--fix")
+    assert result.code == 0, result
+    data = result.json()["data"]
+    assert [f["path"] for f in data["fixed"]] == ["memories/project/new-note.md"]
+    assert data["skipped"] == [{"path": "memories/project/deploy.md", "reason": "uncommitted edits; commit or "
+                                "discard them first (see `git diff -- memories/project/deploy.md`)"}]
+    assert (folder / "deploy.md").read_bytes() == draft
+    assert "DRAFT" not in git(ws, "log", "-p", "--all")
+    assert git(ws, "show", "--name-only", "--format=", "HEAD").split() == ["memories/project/new-note.md"]
+    text = run("doctor", "--fix")
+    assert text.code == 0 and text.out.startswith("skipped memories/project/deploy.md: uncommitted edits")
+    assert "nothing to fix; 1 file with uncommitted edits skipped" in text.err
+
+
+def test_the_id_of_a_ulid_named_file_is_the_ulid(ws, run):
+    folder = ws / "memories" / "project"
+    folder.mkdir(parents=True)
+    (folder / "01m3aaaaaaaaaaaaaaaaaaaaaa-build.md").write_text("Build with make -j4.\n", encoding="utf-8")
+    (folder / "01m3aaaaaaaaaaaaaaaaaaaaaa.md").parent.joinpath("notes-build.md").write_text(
+        "Build notes live in the wiki.\n", encoding="utf-8")
+    (folder / "01m3aaaaaaaaaaaaaaaaaaaaai-x.md").write_text("Not a ULID (i).\n", encoding="utf-8")
+    ulid = "01m3aaaaaaaaaaaaaaaaaaaaaa"
+    assert run("--json", "show", ulid).json()["data"]["id"] == ulid
+    ids = {m["id"] for m in run("--json", "list").json()["data"]["memories"]}
+    assert ids == {ulid, "notes-build", "01m3aaaaaaaaaaaaaaaaaaaaai-x"}
+    result = run("--json", "doctor", "--fix")
+    assert result.code == 0, result
+    assert {f["id"] for f in result.json()["data"]["fixed"]} == ids
+    meta = frontmatter.parse((folder / "01m3aaaaaaaaaaaaaaaaaaaaaa-build.md").read_bytes(), "x.md").meta
+    assert meta["id"] == ulid
+    assert run("--json", "show", ulid).json()["data"]["path"] == "memories/project/01m3aaaaaaaaaaaaaaaaaaaaaa-build.md"

@@ -130,10 +130,10 @@ def test_secret_gate_message_uses_the_right_article(ws, run, text, phrase):
     assert result.json()["error"]["message"].startswith(f"refused: the text {phrase} at line 1")
 
 
-def test_secret_in_a_tag_is_named_as_a_label(ws, run):
+def test_secret_in_a_tag_is_named_as_a_tag(ws, run):
     result = run("--json", "remember", "the deploy notes", "--tag", "password: hunter22")
     assert result.code == 6, result
-    assert result.json()["error"]["message"].startswith("refused: a label holds a password")
+    assert result.json()["error"]["message"].startswith("refused: a tag holds a password")
 
 
 # --- 2. a usage error must not echo a secret ----------------------------------------

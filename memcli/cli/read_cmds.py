@@ -150,7 +150,8 @@ def doctor(
     """Report memory files that cannot be served (path, line, reason); --fix writes missing defaults in.
 
     Exit 11 if any file cannot be served (such files are never rewritten); with --fix, exit 6
-    if a file was left unfixed because it holds a secret."""
+    if a file was left unfixed because it holds a secret. With --fix, files with uncommitted
+    edits are skipped and listed (exit 0): commit or discard the edits, then run it again."""
     from memcli.service import doctor as service
 
     context = ctx()
@@ -158,11 +159,13 @@ def doctor(
     problems = report.problems
     fixed_lines = [f"fixed {f.path}: wrote {', '.join(f.added)}" for f in report.fixed]
     fixed_lines += [f"not fixed {path}: {reason}" for path, reason in report.refused]
+    fixed_lines += [f"skipped {path}: {reason}" for path, reason in report.skipped]
     problem_lines = [f"{p.path}:{p.lineno}: {p.reason}" if p.lineno else f"{p.path}: {p.reason}" for p in problems]
     data = {"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems]}
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],
+                    skipped=[{"path": path, "reason": reason} for path, reason in report.skipped],
                     commit=report.commit)
     emit(data, "\n".join(fixed_lines + problem_lines) or None)
     if not _json():
@@ -170,6 +173,9 @@ def doctor(
             count = len(report.fixed)
             done = f"wrote defaults into {count} file{'' if count == 1 else 's'}" + (
                 f" (commit {report.commit[:10]})" if report.commit else "") if report.fixed else "nothing to fix"
+            if report.skipped:
+                count = len(report.skipped)
+                done += f"; {count} file{'' if count == 1 else 's'} with uncommitted edits skipped"
             print(f"memcli: {done}", file=sys.stderr)
         if not problems:
             print("all memory files are readable", file=sys.stderr)

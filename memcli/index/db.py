@@ -33,7 +33,7 @@ from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"  # 6: the default id of a `<ulid>-<slug>.md` file is the ULID
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).

@@ -88,21 +88,68 @@ def article(phrase: str) -> str:
 def check_secrets(*texts: str) -> None:
     """The sensitive-data gate: refuse any text that holds a secret, never echoing it.
 
+    Args:
+        texts: the memory text first, then its labels (subject, tags, paths); see
+            :func:`check_memory` for every value of a record, each named.
+
     Raises:
         SecretDetected: naming the kind and the line and column of the first finding.
     """
+    for index, text in enumerate(texts):
+        _refuse(text, "the text" if index == 0 else "a label")
+
+
+def written_values(memory: Memory) -> list[tuple[str, str]]:
+    """Every text value of ``memory`` that memcli writes to its file, its path or a commit message.
+
+    Returns:
+        ``(field, value)`` pairs, the text first; ``field`` names the value for a person
+        (``"the run id"``, ``"a tag"``). Unset values are left out; dates, numbers and
+        hashes are not texts and never hold a secret.
+    """
+    prov = memory.provenance
+    review = memory.review or {}
+    values = [("the text", memory.text), ("the id", memory.id), ("the scope", memory.scope),
+              ("the category", memory.category), ("the subject", memory.subject),
+              ("the source", prov.source), ("the run id", prov.run_id),
+              ("the idempotency key", prov.idempotency_key), ("the actor", prov.actor),
+              ("the review reason", review.get("reason")), ("the reviewer", review.get("by")),
+              *(("a tag", t) for t in memory.tags), *(("a path", p) for p in memory.paths),
+              *(("a merged memory's run id", m.get("runId")) for m in memory.merged)]
+    return [(name, str(value)) for name, value in values if value]
+
+
+def check_memory(memory: Memory, *more: tuple[str, str | None]) -> None:
+    """The sensitive-data gate over a whole record: every value :func:`written_values` lists.
+
+    A secret in ``--run-id``, ``--idempotency-key``, ``--scope`` (a folder name and a
+    commit trailer), the import source or a hand-edited key is refused like one in the text.
+
+    Args:
+        memory: the record to be written (or rewritten).
+        more: other ``(field, value)`` pairs the write puts in its commit (``("the actor", actor)``).
+
+    Raises:
+        SecretDetected: naming the field, the kind and where in the value (never the secret).
+    """
+    for name, value in [*written_values(memory), *more]:
+        _refuse(value, name)
+
+
+def _refuse(text: str | None, where: str) -> None:
+    """Raise SecretDetected when ``text`` holds a secret; ``where`` names the value (``"the run id"``)."""
     from memcli.policy.secrets import find_secrets
 
-    for index, text in enumerate(texts):
-        findings = find_secrets(text or "")
-        if findings:
-            first = findings[0]
-            where = "the text" if index == 0 else "a label"
-            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-            raise SecretDetected(
-                f"refused: {where} holds {article(first.kind)} {first.kind} at line {first.line}, "
-                f"column {first.column}{more}",
-                hint="remove the secret and store where it lives instead (e.g. 'the key is in the vault')")
+    findings = find_secrets(text or "")
+    if not findings:
+        return
+    first = findings[0]
+    at = f"line {first.line}, column {first.column}" if where == "the text" or "\n" in (text or "") \
+        else f"column {first.column}"
+    more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+    raise SecretDetected(
+        f"refused: {where} holds {article(first.kind)} {first.kind} at {at}{more}",
+        hint="remove the secret and store where it lives instead (e.g. 'the key is in the vault')")
 
 
 @dataclass

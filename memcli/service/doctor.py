@@ -11,7 +11,9 @@ loader's default, the file's modification time, changes on every checkout), or t
 modification time when git never saw the file. Existing keys, comments and the body stay
 byte for byte (``frontmatter.update``). Files that cannot be parsed are reported and never
 rewritten; a file whose text holds a secret is not fixed either (what memcli commits, it
-checks: the sensitive-data gate), and is reported as refused.
+checks: the sensitive-data gate), and is reported as refused. A committed file with
+uncommitted edits (staged or not) is skipped and listed, so a person's draft is never
+committed under memcli's name; a file git has never committed is fixed and adopted.
 """
 
 from __future__ import annotations
@@ -51,12 +53,14 @@ class Report:
         problems: files that cannot be served (never rewritten).
         fixed: files that got their defaults written in (empty without ``--fix``).
         refused: ``(path, reason)`` of files that lack defaults but hold a secret, left as they are.
+        skipped: ``(path, reason)`` of files that lack defaults but have uncommitted edits, left as they are.
         commit: the commit of the fix, or None (nothing to fix, or ``autocommit = false``).
     """
 
     problems: list[InvalidMemoryFile]
     fixed: list[Fixed] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     commit: str | None = None
 
 
@@ -88,15 +92,16 @@ def fix(ctx: Ctx) -> Report:
     """Write the documented defaults into every served file the caller may see that lacks them.
 
     One commit (op ``doctor``) for all files; none when nothing lacks a default. A file
-    whose text holds a secret is left as it is and listed in ``refused``.
+    whose text holds a secret is left as it is and listed in ``refused``; one with
+    uncommitted edits (``[git] autocommit = true``) is left as it is and listed in ``skipped``.
 
     Raises:
         WorkspaceLocked, GitLocked, GitFailed: nothing is left written.
     """
     from memcli import frontmatter
     from memcli.errors import SecretDetected
-    from memcli.policy.gates import check_secrets
-    from memcli.service.write import apply
+    from memcli.policy.gates import check_memory
+    from memcli.service.write import apply, edited_by_hand
 
     with ctx.ws.lock():
         catalog = ctx.catalog(refresh=True)
@@ -113,13 +118,17 @@ def fix(ctx: Ctx) -> Report:
             if not any(item.doc.meta.get(k) is None for k in DEFAULTED):
                 continue
             try:
-                check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+                check_memory(item.memory, ("the actor", ctx.actor))
             except SecretDetected as err:
                 refused.append((memory.path, err.message))
                 continue
             lacking.append((item.memory, item.doc.meta))
+        edited = {files.rel(p) for p in edited_by_hand(ctx, [ctx.ws.root / m.path for m, _ in lacking])}
+        skipped = [(m.path, f"uncommitted edits; commit or discard them first (see `git diff -- {m.path}`)")
+                   for m, _ in lacking if m.path in edited]
+        lacking = [(m, meta) for m, meta in lacking if m.path not in edited]
         if not lacking:
-            return Report(problems, refused=refused)
+            return Report(problems, refused=refused, skipped=skipped)
         added = added_dates(ctx, [m.path for m, meta in lacking if meta.get("createdAt") is None])
         writes: dict[Path, bytes] = {}
         fixed: list[Fixed] = []
@@ -128,8 +137,8 @@ def fix(ctx: Ctx) -> Report:
             changes = defaults(item.memory, item.doc.meta, added.get(memory.path))
             writes[item.file] = frontmatter.update(item.doc, changes)
             fixed.append(Fixed(memory.path, memory.id, list(changes)))
-        commit = apply(ctx, writes, OP, [m for m, _ in lacking], [])
-    return Report(problems, fixed, refused, commit)
+        commit = apply(ctx, writes, OP, [m for m, _ in lacking], [], edits_checked=True)
+    return Report(problems, fixed, refused, skipped, commit)
 
 
 def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:

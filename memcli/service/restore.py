@@ -31,7 +31,7 @@ def restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
     record = model.from_mapping(model.to_mapping(record), record.body, path="", file_id=record.id,
                                 folder_scope=None, file_time=ctx.now)
     decided = [("validation", "passed")]
-    gates.check_secrets(record.text, record.subject or "", *record.tags, *record.paths)
+    gates.check_memory(record)  # every value written: text, labels, scope, provenance, review
     decided.append(("sensitive_data", "passed"))
     catalog = ctx.catalog()
     key = record.provenance.idempotency_key

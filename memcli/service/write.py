@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli import frontmatter, gitlog, model
-from memcli.errors import ReviewRefused, SubjectConflict, ValidationFailed, WrongStatus
+from memcli.errors import HistoryConflict, ReviewRefused, SubjectConflict, ValidationFailed, WrongStatus
 from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
@@ -79,8 +79,13 @@ class WriteResult:
 
 
 def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
-          trailers: dict[str, str] | None = None, with_text: bool = True) -> str | None:
+          trailers: dict[str, str] | None = None, with_text: bool = True, edits_checked: bool = False) -> str | None:
     """Write files atomically and commit them once; restore them all if anything fails.
+
+    With ``[git] autocommit = true``, a file to rewrite that git tracks and that differs
+    from ``HEAD`` (a person's uncommitted edit, staged or not) is never committed under
+    memcli's name: the write is refused (one ``git status``, made only when an existing
+    file is rewritten). A file git has never committed is adopted as it is.
 
     Args:
         writes: absolute path -> new bytes, or None to delete the file.
@@ -89,16 +94,21 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
         related: ids of other memories the change touched (superseded ones).
         trailers: more ``Memcli-*`` trailers (``{"Undoes": hash}``).
         with_text: put the memory text in the message body (``purge`` does not).
+        edits_checked: the caller has already left out files with uncommitted edits
+            (:func:`edited_by_hand`, under the same lock), so git is not asked again.
 
     Returns:
         The commit hash, or None with ``autocommit = false``.
 
     Raises:
+        HistoryConflict: a file to rewrite has uncommitted edits; nothing is written.
         GitLocked, GitFailed: nothing is left written.
     """
+    repo = ctx.history() if ctx.ws.config.autocommit else None
+    if repo is not None and not edits_checked:
+        _refuse_edited(ctx, op, edited_by_hand(ctx, [p for p, data in writes.items() if data is not None], repo))
     backups = {path: path.read_bytes() if path.exists() else None for path in writes}
     try:
-        repo = ctx.git() if ctx.ws.config.autocommit else None
         # New files first: a writer killed half-way leaves a new memory that points at an
         # old one still active, never an old one marked superseded by a memory that is missing.
         # Deletions last, for the same reason.
@@ -121,6 +131,44 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
         raise
     ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
     return commit
+
+
+def edited_by_hand(ctx: Ctx, paths: list[Path], repo=None) -> list[Path]:  # noqa: ANN001 - History
+    """The files among ``paths`` that ``HEAD`` holds and that differ from it, staged or not.
+
+    Files that do not exist yet, or that git has never committed (untracked, or only
+    added to the index), are not listed: memcli may adopt them. Empty with ``[git]
+    autocommit = false`` (files stay uncommitted by design) or when no file exists; else
+    one ``git status``.
+
+    Args:
+        paths: absolute paths inside the workspace.
+        repo: the workspace's ``History``, if already open.
+
+    Raises:
+        GitFailed: the workspace is not in a git work tree, or git failed.
+    """
+    existing = [p for p in paths if p.exists()]
+    if not existing or not ctx.ws.config.autocommit:
+        return []
+    repo = repo or ctx.history()
+    edited = set(repo.uncommitted(existing, committed_only=True))
+    return [p for p in existing if repo.top_rel(p) in edited]
+
+
+def _refuse_edited(ctx: Ctx, op: str, edited: list[Path]) -> None:
+    """Refuse a write whose files hold uncommitted edits, naming the first one and what to do.
+
+    Raises:
+        HistoryConflict: ``edited`` is not empty.
+    """
+    if not edited:
+        return
+    rel = ctx.ws.files.rel(edited[0])
+    more = f" (and {len(edited) - 1} more)" if len(edited) > 1 else ""
+    raise HistoryConflict(f"{rel} has uncommitted edits{more}; {op} refused, nothing written",
+                          hint=f"commit or discard them first (see `git diff -- {rel}`), or set them aside "
+                               "with `git stash`")
 
 
 def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
@@ -233,7 +281,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     """
     memory = _validated(ctx, text, opts, base.memory if base else None)
     decided = [("validation", "passed")]
-    gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+    gates.check_memory(memory)  # every value written: text, labels, scope, run id, key, source
     decided.append(("sensitive_data", "passed"))
     catalog = ctx.catalog()
     if opts.idempotency_key:  # a key counts within one scope: another user's key never matches
@@ -414,7 +462,7 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
         if check:
             check(memory)
         # The file may have been edited by hand since it passed the gates: what memcli commits, it checks.
-        gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+        gates.check_memory(memory, ("the reason", changes.get("review", {}).get("reason")), ("the actor", ctx.actor))
         writes = {item.file: rewrite(item, {**changes, "updatedAt": ctx.now})}
         memory.status = changes.get("status", memory.status)
         changed: list[str] = []

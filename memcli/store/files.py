@@ -164,6 +164,10 @@ class MemoryFiles:
              round_trip: bool = True) -> Loaded:
         """Parse one file into a :class:`Loaded`.
 
+        A file without an ``id`` key takes its id from its name (``model.id_from_stem``):
+        the ULID of a name memcli makes (``<ulid>-<slug>.md``), else the whole name
+        without ``.md``, in lower case; ``show``, ``list`` and ``doctor --fix`` all read it so.
+
         Args:
             path: an absolute path under ``memories/``.
             data: the bytes, if already read (e.g. from ``git show``).
@@ -188,7 +192,7 @@ class MemoryFiles:
         parts = path.relative_to(self.base).parts[:-1]
         try:
             memory = model.from_mapping(
-                doc.meta, doc.body, path=rel, file_id=path.stem.lower(),
+                doc.meta, doc.body, path=rel, file_id=model.id_from_stem(path.stem),
                 folder_scope=model.scope_of_parts(parts), file_time=file_time)
         except ValidationFailed as err:
             key = err.message.split(":", 1)[0].split(".")[0]
