@@ -1,6 +1,7 @@
 """Agent hooks (issue 4): answers in each agent's format, never failing; install/uninstall."""
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -217,3 +218,103 @@ def test_context_brings_forward_memories_about_files_under_the_folder(tmp_path, 
                 env=env).json()["data"]["id"]
     included = run("--json", "context", cwd=project, env=env).json()["data"]["included"]
     assert included.index(about) == 0 and included.index(other) == len(included) - 1
+
+
+def _configure(ws: Path, **keys: bool) -> None:
+    config = ws / "memcli.toml"
+    text = config.read_text(encoding="utf-8")
+    for key, on in keys.items():
+        text = text.replace(f"{key} = false", f"{key} = {'true' if on else 'false'}")
+    config.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "-C", str(ws), "commit", "-qam", "cfg"], check=True)
+
+
+def _subjects(ws: Path) -> list[str]:
+    out = subprocess.run(["git", "-C", str(ws), "log", "--format=%s"], capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def test_pre_compact_extracts_and_summarises_then_a_rerun_is_a_no_op(ws, run, tmp_path):
+    """Report 2, problem 1: with both keys on, the extract AND the summary are written."""
+    _configure(ws, extract=True, summarize=True)
+    transcript = tmp_path / "h3.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "sessionId": "h3", "message": {
+        "role": "user", "content": "From now on always use uv to install python packages."}}) + "\n", encoding="utf-8")
+    payload = json.dumps({"session_id": "h3", "transcript_path": str(transcript), "cwd": str(ws)})
+    first = run("hook", "claude", "pre-compact", input=payload)
+    assert first.code == 0 and first.out == "", first
+    assert "failed" not in first.err and "Traceback" not in first.err
+    assert "1 candidate in 1 turn of session h3; wrote 1" in first.err and "summarised session h3" in first.err
+    subjects = _subjects(ws)
+    assert subjects[0].startswith("memcli: compact ") and "(session:h3)" in subjects[0]
+    assert subjects[1].startswith("memcli: extract ")
+    for event in ("pre-compact", "session-end"):
+        again = run("hook", "claude", event, input=payload)
+        assert again.code == 0 and again.out == "" and again.err == "", again
+    assert _subjects(ws) == subjects
+
+
+def test_extraction_and_summary_fail_apart_and_debug_prints_the_traceback(ws, run, tmp_path):
+    """One step failing leaves the other done: a warning line each, the traceback with MEMCLI_DEBUG=1,
+    else in .cache/last-error.log. The failure: the archive's ``transcripts`` folder is a file."""
+    _configure(ws, extract=True, summarize=True)
+    (ws / "archive" / "transcripts").write_text("in the way\n", encoding="utf-8")
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "sessionId": "s9", "message": {
+        "role": "user", "content": "Never push to main directly."}}) + "\n", encoding="utf-8")
+    payload = json.dumps({"session_id": "s9", "transcript_path": str(transcript), "cwd": str(ws)})
+    debug = run("hook", "claude", "pre-compact", input=payload, env={"MEMCLI_DEBUG": "1"})
+    assert debug.code == 0 and debug.out == ""
+    warnings = [line for line in debug.err.splitlines() if line.startswith("memcli: warning:")]
+    assert len(warnings) == 2 and "wrote 1" in warnings[0] and "session summary failed: " in warnings[1]
+    assert "Traceback (most recent call last):" in debug.err and "compact_session" in debug.err
+    assert _subjects(ws)[0].startswith("memcli: extract ")
+    logged = run("hook", "claude", "pre-compact", input=payload)
+    assert logged.code == 0 and "Traceback" not in logged.err
+    assert "session summary failed: " in logged.err and "last-error.log" in logged.err
+    assert "compact_session" in (ws / ".cache" / "last-error.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_transcript_that_is_not_a_regular_file_is_refused_without_hanging(ws, run, tmp_path, kind):
+    """Report 2, problem 8: a FIFO or /dev/zero is never read (no hang, no memory eaten)."""
+    _configure(ws, extract=True, summarize=True)
+    path = tmp_path / "transcript.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    before = _subjects(ws)
+    payload = json.dumps({"session_id": "z", "transcript_path": str(path), "cwd": str(ws)})
+    for event in ("pre-compact", "session-end"):
+        hook = run("hook", "claude", event, input=payload, timeout=20)
+        assert hook.code == 0 and hook.out == "", hook
+        assert hook.err.count("\n") == 1 and "is not a regular file" in hook.err and "memcli: warning:" in hook.err
+    for args in (("compact", "--transcript", str(path)), ("extract", str(path)), ("extract", str(path), "--apply")):
+        result = run(*args, timeout=20)
+        assert result.code == 5 and result.out == "", result
+        assert result.err.count("\n") == 1 and "is not a regular file" in result.err
+    assert _subjects(ws) == before
+    assert [p.name for p in (ws / "archive").rglob("*") if p.is_file()] == [".gitignore"]
+
+
+def test_install_warns_when_the_hooks_will_find_no_workspace(tmp_path, run):
+    """Report 2, problem 10: a workspace in a subfolder of the project is never found by the hooks."""
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    assert run("init", str(project / "mem")).code == 0
+    result = run("hook", "install", "claude", cwd=project)
+    assert result.code == 0 and "added SessionStart" in result.out
+    assert result.err.count("\n") == 1 and result.err.startswith("memcli: warning: no memcli workspace in ")
+    assert "memcli init" in result.err and "init --hidden" in result.err and "-w PATH" in result.err
+    assert "MEMCLI_WORKSPACE" in result.err
+    as_json = run("--json", "hook", "install", "claude", cwd=project).json()
+    assert as_json["data"]["changes"] == [] and "no memcli workspace" in as_json["warnings"][0]
+    pinned = run("-w", str(project / "mem"), "hook", "install", "claude", cwd=project)
+    assert pinned.code == 0 and pinned.err == ""
+    assert run("init", "--hidden", cwd=project).code == 0
+    found = run("hook", "uninstall", "claude", cwd=project)
+    assert found.code == 0 and found.err == ""
+    again = run("hook", "install", "claude", cwd=project)
+    assert again.code == 0 and again.err == "" and "added SessionStart" in again.out

@@ -321,12 +321,36 @@ def test_no_rule_matches_gives_the_first_500_characters(ws, run, tmp_path):
     assert beginning.startswith("user: Hello there. Hello there.") and len(beginning) == 500
 
 
-def test_without_a_session_id_the_file_name_makes_the_scope(ws, run, tmp_path):
+def test_without_a_session_id_the_digest_makes_the_scope_and_a_copy_is_a_no_op(ws, run, tmp_path):
+    """Report 2, problem 10: the same bytes under another file name find the first summary."""
     path = write_transcript(tmp_path, "my session (2).jsonl", transcript(session=None))
     result = run("compact", "--transcript", str(path), "--json")
     assert result.code == 0, result
     data = result.json()["data"]
-    assert (data["scope"], data["memory"]["provenance"]["runId"]) == ("session:my-session-2", "my-session-2")
+    name = f"transcript-{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}"
+    assert (data["scope"], data["memory"]["provenance"]["runId"]) == (f"session:{name}", name)
+    before = commits(ws)
+    copy = tmp_path / "renamed.jsonl"
+    shutil.copyfile(path, copy)
+    again = run("compact", "--transcript", str(copy), "--json")
+    assert again.code == 0, again
+    assert (again.json()["data"]["outcome"], again.json()["data"]["id"]) == ("noop", data["id"])
+    assert commits(ws) == before
+
+
+def test_a_transcript_past_the_size_cap_is_refused_unread(ws, run, tmp_path):
+    from memcli.service.extract import MAX_TRANSCRIPT_BYTES
+
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as handle:  # sparse: no disk space used
+        handle.truncate(MAX_TRANSCRIPT_BYTES + 1)
+    before = commits(ws)
+    for args in (("compact", "--transcript", str(big)), ("extract", str(big), "--apply")):
+        result = run(*args, timeout=20)
+        assert result.code == 5 and result.out == "", result
+        assert result.err.count("\n") == 1 and "more than the 200 MB memcli reads" in result.err
+    assert commits(ws) == before
+    assert [p.name for p in (ws / "archive").rglob("*") if p.is_file()] == [".gitignore"]
 
 
 def test_user_errors_write_nothing(ws, run, tmp_path):

@@ -9,7 +9,7 @@ import typer
 
 from memcli.cli import hot
 from memcli.cli.app import JsonOpt, app
-from memcli.cli.output import emit
+from memcli.cli.output import emit, warn
 
 hook_app = typer.Typer(help="Agent hooks: entry points that read the agent's JSON on stdin, and their setup.",
                        no_args_is_help=True)
@@ -57,6 +57,8 @@ def _install(agent: str, user: bool, remove: bool) -> None:
         raise UsageProblem(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(AGENTS)}")
     workspace = GLOBALS.workspace or os.environ.get("MEMCLI_WORKSPACE")
     result = do_install(agent, user, _project(), workspace, remove=remove)
+    for message in result.pop("warnings"):
+        warn(message)
     lines = [f"{result['path']}: {c}" for c in result["changes"]] or [f"{result['path']}: nothing to change"]
     emit(result, "\n".join(lines))
 

@@ -6,6 +6,7 @@ these functions, so the two paths cannot drift apart in behaviour or output.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from memcli.cli.output import STATE, emit, one_line, table, warn
@@ -111,4 +112,7 @@ def hook(agent: str, event: str) -> None:
     run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor)
     for message in run.warnings:
         print(f"memcli: warning: {message}", file=sys.stderr)
+    if os.environ.get("MEMCLI_DEBUG"):
+        for text in run.tracebacks:
+            sys.stderr.write(text)
     sys.stdout.write(run.stdout)

@@ -124,25 +124,102 @@ class ExtractResult:
         return found + skipped + done
 
 
-def read_transcript(path: Path) -> Transcript:
-    """Read and parse a transcript file (UTF-8, with or without BOM; undecodable bytes replaced).
+#: The largest transcript memcli reads, in bytes (200 MB; a long Claude Code session is a few MB).
+#: A bigger file is refused before it is read, so that no command or hook fills the memory.
+MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
+_HINT = "give the path of a Claude Code session file, e.g. ~/.claude/projects/<project>/<session>.jsonl"
+
+
+def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
+    """Raise unless ``info`` (``os.stat`` of ``path``) is a regular file of at most :data:`MAX_TRANSCRIPT_BYTES`."""
+    import stat
+
+    if stat.S_ISDIR(info.st_mode):
+        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=_HINT)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValidationFailed(f"{path} is not a regular file (a FIFO, device or socket); it was not read",
+                               hint=_HINT)
+    if info.st_size > MAX_TRANSCRIPT_BYTES:
+        raise _too_large(path, info.st_size)
+
+
+def _too_large(path: Path, size: int) -> ValidationFailed:
+    return ValidationFailed(f"the transcript {path} is {size / 2**20:.0f} MB, more than the "
+                            f"{MAX_TRANSCRIPT_BYTES // 2**20} MB memcli reads; it was not read",
+                            hint="split the session file, or summarise it with another tool")
+
+
+def _os_error(path: Path, err: OSError) -> ValidationFailed:
+    if isinstance(err, FileNotFoundError):
+        return ValidationFailed(f"no transcript at {path}: the file does not exist", hint=_HINT)
+    if isinstance(err, PermissionError):
+        return ValidationFailed(f"cannot read the transcript {path}: permission denied",
+                                hint="check the file's permissions")
+    return ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=_HINT)
+
+
+def check_transcript(path: Path) -> None:
+    """Check, without opening it, that ``path`` is a transcript memcli may read: a regular file
+    (a symbolic link to one is fine) of at most :data:`MAX_TRANSCRIPT_BYTES`.
 
     Raises:
-        ValidationFailed: the file is missing, a folder, or cannot be read.
+        ValidationFailed: the file is missing, a folder, a FIFO, device or socket (``/dev/zero``),
+            too large, or cannot be looked at.
     """
-    hint = "give the path of a Claude Code session file, e.g. ~/.claude/projects/<project>/<session>.jsonl"
+    import os
+
     try:
-        with path.open(encoding="utf-8-sig", errors="replace") as handle:
-            return parse(handle)
-    except FileNotFoundError:
-        raise ValidationFailed(f"no transcript at {path}: the file does not exist", hint=hint) from None
-    except IsADirectoryError:
-        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=hint) from None
-    except PermissionError:
-        raise ValidationFailed(f"cannot read the transcript {path}: permission denied",
-                               hint="check the file's permissions") from None
+        info = os.stat(path)
     except OSError as err:
-        raise ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=hint) from None
+        raise _os_error(path, err) from None
+    _refuse(path, info)
+
+
+def read_transcript_bytes(path: Path) -> bytes:
+    """The raw bytes of a transcript file, after :func:`check_transcript`.
+
+    The file is checked before it is opened (opening a FIFO would block), opened without
+    blocking, checked again (it may have been swapped) and read to at most
+    :data:`MAX_TRANSCRIPT_BYTES`, so no path makes this hang or fill the memory.
+
+    Raises:
+        ValidationFailed: as :func:`check_transcript`, or the file cannot be read.
+    """
+    import os
+
+    check_transcript(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise _os_error(path, err) from None
+    try:
+        _refuse(path, os.fstat(fd))
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(MAX_TRANSCRIPT_BYTES + 1)
+    except OSError as err:
+        raise _os_error(path, err) from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_TRANSCRIPT_BYTES:  # it grew after the check
+        raise _too_large(path, len(raw))
+    return raw
+
+
+def transcript_lines(raw: bytes):  # noqa: ANN201 - io.StringIO
+    """The lines of a transcript's raw bytes: UTF-8 with or without BOM, undecodable bytes
+    replaced, universal newlines (as ``open`` in text mode reads them)."""
+    import io
+
+    return io.StringIO(raw.decode("utf-8-sig", errors="replace"), newline=None)
+
+
+def read_transcript(path: Path) -> Transcript:
+    """Read and parse a transcript file (see :func:`read_transcript_bytes` for what is refused).
+
+    Raises:
+        ValidationFailed: the file is missing, a folder, not a regular file, too large, or cannot be read.
+    """
+    return parse(transcript_lines(read_transcript_bytes(path)))
 
 
 def idempotency_key(session: str, turn: Turn, index: int) -> str:

@@ -36,6 +36,8 @@ class HookRun:
 
     stdout: str
     warnings: list[str] = field(default_factory=list)
+    #: Tracebacks of unexpected errors (bugs), for ``MEMCLI_DEBUG=1`` to print on stderr.
+    tracebacks: list[str] = field(default_factory=list)
 
 
 def _session_file(ctx, session_id: str) -> Path:  # noqa: ANN001
@@ -77,6 +79,7 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     payload, problem = formats.HookInput.parse(raw)
     run = HookRun("", [problem] if problem else [])
     context = ""
+    ctx = None
     try:
         ctx = _open(workspace, actor, payload.cwd)
         context = _dispatch(ctx, event, payload, run)
@@ -84,9 +87,29 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     except MemcliError as err:
         run.warnings.append(f"no memories for this session: {err.line()}")
     except Exception as err:  # noqa: BLE001 - a hook must not fail the agent's session
-        run.warnings.append(f"memcli hook failed: {type(err).__name__}: {err}")
+        _bug(ctx, run, "memcli hook", err)
     run.stdout = formats.answer(agent, event, context)
     return run
+
+
+def _bug(ctx, run: HookRun, what: str, err: Exception) -> None:  # noqa: ANN001
+    """One warning line for an unexpected error (a bug), its traceback kept in ``run.tracebacks``
+    and, unless ``MEMCLI_DEBUG`` is set (the CLI then prints it), written to
+    ``.cache/last-error.log`` as the CLI does for commands. Call from an ``except`` block."""
+    import traceback
+
+    text = traceback.format_exc()
+    run.tracebacks.append(text)
+    where = ""
+    if ctx is not None and not os.environ.get("MEMCLI_DEBUG"):
+        from memcli.store.files import atomic_write
+
+        try:
+            atomic_write(ctx.ws.cache / "last-error.log", text.encode("utf-8"))
+            where = f" (details in {ctx.ws.cache / 'last-error.log'}; MEMCLI_DEBUG=1 prints them)"
+        except OSError:
+            pass
+    run.warnings.append(f"{what} failed: {type(err).__name__}: {err}{where}")
 
 
 def _open(workspace: str | None, actor: str | None, cwd: str):  # noqa: ANN202
@@ -111,9 +134,7 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
         block = _prompt_block(ctx, payload.prompt, seen)
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
         return block.text
-    _extract(ctx, payload, run)
-    if event == "pre-compact":
-        _summarize(ctx, payload, run)
+    _after_session(ctx, event, payload, run)
     if event == "session-end" and payload.session_id:
         _session_file(ctx, payload.session_id).unlink(missing_ok=True)
     return ""
@@ -131,36 +152,56 @@ def _prompt_block(ctx, prompt: str, seen: set[str]):  # noqa: ANN001, ANN202
     return render(fresh, PROMPT_BUDGET)
 
 
-def _extract(ctx, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
-    """pre-compact / session-end: extract from the transcript when ``[hooks] extract`` is on."""
-    if not ctx.ws.config.hook_extract or not payload.transcript_path:
+def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
+    """pre-compact / session-end: extraction (``[hooks] extract``) and, for pre-compact, the
+    session summary (``[hooks] summarize``), each on its own: one failing gives one warning
+    line and the other still runs. A transcript memcli must not read (a FIFO, ``/dev/zero``,
+    a file past ``MAX_TRANSCRIPT_BYTES``) gives one warning and neither runs."""
+    from memcli.service.extract import check_transcript
+
+    config = ctx.ws.config
+    steps = [("transcript extraction", _extract)] if config.hook_extract else []
+    if event == "pre-compact" and config.hook_summarize:
+        steps.append(("session summary", _summarize))
+    if not steps or not payload.transcript_path:
         return
     try:
-        from memcli.service.extract import extract
-    except ImportError:
-        run.warnings.append("transcript extraction is not available in this version")
+        check_transcript(Path(payload.transcript_path))
+    except MemcliError as err:
+        run.warnings.append(f"the session transcript was not read: {err.line()}")
         return
+    for what, step in steps:
+        try:
+            step(ctx, Path(payload.transcript_path), run)
+        except MemcliError as err:
+            run.warnings.append(f"{what} failed: {err.line()}")
+        except Exception as err:  # noqa: BLE001 - a hook must not fail the agent's session
+            _bug(ctx, run, what, err)
+
+
+def _extract(ctx, transcript: Path, run: HookRun) -> None:  # noqa: ANN001
+    """Extract from the transcript (``extract --apply``); a warning says what was written."""
+    from memcli.service.extract import extract
+
     started = time.monotonic()
-    result = extract(ctx, Path(payload.transcript_path), apply=True, scope=None)
+    result = extract(ctx, transcript, apply=True, scope=None)
     elapsed = time.monotonic() - started
     if elapsed > EXTRACT_SECONDS:
         run.warnings.append(f"transcript extraction took {elapsed:.1f} s")
-    written = sum(1 for c in result.candidates if c.get("decision") == "written")
-    if written:
-        run.warnings.append(f"remembered {written} memories from the session transcript")
+    run.warnings.extend(result.warnings)
+    if result.applied and result.accepted:
+        run.warnings.append(result.message())
 
 
-def _summarize(ctx, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
-    """pre-compact: the session's rule-based summary memory, when ``[hooks] summarize`` is on.
+def _summarize(ctx, transcript: Path, run: HookRun) -> None:  # noqa: ANN001
+    """The session's rule-based summary memory (``compact --transcript``).
 
     No external summarizer runs here: a hook has a time budget (INTEGRATIONS.md), and the
     rules take well under a second.
     """
-    if not ctx.ws.config.hook_summarize or not payload.transcript_path:
-        return
     from memcli.service.session import compact_session
 
-    result = compact_session(ctx, Path(payload.transcript_path))
+    result = compact_session(ctx, transcript)
     run.warnings.extend(result.warnings)
     if result.write.outcome != "noop":
         run.warnings.append(result.message())
@@ -197,7 +238,8 @@ def install(agent: str, user: bool, project: Path, workspace: str | None, remove
         remove: take memcli's entries out instead.
 
     Returns:
-        ``{"path": ..., "changes": [...]}``.
+        ``{"path": ..., "changes": [...], "warnings": [...]}``; a warning when the hooks
+        will find no workspace (see :func:`unfound_workspace`).
 
     Raises:
         ValidationFailed: the settings file is not a JSON object (it is left untouched).
@@ -219,4 +261,29 @@ def install(agent: str, user: bool, project: Path, workspace: str | None, remove
         updated, changes = formats.merge(settings, agent, commands)
     if changes:
         atomic_write(path, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    return {"path": str(path), "changes": changes}
+    problem = None if remove else unfound_workspace(project, workspace)
+    return {"path": str(path), "changes": changes, "warnings": [problem] if problem else []}
+
+
+def unfound_workspace(project: Path, workspace: str | None) -> str | None:
+    """Why hooks installed for ``project`` will find no workspace, or None when they will.
+
+    A hook without ``-w`` looks for ``memcli.toml`` (or ``.memcli/memcli.toml``) from the
+    agent's working folder up (``store.workspace.find_root``), so a workspace in a
+    subfolder of the project, or none at all, is never found.
+
+    Args:
+        project: the project folder the agent runs in.
+        workspace: the workspace pinned in the hook commands, or None.
+    """
+    from memcli.store.workspace import find_root
+
+    if workspace:
+        return None
+    try:
+        find_root(cwd=project)
+        return None
+    except MemcliError:
+        return (f"no memcli workspace in {project} or a folder above it, so the hooks will find none: "
+                f"run `memcli init` (or `memcli init --hidden`) there, or pin one with "
+                f"`memcli -w PATH hook install ...` (or MEMCLI_WORKSPACE=PATH memcli hook install ...)")

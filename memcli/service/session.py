@@ -23,7 +23,6 @@ so the command never makes the write gates refuse the summary nor reaches the te
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from memcli.agents import summary as rules
 from memcli.errors import UsageProblem, ValidationFailed
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, Provenance, check_scope
 from memcli.service import Ctx
-from memcli.service.extract import read_transcript
+from memcli.service.extract import read_transcript_bytes, transcript_lines
 from memcli.service.write import WriteOptions, WriteResult, _gate
 
 OP = "compact"
@@ -47,7 +46,8 @@ class SessionResult:
     """What ``compact --transcript`` did.
 
     Attributes:
-        session: the session id (``sessionId``, else the file name), made into a valid scope name.
+        session: the session id (``sessionId``) made into a valid scope name, else
+            ``transcript-<first 12 of sha256>`` (see :func:`session_name`).
         write: the gates' result: ``created``, or ``noop`` when this transcript was compacted before.
         archive: the raw transcript's path relative to the workspace (``archive/transcripts/<sha>.jsonl.gz``).
         sha256: hex SHA-256 of the transcript's raw bytes.
@@ -94,18 +94,20 @@ class SessionResult:
                 f"{'s' * (questions != 1)}); {kept}")
 
 
-def session_name(session_id: str | None, path: Path, digest: str) -> str:
-    """The ``NAME`` of the ``session:NAME`` scope: the session id, else the file name without
-    ``.jsonl``, with runs of characters a scope may not hold replaced by ``-`` and cut to 64;
-    ``transcript-<first 12 of the digest>`` when neither makes a valid scope."""
-    for candidate in (session_id, path.name.removesuffix(".jsonl")):
-        name = _UNSAFE.sub("-", candidate or "").replace("..", "-").strip(".-_@")[:64].rstrip(".-_@")
-        try:
-            check_scope(f"session:{name}")
-            return name
-        except ValidationFailed:
-            continue
-    return f"transcript-{digest[:12]}"
+def session_name(session_id: str | None, digest: str) -> str:
+    """The ``NAME`` of the ``session:NAME`` scope: the session id, with runs of characters a
+    scope may not hold replaced by ``-`` and cut to 64; ``transcript-<first 12 of the digest>``
+    when there is none or it makes no valid scope.
+
+    Never the file name: the same bytes copied under another name must find the first
+    summary (its idempotency key is looked up in this scope).
+    """
+    name = _UNSAFE.sub("-", session_id or "").replace("..", "-").strip(".-_@")[:64].rstrip(".-_@")
+    try:
+        check_scope(f"session:{name}")
+        return name
+    except ValidationFailed:
+        return f"transcript-{digest[:12]}"
 
 
 def program_name(command: str) -> str:
@@ -198,7 +200,8 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
 
     Raises:
         UsageProblem: ``keep_recent`` below 0 or ``timeout`` not above 0.
-        ValidationFailed: the transcript is missing or unreadable, not JSON Lines, or holds no
+        ValidationFailed: the transcript is missing or unreadable, not a regular file (a FIFO,
+            ``/dev/zero``), larger than ``MAX_TRANSCRIPT_BYTES``, not JSON Lines, or holds no
             conversation; nothing is written.
         WorkspaceInvalid: the archive folder cannot be created.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written (the archive file too is removed).
@@ -208,12 +211,8 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     if not timeout > 0:
         raise UsageProblem(f"--summarizer-timeout must be more than 0 seconds, not {timeout:g}")
     path = Path(path)
-    read_transcript(path)  # a missing, unreadable or folder path: ValidationFailed, as for `extract`
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}") from None
-    conversation = rules.read_conversation(io.StringIO(raw.decode("utf-8-sig", errors="replace")))
+    raw = read_transcript_bytes(path)  # checked and capped as for `extract`
+    conversation = rules.read_conversation(transcript_lines(raw))
     hint = "give the path of a Claude Code session file, e.g. ~/.claude/projects/<project>/<session>.jsonl"
     if conversation.lines and conversation.skipped_lines == conversation.lines:
         which = "its only line is not" if conversation.lines == 1 else f"none of its {conversation.lines} lines is"
@@ -221,7 +220,7 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     if not conversation.messages:
         raise ValidationFailed(f"no conversation in {path}: it holds no user or assistant messages", hint=hint)
     digest = hashlib.sha256(raw).hexdigest()
-    session = session_name(conversation.session_id, path, digest)
+    session = session_name(conversation.session_id, digest)
     scope = f"session:{session}"
     archive = f"archive/{ARCHIVE_DIR}/{digest}.jsonl.gz"
     key = f"compact:sha256:{digest}"
