@@ -494,7 +494,10 @@ def test_bad_ttl_and_compact_settings_are_one_line_errors(ws, run):
                           ('[ttl]\nmood = "1d"\n', "[ttl] 'mood' is not a category"),
                           ("[ttl]\ngoal = 30\n", "[ttl] goal has the wrong type"),
                           ('[compact]\nretention = "forever"\n', "[compact] retention: not a duration"),
-                          ("[compact]\nnear_duplicate = 101\n", "[compact] near_duplicate must be from 0 to 100")):
+                          ("[compact]\nnear_duplicate = 101\n", "[compact] near_duplicate must be from 50 to 100"),
+                          ("[compact]\nnear_duplicate = 0\n", "[compact] near_duplicate must be from 50 to 100"),
+                          ("[compact]\nnear_duplicate = 49\n", "[compact] near_duplicate must be from 50 to 100"),
+                          ("[gates]\nnear_duplicate = -1\n", "[gates] near_duplicate must be from 0 to 100")):
         (ws / "memcli.toml").write_text(table, encoding="utf-8")
         result = run("remember", "Anything at all.", "--category", "goal")
         assert result.code == 3 and needle in result.err, (table, result)
