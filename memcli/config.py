@@ -52,7 +52,7 @@ budget = 8000
 # `memcli compact` archives superseded and rejected memories last updated longer ago
 # than this (a duration: 30d, 12w, 1y).
 retention = "90d"
-# rapidfuzz ratio (0-100) at or over which two active memories of one scope are merged.
+# rapidfuzz ratio (50-100) at or over which two active memories of one scope are merged.
 near_duplicate = 95
 
 [ttl]
@@ -153,8 +153,9 @@ def load_config(path: Path) -> Config:
         raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 and [git] lock_timeout not negative")
     if config.on_conflict not in ("supersede", "fail"):
         raise WorkspaceInvalid(f"{path}: [gates] on_conflict must be \"supersede\" or \"fail\"")
-    if not 0 <= config.compact_near_duplicate <= 100:
-        raise WorkspaceInvalid(f"{path}: [compact] near_duplicate must be from 0 to 100 (a rapidfuzz ratio)")
+    if not 50 <= config.compact_near_duplicate <= 100:  # below half alike, unrelated texts would merge
+        raise WorkspaceInvalid(f"{path}: [compact] near_duplicate must be from 50 to 100 (a rapidfuzz ratio)",
+                               hint="the default is 95")
     _check_duration(path, "[compact] retention", config.compact_retention)
     config.ttl = {**DEFAULT_TTL, **_ttl_table(path, data.get("ttl", {}))}
     return config

@@ -494,7 +494,10 @@ def test_bad_ttl_and_compact_settings_are_one_line_errors(ws, run):
                           ('[ttl]\nmood = "1d"\n', "[ttl] 'mood' is not a category"),
                           ("[ttl]\ngoal = 30\n", "[ttl] goal has the wrong type"),
                           ('[compact]\nretention = "forever"\n', "[compact] retention: not a duration"),
-                          ("[compact]\nnear_duplicate = 101\n", "[compact] near_duplicate must be from 0 to 100")):
+                          ("[compact]\nnear_duplicate = 101\n", "[compact] near_duplicate must be from 50 to 100"),
+                          ("[compact]\nnear_duplicate = 0\n", "[compact] near_duplicate must be from 50 to 100"),
+                          ("[compact]\nnear_duplicate = 49\n", "[compact] near_duplicate must be from 50 to 100"),
+                          ("[gates]\nnear_duplicate = -1\n", "[gates] near_duplicate must be from 0 to 100")):
         (ws / "memcli.toml").write_text(table, encoding="utf-8")
         result = run("remember", "Anything at all.", "--category", "goal")
         assert result.code == 3 and needle in result.err, (table, result)
@@ -566,7 +569,7 @@ def test_planner_merges_only_near_duplicates_that_say_the_same_thing():
     from memcli.policy.consolidate import Settings, differences, plan
 
     assert differences("不要在周五发布大版本，非常危险", "要在周五发布大版本，非常危险") == ["one negates the other"]
-    assert differences("发布非常慢", "发布很慢") == []  # 非常 ("very") does not negate
+    assert differences("这个发布非常慢", "发布非常慢") == []  # 非常 ("very") does not negate; 这 个 are particles
     assert differences("Don't push with --force.", "Do not push with --force.") == []
     assert differences("Never push with --force.", "Never push with --force-with-lease.") == [
         "the names, paths or flags differ"]
@@ -592,3 +595,75 @@ def test_planner_merges_only_near_duplicates_that_say_the_same_thing():
                   memory("eee2", "The API listens on 8081.", 2, subject="api.port")], settings, now)
     assert [(c.kind, c.ids, c.reason) for c in twice.conflicts] == [
         ("subject", ["eee1", "eee2"], 'both active with subject "api.port"')]
+
+
+# --- 4. near duplicates differ in any content word (newcomer report 2, problem 2) -----------
+
+CACHE_ON = "Enable the response cache in production builds of the web application."
+CACHE_OFF = "Disable the response cache in production builds of the web application."
+OPPOSITES = [  # each pair: near duplicates (ratio >= 80) whose one content word differs
+    ("The feature flag for the new billing page is true in staging.",
+     "The feature flag for the new billing page is false in staging.", "true / false"),
+    ("Run the database migrations before deploying the new release.",
+     "Run the database migrations after deploying the new release.", "before / after"),
+    ("The search cluster keeps three replicas of every shard.",
+     "The search cluster keeps four replicas of every shard.", "three / four"),
+    ("Application logs are kept for thirty days in the archive bucket.",
+     "Application logs are kept for ninety days in the archive bucket.", "thirty / ninety"),
+    ("Set the minimum connection pool size for the worker processes.",
+     "Set the maximum connection pool size for the worker processes.", "minimum / maximum"),
+    ("Increase the request timeout of the payment gateway client.",
+     "Decrease the request timeout of the payment gateway client.", "increase / decrease"),
+    ("Ask Alice before changing the deployment pipeline configuration.",
+     "Ask Alina before changing the deployment pipeline configuration.", "alice / alina"),
+    ("Copy the nightly backup archive to the storage server.",
+     "Copy the nightly backup archive from the storage server.", "— / from"),
+    ("缓存在生产环境中启用", "缓存在生产环境中禁用", "启 / 禁"),
+]
+SAME = [  # near duplicates that say the same thing: merged
+    ("The metrics dashboard lives in Grafana under the Platform folder.",
+     "The metrics dashboards live in Grafana under the Platform folder."),  # plural, verb form
+    ("The search index is rebuilt nightly by the cron worker.",
+     "The search index is rebuilt by the cron worker nightly."),  # word order
+    ("The release checklist lives in a wiki page of the operations team.",
+     "The release checklist lives in the wiki page of an operations team."),  # articles
+    ("Don't push with --force to the shared branches.", "Do not push with --force to the shared branches."),
+    ("We cannot push to main directly.", "We can't push to main directly."),
+    ("发布流程在周二的站会之后", "发布流程在周二站会之后"),  # a particle
+]
+
+
+def test_near_duplicates_with_a_different_word_are_possible_conflicts(ws, run):
+    on = remembered(run, CACHE_ON, when="2026-11-01T09:00:00Z")
+    off = remembered(run, CACHE_OFF, when="2026-11-02T09:00:00Z")
+    head = git(ws, "rev-parse", "HEAD").strip()
+    text = run("compact", "--apply", env=AT_NOW)
+    assert text.code == 0, text
+    assert (f"possible conflict {on} {off} (project): 96% similar but the words differ (enable / disable); "
+            "left as they are — supersede one") in text.out.splitlines()
+    assert git(ws, "rev-parse", "HEAD").strip() == head  # nothing merged: no commit
+    assert {front(p).get("status", "active") for p in files(ws).values()} == {"active"}
+
+
+def test_planner_merges_near_duplicates_only_when_their_content_words_agree():
+    from datetime import timedelta
+
+    from memcli.policy.consolidate import Settings, differences, plan
+
+    now = datetime(2026, 12, 15, tzinfo=timezone.utc)
+    settings = Settings(timedelta(days=90), "90d", 80)
+    for first, second, words in OPPOSITES:
+        assert fuzz.ratio(normalise_text(first), normalise_text(second)) >= 80, (first, second)
+        got = plan([memory("fff1", first, 1), memory("fff2", second, 2)], settings, now)
+        assert got.actions == [], first
+        [conflict] = got.conflicts
+        assert conflict.kind == "possible" and conflict.reason.endswith(f"but the words differ ({words})"), conflict
+    for first, second in SAME:
+        assert fuzz.ratio(normalise_text(first), normalise_text(second)) >= 80, (first, second)
+        assert differences(first, second) == [], (first, second)
+        got = plan([memory("ggg1", first, 1), memory("ggg2", second, 2)], settings, now)
+        assert [(a.action, a.ids, a.keeper) for a in got.actions] == [("merge", ["ggg2"], "ggg1")], first
+    # the other reasons still come first, and the word list is capped at three per side
+    assert differences("Keep 3 replicas of the shard.", "Keep 4 replicas of the shard.") == ["the numbers differ"]
+    assert differences("Use red green blue cyan paint.", "Use paint.") == [
+        "the words differ (red, green, blue, … / —)"]

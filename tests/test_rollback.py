@@ -13,8 +13,8 @@ from conftest import git
 IDENT = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid")
 
 
-def remember(run, text: str, *args: str) -> dict:
-    result = run("--json", "remember", text, *args)
+def remember(run, text: str, *args: str, env: dict | None = None) -> dict:
+    result = run("--json", "remember", text, *args, env=env)
     assert result.code == 0, result
     return result.json()["data"]["memory"]
 
@@ -383,3 +383,74 @@ def test_history_chain_survives_a_cycle_in_old_data(ws, run):
     result = run("--json", "history", b)
     assert result.code == 0, result
     assert sorted(link["id"] for link in result.json()["data"]["chain"]) == sorted([a, b])
+
+
+# --- rolling back a compact keeper gives back what it merged (newcomer report 2, problem 4) --
+
+DASHBOARD = "The metrics dashboard lives in Grafana under the Platform folder."
+
+
+def test_rollback_of_a_keeper_to_before_the_merge_unmerges_the_merged_memory(ws, run):
+    keeper = remember(run, DASHBOARD, "--expire-at", "2027-01-01", env={"MEMCLI_NOW": "2026-11-01T00:00:00Z"})["id"]
+    merged = remember(run, "The metrics dashboards live in Grafana under the Platform folder.", "--pinned",
+                      env={"MEMCLI_NOW": "2026-11-02T00:00:00Z"})["id"]
+    at = {"MEMCLI_NOW": "2026-12-15T00:00:00Z"}
+    compacted = run("--json", "compact", "--apply", env=at).json()["data"]
+    assert [(a["keeper"], a["ids"]) for a in compacted["actions"]] == [(keeper, [merged])]
+    assert front_matter(ws)[keeper]["pinned"] is True
+    after_compact = {p: p.read_bytes() for p in (ws / "memories").rglob("*.md")}
+
+    result = run("rollback", keeper, env=at)
+    assert result.code == 0, result
+    assert result.out.strip().endswith(f"now active; un-merged {merged}") and result.err == ""
+    metas = assert_acyclic(ws)
+    assert metas[merged]["status"] == "active" and metas[merged]["pinned"] is True
+    assert "supersededBy" not in metas[merged]
+    assert metas[keeper]["status"] == "active" and "pinned" not in metas[keeper]
+    assert not {"supersedes", "merged"} & metas[keeper].keys()
+    assert head_files(ws) == sorted([_path(ws, keeper), _path(ws, merged)])  # one commit, both files
+    assert f"Memcli-Related: {merged}" in git(ws, "log", "-1", "--format=%B")
+    listed = run("--json", "list", env=at).json()["data"]
+    assert merged in {m["id"] for m in listed["memories"]}  # the pinned fact is served again
+    # undo puts both files back as compact left them
+    assert run("undo").code == 0
+    assert {p: p.read_bytes() for p in (ws / "memories").rglob("*.md")} == after_compact
+
+
+def test_rollback_of_a_keeper_gives_back_only_what_it_took_in_since(ws, run):
+    keeper, first = merged_pair(ws, run)
+    later = {"MEMCLI_NOW": "2026-01-04T00:00:00Z"}
+    second = remember(run, "Always run the database migrations before starting the API servers locally",
+                      env=later)["id"]
+    assert run("compact", "--apply", env=later).code == 0
+    assert [m["id"] for m in front_matter(ws)[keeper]["merged"]] == [first, second]
+    result = run("rollback", keeper, env=later)  # to before its latest change: the second merge
+    assert result.code == 0 and f"un-merged {second}" in result.out and first not in result.out, result
+    metas = assert_acyclic(ws)
+    assert metas[second]["status"] == "active" and "supersededBy" not in metas[second]
+    assert metas[first]["status"] == "superseded" and list(metas[first]["supersededBy"]) == [keeper]
+    assert list(metas[keeper]["supersedes"]) == [first] and [m["id"] for m in metas[keeper]["merged"]] == [first]
+    # once more, to before the first merge: both are given back
+    result = run("rollback", keeper, "--to", "HEAD~4", env=later)
+    assert result.code == 0 and f"un-merged {first}" in result.out, result
+    metas = assert_acyclic(ws)
+    assert {metas[i]["status"] for i in (keeper, first, second)} == {"active"}
+    assert not {"supersedes", "merged", "supersededBy"} & {k for i in (keeper, first, second) for k in metas[i]}
+
+
+def test_a_merged_memory_holding_the_restored_keepers_subject_stays_retired_by_it(ws, run):
+    keeper = remember(run, DASHBOARD, "--subject", "metrics.dashboard", env={"MEMCLI_NOW": "2026-11-01T00:00:00Z"})
+    copy = ws / keeper["path"].replace(keeper["id"], "01m6baaaaaaaaaaaaaaaaaaaaa")
+    copy.write_text("---\nid: 01m6baaaaaaaaaaaaaaaaaaaaa\nscope: project\ncategory: fact\n"
+                    "subject: Metrics.Dashboard\ncreatedAt: 2026-11-03T09:00:00Z\nupdatedAt: 2026-11-03T09:00:00Z\n"
+                    "---\n" + DASHBOARD.upper() + "\n", encoding="utf-8")
+    hand_commit(ws, str(copy.relative_to(ws)))
+    compacted = run("--json", "compact", "--apply").json()["data"]
+    assert [(a["keeper"], a["ids"]) for a in compacted["actions"]] == [(keeper["id"], ["01m6baaaaaaaaaaaaaaaaaaaaa"])]
+    result = run("rollback", keeper["id"])
+    assert result.code == 0 and "un-merged" not in result.out, result
+    metas = assert_acyclic(ws)
+    assert metas[keeper["id"]]["status"] == "active" and "merged" not in metas[keeper["id"]]
+    assert list(metas[keeper["id"]]["supersedes"]) == ["01m6baaaaaaaaaaaaaaaaaaaaa"]
+    assert list(metas["01m6baaaaaaaaaaaaaaaaaaaaa"]["supersededBy"]) == [keeper["id"]]
+    assert head_files(ws) == [keeper["path"]]

@@ -23,10 +23,15 @@ Given memories, settings and the clock, :func:`plan` says what compaction would 
     calls ``f()``, ```backticked``` spans), both compared after NFKC and case folding,
     and the same count of *negations* (the words not, no, never, none, nothing, nobody,
     nowhere, neither, nor, cannot, without, avoid, any ``n't``; the characters
-    不 没 沒 别 別 勿 非 无 無 未 莫 毋 否, except in 非常 无论 無論 不过 不過). A near
-    duplicate that fails a check other than "both subjects set and different" is a
-    **possible conflict**: reported, never merged ("98% similar but one negates the
-    other"), since the two may say opposite things.
+    不 没 沒 别 別 勿 非 无 無 未 莫 毋 否, except in 非常 无论 無論 不过 不過), and
+    the same set of *content words* (:func:`content_words`: every other word, case and
+    punctuation aside, but for a short list of function words, each reduced to its
+    Snowball English stem, word order and repetition ignored; in Chinese and Japanese,
+    every character but a few particles). A near duplicate that fails a check other
+    than "both subjects set and different" is a **possible conflict**: reported, never
+    merged ("98% similar but one negates the other", "96% similar but the words differ
+    (enable / disable)"), since the two may say opposite things. A bag of words cannot
+    see order: "from A to B" and "from B to A" still merge.
 
   The others become ``superseded`` by the keeper; the keeper lists them in
   ``supersedes`` and keeps their provenance in ``merged``, takes the highest importance,
@@ -65,6 +70,29 @@ NOT_NEGATIONS = ("非常", "无论", "無論", "不过", "不過")
 #: A token: a run of ASCII letters, digits and the characters of paths, flags and names.
 _TOKEN = re.compile(r"[A-Za-z0-9_.\-/\\:@#~=+%$]+(?:\(\))?")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
+#: Function words left out of :func:`content_words`: articles and determiners, the
+#: forms of *be*, *do* and *have*, *will*/*shall*, pronouns, the prepositions and
+#: conjunctions that do not carry a direction or a condition. A word whose opposite is
+#: also a function word is not one: *from*, *out*, *off*, *or*, *if*, *unless*, *before*,
+#: *after*, *until*, *above*, *below*, *over*, *under*, *up*, *down*, the modals *can*, *may*,
+#: *must*, *should* … stay content words, so ``to``/``from`` or ``and``/``or`` still differ.
+STOP_WORDS = frozenset("""
+    a an the this that these those it its there which who whom whose
+    be is are was were been being am do does did doing done have has had having will shall
+    i me my we us our you your he him his she her they them their
+    of in on at to by for with into onto via as about than
+    and but so because since while also then
+    """.split())
+#: Han and kana particles left out of :func:`content_words` (each other character is a word).
+CJK_PARTICLES = "的了地得是在和与着过吗呢吧啊也这那个把被のはがをにでともへやねよ"
+#: How many differing words a ``the words differ (… / …)`` reason names per side.
+SHOWN_WORDS = 3
+_HAN_KANA = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff]+")
+_CJK_SKIP = frozenset(CJK_PARTICLES + NEGATION_CHARS)
+_WORD = re.compile(r"[^\W\d_]+")
+_CONTRACTIONS = re.compile(r"\b(?:(\w+)n't|(can)not)\b", re.IGNORECASE)
+_CONTRACTED = {"ca": "can", "wo": "will", "sha": "shall"}
+_STEMMER = None
 _CODE_LIKE = re.compile(r"[/\\_=@$]|\(\)$|\w\.\w|^-+[A-Za-z]|^\.[A-Za-z]|[a-z][A-Z]")
 
 
@@ -115,7 +143,7 @@ class Conflict:
 
     Attributes:
         kind: ``subject`` (active with the same subject) or ``possible`` (near duplicates
-            that differ in numbers, code-like tokens, negation or subject).
+            that differ in numbers, code-like tokens, negation, content words or subject).
         ids: the memories (for ``possible``: the older first).
         scope: their scope.
         subject: the shared subject (``subject``), else None.
@@ -204,6 +232,28 @@ def _fold(subject: str | None) -> str | None:
     return subject.casefold() if subject else None
 
 
+def _tokens(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split out the number-bearing and code-like tokens: ``(the rest of the text, [(kind, token), …])``.
+
+    ``text`` is NFKC-normalised already; ``kind`` is ``number`` or ``code``; tokens are
+    case-folded. Backticked spans are code tokens whole; the rest keeps every other word.
+    """
+    found = [("code", " ".join(span.split()).casefold()) for span in _CODE_SPAN.findall(text)]
+
+    def take(match: re.Match) -> str:
+        raw = match.group(0)
+        token = (raw.rstrip(".,:;") if not raw.endswith("()") else raw).lstrip(":")
+        if any(c.isdigit() for c in token):
+            found.append(("number", token.casefold()))
+        elif token and _CODE_LIKE.search(token):
+            found.append(("code", token.casefold()))
+        else:
+            return raw
+        return " "
+
+    return _TOKEN.sub(take, _CODE_SPAN.sub(" ", text)), found
+
+
 def markers(text: str) -> tuple[Counter, Counter, int]:
     """What two near duplicates must share to be merged: ``(numbers, code-like tokens, negations)``.
 
@@ -216,15 +266,9 @@ def markers(text: str) -> tuple[Counter, Counter, int]:
         both NFKC and case-folded, and the count of negations (see the module docstring).
     """
     text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
-    numbers: Counter = Counter()
-    code: Counter = Counter(" ".join(span.split()).casefold() for span in _CODE_SPAN.findall(text))
-    for raw in _TOKEN.findall(text):
-        token = raw.rstrip(".,:;") if not raw.endswith("()") else raw
-        token = token.lstrip(":")
-        if any(c.isdigit() for c in token):
-            numbers[token.casefold()] += 1
-        elif token and _CODE_LIKE.search(token):
-            code[token.casefold()] += 1
+    _, found = _tokens(text)
+    numbers = Counter(token for kind, token in found if kind == "number")
+    code = Counter(token for kind, token in found if kind == "code")
     cjk = text
     for word in NOT_NEGATIONS:
         cjk = cjk.replace(word, "")
@@ -232,8 +276,52 @@ def markers(text: str) -> tuple[Counter, Counter, int]:
     return numbers, code, negations
 
 
+def content_words(text: str) -> dict[str, str]:
+    """The content words of a text: Snowball English stem -> the first word (case-folded) with that stem.
+
+    What is left of the NFKC-normalised, case-folded text once the number-bearing and
+    code-like tokens (compared by :func:`markers`), the negations (counted there:
+    ``can't`` and ``cannot`` leave ``can``) and the :data:`STOP_WORDS` are taken out,
+    split into words at anything that is not a letter; each word reduced to its stem by
+    PyStemmer's Snowball English stemmer (the one ``memcli.index.tokenize`` uses), so
+    ``dashboard``/``dashboards`` and ``live``/``lives`` are one word. Han and kana have no
+    spaces between words: each of their characters is a word of its own, except the
+    particles in :data:`CJK_PARTICLES` and the negating characters. Order and repetition
+    do not count: the result is a set.
+    """
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
+    rest, _ = _tokens(text)
+    rest = _CONTRACTIONS.sub(lambda m: _CONTRACTED.get((m.group(1) or m.group(2)).casefold(), m.group(1) or m.group(2))
+                             + " not", rest).casefold()
+    for word in NOT_NEGATIONS:
+        rest = rest.replace(word, " ")
+    rest = _HAN_KANA.sub(lambda m: " " + " ".join(c for c in m.group(0) if c not in _CJK_SKIP) + " ",
+                         NEGATION_WORDS.sub(" ", rest))
+    words = [w for w in _WORD.findall(rest) if w not in STOP_WORDS]
+    out: dict[str, str] = {}
+    for word, stem in zip(words, _stems(words)):
+        out.setdefault(stem, word)
+    return out
+
+
+def _stems(words: list[str]) -> list[str]:
+    """The Snowball English stem of each word (PyStemmer, loaded on first use); non-English words unchanged."""
+    global _STEMMER
+    if _STEMMER is None:
+        import Stemmer
+
+        _STEMMER = Stemmer.Stemmer("english")
+    return _STEMMER.stemWords(words)
+
+
 def differences(text: str, other: str) -> list[str]:
-    """Why two near-duplicate texts may say different things, in words; empty when they may merge."""
+    """Why two near-duplicate texts may say different things, in words; empty when they may merge.
+
+    The reasons, in this order: ``the numbers differ``, ``the names, paths or flags
+    differ``, ``one negates the other`` (see :func:`markers`), and ``the words differ
+    (enable / disable)`` when the :func:`content_words` differ: those only in ``text``,
+    then those only in ``other`` (``—`` for none), at most :data:`SHOWN_WORDS` each.
+    """
     mine, theirs = markers(text), markers(other)
     why = []
     if mine[0] != theirs[0]:
@@ -242,7 +330,19 @@ def differences(text: str, other: str) -> list[str]:
         why.append("the names, paths or flags differ")
     if mine[2] != theirs[2]:
         why.append("one negates the other")
+    words, other_words = content_words(text), content_words(other)
+    if words.keys() != other_words.keys():
+        sides = [_shown([word for stem, word in a.items() if stem not in b])
+                 for a, b in ((words, other_words), (other_words, words))]
+        why.append(f"the words differ ({sides[0]} / {sides[1]})")
     return why
+
+
+def _shown(words: list[str]) -> str:
+    """At most :data:`SHOWN_WORDS` words joined by commas, ``…`` when there were more, ``—`` for none."""
+    if not words:
+        return "—"
+    return ", ".join(words[:SHOWN_WORDS]) + (", …" if len(words) > SHOWN_WORDS else "")
 
 
 def _groups(memories: list[Memory], threshold: int

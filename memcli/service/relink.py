@@ -21,6 +21,14 @@ Restoring an active version:
 
 Restoring a version that is not active, the others keep their status; a link that would
 now run both ways is dropped on their side.
+
+Either way, a memory that the current version lists (in ``supersedes`` or ``merged``)
+and the restored one does not, and that is still ``superseded`` by it, is given back
+(un-merged: rolling back a ``compact`` keeper to before the merge): it drops the
+restored memory from ``supersededBy`` and is ``active`` again, unless something else
+supersedes it too (then it only drops the link) or, the restored version being active,
+it holds that version's subject in its scope (then it stays superseded by it, and the
+restored version lists it in ``supersedes`` again, as it would retire it anyway).
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ class Links:
         supersedes, superseded_by: the restored memory's lists.
         retired: active memories it now supersedes.
         unmerged: keepers that gave it back (still active).
+        released: memories it gives back, active again (it was a keeper, restored to before the merge).
         pruned: memories whose stale link to it was dropped.
     """
 
@@ -49,16 +58,18 @@ class Links:
     superseded_by: list[str]
     retired: list[str] = field(default_factory=list)
     unmerged: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> list[str]:
         """Every other memory whose file changed, each once."""
-        return list(dict.fromkeys([*self.retired, *self.unmerged, *self.pruned]))
+        return list(dict.fromkeys([*self.retired, *self.unmerged, *self.released, *self.pruned]))
 
     def words(self) -> str:
-        """``; supersedes X; un-merged from K; links pruned in Y`` (empty when nothing else changed)."""
-        parts = [(self.retired, "supersedes"), (self.unmerged, "un-merged from"), (self.pruned, "links pruned in")]
+        """``; supersedes X; un-merged from K; un-merged M; links pruned in Y`` (empty when nothing else changed)."""
+        parts = [(self.retired, "supersedes"), (self.unmerged, "un-merged from"), (self.released, "un-merged"),
+                 (self.pruned, "links pruned in")]
         return "".join(f"; {label} {', '.join(ids)}" for ids, label in parts if ids)
 
 
@@ -132,12 +143,37 @@ def relink(ctx: Ctx, restored: Memory, current: Memory, earlier: Callable[[Memor
             if ref in others and rid in others[ref].supersedes:
                 edits.setdefault(ref, _Edit()).drop["supersedes"].add(rid)
                 links.pruned.append(ref)
+    _release(restored, current, others, links, edits)
     links.supersedes = list(dict.fromkeys(links.supersedes))
     for ref, edit in edits.items():
         item = ctx.load(others[ref])
         writes[item.file] = rewrite(item, {**_changes(item.memory, item.doc.meta.get("merged"), edit),
                                            "updatedAt": ctx.now})
     return links
+
+
+def _release(restored: Memory, current: Memory, others: dict[str, Memory], links: Links,
+             edits: dict[str, _Edit]) -> None:
+    """Give back what the current version holds and the restored one does not (see the module docstring)."""
+    def held(memory: Memory) -> set[str]:
+        return {*memory.supersedes, *(str(e.get("id")) for e in memory.merged)}
+
+    rid, subject = restored.id, (restored.subject or "").casefold()
+    for ref in sorted(held(current) - held(restored)):
+        other = others.get(ref)
+        if other is None or rid not in other.superseded_by or ref in links.supersedes:
+            continue
+        if (restored.status == "active" and subject and other.scope == restored.scope
+                and (other.subject or "").casefold() == subject):
+            links.supersedes.append(ref)  # it holds the restored subject: it stays retired by it
+            continue
+        edit = edits.setdefault(ref, _Edit())
+        edit.drop["supersededBy"].add(rid)
+        if other.status == "superseded" and not set(other.superseded_by) - {rid}:
+            edit.status = "active"
+            links.released.append(ref)
+        else:
+            links.pruned.append(ref)
 
 
 def _changes(memory: Memory, raw_merged: Any, edit: _Edit) -> dict[str, Any]:
