@@ -383,3 +383,37 @@ def test_history_chain_survives_a_cycle_in_old_data(ws, run):
     result = run("--json", "history", b)
     assert result.code == 0, result
     assert sorted(link["id"] for link in result.json()["data"]["chain"]) == sorted([a, b])
+
+
+def test_undo_after_purge_history_passes_over_the_emptied_commits(ws, run):
+    """Newcomer report 2, problem 5: purge --history leaves empty commits; undo goes past them."""
+    first = remember(run, "Staging DB host is db-stg-1.")
+    second = remember(run, "The VPN gateway is vpn.example.com.")
+    assert run("purge", second["id"], "--history", "--yes").code == 0
+    purge_commit = head(ws)
+    result = run("--json", "undo")
+    assert result.code == 0, result
+    data = result.json()["data"]
+    assert data["undoneOp"] == "remember" and data["ids"] == [first["id"]] and data["outcome"] == "updated"
+    assert [p["op"] for p in data["passedOver"]] == ["purge", "remember"]
+    assert data["passedOver"][0]["commit"] == purge_commit
+    assert "gone from history and cannot be brought back" in data["message"]
+    assert not (ws / first["path"]).exists() and not list((ws / "memories").rglob("*.md"))
+    again = run("undo")
+    assert again.code == 0 and again.out.startswith("nothing to undo") and again.err == ""
+    assert head(ws) != purge_commit and git(ws, "status", "--porcelain") == ""
+
+
+def test_undo_passes_over_a_history_purge_that_only_pruned_links(ws, run):
+    """The purge commit of a superseded memory still changes its successor (link pruned):
+    undoing it would bring back a link to a memory gone from history, so it is passed over.
+    The supersede before it left B in a form the purge changed: refused (exit 13), as ever."""
+    a = remember(run, "Use pnpm for every JavaScript package in this repo", "--subject", "js.pm")
+    b = run("--json", "supersede", a["id"], "Use yarn for every JavaScript package").json()["data"]["memory"]
+    assert run("purge", a["id"], "--history", "--yes").code == 0
+    assert a["id"] not in (ws / b["path"]).read_text()
+    supersede = git(ws, "log", "-1", "--format=%H", "HEAD~1").strip()
+    before = head(ws)
+    result = run("undo")
+    assert result.code == 13 and f"changed after commit {supersede[:12]}" in result.err, result
+    assert result.err.count("\n") == 1 and head(ws) == before and a["id"] not in (ws / b["path"]).read_text()
