@@ -21,9 +21,10 @@ from memcli.model import Memory
 from memcli.policy import gates
 from memcli.policy.gates import personal_owner
 from memcli.service import Ctx
+from memcli.service.audit import file_at
 from memcli.service.relink import relink
 from memcli.service.write import WriteResult, apply, rewrite
-from memcli.store.files import Loaded
+from memcli.store.files import MEMORIES, Loaded
 
 #: Operations ``undo`` never reverses: the workspace's creation, and undos themselves (no redo).
 NOT_UNDONE = ("init", "undo")
@@ -44,7 +45,11 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
     Args:
         ref: id or unique prefix of a memory the caller may see.
         to: a git revision (hash, branch, tag, ``HEAD~2``); default: the parent of the
-            last commit that changed the memory's file (the version before its latest change).
+            last commit that changed the memory's content (the version before its latest
+            change; a commit that only renamed its file does not count). The version at
+            ``to`` is found as ``show --at`` finds it (``service.audit.file_at``): at the
+            current path, else by id in that revision's tree (a file renamed since); it is
+            restored at the current path.
 
     Returns:
         A :class:`WriteResult`; outcome ``noop`` (no commit) when the content at ``to``
@@ -66,8 +71,8 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         if repo.uncommitted([item.file]):
             raise HistoryConflict(f"{current.path} has uncommitted edits; rollback refused",
                                   hint=f"commit or discard them first (see `git diff -- {current.path}`)")
-        rev, label = _revision(repo, item, to)
-        data = repo.blob(rev, item.file) if rev else None
+        rev, label = _revision(ctx, repo, current, to)
+        data = file_at(ctx, repo, current.id, current.path, rev)[1] if rev else None
         old = _parse(ctx, item.file, data, label) if data is not None else None
         if old is None or old.memory.id != current.id or not ctx.may_see(old.memory):
             raise MemoryNotFound(f"{current.id} did not exist at {label}",
@@ -78,7 +83,8 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         gates.check_secrets(restored.text, restored.subject or "", *restored.tags, *restored.paths)
         writes: dict[Path, bytes | None] = {}
         links = relink(ctx, restored, current,
-                       lambda m: _memory_of(ctx, ctx.ws.root / m.path, repo.blob(rev, ctx.ws.root / m.path)), writes)
+                       lambda m: _memory_of(ctx, ctx.ws.root / m.path, file_at(ctx, repo, m.id, m.path, rev)[1]),
+                       writes)
         changes: dict[str, Any] = {"updatedAt": ctx.now}
         if links.supersedes != restored.supersedes:
             changes["supersedes"] = links.supersedes or None
@@ -93,15 +99,22 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
                        changed=links.changed, commit=commit)
 
 
-def _revision(repo: History, item: Loaded, to: str | None) -> tuple[str | None, str]:
-    """``(commit, label)`` to restore from; commit None when there is no version before."""
+def _revision(ctx: Ctx, repo: History, current: Memory, to: str | None) -> tuple[str | None, str]:
+    """``(commit, label)`` to restore from; commit None when there is no version before.
+
+    Default: the parent of the newest commit that changed the memory's content; a commit
+    that only moved its file (a hand ``git mv``) changed nothing to roll back.
+    """
     if to is not None:
         return repo.resolve(to), to
-    last = repo.last_change(item.file)
-    if last is None:
-        return None, "any earlier commit"
-    parent = repo.parent(last)
-    return parent, f"{last[:12]}^"
+    for entry in reversed(repo.commits([f"{MEMORIES}/*{current.id}*", current.path])):
+        parent = repo.parent(entry.commit)
+        if parent is None:
+            break
+        after = file_at(ctx, repo, current.id, current.path, entry.commit)[1]
+        if after != file_at(ctx, repo, current.id, current.path, parent)[1]:
+            return parent, f"{entry.commit[:12]}^"
+    return None, "any earlier commit"
 
 
 def _parse(ctx: Ctx, path: Path, data: bytes, label: str) -> Loaded:
