@@ -205,7 +205,7 @@ def history(ctx: Ctx, ref: str) -> History:
         if before and before.memory and version and version.memory:
             said = " ".join(words)
             words += [w for w in field_changes(before.memory, version.memory)
-                      if w not in said and not w.startswith(("superseded by ", "review: ", "status "))]
+                      if _unsaid(w, said) and not w.startswith(("superseded by ", "review: ", "status "))]
         shown = version or before
         out.versions.append(HistoryVersion(
             step.commit, step.at, step.actor, step.op, version.memory.status if version and version.memory else
@@ -218,6 +218,16 @@ def history(ctx: Ctx, ref: str) -> History:
     latest = item.memory if item else next((v.memory for _, v in reversed(versions) if v and v.memory), None)
     out.chain = chain(ctx, latest) if latest else []
     return out
+
+
+def _unsaid(word: str, said: str) -> bool:
+    """False when ``word`` (from ``field_changes``) repeats what ``said`` already names:
+    the same words, or ``KEYS changed`` whose keys ``said`` names (``merged``: said as took in / gave back)."""
+    if word in said:
+        return False
+    if word.endswith(" changed"):
+        return any(k != "merged" and k not in said for k in word.removesuffix(" changed").split(", "))
+    return True
 
 
 def _short(change: Change) -> str:
