@@ -203,12 +203,12 @@ def last_undoable(repo: History, actor: str, passed: list[Entry] | None = None) 
 def undo(ctx: Ctx) -> UndoResult:
     """Reverse the most recent memcli commit as a new commit (op ``undo``, trailer ``Memcli-Undoes``).
 
-    Commits that touch another user's personal scope are passed over, and so are commits
-    that change no file (a ``purge --history`` leaves the commits of the memory it removed
-    empty: that memory is gone from history and cannot be brought back); the message
-    names the latter. Each file that
-    commit touched is written back to its content at the commit's parent
-    (or deleted, when the commit added it) and the files are committed path-limited.
+    Commits that touch another user's personal scope are passed over, and so are those a
+    ``purge --history`` left with nothing to reverse (see :func:`last_undoable`: the
+    memory they named is gone from history and cannot be brought back); the message and
+    ``UndoResult.passed`` name the latter. Each file the commit touched is written back
+    to its content at the commit's parent (or deleted, when the commit added it) and the
+    files are committed path-limited.
     Repeating ``undo`` walks further back: a commit already undone is skipped.
 
     Returns:
