@@ -3,8 +3,8 @@
 ``history`` and ``diff`` read old versions from git, parse them with memcli's own parsers
 and hand each pair ``(before, after)`` of one file to :func:`classify`, which names the
 change the way a reviewer would: added, proposed, approved, rejected, superseded,
-archived, merged, restored, rolled back, undone, expired, edited by hand, deleted, moved,
-unreadable.
+archived, merged, un-merged, unlinked, relinked, restored, rolled back, undone, expired,
+edited, edited by hand, deleted, purged, moved, unreadable.
 
 Which change a status transition is follows SPEC.md section 3 (``pending_review →
 active | rejected``, ``active → superseded | archived``, any → its previous state on
@@ -179,29 +179,73 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
     if old.status != new.status:
         out.append(_transition(old, new, step))
     edits = [w for w in field_changes(old, new) if not w.startswith(("status ", "superseded by ", "review: "))]
-    taken = [m.get("id") for m in new.merged if m not in old.merged]
-    if taken:  # compact merged duplicates into this one: say so rather than "merged changed"
+    taken = [str(m.get("id")) for m in new.merged if m not in old.merged]
+    given = [str(m.get("id")) for m in old.merged if m not in new.merged]
+    merge_ids = {*taken, *given}
+    links = [] if old.status != new.status else link_changes(old, new, step, skip=merge_ids)
+    if taken or given:  # compact merged duplicates into it, or a rollback gave one back: say so
         rest = [w.replace("merged, ", "").replace(", merged changed", " changed") for w in edits
                 if w != "merged changed"]
-        out.append(_change(new, "merged", step, from_status=old.status, to_status=new.status,
-                           details=[f"took in {', '.join(map(str, taken))} (their provenance kept)", *rest]))
-        edits = []
-    if edits:
+        kind = "undone" if step.op == "undo" else "merged" if taken else "un-merged"
+        said = ([f"took in {', '.join(taken)}" + ("" if step.op == "undo" else " (their provenance kept)")]
+                if taken else []) + ([f"gave back {', '.join(given)}"] if given else [])
+        how = [step.undo()] if kind == "undone" else [step.how()] if kind == "un-merged" else []
+        out.append(_change(new, kind, step, from_status=old.status, to_status=new.status,
+                           details=[*said, *rest, *links, *how]))
+        edits = links = []
+    if edits or links:
         past = (new.expire_at is not None and old.expire_at != new.expire_at and new.expire_at <= step.at
                 and new.status == "active")
         rest = [w for w in edits if not w.startswith("expireAt ")]
         if past:
             out.append(_change(new, "expired", step, to_status=new.status,
                                details=[f"expireAt edited to {_when(new.expire_at)}, already past"]))
-        if rest or not past:
-            kind = "edited by hand" if step.op is None else "undone" if step.op == "undo" else "edited"
-            how = [] if step.op is None else [step.undo() if kind == "undone" else step.how()]
+        if rest or links or not past:
+            kind = ("edited by hand" if step.op is None else "undone" if step.op == "undo"
+                    else "edited" if edits else "unlinked" if all(" removed" in w for w in links) else "relinked")
+            how = [] if step.op is None or step.op == "purge" else [step.undo() if kind == "undone" else step.how()]
             change = _change(new, kind, step, from_status=old.status, to_status=new.status,
-                             details=[*(rest if past else edits), *how])
+                             details=[*(rest if past else edits), *links, *how])
             if old.text != new.text:
                 change.old_text = old.text
             out.append(change)
     return out
+
+
+def link_changes(old: Memory, new: Memory, step: Step, skip: set[str] = frozenset()) -> list[str]:
+    """The supersede links one version added or removed, in words (ids in ``skip`` left out).
+
+    ``link to 01ab… removed`` (``(purged)`` when a purge pruned it), ``link to 01ab… added``,
+    ``no longer superseded by 01ab…``, ``superseded by 01ab… added``.
+    """
+    why = " (purged)" if step.op == "purge" else ""
+    words = [f"link to {i} removed{why}" for i in old.supersedes if i not in new.supersedes and i not in skip]
+    words += [f"link to {i} added" for i in new.supersedes if i not in old.supersedes and i not in skip]
+    words += [f"no longer superseded by {i}{why}" for i in old.superseded_by
+              if i not in new.superseded_by and i not in skip]
+    words += [f"superseded by {i} added" for i in new.superseded_by if i not in old.superseded_by and i not in skip]
+    return words
+
+
+def purged_from_history(step: Step, ids: list[str], scopes: list[str], touched: list[str]) -> list[Change]:
+    """A ``purge`` commit whose memory's file it no longer deletes: ``purge --history`` emptied it.
+
+    Args:
+        step: the purge commit.
+        ids, scopes: its ``Memcli-Id`` and ``Memcli-Scope`` trailers.
+        touched: workspace-relative paths the commit still changes.
+
+    Returns:
+        One ``purged`` change per purged id no touched file is named after; nothing for
+        another operation or a plain purge (whose deletion shows as ``deleted``).
+    """
+    if step.op != "purge":
+        return []
+    names = [t.rsplit("/", 1)[-1].lower() for t in touched]
+    return [Change(id=i, scope=scopes[0] if len(scopes) == 1 else " ".join(scopes) or "?", change="purged",
+                   path="", by=step.actor, commit=step.commit, at=step.at,
+                   details=["its file and text were removed from every commit (history rewritten)"])
+            for i in ids if not any(n.startswith(i) for n in names)]
 
 
 def expired_between(memory: Memory, start: datetime, end: datetime) -> bool:

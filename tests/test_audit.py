@@ -353,3 +353,62 @@ def test_classify_transitions():
     moved = _memory()
     moved.path = "memories/project/2027-01/01abcd.md"
     assert [k[0] for k in _kinds(active, moved, None)] == ["moved"]
+
+
+# --- link-only changes (newcomer report 2, problem 9) -----------------------------------
+
+
+def test_diff_and_history_name_an_unmerge_and_its_undo(ws, run):
+    from test_rollback import merged_pair
+
+    keeper, merged = merged_pair(ws, run)
+    assert run("rollback", merged, env=at(5)).code == 0
+    rollback = git(ws, "rev-parse", "HEAD").strip()
+    changes = {c["id"]: c for c in _diff(run, "HEAD~1..HEAD", 6)}
+    assert changes[keeper]["change"] == "un-merged"
+    assert changes[keeper]["details"] == [f"gave back {merged}", "by rollback"]
+    assert changes[merged]["change"] == "rolled back"
+    assert run("undo", env=at(6)).code == 0
+    changes = {c["id"]: c for c in _diff(run, "HEAD~1..HEAD", 7)}
+    assert changes[keeper]["change"] == "undone"
+    assert changes[keeper]["details"] == [f"took in {merged}", f"undo of rollback {rollback[:10]}"]
+    assert changes[merged]["change"] == "undone"
+    text = run("diff", "HEAD~2..HEAD", env=at(7)).out
+    assert "merged changed" not in text and f"\nmerged {keeper}" not in text
+    lines = run("history", keeper, env=at(7)).out.splitlines()
+    assert lines[3].endswith(f"rollback  status active: un-merged: gave back {merged}; by rollback")
+    assert lines[4].endswith(f"undo  status active: undone: took in {merged}; undo of rollback {rollback[:10]}")
+    assert not any(line.endswith("merged changed") for line in lines)
+
+
+def test_history_names_a_link_a_purge_removed(ws, run):
+    a = remember(run, "Use pnpm for JavaScript packages", "--subject", "js.pm", day=1)
+    b = run("--json", "supersede", a, "Use yarn for JavaScript packages", env=at(2)).json()["data"]["id"]
+    assert run("purge", a, "--yes", env=at(3)).code == 0
+    versions = run("--json", "history", b, env=at(4)).json()["data"]["versions"]
+    assert [v["op"] for v in versions] == ["supersede", "purge"]
+    assert versions[1]["changes"] == [f"unlinked: link to {a} removed (purged)"]
+    changes = {c["id"]: c for c in _diff(run, "HEAD~1..HEAD", 4)}
+    assert changes[b]["change"] == "unlinked" and changes[b]["details"] == [f"link to {a} removed (purged)"]
+    assert changes[a]["change"] == "deleted"
+
+
+def test_diff_names_a_purge_that_history_rewrite_emptied(ws, run):
+    keep = remember(run, "Staging DB host is db-stg-1.", day=1)
+    gone = remember(run, "The VPN gateway is vpn.example.com.", day=2)
+    assert run("purge", gone, "--history", "--yes", env=at(3)).code == 0
+    assert git(ws, "show", "--name-only", "--format=", "HEAD").strip() == ""  # emptied, kept for its trailers
+    result = run("diff", "HEAD~1..HEAD", env=at(4))
+    assert result.code == 0, result
+    assert f"purged {gone} (project) by alice: its file and text were removed from every commit" in result.out
+    assert "no memory changed" not in result.out and keep not in result.out
+    [change] = _diff(run, "HEAD~2..HEAD", 4)
+    assert (change["id"], change["change"]) == (gone, "purged")
+    assert run("diff", "HEAD~2..HEAD~1", env=at(4)).out.count("purged") == 0
+
+
+def test_classify_link_changes():
+    a = _memory(supersedes=["01old"])
+    assert _kinds(a, _memory(), "purge") == [("unlinked", "bob", None, ["link to 01old removed (purged)"])]
+    assert _kinds(_memory(), a, "rollback") == [("relinked", "bob", None, ["link to 01old added", "by rollback"])]
+    assert _kinds(a, _memory(), None)[0][0] == "edited by hand"

@@ -454,3 +454,72 @@ def test_a_merged_memory_holding_the_restored_keepers_subject_stays_retired_by_i
     assert list(metas[keeper["id"]]["supersedes"]) == ["01m6baaaaaaaaaaaaaaaaaaaaa"]
     assert list(metas["01m6baaaaaaaaaaaaaaaaaaaaa"]["supersededBy"]) == [keeper["id"]]
     assert head_files(ws) == [keeper["path"]]
+
+
+def test_undo_after_purge_history_passes_over_the_emptied_commits(ws, run):
+    """Newcomer report 2, problem 5: purge --history leaves empty commits; undo goes past them."""
+    first = remember(run, "Staging DB host is db-stg-1.")
+    second = remember(run, "The VPN gateway is vpn.example.com.")
+    assert run("purge", second["id"], "--history", "--yes").code == 0
+    purge_commit = head(ws)
+    result = run("--json", "undo")
+    assert result.code == 0, result
+    data = result.json()["data"]
+    assert data["undoneOp"] == "remember" and data["ids"] == [first["id"]] and data["outcome"] == "updated"
+    assert [p["op"] for p in data["passedOver"]] == ["purge", "remember"]
+    assert data["passedOver"][0]["commit"] == purge_commit
+    assert "gone from history and cannot be brought back" in data["message"]
+    assert not (ws / first["path"]).exists() and not list((ws / "memories").rglob("*.md"))
+    again = run("undo")
+    assert again.code == 0 and again.out.startswith("nothing to undo") and again.err == ""
+    assert head(ws) != purge_commit and git(ws, "status", "--porcelain") == ""
+
+
+def test_undo_passes_over_a_history_purge_that_only_pruned_links(ws, run):
+    """The purge commit of a superseded memory still changes its successor (link pruned):
+    undoing it would bring back a link to a memory gone from history, so it is passed over.
+    The supersede before it left B in a form the purge changed: refused (exit 13), as ever."""
+    a = remember(run, "Use pnpm for every JavaScript package in this repo", "--subject", "js.pm")
+    b = run("--json", "supersede", a["id"], "Use yarn for every JavaScript package").json()["data"]["memory"]
+    assert run("purge", a["id"], "--history", "--yes").code == 0
+    assert a["id"] not in (ws / b["path"]).read_text()
+    supersede = git(ws, "log", "-1", "--format=%H", "HEAD~1").strip()
+    before = head(ws)
+    result = run("undo")
+    assert result.code == 13 and f"changed after commit {supersede[:12]}" in result.err, result
+    assert result.err.count("\n") == 1 and head(ws) == before and a["id"] not in (ws / b["path"]).read_text()
+
+
+def renamed_by_hand(ws: Path, run) -> tuple[dict, str]:
+    """remember; edit the text by hand (commit); `git mv` to <id>-vpn.md (commit). Returns the memory and new path."""
+    memory = remember(run, "The VPN gateway is vpn.example.com.")
+    path = ws / memory["path"]
+    path.write_text(path.read_text().replace("vpn.example.com", "vpn2.example.com"))
+    hand_commit(ws, memory["path"])
+    new = str(Path(memory["path"]).with_name(f"{memory['id']}-vpn.md"))
+    subprocess.run(["git", "-C", str(ws), "mv", memory["path"], new], check=True, capture_output=True)
+    subprocess.run(["git", *IDENT, "-C", str(ws), "commit", "-q", "-m", "rename"], check=True, capture_output=True)
+    return memory, new
+
+
+def test_rollback_finds_the_version_from_before_a_hand_rename(ws, run):
+    """Newcomer report 2, problem 7: rollback looks the file up at REV as show --at does."""
+    memory, new = renamed_by_hand(ws, run)
+    assert run("show", memory["id"], "--at", "HEAD~2").code == 0
+    result = run("rollback", memory["id"], "--to", "HEAD~2")
+    assert result.code == 0, result
+    assert f"rolled back {memory['id']} to HEAD~2" in result.out
+    assert "vpn.example.com" in (ws / new).read_text() and not (ws / memory["path"]).exists()
+    assert head_files(ws) == [new] and git(ws, "status", "--porcelain") == ""
+    same = run("rollback", memory["id"], "--to", "HEAD~3")  # the same version again, at the old path there
+    assert same.code == 0 and "already as at HEAD~3" in same.out
+
+
+def test_rollback_default_passes_over_a_pure_rename(ws, run):
+    """The latest commit only renamed the file: the version before is the one before the hand edit."""
+    memory, new = renamed_by_hand(ws, run)
+    edit = git(ws, "rev-parse", "HEAD~1").strip()
+    result = run("--json", "rollback", memory["id"])
+    assert result.code == 0, result
+    assert result.json()["data"]["message"].endswith(f"to {edit[:12]}^: now active")
+    assert "vpn.example.com" in (ws / new).read_text() and head_files(ws) == [new]

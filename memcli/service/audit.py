@@ -205,7 +205,7 @@ def history(ctx: Ctx, ref: str) -> History:
         if before and before.memory and version and version.memory:
             said = " ".join(words)
             words += [w for w in field_changes(before.memory, version.memory)
-                      if w not in said and not w.startswith(("superseded by ", "review: ", "status "))]
+                      if _unsaid(w, said) and not w.startswith(("superseded by ", "review: ", "status "))]
         shown = version or before
         out.versions.append(HistoryVersion(
             step.commit, step.at, step.actor, step.op, version.memory.status if version and version.memory else
@@ -218,6 +218,16 @@ def history(ctx: Ctx, ref: str) -> History:
     latest = item.memory if item else next((v.memory for _, v in reversed(versions) if v and v.memory), None)
     out.chain = chain(ctx, latest) if latest else []
     return out
+
+
+def _unsaid(word: str, said: str) -> bool:
+    """False when ``word`` (from ``field_changes``) repeats what ``said`` already names:
+    the same words, or ``KEYS changed`` whose keys ``said`` names (``merged``: said as took in / gave back)."""
+    if word in said:
+        return False
+    if word.endswith(" changed"):
+        return any(k != "merged" and k not in said for k in word.removesuffix(" changed").split(", "))
+    return True
 
 
 def _short(change: Change) -> str:
@@ -300,6 +310,30 @@ class ShownAt:
                 "revision": {"rev": self.rev, "commit": self.commit, "at": format_instant(self.at)}}
 
 
+def file_at(ctx: Ctx, repo: Repo, memory_id: str, path: str | None, commit: str) -> tuple[str, bytes | None]:
+    """Where a memory's file was at ``commit``, and its bytes there.
+
+    Its current ``path`` first; when that path did not exist then (the file was moved,
+    renamed by hand or deleted since), the file of that commit's tree whose name starts
+    with ``memory_id`` (outside other users' personal folders).
+
+    Args:
+        memory_id: the full id.
+        path: the file's workspace-relative path now, or None (no file now).
+        commit: a resolved revision.
+
+    Returns:
+        ``(workspace-relative path, bytes)``; bytes None when no such file existed at ``commit``.
+    """
+    data = repo.blobs([(commit, path)])[0] if path else None
+    if data is None:  # moved or deleted since: look for the id in that revision's tree
+        paths = [p for p in repo.files(commit, MEMORIES) if Path(p).name.lower().startswith(memory_id)
+                 and visible_path(ctx, p)]
+        if paths:
+            return paths[0], repo.blobs([(commit, paths[0])])[0]
+    return path or "", data
+
+
 def show_at(ctx: Ctx, ref: str, rev: str) -> ShownAt:
     """The memory ``ref`` as it was at revision ``rev`` (``git show REV:path``).
 
@@ -312,19 +346,12 @@ def show_at(ctx: Ctx, ref: str, rev: str) -> ShownAt:
     repo = ctx.history()
     entry = repo.entry(rev)
     memory_id, item = find_id(ctx, ref)
-    candidates = [item.memory.path] if item else []
-    data = repo.blobs([(entry.commit, candidates[0])])[0] if candidates else None
-    if data is None:  # moved or deleted since: look for the id in that revision's tree
-        paths = [p for p in repo.files(entry.commit, MEMORIES) if Path(p).name.lower().startswith(memory_id)
-                 and visible_path(ctx, p)]
-        if paths:
-            candidates = paths[:1]
-            data = repo.blobs([(entry.commit, paths[0])])[0]
+    path, data = file_at(ctx, repo, memory_id, item.memory.path if item else None, entry.commit)
     if data is None:
         raise MemoryNotFound(f"memory {memory_id} did not exist at {rev} (commit {entry.commit[:10]})",
                              hint=f"see its versions with `memcli history {memory_id}`")
     at = parse_instant(entry.at)
-    loaded = ctx.ws.files.load(ctx.ws.root / candidates[0], data=data, mtime=at.timestamp(), round_trip=False)
+    loaded = ctx.ws.files.load(ctx.ws.root / path, data=data, mtime=at.timestamp(), round_trip=False)
     if not ctx.may_see(loaded.memory):
         raise MemoryNotFound(f"no memory {ref!r}", hint="list ids with `memcli list`")
     raw = data.decode("utf-8-sig", "replace")

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memcli.changes import Change, Step, Version, classify, expired_between, expiry
+from memcli.changes import Change, Step, Version, classify, expired_between, expiry, purged_from_history
 from memcli.errors import UsageProblem
 from memcli.githistory import History
+from memcli.policy.gates import personal_owner
 from memcli.service import Ctx
 from memcli.service.audit import read_disk, step_of, visible_path, is_memory_path, read_version
 from memcli.store.files import MEMORIES
@@ -113,6 +114,7 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
     if start.commit != head:
         for entry in repo.commits(["."], rev_range=f"{start.commit}..{head}"):
             follow(step_of(entry, repo), entry.touched)
+        result.changes += _emptied_purges(ctx, repo, f"{start.commit}..{head}")
     if end is None:
         follow(Step(None, None, None, ctx.now), repo.changed(head))
     # Every version needed, read in one batch: the start of each track, then each step's.
@@ -136,6 +138,23 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
     result.changes = _grouped(result.changes)
     result.other_files = list(others)
     return result
+
+
+def _emptied_purges(ctx: Ctx, repo: History, rev_range: str) -> list[Change]:
+    """A ``purged`` change for each purge in ``rev_range`` that ``purge --history`` emptied.
+
+    Such a commit no longer deletes its memory's file (it may change no file at all, which
+    a path-limited ``git log`` skips): its trailers still name the memory. Purges of
+    another user's personal memories stay out.
+    """
+    out: list[Change] = []
+    for entry in repo.commits([], rev_range=rev_range, grep="Memcli-Op: purge"):
+        scopes = entry.trailers.get("scope", "").split()
+        if any(personal_owner(s) not in (None, ctx.actor) for s in scopes):
+            continue
+        out += purged_from_history(step_of(entry, repo), entry.trailers.get("id", "").split(), scopes,
+                                   [t.path for t in entry.touched])
+    return out
 
 
 def _shown(ctx: Ctx, change: Change, before: Version | None, after: Version | None) -> bool:

@@ -21,9 +21,10 @@ from memcli.model import Memory
 from memcli.policy import gates
 from memcli.policy.gates import personal_owner
 from memcli.service import Ctx
+from memcli.service.audit import file_at
 from memcli.service.relink import relink
 from memcli.service.write import WriteResult, apply, rewrite
-from memcli.store.files import Loaded
+from memcli.store.files import MEMORIES, Loaded
 
 #: Operations ``undo`` never reverses: the workspace's creation, and undos themselves (no redo).
 NOT_UNDONE = ("init", "undo")
@@ -44,7 +45,11 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
     Args:
         ref: id or unique prefix of a memory the caller may see.
         to: a git revision (hash, branch, tag, ``HEAD~2``); default: the parent of the
-            last commit that changed the memory's file (the version before its latest change).
+            last commit that changed the memory's content (the version before its latest
+            change; a commit that only renamed its file does not count). The version at
+            ``to`` is found as ``show --at`` finds it (``service.audit.file_at``): at the
+            current path, else by id in that revision's tree (a file renamed since); it is
+            restored at the current path.
 
     Returns:
         A :class:`WriteResult`; outcome ``noop`` (no commit) when the content at ``to``
@@ -66,8 +71,8 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         if repo.uncommitted([item.file]):
             raise HistoryConflict(f"{current.path} has uncommitted edits; rollback refused",
                                   hint=f"commit or discard them first (see `git diff -- {current.path}`)")
-        rev, label = _revision(repo, item, to)
-        data = repo.blob(rev, item.file) if rev else None
+        rev, label = _revision(ctx, repo, current, to)
+        data = file_at(ctx, repo, current.id, current.path, rev)[1] if rev else None
         old = _parse(ctx, item.file, data, label) if data is not None else None
         if old is None or old.memory.id != current.id or not ctx.may_see(old.memory):
             raise MemoryNotFound(f"{current.id} did not exist at {label}",
@@ -78,7 +83,8 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         gates.check_secrets(restored.text, restored.subject or "", *restored.tags, *restored.paths)
         writes: dict[Path, bytes | None] = {}
         links = relink(ctx, restored, current,
-                       lambda m: _memory_of(ctx, ctx.ws.root / m.path, repo.blob(rev, ctx.ws.root / m.path)), writes)
+                       lambda m: _memory_of(ctx, ctx.ws.root / m.path, file_at(ctx, repo, m.id, m.path, rev)[1]),
+                       writes)
         changes: dict[str, Any] = {"updatedAt": ctx.now}
         if links.supersedes != restored.supersedes:
             changes["supersedes"] = links.supersedes or None
@@ -93,15 +99,22 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
                        changed=links.changed, commit=commit)
 
 
-def _revision(repo: History, item: Loaded, to: str | None) -> tuple[str | None, str]:
-    """``(commit, label)`` to restore from; commit None when there is no version before."""
+def _revision(ctx: Ctx, repo: History, current: Memory, to: str | None) -> tuple[str | None, str]:
+    """``(commit, label)`` to restore from; commit None when there is no version before.
+
+    Default: the parent of the newest commit that changed the memory's content; a commit
+    that only moved its file (a hand ``git mv``) changed nothing to roll back.
+    """
     if to is not None:
         return repo.resolve(to), to
-    last = repo.last_change(item.file)
-    if last is None:
-        return None, "any earlier commit"
-    parent = repo.parent(last)
-    return parent, f"{last[:12]}^"
+    for entry in reversed(repo.commits([f"{MEMORIES}/*{current.id}*", current.path])):
+        parent = repo.parent(entry.commit)
+        if parent is None:
+            break
+        after = file_at(ctx, repo, current.id, current.path, entry.commit)[1]
+        if after != file_at(ctx, repo, current.id, current.path, parent)[1]:
+            return parent, f"{entry.commit[:12]}^"
+    return None, "any earlier commit"
 
 
 def _parse(ctx: Ctx, path: Path, data: bytes, label: str) -> Loaded:
@@ -131,6 +144,8 @@ class UndoResult:
         undone_op: its operation (``remember``, ``supersede`` …), or None.
         files: the files written back or deleted, relative to the workspace.
         ids: the memories in those files.
+        passed: ``(hash, op)`` of the newer memcli commits passed over because
+            ``purge --history`` left nothing in them to reverse, newest first.
         commit: the new commit, or None (no-op, or ``autocommit = false``).
         message: one line for a person.
     """
@@ -141,21 +156,28 @@ class UndoResult:
     undone_op: str | None = None
     files: list[str] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
+    passed: list[tuple[str, str]] = field(default_factory=list)
     commit: str | None = None
 
     def to_dict(self, now: datetime | None = None) -> dict[str, Any]:
         """JSON-ready form."""
         return {"op": "undo", "outcome": self.outcome, "message": self.message, "undone": self.undone,
-                "undoneOp": self.undone_op, "files": self.files, "ids": self.ids, "commit": self.commit}
+                "undoneOp": self.undone_op, "files": self.files, "ids": self.ids,
+                "passedOver": [{"commit": c, "op": op} for c, op in self.passed], "commit": self.commit}
 
 
-def last_undoable(repo: History, actor: str) -> Entry | None:
+def last_undoable(repo: History, actor: str, passed: list[Entry] | None = None) -> Entry | None:
     """The newest memcli commit that ``undo`` may reverse for ``actor``, or None.
 
     That is the newest commit touching the workspace that carries a ``Memcli-Op``
     trailer, is not ``init`` or an ``undo``, is not named by a newer undo's
-    ``Memcli-Undoes`` trailer, and touches no other user's personal scope (its
-    ``Memcli-Scope`` trailer): Bob's latest change is not Alice's to undo.
+    ``Memcli-Undoes`` trailer, touches no other user's personal scope (its
+    ``Memcli-Scope`` trailer): Bob's latest change is not Alice's to undo, and changes
+    at least one file. A commit that changes no file (``purge --history`` empties the
+    commits of the memory it removes and keeps them for their trailers), or a purge whose
+    memory's file is no longer in it (it is left pruning other memories' links to a
+    memory now gone from history), cannot be reversed: it is passed over and, given
+    ``passed``, appended to it (newest first).
     """
     undone: set[str] = set()
 
@@ -164,7 +186,15 @@ def last_undoable(repo: History, actor: str) -> Entry | None:
         if op == "undo":
             undone.update(entry.trailers.get("undoes", "").split())
         others = [s for s in entry.trailers.get("scope", "").split() if personal_owner(s) not in (None, actor)]
-        return op is not None and op not in NOT_UNDONE and entry.commit not in undone and not others
+        if op is None or op in NOT_UNDONE or entry.commit in undone or others:
+            return False
+        files = repo.changed_files(entry.commit)
+        ids = entry.trailers.get("id", "").split()
+        if not files or (op == "purge" and not any(i in p.name for p in files for i in ids)):
+            if passed is not None:
+                passed.append(entry)
+            return False
+        return True
 
     found = repo.log(limit=1, keep=keep)
     return found[0] if found else None
@@ -173,9 +203,12 @@ def last_undoable(repo: History, actor: str) -> Entry | None:
 def undo(ctx: Ctx) -> UndoResult:
     """Reverse the most recent memcli commit as a new commit (op ``undo``, trailer ``Memcli-Undoes``).
 
-    Commits that touch another user's personal scope are passed over. Each file that
-    commit touched is written back to its content at the commit's parent
-    (or deleted, when the commit added it) and the files are committed path-limited.
+    Commits that touch another user's personal scope are passed over, and so are those a
+    ``purge --history`` left with nothing to reverse (see :func:`last_undoable`: the
+    memory they named is gone from history and cannot be brought back); the message and
+    ``UndoResult.passed`` name the latter. Each file the commit touched is written back
+    to its content at the commit's parent (or deleted, when the commit added it) and the
+    files are committed path-limited.
     Repeating ``undo`` walks further back: a commit already undone is skipped.
 
     Returns:
@@ -190,9 +223,12 @@ def undo(ctx: Ctx) -> UndoResult:
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         repo = ctx.history()
-        target = last_undoable(repo, ctx.actor)
+        empty: list[Entry] = []
+        target = last_undoable(repo, ctx.actor, empty)
+        passed = [(e.commit, e.trailers.get("op", "")) for e in empty]
         if target is None:
-            return UndoResult("noop", "nothing to undo: no memcli commit is left to reverse")
+            return UndoResult("noop", "nothing to undo: no memcli commit is left to reverse" + _passed(passed),
+                              passed=passed)
         short = target.commit[:12]
         parent = repo.parent(target.commit)
         writes: dict[Path, bytes | None] = {}
@@ -214,13 +250,21 @@ def undo(ctx: Ctx) -> UndoResult:
                 memories.append(memory)
                 if before is not None:
                     gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
-        if not writes:
-            return UndoResult("noop", f"nothing to undo: commit {short} changed no file")
         commit = apply(ctx, writes, "undo", memories, [], trailers={"Undoes": target.commit})
     op = target.trailers.get("op")
     ids = [m.id for m in memories]
-    return UndoResult("updated", f"undid {op} {short} ({', '.join(ids) or 'no memory'})", undone=target.commit,
-                      undone_op=op, files=[ctx.ws.files.rel(p) for p in writes], ids=ids, commit=commit)
+    return UndoResult("updated", f"undid {op} {short} ({', '.join(ids) or 'no memory'})" + _passed(passed),
+                      undone=target.commit, undone_op=op, files=[ctx.ws.files.rel(p) for p in writes], ids=ids,
+                      passed=passed, commit=commit)
+
+
+def _passed(passed: list[tuple[str, str]]) -> str:
+    """``; passed over purge 1a2b…, remember 3c4d… (purge --history left …)``, or ``""``."""
+    if not passed:
+        return ""
+    named = ", ".join(f"{op or 'commit'} {commit[:12]}" for commit, op in passed)
+    return (f"; passed over {named} (purge --history left nothing in them to reverse:"
+            " the memory they named is gone from history and cannot be brought back)")
 
 
 def _memory_of(ctx: Ctx, path: Path, data: bytes | None) -> Memory | None:
