@@ -140,7 +140,8 @@ def compact(ctx: Ctx, scopes: list[str] | None = None, apply: bool = False) -> C
         for memory in members:
             item = ctx.load(memory)
             writes[item.file] = rewrite(item, result.plan.changes[memory.id])
-        result.commit = write_all(ctx, writes, "compact", members, [])
+        # _planned skipped every file with uncommitted edits under this lock: no second git status
+        result.commit = write_all(ctx, writes, "compact", members, [], edits_checked=True)
         result.applied = True
     return result
 

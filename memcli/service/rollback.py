@@ -40,7 +40,9 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
     subject in its scope (each becomes ``superseded`` by it and stops listing it in
     ``supersedes``); a memory ``compact`` merged it into stays active and gives it back
     (un-merge); other memories stop listing it in ``supersedes``. A restored version that
-    is not active changes other files only to drop a link that would run both ways.
+    is not active changes other files only to drop a link that would run both ways, and
+    a keeper restored to before a merge hands back what it took in (the merged memory is
+    active again).
 
     Args:
         ref: id or unique prefix of a memory the caller may see.
