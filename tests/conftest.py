@@ -77,6 +77,18 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project's own git repository at ``tmp_path/project``, one commit, no workspace yet."""
+    path = tmp_path / "project"
+    path.mkdir()
+    git(path, "init", "-q")
+    (path / "README.md").write_text("# project\n", encoding="utf-8")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
 def git(path: Path, *args: str) -> str:
     """Run git in ``path`` and return stdout (raises on failure)."""
     return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, text=True).stdout

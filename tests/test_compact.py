@@ -14,7 +14,7 @@ from rapidfuzz import fuzz
 
 from conftest import git
 from memcli import frontmatter
-from memcli.model import normalise_text
+from memcli.model import Memory, normalise_text
 
 SAMPLE = Path(__file__).parent.parent / "sample_workspace"
 NOW = "2026-12-15T12:00:00Z"
@@ -175,7 +175,7 @@ def test_pending_unparseable_and_conflicting_memories_are_left_alone(tmp_path, m
     for action in data["actions"]:
         assert set(action) == {"action", "ids", "keeper", "scope", "reason", "text"}
     text = run("compact", env=AT_NOW).out
-    assert f"skip memories/task/fts5-index/2026-11/01m7zzzzzzbroken.md: line 3: " in text
+    assert "skip memories/task/fts5-index/2026-11/01m7zzzzzzbroken.md: line 3: " in text
     assert ('conflict 01m1e5q4b0z58dz1kdt6f138ja 01m6p70g00cqg6aj478swzjvgx (task:fts5-index): both active with '
             'subject "fts5.tokenizer"; left as they are — supersede one') in text
 
@@ -439,13 +439,7 @@ def test_uncommitted_files_of_other_users_are_not_named(ws, run):
     assert as_bob["skipped"] == [{"path": mine, "reason": DIRTY}, {"path": bobs, "reason": DIRTY}]
 
 
-def test_uncommitted_edits_are_found_when_the_workspace_is_a_sub_folder(tmp_path, run):
-    project = tmp_path / "project"
-    project.mkdir()
-    git(project, "init", "-q")
-    (project / "README").write_text("a project\n", encoding="utf-8")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "project")
+def test_uncommitted_edits_are_found_when_the_workspace_is_a_sub_folder(project, run):
     assert run("init", str(project / "agent-memory")).code == 0
     where = project / "agent-memory"
     edited, clean = goal(run, "expiring goal", cwd=where), goal(run, "another goal", cwd=where)
@@ -524,8 +518,8 @@ def test_restored_json_lines_records_get_no_default_ttl(ws, run, tmp_path):
 # --- the pure planner ----------------------------------------------------------------------
 
 
-def memory(memory_id: str, text: str, day: int, **fields) -> "Memory":  # noqa: F821
-    from memcli.model import Memory, Provenance
+def memory(memory_id: str, text: str, day: int, **fields) -> Memory:
+    from memcli.model import Provenance
 
     at = datetime(2026, 11, day, tzinfo=timezone.utc)
     return Memory(id=memory_id, scope=fields.pop("scope", "project"), body=text + "\n", created_at=at, updated_at=at,

@@ -197,16 +197,6 @@ def test_5_ttl_expires_when_the_clock_moves(ws, run):
 # --- (8) a workspace inside the project's own repository ------------------------------
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "README.md").write_text("# project\n", encoding="utf-8")
-    git(path, "add", "README.md")
-    user_git(path, "commit", "-q", "-m", "initial")
-    return path
-
 
 def test_8_user_staged_changes_stay_staged(project, run, tmp_path):
     (project / "other.txt").write_text("unrelated work in progress\n", encoding="utf-8")

@@ -111,13 +111,7 @@ def test_a_file_only_added_to_the_index_is_adopted(ws, run):
     assert git(ws, "status", "--porcelain") == ""
 
 
-def test_workspace_in_a_sub_folder_of_a_project(tmp_path, run):
-    project = tmp_path / "project"
-    project.mkdir()
-    git(project, "init", "-q")
-    (project / "README").write_text("a project\n", encoding="utf-8")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "project")
+def test_workspace_in_a_sub_folder_of_a_project(project, run):
     where = project / "agent-memory"
     assert run("init", str(where)).code == 0
     edited = made(run, "Staging DB host is db-stg-1.", cwd=where)
