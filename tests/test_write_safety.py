@@ -55,6 +55,14 @@ def test_forget_refuses_a_file_with_uncommitted_edits(ws, run, stage):
     assert "+DRAFT" not in git(ws, "show", "--format=", "HEAD") and git(ws, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("stage", [False, True], ids=["unstaged", "staged"])
+def test_purge_refuses_to_delete_a_file_with_uncommitted_edits(ws, run, stage):
+    memory = made(run, "Staging DB host is db-stg-1.")
+    data = edit(ws, memory["path"], stage)
+    head = git(ws, "rev-parse", "HEAD").strip()
+    assert_refused(run("purge", memory["id"], "--yes"), memory["path"], "purge", ws, head, data)
+
+
 def test_the_json_error_envelope_says_history_conflict(ws, run):
     memory = made(run, "Staging DB host is db-stg-1.")
     edit(ws, memory["path"])

@@ -82,9 +82,9 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
           trailers: dict[str, str] | None = None, with_text: bool = True, edits_checked: bool = False) -> str | None:
     """Write files atomically and commit them once; restore them all if anything fails.
 
-    With ``[git] autocommit = true``, a file to rewrite that git tracks and that differs
-    from ``HEAD`` (a person's uncommitted edit, staged or not) is never committed under
-    memcli's name: the write is refused (one ``git status``, made only when an existing
+    With ``[git] autocommit = true``, a file to rewrite or delete that git tracks and that
+    differs from ``HEAD`` (a person's uncommitted edit, staged or not) is never committed
+    under memcli's name nor lost: the write is refused (one ``git status``, made only when an existing
     file is rewritten). A file git has never committed is adopted as it is.
 
     Args:
@@ -106,7 +106,7 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
     """
     repo = ctx.history() if ctx.ws.config.autocommit else None
     if repo is not None and not edits_checked:
-        _refuse_edited(ctx, op, edited_by_hand(ctx, [p for p, data in writes.items() if data is not None], repo))
+        _refuse_edited(ctx, op, edited_by_hand(ctx, list(writes), repo))  # deletions too (purge)
     backups = {path: path.read_bytes() if path.exists() else None for path in writes}
     try:
         # New files first: a writer killed half-way leaves a new memory that points at an
