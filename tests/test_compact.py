@@ -260,6 +260,21 @@ def test_a_file_holding_a_secret_is_skipped_not_committed(ws, run):
     assert front(path)["status"] == "active"
 
 
+def test_a_secret_in_a_hand_edited_run_id_is_skipped_too(ws, run):
+    """The whole record is checked (gates.check_memory), not only the text and labels."""
+    made = run("--json", "remember", "Deploy keys rotate monthly.", "--ttl", "1d", "--run-id", "r-1",
+               env={"MEMCLI_NOW": "2027-01-01T00:00:00Z"}).json()["data"]
+    path = ws / made["memory"]["path"]
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    path.write_text(path.read_text(encoding="utf-8").replace("runId: r-1", f"runId: {token}"), encoding="utf-8")
+    git(ws, "commit", "-q", "-am", "hand edit")
+    result = run("--json", "compact", "--apply", env={"MEMCLI_NOW": "2027-01-05T00:00:00Z"}).json()["data"]
+    assert [s["path"] for s in result["skipped"]] == [made["memory"]["path"]]
+    assert result["skipped"][0]["reason"].startswith("not rewritten: the run id holds a GitHub")
+    assert token not in json.dumps(result) and result["actions"] == []
+    assert front(path)["status"] == "active"
+
+
 def test_autocommit_false_writes_the_files_without_a_commit(ws, run):
     made = run("--json", "remember", "The demo server is up until Friday.", "--ttl", "2d",
                env={"MEMCLI_NOW": "2027-01-01T00:00:00Z"}).json()["data"]

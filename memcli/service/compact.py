@@ -168,7 +168,7 @@ def _planned(ctx: Ctx, wanted: list[str] | None) -> tuple[CompactResult, list[Me
         refused = []
         for memory in members:
             try:  # a hand-edited file may hold a secret: memcli never commits what it has not checked
-                gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+                gates.check_memory(memory)
             except SecretDetected as err:
                 refused.append(Skipped(memory.path, "not rewritten: " + err.message.removeprefix("refused: ")))
         if not refused:

@@ -82,7 +82,7 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         if data == item.file.read_bytes() or _same(old.memory, current):
             return WriteResult("rollback", current, "noop", f"{current.id} is already as at {label}; nothing to do")
         restored = old.memory
-        gates.check_secrets(restored.text, restored.subject or "", *restored.tags, *restored.paths)
+        gates.check_memory(restored)
         writes: dict[Path, bytes | None] = {}
         links = relink(ctx, restored, current,
                        lambda m: _memory_of(ctx, ctx.ws.root / m.path, file_at(ctx, repo, m.id, m.path, rev)[1]),
@@ -251,7 +251,7 @@ def undo(ctx: Ctx) -> UndoResult:
             if memory is not None:
                 memories.append(memory)
                 if before is not None:
-                    gates.check_secrets(memory.text, memory.subject or "", *memory.tags, *memory.paths)
+                    gates.check_memory(memory)
         commit = apply(ctx, writes, "undo", memories, [], trailers={"Undoes": target.commit})
     op = target.trailers.get("op")
     ids = [m.id for m in memories]
