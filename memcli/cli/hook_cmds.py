@@ -51,7 +51,7 @@ def _install(agent: str, user: bool, remove: bool) -> None:
     from memcli.agents.hooks import AGENTS
     from memcli.cli.state import GLOBALS
     from memcli.errors import UsageProblem
-    from memcli.service.hooks import install as do_install
+    from memcli.service.hook_install import install as do_install
 
     if agent not in AGENTS:
         raise UsageProblem(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(AGENTS)}")
