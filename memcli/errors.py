@@ -26,6 +26,9 @@ EXIT_CODES: dict[int, str] = {
     11: "a memory file cannot be parsed (path, line and reason are given)",
     12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
     13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the same files",
+    16: "sync stopped: a true conflict with the remote, a remote that refused or could not be reached, or a passed "
+        "deadline (nothing is left half-merged)",
+    17: "check failed: a memory file in the checked range breaks a rule (one line per problem)",
 }
 
 
@@ -182,3 +185,20 @@ class HistoryConflict(MemcliError):
 
     code = "history_conflict"
     exit_code = 13
+
+
+class SyncStopped(MemcliError):
+    """``memcli sync`` stopped before the store and its remote agreed: a true conflict (the
+    merge was aborted, nothing half-merged), a remote that refused or could not be reached,
+    or the ``--deadline`` passed."""
+
+    code = "sync_stopped"
+    exit_code = 16
+
+
+class CheckFailed(MemcliError):
+    """``memcli check`` found memory files that break a rule (invalid, a secret, an unsafe
+    path, or an approval by the memory's own proposer)."""
+
+    code = "check_failed"
+    exit_code = 17

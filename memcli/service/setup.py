@@ -19,6 +19,9 @@ def init(path: Path, hidden: bool = False) -> tuple[Path, bool, str | None]:
     Raises:
         WorkspaceInvalid: the folder cannot be written.
         GitFailed, GitLocked: the first commit failed.
+
+    Every call (a new workspace or an existing one, e.g. in a fresh clone) registers
+    memcli's merge driver for memory files (``service.sync.ensure_merge_driver``).
     """
     try:
         outer = find_root(cwd=path.absolute().parent)
@@ -35,10 +38,13 @@ def init(path: Path, hidden: bool = False) -> tuple[Path, bool, str | None]:
             from None
     gitlog.GitRepo.init(path)
     root, created = create_files(path, hidden)
-    if not created:
+    from memcli.service.sync import ensure_merge_driver
+
+    attributes = ensure_merge_driver(root)  # per clone: a fresh clone's `memcli init` registers it too
+    if not created and not attributes:
         return root, False, None
     repo = gitlog.GitRepo(root)
-    msg = gitlog.message("init", "workspace", {"Op": "init"})
-    commit = repo.commit([root / CONFIG_NAME], msg, actor="memcli")
-    return root, True, commit
+    msg = gitlog.message("init", "workspace" if created else "register the memory merge driver", {"Op": "init"})
+    commit = repo.commit([root / CONFIG_NAME, *attributes] if created else attributes, msg, actor="memcli")
+    return root, created, commit
 

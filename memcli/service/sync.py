@@ -1,0 +1,297 @@
+"""Team sync over any git remote (SPEC.md section 10): ``memcli sync`` and the merge driver.
+
+``sync`` fetches the store's branch from its remote, merges it (memory files through
+memcli's field-by-field merge driver, :mod:`memcli.policy.merge`) and pushes the result,
+under the workspace lock so that no memcli write lands half-way. It never force-pushes
+and never rewrites a commit: when the remote moved between the fetch and the push, it
+fetches and merges again (at most :data:`ATTEMPTS` times). A true conflict aborts the
+merge (``git merge --abort``), so nothing is left half-merged, and names the files.
+
+The merge driver is registered per clone by ``memcli init`` (and again by every ``sync``):
+``.gitattributes`` (committed) maps ``memories/**/*.md`` to ``merge=memcli``, and the
+repository's git config says how to run it (``merge.memcli.driver``), with the absolute
+path of the Python that runs this memcli, so that plain ``git merge`` and ``git pull`` use
+it too, whatever their PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memcli import gitlog
+from memcli.errors import GitFailed, SyncStopped
+
+#: Fetch-merge-push rounds before giving up on a remote that keeps moving.
+ATTEMPTS = 6
+#: The ``.gitattributes`` line that sends memory files to memcli's merge driver.
+ATTRIBUTES_LINE = "memories/**/*.md merge=memcli"
+#: git's words for a push refused because the remote has commits we lack.
+_REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
+
+
+def driver_command() -> str:
+    """The merge driver command git runs: ``PYTHON -m memcli merge-file %O %A %B %P``.
+
+    The absolute interpreter path makes it independent of the PATH git runs with.
+    """
+    return f"{shlex.quote(str(Path(sys.executable).absolute()))} -m memcli merge-file %O %A %B %P"
+
+
+def ensure_merge_driver(root: Path) -> list[Path]:
+    """Register memcli's merge driver for the repository holding workspace ``root``.
+
+    Writes ``root/.gitattributes`` (adding :data:`ATTRIBUTES_LINE` when missing) and sets
+    ``merge.memcli.name`` and ``merge.memcli.driver`` in the repository's git config.
+
+    Returns:
+        The files changed on disk (for the caller to commit): ``[.gitattributes]`` or ``[]``.
+
+    Raises:
+        GitFailed: git config cannot be written.
+    """
+    repo = gitlog.GitRepo(root)
+    status, current, _ = repo._raw("config", "--get", "merge.memcli.driver")
+    if status != 0 or current.decode("utf-8", "replace").strip() != driver_command():
+        repo._run("config", "merge.memcli.name", "memcli memory files (field by field)")
+        repo._run("config", "merge.memcli.driver", driver_command())
+    attributes = root / ".gitattributes"
+    try:
+        text = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
+    except (OSError, UnicodeDecodeError):
+        return []
+    if ATTRIBUTES_LINE in text.splitlines():
+        return []
+    from memcli.store.files import atomic_write
+
+    atomic_write(attributes, (text + ("" if not text or text.endswith("\n") else "\n") + ATTRIBUTES_LINE + "\n")
+                 .encode("utf-8"))
+    return [attributes]
+
+
+@dataclass
+class DriverResult:
+    """What ``memcli merge-file`` did: ``merged`` or not, and lines for git's output."""
+
+    merged: bool
+    lines: list[str] = field(default_factory=list)
+
+
+def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResult:
+    """git's merge driver contract: leave the result in ``ours``; say whether it merged.
+
+    Args:
+        base, ours, theirs: git's temporary files for ``%O``, ``%A``, ``%B``.
+        path: the file's path in the repository (``%P``), for messages.
+
+    A version that does not parse as a memory falls back to git's own textual merge
+    (``git merge-file``); a conflict leaves git's conflict markers in ``ours``, so the
+    file reads as invalid until a person resolves it (memcli never serves it half-merged).
+    """
+    from memcli.errors import InvalidMemoryFile
+    from memcli.policy.merge import merge_file
+    from memcli.store.files import atomic_write
+
+    base_data, ours_data, theirs_data = base.read_bytes(), ours.read_bytes(), theirs.read_bytes()
+    try:
+        result = merge_file(base_data or None, ours_data, theirs_data, path)
+    except InvalidMemoryFile as err:
+        result = None
+        reason = f"{path}: not merged field by field ({err.reason}); textual merge"
+    if result is not None and result.data is not None:
+        atomic_write(ours, result.data)
+        return DriverResult(True, [f"memcli: merged {path} field by field" + (
+            f" ({'; '.join(result.notes)})" if result.notes else "")])
+    gitlog.seal_environment()
+    proc = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs", str(ours), str(base),
+                           str(theirs)], capture_output=True, stdin=subprocess.DEVNULL)
+    if result is None:
+        return DriverResult(proc.returncode == 0, [reason] if proc.returncode else [])
+    return DriverResult(False, [f"memcli: conflict in {path}: {'; '.join(result.conflicts)}"])
+
+
+@dataclass
+class SyncResult:
+    """The outcome of ``memcli sync``.
+
+    Attributes:
+        remote, branch: where it synced with.
+        received: commits merged in from the remote.
+        sent: commits pushed to the remote.
+        attempts: fetch-merge-push rounds (more than one when the remote moved meanwhile).
+    """
+
+    remote: str
+    branch: str
+    received: int = 0
+    sent: int = 0
+    attempts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def message(self) -> str:
+        if not self.received and not self.sent:
+            return f"in sync with {self.remote}/{self.branch}"
+        return (f"synced with {self.remote}/{self.branch}: {self.received} commits received, "
+                f"{self.sent} sent")
+
+    def to_dict(self) -> dict:
+        return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
+                "attempts": self.attempts, "notes": self.notes}
+
+
+class _Git:
+    """git in the store, with one deadline for the whole sync (seconds, monotonic clock)."""
+
+    def __init__(self, root: Path, deadline: float | None) -> None:
+        gitlog.seal_environment()
+        self.root = root
+        self.until = None if deadline is None else time.monotonic() + deadline
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        left = None if self.until is None else self.until - time.monotonic()
+        if left is not None and left <= 0:
+            raise TimeoutError
+        env = {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0",
+               "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
+        try:
+            return subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True, env=env,
+                                  stdin=subprocess.DEVNULL, timeout=left)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError from None
+        except OSError as err:
+            raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+
+    def out(self, *args: str) -> str:
+        proc = self.run(*args)
+        if proc.returncode != 0:
+            raise GitFailed(f"git {args[0]} failed: {gitlog.first_line(proc.stderr) or proc.returncode}")
+        return proc.stdout.strip()
+
+
+def _remote_for(git: _Git, branch: str, wanted: str | None) -> str:
+    remotes = git.out("remote").split()
+    if wanted:
+        if wanted not in remotes:
+            raise SyncStopped(f"no git remote named {wanted[:60]!r} in this store",
+                              hint="list them with `git remote -v`; add one with `git remote add NAME URL`")
+        return wanted
+    configured = git.run("config", "--get", f"branch.{branch}.remote").stdout.strip()
+    if configured in remotes:
+        return configured
+    if len(remotes) == 1:
+        return remotes[0]
+    if "origin" in remotes:
+        return "origin"
+    raise SyncStopped("this store has no git remote to sync with" if not remotes else
+                      f"this store has several remotes ({', '.join(remotes[:5])}); say which",
+                      hint="`memcli sync REMOTE`, or add one with `git remote add origin URL`")
+
+
+def _check_state(git: _Git, ctx) -> str:  # noqa: ANN001
+    """The branch to sync; refuses a store that is not its repository's top, a detached HEAD,
+    an operation in progress, or uncommitted memory files."""
+    top = Path(git.out("rev-parse", "--show-toplevel")).resolve()
+    if top != ctx.ws.root.resolve():
+        raise SyncStopped(f"the workspace is a folder of the repository {top}, so syncing it would push that "
+                          "repository's branch",
+                          hint="sync it with `git pull` and `git push` as you do its code")
+    branch = git.run("symbolic-ref", "--quiet", "--short", "HEAD").stdout.strip()
+    if not branch:
+        raise SyncStopped("HEAD is detached, so there is no branch to sync", hint="`git switch BRANCH` first")
+    for marker in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD", "REVERT_HEAD"):
+        if (ctx.ws.root / git.out("rev-parse", "--git-path", marker)).exists():
+            raise SyncStopped(f"a git operation is in progress ({marker})",
+                              hint="finish it or abort it (`git merge --abort`, `git rebase --abort`), then sync")
+    dirty = git.out("status", "--porcelain", "--untracked-files=all", "--", "memories", "memcli.toml")
+    if dirty:
+        count = len(dirty.splitlines())
+        raise SyncStopped(f"{count} memory files have uncommitted changes, which a merge could overwrite",
+                          hint="commit them (`git commit`) or restore them (`git restore`), then sync")
+    return branch
+
+
+def _merge(git: _Git, remote_ref: str, message: str) -> None:
+    proc = git.run("merge", "--no-edit", "-m", message, remote_ref)
+    if proc.returncode == 0:
+        return
+    conflicted = git.run("diff", "--name-only", "--diff-filter=U").stdout.split()
+    said = [line.removeprefix("memcli: ") for line in (proc.stdout + proc.stderr).splitlines()
+            if line.startswith("memcli: conflict")]
+    git.run("merge", "--abort")
+    if not conflicted:
+        raise SyncStopped(f"git merge failed: {gitlog.first_line(proc.stderr) or proc.returncode}; "
+                          "the merge was aborted, nothing changed")
+    named = "; ".join(said) if said else ", ".join(conflicted[:5])
+    raise SyncStopped(f"a true conflict with {remote_ref}: {named}; the merge was aborted, nothing changed",
+                      hint="resolve it by hand: `git merge " + remote_ref + "`, edit the files, `git commit`, "
+                           "then `memcli sync` again")
+
+
+def sync(ctx, remote: str | None = None, deadline: float | None = None) -> SyncResult:  # noqa: ANN001
+    """Fetch, merge and push the store's branch; see the module docstring.
+
+    Args:
+        ctx: the service context (``memcli.service.Ctx``).
+        remote: the remote's name; default the branch's upstream, else the only remote, else ``origin``.
+        deadline: seconds the whole sync may take (a hook's budget); None waits as long as git does.
+
+    Raises:
+        SyncStopped: no remote, a state that cannot be synced, a true conflict (merge
+            aborted), a remote that refused or could not be reached, or the deadline passed.
+        WorkspaceLocked: another memcli process holds the workspace lock.
+        GitFailed: git itself failed.
+    """
+    git = _Git(ctx.ws.root, deadline)
+    with ctx.ws.lock():
+        try:
+            return _sync_locked(ctx, git, remote)
+        except TimeoutError:
+            if git.run("rev-parse", "-q", "--verify", "MERGE_HEAD").returncode == 0:
+                subprocess.run(["git", "merge", "--abort"], cwd=ctx.ws.root, capture_output=True)
+            raise SyncStopped(f"sync did not finish within its deadline of {deadline:g} s; nothing is half-merged",
+                              hint="run `memcli sync` again without --deadline") from None
+
+
+def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN001
+    branch = _check_state(git, ctx)
+    remote = _remote_for(git, branch, wanted)
+    changed = ensure_merge_driver(ctx.ws.root)
+    if changed:
+        repo = ctx.git()
+        repo.commit(changed, gitlog.message("sync", "register the memory merge driver", {"Op": "sync"}),
+                    actor=ctx.actor)
+    result = SyncResult(remote, branch)
+    tracking = f"refs/remotes/{remote}/{branch}"
+    for attempt in range(1, ATTEMPTS + 1):
+        result.attempts = attempt
+        fetched = git.run("fetch", "--quiet", remote, f"+refs/heads/{branch}:{tracking}")
+        if fetched.returncode != 0 and "couldn't find remote ref" not in fetched.stderr:
+            raise SyncStopped(f"cannot fetch from {remote}: {gitlog.first_line(fetched.stderr)}",
+                              hint="check the remote's URL (`git remote -v`) and your access to it")
+        has_remote = git.run("rev-parse", "-q", "--verify", tracking).returncode == 0
+        if has_remote and git.run("merge-base", "--is-ancestor", tracking, "HEAD").returncode != 0:
+            result.received += int(git.out("rev-list", "--count", f"HEAD..{tracking}"))
+            _merge(git, tracking, gitlog.message("sync", f"merge {remote}/{branch}", {"Op": "sync"}))
+        ahead = int(git.out("rev-list", "--count", f"{tracking}..HEAD")) if has_remote else \
+            int(git.out("rev-list", "--count", "HEAD"))
+        if not ahead:
+            return result
+        pushed = git.run("push", "--porcelain", remote, f"HEAD:refs/heads/{branch}")
+        if pushed.returncode == 0:
+            result.sent += ahead
+            git.run("update-ref", tracking, "HEAD")
+            if not git.run("config", "--get", f"branch.{branch}.remote").stdout.strip():
+                git.run("branch", f"--set-upstream-to={remote}/{branch}", branch)
+            return result
+        if not any(word in pushed.stdout + pushed.stderr for word in _REJECTED):
+            raise SyncStopped(f"{remote} refused the push: {gitlog.first_line(pushed.stderr) or pushed.returncode}",
+                              hint="check your access to the remote; nothing was lost locally")
+        result.notes.append(f"{remote} moved during the sync; merging again")
+        time.sleep(min(0.05 * attempt, 0.3))
+    raise SyncStopped(f"{remote} kept moving: {ATTEMPTS} rounds of fetch, merge and push did not settle",
+                      hint="run `memcli sync` again")
