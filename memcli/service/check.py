@@ -157,7 +157,7 @@ def _check_file(ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | N
     try:
         gates.check_memory(memory)
     except MemcliError as err:
-        problems.append(Problem(rel, "secret", err.message))
+        problems.append(Problem(rel, "secret", err.message.removeprefix("refused: ")))
     if not PurePosixPath(rel).name.startswith(memory.id):
         problems.append(Problem(rel, "path", f"the file name does not start with its id {memory.id}"))
     config = ctx.ws.config
@@ -213,5 +213,6 @@ def _review_problems(ctx, git: _Git, rel: str, full: str, memory, old: str | Non
 def raise_if_failed(result: CheckResult) -> None:
     """Raise :class:`CheckFailed` summarising ``result`` when it holds problems."""
     if result.problems:
-        raise CheckFailed(f"{len(result.problems)} problems in {result.files} memory files ({result.range})",
+        count = len(result.problems)
+        raise CheckFailed(f"{count} problem{'s' if count != 1 else ''} in the memory files of {result.range}",
                           hint="fix them, or see each one above")
