@@ -130,3 +130,25 @@ def test_the_same_checks_run_through_pre_commit(ws: Path) -> None:
     accepted = subprocess.run(["git", "commit", "-qm", "approve by hand"], cwd=ws, capture_output=True, text=True,
                               env={**__import__("os").environ, **env_home})
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+
+
+def test_the_actor_defaults_to_git_user_email(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMCLI_ACTOR")
+    as_author(ws, "dana+work@example.com")
+    out = run_memcli("-w", str(ws), "--json", "remember", "My editor is helix", "--scope", "user:dana-work@example.com")
+    assert out.code == 0, out
+    assert out.json()["data"]["memory"]["provenance"]["actor"] == "dana-work@example.com"
+    mine = run_memcli("-w", str(ws), "recall", "helix")
+    assert "helix" in mine.out  # user:<me> is read by default, <me> from git
+    labelled = run_memcli("-w", str(ws), "--actor", "claude", "--json", "remember", "Agents label themselves")
+    assert labelled.json()["data"]["memory"]["provenance"]["actor"] == "claude"
+    git("config", "--unset", "user.email", cwd=ws)
+    global_ = run_memcli("-w", str(ws), "--json", "remember", "The global git config counts", "--scope", "project")
+    assert global_.json()["data"]["memory"]["provenance"]["actor"] == "test@example.invalid"
+    bare_home = ws.parent / "bare-home"
+    bare_home.mkdir()
+    (bare_home / ".gitconfig").write_text("[user]\n\tname = Dana Scully\n", encoding="utf-8")
+    git("config", "--unset", "user.name", cwd=ws)
+    named = run_memcli("-w", str(ws), "--json", "remember", "Fall back to the name", "--scope", "project",
+                       env={"HOME": str(bare_home)})
+    assert named.json()["data"]["memory"]["provenance"]["actor"] == "Dana-Scully"

@@ -49,7 +49,7 @@ def _options(
     workspace: Annotated[Optional[str], typer.Option(
         "--workspace", "-w", help="Workspace folder (else $MEMCLI_WORKSPACE, else the nearest memcli.toml above).")] = None,
     actor: Annotated[Optional[str], typer.Option(
-        "--actor", help="Who is acting (else $MEMCLI_ACTOR, else your login name).")] = None,
+        "--actor", help="Who is acting, a label (else $MEMCLI_ACTOR, else git's user.email).")] = None,
     json_: JsonOpt = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,

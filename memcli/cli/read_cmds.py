@@ -109,6 +109,8 @@ def review(json_: JsonOpt = False) -> None:
         table("pending review", ["id", "scope", "source", "actor", "run", "text"], [
             [m.id, m.scope, m.provenance.source_type, m.provenance.actor, m.provenance.run_id or "",
              one_line(m.text)] for m in pending])
+        print("memcli: approve with `memcli approve ID`, reject with `memcli reject ID --reason ...`; "
+              "`memcli check` in CI enforces that a second person (by git author) approves", file=sys.stderr)
 
 
 @app.command()

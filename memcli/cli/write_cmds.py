@@ -110,11 +110,20 @@ def approve(
     reason: Annotated[Optional[str], typer.Option("--reason", help="Why (kept in review.reason).")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Approve a memory waiting in review: it becomes active."""
+    """Approve a memory waiting in review: it becomes active (CI enforces who may: memcli check)."""
     from memcli.service.write import approve as do_approve
 
     context = ctx()
     _report(context, do_approve(context, memory_id, reason))
+    _enforcement_note()
+
+
+def _enforcement_note() -> None:
+    from memcli.cli.output import STATE
+
+    if not STATE.json:
+        print("memcli: note: the reviewer's name here is a label; `memcli check` in CI enforces that "
+              "someone other than the proposer (by git author) approved it", file=sys.stderr)
 
 
 @app.command()

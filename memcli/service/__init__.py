@@ -48,15 +48,43 @@ def check_ref(value: str) -> str:
             hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
 
 
-def default_actor() -> str:
-    """The caller's name: ``$MEMCLI_ACTOR``, else the login name."""
+def default_actor(root: Path | None = None) -> str:
+    """The caller's name: ``$MEMCLI_ACTOR``, else git's ``user.email``, else ``user.name``
+    (as git would read them in the workspace ``root``: repository, global and
+    ``includeIf`` settings alike), else the login name (SPEC.md section 1, Identity).
+
+    Characters a scope name cannot hold (``+``, spaces …) become ``-``, so the name always
+    makes a valid ``user:<name>`` scope. The git lookup is one ``git config`` process
+    (a few milliseconds), run only when no ``--actor`` or ``$MEMCLI_ACTOR`` is given.
+    """
     name = os.environ.get("MEMCLI_ACTOR")
     if name:
         return name
+    if root is not None:
+        identity = _git_identity(root)
+        if identity:
+            return identity
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
+
+
+def _git_identity(root: Path) -> str | None:
+    import re
+    import subprocess
+
+    gitlog.seal_environment()
+    for key in ("user.email", "user.name"):
+        try:
+            proc = subprocess.run(["git", "config", "--get", key], cwd=root, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        value = re.sub(r"[^A-Za-z0-9._@-]+", "-", proc.stdout.strip()).strip("-.")
+        if proc.returncode == 0 and value:
+            return value[:64]
+    return None
 
 
 @dataclass
@@ -86,7 +114,7 @@ class Ctx:
             ValidationFailed: ``$MEMCLI_NOW`` or the actor name is malformed.
         """
         ws = open_workspace(workspace)
-        name = actor or default_actor()
+        name = actor or default_actor(ws.root)
         try:
             check_scope(f"user:{name}")  # the actor owns user:<actor>, so the name must make a valid scope
         except ValidationFailed:
