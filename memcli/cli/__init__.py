@@ -93,7 +93,7 @@ def _run_typer(args: list[str]) -> int:
     from memcli.cli.app import app
 
     try:
-        result = app(args=args, prog_name="memcli", standalone_mode=False)
+        result = app(args=_optional_values(args), prog_name="memcli", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except typer.Exit as err:
         return err.exit_code
@@ -103,6 +103,22 @@ def _run_typer(args: list[str]) -> int:
     except typer.TyperException as err:
         output.error("usage", _usage_message(err), "see `memcli --help` or `memcli COMMAND --help`", 2)
         return 2
+
+
+#: Options whose value may be left out (``init --branch [NAME]``) -> the value then used.
+#: typer 0.2x does not pass click's ``flag_value`` on, so the default is put in here.
+OPTIONAL_VALUES = {"--branch": "memcli/memory"}
+
+
+def _optional_values(args: list[str]) -> list[str]:
+    """``args`` with the default value inserted after an :data:`OPTIONAL_VALUES` option given
+    without one (last, or followed by another option)."""
+    out = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg in OPTIONAL_VALUES and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            out.append(OPTIONAL_VALUES[arg])
+    return out
 
 
 #: What a usage message shows instead of an argument that looks like a secret.

@@ -59,12 +59,16 @@ def _report(context, result) -> None:  # noqa: ANN001
 def init(
     path: Annotated[Path, typer.Argument(help="Folder for the workspace (default: here).")] = Path("."),
     hidden: Annotated[bool, typer.Option("--hidden", help="Keep it in PATH/.memcli/ inside a project.")] = False,
+    branch: Annotated[Optional[str], typer.Option(
+        "--branch", metavar="[NAME]",
+        help="In a code repository: keep the store on its own orphan branch NAME (default memcli/memory), "
+             "checked out in .memcli/, so memory never follows code branches.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Create a workspace: memcli.toml, memories/, a git repository when PATH is not in one."""
     from memcli.service.setup import init as do_init
 
-    root, created, commit = do_init(path, hidden)
+    root, created, commit = do_init(path, hidden, branch)
     text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
     emit({"root": str(root), "created": created, "commit": commit}, text)
 

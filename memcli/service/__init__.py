@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memcli import gitlog
-from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed
+from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed, WorkspaceNotFound
 from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import personal_owner, readable_scopes
 from memcli.store.files import Loaded
@@ -113,7 +113,15 @@ class Ctx:
             WorkspaceNotFound, WorkspaceInvalid: no usable workspace.
             ValidationFailed: ``$MEMCLI_NOW`` or the actor name is malformed.
         """
-        ws = open_workspace(workspace)
+        notes: list[str] = []
+        try:
+            ws = open_workspace(workspace)
+        except WorkspaceNotFound:  # a fresh clone of a project whose store is on a memory branch
+            from memcli.service.branch import locate
+
+            found, note = locate(workspace)
+            ws = open_workspace(found)
+            notes.append(note) if note else None
         name = actor or default_actor(ws.root)
         try:
             check_scope(f"user:{name}")  # the actor owns user:<actor>, so the name must make a valid scope
@@ -125,7 +133,7 @@ class Ctx:
         except ValueError:
             raise ValidationFailed(f"$MEMCLI_NOW is not a date or RFC 3339 time: {os.environ.get('MEMCLI_NOW')!r}") \
                 from None
-        return cls(ws=ws, actor=name, now=now)
+        return cls(ws=ws, actor=name, now=now, warnings=notes)
 
     def catalog(self, refresh: bool = False, progress=None):  # noqa: ANN001, ANN201 - memcli.index.catalog.Catalog
         """The memories of the workspace: the synced index, or a scan when the index is unusable.

@@ -114,11 +114,15 @@ def _bug(ctx, run: HookRun, what: str, err: Exception) -> None:  # noqa: ANN001
 
 def _open(workspace: str | None, actor: str | None, cwd: str):  # noqa: ANN202
     from memcli.service import Ctx
-    from memcli.store.workspace import find_root
+    from memcli.service.branch import locate
 
+    notes = []
     if workspace is None and not os.environ.get("MEMCLI_WORKSPACE") and cwd and Path(cwd).is_dir():
-        workspace = str(find_root(cwd=Path(cwd)))
-    return Ctx.open(workspace, actor)
+        workspace, note = locate(None, Path(cwd))  # a memory branch is checked out on the first start
+        notes = [note] if note else []
+    ctx = Ctx.open(workspace, actor)
+    ctx.warnings.extend(notes)
+    return ctx
 
 
 def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:  # noqa: ANN001

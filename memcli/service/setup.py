@@ -10,7 +10,7 @@ from memcli.errors import MemcliError, WorkspaceInvalid
 from memcli.store.workspace import create_files, find_root
 
 
-def init(path: Path, hidden: bool = False) -> tuple[Path, bool, str | None]:
+def init(path: Path, hidden: bool = False, branch: str | None = None) -> tuple[Path, bool, str | None]:
     """Create a workspace at ``path`` and, when it is outside any work tree, a git repository.
 
     Returns:
@@ -23,6 +23,8 @@ def init(path: Path, hidden: bool = False) -> tuple[Path, bool, str | None]:
     Every call (a new workspace or an existing one, e.g. in a fresh clone) registers
     memcli's merge driver for memory files (``service.sync.ensure_merge_driver``).
     """
+    if branch is not None:
+        return _init_branch(path, branch)
     try:
         outer = find_root(cwd=path.absolute().parent)
     except MemcliError:
@@ -48,3 +50,15 @@ def init(path: Path, hidden: bool = False) -> tuple[Path, bool, str | None]:
     commit = repo.commit([root / CONFIG_NAME, *attributes] if created else attributes, msg, actor="memcli")
     return root, created, commit
 
+
+
+def _init_branch(path: Path, name: str) -> tuple[Path, bool, str | None]:
+    """``init --branch``: the project store on the orphan branch ``name`` (``service.branch``)."""
+    from memcli.service.branch import attach, _toplevel
+
+    top = _toplevel(path.absolute()) if path.exists() else None
+    if top is None:
+        raise WorkspaceInvalid(f"{path} is not inside a git repository, so there is no code branch to keep memory "
+                               "apart from", hint="run a plain `memcli init` for a standalone store")
+    folder, done = attach(top, name, create=True)
+    return folder, done != "already checked out", None

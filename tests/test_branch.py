@@ -1,0 +1,75 @@
+"""The memory branch: `memcli init --branch` keeps memory off the code branches (issue 12 point 2)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import run_memcli
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_memory_does_not_follow_code_branches_and_no_memcli_commit_lands_on_them(project: Path) -> None:
+    init = run_memcli("init", "--branch", cwd=project)
+    assert init.code == 0, init
+    assert (project / ".memcli" / "memcli.toml").is_file()
+    assert git("status", "--porcelain", cwd=project) == ""  # the worktree folder is git-ignored (info/exclude)
+    assert run_memcli("remember", "Deploys go out on Tuesdays", cwd=project).code == 0
+    assert run_memcli("remember", "The API listens on port 8080", cwd=project / "src" if (project / "src").is_dir()
+                      else project).code == 0
+    before = run_memcli("--json", "recall", "port", cwd=project).json()["data"]["hits"]
+    code_branch = git("branch", "--show-current", cwd=project)
+    git("checkout", "-q", "-b", "feature/x", cwd=project)
+    (project / "feature.txt").write_text("new code\n")
+    git("add", "feature.txt", cwd=project)
+    git("commit", "-qm", "feature work", cwd=project)
+    assert run_memcli("remember", "Feature flags live in flags.yaml", cwd=project).code == 0
+    git("checkout", "-q", code_branch, cwd=project)
+    after = run_memcli("--json", "recall", "port", cwd=project).json()["data"]["hits"]
+    assert [h["id"] for h in after] == [h["id"] for h in before]
+    assert "flags.yaml" in run_memcli("recall", "flags", cwd=project).out  # written on feature/x, still here
+    for branch in (code_branch, "feature/x"):
+        subjects = git("log", "--format=%s", branch, cwd=project).splitlines()
+        assert not [s for s in subjects if s.startswith("memcli:")], subjects
+    assert git("log", "--format=%s", "memcli/memory", cwd=project).count("memcli: remember") == 3
+
+
+def test_a_fresh_clone_checks_out_the_memory_branch_on_its_first_command(project: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "origin.git"
+    git("init", "-q", "--bare", str(bare), cwd=tmp_path)
+    git("remote", "add", "origin", str(bare), cwd=project)
+    git("push", "-q", "origin", "HEAD", cwd=project)
+    assert run_memcli("init", "--branch", cwd=project).code == 0
+    assert run_memcli("remember", "Use uv to manage Python environments", cwd=project).code == 0
+    assert run_memcli("sync", cwd=project / ".memcli").code == 0
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(bare), str(clone), cwd=tmp_path)
+    first = run_memcli("recall", "uv", cwd=clone)
+    assert first.code == 0, first
+    assert "Use uv" in first.out
+    assert "checked out the memory branch memcli/memory" in first.err
+    again = run_memcli("recall", "uv", cwd=clone)
+    assert "checked out" not in again.err
+    hook = run_memcli("hook", "claude", "session-start", input='{"cwd": "%s", "source": "startup"}' % clone)
+    assert hook.code == 0 and "Use uv" in hook.out
+
+
+def test_init_branch_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out = run_memcli("init", "--branch", cwd=plain)
+    assert out.code == 3, out
+    assert "not inside a git repository" in out.err
+    named = run_memcli("init", "--branch", "team/memory", cwd=plain)
+    assert named.code == 3
+
+
+def test_init_branch_with_a_name(project: Path) -> None:
+    out = run_memcli("init", "--branch", "team/memory", cwd=project)
+    assert out.code == 0, out
+    assert git("rev-parse", "--abbrev-ref", "HEAD", cwd=project / ".memcli") == "team/memory"
+    again = run_memcli("init", "--branch", "team/memory", cwd=project)
+    assert again.code == 0 and "already" in again.out
