@@ -63,10 +63,16 @@ def init(
         "--branch", metavar="[NAME]",
         help="In a code repository: keep the store on its own orphan branch NAME (default memcli/memory), "
              "checked out in .memcli/, so memory never follows code branches.")] = None,
+    in_tree: Annotated[bool, typer.Option("--in-tree", help="Keep the store as a folder of the code repository "
+                                                           "(today's default).")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Create a workspace: memcli.toml, memories/, a git repository when PATH is not in one."""
+    from memcli.errors import UsageProblem
     from memcli.service.setup import init as do_init
+
+    if in_tree and branch is not None:
+        raise UsageProblem("--in-tree and --branch exclude each other", hint="give one of them")
 
     root, created, commit = do_init(path, hidden, branch)
     text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
