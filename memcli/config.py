@@ -68,6 +68,15 @@ extract = false
 # Let the pre-compact hook run `memcli compact --transcript` on the session transcript:
 # one rule-based summary memory in session:<id> before the agent's own compaction.
 summarize = false
+
+[sync]
+# Let the session-start (before the context is made) and session-end hooks run
+# `memcli sync --quiet --deadline SECONDS` with the store's remote. A failure is one
+# warning; the hook still answers.
+session_start = false
+session_end = false
+# Seconds such a hook-run sync may take.
+deadline = 3
 """
 
 
@@ -86,6 +95,9 @@ class Config:
     context_budget: int = 8000
     hook_extract: bool = False
     hook_summarize: bool = False
+    sync_session_start: bool = False
+    sync_session_end: bool = False
+    sync_deadline: float = 3.0
     compact_retention: str = "90d"
     compact_near_duplicate: int = 95
     ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
@@ -122,6 +134,9 @@ _KEYS = {
     ("context", "budget"): ("context_budget", int),
     ("hooks", "extract"): ("hook_extract", bool),
     ("hooks", "summarize"): ("hook_summarize", bool),
+    ("sync", "session_start"): ("sync_session_start", bool),
+    ("sync", "session_end"): ("sync_session_end", bool),
+    ("sync", "deadline"): ("sync_deadline", (int, float)),
     ("compact", "retention"): ("compact_retention", str),
     ("compact", "near_duplicate"): ("compact_near_duplicate", int),
 }

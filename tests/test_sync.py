@@ -176,3 +176,21 @@ def test_merge_driver_command_is_absolute(team) -> None:
     driver = git("config", "--get", "merge.memcli.driver", cwd=ws)
     assert driver.startswith(str(Path(sys.executable).absolute())) or driver.startswith("'")
     assert (ws / ".gitattributes").read_text().strip() == "memories/**/*.md merge=memcli"
+
+
+def test_session_hooks_sync_when_enabled_and_never_fail(team) -> None:
+    _, clone = team
+    one, two = clone("one"), clone("two")
+    for ws in (one, two):
+        config = ws / "memcli.toml"
+        config.write_text(config.read_text().replace("session_start = false", "session_start = true")
+                          .replace("session_end = false", "session_end = true"))
+        git("commit", "-qam", "sync from the session hooks", cwd=ws)
+    assert run_memcli("-w", str(one), "remember", "Releases are cut on Thursdays").code == 0
+    end = run_memcli("-w", str(one), "hook", "claude", "session-end", input='{"session_id": "s1"}')
+    assert end.code == 0, end  # pushed by the hook
+    start = run_memcli("-w", str(two), "hook", "claude", "session-start", input='{"source": "startup"}')
+    assert start.code == 0 and "Thursdays" in start.out  # fetched before the context was made
+    git("remote", "set-url", "origin", "/nonexistent/remote.git", cwd=two)
+    broken = run_memcli("-w", str(two), "hook", "claude", "session-start", input='{"source": "startup"}')
+    assert broken.code == 0 and "sync skipped" in broken.err and "Thursdays" in broken.out

@@ -129,6 +129,8 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
     from memcli.service.context import context
 
     folder = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
+    if event in ("session-start", "session-end") and getattr(ctx.ws.config, f"sync_{event.replace('-', '_')}"):
+        _sync(ctx, run)
     if event == "session-start":
         block = context(ctx, None, None, "text", folder=folder)
         _remember_seen(ctx, payload.session_id, set(block.included))
@@ -142,6 +144,17 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
     if event == "session-end" and payload.session_id:
         _session_file(ctx, payload.session_id).unlink(missing_ok=True)
     return ""
+
+
+def _sync(ctx, run: HookRun) -> None:  # noqa: ANN001
+    """``memcli sync --quiet --deadline [sync] deadline`` for a hook (``[sync] session_start``
+    / ``session_end``); a failure is one warning line, never a failed hook."""
+    from memcli.service.sync import sync
+
+    try:
+        sync(ctx, None, ctx.ws.config.sync_deadline)
+    except MemcliError as err:
+        run.warnings.append(f"sync skipped: {err.line()}")
 
 
 def _prompt_block(ctx, prompt: str, seen: set[str]):  # noqa: ANN001, ANN202
