@@ -303,8 +303,10 @@ def check_labels(key: str, values: object) -> list[str]:
 
 
 def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "...'"
+    """A rejected value as an error may show it: secrets removed, hidden characters stripped, cut short."""
+    from memcli.policy.secrets import shown
+
+    return shown(value)
 
 
 # --- scope <-> folder ----------------------------------------------------------------

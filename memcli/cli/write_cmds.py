@@ -42,7 +42,9 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
     from memcli.service.write import WriteOptions
 
     if on_conflict not in (None, "supersede", "fail"):
-        raise UsageProblem(f"invalid --on-conflict {on_conflict!r}", hint="use supersede or fail")
+        from memcli.policy.secrets import shown
+
+        raise UsageProblem(f"invalid --on-conflict {shown(on_conflict)}", hint="use supersede or fail")
     return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,
                         tags=tags or [], paths=paths or [], ttl=ttl, expire_at=expire_at, source_type=source_type,
                         run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict)

@@ -199,16 +199,17 @@ def redact(text: str, spans: list[tuple[int, int, str]] | None = None, *, full: 
     return "".join(out)
 
 
-def shown(value: object, limit: int = 24) -> str:
+def shown(value: object, limit: int = 24, *, full: bool = True) -> str:
     """A safe form of a value a user gave, for an error message: never a secret, never long.
 
     Secrets are replaced by their marker, hidden characters removed, and the result is
-    quoted (``repr``) and cut to ``limit`` characters with ``…``.
+    quoted (``repr``) and cut to ``limit`` characters with ``…``.  ``full=False`` skips
+    detect-secrets (for a hot-path message such as ``recall``'s table title).
     """
     from memcli.policy.hidden import strip_hidden
 
     text = value if isinstance(value, str) else str(value)
-    text = strip_hidden(redact(text[:400]))
+    text = strip_hidden(redact(text[:400], full=full))
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return repr(text)
