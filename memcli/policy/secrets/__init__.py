@@ -20,6 +20,7 @@ test card 4242 4242 4242 4242 and the SSA's example SSNs 078-05-1120 and 219-09-
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
@@ -190,13 +191,26 @@ def redact(text: str, spans: list[tuple[int, int, str]] | None = None, *, full: 
         spans = secret_spans(text, full=full)
     out, last = [], 0
     for start, end, kind in spans:
-        if slug_of(kind) in allow:
+        if slug_of(kind) in allow or start < last:
             continue
+        if kind in _KEY_BLOCK_KINDS:  # the key material too, not only its BEGIN line
+            end = _key_block_end(text, end)
         out.append(text[last:start])
         out.append(marker(kind))
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+_KEY_BLOCK_KINDS = frozenset((PEM, "private key", "PuTTY private key", "SSH2 private key"))
+# RFC 7468 / RFC 4716 end lines, and the last line of a PuTTY key file (Private-MAC).
+_KEY_END_RE = re.compile(r"-{4,5} ?END [^\n]{0,60}?-{4,5}|Private-MAC:[^\n]*")
+
+
+def _key_block_end(text: str, end: int) -> int:
+    """Where the private key that starts before ``end`` ends: its END line, else the text's end."""
+    m = _KEY_END_RE.search(text, end)
+    return m.end() if m else len(text)
 
 
 def shown(value: object, limit: int = 24, *, full: bool = True) -> str:

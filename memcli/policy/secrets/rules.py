@@ -354,11 +354,11 @@ def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> b
             and "." not in value and norm not in _PROSE_VALUES)
 
 
-# A .env / shell line: NAME=value, NAME holding a credential word (DB_PASS, SECRET_KEY_BASE,
+# A .env / shell assignment: NAME=value (tight "="), NAME holding a credential word (DB_PASS, SECRET_KEY_BASE,
 # ENCRYPTION_KEY, GITHUB_TOKEN): the 12-factor app's config-in-the-environment form.
 _ENV_LINE_RE = re.compile(
-    r"(?m)^[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*"
-    r"(?P<q>[\"']?)(?P<val>[\x21\x23-\x26\x28-\x7e]+)(?P=q)[ \t]*(?:#[^\n]*)?$")
+    r"(?<![^\s;'\"`])(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=(?P<q>[\"']?)(?P<val>[\x21\x23-\x26\x28-\x7e]+)"
+    r"(?P=q)(?=[ \t]*(?:#[^\n]*)?$|[ \t;,])", re.MULTILINE)
 _ENV_PASSWORD_PARTS = frozenset(("pass", "password", "passwd", "pwd", "passphrase", "pw"))
 _ENV_SECRET_PARTS = frozenset(("secret", "secrets", "token", "credential", "credentials", "apikey", "private",
                                "salt", "signing"))
@@ -373,6 +373,8 @@ def _env_line(m: re.Match[str]) -> tuple[int, int, str] | None:
     if not (password or parts[-1] in ("key", "keys") or any(p in _ENV_SECRET_PARTS for p in parts)):
         return None
     raw = m.group("val")
+    if not password and not any(p in _ENV_SECRET_PARTS for p in parts) and len(raw) < 16:
+        return None  # NAME_KEY=short: a cache key or a sort key, not a key
     if not _credential_like(raw, raw, password=password, strong=True):
         return None
     return m.start("val"), m.end("val"), PASSWORD if password else GENERIC
