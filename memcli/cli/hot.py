@@ -35,7 +35,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
            created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
            limit: int = 10) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
-    from memcli.policy.secrets import shown
+    from memcli.policy.secrets import redact, shown
     from memcli.service.read import check_mode, recall as do_recall
 
     context = ctx()
@@ -44,7 +44,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
                      updated_before, include_expired, limit)
     hits = do_recall(context, query, chosen, mode)
     flush_warnings(context)
-    data = {"query": query, "mode": mode, "hits": [
+    data = {"query": redact(query, full=False), "mode": mode, "hits": [
         {**h.memory.to_dict(context.now), "score": float(f"{h.score:.6g}"), "match": h.match,
          **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})} for h in hits]}
     emit(data)
