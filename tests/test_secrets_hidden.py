@@ -142,3 +142,22 @@ def test_ttl_error_says_what_is_wrong_without_the_value(ws: Path, run) -> None:
 def test_known_public_test_values_pass(ws: Path, run) -> None:
     for text in ("Stripe test card 4242 4242 4242 4242 in test mode", "the example SSN 078-05-1120"):
         assert run("remember", text).code == 0
+
+
+def test_a_person_can_let_one_kind_through_recorded_in_provenance(ws: Path, run) -> None:
+    text = "sandbox card 4111 1111 1111 1111 for checkout tests"
+    refused = run("remember", text)
+    assert refused.code == 6 and "--allow-secret payment-card" in refused.err
+    assert run("remember", text, "--allow-secret", "nope").code == 5
+    agent = run("remember", text, "--allow-secret", "payment-card", "--source-type", "model_derived")
+    assert agent.code == 5 and "person" in agent.err
+    other = run("remember", f"{text} and {GH}", "--allow-secret", "payment-card")
+    assert other.code == 6 and "GitHub token" in other.err  # only the kind named passes
+    allowed = run("--json", "remember", text, "--allow-secret", "payment-card")
+    assert allowed.code == 0, allowed
+    memory = allowed.json()["data"]["memory"]
+    assert memory["provenance"]["allowSecret"] == ["payment-card"]
+    (path,) = (ws / "memories").rglob("*.md")
+    assert "allowSecret: [payment-card]" in path.read_text(encoding="utf-8") and "4111" not in path.name
+    assert run("forget", memory["id"]).code == 0  # a later rewrite honours the recorded override
+    assert "4111 1111" not in run("show", memory["id"]).out  # read channels still redact it

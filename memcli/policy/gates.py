@@ -134,12 +134,15 @@ def check_memory(memory: Memory, *more: tuple[str, str | None], allow: tuple[str
         memory: the record to be written (or rewritten).
         more: other ``(field, value)`` pairs the write puts in its commit (``("the actor", actor)``).
         allow: slugs of secret kinds a person let through in the text (``--allow-secret``);
-            never in the other fields.
+            never in the other fields. Default: the record's ``provenance.allowSecret``,
+            honoured only for a person's write (``user_said``, ``admin_edit``).
 
     Raises:
         SecretDetected: naming the field, the kind and where in the value (never the secret).
         HiddenText: a value holds an invisible character (:mod:`memcli.policy.hidden`).
     """
+    person = memory.provenance.source_type in ("user_said", "admin_edit")
+    allow = (allow or tuple(memory.provenance.allow_secret)) if person else ()
     for name, value in [*written_values(memory), *more]:
         _refuse(value, name, allow if name == "the text" else ())
 
@@ -159,10 +162,12 @@ def _refuse(text: str | None, where: str, allow: tuple[str, ...] = ()) -> None:
     if findings:
         first = findings[0]
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        override = f"; if it is a public test value, a person can pass it with --allow-secret {first.slug}" \
+            if where == "the text" else ""
         raise SecretDetected(
             f"refused: {where} holds {article(first.kind)} {first.kind} at "
             f"{_where(text, where, first.line, first.column)}{more}",
-            hint="remove the secret and store where it lives instead (e.g. 'the key is in the vault')")
+            hint=f"remove the secret and store where it lives instead (e.g. 'the key is in the vault'){override}")
     hidden = find_hidden(text)
     if hidden is not None:
         raise HiddenText(

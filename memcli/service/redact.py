@@ -13,6 +13,8 @@ a memo in the workspace's cache folder (``secret-scan.sqlite``): SHA-256 of the 
 the rule-set version -> the spans. A text is scanned in full once; later reads look it up.
 The context block's neutraliser (``agents/context.py``) still runs memcli's own rules (no
 import cost) on every line it renders, as a second line of defence.
+A value a person let through at write (``remember --allow-secret``) is in the file but is
+still cut out of every read channel: the override opens the write gate, not the context.
 The memo is derived data: deleting it costs one full scan per text; if it cannot be read
 or written, every text is simply scanned.
 """
@@ -117,12 +119,6 @@ def text_spans(texts: list[str], folder: Path | None) -> list[list[tuple[int, in
     return out
 
 
-def allowed(memory: Memory) -> tuple[str, ...]:
-    """Slugs of the secret kinds a person let through at write (``provenance.allowSecret``)."""
-    value = getattr(memory.provenance, "allow_secret", None) or ()
-    return tuple(value)
-
-
 def redact_text(text: str, folder: Path | None, allow: tuple[str, ...] = ()) -> str:
     """One text with its secrets replaced by markers (see :func:`redact_memories`)."""
     from memcli.policy.secrets import redact
@@ -149,7 +145,7 @@ def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]
     for memory, spans in zip(memories, all_spans):
         changes: dict[str, object] = {}
         if spans:
-            changes["body"] = redact(memory.text, spans, allow=allowed(memory))
+            changes["body"] = redact(memory.text, spans)
         if memory.subject and secret_spans(memory.subject, full=False):
             changes["subject"] = redact(memory.subject, full=False)
         for name in ("tags", "paths"):
