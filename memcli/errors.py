@@ -96,6 +96,13 @@ class ScopeViolation(ValidationFailed):
     code = "scope_violation"
 
 
+class HiddenText(ValidationFailed):
+    """A value holds invisible characters (tag characters, zero-width or bidirectional
+    controls, stray variation selectors): refused at write, naming the code point and place."""
+
+    code = "hidden_text"
+
+
 class SecretDetected(MemcliError):
     """The sensitive-data gate found a secret; the message names its kind, never its text."""
 

@@ -289,7 +289,9 @@ class GitRepo:
             status, out, _ = self._raw("rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}")
             if status == 0:
                 return out.decode().strip()
-        raise RevisionNotFound(f"unknown revision {text[:80]!r}: no such commit, branch or tag in this repository",
+        from memcli.policy.secrets import shown
+
+        raise RevisionNotFound(f"unknown revision {shown(text)}: no such commit, branch or tag in this repository",
                                hint="list commits with `memcli log` or `git log --oneline`")
 
     def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,

@@ -67,6 +67,7 @@ class Provenance:
     source: str | None = None
     line: int | None = None
     sha256: str | None = None
+    allow_secret: list[str] = field(default_factory=list)  # ``allowSecret``: kinds a person let through
 
 
 @dataclass
@@ -131,6 +132,7 @@ class Memory:
                 **({"line": self.provenance.line} if self.provenance.line is not None else {}),
                 **({"sha256": self.provenance.sha256} if self.provenance.sha256 is not None else {}),
                 **({"idempotencyKey": self.provenance.idempotency_key} if self.provenance.idempotency_key else {}),
+                **({"allowSecret": list(self.provenance.allow_secret)} if self.provenance.allow_secret else {}),
             },
             "tags": list(self.tags), "paths": list(self.paths),
             "supersedes": list(self.supersedes), "supersededBy": list(self.superseded_by),
@@ -303,8 +305,10 @@ def check_labels(key: str, values: object) -> list[str]:
 
 
 def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "...'"
+    """A rejected value as an error may show it: secrets removed, hidden characters stripped, cut short."""
+    from memcli.policy.secrets import shown
+
+    return shown(value)
 
 
 # --- scope <-> folder ----------------------------------------------------------------
@@ -415,6 +419,8 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
             source=None if prov.get("source") is None else str(prov.get("source")),
             line=_line(prov.get("line")),
             sha256=None if prov.get("sha256") is None else str(prov.get("sha256")),
+            allow_secret=[str(k) for k in prov.get("allowSecret") or [] if isinstance(k, str)]
+            if isinstance(prov.get("allowSecret"), list) else [],
         ),
         supersedes=key("supersedes", lambda v: check_labels("supersedes", v), []),
         superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", v), []),
@@ -468,6 +474,8 @@ def to_mapping(memory: Memory) -> dict[str, Any]:
         prov["sha256"] = memory.provenance.sha256
     if memory.provenance.idempotency_key:
         prov["idempotencyKey"] = memory.provenance.idempotency_key
+    if memory.provenance.allow_secret:
+        prov["allowSecret"] = list(memory.provenance.allow_secret)
     values: dict[str, Any] = {
         "id": memory.id, "scope": memory.scope, "category": memory.category, "subject": memory.subject,
         "status": memory.status, "importance": memory.importance, "pinned": memory.pinned or None,
@@ -497,7 +505,8 @@ def from_dict(data: dict[str, Any]) -> Memory:
         provenance=Provenance(source_type=prov.get("sourceType", "admin_edit"), actor=prov.get("actor", "unknown"),
                               run_id=prov.get("runId"), at=when(prov.get("at")),
                               idempotency_key=prov.get("idempotencyKey"), source=prov.get("source"),
-                              line=prov.get("line"), sha256=prov.get("sha256")),
+                              line=prov.get("line"), sha256=prov.get("sha256"),
+                              allow_secret=list(prov.get("allowSecret") or [])),
         supersedes=list(data.get("supersedes") or []), superseded_by=list(data.get("supersededBy") or []),
         review=data.get("review"), tags=list(data.get("tags") or []), paths=list(data.get("paths") or []),
         path=data.get("path", ""),

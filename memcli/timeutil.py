@@ -54,10 +54,22 @@ def parse_instant(text: str) -> datetime:
     """
     text = text.strip()
     if not text or len(text) > 40:
-        raise ValueError(f"not a date or time: {text!r}")
+        raise ValueError(_not_a("date or time", text, "use YYYY-MM-DD or an RFC 3339 time"))
     if len(text) == 10:
         return to_utc(date.fromisoformat(text))
-    return to_utc(datetime.fromisoformat(text))
+    try:
+        return to_utc(datetime.fromisoformat(text))
+    except ValueError:
+        raise ValueError(_not_a("date or time", text, "use YYYY-MM-DD or an RFC 3339 time")) from None
+
+
+def _not_a(what: str, text: str, hint: str) -> str:
+    """``not a duration (7 characters; use …)``: what was wrong, never the rejected value itself.
+
+    A value given where a date or duration belongs can be anything a person pasted, a
+    secret included, so the message gives its length only.
+    """
+    return f"not a {what} ({len(text)} character{'s' if len(text) != 1 else ''}; {hint})"
 
 
 def format_instant(value: datetime) -> str:
@@ -73,5 +85,5 @@ def parse_duration(text: str) -> timedelta:
     """
     match = _DURATION.match(text or "")
     if not match or int(match.group(1)) <= 0:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 30d, 12h, 2w, 1y)")
+        raise ValueError(_not_a("duration", text, "use e.g. 30d, 12h, 2w, 1y"))
     return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])

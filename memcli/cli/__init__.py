@@ -164,7 +164,10 @@ def _guarded(run) -> int:  # noqa: ANN001
     try:
         return run()
     except MemcliError as err:
-        output.error(err.code, err.message, err.hint, err.exit_code)
+        from memcli.policy.secrets import redact
+
+        # The last guard: whatever a message quotes, no secret-looking span is printed.
+        output.error(err.code, redact(err.message), redact(err.hint) if err.hint else err.hint, err.exit_code)
         return err.exit_code
     except KeyboardInterrupt:
         print("memcli: interrupted", file=sys.stderr)

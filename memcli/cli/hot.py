@@ -35,6 +35,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
            created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
            limit: int = 10) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
+    from memcli.policy.secrets import redact, shown
     from memcli.service.read import check_mode, recall as do_recall
 
     context = ctx()
@@ -43,7 +44,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
                      updated_before, include_expired, limit)
     hits = do_recall(context, query, chosen, mode)
     flush_warnings(context)
-    data = {"query": query, "mode": mode, "hits": [
+    data = {"query": redact(query, full=False), "mode": mode, "hits": [
         {**h.memory.to_dict(context.now), "score": float(f"{h.score:.6g}"), "match": h.match,
          **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})} for h in hits]}
     emit(data)
@@ -55,15 +56,15 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
             chosen.include_expired, chosen.limit = True, 1
             if do_recall(context, query, chosen, mode):
                 hint = " (an expired memory matches: add --include-expired to see it)"
-        print(f"no memories match {query!r}{hint}", file=sys.stderr)
+        print(f"no memories match the query{hint}", file=sys.stderr)
     elif explain:
-        table(f"recall {query!r} (score = bm25 x importance x recency, by tier)",
+        table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, by tier)",
               ["id", "match", "score", "bm25", "importance", "recency", "text"],
               [[h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
                 f"{h.parts.get('importance', 0):.2f}", f"{h.parts.get('recency', 0):.3f}",
                 one_line(h.memory.text, 60)] for h in hits])
     else:
-        table(f"recall {query!r}", ["id", "scope", "category", "status", "text"],
+        table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])
 
 
@@ -76,7 +77,9 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
     from memcli.errors import MemcliError, UsageProblem
 
     if fmt not in ("text", "markdown", "json"):
-        raise UsageProblem(f"unknown --format {fmt!r}", hint="use text, markdown or json")
+        from memcli.policy.secrets import shown
+
+        raise UsageProblem(f"unknown --format {shown(fmt)}", hint="use text, markdown or json")
     try:
         from pathlib import Path
 

@@ -42,7 +42,9 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
     from memcli.service.write import WriteOptions
 
     if on_conflict not in (None, "supersede", "fail"):
-        raise UsageProblem(f"invalid --on-conflict {on_conflict!r}", hint="use supersede or fail")
+        from memcli.policy.secrets import shown
+
+        raise UsageProblem(f"invalid --on-conflict {shown(on_conflict)}", hint="use supersede or fail")
     return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,
                         tags=tags or [], paths=paths or [], ttl=ttl, expire_at=expire_at, source_type=source_type,
                         run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict)
@@ -85,7 +87,11 @@ def remember(
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
     source_type: Source = "user_said", run_id: RunId = None, idempotency_key: IdemKey = None,
-    pinned: Pinned = None, on_conflict: OnConflict = None, json_: JsonOpt = False,
+    pinned: Pinned = None, on_conflict: OnConflict = None,
+    allow_secret: Annotated[Optional[list[str]], typer.Option(
+        "--allow-secret", metavar="KIND",
+        help="Let one kind of secret through the gate (a public test value); recorded in provenance. Repeatable.")] = None,
+    json_: JsonOpt = False,
 ) -> None:
     """Write a memory through the gates: validation, secrets, idempotency, duplicates, conflict, review."""
     from memcli.service.write import remember as do_remember
@@ -93,6 +99,7 @@ def remember(
     context = ctx()
     opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
                     idempotency_key, pinned, on_conflict)
+    opts.allow_secret = list(allow_secret or [])
     _report(context, do_remember(context, _read_text(text), opts))
 
 

@@ -85,18 +85,23 @@ def article(phrase: str) -> str:
     return "an" if word[:1].lower() in ("a", "e", "i", "o") else "a"
 
 
-def check_secrets(*texts: str) -> None:
+def check_secrets(*texts: str, allow: tuple[str, ...] = ()) -> None:
     """The sensitive-data gate: refuse any text that holds a secret, never echoing it.
 
     Args:
         texts: the memory text first, then its labels (subject, tags, paths); see
             :func:`check_memory` for every value of a record, each named.
+        allow: slugs of kinds a person let through (``remember --allow-secret KIND``).
 
     Raises:
         SecretDetected: naming the kind and the line and column of the first finding.
+        HiddenText: a text holds an invisible character (checked after the secrets, so a
+            token split by a zero-width space is reported as the secret it is).
     """
     for index, text in enumerate(texts):
-        _refuse(text, "the text" if index == 0 else "a label")
+        if index == 0 and text.startswith("\ufeff"):  # a byte order mark from stdin: model.check_text drops it
+            text = text[1:]
+        _refuse(text, "the text" if index == 0 else "a label", allow)
 
 
 def written_values(memory: Memory) -> list[tuple[str, str]]:
@@ -119,8 +124,8 @@ def written_values(memory: Memory) -> list[tuple[str, str]]:
     return [(name, str(value)) for name, value in values if value]
 
 
-def check_memory(memory: Memory, *more: tuple[str, str | None]) -> None:
-    """The sensitive-data gate over a whole record: every value :func:`written_values` lists.
+def check_memory(memory: Memory, *more: tuple[str, str | None], allow: tuple[str, ...] = ()) -> None:
+    """The sensitive-data and hidden-text gate over a whole record: every value :func:`written_values` lists.
 
     A secret in ``--run-id``, ``--idempotency-key``, ``--scope`` (a folder name and a
     commit trailer), the import source or a hand-edited key is refused like one in the text.
@@ -128,28 +133,47 @@ def check_memory(memory: Memory, *more: tuple[str, str | None]) -> None:
     Args:
         memory: the record to be written (or rewritten).
         more: other ``(field, value)`` pairs the write puts in its commit (``("the actor", actor)``).
+        allow: slugs of secret kinds a person let through in the text (``--allow-secret``);
+            never in the other fields. Default: the record's ``provenance.allowSecret``,
+            honoured only for a person's write (``user_said``, ``admin_edit``).
 
     Raises:
         SecretDetected: naming the field, the kind and where in the value (never the secret).
+        HiddenText: a value holds an invisible character (:mod:`memcli.policy.hidden`).
     """
+    person = memory.provenance.source_type in ("user_said", "admin_edit")
+    allow = (allow or tuple(memory.provenance.allow_secret)) if person else ()
     for name, value in [*written_values(memory), *more]:
-        _refuse(value, name)
+        _refuse(value, name, allow if name == "the text" else ())
 
 
-def _refuse(text: str | None, where: str) -> None:
-    """Raise SecretDetected when ``text`` holds a secret; ``where`` names the value (``"the run id"``)."""
+def _where(text: str, where: str, line: int, column: int) -> str:
+    return f"line {line}, column {column}" if where == "the text" or "\n" in text else f"column {column}"
+
+
+def _refuse(text: str | None, where: str, allow: tuple[str, ...] = ()) -> None:
+    """Raise SecretDetected or HiddenText for ``text``; ``where`` names the value (``"the run id"``)."""
+    from memcli.errors import HiddenText
+    from memcli.policy.hidden import find_hidden
     from memcli.policy.secrets import find_secrets
 
-    findings = find_secrets(text or "")
-    if not findings:
-        return
-    first = findings[0]
-    at = f"line {first.line}, column {first.column}" if where == "the text" or "\n" in (text or "") \
-        else f"column {first.column}"
-    more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-    raise SecretDetected(
-        f"refused: {where} holds {article(first.kind)} {first.kind} at {at}{more}",
-        hint="remove the secret and store where it lives instead (e.g. 'the key is in the vault')")
+    text = text or ""
+    findings = [f for f in find_secrets(text) if f.slug not in allow]
+    if findings:
+        first = findings[0]
+        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        override = f"; if it is a public test value, a person can pass it with --allow-secret {first.slug}" \
+            if where == "the text" else ""
+        raise SecretDetected(
+            f"refused: {where} holds {article(first.kind)} {first.kind} at "
+            f"{_where(text, where, first.line, first.column)}{more}",
+            hint=f"remove the secret and store where it lives instead (e.g. 'the key is in the vault'){override}")
+    hidden = find_hidden(text)
+    if hidden is not None:
+        raise HiddenText(
+            f"refused: {where} holds an invisible character, {hidden.name}, at "
+            f"{_where(text, where, hidden.line, hidden.column)}",
+            hint="remove it: invisible characters can hide text from the person reading the memory")
 
 
 @dataclass

@@ -107,5 +107,7 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     if size < MIN_BUDGET:
         raise ValidationFailed(f"budget {size} is too small: use at least {MIN_BUDGET} characters")
     check_choice("format", fmt, ("text", "markdown", "json"))
+    from memcli.service.redact import for_reader
+
     pool, total = candidates(ctx, query, folder, exclude)
-    return render(pool, size, fmt, total)
+    return render(for_reader(ctx, pool), size, fmt, total)  # secrets of hand-written files cut out first

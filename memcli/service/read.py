@@ -15,6 +15,7 @@ from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
 from memcli.policy.gates import personal_owner
 from memcli.service import Ctx
+from memcli.service.redact import for_reader
 from memcli.timeutil import parse_instant
 
 MAX_LIMIT = 1000
@@ -61,7 +62,9 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
         try:
             times[name] = parse_instant(value) if value else None
         except ValueError:
-            raise ValidationFailed(f"--{name.replace('_', '-')}: {value!r} is not a date or RFC 3339 time") from None
+            from memcli.policy.secrets import shown
+
+            raise ValidationFailed(f"--{name.replace('_', '-')}: {shown(value)} is not a date or RFC 3339 time") from None
     return Query(text=text, scopes=ctx.scopes(filters.scopes or None), now=ctx.now, mode=mode,
                  statuses=statuses, include_expired=filters.include_expired, category=filters.category,
                  tag=filters.tag, subject=filters.subject, limit=filters.limit, path=filters.path,
@@ -83,6 +86,8 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> list[
     hits = retriever(ctx).search(build_query(ctx, text, filters, mode))
     if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
+        for hit, memory in zip(hits, for_reader(ctx, [h.memory for h in hits])):
+            hit.memory = memory  # secrets in hand-written files never shown (service/redact.py)
     return hits
 
 
@@ -90,7 +95,7 @@ def list_memories(ctx: Ctx, filters: Filters) -> list[Memory]:
     """Memories passing the filters, newest first."""
     query = build_query(ctx, "", filters)
     query.order = "newest"
-    return [h.memory for h in retriever(ctx).search(query)]
+    return for_reader(ctx, [h.memory for h in retriever(ctx).search(query)])
 
 
 @dataclass
@@ -112,13 +117,17 @@ def show(ctx: Ctx, ref: str) -> Shown:
     Raises:
         MemoryNotFound, AmbiguousId: see ``Ctx.resolve``.
     """
+    from memcli.service.redact import cache_of, redact_text
+
     item = ctx.resolve(ref)
-    return Shown(item.memory, item.memory.is_expired(ctx.now), item.file.read_text(encoding="utf-8-sig"))
+    (memory,) = for_reader(ctx, [item.memory])
+    raw = redact_text(item.file.read_text(encoding="utf-8-sig"), cache_of(ctx))
+    return Shown(memory, item.memory.is_expired(ctx.now), raw)
 
 
 def review_queue(ctx: Ctx) -> list[Memory]:
     """Memories waiting in ``pending_review`` that the caller may see, oldest first."""
-    return [m for m in ctx.catalog().with_status("pending_review") if ctx.may_see(m)]
+    return for_reader(ctx, [m for m in ctx.catalog().with_status("pending_review") if ctx.may_see(m)])
 
 
 def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:

@@ -345,7 +345,9 @@ def export_memories(ctx: Ctx, all_statuses: bool = False, scopes: list[str] | No
     query = build_query(ctx, "", Filters(scopes=scopes or [], statuses=list(STATUSES) if all_statuses else [],
                                          include_expired=all_statuses, limit=1))
     query.limit, query.order = EXPORT_LIMIT, "newest"
-    memories = [hit.memory for hit in retriever(ctx).search(query)]
+    from memcli.service.redact import for_reader
+
+    memories = for_reader(ctx, [hit.memory for hit in retriever(ctx).search(query)])  # no secret leaves
     return sorted(memories, key=lambda m: (m.created_at or ctx.now, m.id))
 
 

@@ -41,6 +41,7 @@ class WriteOptions:
     source: str | None = None  # provenance: the file it was taken from (``import``)
     line: int | None = None  # provenance: its 1-based line in that file
     sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
+    allow_secret: list[str] = field(default_factory=list)  # secret kinds a person let through (CLI only)
 
 
 @dataclass
@@ -195,6 +196,28 @@ def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
 # --- building a new memory through the gates --------------------------------------------
 
 
+def _allowed_kinds(opts: WriteOptions) -> list[str]:
+    """``--allow-secret`` kinds, checked: known slugs, and only for a person's own write.
+
+    Raises:
+        ValidationFailed: an unknown kind, or an agent or tool source (``model_derived``,
+            ``tool_result``): the override is a person's explicit, recorded act.
+    """
+    if not opts.allow_secret:
+        return []
+    from memcli.policy.secrets import SLUGS
+
+    if opts.source_type not in ("user_said", "admin_edit"):
+        raise ValidationFailed("--allow-secret is a person's override: an agent or tool write cannot use it",
+                               hint="remove the secret and store where it lives instead")
+    known = set(SLUGS.values())
+    for kind in opts.allow_secret:
+        if kind not in known:
+            raise ValidationFailed("--allow-secret: unknown kind of secret",
+                                   hint="give the kind the refusal named, e.g. --allow-secret payment-card")
+    return sorted(set(opts.allow_secret))
+
+
 def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
     """``expireAt`` of a new memory: ``--ttl``, else ``--expire-at``, else the ``[ttl]`` default of its category."""
     if opts.ttl and opts.expire_at:
@@ -254,7 +277,7 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
         provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
                               idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
-                              sha256=opts.sha256),
+                              sha256=opts.sha256, allow_secret=_allowed_kinds(opts)),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
 
 
@@ -282,7 +305,8 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     memory = _validated(ctx, text, opts, base.memory if base else None)
     decided = [("validation", "passed")]
     gates.check_memory(memory)  # every value written: text, labels, scope, run id, key, source
-    decided.append(("sensitive_data", "passed"))
+    decided.append(("sensitive_data", f"passed (allowed by the writer: {', '.join(memory.provenance.allow_secret)})"
+                    if memory.provenance.allow_secret else "passed"))
     catalog = ctx.catalog()
     if opts.idempotency_key:  # a key counts within one scope: another user's key never matches
         first = next((m for m in batch.added if m.provenance.idempotency_key == opts.idempotency_key), None) \
@@ -334,7 +358,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
 def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None = None) -> WriteResult:
     """One memory through the gates, written and committed on its own."""
     model.check_text(text)
-    gates.check_secrets(text)  # before taking the lock: a refused secret never waits for it
+    gates.check_secrets(text, allow=tuple(_allowed_kinds(opts)))  # before the lock: a refused secret never waits
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         batch = Batch()

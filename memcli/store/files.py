@@ -27,7 +27,16 @@ HIDDEN_HOLDER = "a file of another user's personal scope"
 
 
 def slug(text: str, limit: int = 40) -> str:
-    """A readable ASCII slug of ``text`` (at most ``limit`` characters; may be empty)."""
+    """A readable ASCII slug of ``text`` (at most ``limit`` characters; may be empty).
+
+    Made from the text as the secret gate sees it, after the gate: every secret-looking span
+    replaced by its marker and hidden characters dropped first, so that folding full-width
+    letters to ASCII (``ＡＫＩＡ…`` -> ``akia…``) can never put a secret in a file name.
+    """
+    from memcli.policy.hidden import scan_view
+    from memcli.policy.secrets import redact
+
+    text = scan_view(redact(text))[0]
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     words = re.findall(r"[a-z0-9]+", ascii_text)
     out = ""

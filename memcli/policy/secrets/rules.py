@@ -1,8 +1,4 @@
-"""The sensitive-data write gate: find secrets in memory text before it is written.
-
-``find_secrets(text)`` returns one ``SecretFinding`` (kind, line, column) per secret.
-A finding never carries the secret itself, only where it starts, so it is safe to
-print, log or put in an error message.
+"""memcli's own secret rules (the kinds detect-secrets does not know, or knows too loosely).
 
 Rules, and where each pattern comes from:
 
@@ -67,8 +63,6 @@ version strings, timestamps).  When findings overlap, the most specific one wins
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 PEM = "private key (PEM)"
 AWS_KEY_ID = "AWS access key id"
@@ -91,21 +85,6 @@ GENERIC = "generic API key/token assignment"
 KINDS: tuple[str, ...] = (PEM, AWS_KEY_ID, AWS_SECRET, GITHUB, SLACK, OPENAI, ANTHROPIC, GOOGLE,
                           STRIPE, JWT, CN_ID, CARD, SSN, PASSWORD, URL_PASSWORD, BEARER, GENERIC)
 """Every kind ``find_secrets`` can report."""
-
-
-@dataclass(frozen=True)
-class SecretFinding:
-    """Where a secret starts: ``kind`` (one of ``KINDS``), 1-based ``line`` and ``column``.
-
-    The secret itself is deliberately not stored, so ``str``/``repr`` are safe to show.
-    """
-
-    kind: str
-    line: int
-    column: int
-
-    def __str__(self) -> str:
-        return f"{self.kind} at line {self.line}, column {self.column}"
 
 
 def _mixed(token: str) -> bool:
@@ -375,6 +354,32 @@ def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> b
             and "." not in value and norm not in _PROSE_VALUES)
 
 
+# A .env / shell assignment: NAME=value (tight "="), NAME holding a credential word (DB_PASS, SECRET_KEY_BASE,
+# ENCRYPTION_KEY, GITHUB_TOKEN): the 12-factor app's config-in-the-environment form.
+_ENV_LINE_RE = re.compile(
+    r"(?<![^\s;'\"`])(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=(?P<q>[\"']?)(?P<val>[\x21\x23-\x26\x28-\x7e]+)"
+    r"(?P=q)(?=[ \t]*(?:#[^\n]*)?$|[ \t;,])", re.MULTILINE)
+_ENV_PASSWORD_PARTS = frozenset(("pass", "password", "passwd", "pwd", "passphrase", "pw"))
+_ENV_SECRET_PARTS = frozenset(("secret", "secrets", "token", "credential", "credentials", "apikey", "private",
+                               "salt", "signing"))
+
+
+def _env_line(m: re.Match[str]) -> tuple[int, int, str] | None:
+    """The (start, end, kind) of a credential in a ``NAME=value`` line, or None."""
+    parts = [p for p in re.split(r"[_.-]+", m.group("name").lower()) if p]
+    if not parts:
+        return None
+    password = any(p in _ENV_PASSWORD_PARTS for p in parts)
+    if not (password or parts[-1] in ("key", "keys") or any(p in _ENV_SECRET_PARTS for p in parts)):
+        return None
+    raw = m.group("val")
+    if not password and not any(p in _ENV_SECRET_PARTS for p in parts) and len(raw) < 16:
+        return None  # NAME_KEY=short: a cache key or a sort key, not a key
+    if not _credential_like(raw, raw, password=password, strong=True):
+        return None
+    return m.start("val"), m.end("val"), PASSWORD if password else GENERIC
+
+
 def _assignment(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
     """The (start, end, kind) of a credential assigned in match ``m``, or None."""
     key, raw, quote = m.group("key"), m.group("val"), m.group("q")
@@ -393,33 +398,11 @@ def _assignment(m: re.Match[str], text: str) -> tuple[int, int, str] | None:
     return m.start("val"), end, PASSWORD if password else GENERIC
 
 
-def find_secrets(text: str) -> list[SecretFinding]:
-    """All secrets in ``text``, sorted by (line, column), at most one finding per (kind, span).
+def candidates(text: str) -> list[tuple[int, int, int, str]]:
+    """Every match of memcli's own rules in ``text``: ``(priority, start, end, kind)``, overlapping.
 
-    Args:
-        text: the text to scan (a memory body, title or label); lines split on ``\\n``,
-            columns count characters (code points), both 1-based.
-
-    Returns:
-        A list of ``SecretFinding``; empty when the text is clean.  Overlapping matches
-        are reported once, under the most specific kind.
-    """
-    spans = secret_spans(text)
-    if not spans:
-        return []
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    findings = []
-    for start, _end, kind in spans:
-        line = bisect_right(line_starts, start)
-        findings.append(SecretFinding(kind, line, start - line_starts[line - 1] + 1))
-    return sorted(findings, key=lambda f: (f.line, f.column, f.kind))
-
-
-def secret_spans(text: str) -> list[tuple[int, int, str]]:
-    """Where the secrets of ``text`` are: ``(start, end, kind)`` character offsets, sorted, not overlapping.
-
-    The same findings as :func:`find_secrets`, for code that must cut the secrets out
-    (a private key's span is its ``-----BEGIN`` line only, not the whole block).
+    A lower priority wins an overlap (a token's own rule 0, Chinese ids 1, cards 2, SSNs 3,
+    assignments and prose 4); ``memcli.policy.secrets`` merges these with the other sources.
     """
     # (priority, start, end, kind): lower priority wins an overlap.
     cands: list[tuple[int, int, int, str]] = []
@@ -459,6 +442,10 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
         found = _assignment(m, text)
         if found:
             cands.append((4, *found))
+    for m in _ENV_LINE_RE.finditer(text):
+        found = _env_line(m)
+        if found:
+            cands.append((4, *found))
     for m in _URL_CRED_RE.finditer(text):
         if _url_password(m):
             cands.append((4, m.start("pw"), m.end("pw"), URL_PASSWORD))
@@ -468,17 +455,4 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     for m in _PROSE_PASSWORD_RE.finditer(text):
         if _prose_password(m, text):
             cands.append((4, m.start("val"), m.end("val"), PASSWORD))
-    if not cands:
-        return []
-
-    # Kept spans never overlap, so sorted by start they are sorted by end too: a new span
-    # overlaps a kept one iff it overlaps the last kept span starting before its end.
-    starts: list[int] = []
-    kept: list[tuple[int, int, str]] = []
-    for _, start, end, kind in sorted(cands):
-        i = bisect_left(starts, end)
-        if i and kept[i - 1][1] > start:
-            continue
-        starts.insert(i, start)
-        kept.insert(i, (start, end, kind))
-    return kept
+    return cands

@@ -1,0 +1,171 @@
+"""Redaction at read: no secret in a memory file reaches an agent's context or any other output.
+
+Files that never passed the write gate (written by hand, pulled from a teammate, restored
+from an old revision) can hold secrets. Every read channel (``context``, the hooks,
+``recall``, ``list``, ``show``, ``export``, the MCP tools built on them) passes the memories
+it returns through :func:`redact_memories`, which replaces each secret-looking span of the
+text with ``[secret removed: KIND]`` (``policy.secrets.marker``), before anything strips the
+hidden characters, so the parts of a split token are never joined back together.
+
+A full scan loads detect-secrets (about 0.1 s, see ``policy/secrets/detector.py``), too
+slow for every hook. The result of a scan is a pure function of the text, so it is kept in
+a memo in the workspace's cache folder (``secret-scan.sqlite``): SHA-256 of the text and of
+the rule-set version -> the spans. A text is scanned in full once; later reads look it up.
+The context block's neutraliser (``agents/context.py``) still runs memcli's own rules (no
+import cost) on every line it renders, as a second line of defence.
+A value a person let through at write (``remember --allow-secret``) is in the file but is
+still cut out of every read channel: the override opens the write gate, not the context.
+The memo is derived data: deleting it costs one full scan per text; if it cannot be read
+or written, every text is simply scanned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+from memcli.model import Memory
+
+#: Bumped whenever the rules change, so old memo entries are not trusted.
+RULESET_VERSION = "1"
+MEMO_FILE = "secret-scan.sqlite"
+_CHUNK = 500  # digests per SELECT (SQLite's default limit on host parameters is 999 before 3.32)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(f"{RULESET_VERSION}\0{text}".encode("utf-8", "surrogatepass")).digest()
+
+
+class ScanMemo:
+    """The memo of full scans: text digest -> secret spans (``[]`` for a clean text).
+
+    Args:
+        folder: the workspace's cache folder; None keeps nothing (every text scanned).
+    """
+
+    def __init__(self, folder: Path | None) -> None:
+        self.db = None
+        if folder is None:
+            return
+        import sqlite3
+
+        try:
+            self.db = sqlite3.connect(str(folder / MEMO_FILE), timeout=0.5, isolation_level=None)
+            self.db.execute("CREATE TABLE IF NOT EXISTS scan (digest BLOB PRIMARY KEY, spans TEXT NOT NULL)")
+        except sqlite3.Error:
+            self.db = None
+
+    def get(self, digests: list[bytes]) -> dict[bytes, list[tuple[int, int, str]]]:
+        """The spans known for ``digests`` (unknown ones are left out)."""
+        import sqlite3
+
+        found: dict[bytes, list[tuple[int, int, str]]] = {}
+        if self.db is None:
+            return found
+        try:
+            for i in range(0, len(digests), _CHUNK):
+                part = digests[i:i + _CHUNK]
+                rows = self.db.execute(
+                    f"SELECT digest, spans FROM scan WHERE digest IN ({','.join('?' * len(part))})", part)
+                for digest, spans in rows:
+                    found[bytes(digest)] = [tuple(s) for s in json.loads(spans)]  # type: ignore[misc]
+        except (sqlite3.Error, ValueError, TypeError):
+            return {}
+        return found
+
+    def put(self, entries: dict[bytes, list[tuple[int, int, str]]]) -> None:
+        """Remember new scans; a locked or read-only memo is skipped (they are rescanned next time)."""
+        import sqlite3
+
+        if self.db is None or not entries:
+            return
+        try:
+            self.db.executemany("INSERT OR REPLACE INTO scan VALUES (?, ?)",
+                                [(d, json.dumps(s)) for d, s in entries.items()])
+        except sqlite3.Error:
+            pass
+
+    def close(self) -> None:
+        """Close the database (idempotent)."""
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+def text_spans(texts: list[str], folder: Path | None) -> list[list[tuple[int, int, str]]]:
+    """The secret spans of each of ``texts`` (full scan, through the memo in ``folder``)."""
+    from memcli.policy.secrets import secret_spans
+
+    if not texts:
+        return []
+    digests = [_digest(t) for t in texts]
+    memo = ScanMemo(folder)
+    try:
+        known = memo.get(digests)
+        new: dict[bytes, list[tuple[int, int, str]]] = {}
+        out = []
+        for text, digest in zip(texts, digests):
+            spans = known.get(digest)
+            if spans is None:
+                spans = new.get(digest)
+            if spans is None:
+                spans = new[digest] = secret_spans(text, full=True)
+            out.append(spans)
+        memo.put(new)
+    finally:
+        memo.close()
+    return out
+
+
+def redact_text(text: str, folder: Path | None, allow: tuple[str, ...] = ()) -> str:
+    """One text with its secrets replaced by markers (see :func:`redact_memories`)."""
+    from memcli.policy.secrets import redact
+
+    (spans,) = text_spans([text], folder)
+    return redact(text, spans, allow=allow) if spans else text
+
+
+def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]:
+    """``memories`` with every secret in their text, subject, tags and paths replaced by a marker.
+
+    Args:
+        memories: records about to be shown; they are not changed (redacted copies are
+            returned in their place, the others as they are).
+        folder: the workspace's cache folder (``ctx.ws.cache``) for the scan memo, or None.
+
+    Returns:
+        A list as long as ``memories``, in the same order.
+    """
+    from memcli.policy.secrets import redact, secret_spans
+
+    all_spans = text_spans([m.text for m in memories], folder)
+    out = []
+    for memory, spans in zip(memories, all_spans):
+        changes: dict[str, object] = {}
+        if spans:
+            changes["body"] = redact(memory.text, spans)
+        if memory.subject and secret_spans(memory.subject, full=False):
+            changes["subject"] = redact(memory.subject, full=False)
+        for name in ("tags", "paths"):
+            values = getattr(memory, name)
+            if any(secret_spans(v, full=False) for v in values):
+                changes[name] = [redact(v, full=False) for v in values]
+        out.append(dataclasses.replace(memory, **changes) if changes else memory)
+    return out
+
+
+def cache_of(ctx) -> Path | None:  # noqa: ANN001 - a service.Ctx
+    """The workspace's cache folder for the memo, or None when it cannot be used (read-only)."""
+    from memcli.errors import MemcliError
+
+    try:
+        return ctx.ws.cache
+    except (MemcliError, OSError):
+        return None
+
+
+def for_reader(ctx, memories: list[Memory]) -> list[Memory]:  # noqa: ANN001 - a service.Ctx
+    """:func:`redact_memories` with the memo in ``ctx``'s workspace cache."""
+    return redact_memories(memories, cache_of(ctx)) if memories else memories
