@@ -26,6 +26,7 @@ EXIT_CODES: dict[int, str] = {
     11: "a memory file cannot be parsed (path, line and reason are given)",
     12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
     13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the same files",
+    14: "a hook check failed: an installed memcli hook did not run cleanly as its agent would run it",
 }
 
 
@@ -182,3 +183,16 @@ class HistoryConflict(MemcliError):
 
     code = "history_conflict"
     exit_code = 13
+
+
+class SettingsUnmergeable(ValidationFailed):
+    """An agent's settings file has a shape memcli cannot merge into safely (``hook install``)."""
+
+    code = "settings_unmergeable"
+
+
+class HookCheckFailed(MemcliError):
+    """``hook check`` found no memcli hook to run, or an installed hook that failed."""
+
+    code = "hook_check_failed"
+    exit_code = 14
