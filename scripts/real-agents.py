@@ -16,7 +16,7 @@ hook install``) with a private ``HOME``, no login and no API key, and with ``PAT
 What makes each CLI fire its hooks without a model (seen with the pinned versions):
 
 * Claude Code runs SessionStart, UserPromptSubmit and SessionEnd before it stops at "Not
-  logged in" (``claude -p hello --debug hooks``); ``claude -p --resume ID /compact`` runs
+  logged in" (``claude -p PROMPT --debug hooks``); ``claude -p --resume ID /compact`` runs
   PreCompact. Evidence: its debug log (``~/.claude/debug/ID.txt``: "finished with status 0",
   "provided additionalContext") and the transcript's ``hook_additional_context`` attachment.
 * Codex (``codex exec --dangerously-bypass-hook-trust`` in a project trusted in
@@ -49,8 +49,18 @@ import threading
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MEMORIES = ["The staging database is called ledger_stage.", "Deploys go out on Tuesdays after the freeze."]
-MARK = "ledger_stage"  # a memory's text: found in a session means the context reached it
+#: (importance, text). The session start's budget (BUDGET characters) holds only the first, so
+#: the second reaches a session only through the prompt hook, recalled for PROMPT.
+MEMORIES = [("5", "The staging database is called ledger_stage."),
+            ("1", "Deploys go out on Tuesdays after the freeze; the release train leaves at 14:00 UTC. "
+                  + "The on-call engineer signs the release off in the releases channel, checks the canary "
+                  + "dashboards for thirty minutes, and rolls back with the previous image tag when the error "
+                  + "rate doubles. Hotfixes skip the train but still need a second reviewer and a changelog "
+                  + "entry written before the merge, never after it.")]
+BUDGET = 700
+PROMPT = "When do deploys go out?"
+MARK = "ledger_stage"  # in a session: the session-start context reached it
+PROMPT_MARK = "release train"  # in a session: the prompt hook's context reached it
 CLI_TIMEOUT = 180  # seconds: a hang guard for one CLI run, never a speed assertion
 
 
@@ -116,12 +126,16 @@ def setup(root: Path) -> tuple[Path, Path]:
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
     memcli = [sys.executable, "-m", "memcli"]
     subprocess.run(["git", "init", "-q"], cwd=project, env=env, check=True)
-    steps = [["init", "."], *[["remember", text] for text in MEMORIES],
+    steps = [["init", "."], *[["remember", "--importance", rank, text] for rank, text in MEMORIES],
              *[["hook", "install", agent] for agent in ("claude", "codex", "gemini")]]
     for step in steps:
         done = subprocess.run([*memcli, *step], cwd=project, env=env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             sys.exit(f"real-agents: `memcli {' '.join(step)}` failed: {done.stderr.strip()}")
+        if step == ["init", "."]:
+            config = project / "memcli.toml"
+            text = config.read_text(encoding="utf-8")
+            config.write_text(re.sub(r"(?m)^budget = \d+", f"budget = {BUDGET}", text), encoding="utf-8")
     return home, project
 
 
@@ -137,7 +151,7 @@ def hook_check(run: Run, home: Path, project: Path) -> None:
 
 def claude(run: Run, bin_dir: Path, env: dict, project: Path) -> None:
     home = Path(env["HOME"])
-    first = cli(bin_dir, "claude", ["-p", "hello", "--debug", "hooks"], env, project)
+    first = cli(bin_dir, "claude", ["-p", PROMPT, "--debug", "hooks"], env, project)
     sessions = sorted(glob.glob(str(home / ".claude" / "projects" / "*" / "*.jsonl")), key=os.path.getmtime)
     if not run.check(bool(sessions), "claude: a session was written", f"exit {first.returncode}, "
                      f"{(first.stdout + first.stderr).strip()[:120]!r}"):
@@ -162,6 +176,12 @@ def claude(run: Run, bin_dir: Path, env: dict, project: Path) -> None:
     run.check(bool(attached), "claude context reached the session",
               f"transcript {transcript.name}: attachment hook_additional_context holding {MARK!r}"
               if attached else f"no hook_additional_context attachment with {MARK!r} in {transcript}")
+    prompted = [r for r in _jsonl(transcript) if r.get("type") == "attachment"
+                and (r.get("attachment") or {}).get("type") == "hook_additional_context"
+                and PROMPT_MARK in json.dumps(r["attachment"].get("content"))]
+    run.check(bool(prompted), "claude prompt context reached the session",
+              f"transcript: attachment hook_additional_context holding {PROMPT_MARK!r}" if prompted
+              else f"no hook_additional_context attachment with {PROMPT_MARK!r}")
 
 
 def codex(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> None:
@@ -173,8 +193,7 @@ def codex(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> None
         'wire_api = "responses"\nrequest_max_retries = 0\nstream_max_retries = 0\nsupports_websockets = false\n'
         f'[projects."{project}"]\ntrust_level = "trusted"\n', encoding="utf-8")
     before = len(stub.bodies)
-    done = cli(bin_dir, "codex", ["exec", "--dangerously-bypass-hook-trust", "What is the staging database called?"],
-               env, project)
+    done = cli(bin_dir, "codex", ["exec", "--dangerously-bypass-hook-trust", PROMPT], env, project)
     output = done.stdout + done.stderr
     for event in ("SessionStart", "UserPromptSubmit"):
         ok = f"hook: {event} Completed" in output and f"hook: {event} Failed" not in output
@@ -186,8 +205,14 @@ def codex(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> None
     run.check(bool(developer), "codex context reached the session",
               f"rollout {Path(rollouts[-1]).name}: developer message with <memcli-context> and {MARK!r}"
               if developer else f"no developer message with the context in {rollouts}")
-    sent = [b for b in stub.bodies[before:] if MARK in b]
-    run.check(bool(sent), "codex sent the context to the model", f"{len(sent)} request(s) to the stub held {MARK!r}")
+    prompted = [r for path in rollouts for r in _jsonl(Path(path)) if r.get("type") == "response_item"
+                and PROMPT_MARK in json.dumps(r.get("payload"))]
+    run.check(bool(prompted), "codex prompt context reached the session",
+              f"rollout: a {prompted[0]['payload'].get('role')} message holding {PROMPT_MARK!r}" if prompted
+              else f"no rollout item with {PROMPT_MARK!r}")
+    sent = [b for b in stub.bodies[before:] if MARK in b and PROMPT_MARK in b]
+    run.check(bool(sent), "codex sent the context to the model",
+              f"{len(sent)} request(s) to the stub held {MARK!r} and {PROMPT_MARK!r}")
 
 
 def gemini(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> None:
@@ -199,7 +224,7 @@ def gemini(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> Non
     env = {**env, "GEMINI_CLI_TRUST_WORKSPACE": "true", "GOOGLE_GEMINI_BASE_URL": stub.url,
            "GEMINI_API_KEY": "placeholder-the-local-stub-answers"}
     before = len(stub.bodies)
-    done = cli(bin_dir, "gemini", ["-p", "What is the staging database called?", "--debug"], env, project)
+    done = cli(bin_dir, "gemini", ["-p", PROMPT, "--debug"], env, project)
     output = done.stdout + done.stderr
     for event in ("SessionStart", "BeforeAgent", "PreCompress", "SessionEnd"):
         line = f"Hook execution for {event}: 1 hooks executed successfully"
@@ -212,8 +237,12 @@ def gemini(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> Non
     run.check(bool(logged), "gemini context reached the session",
               f"chat log {Path(logged[0]).name}: <hook_context> with the memcli block and {MARK!r}" if logged
               else f"no chat log with the context in {chats}")
-    sent = [b for b in stub.bodies[before:] if MARK in b]
-    run.check(bool(sent), "gemini sent the context to the model", f"{len(sent)} request(s) to the stub held {MARK!r}")
+    prompted = [path for path in chats if PROMPT_MARK in Path(path).read_text(encoding="utf-8", errors="replace")]
+    run.check(bool(prompted), "gemini prompt context reached the session",
+              f"chat log: {PROMPT_MARK!r} (from BeforeAgent)" if prompted else f"no chat log with {PROMPT_MARK!r}")
+    sent = [b for b in stub.bodies[before:] if MARK in b and PROMPT_MARK in b]
+    run.check(bool(sent), "gemini sent the context to the model",
+              f"{len(sent)} request(s) to the stub held {MARK!r} and {PROMPT_MARK!r}")
 
 
 def event_log(run: Run, project: Path, agents: list[str], skip: int) -> None:
