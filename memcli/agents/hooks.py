@@ -154,14 +154,16 @@ def answer(agent: str, event: str, context: str) -> str:
 
     Claude Code and Gemini CLI get one JSON object naming the event in the agent's words
     (Gemini CLI wants JSON only and reads ``hookSpecificOutput.additionalContext``); Codex
-    gets the plain block (which starts with ``<``, never ``{`` or ``[``), or nothing. Events
-    that take no context (``pre-compact``, ``session-end``) answer with an empty stdout,
-    which every agent accepts (Codex's output schemas for them have no context field).
+    gets the plain block for SessionStart and UserPromptSubmit (which starts with ``<``,
+    never ``{`` or ``[``), or nothing, and the JSON object for any other event that takes
+    context (its PreToolUse output schema has ``hookSpecificOutput.additionalContext``).
+    Events that take no context (``pre-compact``, ``session-end``) answer with an empty
+    stdout, which every agent accepts (Codex's output schemas for them have no context field).
     """
-    if agent == "codex":
-        return context if event in ("session-start", "user-prompt-submit") else ""
     if event in ("pre-compact", "session-end"):
         return ""
+    if agent == "codex" and event in ("session-start", "user-prompt-submit"):
+        return context
     payload = {"hookSpecificOutput": {"hookEventName": event_name(agent, event), "additionalContext": context}}
     return json.dumps(payload, ensure_ascii=False) + "\n"
 
