@@ -128,7 +128,10 @@ def run_one(agent: str, event_name: str, entry: dict, path: Path, project: Path)
     try:
         out, err = proc.communicate(stdin, timeout=seconds)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the shell and whatever it started
+        except ProcessLookupError:
+            pass
         proc.communicate()
         return verdict(False, f"timed out after its installed timeout of {seconds:g} s", None)
     note = next((line for line in err.splitlines() if line.strip()), "")

@@ -134,7 +134,8 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
         the agent to run the hooks (Codex and Gemini CLI trust).
 
     Raises:
-        SettingsUnmergeable: the file cannot be merged into safely (exit 5; untouched).
+        SettingsUnmergeable: the file cannot be merged into safely, or cannot be written
+            (exit 5; untouched).
         UsageProblem: ``local`` for Codex or Gemini CLI (exit 2).
     """
     from memcli.store.files import atomic_write
@@ -153,9 +154,13 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
         updated, changes = formats.merge(settings, agent, commands)
     if changes:
         mode = target.stat().st_mode & 0o7777 if target.exists() else None
-        atomic_write(target, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-        if mode is not None:
-            os.chmod(target, mode)
+        try:
+            atomic_write(target, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+            if mode is not None:
+                os.chmod(target, mode)
+        except OSError as err:
+            raise SettingsUnmergeable(f"{target}: cannot be written ({err.strerror}); it was left as it is",
+                                      hint="check the folder's permissions, then run the command again") from None
     problem = None if remove else unfound_workspace(project, workspace)
     return {"path": str(path), "changes": changes, "warnings": warnings + ([problem] if problem else []),
             "next": [] if remove else trust_steps(agent, where, project)}
