@@ -273,3 +273,11 @@ def test_hook_check_in_a_moved_install_fails_until_install_runs_again(proj, run,
     fixed = run("hook", "install", "claude", cwd=proj)
     assert fixed.err.count("which no longer exists") == 4
     assert run("hook", "check", "claude", cwd=proj).code == 0
+
+
+def test_a_settings_file_that_cannot_be_written_is_one_error_line(tmp_path, run):
+    (tmp_path / ".claude").write_text("a file where the folder should be\n", encoding="utf-8")
+    result = run("hook", "install", "claude", cwd=tmp_path)
+    assert result.code == 5 and result.out == "" and result.err.count("\n") == 1, result
+    assert "cannot be written" in result.err and "Traceback" not in result.err
+    assert (tmp_path / ".claude").read_text(encoding="utf-8") == "a file where the folder should be\n"
