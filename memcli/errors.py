@@ -26,7 +26,7 @@ EXIT_CODES: dict[int, str] = {
     11: "a memory file cannot be parsed (path, line and reason are given)",
     12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
     13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the same files",
-    14: "a hook check failed: an installed memcli hook did not run cleanly as its agent would run it",
+    18: "a hook check failed: an installed memcli hook did not run cleanly as its agent would run it",
 }
 
 
@@ -195,4 +195,4 @@ class HookCheckFailed(MemcliError):
     """``hook check`` found no memcli hook to run, or an installed hook that failed."""
 
     code = "hook_check_failed"
-    exit_code = 14
+    exit_code = 18

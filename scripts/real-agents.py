@@ -8,7 +8,7 @@ Usage (from a checkout, with memcli installed in its .venv)::
     .venv/bin/python scripts/real-agents.py [--agents claude,codex,gemini] [--keep]
 
 The pinned CLIs of ``scripts/agent-clis.txt`` are installed by ``scripts/install-agent-clis.sh``
-(into ``$MEMCLI_AGENT_CLIS``, default ``.agent-clis/``, reused while the versions match). Each
+(into ``$MEMCLI_AGENT_PREFIX``, default ``.cache/agent-clis/``, reused while the versions match). Each
 CLI runs in a throw-away project (a git repository, ``memcli init``, two memories, ``memcli
 hook install``) with a private ``HOME``, no login and no API key, and with ``PATH`` set to
 ``/usr/bin:/bin`` plus node's folder only, so a hook that needs memcli on ``PATH`` fails.

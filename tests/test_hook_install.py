@@ -223,7 +223,7 @@ def test_hook_check_passes_every_event_with_a_minimal_path(proj, run):
     assert all(c["ok"] and c["exit"] == 0 for c in every["data"]["checks"])
 
 
-def test_hook_check_names_each_failure_and_exits_14(proj, run, tmp_path):
+def test_hook_check_names_each_failure_and_exits_18(proj, run, tmp_path):
     path = proj / ".claude" / "settings.json"
     run("hook", "install", "claude", cwd=proj)
     data = settings(path)
@@ -236,7 +236,7 @@ def test_hook_check_names_each_failure_and_exits_14(proj, run, tmp_path):
     data["hooks"]["PreCompact"][0]["hooks"][0].update(command=f"{slow} hook claude pre-compact", timeout=1)
     path.write_text(json.dumps(data), encoding="utf-8")
     result = run("hook", "check", cwd=proj, timeout=30)
-    assert result.code == 14, result
+    assert result.code == 18, result
     verdicts = {line.split("\t")[2]: line.split("\t") for line in result.out.splitlines()}
     assert verdicts["SessionStart"][0] == "FAIL" and "exit 127" in verdicts["SessionStart"][3]
     assert "memcli: not found" in verdicts["SessionStart"][3]
@@ -246,18 +246,18 @@ def test_hook_check_names_each_failure_and_exits_14(proj, run, tmp_path):
         "PreCompact"][3]
     assert verdicts["SessionEnd"][0] == "pass"
     as_json = run("--json", "hook", "check", "claude", cwd=proj, timeout=30)
-    assert as_json.code == 14 and as_json.json()["data"]["passed"] is False
+    assert as_json.code == 18 and as_json.json()["data"]["passed"] is False
 
 
 def test_hook_check_without_hooks_or_with_a_broken_file(tmp_path, run):
     none = run("hook", "check", cwd=tmp_path)
-    assert none.code == 14 and none.err.count("\n") == 1 and "no memcli hooks installed" in none.err
+    assert none.code == 18 and none.err.count("\n") == 1 and "no memcli hooks installed" in none.err
     assert "memcli hook install" in none.err
     assert run("hook", "check", "cursor", cwd=tmp_path).code == 2
     (tmp_path / ".gemini").mkdir()
     (tmp_path / ".gemini" / "settings.json").write_text('{"hooks": []}', encoding="utf-8")
     broken = run("hook", "check", "gemini", cwd=tmp_path)
-    assert broken.code == 14 and broken.out.startswith("FAIL\tgemini\t-\t") and '"hooks" is a list' in broken.out
+    assert broken.code == 18 and broken.out.startswith("FAIL\tgemini\t-\t") and '"hooks" is a list' in broken.out
 
 
 def test_hook_check_in_a_moved_install_fails_until_install_runs_again(proj, run, tmp_path):
@@ -269,7 +269,7 @@ def test_hook_check_in_a_moved_install_fails_until_install_runs_again(proj, run,
     path = proj / ".claude" / "settings.json"
     path.write_text(path.read_text(encoding="utf-8").replace(SCRIPT, str(venv / "memcli")), encoding="utf-8")
     shutil.rmtree(tmp_path / "oldvenv")
-    assert run("hook", "check", "claude", cwd=proj).code == 14
+    assert run("hook", "check", "claude", cwd=proj).code == 18
     fixed = run("hook", "install", "claude", cwd=proj)
     assert fixed.err.count("which no longer exists") == 4
     assert run("hook", "check", "claude", cwd=proj).code == 0

@@ -71,7 +71,7 @@ def check(agent: str | None, project: Path) -> list[Check]:
         file that cannot be read gives one failing check naming the problem.
 
     Raises:
-        HookCheckFailed: no memcli hook is installed for the agent(s) (exit 14).
+        HookCheckFailed: no memcli hook is installed for the agent(s) (exit 18).
     """
     agents = [agent] if agent else list(formats.AGENTS)
     checks: list[Check] = []
@@ -103,7 +103,9 @@ def stdin_for(agent: str, event_name: str, project: Path) -> dict:
                "cwd": str(project), "hook_event_name": event_name}
     extra = {"SessionStart": {"source": "startup"}, "UserPromptSubmit": {"prompt": "memcli hook check"},
              "BeforeAgent": {"prompt": "memcli hook check"}, "PreCompact": {"trigger": "manual"},
-             "PreCompress": {"trigger": "manual"}, "SessionEnd": {"reason": "exit" if agent == "gemini" else "other"}}
+             "PreCompress": {"trigger": "manual"}, "SessionEnd": {"reason": "exit" if agent == "gemini" else "other"},
+             "PreToolUse": {"tool_name": "Read", "tool_input": {"file_path": str(project / "README.md")},
+                            "tool_use_id": "memcli-hook-check-tool"}}
     payload.update(extra.get(event_name, {}))
     if agent == "codex":
         payload.update(model="memcli-check", permission_mode="default", turn_id="memcli-hook-check-turn")
