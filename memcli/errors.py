@@ -29,6 +29,7 @@ EXIT_CODES: dict[int, str] = {
     16: "sync stopped: a true conflict with the remote, a remote that refused or could not be reached, or a passed "
         "deadline (nothing is left half-merged)",
     17: "check failed: a memory file in the checked range breaks a rule (one line per problem)",
+    18: "a hook check failed: an installed memcli hook did not run cleanly as its agent would run it",
 }
 
 
@@ -209,3 +210,16 @@ class CheckFailed(MemcliError):
 
     code = "check_failed"
     exit_code = 17
+
+
+class SettingsUnmergeable(ValidationFailed):
+    """An agent's settings file has a shape memcli cannot merge into safely (``hook install``)."""
+
+    code = "settings_unmergeable"
+
+
+class HookCheckFailed(MemcliError):
+    """``hook check`` found no memcli hook to run, or an installed hook that failed."""
+
+    code = "hook_check_failed"
+    exit_code = 18

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 START = {"session_id": "s1", "transcript_path": "/nonexistent", "hook_event_name": "SessionStart",
          "source": "startup"}
 SAMPLE = Path(__file__).parent.parent / "sample_workspace"
+#: the console script `hook install` names by its absolute path (the one next to the test's Python)
+MEMCLI_SCRIPT = Path(sys.executable).absolute().parent / "memcli"
 
 
 def start(run, cwd: Path, **env) -> "object":
@@ -105,7 +108,7 @@ def test_codex_and_gemini_formats(ws, run):
     assert codex.code == 0 and codex.out.startswith("<memcli-context>")
     gemini = run("hook", "gemini", "session-start", input=payload)
     assert "Use ruff" in json.loads(gemini.out)["hookSpecificOutput"]["additionalContext"]
-    unknown = run("hook", "codex", "pre-compact", input=payload)
+    unknown = run("hook", "codex", "post-compact", input=payload)
     assert unknown.code == 0 and unknown.out == "" and "warning" in unknown.err
 
 
@@ -159,7 +162,7 @@ def test_install_twice_keeps_other_hooks_and_adds_ours_once(tmp_path, run):
     assert data["permissions"] == OTHER_HOOKS["permissions"]
     assert data["hooks"]["PreToolUse"] == OTHER_HOOKS["hooks"]["PreToolUse"]
     commands = [h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"]]
-    assert commands.count("echo hi") == 1 and commands.count("memcli hook claude session-start") == 1
+    assert commands.count("echo hi") == 1 and commands.count(f"{MEMCLI_SCRIPT} hook claude session-start") == 1
     for event in ("UserPromptSubmit", "PreCompact", "SessionEnd"):
         assert len(data["hooks"][event]) == 1
     removed = run("hook", "uninstall", "claude", cwd=project)
@@ -182,7 +185,7 @@ def test_install_gemini_uses_milliseconds_and_codex_its_hooks_file(tmp_path, run
     assert gemini["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 10_000
     assert run("hook", "install", "codex", cwd=tmp_path).code == 0
     codex = json.loads((tmp_path / ".codex" / "hooks.json").read_text(encoding="utf-8"))
-    assert list(codex["hooks"]) == ["SessionStart"]
+    assert list(codex["hooks"]) == ["SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"]
 
 
 def test_install_pins_an_explicit_workspace(tmp_path, run, ws):
@@ -190,7 +193,7 @@ def test_install_pins_an_explicit_workspace(tmp_path, run, ws):
     assert result.code == 0
     data = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))
     command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    assert command == f"memcli -w {ws} hook claude session-start"
+    assert command == f"{MEMCLI_SCRIPT} -w {ws} hook claude session-start"
     assert "nothing to change" in run("-w", str(ws), "hook", "install", "claude", cwd=tmp_path).out
 
 

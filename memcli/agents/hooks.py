@@ -21,30 +21,102 @@ Pure: no file or process I/O here; the service reads and writes the files.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 AGENTS = ("claude", "codex", "gemini")
-#: event name on the command line -> the agent's hook event name.
+#: event name on the command line -> the agent's hook event name (Claude Code's and Codex's;
+#: Gemini CLI's differ, see ``GEMINI_NAMES``).
 EVENTS = {
     "session-start": "SessionStart",
     "user-prompt-submit": "UserPromptSubmit",
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
 }
-#: which events each agent's hooks get from memcli.
+#: Gemini CLI's names where they differ: BeforeAgent runs once per prompt, PreCompress
+#: before its compression (the mapping of ``gemini hooks migrate --from-claude``).
+GEMINI_NAMES = {"user-prompt-submit": "BeforeAgent", "pre-compact": "PreCompress"}
+#: which events each agent's hooks get from memcli. Codex CLI 0.171 and Gemini CLI 0.61
+#: fire all four (seen with the real CLIs, scripts/real-agents.py). Codex's PreToolUse
+#: also takes ``hookSpecificOutput.additionalContext`` (its embedded output schema).
 SUPPORTED = {
     "claude": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
-    "codex": ("session-start",),
-    "gemini": ("session-start",),
+    "codex": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
+    "gemini": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
 }
 #: Claude Code's matchers per event (INTEGRATIONS.md); None: the event takes no matcher.
 MATCHERS = {"session-start": "startup|resume|clear|compact", "pre-compact": "manual|auto"}
 #: seconds each hook may take (Gemini's settings want milliseconds).
 TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10}
-#: memcli's own handlers in a settings file (only these are updated or removed) run
-#: ``memcli [-w PATH] hook AGENT EVENT``.
-_OURS = re.compile(r"(^|[\s/])memcli(\s+-w\s+\S+)?\s+hook\s+(claude|codex|gemini)\s")
+#: Codex 0.171 clamps a SessionEnd hook's timeout to 3 s (it warns "clamping SessionEnd hook
+#: timeout to 3s"), so memcli installs 3 s there rather than a number that is not kept.
+CODEX_TIMEOUTS = {"session-end": 3}
+#: the words of a memcli hook command after the program: global options, then ``hook AGENT EVENT``.
+_GLOBAL_OPTIONS = {"-w": 1, "--workspace": 1, "--actor": 1}
+
+
+def event_name(agent: str, event: str) -> str:
+    """The agent's name for ``event`` (``user-prompt-submit`` is Gemini CLI's ``BeforeAgent``)."""
+    return (GEMINI_NAMES.get(event) if agent == "gemini" else None) or EVENTS[event]
+
+
+def timeout(agent: str, event: str) -> int:
+    """The ``timeout`` memcli installs for ``event``: seconds, milliseconds for Gemini CLI."""
+    if agent == "gemini":
+        return TIMEOUTS[event] * 1000
+    return CODEX_TIMEOUTS.get(event, TIMEOUTS[event]) if agent == "codex" else TIMEOUTS[event]
+
+
+@dataclass(frozen=True)
+class HookCommand:
+    """A memcli hook command read back from a settings file.
+
+    Attributes:
+        program: how it starts memcli: ``("/venv/bin/memcli",)``, ``("/venv/bin/python", "-m",
+            "memcli")`` or the bare ``("memcli",)`` of older installs.
+        workspace: the ``-w`` it pins, or None.
+        agent: ``claude``, ``codex`` or ``gemini``.
+        event: the event word (``session-start`` …).
+    """
+
+    program: tuple[str, ...]
+    workspace: str | None
+    agent: str
+    event: str
+
+    @property
+    def executable(self) -> str:
+        """The file the shell runs first (``memcli``, or the Python interpreter)."""
+        return self.program[0]
+
+
+def parse_command(command: object) -> HookCommand | None:
+    """Read ``command`` as memcli's hook command, or None when it is something else.
+
+    Recognises what every memcli version wrote: ``memcli [-w PATH] hook AGENT EVENT`` with a
+    bare or absolute ``memcli`` (quoted or not), and ``PYTHON -m memcli …``.
+    """
+    import shlex
+
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) >= 3 and words[1:3] == ["-m", "memcli"]:
+        program, rest = tuple(words[:3]), words[3:]
+    elif words and words[0].rsplit("/", 1)[-1] == "memcli":
+        program, rest = (words[0],), words[1:]
+    else:
+        return None
+    workspace = None
+    while rest and rest[0] in _GLOBAL_OPTIONS and len(rest) > 1:
+        if rest[0] in ("-w", "--workspace"):
+            workspace = rest[1]
+        rest = rest[2:]
+    if len(rest) < 3 or rest[0] != "hook" or rest[1] not in AGENTS:
+        return None
+    return HookCommand(program, workspace, rest[1], rest[2])
 
 
 @dataclass
@@ -80,33 +152,99 @@ class HookInput:
 def answer(agent: str, event: str, context: str) -> str:
     """The hook's stdout for ``context`` (possibly empty) in the agent's format.
 
-    Claude and Gemini get one JSON object; Codex gets the plain block (which starts with
-    ``<``, never ``{`` or ``[``), or nothing.
+    Claude Code and Gemini CLI get one JSON object naming the event in the agent's words
+    (Gemini CLI wants JSON only and reads ``hookSpecificOutput.additionalContext``); Codex
+    gets the plain block for SessionStart and UserPromptSubmit (which starts with ``<``,
+    never ``{`` or ``[``), or nothing, and the JSON object for any other event that takes
+    context (its PreToolUse output schema has ``hookSpecificOutput.additionalContext``).
+    Events that take no context (``pre-compact``, ``session-end``) answer with an empty
+    stdout, which every agent accepts (Codex's output schemas for them have no context field).
     """
-    if agent == "codex":
-        return context
     if event in ("pre-compact", "session-end"):
-        return ""  # these events take no context; an empty stdout is a clean answer
-    payload = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": context}}
+        return ""
+    if agent == "codex" and event in ("session-start", "user-prompt-submit"):
+        return context
+    payload = {"hookSpecificOutput": {"hookEventName": event_name(agent, event), "additionalContext": context}}
     return json.dumps(payload, ensure_ascii=False) + "\n"
 
 
 def handler(agent: str, event: str, command: str) -> dict:
-    """One handler entry for a settings file."""
-    timeout = TIMEOUTS[event] * (1000 if agent == "gemini" else 1)
-    return {"type": "command", "command": command, "timeout": timeout}
+    """One handler entry for a settings file (``timeout`` in the agent's unit)."""
+    return {"type": "command", "command": command, "timeout": timeout(agent, event)}
 
 
 def is_ours(entry: object) -> bool:
-    """True for a handler that memcli installed (its command runs ``memcli hook``)."""
-    return isinstance(entry, dict) and bool(_OURS.search(str(entry.get("command", "")) + " "))
+    """True for a handler that memcli installed (its command runs ``memcli … hook``)."""
+    return isinstance(entry, dict) and parse_command(entry.get("command")) is not None
+
+
+def ours(settings: dict) -> list[tuple[str, dict]]:
+    """memcli's handlers in a parsed settings file: ``(agent's event name, handler)`` pairs.
+
+    The file must have passed :func:`shape_problem`.
+    """
+    found = []
+    for name, groups in (settings.get("hooks") or {}).items():
+        for group in groups:
+            found.extend((name, h) for h in group.get("hooks", []) if is_ours(h))
+    return found
+
+
+def shape_problem(settings: object) -> str | None:
+    """Why memcli cannot safely merge into this parsed settings file, or None when it can.
+
+    The three levels every agent uses (INTEGRATIONS.md): an object whose ``hooks`` is an
+    object of event name -> list of matcher groups; a group is an object whose ``hooks`` is
+    a list of handler objects with a string ``command`` (when present) and an optional
+    string ``matcher``. Anything else might be a format memcli does not know, so it is
+    never rewritten.
+    """
+    if not isinstance(settings, dict):
+        return f"the file holds a JSON {_kind(settings)}, not an object"
+    if "hooks" not in settings:
+        return None
+    hooks = settings["hooks"]
+    if not isinstance(hooks, dict):
+        return f'"hooks" is a {_kind(hooks)}, not an object of event names'
+    for name, groups in hooks.items():
+        if not name:
+            return '"hooks" has an empty event name'
+        if not isinstance(groups, list):
+            return f'"hooks.{name}" is a {_kind(groups)}, not a list of matcher groups'
+        for i, group in enumerate(groups):
+            where = f"hooks.{name}[{i}]"
+            if not isinstance(group, dict):
+                return f'"{where}" is a {_kind(group)}, not an object with "hooks"'
+            if "matcher" in group and not isinstance(group["matcher"], str):
+                return f'"{where}.matcher" is a {_kind(group["matcher"])}, not a string'
+            if not isinstance(group.get("hooks"), list):
+                what = "missing" if "hooks" not in group else f"a {_kind(group['hooks'])}"
+                return f'"{where}.hooks" is {what}, not a list of handlers'
+            for j, entry in enumerate(group["hooks"]):
+                if not isinstance(entry, dict):
+                    return f'"{where}.hooks[{j}]" is a {_kind(entry)}, not a handler object'
+                if "command" in entry and not isinstance(entry["command"], str):
+                    return f'"{where}.hooks[{j}].command" is a {_kind(entry["command"])}, not a string'
+    return None
+
+
+def _kind(value: object) -> str:
+    """JSON's name for the type of a parsed value."""
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "list",
+            dict: "object"}.get(type(value), type(value).__name__)
 
 
 def merge(settings: dict, agent: str, commands: dict[str, str]) -> tuple[dict, list[str]]:
     """Add memcli's handlers to a parsed settings file, keeping everything else.
 
+    An earlier memcli handler for the same event (bare ``memcli``, another path, another
+    ``-w``) is replaced in place of being added to, so an upgrade or a move of memcli is
+    fixed by installing again.
+
     Args:
-        settings: the file's JSON object (not modified).
+        settings: the file's JSON object, which passed :func:`shape_problem` (not modified).
         agent: ``claude``, ``codex`` or ``gemini``.
         commands: event on the command line -> the command to run.
 
@@ -118,10 +256,10 @@ def merge(settings: dict, agent: str, commands: dict[str, str]) -> tuple[dict, l
     hooks = out.setdefault("hooks", {})
     changes = []
     for event, command in commands.items():
-        name = EVENTS[event]
+        name = event_name(agent, event)
         groups = hooks.setdefault(name, [])
         wanted = handler(agent, event, command)
-        current = [h for g in groups if isinstance(g, dict) for h in g.get("hooks", []) if is_ours(h)]
+        current = [h for g in groups for h in g["hooks"] if is_ours(h)]
         if current == [wanted]:
             continue
         _drop_ours(groups)
@@ -134,7 +272,10 @@ def merge(settings: dict, agent: str, commands: dict[str, str]) -> tuple[dict, l
 
 
 def remove(settings: dict) -> tuple[dict, list[str]]:
-    """Remove memcli's handlers (and the groups and events they leave empty); keep the rest."""
+    """Remove memcli's handlers (and the groups and events they leave empty); keep the rest.
+
+    The file must have passed :func:`shape_problem`.
+    """
     out = json.loads(json.dumps(settings))
     hooks = out.get("hooks")
     changes: list[str] = []
@@ -142,13 +283,11 @@ def remove(settings: dict) -> tuple[dict, list[str]]:
         return out, changes
     for name in list(hooks):
         groups = hooks[name]
-        if not isinstance(groups, list):
-            continue
         if _drop_ours(groups):
             changes.append(f"removed {name}")
-        if not groups:
-            del hooks[name]
-    if not hooks:
+            if not groups:
+                del hooks[name]
+    if not hooks and changes:
         del out["hooks"]
     return out, changes
 
@@ -157,8 +296,6 @@ def _drop_ours(groups: list) -> bool:
     """Remove memcli's handlers from a list of matcher groups in place; True if any was removed."""
     removed = False
     for group in list(groups):
-        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-            continue
         kept = [h for h in group["hooks"] if not is_ours(h)]
         if len(kept) != len(group["hooks"]):
             removed = True

@@ -17,7 +17,10 @@ app.add_typer(hook_app, name="hook")
 
 Event = Annotated[str, typer.Argument(help="session-start, user-prompt-submit, pre-compact or session-end.")]
 Agent = Annotated[str, typer.Argument(help="claude, codex or gemini.")]
-User = Annotated[bool, typer.Option("--user", help="Edit your user settings instead of the project's.")]
+User = Annotated[bool, typer.Option("--user", help="Edit your user settings (~/.claude/settings.json, "
+                                    "~/.codex/hooks.json, ~/.gemini/settings.json) instead of the project's.")]
+Local = Annotated[bool, typer.Option("--local", help="Claude Code only: edit .claude/settings.local.json "
+                                     "(yours, git-ignored) instead of the shared .claude/settings.json.")]
 
 
 @hook_app.command("claude")
@@ -45,31 +48,63 @@ def _project() -> Path:
     return Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else Path.cwd()
 
 
-def _install(agent: str, user: bool, remove: bool) -> None:
+def _agent(agent: str) -> str:
+    from memcli.agents.hooks import AGENTS
+    from memcli.errors import UsageProblem
+
+    if agent not in AGENTS:
+        raise UsageProblem(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(AGENTS)}")
+    return agent
+
+
+def _install(agent: str, user: bool, local: bool, remove: bool) -> None:
     import os
 
-    from memcli.agents.hooks import AGENTS
     from memcli.cli.state import GLOBALS
     from memcli.errors import UsageProblem
     from memcli.service.hook_install import install as do_install
 
-    if agent not in AGENTS:
-        raise UsageProblem(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(AGENTS)}")
+    _agent(agent)
+    if user and local:
+        raise UsageProblem("--user and --local name different files", hint="give one of them")
     workspace = GLOBALS.workspace or os.environ.get("MEMCLI_WORKSPACE")
-    result = do_install(agent, user, _project(), workspace, remove=remove)
+    where = "user" if user else "local" if local else "project"
+    result = do_install(agent, where, _project(), workspace, remove=remove)
     for message in result.pop("warnings"):
         warn(message)
     lines = [f"{result['path']}: {c}" for c in result["changes"]] or [f"{result['path']}: nothing to change"]
+    lines += [f"next: {step}" for step in result["next"]]
     emit(result, "\n".join(lines))
 
 
 @hook_app.command("install")
-def install(agent: Agent, user: User = False, json_: JsonOpt = False) -> None:
-    """Add memcli's hooks to the agent's settings, keeping everything already there (idempotent)."""
-    _install(agent, user, remove=False)
+def install(agent: Agent, user: User = False, local: Local = False, json_: JsonOpt = False) -> None:
+    """Add memcli's hooks to the agent's settings, keeping everything already there (idempotent).
+
+    The commands name this memcli by its absolute path, so they run whatever the agent's
+    PATH; installing again after an upgrade or a move replaces memcli's earlier entries.
+    A settings file memcli cannot merge into safely is refused (exit 5) and left as it is."""
+    _install(agent, user, local, remove=False)
 
 
 @hook_app.command("uninstall")
-def uninstall(agent: Agent, user: User = False, json_: JsonOpt = False) -> None:
+def uninstall(agent: Agent, user: User = False, local: Local = False, json_: JsonOpt = False) -> None:
     """Remove memcli's hooks (only its own entries) from the agent's settings."""
-    _install(agent, user, remove=True)
+    _install(agent, user, local, remove=True)
+
+
+@hook_app.command("check")
+def check(agent: Annotated[str | None, typer.Argument(help="claude, codex or gemini (default: all).")] = None,
+          json_: JsonOpt = False) -> None:
+    """Run every installed memcli hook as the agent would (its stdin JSON, PATH=/usr/bin:/bin,
+    the installed timeout) and print pass or fail per event. Exit 18 if any fails or none is installed."""
+    from memcli.errors import HookCheckFailed
+    from memcli.service.hook_check import check as do_check
+
+    checks = do_check(_agent(agent) if agent else None, _project())
+    failed = [c for c in checks if not c.ok]
+    lines = [f"{'pass' if c.ok else 'FAIL'}\t{c.agent}\t{c.event}\t{c.reason}\t{c.file}"
+             + (f"\n\t{c.note}" if c.note and c.ok else "") for c in checks]
+    emit({"checks": [c.to_dict() for c in checks], "passed": not failed}, "\n".join(lines))
+    if failed:
+        raise typer.Exit(HookCheckFailed.exit_code)

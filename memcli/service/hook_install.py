@@ -1,71 +1,198 @@
 """Hook installation: merging memcli's handlers into each agent's settings file.
 
 The settings shapes come from INTEGRATIONS.md (three levels: event -> matcher group ->
-handler); the pure merge and removal live in ``memcli.agents.hooks``.
+handler); the pure shape check, merge and removal live in ``memcli.agents.hooks``.
+
+The commands written name the memcli that installs them by its absolute path (the console
+script next to ``sys.executable``, else ``sys.executable -m memcli``), so the hooks run
+whatever the agent's ``PATH`` (CASES.md R9: after the README's set-up memcli lives only in a
+virtual environment, and a bare ``memcli`` fails with ``/bin/sh: 1: memcli: not found``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
 from pathlib import Path
 
 from memcli.agents import hooks as formats
-from memcli.errors import MemcliError, ValidationFailed
+from memcli.errors import MemcliError, SettingsUnmergeable, UsageProblem
+
+#: Where each agent keeps its hooks: the project's file, Claude Code's personal
+#: (git-ignored) ``settings.local.json``, and the user's file under the home folder.
+FILES = {
+    "claude": {"project": ".claude/settings.json", "local": ".claude/settings.local.json",
+               "user": ".claude/settings.json"},
+    "codex": {"project": ".codex/hooks.json", "user": ".codex/hooks.json"},
+    "gemini": {"project": ".gemini/settings.json", "user": ".gemini/settings.json"},
+}
 
 
-def settings_path(agent: str, user: bool, project: Path) -> Path:
-    """The settings file memcli edits for ``agent``: the project's, or the user's with ``user``."""
-    base = Path.home() if user else project
-    return base / {"claude": ".claude/settings.json", "codex": ".codex/hooks.json",
-                   "gemini": ".gemini/settings.json"}[agent]
-
-
-def _command(agent: str, event: str, workspace: str | None) -> str:
-    import shlex
-
-    where = f"-w {shlex.quote(str(Path(workspace).absolute()))} " if workspace else ""
-    return f"memcli {where}hook {agent} {event}"
-
-
-def install(agent: str, user: bool, project: Path, workspace: str | None, remove: bool = False) -> dict:
-    """Merge memcli's hook entries into the agent's settings file (or remove them).
-
-    Keeps every other key and handler; running it twice changes nothing the second time.
+def settings_path(agent: str, where: str, project: Path) -> Path:
+    """The settings file memcli edits for ``agent``.
 
     Args:
         agent: ``claude``, ``codex`` or ``gemini``.
-        user: edit the user's settings (``~/.claude/settings.json`` …) instead of the project's.
+        where: ``project`` (shared with the team), ``local`` (Claude Code only: yours, in the
+            project) or ``user`` (yours, under the home folder).
+        project: the project folder (the git top level, or the current folder).
+
+    Raises:
+        UsageProblem: ``local`` for an agent without a local settings file (exit 2).
+    """
+    if where not in FILES[agent]:
+        raise UsageProblem(f"--local is for Claude Code (.claude/settings.local.json); {agent} has no "
+                           "local settings file", hint=f"use `memcli hook install {agent}` or add --user")
+    return (Path.home() if where == "user" else project) / FILES[agent][where]
+
+
+def memcli_program() -> list[str]:
+    """The words that start this memcli from any ``PATH``: its console script, by absolute path.
+
+    The script next to ``sys.executable`` is the one pip, pipx and ``uv tool`` install into
+    the same environment; without one (``pip install --user``, a source tree), the
+    interpreter itself runs ``-m memcli``. Symbolic links are not resolved: a virtual
+    environment's ``python`` is a link to the base interpreter, which lacks memcli.
+    """
+    interpreter = Path(sys.executable).absolute()
+    script = interpreter.parent / "memcli"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [str(interpreter), "-m", "memcli"]
+
+
+def command(agent: str, event: str, workspace: str | None) -> str:
+    """The shell command of one hook: ``/abs/memcli [-w /abs/ws] hook AGENT EVENT``, quoted for sh."""
+    words = memcli_program()
+    if workspace:
+        words += ["-w", str(Path(workspace).absolute())]
+    return shlex.join([*words, "hook", agent, event])
+
+
+def read_settings(path: Path) -> dict:
+    """The parsed settings file at ``path`` ({} when it does not exist or holds only blanks).
+
+    Raises:
+        SettingsUnmergeable: not UTF-8 JSON, a duplicate key (a rewrite would lose one of
+            the values), or a shape memcli cannot merge into (``formats.shape_problem``);
+            exit 5. The file is left as it is.
+    """
+    def refuse(problem: str) -> SettingsUnmergeable:
+        return SettingsUnmergeable(f"{path}: {problem}; it was left as it is",
+                                   hint="fix the file by hand (or move it aside), then run the command again")
+
+    def no_duplicates(pairs: list) -> dict:
+        keys = [key for key, _ in pairs]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise refuse(f"the key {key!r} appears twice in one object")
+        return dict(pairs)
+
+    try:
+        raw = path.read_bytes() if path.exists() else b""
+    except OSError as err:
+        raise refuse(f"cannot be read ({err.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise refuse("is not UTF-8 text") from None
+    if not text.strip():
+        return {}
+    try:
+        settings = json.loads(text, object_pairs_hook=no_duplicates)
+    except ValueError as err:
+        if isinstance(err, json.JSONDecodeError):
+            raise refuse(f"is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+        raise refuse(f"is not valid JSON ({err})") from None
+    problem = formats.shape_problem(settings)
+    if problem:
+        raise refuse(f"cannot merge memcli's hooks: {problem}")
+    return settings
+
+
+def install(agent: str, where: str, project: Path, workspace: str | None, remove: bool = False) -> dict:
+    """Merge memcli's hook entries into the agent's settings file (or remove them).
+
+    Keeps every other key and handler; replaces memcli's earlier handlers (a bare
+    ``memcli``, a path that moved); running it twice changes nothing the second time. A
+    symbolic link to the settings file is written through: the link stays a link.
+
+    Args:
+        agent: ``claude``, ``codex`` or ``gemini``.
+        where: ``project``, ``local`` or ``user`` (see :func:`settings_path`).
         project: the project folder (the git top level, or the current folder).
         workspace: a workspace path to pin in the commands (``-w``), or None to let the
             hook find it from the agent's working folder.
         remove: take memcli's entries out instead.
 
     Returns:
-        ``{"path": ..., "changes": [...], "warnings": [...]}``; a warning when the hooks
-        will find no workspace (see :func:`unfound_workspace`).
+        ``{"path", "changes": [...], "warnings": [...], "next": [...]}``: warnings when the
+        hooks will find no workspace (see :func:`unfound_workspace`) or when a program an
+        earlier install wrote no longer exists; ``next``, what the person must still do for
+        the agent to run the hooks (Codex and Gemini CLI trust).
 
     Raises:
-        ValidationFailed: the settings file is not a JSON object (it is left untouched).
+        SettingsUnmergeable: the file cannot be merged into safely, or cannot be written
+            (exit 5; untouched).
+        UsageProblem: ``local`` for Codex or Gemini CLI (exit 2).
     """
     from memcli.store.files import atomic_write
 
-    path = settings_path(agent, user, project)
-    try:
-        settings = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (OSError, ValueError) as err:
-        raise ValidationFailed(f"{path} is not valid JSON ({err}); it was left as it is",
-                               hint="fix the file by hand, then run the command again") from None
-    if not isinstance(settings, dict):
-        raise ValidationFailed(f"{path} does not hold a JSON object; it was left as it is")
+    path = settings_path(agent, where, project)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    settings = read_settings(target)
+    warnings = [f"{path}: the {name} hook ran {cmd.executable}, which no longer exists; "
+                + ("removed" if remove else "replaced with this memcli")
+                for name, cmd in _earlier(settings) if os.path.isabs(cmd.executable)
+                and not os.path.exists(cmd.executable)]
     if remove:
         updated, changes = formats.remove(settings)
     else:
-        commands = {event: _command(agent, event, workspace) for event in formats.SUPPORTED[agent]}
+        commands = {event: command(agent, event, workspace) for event in formats.SUPPORTED[agent]}
         updated, changes = formats.merge(settings, agent, commands)
     if changes:
-        atomic_write(path, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        mode = target.stat().st_mode & 0o7777 if target.exists() else None
+        try:
+            atomic_write(target, (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+            if mode is not None:
+                os.chmod(target, mode)
+        except OSError as err:
+            raise SettingsUnmergeable(f"{target}: cannot be written ({err.strerror}); it was left as it is",
+                                      hint="check the folder's permissions, then run the command again") from None
     problem = None if remove else unfound_workspace(project, workspace)
-    return {"path": str(path), "changes": changes, "warnings": [problem] if problem else []}
+    return {"path": str(path), "changes": changes, "warnings": warnings + ([problem] if problem else []),
+            "next": [] if remove else trust_steps(agent, where, project)}
+
+
+def _earlier(settings: dict) -> list[tuple[str, formats.HookCommand]]:
+    """memcli's handlers already in the file, parsed: ``(agent's event name, command)``."""
+    found = []
+    for name, entry in formats.ours(settings):
+        parsed = formats.parse_command(entry.get("command"))
+        if parsed is not None:
+            found.append((name, parsed))
+    return found
+
+
+def trust_steps(agent: str, where: str, project: Path) -> list[str]:
+    """What the person must do before the agent runs the hooks just installed.
+
+    Seen with Codex CLI 0.171 and Gemini CLI 0.61 (INTEGRATIONS.md): Codex runs hooks only
+    in a trusted project and only once the person has reviewed and trusted them in
+    ``/hooks`` (untrusted hooks are skipped without a word); Gemini CLI loads a project's
+    hooks only in a trusted folder.
+    """
+    if agent == "codex":
+        folder = f"trust the project {project} when Codex asks (or set trust_level = \"trusted\" for it " \
+                 f"in ~/.codex/config.toml), then " if where == "project" else ""
+        return [f"Codex runs these hooks only once you trust them: start `codex`, {folder}open `/hooks`, "
+                "review memcli's hooks and trust them (until then Codex skips them silently)"]
+    if agent == "gemini" and where == "project":
+        return [f"Gemini CLI loads project hooks only in a trusted folder: start `gemini` in {project} and "
+                "trust the folder when asked (or with `/permissions`)"]
+    return []
 
 
 def unfound_workspace(project: Path, workspace: str | None) -> str | None:
