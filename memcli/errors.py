@@ -182,3 +182,11 @@ class HistoryConflict(MemcliError):
 
     code = "history_conflict"
     exit_code = 13
+
+
+class TranscriptFormatUnknown(ValidationFailed):
+    """A session transcript in none of the formats memcli reads (Claude Code, Codex rollout,
+    Gemini CLI chat log); the message names them. Exit 5, as every other value memcli does
+    not accept."""
+
+    code = "transcript_format_unknown"
