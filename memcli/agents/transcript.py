@@ -71,15 +71,17 @@ CLIENT_TEXT = re.compile(
 
 
 class DeadlineReached(Exception):  # noqa: N818 - not an error a user caused: the caller's budget ran out
-    """Raised by :func:`parse` when its ``deadline`` has passed.
+    """Raised by :func:`parse` (and the write gates, ``service.write.write_batch``) when a
+    ``deadline`` has passed; nothing has been written.
 
     Attributes:
-        lines: lines read when it stopped.
+        done: how much was done when it stopped; what: of what (``lines of the transcript``).
     """
 
-    def __init__(self, lines: int) -> None:
-        self.lines = lines
-        super().__init__(f"stopped after {lines} lines")
+    def __init__(self, done: int, what: str = "lines of the transcript") -> None:
+        self.done = done
+        self.what = what
+        super().__init__(f"stopped after {done} {what}")
 
 
 @dataclass(frozen=True)

@@ -310,7 +310,7 @@ def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None =
                 source_type="user_said", run_id=run, idempotency_key=idempotency_key(run, turn, index))))
     if deadline is not None and time.monotonic() > deadline:
         raise DeadlineReached(transcript.lines)
-    results, commit = write_batch(ctx, OP, items, dry_run=not apply) if items else ([], None)
+    results, commit = write_batch(ctx, OP, items, dry_run=not apply, deadline=deadline) if items else ([], None)
     result = ExtractResult(str(path), transcript.format, session, apply, len(transcript.turns),
                            transcript.lines, transcript.skipped_lines, transcript.unknown_lines, commit=commit,
                            warnings=list(transcript.warnings), dropped=transcript.dropped)

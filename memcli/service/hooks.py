@@ -183,7 +183,7 @@ def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) ->
         except DeadlineReached as stop:
             command = "memcli extract --apply" if step is _extract else "memcli compact --transcript"
             run.warnings.append(f"{what} stopped at its {EXTRACT_SECONDS.get(event, 6.0):g} s deadline after "
-                                f"{stop.lines} lines of the transcript; nothing was written (run `{command} "
+                                f"{stop.done} {stop.what}; nothing was written (run `{command} "
                                 f"{payload.transcript_path}` to finish)")
         except MemcliError as err:
             run.warnings.append(f"{what} failed: {err.line()}")
