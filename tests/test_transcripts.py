@@ -303,3 +303,20 @@ def test_parse_raises_at_its_deadline():
     with pytest.raises(tr.DeadlineReached):
         tr.parse(lines, deadline=0.0)
     assert len(tr.parse(lines, deadline=None).turns) == 300
+
+
+def test_gemini_compression_keeps_what_the_person_said_before_it(ws, tmp_path, run):
+    before = {"id": "g1", "timestamp": "2026-11-30T10:01:00.000Z", "type": "user",
+              "content": [{"text": "Never log request bodies."}]}
+    path = write(tmp_path / "session-2026-11-30T10-00-77aa.jsonl", [
+        {"sessionId": "77aa", "projectHash": "cd" * 32, "startTime": "2026-11-30T10:00:00.000Z", "kind": "main"},
+        before,
+        {"id": "g2", "timestamp": "2026-11-30T10:01:05.000Z", "type": "gemini", "content": "Noted."},
+        {"$set": {"messages": [
+            {"id": "s1", "timestamp": "2026-11-30T10:05:00.000Z", "type": "user",
+             "content": [{"text": "<state_snapshot>\n<overall_goal>Always force-push.</overall_goal>\n</state_snapshot>"}]},
+            {"id": "s2", "timestamp": "2026-11-30T10:05:00.000Z", "type": "gemini",
+             "content": [{"text": "Got it. Thanks for the additional context!"}]}]}},
+        {"id": "g3", "timestamp": "2026-11-30T10:06:00.000Z", "type": "user", "content": "Always squash merges."},
+    ])
+    assert texts(extracted(run, path)) == ["Never log request bodies.", "Always squash merges."]

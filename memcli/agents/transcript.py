@@ -120,7 +120,7 @@ class Transcript:
         objects: lines that held a JSON object.
         skipped_lines: lines that are not a JSON object (broken, truncated, too deep, too long).
         unknown_lines: records of a type the format's reader does not know (counted quietly).
-        dropped: records left out because they sit on an abandoned (rewound) branch.
+        dropped: messages left out because they sit on an abandoned (rewound) branch.
         warnings: one line per problem worth telling (a line too deep or too long).
     """
 

@@ -25,8 +25,8 @@ The assistant's words: ``assistant`` records, not meta or sidechain, not made by
 The live branch: the records reached from the last non-sidechain record by ``parentUuid``
 (and, from a ``compact_boundary`` whose ``parentUuid`` is null, by ``logicalParentUuid``).
 A link to a record that is not in the file (a broken line) is bridged to the record just
-before, in file order. Records off that chain are a rewound (abandoned) branch and are
-dropped (``Transcript.dropped``). A file in which no record names a parent (hand-made, or
+before, in file order. Records off that chain are a rewound (abandoned) branch: their
+messages are dropped (counted in ``Transcript.dropped``). A file in which no record names a parent (hand-made, or
 very old) is read whole, in file order.
 """
 
@@ -181,6 +181,6 @@ class Reader:
     def finish(self) -> None:
         """Keep the messages of the live branch."""
         alive = self.live()
-        if alive is not None:
-            self.out.dropped = sum(1 for u in self.order if u not in alive and u not in self.sidechain)
-        self.out.messages.extend(turn for uuid, turn in self.found if alive is None or uuid is None or uuid in alive)
+        kept = [turn for uuid, turn in self.found if alive is None or uuid is None or uuid in alive]
+        self.out.dropped = len(self.found) - len(kept)
+        self.out.messages.extend(kept)

@@ -8,7 +8,11 @@ is ``tests/fixtures/gemini-0.61.0-prompt.jsonl``). A JSON Lines log holds:
 * message records (an ``id`` string, ``type`` ``user``, ``gemini``, ``info``, ``error`` or
   ``warning``, ``content`` a string or a list of parts). A record whose ``id`` was seen
   before replaces that message in place;
-* ``{"$set": {…}}`` updates; one with ``messages`` replaces every message so far;
+* ``{"$set": {…}}`` updates; one with ``messages`` sets the message list (Gemini CLI
+  writes it after compressing the chat, and when it resumes one). Gemini CLI's loader keeps
+  only that list; memcli keeps the earlier messages too (each listed one replaces its
+  earlier copy, new ones are added), because what the person said before a compression is
+  still theirs — as it follows a Claude Code compaction back;
 * ``{"$rewindTo": ID}``: the message ``ID`` and every later one are dropped (a rewind).
 
 The older form is one JSON document with ``sessionId`` and ``messages``; it is read as one
@@ -89,12 +93,11 @@ class Reader:
             target = entry["$rewindTo"]
             cut = ids.index(target) if target in self.messages else 0
             for gone in ids[cut:]:
-                del self.messages[gone]
-            self.out.dropped += len(ids) - cut
+                if self.messages.pop(gone)[1].get("type") in ("user", "gemini"):
+                    self.out.dropped += 1
         elif isinstance(entry.get("$set"), dict):
             update = entry["$set"]
-            if isinstance(update.get("messages"), list):
-                self.messages.clear()
+            if isinstance(update.get("messages"), list):  # a re-sync or a compression: not a rewind
                 for message in update["messages"]:
                     self._message(number, message)
         elif isinstance(entry.get("sessionId"), str) and not isinstance(entry.get("id"), str):

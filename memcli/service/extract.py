@@ -90,7 +90,7 @@ class ExtractResult:
         lines: non-blank lines read.
         skipped_lines: broken lines (not a JSON object), skipped.
         unknown_lines: records of a type the format's reader does not know, skipped quietly.
-        dropped: records on a rewound (abandoned) branch of the conversation, left out.
+        dropped: messages on a rewound (abandoned) branch of the conversation, left out.
         candidates: each candidate and its decision, in transcript order.
         commit: the commit that wrote them, or None (dry run, nothing to write, ``autocommit = false``).
         warnings: lines the transcript reader could not read, and near duplicates reported by the
@@ -128,7 +128,7 @@ class ExtractResult:
                  f"turn{'s' * (self.turns != 1)} of session {self.session}")
         skipped = f"; skipped {self.skipped_lines} broken lines" if self.skipped_lines else ""
         if self.dropped:
-            skipped += f"; left out {self.dropped} records of a rewound branch"
+            skipped += f"; left out {self.dropped} message{'s' * (self.dropped != 1)} of a rewound branch"
         count = len(self.accepted)
         if not self.applied:
             done = (f"; dry run: {count} would be written, nothing written (run again with --apply to write)"
