@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memcli.agents.extract import MAX_SENTENCE_CHARS, split_sentences
-from memcli.agents.transcript import parse
+from memcli.agents.transcript import parse, parse_text
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS
 
 #: Characters of one item (a decision, a quoted message) in the summary; longer ones are cut.
@@ -200,7 +200,7 @@ def _withhold_line(line: str, spans: list[tuple[int, int, str]]) -> str:
     return kept if placed and not find_secrets(kept) else f"[withheld: {spans[0][2]}]"
 
 
-def read_conversation(lines: Iterable[str], deadline: float | None = None) -> Conversation:
+def read_conversation(lines: Iterable[str] | str, deadline: float | None = None) -> Conversation:
     """The conversation in transcript lines (see the module docstring). Never raises on bad input.
 
     Args:
@@ -208,8 +208,6 @@ def read_conversation(lines: Iterable[str], deadline: float | None = None) -> Co
             (then a transcript that is one JSON document is read too, ``agents.transcript.parse_text``).
         deadline: as for ``agents.transcript.parse`` (which raises ``DeadlineReached``).
     """
-    from memcli.agents.transcript import parse_text
-
     parsed = parse_text(lines, deadline) if isinstance(lines, str) else parse(lines, deadline)
     out = Conversation(session_id=parsed.session_id, lines=parsed.lines, skipped_lines=parsed.skipped_lines,
                        format=parsed.format, objects=parsed.objects, warnings=list(parsed.warnings))

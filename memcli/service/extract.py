@@ -143,7 +143,8 @@ class ExtractResult:
 #: The largest transcript memcli reads, in bytes (200 MB; a long Claude Code session is a few MB).
 #: A bigger file is refused before it is read, so that no command or hook fills the memory.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
-_HINT = ("give the path of a session file: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex "
+#: The hint of every error about the transcript file itself.
+TRANSCRIPT_HINT = ("give the path of a session file: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex "
          "~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl or Gemini CLI ~/.gemini/tmp/<project>/chats/session-*.jsonl")
 
 
@@ -152,10 +153,10 @@ def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
     import stat
 
     if stat.S_ISDIR(info.st_mode):
-        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=_HINT)
+        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=TRANSCRIPT_HINT)
     if not stat.S_ISREG(info.st_mode):
         raise ValidationFailed(f"{path} is not a regular file (a FIFO, device or socket); it was not read",
-                               hint=_HINT)
+                               hint=TRANSCRIPT_HINT)
     if info.st_size > MAX_TRANSCRIPT_BYTES:
         raise _too_large(path, info.st_size)
 
@@ -168,11 +169,11 @@ def _too_large(path: Path, size: int) -> ValidationFailed:
 
 def _os_error(path: Path, err: OSError) -> ValidationFailed:
     if isinstance(err, FileNotFoundError):
-        return ValidationFailed(f"no transcript at {path}: the file does not exist", hint=_HINT)
+        return ValidationFailed(f"no transcript at {path}: the file does not exist", hint=TRANSCRIPT_HINT)
     if isinstance(err, PermissionError):
         return ValidationFailed(f"cannot read the transcript {path}: permission denied",
                                 hint="check the file's permissions")
-    return ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=_HINT)
+    return ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=TRANSCRIPT_HINT)
 
 
 def check_transcript(path: Path) -> None:
@@ -220,14 +221,6 @@ def read_transcript_bytes(path: Path) -> bytes:
     if len(raw) > MAX_TRANSCRIPT_BYTES:  # it grew after the check
         raise _too_large(path, len(raw))
     return raw
-
-
-def transcript_lines(raw: bytes):  # noqa: ANN201 - io.StringIO
-    """The lines of a transcript's raw bytes: UTF-8 with or without BOM, undecodable bytes
-    replaced, universal newlines (as ``open`` in text mode reads them)."""
-    import io
-
-    return io.StringIO(raw.decode("utf-8-sig", errors="replace"), newline=None)
 
 
 def parse_transcript(path: Path, raw: bytes, deadline: float | None = None) -> Transcript:

@@ -364,6 +364,7 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
 
     Raises:
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+        DeadlineReached: ``deadline`` passed; nothing is written.
     """
     import time
 
