@@ -320,3 +320,30 @@ def test_gemini_compression_keeps_what_the_person_said_before_it(ws, tmp_path, r
         {"id": "g3", "timestamp": "2026-11-30T10:06:00.000Z", "type": "user", "content": "Always squash merges."},
     ])
     assert texts(extracted(run, path)) == ["Never log request bodies.", "Always squash merges."]
+
+
+def test_any_json_record_is_read_without_an_exception():
+    import hypothesis
+    from hypothesis import strategies as st
+
+    keys = st.sampled_from(["type", "uuid", "parentUuid", "logicalParentUuid", "message", "content", "payload",
+                            "attachment", "$set", "$rewindTo", "sessionId", "id", "messages", "role", "isSidechain",
+                            "displayContent", "projectHash", "record_type", "toolUseResult", "item", "text", "kind",
+                            "num_turns", "origin", "commandMode", "prompt", "is_error", "model"])
+    leaves = st.none() | st.booleans() | st.integers() | st.sampled_from(
+        ["user", "assistant", "attachment", "session_meta", "response_item", "event_msg", "gemini", "message",
+         "queued_command", "user_message", "item_completed", "UserMessage", "thread_rolled_back", "text",
+         "input_text", "tool_result", "u1", "Always use x."])
+    values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
+                          max_leaves=12)
+    records = st.lists(st.dictionaries(keys, values, min_size=1, max_size=6), min_size=1, max_size=6)
+
+    @hypothesis.settings(max_examples=60, deadline=None, database=None)
+    @hypothesis.given(records)
+    def check(rows: list[dict]) -> None:
+        lines = [json.dumps(r) for r in rows]
+        parsed = tr.parse(lines)
+        assert all(t.text and t.role in ("user", "assistant") for t in parsed.messages)
+        tr.parse_text("\n".join(lines))
+
+    check()

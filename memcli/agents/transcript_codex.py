@@ -39,7 +39,7 @@ def claims(entry: dict) -> bool:
     """True for a rollout record: the envelope with a known ``type`` and a ``payload`` object,
     or a bare item of an older rollout (``type: message`` with a ``role``, or ``record_type``)."""
     kind = entry.get("type")
-    if isinstance(entry.get("payload"), dict) and kind in KNOWN_TYPES:
+    if isinstance(entry.get("payload"), dict) and isinstance(kind, str) and kind in KNOWN_TYPES:
         return True
     if "message" in entry or "uuid" in entry:
         return False
@@ -125,7 +125,7 @@ class Reader:
                 self._add(self.replies["agent_message"], payload["message"], number, stamp, None, "assistant")
             elif event == "thread_rolled_back" and isinstance(payload.get("num_turns"), int):
                 self.cuts.append((number, payload["num_turns"]))
-        elif kind not in KNOWN_TYPES:
+        elif not isinstance(kind, str) or kind not in KNOWN_TYPES:
             self.out.unknown_lines += 1
 
     def finish(self) -> None:

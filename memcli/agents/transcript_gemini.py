@@ -41,7 +41,7 @@ def claims(entry: dict) -> bool:
         return True
     if isinstance(entry.get("sessionId"), str) and ("projectHash" in entry or isinstance(entry.get("messages"), list)):
         return True
-    return isinstance(entry.get("id"), str) and entry.get("type") in MESSAGE_TYPES and "content" in entry \
+    return isinstance(entry.get("id"), str) and isinstance(entry.get("type"), str) and entry["type"] in MESSAGE_TYPES and "content" in entry \
         and "message" not in entry and "payload" not in entry
 
 
@@ -102,9 +102,10 @@ class Reader:
                     self._message(number, message)
         elif isinstance(entry.get("sessionId"), str) and not isinstance(entry.get("id"), str):
             self.out.session_id = self.out.session_id or string(entry["sessionId"])
-            for message in entry.get("messages") or []:
+            listed = entry.get("messages")
+            for message in listed if isinstance(listed, list) else []:
                 self._message(number, message)
-        elif isinstance(entry.get("id"), str) and entry.get("type") in MESSAGE_TYPES:
+        elif isinstance(entry.get("id"), str) and isinstance(entry.get("type"), str) and entry["type"] in MESSAGE_TYPES:
             self._message(number, entry)
         else:
             self.out.unknown_lines += 1
