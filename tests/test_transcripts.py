@@ -335,10 +335,10 @@ def test_any_json_record_is_read_without_an_exception():
          "queued_command", "user_message", "item_completed", "UserMessage", "thread_rolled_back", "text",
          "input_text", "tool_result", "u1", "Always use x."])
     values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
-                          max_leaves=12)
-    records = st.lists(st.dictionaries(keys, values, min_size=1, max_size=6), min_size=1, max_size=6)
+                          max_leaves=6)
+    records = st.lists(st.dictionaries(keys, values, min_size=1, max_size=5), min_size=1, max_size=4)
 
-    @hypothesis.settings(max_examples=60, deadline=None, database=None)
+    @hypothesis.settings(max_examples=40, deadline=None, database=None)
     @hypothesis.given(records)
     def check(rows: list[dict]) -> None:
         lines = [json.dumps(r) for r in rows]
