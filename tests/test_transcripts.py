@@ -347,3 +347,13 @@ def test_any_json_record_is_read_without_an_exception():
         tr.parse_text("\n".join(lines))
 
     check()
+
+
+def test_codex_response_items_alone_give_the_persons_words_without_injections():
+    rows = [json.loads(line) for line in (FIXTURES / "codex-0.171.0-exec.jsonl").read_text(encoding="utf-8").splitlines()]
+    bare = [json.dumps(r) for r in rows if not (r["type"] == "event_msg" and r["payload"].get("type") == "item_completed")]
+    parsed = tr.parse(bare)
+    assert parsed.format == "codex" and len(bare) < len(rows)
+    assert [t.text for t in parsed.turns] == [
+        "remember: the staging server uses port 8443. From now on always run make lint before committing.",
+        "No, use pnpm instead of npm. 以后提交前一律先跑 make check。"]
