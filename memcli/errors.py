@@ -223,3 +223,10 @@ class HookCheckFailed(MemcliError):
 
     code = "hook_check_failed"
     exit_code = 18
+
+class TranscriptFormatUnknown(ValidationFailed):
+    """A session transcript in none of the formats memcli reads (Claude Code, Codex rollout,
+    Gemini CLI chat log); the message names them. Exit 5, as every other value memcli does
+    not accept."""
+
+    code = "transcript_format_unknown"

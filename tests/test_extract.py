@@ -276,13 +276,27 @@ def test_an_unreadable_transcript_is_a_clear_error(ws, tmp_path, run, make):
 
 def test_an_empty_or_all_broken_transcript_is_fine(ws, tmp_path, run):
     path = tmp_path / "junk.jsonl"
-    path.write_bytes(b"\xef\xbb\xbf\n\n{oops\n\xff\xfe not utf-8\n[1, 2]\n" + b'{"type": ["list"]}\n{"no": "type"}\n')
+    path.write_bytes(b"\xef\xbb\xbf\n\n{oops\n\xff\xfe not utf-8\n[1, 2]\n")
     result = run("extract", str(path), "--apply", "--json")
     assert result.code == 0, result
     data = result.json()["data"]
     assert (data["turns"], data["skipped_lines"], data["unknown_lines"], data["candidates"], data["commit"]) == \
-        (0, 3, 2, [], None)
-    assert data["session"] == "junk"
+        (0, 3, 0, [], None)
+    assert data["session"] == "junk" and data["format"] is None
+
+
+def test_json_records_of_no_known_format_are_an_error_naming_the_formats(ws, tmp_path, run):
+    path = tmp_path / "other.jsonl"
+    path.write_bytes(b'{"type": ["list"]}\n{"no": "type"}\n' + b'{"role": "user", "text": "always use yarn"}\n' * 13)
+    for args in (["extract", str(path), "--apply"], ["compact", "--transcript", str(path)]):
+        result = run("--json", *args)
+        assert result.code == 5, result
+        error = result.json()["error"]
+        assert error["code"] == "transcript_format_unknown" and "\n" not in error["message"]
+        assert all(name in error["message"] for name in ("Claude Code", "Codex rollout", "Gemini CLI"))
+        plain = run(*args)
+        assert plain.code == 5 and len(plain.err.strip().splitlines()) == 1 and "Traceback" not in plain.err
+    assert int(git(ws, "rev-list", "--count", "HEAD")) == 1 and not list((ws / "memories").rglob("*.md"))
 
 
 # --- the transcript parser ------------------------------------------------------------------

@@ -1,12 +1,12 @@
 """A rule-based summary of a session transcript, for ``compact --transcript``. Pure: no I/O.
 
-The conversation is what the person and the assistant wrote, in order: a user line is
-taken when ``agents.transcript.turn_text`` takes it (not meta, not a sidechain, not a
-compaction summary, not only tool results, injected blocks cut out); an assistant line
-when it is not meta or a sidechain, and only its ``text`` blocks count (no ``thinking``,
-no ``tool_use``). Lines of one assistant message (same ``message.id``) are joined. The
-``<memcli-context>`` block that memcli itself injects is cut out of both, like the tags
-of ``agents.transcript.INJECTED_TAGS``, and so are the characters a memory may not hold
+The conversation is what the person and the assistant wrote, in order, as
+``agents.transcript.parse`` reads it for every format (Claude Code, Codex, Gemini CLI):
+only the person's own words (no meta or sidechain entries, compaction summaries, tool
+results, subagent results, injected context — memcli's ``<memcli-context>`` block
+included — nor a rewound branch), and of the assistant only its text (no ``thinking``,
+no ``tool_use``, no reply the client made up). Lines of one assistant message (same
+``message.id``) are joined. The characters a memory may not hold are removed
 (``model.FORBIDDEN_CHARS``: control characters such as a terminal's escape codes).
 
 Secrets never get past :func:`read_conversation`: in a line of a message that holds a
@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memcli.agents.extract import MAX_SENTENCE_CHARS, split_sentences
-from memcli.agents.transcript import entries, entry_text, turn_text
+from memcli.agents.transcript import parse, parse_text
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS
 
 #: Characters of one item (a decision, a quoted message) in the summary; longer ones are cut.
@@ -73,7 +73,6 @@ _QUESTION = re.compile(r"(?:[?？]|吗)[\s\"'”’」』)）*_]*$")
 _ASKING_LEAVE = re.compile(r"^(?:shall\s+I|should\s+I|do\s+you\s+want|would\s+you\s+like|want\s+me\s+to|"
                            r"does\s+(?:that|this)\s+(?:look|sound)|sound\s+good|make\s+sense|ok(?:ay)?\b|"
                            r"要不要我|需要我)", re.IGNORECASE)
-_MEMCLI_CONTEXT = re.compile(r"<memcli-context\b[^>]*>.*?(?:</memcli-context\s*>|\Z)", re.DOTALL | re.IGNORECASE)
 _CJK = re.compile(r"[\u3400-\u9fff]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 _STOP = frozenset("that this with from have what when where which will would could should there their about "
@@ -105,9 +104,12 @@ class Conversation:
 
     Attributes:
         messages: user and assistant messages, in file order.
-        session_id: the first ``sessionId`` seen, or None.
-        lines: non-blank lines read; skipped_lines: those that are not a JSON object.
+        session_id: the session's id, or None.
+        format: the transcript's format (``agents.transcript.FORMATS``), or None.
+        lines: non-blank lines read; objects: those that held a JSON object; skipped_lines:
+            those that are not a JSON object.
         withheld: secrets found in the messages (and kept out of ``messages``).
+        warnings: lines the reader could not read (too deep, too long).
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -115,6 +117,9 @@ class Conversation:
     lines: int = 0
     skipped_lines: int = 0
     withheld: int = 0
+    format: str | None = None
+    objects: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         """The plain conversation: ``user: …`` and ``assistant: …`` paragraphs, blank lines between."""
@@ -195,42 +200,31 @@ def _withhold_line(line: str, spans: list[tuple[int, int, str]]) -> str:
     return kept if placed and not find_secrets(kept) else f"[withheld: {spans[0][2]}]"
 
 
-def _assistant_text(entry: dict) -> str | None:
-    """The words of an assistant line (its ``text`` blocks), or None when it is not one."""
-    if entry.get("type") != "assistant" or entry.get("isMeta") or entry.get("isSidechain"):
-        return None
-    return entry_text(entry)
-
-
-def read_conversation(lines: Iterable[str]) -> Conversation:
+def read_conversation(lines: Iterable[str] | str, deadline: float | None = None) -> Conversation:
     """The conversation in transcript lines (see the module docstring). Never raises on bad input.
 
     Args:
-        lines: the transcript's lines, as read (trailing newlines are fine).
+        lines: the transcript's lines, as read (trailing newlines are fine), or its whole text
+            (then a transcript that is one JSON document is read too, ``agents.transcript.parse_text``).
+        deadline: as for ``agents.transcript.parse`` (which raises ``DeadlineReached``).
     """
-    out = Conversation()
+    parsed = parse_text(lines, deadline) if isinstance(lines, str) else parse(lines, deadline)
+    out = Conversation(session_id=parsed.session_id, lines=parsed.lines, skipped_lines=parsed.skipped_lines,
+                       format=parsed.format, objects=parsed.objects, warnings=list(parsed.warnings))
     last_id: str | None = None  # message.id of the assistant message that ends ``out.messages``
-    for number, entry in entries(lines, out):  # type: ignore[arg-type] - Conversation counts alike
-        session = entry.get("sessionId")
-        if out.session_id is None and isinstance(session, str) and session.strip():
-            out.session_id = session.strip()
-        role, text = "user", turn_text(entry)
-        if text is None:
-            role, text = "assistant", _assistant_text(entry)
-        text = FORBIDDEN_CHARS.sub("", _MEMCLI_CONTEXT.sub("", text)).strip() if text else None
+    for turn in parsed.messages:
+        text = FORBIDDEN_CHARS.sub("", turn.text).strip()
         if not text:
             continue
         text, found = withhold(text)
         out.withheld += found
-        message = entry.get("message")
-        message_id = message.get("id") if isinstance(message, dict) and role == "assistant" else None
+        message_id = turn.message_id if turn.role == "assistant" else None
         if message_id and message_id == last_id and out.messages:
             previous = out.messages[-1]
-            out.messages[-1] = Message(role, f"{previous.text}\n\n{text}", previous.line, previous.timestamp)
+            out.messages[-1] = Message(turn.role, f"{previous.text}\n\n{text}", previous.line, previous.timestamp)
             continue
-        stamp = entry.get("timestamp")
-        out.messages.append(Message(role, text, number, stamp if isinstance(stamp, str) else None))
-        last_id = message_id if isinstance(message_id, str) else None
+        out.messages.append(Message(turn.role, text, turn.line, turn.timestamp))
+        last_id = message_id
     return out
 
 

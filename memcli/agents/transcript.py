@@ -1,55 +1,102 @@
-"""Claude Code session transcripts (JSON Lines): the person's own words, turn by turn. Pure.
+"""Session transcripts of coding agents: the person's own words and the assistant's replies. Pure.
 
-The format is not officially documented; this follows what parsers in the wild agree on
-(INTEGRATIONS.md, "Claude Code transcripts"). Each line is a JSON object with ``type``,
-``uuid``, ``sessionId``, ``timestamp``, ``isSidechain``, optional ``isMeta``, and a
-``message`` whose ``content`` is a string or a list of blocks.
+Three formats are read (INTEGRATIONS.md; none is officially documented, each reader says
+which source it follows): Claude Code session files (``agents.transcript_claude``), Codex
+rollout files (``agents.transcript_codex``) and Gemini CLI chat logs, JSON Lines or the
+older single JSON document (``agents.transcript_gemini``). The format is recognised from
+the first record that one of them claims (:func:`detect`); records before it count as
+unknown. A file in which no record is claimed has no format (``Transcript.format`` is
+None): the caller says so (``service.extract``), it does not report "0 candidates".
 
-A line is a human turn when ``type == "user"`` and it is not ``isMeta``, not
-``isCompactSummary`` (a compaction summary) and not ``isSidechain`` (a subagent's
-conversation), and its content is not made only of ``tool_result`` blocks. Of such a
-line only string content and ``text`` blocks count; inside them, blocks wrapped in the
-tags of :data:`INJECTED_TAGS` (slash-command echoes, local command output, system
-reminders, hook output) are cut out and the rest is kept. Client notices such as
-``[Request interrupted by user]`` are dropped too.
+What counts as the person's words, for every format: the text they typed, with the
+blocks a client wrote around or into it cut out (:data:`INJECTED_TAGS`: slash-command
+echoes, local command output and its caveat, system reminders, hook output, subagent
+results in ``<task-notification>``, memcli's own ``<memcli-context>`` block, Codex's
+``<environment_context>`` and AGENTS.md instructions, Gemini's ``<session_context>`` and
+``<hook_context>``); a message that then holds nothing, or only a client notice
+(:data:`CLIENT_TEXT`), is not a turn at all.
 
-Everything else is tolerated: blank lines are ignored, a line that is not a JSON object
-is counted in ``skipped_lines``, a ``type`` not in :data:`KNOWN_TYPES` in ``unknown_lines``.
+Reading never fails on bad input. Blank lines are ignored; a line that is not a JSON
+object is counted in ``skipped_lines``; a line nested too deeply for the JSON reader, or
+longer than :data:`MAX_LINE_CHARS`, is skipped with one warning; a record of a type the
+format's reader does not know is counted in ``unknown_lines``, quietly (formats grow new
+record types every release). A ``deadline`` (a ``time.monotonic()`` instant) makes
+:func:`parse` raise :class:`DeadlineReached` once it has passed, so that a hook can stop
+reading a huge transcript in time and write nothing.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-#: Entry types seen in Claude Code transcripts; any other type is counted as unknown.
-KNOWN_TYPES = frozenset({"user", "assistant", "summary", "system", "attachment", "file-history-snapshot",
-                         "queue-operation", "progress"})
+#: A line longer than this (characters) is skipped with a warning: no one types 16 MiB, and
+#: reading such a line (a pasted binary, a runaway tool result) costs memory for nothing.
+MAX_LINE_CHARS = 16 * 1024 * 1024
+#: The formats read, as named in messages.
+FORMATS = {"claude": "Claude Code session (~/.claude/projects/<project>/<session>.jsonl)",
+           "codex": "Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)",
+           "gemini": "Gemini CLI chat log (~/.gemini/tmp/<project>/chats/session-*.jsonl or .json)"}
 
-#: Tags whose content the client wrote, not the person: slash commands and their output,
-#: ``!`` shell mode, reminders and hook output injected into the prompt.
-INJECTED_TAGS = ("command-name", "command-message", "command-args", "local-command-stdout",
-                 "local-command-stderr", "local-command-caveat", "system-reminder", "user-prompt-submit-hook",
-                 "bash-input", "bash-stdout", "bash-stderr")
-
+#: Tags whose content a client wrote, not the person.
+INJECTED_TAGS = (
+    # Claude Code: slash commands and their output, `!` shell mode, reminders, hook output,
+    # subagent results, IDE context
+    "command-name", "command-message", "command-args", "command-contents", "local-command-stdout",
+    "local-command-stderr", "local-command-caveat", "system-reminder", "user-prompt-submit-hook",
+    "session-start-hook", "bash-input", "bash-stdout", "bash-stderr", "task-notification", "ide_opened_file",
+    "ide_selection", "ide_diagnostics",
+    # memcli's own context block
+    "memcli-context",
+    # Codex: environment, AGENTS.md and shell-command wrappers
+    "environment_context", "user_instructions", "user_shell_command", "turn_aborted",
+    # Gemini CLI: session context, hook context, compression snapshot
+    "session_context", "hook_context", "state_snapshot",
+)
 _TAGS = "|".join(re.escape(t) for t in INJECTED_TAGS)
 #: A closed tag block, or an opening tag never closed (then everything after it goes).
 _INJECTED = re.compile(rf"<({_TAGS})(?:\s[^>]*)?>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
 _NOTICE = re.compile(r"^\s*\[Request interrupted by user[^\]]*\]\s*$", re.MULTILINE)
+#: Text a client puts in a user-role message on its own; a message that starts so is not the
+#: person's (Claude Code's command caveat in old transcripts, a compaction summary without its
+#: flag, a skill's preamble; Codex's AGENTS.md block).
+CLIENT_TEXT = re.compile(
+    r"^\s*(?:Caveat: The messages below were generated by the user while running local commands"
+    r"|This session is being continued from a previous conversation"
+    r"|Base directory for this skill:"
+    r"|# AGENTS\.md instructions for )", re.IGNORECASE)
+
+
+class DeadlineReached(Exception):  # noqa: N818 - not an error a user caused: the caller's budget ran out
+    """Raised by :func:`parse` (and the write gates, ``service.write.write_batch``) when a
+    ``deadline`` has passed; nothing has been written.
+
+    Attributes:
+        done: how much was done when it stopped; what: of what (``lines of the transcript``).
+    """
+
+    def __init__(self, done: int, what: str = "lines of the transcript") -> None:
+        self.done = done
+        self.what = what
+        super().__init__(f"stopped after {done} {what}")
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One thing the person typed.
+    """One message of the conversation: what the person typed (``role == "user"``) or the
+    assistant's reply (``role == "assistant"``).
 
     Attributes:
-        session_id: the line's ``sessionId`` (None when absent).
-        uuid: the line's ``uuid`` (None when absent).
-        timestamp: the line's ``timestamp`` as written (RFC 3339), or None.
-        text: the person's words, injected blocks removed, stripped; never empty.
+        session_id: the session it belongs to (None when the format does not say).
+        uuid: the record's id (Claude ``uuid``, Codex item id, Gemini message id), or None.
+        timestamp: the record's timestamp as written (RFC 3339), or None.
+        text: the words, injected blocks removed, stripped; never empty.
         line: 1-based line number in the transcript.
+        role: ``user`` or ``assistant``.
+        message_id: the model message it is part of (Claude ``message.id``), or None.
     """
 
     session_id: str | None
@@ -57,6 +104,8 @@ class Turn:
     timestamp: str | None
     text: str
     line: int
+    role: str = "user"
+    message_id: str | None = None
 
 
 @dataclass
@@ -64,103 +113,144 @@ class Transcript:
     """What :func:`parse` found.
 
     Attributes:
-        turns: the human turns, in file order.
-        session_id: the first ``sessionId`` seen, or None.
+        format: ``claude``, ``codex``, ``gemini``, or None when no record was recognised.
+        messages: the conversation (live branch only), in order.
+        session_id: the session's id, or None.
         lines: non-blank lines read.
-        skipped_lines: lines that are not a JSON object (broken or truncated).
-        unknown_lines: JSON objects whose ``type`` is missing or not in :data:`KNOWN_TYPES`.
+        objects: lines that held a JSON object.
+        skipped_lines: lines that are not a JSON object (broken, truncated, too deep, too long).
+        unknown_lines: records of a type the format's reader does not know (counted quietly).
+        dropped: messages left out because they sit on an abandoned (rewound) branch.
+        warnings: one line per problem worth telling (a line too deep or too long).
     """
 
-    turns: list[Turn] = field(default_factory=list)
+    format: str | None = None
+    messages: list[Turn] = field(default_factory=list)
     session_id: str | None = None
     lines: int = 0
+    objects: int = 0
     skipped_lines: int = 0
     unknown_lines: int = 0
+    dropped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def turns(self) -> list[Turn]:
+        """What the person typed, in order."""
+        return [m for m in self.messages if m.role == "user"]
 
 
 def strip_injected(text: str) -> str:
-    """``text`` without the tag blocks of :data:`INJECTED_TAGS` and client notices, stripped."""
-    return _NOTICE.sub("", _INJECTED.sub("", text)).strip()
+    """``text`` without the tag blocks of :data:`INJECTED_TAGS` and client notices, stripped;
+    empty when what is left starts as a client's own text (:data:`CLIENT_TEXT`)."""
+    if "<" in text:
+        text = _INJECTED.sub("", text)
+    if "[Request interrupted" in text:
+        text = _NOTICE.sub("", text)
+    text = text.strip()
+    return "" if CLIENT_TEXT.match(text) else text
 
 
-def turn_text(entry: dict) -> str | None:
-    """The person's words in one transcript entry, or None when it is not a human turn.
-
-    Args:
-        entry: one parsed line (any shape; anything unexpected gives None).
-    """
-    if entry.get("type") != "user" or entry.get("isMeta") or entry.get("isCompactSummary") \
-            or entry.get("isSidechain"):
-        return None
-    return entry_text(entry)
+def string(value: object) -> str | None:
+    """``value`` when it is a non-blank string, else None."""
+    return value if isinstance(value, str) and value.strip() else None
 
 
-def entry_text(entry: dict) -> str | None:
-    """The words of one entry's ``message``: string content and ``text`` blocks, injected
-    blocks cut out; None when there are none or the content is only ``tool_result`` blocks.
-
-    Whose words they are (a person's turn, the assistant's reply) is for the caller to
-    check first (see :func:`turn_text`).
-    """
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        blocks = [b for b in content if isinstance(b, dict)]
-        if blocks and all(b.get("type") == "tool_result" for b in blocks):
-            return None
-        parts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
-    else:
-        return None
-    text = strip_injected("\n".join(parts))
-    return text or None
-
-
-def entries(lines: Iterable[str], tally: Transcript) -> Iterator[tuple[int, dict]]:
+def entries(lines: Iterable[str], tally: Transcript, deadline: float | None = None) -> Iterator[tuple[int, dict]]:
     """The JSON objects of transcript lines, each with its 1-based line number.
 
-    Blank lines are ignored; ``tally.lines`` counts the others and ``tally.skipped_lines``
-    those that are not a JSON object (``tally``: anything with these two attributes).
+    Blank lines are ignored; ``tally`` counts the others (``lines``, ``objects``,
+    ``skipped_lines``) and gets a warning for a line too deep or too long.
+
+    Raises:
+        DeadlineReached: ``deadline`` (``time.monotonic()`` seconds) passed; checked every 256 lines.
     """
     for number, raw in enumerate(lines, start=1):
+        if deadline is not None and not number % 256 and time.monotonic() > deadline:
+            raise DeadlineReached(tally.lines)
         if not raw.strip():
             continue
         tally.lines += 1
+        if len(raw) > MAX_LINE_CHARS:
+            tally.skipped_lines += 1
+            tally.warnings.append(f"line {number} of the transcript is {len(raw) / 2**20:.0f} MiB long, more than "
+                                  f"the {MAX_LINE_CHARS // 2**20} MiB memcli reads in one line; it was skipped")
+            continue
         try:
             entry = json.loads(raw)
+        except RecursionError:
+            entry = None
+            tally.warnings.append(f"line {number} of the transcript is nested too deeply to read; it was skipped")
         except ValueError:  # json.JSONDecodeError, and UnicodeDecodeError from stray bytes
             entry = None
         if not isinstance(entry, dict):
             tally.skipped_lines += 1
             continue
+        tally.objects += 1
         yield number, entry
 
 
-def parse(lines: Iterable[str]) -> Transcript:
-    """Read transcript lines and keep the human turns (see the module docstring for the rules).
+def detect(entry: dict) -> str | None:
+    """The format that claims one record: ``codex``, ``gemini``, ``claude``, or None."""
+    from memcli.agents import transcript_claude, transcript_codex, transcript_gemini
+
+    for name, reader in (("codex", transcript_codex), ("gemini", transcript_gemini), ("claude", transcript_claude)):
+        if reader.claims(entry):
+            return name
+    return None
+
+
+def _reader(name: str):  # noqa: ANN202 - one of the transcript_* modules' Reader classes
+    from memcli.agents import transcript_claude, transcript_codex, transcript_gemini
+
+    return {"claude": transcript_claude, "codex": transcript_codex, "gemini": transcript_gemini}[name].Reader
+
+
+def parse(lines: Iterable[str], deadline: float | None = None) -> Transcript:
+    """Read a transcript's lines: recognise the format, keep the conversation (module docstring).
 
     Args:
-        lines: the file's lines, as read (a trailing newline is fine).
+        lines: the file's lines, as read (trailing newlines are fine).
+        deadline: a ``time.monotonic()`` instant after which reading stops; None: no limit.
 
     Returns:
-        The turns and the counts of lines read, skipped and of unknown type. Never raises
-        on bad input.
+        The messages and the counts. Never raises on bad input.
+
+    Raises:
+        DeadlineReached: ``deadline`` passed before the end.
     """
     out = Transcript()
-    for number, entry in entries(lines, out):
-        kind = entry.get("type")
-        if not isinstance(kind, str) or kind not in KNOWN_TYPES:
-            out.unknown_lines += 1
-            continue
-        session = _string(entry.get("sessionId"))
-        if out.session_id is None and session:
-            out.session_id = session
-        text = turn_text(entry)
-        if text:
-            out.turns.append(Turn(session, _string(entry.get("uuid")), _string(entry.get("timestamp")), text, number))
+    reader = None
+    for number, entry in entries(lines, out, deadline):
+        if reader is None:
+            name = detect(entry)
+            if name is None:
+                out.unknown_lines += 1
+                continue
+            out.format = name
+            reader = _reader(name)(out)
+        reader.feed(number, entry)
+    if reader is not None:
+        reader.finish()
     return out
 
 
-def _string(value: object) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
+def parse_text(text: str, deadline: float | None = None) -> Transcript:
+    """:func:`parse` over a whole file's text; also reads a transcript that is one JSON
+    document spread over many lines (Gemini CLI's older ``session-*.json``), taken as one
+    record on line 1."""
+    head = text.lstrip()[:1]
+    if head == "{":
+        first = text.lstrip().split("\n", 1)[0]
+        try:
+            json.loads(first)
+        except (ValueError, RecursionError):
+            try:
+                whole = json.loads(text)
+            except (ValueError, RecursionError):
+                whole = None
+            if isinstance(whole, dict):
+                return parse([json.dumps(whole)], deadline)
+    import io
+
+    return parse(io.StringIO(text, newline=None), deadline)  # universal newlines only, never U+2028

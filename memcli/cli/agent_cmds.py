@@ -13,7 +13,7 @@ from memcli.cli.output import emit, one_line, warn
 
 @app.command()
 def extract(
-    transcript: Annotated[Path, typer.Argument(metavar="TRANSCRIPT", help="A Claude Code session file (.jsonl).")],
+    transcript: Annotated[Path, typer.Argument(metavar="TRANSCRIPT", help="A session file: Claude Code, Codex rollout or Gemini CLI chat log.")],
     apply: Annotated[bool, typer.Option("--apply", help="Write the accepted candidates, in one commit.")] = False,
     scope: Annotated[Optional[str], typer.Option("--scope", "-s", help="Where they go (default: [scopes] write).")] = None,
     json_: JsonOpt = False,

@@ -1,12 +1,20 @@
 """Extraction: candidate memories from a session transcript, through the write gates (SPEC.md section 7).
 
-The transcript is read with ``agents.transcript`` (only what the person typed), the
+The transcript (a Claude Code session, a Codex rollout or a Gemini CLI chat log; the
+format is recognised from its records) is read with ``agents.transcript`` (only what
+the person typed, on the live branch of the conversation), the
 candidates found with ``agents.extract`` (rules, English and Chinese), and every
 candidate goes through the same six gates as ``remember`` (``service.write.write_batch``)
 with ``sourceType: user_said``, ``runId`` = the session id and an idempotency key made of
 the session id, the turn's uuid and the candidate's place in the turn, so running
 ``extract`` again on the same transcript writes nothing. A dry run (the default) runs
 every gate and writes nothing; ``apply`` writes the accepted candidates in one commit.
+
+A file in none of these formats is refused (``TranscriptFormatUnknown``, exit 5), never
+read as "0 candidates". With a ``deadline`` (what a hook passes), reading and the gates
+stop once it has passed and nothing is written (``agents.transcript.DeadlineReached``
+reaches the caller); the check runs while the transcript is read and once more before the
+write; a write that has started is finished.
 """
 
 from __future__ import annotations
@@ -17,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from memcli.agents.extract import Candidate, find_candidates
-from memcli.agents.transcript import Transcript, Turn, parse
-from memcli.errors import MemcliError, SecretDetected, SubjectConflict, ValidationFailed
+from memcli.agents.transcript import FORMATS, DeadlineReached, Transcript, Turn, parse_text
+from memcli.errors import MemcliError, SecretDetected, SubjectConflict, TranscriptFormatUnknown, ValidationFailed
 from memcli.policy import gates
 from memcli.service import Ctx
 from memcli.service.write import WriteOptions, WriteResult, write_batch
@@ -74,18 +82,23 @@ class ExtractResult:
 
     Attributes:
         path: the transcript read.
+        format: ``claude``, ``codex`` or ``gemini`` (``agents.transcript.FORMATS``); None for a
+            file that holds no record at all (empty, or only broken lines).
         session: its session id (the first ``sessionId``; the file name without ``.jsonl`` if none).
         applied: True with ``apply`` (writes allowed), False for a dry run.
         turns: human turns read.
         lines: non-blank lines read.
         skipped_lines: broken lines (not a JSON object), skipped.
-        unknown_lines: lines of an unknown ``type``, skipped.
+        unknown_lines: records of a type the format's reader does not know, skipped quietly.
+        dropped: messages on a rewound (abandoned) branch of the conversation, left out.
         candidates: each candidate and its decision, in transcript order.
         commit: the commit that wrote them, or None (dry run, nothing to write, ``autocommit = false``).
-        warnings: near duplicates reported by the duplicate gate.
+        warnings: lines the transcript reader could not read, and near duplicates reported by the
+            duplicate gate.
     """
 
     path: str
+    format: str | None
     session: str
     applied: bool
     turns: int
@@ -95,6 +108,7 @@ class ExtractResult:
     candidates: list[Decided] = field(default_factory=list)
     commit: str | None = None
     warnings: list[str] = field(default_factory=list)
+    dropped: int = 0
 
     @property
     def accepted(self) -> list[Decided]:
@@ -103,16 +117,18 @@ class ExtractResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``--json`` envelope's ``data``)."""
-        return {"session": self.session, "path": self.path, "applied": self.applied, "turns": self.turns,
-                "lines": self.lines, "skipped_lines": self.skipped_lines, "unknown_lines": self.unknown_lines,
+        return {"session": self.session, "path": self.path, "format": self.format, "applied": self.applied,
+                "turns": self.turns, "lines": self.lines, "skipped_lines": self.skipped_lines,
+                "unknown_lines": self.unknown_lines, "dropped": self.dropped,
                 "candidates": [c.to_dict() for c in self.candidates], "commit": self.commit}
 
     def message(self) -> str:
         """One summary line for a person."""
         found = (f"{len(self.candidates)} candidate{'s' * (len(self.candidates) != 1)} in {self.turns} "
                  f"turn{'s' * (self.turns != 1)} of session {self.session}")
-        skipped = (f"; skipped {self.skipped_lines} broken and {self.unknown_lines} unknown lines"
-                   if self.skipped_lines or self.unknown_lines else "")
+        skipped = f"; skipped {self.skipped_lines} broken lines" if self.skipped_lines else ""
+        if self.dropped:
+            skipped += f"; left out {self.dropped} message{'s' * (self.dropped != 1)} of a rewound branch"
         count = len(self.accepted)
         if not self.applied:
             done = (f"; dry run: {count} would be written, nothing written (run again with --apply to write)"
@@ -127,7 +143,9 @@ class ExtractResult:
 #: The largest transcript memcli reads, in bytes (200 MB; a long Claude Code session is a few MB).
 #: A bigger file is refused before it is read, so that no command or hook fills the memory.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
-_HINT = "give the path of a Claude Code session file, e.g. ~/.claude/projects/<project>/<session>.jsonl"
+#: The hint of every error about the transcript file itself.
+TRANSCRIPT_HINT = ("give the path of a session file: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex "
+         "~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl or Gemini CLI ~/.gemini/tmp/<project>/chats/session-*.jsonl")
 
 
 def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
@@ -135,10 +153,10 @@ def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
     import stat
 
     if stat.S_ISDIR(info.st_mode):
-        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=_HINT)
+        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=TRANSCRIPT_HINT)
     if not stat.S_ISREG(info.st_mode):
         raise ValidationFailed(f"{path} is not a regular file (a FIFO, device or socket); it was not read",
-                               hint=_HINT)
+                               hint=TRANSCRIPT_HINT)
     if info.st_size > MAX_TRANSCRIPT_BYTES:
         raise _too_large(path, info.st_size)
 
@@ -151,11 +169,11 @@ def _too_large(path: Path, size: int) -> ValidationFailed:
 
 def _os_error(path: Path, err: OSError) -> ValidationFailed:
     if isinstance(err, FileNotFoundError):
-        return ValidationFailed(f"no transcript at {path}: the file does not exist", hint=_HINT)
+        return ValidationFailed(f"no transcript at {path}: the file does not exist", hint=TRANSCRIPT_HINT)
     if isinstance(err, PermissionError):
         return ValidationFailed(f"cannot read the transcript {path}: permission denied",
                                 hint="check the file's permissions")
-    return ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=_HINT)
+    return ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=TRANSCRIPT_HINT)
 
 
 def check_transcript(path: Path) -> None:
@@ -205,21 +223,38 @@ def read_transcript_bytes(path: Path) -> bytes:
     return raw
 
 
-def transcript_lines(raw: bytes):  # noqa: ANN201 - io.StringIO
-    """The lines of a transcript's raw bytes: UTF-8 with or without BOM, undecodable bytes
-    replaced, universal newlines (as ``open`` in text mode reads them)."""
-    import io
+def parse_transcript(path: Path, raw: bytes, deadline: float | None = None) -> Transcript:
+    """Parse a transcript's raw bytes (UTF-8 with or without BOM; undecodable bytes replaced).
 
-    return io.StringIO(raw.decode("utf-8-sig", errors="replace"), newline=None)
+    Args:
+        path: where they came from, for the error message.
+        deadline: a ``time.monotonic()`` instant after which reading stops; None: no limit.
+
+    Raises:
+        TranscriptFormatUnknown: the file holds JSON objects but none that a known format writes.
+        DeadlineReached: ``deadline`` passed.
+    """
+    transcript = parse_text(raw.decode("utf-8-sig", errors="replace"), deadline)
+    if transcript.format is None and transcript.objects:
+        raise unknown_format(path)
+    return transcript
 
 
-def read_transcript(path: Path) -> Transcript:
+def unknown_format(path: Path) -> TranscriptFormatUnknown:
+    """The error for a file whose JSON records no known format writes; it names the formats read."""
+    return TranscriptFormatUnknown(f"{path} is not a transcript format memcli reads (it reads: "
+                                   f"{'; '.join(FORMATS.values())})", hint="give the session file the agent wrote")
+
+
+def read_transcript(path: Path, deadline: float | None = None) -> Transcript:
     """Read and parse a transcript file (see :func:`read_transcript_bytes` for what is refused).
 
     Raises:
         ValidationFailed: the file is missing, a folder, not a regular file, too large, or cannot be read.
+        TranscriptFormatUnknown: see :func:`parse_transcript`.
+        DeadlineReached: ``deadline`` passed.
     """
-    return parse(transcript_lines(read_transcript_bytes(path)))
+    return parse_transcript(path, read_transcript_bytes(path), deadline)
 
 
 def idempotency_key(session: str, turn: Turn, index: int) -> str:
@@ -233,23 +268,30 @@ def idempotency_key(session: str, turn: Turn, index: int) -> str:
     return "extract:sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None = None) -> ExtractResult:
+def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None = None,
+            deadline: float | None = None) -> ExtractResult:
     """Find candidate memories in a transcript and send them through the write gates.
 
     Args:
-        path: a Claude Code transcript (JSON Lines).
+        path: a Claude Code session, Codex rollout or Gemini CLI chat log.
         apply: write the accepted candidates (one commit); else a dry run that writes nothing.
         scope: where the memories go; default ``[scopes] write`` from the configuration.
+        deadline: a ``time.monotonic()`` instant; reading and the gates stop once it has passed,
+            and nothing is written (a hook's budget). None: no limit.
 
     Raises:
         ValidationFailed: the transcript cannot be read, or ``scope`` is malformed.
+        TranscriptFormatUnknown: the transcript is in none of the formats memcli reads.
+        DeadlineReached: ``deadline`` passed before the write; nothing was written.
         ScopeViolation: ``scope`` is another user's personal scope.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
+    import time
+
     path = Path(path)
-    transcript = read_transcript(path)
     target = gates.check_write_scope(scope if scope is not None else ctx.ws.config.write_scope, ctx.actor)
-    session = transcript.session_id or path.name.removesuffix(".jsonl")
+    transcript = read_transcript(path, deadline)
+    session = transcript.session_id or path.name.removesuffix(".jsonl").removesuffix(".json")
     found: list[tuple[Turn, Candidate]] = []
     items: list[tuple[str, WriteOptions]] = []
     for turn in transcript.turns:
@@ -259,9 +301,12 @@ def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None =
             items.append((candidate.text, WriteOptions(
                 scope=target, category=candidate.category, importance=candidate.importance,
                 source_type="user_said", run_id=run, idempotency_key=idempotency_key(run, turn, index))))
-    results, commit = write_batch(ctx, OP, items, dry_run=not apply) if items else ([], None)
-    result = ExtractResult(str(path), session, apply, len(transcript.turns), transcript.lines,
-                           transcript.skipped_lines, transcript.unknown_lines, commit=commit)
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlineReached(transcript.lines)
+    results, commit = write_batch(ctx, OP, items, dry_run=not apply, deadline=deadline) if items else ([], None)
+    result = ExtractResult(str(path), transcript.format, session, apply, len(transcript.turns),
+                           transcript.lines, transcript.skipped_lines, transcript.unknown_lines, commit=commit,
+                           warnings=list(transcript.warnings), dropped=transcript.dropped)
     planned = {r.memory.id: n for n, r in enumerate(results, 1) if isinstance(r, WriteResult) and r.outcome != "noop"}
     for (turn, candidate), outcome in zip(found, results):
         result.candidates.append(_decided(turn, candidate, outcome, apply, planned))

@@ -26,8 +26,10 @@ from memcli.errors import MemcliError
 PROMPT_BUDGET = 2_000
 #: Memories a prompt may add at most.
 PROMPT_LIMIT = 5
-#: Seconds the transcript extraction of pre-compact and session-end may take.
-EXTRACT_SECONDS = 20.0
+#: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
+#: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
+#: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
+EXTRACT_SECONDS = {"pre-compact": 20.0, "session-end": 6.0}
 
 
 @dataclass
@@ -173,8 +175,13 @@ def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) ->
     """pre-compact / session-end: extraction (``[hooks] extract``) and, for pre-compact, the
     session summary (``[hooks] summarize``), each on its own: one failing gives one warning
     line and the other still runs. A transcript memcli must not read (a FIFO, ``/dev/zero``,
-    a file past ``MAX_TRANSCRIPT_BYTES``) gives one warning and neither runs."""
+    a file past ``MAX_TRANSCRIPT_BYTES``) gives one warning and neither runs. Both share the
+    deadline of :data:`EXTRACT_SECONDS`: the step that reaches it writes nothing, and a
+    warning names the command that finishes the work."""
+    from memcli.agents.transcript import DeadlineReached
     from memcli.service.extract import check_transcript
+
+    deadline = time.monotonic() + EXTRACT_SECONDS.get(event, 6.0)
 
     config = ctx.ws.config
     steps = [("transcript extraction", _extract)] if config.hook_extract else []
@@ -189,28 +196,29 @@ def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) ->
         return
     for what, step in steps:
         try:
-            step(ctx, Path(payload.transcript_path), run)
+            step(ctx, Path(payload.transcript_path), run, deadline)
+        except DeadlineReached as stop:
+            command = "memcli extract --apply" if step is _extract else "memcli compact --transcript"
+            run.warnings.append(f"{what} stopped at its {EXTRACT_SECONDS.get(event, 6.0):g} s deadline after "
+                                f"{stop.done} {stop.what}; nothing was written (run `{command} "
+                                f"{payload.transcript_path}` to finish)")
         except MemcliError as err:
             run.warnings.append(f"{what} failed: {err.line()}")
         except Exception as err:  # noqa: BLE001 - a hook must not fail the agent's session
             _bug(ctx, run, what, err)
 
 
-def _extract(ctx, transcript: Path, run: HookRun) -> None:  # noqa: ANN001
-    """Extract from the transcript (``extract --apply``); a warning says what was written."""
+def _extract(ctx, transcript: Path, run: HookRun, deadline: float) -> None:  # noqa: ANN001
+    """Extract from the transcript (``extract --apply``) by ``deadline``; a warning says what was written."""
     from memcli.service.extract import extract
 
-    started = time.monotonic()
-    result = extract(ctx, transcript, apply=True, scope=None)
-    elapsed = time.monotonic() - started
-    if elapsed > EXTRACT_SECONDS:
-        run.warnings.append(f"transcript extraction took {elapsed:.1f} s")
+    result = extract(ctx, transcript, apply=True, scope=None, deadline=deadline)
     run.warnings.extend(result.warnings)
     if result.applied and result.accepted:
         run.warnings.append(result.message())
 
 
-def _summarize(ctx, transcript: Path, run: HookRun) -> None:  # noqa: ANN001
+def _summarize(ctx, transcript: Path, run: HookRun, deadline: float) -> None:  # noqa: ANN001
     """The session's rule-based summary memory (``compact --transcript``).
 
     No external summarizer runs here: a hook has a time budget (INTEGRATIONS.md), and the
@@ -218,7 +226,7 @@ def _summarize(ctx, transcript: Path, run: HookRun) -> None:  # noqa: ANN001
     """
     from memcli.service.session import compact_session
 
-    result = compact_session(ctx, transcript)
+    result = compact_session(ctx, transcript, deadline=deadline)
     run.warnings.extend(result.warnings)
     if result.write.outcome != "noop":
         run.warnings.append(result.message())

@@ -1,7 +1,8 @@
 """Session compaction: one ``summary`` memory from a session transcript, the raw text kept (SPEC.md section 4).
 
-``compact --transcript`` reads a Claude Code transcript (``service.extract.read_transcript``
-for the checks; ``agents.summary`` for the conversation), keeps its raw bytes gzipped in
+``compact --transcript`` reads a session transcript — Claude Code, Codex rollout or Gemini
+CLI chat log (``service.extract.read_transcript_bytes`` for the checks; ``agents.summary``
+for the conversation), keeps its raw bytes gzipped in
 the git-ignored ``archive/transcripts/<sha256>.jsonl.gz`` (content-addressed: the SHA-256
 of the raw bytes; ``gunzip -c`` gives them back byte for byte), and writes one memory of
 category ``summary`` in scope ``session:<session id>`` through the write gates
@@ -32,7 +33,7 @@ from memcli.agents import summary as rules
 from memcli.errors import UsageProblem, ValidationFailed
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, Provenance, check_scope
 from memcli.service import Ctx
-from memcli.service.extract import read_transcript_bytes, transcript_lines
+from memcli.service.extract import TRANSCRIPT_HINT, read_transcript_bytes, unknown_format
 from memcli.service.write import WriteOptions, WriteResult, _gate
 
 OP = "compact"
@@ -189,20 +190,23 @@ def run_summarizer(command: str, text: str, timeout: float) -> tuple[str | None,
 
 
 def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarizer: str | None = None,
-                    timeout: float = 60.0) -> SessionResult:
+                    timeout: float = 60.0, deadline: float | None = None) -> SessionResult:
     """Summarise a session transcript into one ``summary`` memory and archive its raw bytes.
 
     Args:
-        path: a Claude Code transcript (JSON Lines).
+        path: a Claude Code session, Codex rollout or Gemini CLI chat log.
         keep_recent: messages the rule-based summary quotes at its end (0 or more).
         summarizer: a command that reads the plain conversation on stdin and prints a summary.
         timeout: seconds the summarizer may take (more than 0).
+        deadline: a ``time.monotonic()`` instant after which reading the transcript stops
+            (``agents.transcript.DeadlineReached``, nothing written); None: no limit.
 
     Raises:
         UsageProblem: ``keep_recent`` below 0 or ``timeout`` not above 0.
         ValidationFailed: the transcript is missing or unreadable, not a regular file (a FIFO,
             ``/dev/zero``), larger than ``MAX_TRANSCRIPT_BYTES``, not JSON Lines, or holds no
             conversation; nothing is written.
+        TranscriptFormatUnknown: the transcript is in none of the formats memcli reads.
         WorkspaceInvalid: the archive folder cannot be created.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written (the archive file too is removed).
     """
@@ -212,11 +216,13 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
         raise UsageProblem(f"--summarizer-timeout must be more than 0 seconds, not {timeout:g}")
     path = Path(path)
     raw = read_transcript_bytes(path)  # checked and capped as for `extract`
-    conversation = rules.read_conversation(transcript_lines(raw))
-    hint = "give the path of a Claude Code session file, e.g. ~/.claude/projects/<project>/<session>.jsonl"
+    conversation = rules.read_conversation(raw.decode("utf-8-sig", errors="replace"), deadline)
+    hint = TRANSCRIPT_HINT
     if conversation.lines and conversation.skipped_lines == conversation.lines:
         which = "its only line is not" if conversation.lines == 1 else f"none of its {conversation.lines} lines is"
         raise ValidationFailed(f"{path} is not JSON Lines: {which} a JSON object", hint=hint)
+    if conversation.format is None and conversation.objects:
+        raise unknown_format(path)
     if not conversation.messages:
         raise ValidationFailed(f"no conversation in {path}: it holds no user or assistant messages", hint=hint)
     digest = hashlib.sha256(raw).hexdigest()
@@ -254,7 +260,7 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
         (ctx.ws.archive / ARCHIVE_DIR / f"{digest}.jsonl.gz").unlink(missing_ok=True)
     program = program_name(summarizer) if summarizer is not None else None
     result = SessionResult(session, write, archive, digest, used, reason, program if used == "command" else None,
-                           counts, conversation.withheld, warnings=list(write.warnings))
+                           counts, conversation.withheld, warnings=[*conversation.warnings, *write.warnings])
     if reason:
         fallback = "the rule-based summary" if used == "rules" else "the first 500 characters of the conversation"
         result.warnings.insert(0, f"summarizer `{program}` {reason}; used {fallback}")

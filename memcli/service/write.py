@@ -369,7 +369,7 @@ def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None 
 
 
 def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory],
-                dry_run: bool = False) -> tuple[list, str | None]:
+                dry_run: bool = False, deadline: float | None = None) -> tuple[list, str | None]:
     """Send many memories through the gates under one lock and commit the accepted ones once.
 
     Args:
@@ -378,6 +378,8 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
             duplicates or repeated idempotency keys. An item may instead be a complete
             :class:`Memory` to restore with its own id and fields (see ``service.restore``).
         dry_run: run every gate, write nothing (the results say what would happen).
+        deadline: a ``time.monotonic()`` instant (a hook's budget): checked before each item's
+            gates; once past, nothing is written and ``agents.transcript.DeadlineReached`` is raised.
 
     Returns:
         ``(results, commit)``: per item a :class:`WriteResult` or the ``MemcliError`` a
@@ -386,7 +388,10 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
 
     Raises:
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+        DeadlineReached: ``deadline`` passed; nothing is written.
     """
+    import time
+
     from memcli.errors import MemcliError
     from memcli.service.restore import restore
 
@@ -395,6 +400,10 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
         ctx.catalog(refresh=True)
         batch = Batch()
         for item in items:
+            if deadline is not None and time.monotonic() > deadline:
+                from memcli.agents.transcript import DeadlineReached
+
+                raise DeadlineReached(len(results), "candidates through the gates")  # nothing written yet
             try:
                 results.append(restore(ctx, op, item, batch) if isinstance(item, Memory)
                                else _decide(ctx, op, item[0], item[1], None, batch))
