@@ -31,17 +31,19 @@ EVENTS = {
     "user-prompt-submit": "UserPromptSubmit",
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
+    "pre-tool-use": "PreToolUse",
 }
 #: which events each agent's hooks get from memcli.
 SUPPORTED = {
-    "claude": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
-    "codex": ("session-start",),
+    "claude": ("session-start", "user-prompt-submit", "pre-compact", "session-end", "pre-tool-use"),
+    "codex": ("session-start", "pre-tool-use"),
     "gemini": ("session-start",),
 }
 #: Claude Code's matchers per event (INTEGRATIONS.md); None: the event takes no matcher.
-MATCHERS = {"session-start": "startup|resume|clear|compact", "pre-compact": "manual|auto"}
+MATCHERS = {"session-start": "startup|resume|clear|compact", "pre-compact": "manual|auto",
+            "pre-tool-use": "Read|Edit|MultiEdit|Write|NotebookEdit"}
 #: seconds each hook may take (Gemini's settings want milliseconds).
-TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10}
+TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10, "pre-tool-use": 5}
 #: memcli's own handlers in a settings file (only these are updated or removed) run
 #: ``memcli [-w PATH] hook AGENT EVENT``.
 _OURS = re.compile(r"(^|[\s/])memcli(\s+-w\s+\S+)?\s+hook\s+(claude|codex|gemini)\s")
@@ -57,6 +59,9 @@ class HookInput:
     event: str = ""
     source: str = ""
     prompt: str = ""
+    #: PreToolUse: the tool about to run and its input (any JSON value; ``agents.tools`` reads it).
+    tool_name: str = ""
+    tool_input: object = None
 
     @classmethod
     def parse(cls, raw: str) -> tuple["HookInput", str | None]:
@@ -74,16 +79,22 @@ class HookInput:
             value = data.get(key)
             return value if isinstance(value, str) else ""
         return cls(session_id=text("session_id"), transcript_path=text("transcript_path"), cwd=text("cwd"),
-                   event=text("hook_event_name"), source=text("source"), prompt=text("prompt")), None
+                   event=text("hook_event_name"), source=text("source"), prompt=text("prompt"),
+                   tool_name=text("tool_name"), tool_input=data.get("tool_input")), None
 
 
 def answer(agent: str, event: str, context: str) -> str:
     """The hook's stdout for ``context`` (possibly empty) in the agent's format.
 
     Claude and Gemini get one JSON object; Codex gets the plain block (which starts with
-    ``<``, never ``{`` or ``[``), or nothing.
+    ``<``, never ``{`` or ``[``), or nothing. ``pre-tool-use`` answers nothing when it adds
+    no context, else ``hookSpecificOutput.additionalContext`` for Claude and Codex alike
+    (Codex ignores plain stdout there): never a ``permissionDecision``, so the tool call
+    is neither blocked nor allowed by memcli.
     """
-    if agent == "codex":
+    if event == "pre-tool-use" and not context:
+        return ""
+    if agent == "codex" and event != "pre-tool-use":
         return context
     if event in ("pre-compact", "session-end"):
         return ""  # these events take no context; an empty stdout is a clean answer

@@ -36,6 +36,8 @@ class Filters:
     created_before: str | None = None
     updated_after: str | None = None
     updated_before: str | None = None
+    #: Also search the caller's own session memories (``session:*``, summaries of past sessions).
+    sessions: bool = False
 
 
 def retriever(ctx: Ctx) -> Retriever:
@@ -62,7 +64,8 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
             times[name] = parse_instant(value) if value else None
         except ValueError:
             raise ValidationFailed(f"--{name.replace('_', '-')}: {value!r} is not a date or RFC 3339 time") from None
-    return Query(text=text, scopes=ctx.scopes(filters.scopes or None), now=ctx.now, mode=mode,
+    scopes = ctx.scopes(filters.scopes or None) + (["session:*"] if filters.sessions else [])
+    return Query(text=text, scopes=scopes, now=ctx.now, mode=mode,
                  statuses=statuses, include_expired=filters.include_expired, category=filters.category,
                  tag=filters.tag, subject=filters.subject, limit=filters.limit, path=filters.path,
                  actor=ctx.actor, **times)
