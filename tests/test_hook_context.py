@@ -153,12 +153,21 @@ def test_another_actor_sees_the_session_nowhere(summarised, run, ws):
     assert memory_id in run("export", "--format", "jsonl", "--scope", SCOPE).out
 
 
-def test_another_actor_cannot_write_undo_or_compact_the_session(summarised, run, ws):
+def test_another_actor_cannot_write_undo_or_compact_the_session(summarised, run, ws, tmp_path):
     memory_id = summarised["id"]
     before = git(ws, "rev-parse", "HEAD")
     wrote = run("remember", "Bob was here.", "--scope", SCOPE, env=BOB)
     assert wrote.code == 5 and wrote.err.count("\n") == 1 and "another person's session" in wrote.err
     assert "executemany" not in wrote.err and memory_id not in wrote.err
+    transcript = tmp_path / f"{SID}.jsonl"
+    again = run("compact", "--transcript", str(transcript), env=BOB)  # the same bytes: no "already summarised: ID"
+    assert again.code == 5 and memory_id not in again.out + again.err and "another person's session" in again.err
+    record = json.loads(run("export", "--format", "jsonl", "--scope", SCOPE).out.splitlines()[0])
+    (tmp_path / "bob.jsonl").write_text(json.dumps({**record, "id": "01m8yyyyyyyyyyyyyyyyyyyyyy"}) + "\n",
+                                        encoding="utf-8")
+    imported = run("import", str(tmp_path / "bob.jsonl"), env=BOB)
+    assert imported.out.startswith("refused\t") and "another person's session" in imported.out + imported.err
+    assert memory_id not in imported.out + imported.err, imported
     assert run("forget", memory_id, env=BOB).code == 4
     assert run("compact", "--apply", "--scope", SCOPE, env=BOB).code == 0
     assert git(ws, "rev-parse", "HEAD") == before

@@ -258,7 +258,7 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
 
 
-def _check_session_owner(ctx: Ctx, scope: str) -> None:
+def check_session_owner(ctx: Ctx, scope: str) -> None:
     """Part of gate 1: a ``session:*`` scope that holds another person's memories is theirs
     (``policy.owner``), so nobody else writes there, nor learns what it holds.
 
@@ -301,7 +301,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
         ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict, InvalidMemoryFile.
     """
     memory = _validated(ctx, text, opts, base.memory if base else None)
-    _check_session_owner(ctx, memory.scope)
+    check_session_owner(ctx, memory.scope)
     decided = [("validation", "passed")]
     gates.check_memory(memory)  # every value written: text, labels, scope, run id, key, source
     decided.append(("sensitive_data", "passed"))
