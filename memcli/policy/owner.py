@@ -20,6 +20,7 @@ commit is the commit's actor's (``Memcli-Actor``), since only the owner may writ
 from __future__ import annotations
 
 from memcli.model import Memory
+from memcli.policy.gates import personal_owner as user_owner
 
 SESSION = "session:"
 
@@ -27,12 +28,6 @@ SESSION = "session:"
 def is_session(scope: str) -> bool:
     """True for a ``session:*`` scope."""
     return scope.startswith(SESSION)
-
-
-def user_owner(scope: str) -> str | None:
-    """The owner named by a ``user:NAME`` scope (``user:alice`` -> ``alice``), else None."""
-    kind, _, name = scope.partition(":")
-    return name if kind == "user" else None
 
 
 def owner_of(memory: Memory) -> str | None:
