@@ -160,7 +160,8 @@ def test_install_twice_keeps_other_hooks_and_adds_ours_once(tmp_path, run):
     assert second.code == 0 and "nothing to change" in second.out
     data = json.loads(settings.read_text(encoding="utf-8"))
     assert data["permissions"] == OTHER_HOOKS["permissions"]
-    assert data["hooks"]["PreToolUse"] == OTHER_HOOKS["hooks"]["PreToolUse"]
+    assert data["hooks"]["PreToolUse"][0] == OTHER_HOOKS["hooks"]["PreToolUse"][0]  # theirs kept, ours after it
+    assert [h["command"] for h in data["hooks"]["PreToolUse"][1]["hooks"]] == ["memcli hook claude pre-tool-use"]
     commands = [h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"]]
     assert commands.count("echo hi") == 1 and commands.count(f"{MEMCLI_SCRIPT} hook claude session-start") == 1
     for event in ("UserPromptSubmit", "PreCompact", "SessionEnd"):
@@ -185,7 +186,7 @@ def test_install_gemini_uses_milliseconds_and_codex_its_hooks_file(tmp_path, run
     assert gemini["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 10_000
     assert run("hook", "install", "codex", cwd=tmp_path).code == 0
     codex = json.loads((tmp_path / ".codex" / "hooks.json").read_text(encoding="utf-8"))
-    assert list(codex["hooks"]) == ["SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"]
+    assert list(codex["hooks"]) == ["SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "PreToolUse"]
 
 
 def test_install_pins_an_explicit_workspace(tmp_path, run, ws):

@@ -31,6 +31,7 @@ EVENTS = {
     "user-prompt-submit": "UserPromptSubmit",
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
+    "pre-tool-use": "PreToolUse",
 }
 #: Gemini CLI's names where they differ: BeforeAgent runs once per prompt, PreCompress
 #: before its compression (the mapping of ``gemini hooks migrate --from-claude``).
@@ -39,14 +40,15 @@ GEMINI_NAMES = {"user-prompt-submit": "BeforeAgent", "pre-compact": "PreCompress
 #: fire all four (seen with the real CLIs, scripts/real-agents.py). Codex's PreToolUse
 #: also takes ``hookSpecificOutput.additionalContext`` (its embedded output schema).
 SUPPORTED = {
-    "claude": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
-    "codex": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
+    "claude": ("session-start", "user-prompt-submit", "pre-compact", "session-end", "pre-tool-use"),
+    "codex": ("session-start", "user-prompt-submit", "pre-compact", "session-end", "pre-tool-use"),
     "gemini": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
 }
 #: Claude Code's matchers per event (INTEGRATIONS.md); None: the event takes no matcher.
-MATCHERS = {"session-start": "startup|resume|clear|compact", "pre-compact": "manual|auto"}
+MATCHERS = {"session-start": "startup|resume|clear|compact", "pre-compact": "manual|auto",
+            "pre-tool-use": "Read|Edit|MultiEdit|Write|NotebookEdit"}
 #: seconds each hook may take (Gemini's settings want milliseconds).
-TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10}
+TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10, "pre-tool-use": 5}
 #: Codex 0.171 clamps a SessionEnd hook's timeout to 3 s (it warns "clamping SessionEnd hook
 #: timeout to 3s"), so memcli installs 3 s there rather than a number that is not kept.
 CODEX_TIMEOUTS = {"session-end": 3}
@@ -129,6 +131,9 @@ class HookInput:
     event: str = ""
     source: str = ""
     prompt: str = ""
+    #: PreToolUse: the tool about to run and its input (any JSON value; ``agents.tools`` reads it).
+    tool_name: str = ""
+    tool_input: object = None
 
     @classmethod
     def parse(cls, raw: str) -> tuple["HookInput", str | None]:
@@ -146,7 +151,8 @@ class HookInput:
             value = data.get(key)
             return value if isinstance(value, str) else ""
         return cls(session_id=text("session_id"), transcript_path=text("transcript_path"), cwd=text("cwd"),
-                   event=text("hook_event_name"), source=text("source"), prompt=text("prompt")), None
+                   event=text("hook_event_name"), source=text("source"), prompt=text("prompt"),
+                   tool_name=text("tool_name"), tool_input=data.get("tool_input")), None
 
 
 def answer(agent: str, event: str, context: str) -> str:
@@ -159,7 +165,12 @@ def answer(agent: str, event: str, context: str) -> str:
     context (its PreToolUse output schema has ``hookSpecificOutput.additionalContext``).
     Events that take no context (``pre-compact``, ``session-end``) answer with an empty
     stdout, which every agent accepts (Codex's output schemas for them have no context field).
+    ``pre-tool-use`` answers nothing when it adds no context, else
+    ``hookSpecificOutput.additionalContext`` for Claude and Codex alike: never a
+    ``permissionDecision``, so the tool call is neither blocked nor allowed by memcli.
     """
+    if event == "pre-tool-use" and not context:
+        return ""
     if event in ("pre-compact", "session-end"):
         return ""
     if agent == "codex" and event in ("session-start", "user-prompt-submit"):

@@ -25,7 +25,7 @@ COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
         "--created-after": ("created_after", "str"), "--created-before": ("created_before", "str"),
         "--updated-after": ("updated_after", "str"), "--updated-before": ("updated_before", "str"),
         "--include-expired": ("include_expired", "flag"), "--limit": ("limit", "int"), "-n": ("limit", "int"),
-        "--json": ("json", "flag"),
+        "--sessions": ("sessions", "flag"), "--json": ("json", "flag"),
     },
     "context": {
         "--query": ("query", "str"), "-q": ("query", "str"), "--budget": ("budget", "int"),

@@ -21,19 +21,20 @@ def row(memory, now) -> list[str]:  # noqa: ANN001
 
 def filters(scope=None, status=None, category=None, tag=None, subject=None, path=None,  # noqa: ANN001, ANN201
             created_after=None, created_before=None, updated_after=None, updated_before=None,
-            include_expired: bool = False, limit: int = 10):
+            include_expired: bool = False, limit: int = 10, sessions: bool = False):
     """The ``Filters`` of ``recall`` and ``list`` from their command-line options."""
     from memcli.service.read import Filters
 
     return Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
                    include_expired=include_expired, limit=limit, path=path, created_after=created_after,
-                   created_before=created_before, updated_after=updated_after, updated_before=updated_before)
+                   created_before=created_before, updated_after=updated_after, updated_before=updated_before,
+                   sessions=sessions)
 
 
 def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool = False, scope=None,  # noqa: ANN001
            status=None, category=None, tag=None, subject=None, path=None, created_after=None,
            created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
-           limit: int = 10) -> None:
+           limit: int = 10, sessions: bool = False) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
     from memcli.policy.secrets import redact, shown
     from memcli.service.read import check_mode, recall as do_recall
@@ -41,7 +42,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     context = ctx()
     mode = check_mode(fuzzy, grep)
     chosen = filters(scope, status, category, tag, subject, path, created_after, created_before, updated_after,
-                     updated_before, include_expired, limit)
+                     updated_before, include_expired, limit, sessions)
     hits = do_recall(context, query, chosen, mode)
     flush_warnings(context)
     data = {"query": redact(query, full=False), "mode": mode, "hits": [

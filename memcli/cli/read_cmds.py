@@ -18,6 +18,8 @@ TagF = Annotated[Optional[str], typer.Option("--tag", "-t", help="Only memories 
 SubjectF = Annotated[Optional[str], typer.Option("--subject", help="Only this subject.")]
 ExpiredF = Annotated[bool, typer.Option("--include-expired", help="Include memories past their expireAt.")]
 LimitF = Annotated[int, typer.Option("--limit", "-n", help="At most this many results (top-k).")]
+SessionsF = Annotated[bool, typer.Option("--sessions", help="Also search your own session memories (session:*, "
+                                                            "e.g. summaries of past sessions).")]
 PathF = Annotated[Optional[str], typer.Option("--path", help="Only memories whose paths globs match this file.")]
 CreatedAfter = Annotated[Optional[str], typer.Option("--created-after", help="Created at or after (date or time).")]
 CreatedBefore = Annotated[Optional[str], typer.Option("--created-before", help="Created before (date or time).")]
@@ -35,13 +37,13 @@ def recall(
     scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
     subject: SubjectF = None, path: PathF = None, created_after: CreatedAfter = None,
     created_before: CreatedBefore = None, updated_after: UpdatedAfter = None, updated_before: UpdatedBefore = None,
-    include_expired: ExpiredF = False, limit: LimitF = 10, json_: JsonOpt = False,
+    include_expired: ExpiredF = False, limit: LimitF = 10, sessions: SessionsF = False, json_: JsonOpt = False,
 ) -> None:
     """Search memories in your scopes: ranked (BM25, importance, recency) by default, --fuzzy or --grep."""
     hot.recall(" ".join(query), fuzzy=fuzzy, grep=grep, explain=explain, scope=scope, status=status, category=category,
                tag=tag, subject=subject, path=path, created_after=created_after, created_before=created_before,
                updated_after=updated_after, updated_before=updated_before, include_expired=include_expired,
-               limit=limit)
+               limit=limit, sessions=sessions)
 
 
 @app.command("list")
@@ -49,14 +51,15 @@ def list_(
     scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
     subject: SubjectF = None, path: PathF = None, created_after: CreatedAfter = None,
     created_before: CreatedBefore = None, updated_after: UpdatedAfter = None, updated_before: UpdatedBefore = None,
-    include_expired: ExpiredF = False, limit: LimitF = 100, json_: JsonOpt = False,
+    include_expired: ExpiredF = False, limit: LimitF = 100, sessions: SessionsF = False, json_: JsonOpt = False,
 ) -> None:
     """List memories in your scopes, newest first (active and unexpired unless told otherwise)."""
     from memcli.service.read import list_memories
 
     context = ctx()
     memories = list_memories(context, hot.filters(scope, status, category, tag, subject, path, created_after,
-                                                  created_before, updated_after, updated_before, include_expired, limit))
+                                                  created_before, updated_after, updated_before, include_expired, limit,
+                                                  sessions))
     flush_warnings(context)
     emit({"memories": [m.to_dict(context.now) for m in memories]})
     if not _json():

@@ -55,6 +55,8 @@ def _filters(query: Query) -> tuple[str, dict]:
     if query.actor is not None:  # another user's personal scope never, whatever the patterns say
         params["me"] = f"user:{query.actor}"
         where.append("(d.scope NOT LIKE 'user:%' OR d.scope = :me)")
+        params["actor"] = query.actor  # a session is its owner's (policy.owner): the provenance actor
+        where.append("(d.scope NOT LIKE 'session:%' OR json_extract(d.record, '$.provenance.actor') = :actor)")
     statuses = []
     for i, status in enumerate(query.statuses):
         params[f"st{i}"] = status

@@ -45,13 +45,15 @@ def readable_scopes(patterns: list[str], actor: str, requested: list[str] | None
 def visible(memory: Memory, scopes: list[str], actor: str | None = None) -> bool:
     """True when the memory's scope is one of ``scopes`` (patterns like ``channel:*`` allowed).
 
-    With ``actor``, another user's personal scope is never visible, whatever the
-    patterns say (``[scopes] read = ["*"]`` must not open ``user:bob`` to alice).
+    With ``actor``, another person's personal memory (``user:bob``, or a session of
+    bob's: ``policy.owner``) is never visible, whatever the patterns say
+    (``[scopes] read = ["*"]`` must not open ``user:bob`` to alice).
     """
     from fnmatch import fnmatchcase
 
-    owner = personal_owner(memory.scope)
-    if actor is not None and owner is not None and owner != actor:
+    from memcli.policy.owner import may_see
+
+    if actor is not None and not may_see(memory, actor):
         return False
     return any(memory.scope == s or fnmatchcase(memory.scope, s) for s in scopes)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed, WorkspaceNotFound
 from memcli.model import Memory, check_id, check_scope
-from memcli.policy.gates import personal_owner, readable_scopes
+from memcli.policy.gates import readable_scopes
 from memcli.store.files import Loaded
 from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import now as clock_now
@@ -174,9 +174,11 @@ class Ctx:
         return readable_scopes(self.ws.config.read_scopes, self.actor, requested)
 
     def may_see(self, memory: Memory) -> bool:
-        """Id-based access (show, approve, …): every scope but other users' personal ones."""
-        owner = personal_owner(memory.scope)
-        return owner is None or owner == self.actor
+        """Id-based access (show, approve, …): every memory but other people's personal ones
+        (``user:<other>``, and sessions another person owns: ``policy.owner``)."""
+        from memcli.policy.owner import may_see
+
+        return may_see(memory, self.actor)
 
     def resolve(self, ref: str) -> Loaded:
         """Find one visible memory by its id or a unique prefix of at least 4 characters.

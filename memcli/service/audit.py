@@ -18,7 +18,7 @@ from memcli.errors import AmbiguousId, GitFailed, InvalidMemoryFile, MemoryNotFo
 from memcli.githistory import History as Repo
 from memcli.gitlog import Entry
 from memcli.model import Memory
-from memcli.policy.gates import personal_owner
+from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import MIN_PREFIX, Ctx, check_ref
 from memcli.store.files import MEMORIES, Loaded, others_folder
 from memcli.timeutil import format_instant, parse_instant
@@ -126,7 +126,8 @@ def named_in_trailers(ctx: Ctx, repo: Repo, ref: str) -> list[str]:
     found: dict[str, None] = {}
     for entry in repo.commits([], all_refs=True, grep=ref):
         scopes = entry.trailers.get("scope", "").split()
-        if any(personal_owner(s) not in (None, ctx.actor) for s in scopes):
+        if not all(scope_in_commit_is_mine(s, entry.trailers.get("actor") or entry.author, ctx.actor)
+                   for s in scopes):
             continue
         found.update(dict.fromkeys(i for i in entry.trailers.get("id", "").split() if i.startswith(ref)))
     return list(found)

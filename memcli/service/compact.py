@@ -153,7 +153,7 @@ def _planned(ctx: Ctx, wanted: list[str] | None) -> tuple[CompactResult, list[Me
     without it, until no such memory is left.
     """
     catalog = ctx.catalog()
-    memories = [m for status in READ for m in catalog.with_status(status) if _within(ctx, m.scope, wanted)]
+    memories = [m for status in READ for m in catalog.with_status(status) if _within(ctx, m, wanted)]
     skipped = [Skipped(p.path, p.reason if p.lineno is None else f"line {p.lineno}: {p.reason}")
                for p in catalog.problems(actor=ctx.actor) if _problem_within(p.path, wanted)]
     dirty = _uncommitted(ctx)
@@ -194,12 +194,10 @@ def _uncommitted(ctx: Ctx) -> set[str]:
     return {path[len(prefix):] for path in repo.uncommitted([ctx.ws.root / MEMORIES]) if path.startswith(prefix)}
 
 
-def _within(ctx: Ctx, scope: str, wanted: list[str] | None) -> bool:
-    """True for a scope compaction may touch: one of ``wanted``, or (by default) any but other users' own."""
-    if wanted is not None:
-        return scope in wanted
-    owner = gates.personal_owner(scope)
-    return owner is None or owner == ctx.actor
+def _within(ctx: Ctx, memory: Memory, wanted: list[str] | None) -> bool:
+    """True for a memory compaction may touch: the caller may see it (never another person's
+    ``user:*`` or session memory, ``Ctx.may_see``), and its scope is one of ``wanted`` when given."""
+    return ctx.may_see(memory) and (wanted is None or memory.scope in wanted)
 
 
 def _problem_within(path: str, wanted: list[str] | None) -> bool:

@@ -2,6 +2,8 @@
 
 Only ``active``, unexpired memories in the caller's scopes. The order, best first:
 
+0. what the caller puts first (``lead``: the session-start hook's summary of the session
+   after a compaction or resume, cut to ``LEAD_SHARE`` of the budget);
 1. pinned memories;
 2. memories relevant to the query (``--query``, or the prompt of a hook), by recall rank;
 3. memories about the files under the current folder: their ``paths`` globs match a
@@ -29,19 +31,89 @@ POOL = 400
 MIN_BUDGET = 200
 #: Tracked files looked at when matching ``paths`` globs against the current folder.
 MAX_FILES = 20_000
+#: The share of the budget a ``lead`` memory may take; a longer one is cut at a line.
+LEAD_SHARE = 0.6
+#: What memcli keeps in a workspace folder, left out of ``paths`` matching when the
+#: workspace is the project itself (``memcli init`` at the repository root).
+OWN_ENTRIES = ("memories", ".cache", "archive", "memcli.toml", ".memcli")
+
+
+def own_paths(folder: Path, workspace: Path) -> list[str]:
+    """The pathspecs of the workspace's own files, for ``tracked_files`` to leave out.
+
+    A workspace in a folder of its own (``project/mem``, ``.memcli``) is left out whole. A
+    workspace that holds ``folder`` (one made at the project's root) holds the code too:
+    then only memcli's own entries (``OWN_ENTRIES``) are left out, never the whole tree.
+    """
+    try:
+        folder, workspace = folder.resolve(), workspace.resolve()
+    except OSError:
+        return [str(workspace)]
+    if folder == workspace or workspace in folder.parents:
+        return [str(workspace / name) for name in OWN_ENTRIES]
+    return [str(workspace)]
 
 
 def tracked_files(folder: Path, workspace: Path) -> list[str]:
     """Files git tracks under ``folder``, relative to the repository root, leaving out the
-    workspace's own files (memories are not what memories are about); empty outside git."""
+    workspace's own files (memories are not what memories are about, see ``own_paths``);
+    empty outside git."""
+    excluded = [f":(exclude){p}" for p in own_paths(folder, workspace)]
     try:
-        proc = subprocess.run(["git", "ls-files", "--full-name", "-z", "--", ".", f":(exclude){workspace}"],
-                              cwd=folder, capture_output=True, timeout=5, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(["git", "ls-files", "--full-name", "-z", "--", ".", *excluded],
+                              cwd=folder, capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
     except (OSError, subprocess.TimeoutExpired):
         return []
     if proc.returncode != 0:
         return []
     return [f for f in proc.stdout.decode("utf-8", "replace").split("\0") if f][:MAX_FILES]
+
+
+def project_path(name: str, cwd: Path | None, workspace: Path) -> str | None:
+    """A file an agent names (absolute, or relative to its working folder ``cwd``) as the
+    ``/``-separated path relative to its project's root, the form ``paths`` globs take.
+
+    The root is git's top level of the file's nearest existing folder (else of ``cwd``);
+    outside git, ``cwd``. None for a file outside that root, a relative name without
+    ``cwd``, or one of the workspace's own files (``own_paths``: memories are not what
+    memories are about).
+    """
+    import os
+
+    path = Path(name)
+    if not path.is_absolute():
+        if cwd is None:
+            return None
+        path = cwd / path
+    path = Path(os.path.realpath(path))
+    start = next((p for p in path.parents if p.is_dir()), None)
+    root = _toplevel(start) or _toplevel(cwd) or (Path(os.path.realpath(cwd)) if cwd else None)
+    if root is None or root not in path.parents:
+        return None
+    if any(path == Path(own) or Path(own) in path.parents for own in own_paths(path.parent, workspace)):
+        return None
+    return path.relative_to(root).as_posix()
+
+
+def _git_env() -> dict[str, str]:
+    """The environment without ``GIT_*`` variables, so that a hook run inside another
+    repository's git hook asks about the agent's project (SPEC.md section 1: sealed git)."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
+def _toplevel(folder: Path | None) -> Path | None:
+    """git's top level of the work tree holding ``folder`` (resolved), or None."""
+    if folder is None:
+        return None
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, timeout=5,
+                              stdin=subprocess.DEVNULL, env=_git_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout.decode("utf-8", "replace").strip()
+    return Path(text).resolve() if proc.returncode == 0 and text else None
 
 
 def about_files(memories: list[Memory], files: list[str]) -> list[Memory]:
@@ -63,18 +135,19 @@ def about_files(memories: list[Memory], files: list[str]) -> list[Memory]:
 
 
 def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
-               exclude: set[str] | None = None) -> tuple[list[Memory], int]:
+               exclude: set[str] | None = None, lead: list[Memory] | None = None) -> tuple[list[Memory], int]:
     """Memories for the block, best first, and how many are eligible in all.
 
     Args:
         query: words that pull relevant memories forward.
         folder: the agent's working folder; memories whose ``paths`` match files there come forward.
         exclude: ids already given to this session (left out, not counted).
+        lead: memories to put before all others (counted as eligible).
     """
     search = retriever(ctx)
     base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=POOL, actor=ctx.actor)
     pool = [h.memory for h in search.search(base)]
-    first: list[Memory] = [m for m in pool if m.pinned]
+    first: list[Memory] = [*(lead or ()), *(m for m in pool if m.pinned)]
     if query and query.strip():
         base.text = query
         first += [h.memory for h in search.search(base)]
@@ -86,11 +159,25 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
         if memory.id not in seen:
             seen.add(memory.id)
             ordered.append(memory)
-    return ordered, max(len(ordered), search.count(base) - len(exclude or ()))
+    extra = sum(1 for m in lead or () if m.id not in (exclude or ()))
+    return ordered, max(len(ordered), search.count(base) - len(exclude or ()) + extra)
+
+
+def fitted(memory: Memory, room: int) -> Memory:
+    """``memory`` with its text cut at a line to at most ``room`` characters (``room`` > 0),
+    ending with a line that names the whole one (``memcli show ID``); unchanged when it fits."""
+    if len(memory.text) <= room:
+        return memory
+    from dataclasses import replace
+
+    tail = f"\n[cut to fit the context; the whole text: memcli show {memory.id}]"
+    keep = memory.text[:max(0, room - len(tail))]
+    keep = keep.rsplit("\n", 1)[0] if "\n" in keep else keep
+    return replace(memory, body=keep.rstrip() + tail + "\n")
 
 
 def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: Path | None = None,
-            exclude: set[str] | None = None) -> Block:
+            exclude: set[str] | None = None, lead: list[Memory] | None = None) -> Block:
     """The context block for an agent session.
 
     Args:
@@ -99,6 +186,8 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
         fmt: ``text``, ``markdown`` or ``json``.
         folder: the working folder (for ``paths`` relevance); default: none.
         exclude: ids to leave out (already in this session's context).
+        lead: memories to put first (the session's summary after a compaction), each cut
+            to ``LEAD_SHARE`` of the budget (:func:`fitted`).
 
     Raises:
         ValidationFailed: budget below ``MIN_BUDGET`` characters or format unknown.
@@ -109,5 +198,6 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     check_choice("format", fmt, ("text", "markdown", "json"))
     from memcli.service.redact import for_reader
 
-    pool, total = candidates(ctx, query, folder, exclude)
+    lead = [fitted(m, int(size * LEAD_SHARE)) for m in lead or ()]
+    pool, total = candidates(ctx, query, folder, exclude, lead)
     return render(for_reader(ctx, pool), size, fmt, total)  # secrets of hand-written files cut out first

@@ -15,7 +15,7 @@ from typing import Any
 from memcli.changes import Change, Step, Version, classify, expired_between, expiry, purged_from_history
 from memcli.errors import UsageProblem
 from memcli.githistory import History
-from memcli.policy.gates import personal_owner
+from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
 from memcli.service.audit import read_disk, step_of, visible_path, is_memory_path, read_version
 from memcli.store.files import MEMORIES
@@ -152,7 +152,8 @@ def _emptied_purges(ctx: Ctx, repo: History, rev_range: str) -> list[Change]:
     out: list[Change] = []
     for entry in repo.commits([], rev_range=rev_range, grep="Memcli-Op: purge"):
         scopes = entry.trailers.get("scope", "").split()
-        if any(personal_owner(s) not in (None, ctx.actor) for s in scopes):
+        if not all(scope_in_commit_is_mine(s, entry.trailers.get("actor") or entry.author, ctx.actor)
+                   for s in scopes):
             continue
         out += purged_from_history(step_of(entry, repo), entry.trailers.get("id", "").split(), scopes,
                                    [t.path for t in entry.touched])

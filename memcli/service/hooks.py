@@ -5,9 +5,16 @@ wrong becomes a warning for stderr and the answer is still well-formed (possibly
 an empty context).
 
 Per session, the ids already put into context are kept in the cache
-(``.cache/sessions/<hash of the session id>.json``) so that ``user-prompt-submit``
-only adds memories the session has not seen; ``session-start`` with ``source:
-compact`` starts the list again, since compaction drops the earlier context.
+(``.cache/sessions/<hash of the session id>.json``) so that ``user-prompt-submit`` and
+``pre-tool-use`` only add memories the session has not seen; ``session-start`` with
+``source: compact`` starts the list again, since compaction drops the earlier context.
+
+``session-start`` with ``source: compact`` or ``resume`` puts the session's latest
+summary (``session:<id>``, written by the pre-compact hook with ``[hooks] summarize``
+or by ``compact --transcript``) first in the block, for its owner only
+(``policy.owner``). ``pre-tool-use`` adds, before a tool reads or edits a file
+(``agents.tools``), the active memories whose ``paths`` globs match that file relative
+to the project's root, at most ``TOOL_LIMIT`` within ``TOOL_BUDGET`` characters.
 """
 
 from __future__ import annotations
@@ -30,6 +37,12 @@ PROMPT_LIMIT = 5
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
 EXTRACT_SECONDS = {"pre-compact": 20.0, "session-end": 6.0}
+#: Characters the memories added before one tool call may take.
+TOOL_BUDGET = 1_500
+#: Memories added before one tool call at most.
+TOOL_LIMIT = 3
+#: SessionStart sources after which the session's summary comes back.
+RESTARTS = ("compact", "resume")
 
 
 @dataclass
@@ -72,14 +85,18 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
 
     Args:
         agent: ``claude``, ``codex`` or ``gemini``.
-        event: ``session-start``, ``user-prompt-submit``, ``pre-compact`` or ``session-end``.
+        event: ``session-start``, ``user-prompt-submit``, ``pre-tool-use``, ``pre-compact`` or ``session-end``.
         raw: the hook's stdin (the agent's JSON).
         workspace: ``--workspace``, if given; else ``$MEMCLI_WORKSPACE``, else found from the
             hook's ``cwd``.
         actor: ``--actor``, if given.
     """
+    from memcli.agents.tools import files_of
+
     payload, problem = formats.HookInput.parse(raw)
     run = HookRun("", [problem] if problem else [])
+    if event == "pre-tool-use" and not files_of(payload.tool_name, payload.tool_input):
+        return run  # not a file tool (Codex runs it for every tool): nothing to open, nothing to add
     context = ""
     ctx = None
     try:
@@ -134,8 +151,14 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
     if event in ("session-start", "session-end") and getattr(ctx.ws.config, f"sync_{event.replace('-', '_')}"):
         _sync(ctx, run)
     if event == "session-start":
-        block = context(ctx, None, None, "text", folder=folder)
+        lead = _session_summary(ctx, payload.session_id) if payload.source in RESTARTS else []
+        block = context(ctx, None, None, "text", folder=folder, lead=lead)
         _remember_seen(ctx, payload.session_id, set(block.included))
+        return block.text
+    if event == "pre-tool-use":
+        seen = _seen(ctx, payload.session_id)
+        block = _tool_block(ctx, payload, folder, seen)
+        _remember_seen(ctx, payload.session_id, seen | set(block.included))
         return block.text
     if event == "user-prompt-submit":
         seen = _seen(ctx, payload.session_id)
@@ -157,6 +180,46 @@ def _sync(ctx, run: HookRun) -> None:  # noqa: ANN001
         sync(ctx, None, ctx.ws.config.sync_deadline)
     except MemcliError as err:
         run.warnings.append(f"sync skipped: {err.line()}")
+
+
+def _session_summary(ctx, session_id: str) -> list:  # noqa: ANN001
+    """The latest ``summary`` memory of the session ``session_id`` that the caller owns (empty if none).
+
+    The scope is ``session:<name>`` as ``compact --transcript`` names it from the
+    transcript's ``sessionId`` (``service.session.session_name``), which is the hook's ``session_id``.
+    """
+    from memcli.index import Query
+    from memcli.service.read import retriever
+    from memcli.service.session import session_name
+
+    name = session_name(session_id, "")
+    if not session_id or name == "transcript-":
+        return []
+    query = Query(text="", scopes=[f"session:{name}"], now=ctx.now, category="summary", limit=1, order="newest",
+                  actor=ctx.actor)
+    return [h.memory for h in retriever(ctx).search(query)]
+
+
+def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[str]):  # noqa: ANN001, ANN202
+    """Memories about the files a tool call reads or edits that this session has not been given yet."""
+    from memcli.agents.context import render
+    from memcli.agents.tools import files_of
+    from memcli.index import Query
+    from memcli.service.context import project_path
+    from memcli.service.read import retriever
+
+    search = retriever(ctx)
+    found: dict[str, object] = {}
+    for name in files_of(payload.tool_name, payload.tool_input):
+        path = project_path(name, folder, ctx.ws.root)
+        if path is None:
+            continue
+        query = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=TOOL_LIMIT + len(seen), path=path,
+                      actor=ctx.actor)
+        for hit in search.search(query):
+            if hit.memory.id not in seen:
+                found.setdefault(hit.memory.id, hit.memory)
+    return render(list(found.values())[:TOOL_LIMIT], TOOL_BUDGET, total=len(found))
 
 
 def _prompt_block(ctx, prompt: str, seen: set[str]):  # noqa: ANN001, ANN202

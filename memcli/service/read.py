@@ -13,7 +13,7 @@ from memcli.errors import UsageProblem, ValidationFailed
 from memcli.gitlog import Entry
 from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
-from memcli.policy.gates import personal_owner
+from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
 from memcli.service.redact import for_reader
 from memcli.timeutil import parse_instant
@@ -37,6 +37,8 @@ class Filters:
     created_before: str | None = None
     updated_after: str | None = None
     updated_before: str | None = None
+    #: Also search the caller's own session memories (``session:*``, summaries of past sessions).
+    sessions: bool = False
 
 
 def retriever(ctx: Ctx) -> Retriever:
@@ -65,7 +67,8 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
             from memcli.policy.secrets import shown
 
             raise ValidationFailed(f"--{name.replace('_', '-')}: {shown(value)} is not a date or RFC 3339 time") from None
-    return Query(text=text, scopes=ctx.scopes(filters.scopes or None), now=ctx.now, mode=mode,
+    scopes = ctx.scopes(filters.scopes or None) + (["session:*"] if filters.sessions else [])
+    return Query(text=text, scopes=scopes, now=ctx.now, mode=mode,
                  statuses=statuses, include_expired=filters.include_expired, category=filters.category,
                  tag=filters.tag, subject=filters.subject, limit=filters.limit, path=filters.path,
                  actor=ctx.actor, **times)
@@ -149,16 +152,16 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
 
     def visible(entry: Entry) -> bool:
         scopes = entry.trailers.get("scope", "").split()
-        return not scopes or any(_mine(ctx, s) for s in scopes)
+        return not scopes or any(_mine(ctx, s, entry) for s in scopes)
 
     repo = ctx.history()
     memory_id = find_id(ctx, ref)[0] if ref is not None else None  # a purged memory's id is found in history
     return [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
 
 
-def _mine(ctx: Ctx, scope: str) -> bool:
-    owner = personal_owner(scope)
-    return owner is None or owner == ctx.actor
+def _mine(ctx: Ctx, scope: str, entry: Entry) -> bool:
+    """True for a scope of ``entry``'s ``Memcli-Scope`` trailer that the caller may see (``policy.owner``)."""
+    return scope_in_commit_is_mine(scope, entry.trailers.get("actor") or entry.author, ctx.actor)
 
 
 def trimmed(ctx: Ctx, repo, entry: Entry) -> Entry:  # noqa: ANN001 - githistory.History
@@ -170,29 +173,34 @@ def trimmed(ctx: Ctx, repo, entry: Entry) -> Entry:  # noqa: ANN001 - githistory
     memories (a batch body; any other text is dropped, since it cannot be told apart).
     An id counts as the caller's when a file named for it that the commit touched lies
     outside other users' personal folders, or, when no such file is named, when the
-    catalog's memory of that id is one the caller may see.
+    catalog's memory of that id is one the caller may see. A session's file says nothing
+    of its owner: there the catalog's memory decides, else (the file is gone) the
+    commit's actor (``policy.owner``).
     """
     from memcli.gitlog import summary
-    from memcli.store.files import others_folder
+    from memcli.store.files import MEMORIES, others_folder
 
     trailers = entry.trailers
     scopes = trailers.get("scope", "").split()
-    if all(_mine(ctx, s) for s in scopes):
+    if all(_mine(ctx, s, entry) for s in scopes):
         return entry
     root = ctx.ws.root
     paths = [p.relative_to(root).as_posix() for p in repo.changed_files(entry.commit) if root in p.parents]
+    commit_actor = entry.trailers.get("actor") or entry.author
 
     def seen(memory_id: str) -> bool:
         named = [p for p in paths if p.rsplit("/", 1)[-1].lower().startswith(memory_id)]
+        found = [m for m in ctx.catalog().by_prefix(memory_id) if m.id == memory_id]
+        if any(p.startswith(f"{MEMORIES}/session/") for p in named):
+            return ctx.may_see(found[0]) if found else commit_actor == ctx.actor
         if named:
             return any(not others_folder(p, ctx.actor) for p in named)
-        found = [m for m in ctx.catalog().by_prefix(memory_id) if m.id == memory_id]
         return bool(found) and ctx.may_see(found[0])
 
     ids = [i for i in trailers.get("id", "").split() if seen(i)]
     related = [i for i in trailers.get("related", "").split() if seen(i)]
     runs = {m.provenance.run_id for i in ids for m in ctx.catalog().by_prefix(i) if m.id == i}
-    kept_scopes = [s for s in scopes if _mine(ctx, s)]
+    kept_scopes = [s for s in scopes if _mine(ctx, s, entry)]
     actor = trailers.get("actor") or entry.author
     out = {**trailers, "id": " ".join(ids), "scope": " ".join(kept_scopes), "related": " ".join(related),
            "run": " ".join(r for r in trailers.get("run", "").split() if r in runs)}

@@ -7,11 +7,12 @@ A restored memory keeps its id, status, times, provenance, links and review; see
 from __future__ import annotations
 
 from memcli import frontmatter, model
-from memcli.errors import SubjectConflict
+from memcli.errors import ScopeViolation, SubjectConflict
 from memcli.model import Memory
 from memcli.policy import gates
+from memcli.policy.owner import is_session
 from memcli.service import Ctx
-from memcli.service.write import Batch, WriteResult
+from memcli.service.write import Batch, WriteResult, check_session_owner
 
 
 def restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
@@ -28,6 +29,11 @@ def restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
     """
     model.check_text(record.text)
     gates.check_write_scope(record.scope, ctx.actor)
+    check_session_owner(ctx, record.scope)
+    if is_session(record.scope) and record.provenance.actor != ctx.actor:
+        raise ScopeViolation(f"cannot restore {record.id} into {record.scope}: the session is "
+                             f"{record.provenance.actor}'s, and you are {ctx.actor}",
+                             hint="import only your own session memories")
     record = model.from_mapping(model.to_mapping(record), record.body, path="", file_id=record.id,
                                 folder_scope=None, file_time=ctx.now)
     decided = [("validation", "passed")]

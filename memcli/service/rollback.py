@@ -19,7 +19,7 @@ from memcli.githistory import History
 from memcli.gitlog import Entry
 from memcli.model import Memory
 from memcli.policy import gates
-from memcli.policy.gates import personal_owner
+from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
 from memcli.service.audit import file_at
 from memcli.service.relink import relink
@@ -187,7 +187,8 @@ def last_undoable(repo: History, actor: str, passed: list[Entry] | None = None) 
         op = entry.trailers.get("op")
         if op == "undo":
             undone.update(entry.trailers.get("undoes", "").split())
-        others = [s for s in entry.trailers.get("scope", "").split() if personal_owner(s) not in (None, actor)]
+        by = entry.trailers.get("actor") or entry.author
+        others = [s for s in entry.trailers.get("scope", "").split() if not scope_in_commit_is_mine(s, by, actor)]
         if op is None or op in NOT_UNDONE or entry.commit in undone or others:
             return False
         files = repo.changed_files(entry.commit)

@@ -34,7 +34,7 @@ from memcli.errors import UsageProblem, ValidationFailed
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, Provenance, check_scope
 from memcli.service import Ctx
 from memcli.service.extract import TRANSCRIPT_HINT, read_transcript_bytes, unknown_format
-from memcli.service.write import WriteOptions, WriteResult, _gate
+from memcli.service.write import WriteOptions, WriteResult, _gate, check_session_owner
 
 OP = "compact"
 #: The archive of raw transcripts, under the workspace's git-ignored ``archive/`` folder.
@@ -228,6 +228,7 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     digest = hashlib.sha256(raw).hexdigest()
     session = session_name(conversation.session_id, digest)
     scope = f"session:{session}"
+    check_session_owner(ctx, scope)  # another person's session: refused before anything is kept
     archive = f"archive/{ARCHIVE_DIR}/{digest}.jsonl.gz"
     key = f"compact:sha256:{digest}"
     sid = conversation.session_id or ""
@@ -236,6 +237,8 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     found = rules.summarise(conversation)
     counts = (len(found.decisions), len(found.conclusions), len(found.open_questions))
     first = ctx.catalog().by_idempotency_key(key, scope)
+    if first is not None and not ctx.may_see(first):  # another person's session: the write gate refuses
+        first = None
     if first is not None:  # compacted before: say so, without running the summarizer again
         kept = _keep(ctx, raw, digest)
         result = SessionResult(session, WriteResult(OP, first, "noop", f"already written with this idempotency key: "

@@ -281,6 +281,27 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
 
 
+def check_session_owner(ctx: Ctx, scope: str) -> None:
+    """Part of gate 1: a ``session:*`` scope that holds another person's memories is theirs
+    (``policy.owner``), so nobody else writes there, nor learns what it holds.
+
+    Raises:
+        ScopeViolation: ``scope`` is a session scope holding a memory the caller may not see.
+    """
+    from memcli.errors import ScopeViolation
+    from memcli.index import Query
+    from memcli.policy.owner import is_session
+
+    if not is_session(scope):
+        return
+    search = ctx.catalog().retriever()
+    every = Query(text="", scopes=[scope], now=ctx.now, statuses=model.STATUSES, include_expired=True, limit=1)
+    mine = Query(**{**every.__dict__, "actor": ctx.actor})
+    if search.count(every) > search.count(mine):
+        raise ScopeViolation(f"cannot write to {scope}: it is another person's session",
+                             hint=f"write to your own session or to user:{ctx.actor}")
+
+
 @dataclass
 class Batch:
     """Writes gathered under one lock and committed once (``remember`` is a batch of one).
@@ -303,6 +324,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
         ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict, InvalidMemoryFile.
     """
     memory = _validated(ctx, text, opts, base.memory if base else None)
+    check_session_owner(ctx, memory.scope)
     decided = [("validation", "passed")]
     gates.check_memory(memory)  # every value written: text, labels, scope, run id, key, source
     decided.append(("sensitive_data", f"passed (allowed by the writer: {', '.join(memory.provenance.allow_secret)})"
