@@ -26,6 +26,9 @@ EXIT_CODES: dict[int, str] = {
     11: "a memory file cannot be parsed (path, line and reason are given)",
     12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
     13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the same files",
+    14: "unsafe git state: a detached HEAD, or a rebase, merge, cherry-pick, revert, bisect or `git am` in progress "
+        "(nothing was written)",
+    15: "the disk refused a write (no space left, read-only, over quota or no permission); nothing was written",
 }
 
 
@@ -182,3 +185,18 @@ class HistoryConflict(MemcliError):
 
     code = "history_conflict"
     exit_code = 13
+
+
+class UnsafeGitState(GitFailed):
+    """The repository is in a state where a commit would be lost or mixed into another operation:
+    a detached HEAD, or a rebase, ``am``, merge, cherry-pick, revert or bisect in progress."""
+
+    code = "unsafe_git_state"
+    exit_code = 14
+
+
+class StorageFailed(MemcliError):
+    """The operating system refused to write (``ENOSPC``, ``EDQUOT``, ``EROFS``, ``EACCES``, ``EPERM``)."""
+
+    code = "storage_failed"
+    exit_code = 15
