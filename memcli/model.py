@@ -339,13 +339,16 @@ def normalise_text(text: str) -> str:
 def _instant(key: str, value: object) -> datetime | None:
     if value is None:
         return None
-    if isinstance(value, (datetime, date)):
-        return to_utc(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (datetime, date)):
+            return to_utc(value)
+        if isinstance(value, str):
             return parse_instant(value)
-        except ValueError:
-            pass
+    except OverflowError:
+        raise ValidationFailed(f"{key}: {_show(str(value))} is outside the calendar memcli can hold "
+                               "(years 1 to 9999, in UTC)") from None
+    except ValueError:
+        pass
     raise ValidationFailed(f"{key}: {_show(value)} is not an RFC 3339 time or a date")
 
 
@@ -416,14 +419,20 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
             line=_line(prov.get("line")),
             sha256=None if prov.get("sha256") is None else str(prov.get("sha256")),
         ),
-        supersedes=key("supersedes", lambda v: check_labels("supersedes", v), []),
-        superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", v), []),
+        supersedes=key("supersedes", lambda v: check_labels("supersedes", _one_item(v)), []),
+        superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", _one_item(v)), []),
         review=dict(review) if review else None,
-        tags=key("tags", lambda v: check_labels("tags", v), []),
-        paths=key("paths", lambda v: check_labels("paths", v), []),
+        tags=key("tags", lambda v: check_labels("tags", _one_item(v)), []),
+        paths=key("paths", lambda v: check_labels("paths", _one_item(v)), []),
         path=path,
         merged=_merged(meta.get("merged")),
     )
+
+
+def _one_item(value: object) -> object:
+    """A one-item list for a lone string where a list is expected: ``supersededBy: ID`` is how
+    people write one link by hand (YAML's ``[ID]``); anything else is returned as it is."""
+    return [value] if isinstance(value, str) else value
 
 
 def _merged(value: object) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed
 from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import personal_owner, readable_scopes
-from memcli.store.files import Loaded
+from memcli.store.files import PARTIAL, Loaded
 from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import now as clock_now
 
@@ -119,7 +119,8 @@ class Ctx:
             if not self._warned:
                 self._warned = True
                 problems = self._catalog.problems(actor=self.actor)
-                self.warnings.extend(f"skipped {p.line()}" for p in problems[:MAX_PROBLEM_WARNINGS])
+                self.warnings.extend(p.line() if p.reason.startswith(PARTIAL) else f"skipped {p.line()}"
+                                     for p in problems[:MAX_PROBLEM_WARNINGS])
                 if len(problems) > MAX_PROBLEM_WARNINGS:
                     self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
                                          "list them with `memcli doctor`")
