@@ -14,7 +14,7 @@ from datetime import date, datetime
 from typing import Any
 
 from memcli.errors import ValidationFailed
-from memcli.timeutil import format_instant, parse_instant, to_utc
+from memcli.timeutil import OutOfCalendar, format_instant, parse_instant, to_utc
 
 CATEGORIES = ("preference", "fact", "decision", "procedure", "feedback", "goal", "episode", "summary", "glossary")
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived")
@@ -344,7 +344,7 @@ def _instant(key: str, value: object) -> datetime | None:
             return to_utc(value)
         if isinstance(value, str):
             return parse_instant(value)
-    except OverflowError:
+    except (OverflowError, OutOfCalendar):
         raise ValidationFailed(f"{key}: {_show(str(value))} is outside the calendar memcli can hold "
                                "(years 1 to 9999, in UTC)") from None
     except ValueError:

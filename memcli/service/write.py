@@ -77,6 +77,9 @@ class WriteResult:
 
 # --- the transaction ------------------------------------------------------------------
 
+#: The commit dates git accepts in RFC 3339 form (measured with git 2.39: 1969 and 2100 are refused).
+GIT_YEARS = (1970, 2099)
+
 
 def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
           trailers: dict[str, str] | None = None, with_text: bool = True, edits_checked: bool = False) -> str | None:
@@ -117,6 +120,9 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
         if done:
             ctx.warnings.append(done)
         gitcommit.check_state(repo)  # before any file is touched
+        if not GIT_YEARS[0] <= ctx.now.year <= GIT_YEARS[1]:
+            raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside the years git can record "
+                                   f"({GIT_YEARS[0]}-{GIT_YEARS[1]}); nothing was written", hint="check $MEMCLI_NOW")
     if repo is not None and not edits_checked:
         _refuse_edited(ctx, op, edited_by_hand(ctx, list(writes), repo))  # deletions too (purge)
     backups = {path: path.read_bytes() if path.exists() else None for path in writes}
