@@ -390,6 +390,8 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
     review = meta.get("review")
     if review is not None and not isinstance(review, dict):
         raise ValidationFailed("review: expected a mapping")
+    for name in ("provenance", "review", "merged"):
+        _plain_data(name, meta.get(name))
     subject = meta.get("subject")
     if subject is not None and not isinstance(subject, str):
         raise ValidationFailed(f"subject: {_show(subject)} is not a string")
@@ -427,6 +429,33 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
         path=path,
         merged=_merged(meta.get("merged")),
     )
+
+
+#: The values a front-matter mapping may hold once read (YAML 1.2's core schema, and timestamps).
+_PLAIN = (str, int, float, bool, type(None), datetime, date)
+
+
+def _plain_data(key: str, value: object, depth: int = 0) -> None:
+    """Refuse what JSON output and the index cannot hold: a YAML tag (``!!binary``, ``!!set``,
+    ``!foo``) or nesting deeper than 20 levels inside ``key``.
+
+    Raises:
+        ValidationFailed: naming ``key`` and the kind of value found.
+    """
+    if depth > 20:
+        raise ValidationFailed(f"{key}: nested more than 20 levels deep")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValidationFailed(f"{key}: a key {_show(k)} that is not a string")
+            _plain_data(key, v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _plain_data(key, v, depth + 1)
+    elif not isinstance(value, _PLAIN) or type(value).__name__.startswith("Tagged"):
+        kind = "binary data" if isinstance(value, (bytes, bytearray)) else "a set" if isinstance(value, (set, frozenset)) \
+            else f"a YAML tag ({getattr(getattr(value, 'tag', None), 'value', None) or type(value).__name__})"
+        raise ValidationFailed(f"{key}: holds {kind}; memcli reads only plain strings, numbers, dates, lists and mappings")
 
 
 def _one_item(value: object) -> object:
