@@ -351,3 +351,30 @@ def test_the_unfinished_write_record_is_base64_of_the_old_bytes(ws, run):
     """The journal keeps every byte of a file it may restore (CRLF, BOM, non-UTF-8 included)."""
     data = b"\xef\xbb\xbf---\r\nid: x\r\n---\r\nbody\xff\r\n"
     assert base64.b64decode(base64.b64encode(data).decode("ascii")) == data
+
+
+def test_a_committed_archive_link_is_never_written_through(ws, run, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    archive = ws / "archive"
+    for child in archive.iterdir():
+        child.unlink()
+    archive.rmdir()
+    archive.symlink_to(elsewhere)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "remember: use pnpm"},
+                                      "uuid": "u1", "sessionId": "s1"}) + "\n", encoding="utf-8")
+    result = run("compact", "--transcript", str(transcript), "--apply", timeout=60)
+    assert result.code in (3, 5), result
+    assert "symbolic link" in result.err and "Traceback" not in result.err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_linked_scope_folder_is_never_written_through(ws, run, tmp_path):
+    elsewhere = tmp_path / "outside"
+    elsewhere.mkdir()
+    (ws / "memories" / "project").mkdir(parents=True, exist_ok=True)
+    (ws / "memories" / "channel").symlink_to(elsewhere)
+    result = run("remember", "A channel memory.", "--scope", "channel:team")
+    assert result.code == 5 and ("symbolic link" in result.err or "outside memories" in result.err), result
+    assert list(elsewhere.iterdir()) == []

@@ -8,7 +8,8 @@ adds the new commit and the checksum of the next index the writer left in git's
 is over, whether it committed or restored its files.
 
 A record whose writer is gone means the writer died mid-way. :func:`recover`, run under
-the workspace lock by the next write and by ``doctor``, then either completes it (the
+the workspace lock by the next write (``Ctx.catalog(refresh=True)``, before it reads the
+files) and by ``doctor``, then either completes it (the
 commit is on the branch: the shared index is brought in step) or rolls it back (the
 files get their old bytes again; the lock file the writer held is removed), and says
 which. Nothing is ever left staged in the person's index.
@@ -115,7 +116,6 @@ def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
         restored += 1
     _drop_temp_files(ctx, files)
     clear(ctx)
-    ctx.catalog(refresh=True)
     return f"rolled back an unfinished {when}: {restored} of {len(files)} files restored, nothing committed"
 
 

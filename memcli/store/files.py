@@ -233,6 +233,12 @@ class MemoryFiles:
         resolved_base = self.base.resolve()
         if resolved_base not in path.resolve().parents:
             raise ValidationFailed(f"refusing to write outside {MEMORIES}/: {path}")
+        folder = self.base
+        for part in (None, *path.relative_to(self.base).parts[:-1]):
+            folder = folder if part is None else folder / part
+            if folder.is_symlink():  # a linked folder (committed by a clone) would send the write elsewhere
+                raise ValidationFailed(f"refusing to write through the symbolic link {self.rel(folder)}",
+                                       hint="replace the link with a real folder")
         return path
 
     def files(self) -> list[Path]:
