@@ -26,6 +26,9 @@ EXIT_CODES: dict[int, str] = {
     11: "a memory file cannot be parsed (path, line and reason are given)",
     12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
     13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the same files",
+    14: "unsafe git state: a detached HEAD, or a rebase, merge, cherry-pick, revert, bisect or `git am` in progress "
+        "(nothing was written)",
+    15: "the disk refused a write (no space left, read-only, over quota or no permission); nothing was written",
     16: "sync stopped: a true conflict with the remote, a remote that refused or could not be reached, or a passed "
         "deadline (nothing is left half-merged)",
     17: "check failed: a memory file in the checked range breaks a rule (one line per problem)",
@@ -224,9 +227,25 @@ class HookCheckFailed(MemcliError):
     code = "hook_check_failed"
     exit_code = 18
 
+
 class TranscriptFormatUnknown(ValidationFailed):
     """A session transcript in none of the formats memcli reads (Claude Code, Codex rollout,
     Gemini CLI chat log); the message names them. Exit 5, as every other value memcli does
     not accept."""
 
     code = "transcript_format_unknown"
+
+
+class UnsafeGitState(GitFailed):
+    """The repository is in a state where a commit would be lost or mixed into another operation:
+    a detached HEAD, or a rebase, ``am``, merge, cherry-pick, revert or bisect in progress."""
+
+    code = "unsafe_git_state"
+    exit_code = 14
+
+
+class StorageFailed(MemcliError):
+    """The operating system refused to write (``ENOSPC``, ``EDQUOT``, ``EROFS``, ``EACCES``, ``EPERM``)."""
+
+    code = "storage_failed"
+    exit_code = 15

@@ -138,8 +138,33 @@ def parse(data: bytes, path: str, round_trip: bool = True) -> Document:
                     fences=(lines[0], lines[close]))
 
 
+#: The deepest flow nesting (``[`` and ``{``) read: deeper front-matter is refused before the
+#: YAML parser sees it (3,000 levels cost ruamel seconds of recursion before it gives up).
+MAX_NESTING = 64
+
+
+def _too_deep(source: str) -> int | None:
+    """The 1-based YAML line where flow nesting passes ``MAX_NESTING``, or None (a cheap count first)."""
+    if source.count("[") + source.count("{") <= MAX_NESTING:
+        return None
+    depth = 0
+    for number, line in enumerate(source.split("\n"), start=1):
+        for char in line:
+            if char in "[{":
+                depth += 1
+                if depth > MAX_NESTING:
+                    return number
+            elif char in "]}" and depth:
+                depth -= 1
+    return None
+
+
 def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> Any:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    deep = _too_deep(source)
+    if deep is not None:
+        raise InvalidMemoryFile(path, f"the front-matter is nested more than {MAX_NESTING} levels deep", deep + 1)
 
     if not round_trip and "\t" not in source:  # libyaml accepts a tab before a comment; ruamel does not
         try:

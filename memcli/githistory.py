@@ -19,6 +19,10 @@ from memcli.errors import GitFailed
 from memcli.gitlog import ENTRY_FORMAT, Entry, GitRepo, Touched, first_line, parse_entry
 
 
+#: The most paths passed to git as arguments; longer lists go by stdin or a folder-wide query.
+PATHSPEC_ARGS = 200
+
+
 class History(GitRepo):
     """A :class:`GitRepo` that reads its history: old versions, changed files, commits per path.
 
@@ -122,10 +126,18 @@ class History(GitRepo):
         ``committed_only``, only files ``HEAD`` holds are listed (neither untracked files
         nor files only added to the index). One ``git status``.
         """
-        limit = ["--", *(os.path.relpath(p, self.workspace) for p in paths)] if paths else []
+        rels = [os.path.relpath(p, self.workspace) for p in paths or []]
+        # git status takes no --pathspec-from-file: past PATHSPEC_ARGS paths, ask about the whole
+        # workspace folder and keep the paths asked for (any batch size, no "Argument list too long")
+        many = len(rels) > PATHSPEC_ARGS
+        limit = ["--", "."] if many else (["--", *rels] if rels else [])
         untracked = "--untracked-files=all" if paths and not committed_only else "--untracked-files=no"
         out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
-        return [entry[3:] for entry in out.split("\0") if len(entry) > 3 and not (committed_only and entry[0] == "A")]
+        found = [entry[3:] for entry in out.split("\0") if len(entry) > 3 and not (committed_only and entry[0] == "A")]
+        if many:
+            wanted = {self.top_rel(p) for p in paths}
+            found = [f for f in found if f.rstrip("/") in wanted]
+        return found
 
     def commits(self, paths: list[str], rev_range: str | None = None, all_refs: bool = False,
                 grep: str | None = None) -> list[Entry]:

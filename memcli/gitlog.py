@@ -18,21 +18,21 @@ Every call runs in the workspace folder (as ``git -C`` would), never prompts, an
 git's messages in the C locale. When git has no identity configured, the commit is
 retried with the actor as author (``actor@memcli.invalid``).
 
-Commits are path-limited (``git commit --only -- PATHS``): whatever the user has staged
-elsewhere stays staged and is not committed. ``--no-verify`` skips the repository's
-pre-commit hooks, which are meant for the user's own code, not for memory files that
-memcli has already validated.
+Commits are path-limited, with ``git commit --only`` semantics, and crash-safe: whatever
+the user has staged elsewhere stays staged and is not committed, and nothing of memcli's
+is ever left staged (``memcli.gitcommit`` builds the commit in a temporary index). No
+hook runs, as with ``--no-verify``: the repository's pre-commit hooks are meant for the
+user's own code, not for memory files that memcli has already validated.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memcli.errors import GitFailed, GitLocked
+from memcli.errors import GitFailed
 
 #: Repository-local variables, as listed by ``git rev-parse --local-env-vars`` (git 2.39).
 LOCAL_ENV_VARS = (
@@ -41,8 +41,6 @@ LOCAL_ENV_VARS = (
     "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
     "GIT_SHALLOW_FILE", "GIT_COMMON_DIR", "GIT_NAMESPACE",
 )
-#: A git ``index.lock`` older than this (seconds) with no change is reported as stale.
-STALE_LOCK_SECONDS = 600
 TRAILER_PREFIX = "Memcli-"
 
 
@@ -118,11 +116,18 @@ class GitRepo:
     def __init__(self, workspace: Path) -> None:
         seal_environment()
         self.workspace = workspace
-        try:
-            self.git_dir = Path(self._run("rev-parse", "--absolute-git-dir"))
+        from memcli.gitcommit import STATE_MARKERS
+
+        names = ["index", *(name for name, _, _ in STATE_MARKERS), "rebase-apply/applying"]
+        try:  # one git call: the per-worktree git folder and every path git keeps its state in
+            out = self._run("rev-parse", "--path-format=absolute", "--absolute-git-dir",
+                            *(arg for name in names for arg in ("--git-path", name)))
         except GitFailed:
             raise GitFailed(f"{workspace} is not inside a git repository",
                             hint="run `git init` there, or `memcli init` to set it up") from None
+        lines = out.split("\n")
+        self.git_dir = Path(lines[0])
+        self._git_paths = dict(zip(names, (Path(line) for line in lines[1:])))
 
     @staticmethod
     def init(folder: Path) -> bool:
@@ -161,27 +166,20 @@ class GitRepo:
             raise GitFailed(f"git {args[0]} failed: {first_line(proc.stderr) or proc.returncode}")
         return proc.stdout if binary else proc.stdout.rstrip("\n")
 
-    def _index_lock(self) -> Path:
-        return self.git_dir / "index.lock"
+    def git_path(self, name: str) -> Path:
+        """Where git keeps ``name`` for this worktree (``git rev-parse --git-path NAME``)."""
+        known = self._git_paths.get(name)
+        return known if known is not None else Path(self._run("rev-parse", "--path-format=absolute",
+                                                              "--git-path", name))
 
-    def _wait_for_index(self, timeout: float) -> None:
-        lock = self._index_lock()
-        deadline = time.monotonic() + timeout
-        delay = 0.02
-        while lock.exists():
-            try:
-                age = time.time() - lock.stat().st_mtime
-            except FileNotFoundError:
-                break
-            if age > STALE_LOCK_SECONDS:
-                raise GitLocked(
-                    f"git's {lock} is {age / 60:.0f} minutes old and looks stale; nothing was written",
-                    hint="if no git process is running, remove it (`rm " + str(lock) + "`) and retry")
-            if time.monotonic() >= deadline:
-                raise GitLocked(f"git's {lock} is held by another git process; nothing was written",
-                                hint=f"retry when it finishes (waited {timeout:g} s)")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.25)
+    def index_path(self) -> Path:
+        """The shared index file (``.git/index``, or a linked worktree's own)."""
+        return self.git_path("index")
+
+    def index_lock(self) -> Path:
+        """git's lock on the shared index (``index.lock`` beside it)."""
+        index = self.index_path()
+        return index.with_name(index.name + ".lock")
 
     @staticmethod
     def _fallback_identity(actor: str) -> dict[str, str]:
@@ -192,54 +190,38 @@ class GitRepo:
                 "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
     def commit(self, paths: list[Path], message: str, *, actor: str, timeout: float = 10.0,
-               date: str | None = None) -> str:
-        """Commit exactly ``paths`` (added, changed or deleted) with ``message``.
+               date: str | None = None, on_commit=None) -> str:  # noqa: ANN001
+        """Commit exactly ``paths`` (added, changed or deleted) with ``message``, crash-safe.
+
+        The shared index is written only by one rename at the end, with only ``paths``
+        updated: what the user has staged stays staged and is not committed, and a kill
+        at any instant leaves nothing of memcli's staged (see ``memcli.gitcommit``).
 
         Args:
             paths: absolute paths inside the workspace.
-            message: the full commit message (subject, body, trailers).
+            message: the full commit message (subject, body, trailers); passed on stdin.
             actor: used as the author only when git has no ``user.name``/``user.email``.
             timeout: seconds to wait for another process's ``index.lock``.
             date: author and committer date (RFC 3339), so history follows memcli's clock
                 (``$MEMCLI_NOW``); git's own clock when None.
+            on_commit: ``on_commit(commit, index_checksum)`` just before the branch moves,
+                for a journal that ``gitcommit.recover`` reads after a crash.
 
         Returns:
-            The new commit's full hash.
+            The new commit's full hash (``HEAD``'s when the files already equal it).
 
         Raises:
+            UnsafeGitState: a detached HEAD, or a rebase, merge, cherry-pick, revert, bisect
+                or ``am`` in progress.
             GitLocked: ``index.lock`` is held past ``timeout`` or is stale.
             GitFailed: git refused (the caller restores the files).
         """
+        from memcli import gitcommit
+
         rels = [os.path.relpath(p, self.workspace) for p in paths]
         env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}
-        for attempt in range(3):
-            self._wait_for_index(timeout)
-            try:
-                present = [r for r, p in zip(rels, paths) if p.exists()]
-                if present:
-                    self._run("add", "--", *present)
-                args = ("commit", "--only", "--no-verify", "--quiet", "-m", message, "--", *rels)
-                try:
-                    self._run(*args, env=env)
-                except GitFailed as err:
-                    if not any(s in err.message for s in ("identity unknown", "tell me who you are", "auto-detect", "empty ident")):
-                        raise
-                    self._run(*args, env={**env, **self._fallback_identity(actor)})
-                return self._run("rev-parse", "HEAD")
-            except GitFailed as err:
-                self._unstage(present)
-                if "index.lock" not in err.message or attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _unstage(self, rels: list[str]) -> None:
-        """Put the index entries of ``rels`` back to ``HEAD`` after a failed commit (best effort)."""
-        if not rels:
-            return
-        try:
-            self._run("reset", "-q", "--", *rels)
-        except GitFailed:
-            pass  # an unborn branch or a held lock: nothing more can be done here
+        return gitcommit.commit(self, rels, message, env=env, fallback_env=self._fallback_identity(actor),
+                                timeout=timeout, on_commit=on_commit)
 
     # --- paths and revisions ----------------------------------------------------------------
 
@@ -253,8 +235,13 @@ class GitRepo:
         """``path`` relative to the top folder (for ``REV:PATH``); pathspecs are relative to the workspace."""
         return Path(os.path.relpath(path.parent.resolve() / path.name, self.toplevel())).as_posix()
 
-    def _raw(self, *args: str, input: bytes | None = None) -> tuple[int, bytes, str]:
+    def _raw(self, *args: str, input: bytes | None = None,  # noqa: A002
+             env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
         """Run ``git ARGS`` in the workspace folder; ``(status, stdout bytes, stderr text)``, never raises on status.
+
+        Args:
+            input: bytes for git's stdin (path lists, messages: any size, never an argument).
+            env: extra environment variables.
 
         Raises:
             GitFailed: git cannot be started.
@@ -263,7 +250,7 @@ class GitRepo:
 
         try:
             proc = subprocess.run(["git", "-c", "core.quotePath=false", *args], cwd=self.workspace,
-                                  capture_output=True, input=input, env={**os.environ, "LC_ALL": "C"},
+                                  capture_output=True, input=input, env={**os.environ, "LC_ALL": "C", **(env or {})},
                                   stdin=None if input is not None else subprocess.DEVNULL)
         except OSError as err:
             raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None

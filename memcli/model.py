@@ -14,7 +14,7 @@ from datetime import date, datetime
 from typing import Any
 
 from memcli.errors import ValidationFailed
-from memcli.timeutil import format_instant, parse_instant, to_utc
+from memcli.timeutil import OutOfCalendar, format_instant, parse_instant, to_utc
 
 CATEGORIES = ("preference", "fact", "decision", "procedure", "feedback", "goal", "episode", "summary", "glossary")
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived")
@@ -343,13 +343,16 @@ def normalise_text(text: str) -> str:
 def _instant(key: str, value: object) -> datetime | None:
     if value is None:
         return None
-    if isinstance(value, (datetime, date)):
-        return to_utc(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (datetime, date)):
+            return to_utc(value)
+        if isinstance(value, str):
             return parse_instant(value)
-        except ValueError:
-            pass
+    except (OverflowError, OutOfCalendar):
+        raise ValidationFailed(f"{key}: {_show(str(value))} is outside the calendar memcli can hold "
+                               "(years 1 to 9999, in UTC)") from None
+    except ValueError:
+        pass
     raise ValidationFailed(f"{key}: {_show(value)} is not an RFC 3339 time or a date")
 
 
@@ -391,6 +394,8 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
     review = meta.get("review")
     if review is not None and not isinstance(review, dict):
         raise ValidationFailed("review: expected a mapping")
+    for name in ("provenance", "review", "merged"):
+        _plain_data(name, meta.get(name))
     subject = meta.get("subject")
     if subject is not None and not isinstance(subject, str):
         raise ValidationFailed(f"subject: {_show(subject)} is not a string")
@@ -422,14 +427,47 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
             allow_secret=[str(k) for k in prov.get("allowSecret") or [] if isinstance(k, str)]
             if isinstance(prov.get("allowSecret"), list) else [],
         ),
-        supersedes=key("supersedes", lambda v: check_labels("supersedes", v), []),
-        superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", v), []),
+        supersedes=key("supersedes", lambda v: check_labels("supersedes", _one_item(v)), []),
+        superseded_by=key("supersededBy", lambda v: check_labels("supersededBy", _one_item(v)), []),
         review=dict(review) if review else None,
-        tags=key("tags", lambda v: check_labels("tags", v), []),
-        paths=key("paths", lambda v: check_labels("paths", v), []),
+        tags=key("tags", lambda v: check_labels("tags", _one_item(v)), []),
+        paths=key("paths", lambda v: check_labels("paths", _one_item(v)), []),
         path=path,
         merged=_merged(meta.get("merged")),
     )
+
+
+#: The values a front-matter mapping may hold once read (YAML 1.2's core schema, and timestamps).
+_PLAIN = (str, int, float, bool, type(None), datetime, date)
+
+
+def _plain_data(key: str, value: object, depth: int = 0) -> None:
+    """Refuse what JSON output and the index cannot hold: a YAML tag (``!!binary``, ``!!set``,
+    ``!foo``) or nesting deeper than 20 levels inside ``key``.
+
+    Raises:
+        ValidationFailed: naming ``key`` and the kind of value found.
+    """
+    if depth > 20:
+        raise ValidationFailed(f"{key}: nested more than 20 levels deep")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValidationFailed(f"{key}: a key {_show(k)} that is not a string")
+            _plain_data(key, v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _plain_data(key, v, depth + 1)
+    elif not isinstance(value, _PLAIN) or type(value).__name__.startswith("Tagged"):
+        kind = "binary data" if isinstance(value, (bytes, bytearray)) else "a set" if isinstance(value, (set, frozenset)) \
+            else f"a YAML tag ({getattr(getattr(value, 'tag', None), 'value', None) or type(value).__name__})"
+        raise ValidationFailed(f"{key}: holds {kind}; memcli reads only plain strings, numbers, dates, lists and mappings")
+
+
+def _one_item(value: object) -> object:
+    """A one-item list for a lone string where a list is expected: ``supersededBy: ID`` is how
+    people write one link by hand (YAML's ``[ID]``); anything else is returned as it is."""
+    return [value] if isinstance(value, str) else value
 
 
 def _merged(value: object) -> list[dict[str, Any]]:

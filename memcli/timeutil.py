@@ -31,12 +31,24 @@ def now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
+class OutOfCalendar(ValueError):
+    """An instant whose UTC form falls outside Python's calendar (years 1 to 9999):
+    ``9999-12-31T23:59:59-05:00`` or ``0001-01-01T00:00:00+14:00``."""
+
+
 def to_utc(value: datetime | date) -> datetime:
-    """Normalise a date or date-time to an aware UTC datetime by the rules above."""
+    """Normalise a date or date-time to an aware UTC datetime by the rules above.
+
+    Raises:
+        OutOfCalendar: its UTC form is before year 1 or after year 9999.
+    """
     if isinstance(value, datetime):
         if value.tzinfo is None:
             return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+        try:
+            return value.astimezone(timezone.utc)
+        except OverflowError:
+            raise OutOfCalendar(f"{value.isoformat()} is outside the calendar in UTC (years 1 to 9999)") from None
     return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
 
 
@@ -50,7 +62,8 @@ def parse_instant(text: str) -> datetime:
         An aware UTC datetime.
 
     Raises:
-        ValueError: the text is not one of those forms.
+        ValueError: the text is not one of those forms (``OutOfCalendar``: past year 9999
+            or before year 1 once in UTC).
     """
     text = text.strip()
     if not text or len(text) > 40:

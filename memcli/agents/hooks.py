@@ -144,6 +144,8 @@ class HookInput:
             data = json.loads(raw)
         except ValueError as err:
             return cls(), f"hook input is not JSON ({err.msg} at character {err.pos})"
+        except RecursionError:  # 200,000 nested brackets: json recurses once per level
+            return cls(), "hook input is nested too deeply to read as JSON"
         if not isinstance(data, dict):
             return cls(), "hook input is not a JSON object"
 

@@ -172,11 +172,45 @@ def _guarded(run) -> int:  # noqa: ANN001
     except KeyboardInterrupt:
         print("memcli: interrupted", file=sys.stderr)
         return 130
+    except OSError as err:
+        refused = _storage_refusal(err)
+        if refused is None:
+            return _internal(err)
+        output.error(refused.code, refused.message, refused.hint, refused.exit_code)
+        return refused.exit_code
+    except RecursionError:
+        output.error("validation_failed", "the input is nested too deeply to process",
+                     "give flatter input (JSON, YAML or a pattern with fewer nested levels)", 5)
+        return 5
     except Exception as err:  # noqa: BLE001 - the one place that turns bugs into exit 1
-        where = _log_traceback()
-        output.error("internal", f"internal error: {type(err).__name__}: {err}",
-                     f"details in {where}" if where else "run again with MEMCLI_DEBUG=1 for the traceback", 1)
-        return 1
+        return _internal(err)
+
+
+def _storage_refusal(err: OSError):  # noqa: ANN202 - StorageFailed | None
+    """The ``StorageFailed`` for an OS refusal to write (disk full, quota, read-only, no
+    permission, file too large), or None for any other ``OSError`` (a bug: exit 1)."""
+    import errno
+
+    from memcli.errors import StorageFailed
+
+    codes = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+             errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+             errno.EPERM: "operation not permitted", errno.EFBIG: "the file is too large for this system"}
+    if err.errno not in codes:
+        return None
+    where = f" ({err.filename})" if err.filename else ""
+    return StorageFailed(f"the disk refused a write{where}: {codes[err.errno]}; nothing was written",
+                         hint="free some space or fix the permissions, then retry")
+
+
+def _internal(err: Exception) -> int:
+    """Exit 1 for a bug: one line, the traceback in the log (or on the terminal with ``MEMCLI_DEBUG``)."""
+    from memcli.cli import output
+
+    where = _log_traceback()  # called inside the caller's except block: the traceback is still there
+    output.error("internal", f"internal error: {type(err).__name__}: {err}",
+                 f"details in {where}" if where else "run again with MEMCLI_DEBUG=1 for the traceback", 1)
+    return 1
 
 
 def _log_traceback() -> str | None:

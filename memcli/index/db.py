@@ -31,7 +31,7 @@ from typing import Callable
 from memcli.errors import InvalidMemoryFile
 from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
-from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason
+from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason, read_file
 
 SCHEMA_VERSION = "6"  # 6: the default id of a `<ulid>-<slug>.md` file is the ULID
 #: A file modified this close (ns) to when it was hashed may have changed again within the
@@ -108,7 +108,8 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
     The hot loop of every command: one ``scandir`` per folder and one ``stat`` per file.
     """
     out: dict[str, tuple[int, int]] = {}
-    stack = [str(files.base)]
+    stack_base = str(files.base)
+    stack = [stack_base]
     while stack:
         folder = stack.pop()
         try:
@@ -126,6 +127,12 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
                     except OSError:
                         continue
         except OSError:
+            if folder != stack_base:  # an unlistable folder is one reported problem (read_file says why)
+                try:
+                    info = os.lstat(folder)
+                    out[folder] = (info.st_ctime_ns, info.st_size)
+                except OSError:
+                    pass
             continue
     return out
 
@@ -326,19 +333,18 @@ class IndexDB:
 
     def _apply(self, path: str, known: tuple | None, gone_hashes: set[str], report: SyncReport) -> None:
         full = self.files.root / path
-        if full.is_symlink():  # a link could pull any file (~/.aws/credentials) into an agent's context
-            info = full.lstat()
+        try:  # only a regular file is opened: a link, pipe, folder or unreadable file is one problem row
+            data, info, _ = read_file(full, path)
+        except InvalidMemoryFile as err:
+            try:
+                info = full.lstat()
+            except OSError:
+                return  # vanished between the walk and now: the next sync removes the row
             self._delete(path)
             self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error) VALUES (?,?,?,?,?,?)",
-                            (path, info.st_ctime_ns, info.st_size, "", time.time_ns(),
-                             "a symbolic link: memcli does not follow links under memories/"))
+                            (path, info.st_ctime_ns, info.st_size, "", time.time_ns(), err.reason))
             report.updated += 1
             return
-        try:
-            data = full.read_bytes()
-            info = full.stat()
-        except OSError:
-            return  # vanished between the walk and now: the next sync removes the row
         digest = file_hash(data)
         if known is not None and known[2] == digest and not _dated_by_mtime(known):
             self.db.execute("UPDATE docs SET changed_ns = ?, size = ?, synced_ns = ? WHERE path = ?",
@@ -363,7 +369,8 @@ class IndexDB:
     def _insert_row(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
         base = (path, info.st_ctime_ns, info.st_size, digest)
         try:
-            memory = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime, round_trip=False).memory
+            loaded = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime, round_trip=False)
+            memory = loaded.memory
         except InvalidMemoryFile as err:
             self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error, error_line) VALUES (?,?,?,?,?,?)",
                             (*base, err.reason, err.lineno))
@@ -377,9 +384,9 @@ class IndexDB:
             self._demote(holder[0], memory.id, path)
         cursor = self.db.execute(
             "INSERT INTO docs (path, changed_ns, size, hash, id, scope, status, category, subject, importance,"
-            " pinned, created, updated, expire, idem, norm, tags, search_text, record)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (*base, *self._columns(memory)))
+            " pinned, created, updated, expire, idem, norm, tags, search_text, record, error)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (*base, *self._columns(memory), loaded.warning))  # a warning: served in part (files.PARTIAL)
         self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)",
                         (cursor.lastrowid, prepare(memory.text), prepare(memory.subject or ""),
                          prepare(" ".join(memory.tags))))

@@ -16,7 +16,7 @@ from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed, WorkspaceNotFound
 from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import readable_scopes
-from memcli.store.files import Loaded
+from memcli.store.files import PARTIAL, Loaded
 from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import now as clock_now
 
@@ -138,7 +138,8 @@ class Ctx:
     def catalog(self, refresh: bool = False, progress=None):  # noqa: ANN001, ANN201 - memcli.index.catalog.Catalog
         """The memories of the workspace: the synced index, or a scan when the index is unusable.
 
-        Opened once per command; ``refresh`` syncs again (writers call it under the lock).
+        Opened once per command; ``refresh`` syncs again (writers call it under the lock), after
+        completing or rolling back a write a kill interrupted (``service.journal``).
         Unreadable files the caller may hear about become warnings, once per command;
         read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
         personal folder is neither counted nor named).
@@ -146,6 +147,17 @@ class Ctx:
         from memcli.errors import WorkspaceInvalid
         from memcli.index.catalog import ScanCatalog, open_catalog
 
+        if refresh and self.ws.config.autocommit and (self.ws.root / ".cache" / "unfinished-write.json").exists():
+            from memcli.service import journal  # a writer killed half-way: finish or undo it before reading
+
+            from memcli.errors import MemcliError
+
+            try:
+                done = journal.recover(self)  # refresh=True callers hold the workspace lock
+            except MemcliError as err:
+                done = f"an unfinished write could not be finished yet ({err.message}); `memcli doctor` retries"
+            if done:
+                self.warnings.append(done)
         if self._catalog is None or refresh:
             try:
                 self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress)
@@ -155,7 +167,8 @@ class Ctx:
             if not self._warned:
                 self._warned = True
                 problems = self._catalog.problems(actor=self.actor)
-                self.warnings.extend(f"skipped {p.line()}" for p in problems[:MAX_PROBLEM_WARNINGS])
+                self.warnings.extend(p.line() if p.reason.startswith(PARTIAL) else f"skipped {p.line()}"
+                                     for p in problems[:MAX_PROBLEM_WARNINGS])
                 if len(problems) > MAX_PROBLEM_WARNINGS:
                     self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
                                          "list them with `memcli doctor`")

@@ -55,6 +55,8 @@ class Report:
         refused: ``(path, reason)`` of files that lack defaults but hold a secret, left as they are.
         skipped: ``(path, reason)`` of files that lack defaults but have uncommitted edits, left as they are.
         commit: the commit of the fix, or None (nothing to fix, or ``autocommit = false``).
+        repository: lines on the repository's state: an unfinished write completed or rolled
+            back, a leftover ``index.lock`` (its age, and whether ``--fix`` removed it).
     """
 
     problems: list[InvalidMemoryFile]
@@ -62,11 +64,62 @@ class Report:
     refused: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     commit: str | None = None
+    repository: list[str] = field(default_factory=list)
 
 
 def check(ctx: Ctx) -> Report:
-    """Files that cannot be served, with path, line and reason (none in another user's personal folder)."""
-    return Report(ctx.catalog().problems(actor=ctx.actor))
+    """Files that cannot be served, with path, line and reason (none in another user's personal folder),
+    after :func:`repository` has looked at (and repaired) the git side."""
+    notes = repository(ctx, fix=False)
+    return Report(ctx.catalog().problems(actor=ctx.actor), repository=notes)
+
+
+def repository(ctx: Ctx, fix: bool) -> list[str]:
+    """Look at the git side of the workspace; complete or roll back a write a kill interrupted.
+
+    A write whose process died is completed or rolled back (``service.journal``), whatever
+    ``fix`` says: that restores what memcli promised. A leftover ``index.lock`` is reported
+    with its age and whether a git process is running in the repository; with ``fix`` it is
+    removed when none is (Linux ``/proc`` tells; elsewhere it is only reported).
+
+    Returns:
+        One line per thing found or done; empty when all is well (or there is no git).
+    """
+    from memcli import gitcommit
+    from memcli.errors import GitFailed, MemcliError
+    from memcli.service import journal
+
+    if not ctx.ws.config.autocommit:
+        return []
+    try:
+        repo = ctx.git()
+    except GitFailed:
+        return []
+    notes: list[str] = []
+    if journal.pending(ctx):
+        try:
+            with ctx.ws.lock():
+                done = journal.recover(ctx, repo)
+        except MemcliError as err:
+            done = f"an unfinished write is recorded but could not be finished yet: {err.message}"
+        if done:
+            notes.append(done)
+    lock = repo.index_lock()
+    age = gitcommit.lock_age(lock)
+    if age is not None:
+        running = gitcommit.git_processes(repo)
+        if running and running != [-1]:
+            notes.append(f"git's {lock} ({age:.0f} s old) is held by running git process "
+                         f"{', '.join(map(str, running[:5]))}: leave it; commits wait for it")
+        elif fix and not running:
+            lock.unlink(missing_ok=True)
+            notes.append(f"removed git's {lock}: {age:.0f} s old and no git process is running in the repository")
+        else:
+            why = "no git process is running in the repository" if not running else "it may be stale"
+            notes.append(f"git's {lock} is {age:.0f} s old and {why}: it blocks every commit; "
+                         + ("remove it if no git is running (`rm " + str(lock) + "`)" if running
+                            else "`memcli doctor --fix` removes it"))
+    return notes
 
 
 def defaults(memory: Memory, meta: dict, created: datetime | None) -> dict[str, Any]:
@@ -103,6 +156,7 @@ def fix(ctx: Ctx) -> Report:
     from memcli.policy.gates import check_memory
     from memcli.service.write import apply, edited_by_hand
 
+    notes = repository(ctx, fix=True)
     with ctx.ws.lock():
         catalog = ctx.catalog(refresh=True)
         problems = catalog.problems(actor=ctx.actor)
@@ -128,7 +182,7 @@ def fix(ctx: Ctx) -> Report:
                    for m, _ in lacking if m.path in edited]
         lacking = [(m, meta) for m, meta in lacking if m.path not in edited]
         if not lacking:
-            return Report(problems, refused=refused, skipped=skipped)
+            return Report(problems, refused=refused, skipped=skipped, repository=notes)
         added = added_dates(ctx, [m.path for m, meta in lacking if meta.get("createdAt") is None])
         writes: dict[Path, bytes] = {}
         fixed: list[Fixed] = []
@@ -138,7 +192,7 @@ def fix(ctx: Ctx) -> Report:
             writes[item.file] = frontmatter.update(item.doc, changes)
             fixed.append(Fixed(memory.path, memory.id, list(changes)))
         commit = apply(ctx, writes, OP, [m for m, _ in lacking], [], edits_checked=True)
-    return Report(problems, fixed, refused, skipped, commit)
+    return Report(problems, fixed, refused, skipped, commit, notes)
 
 
 def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:

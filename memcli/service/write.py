@@ -78,6 +78,9 @@ class WriteResult:
 
 # --- the transaction ------------------------------------------------------------------
 
+#: The commit dates git accepts in RFC 3339 form (measured with git 2.39: 1969 and 2100 are refused).
+GIT_YEARS = (1970, 2099)
+
 
 def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
           trailers: dict[str, str] | None = None, with_text: bool = True, edits_checked: bool = False) -> str | None:
@@ -101,14 +104,31 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
     Returns:
         The commit hash, or None with ``autocommit = false``.
 
+    A write killed half-way is completed or rolled back by the next one (``service.journal``),
+    and the warning says which.
+
     Raises:
         HistoryConflict: a file to rewrite has uncommitted edits; nothing is written.
+        UnsafeGitState: a detached HEAD or an operation in progress (rebase, merge …); nothing is written.
         GitLocked, GitFailed: nothing is left written.
     """
+    from memcli import gitcommit
+    from memcli.service import journal
+
     repo = ctx.history() if ctx.ws.config.autocommit else None
+    if repo is not None:
+        done = journal.recover(ctx, repo)  # a write killed earlier: completed or rolled back first
+        if done:
+            ctx.warnings.append(done)
+        gitcommit.check_state(repo)  # before any file is touched
+        if not GIT_YEARS[0] <= ctx.now.year <= GIT_YEARS[1]:
+            raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside the years git can record "
+                                   f"({GIT_YEARS[0]}-{GIT_YEARS[1]}); nothing was written", hint="check $MEMCLI_NOW")
     if repo is not None and not edits_checked:
         _refuse_edited(ctx, op, edited_by_hand(ctx, list(writes), repo))  # deletions too (purge)
     backups = {path: path.read_bytes() if path.exists() else None for path in writes}
+    if repo is not None:
+        journal.begin(ctx, op, backups)
     try:
         # New files first: a writer killed half-way leaves a new memory that points at an
         # old one still active, never an old one marked superseded by a memory that is missing.
@@ -122,14 +142,17 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
         commit = None
         if repo is not None:
             commit = repo.commit(list(writes), _message(ctx, op, memories, related, trailers, with_text),
-                                 actor=ctx.actor, timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now))
+                                 actor=ctx.actor, timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now),
+                                 on_commit=lambda new, checksum: journal.mark(ctx, new, checksum))
     except BaseException:
         for path, data in backups.items():
             if data is None:
                 path.unlink(missing_ok=True)
             else:
                 atomic_write(path, data)
+        journal.clear(ctx)
         raise
+    journal.clear(ctx)
     ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
     return commit
 

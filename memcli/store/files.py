@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,6 +25,86 @@ DUPLICATE = "duplicate id {id} (also in {path})"
 _DUPLICATE = re.compile(r"duplicate id (?P<id>\S+) \(also in (?P<path>.+)\)")
 #: What replaces the holder's path when the reader may not see it.
 HIDDEN_HOLDER = "a file of another user's personal scope"
+#: The most bytes of one memory file that memcli reads (256 KiB, twelve times what a write
+#: may hold, ``model.MAX_BODY_CHARS``): a larger hand-written file is served and indexed up
+#: to here, with a warning, so one 48 MB file cannot slow every session start.
+MAX_FILE_BYTES = 256 * 1024
+#: How the reason of a file served only in part begins (it is a warning, not a skipped file).
+PARTIAL = "served in part: "
+_KINDS = ((stat.S_ISDIR, "a folder named like a memory file"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_regular(mode: int, path: Path) -> str:
+    """Why ``path``, of this ``st_mode``, is never opened: what it is instead of a regular file."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link: memcli does not follow links under memories/"
+    if stat.S_ISDIR(mode) and not path.name.endswith(".md"):  # listed only when it cannot be listed
+        try:
+            os.listdir(path)
+        except OSError as err:
+            return f"a folder memcli cannot list ({err.strerror}): its memories are not served"
+        return "a folder"
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return f"{kind}: memcli reads only regular files"
+
+
+def read_file(path: Path, rel: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat_result, bool]:
+    """Read one memory file safely: ``(bytes, stat, over_limit)``.
+
+    Only a regular file is opened, without following a link (``lstat``, then ``open`` with
+    ``O_NOFOLLOW | O_NONBLOCK`` and ``fstat``), so a named pipe, socket, device or folder
+    called ``*.md`` is reported and never waited on. At most ``limit + 1`` bytes are read:
+    ``over_limit`` says the file holds more (:meth:`MemoryFiles.load` then cuts it at ``limit``).
+
+    Args:
+        path: the file.
+        rel: its workspace-relative path, for messages.
+        limit: the most bytes to read (``MAX_FILE_BYTES``).
+
+    Raises:
+        InvalidMemoryFile: not a regular file, or the OS refused to read it (permission, I/O).
+    """
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidMemoryFile(rel, _not_regular(info.st_mode, path))
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):  # replaced between the lstat and the open
+                raise InvalidMemoryFile(rel, _not_regular(info.st_mode, path))
+            chunks, left = [], limit + 1
+            while left > 0:
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        finally:
+            os.close(fd)
+    except InvalidMemoryFile:
+        raise
+    except OSError as err:
+        reason = err.strerror or str(err)
+        if err.errno in (getattr(os, "ELOOP", -1),):
+            reason = "a symbolic link: memcli does not follow links under memories/"
+        raise InvalidMemoryFile(rel, f"cannot read: {reason}") from None
+    data = b"".join(chunks)
+    return data, info, len(data) > limit
+
+
+def _cut(data: bytes) -> bytes:
+    """``data`` without a UTF-8 sequence left incomplete at its end (a cut in mid-character)."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return data
+        if byte >= 0xC0:  # the lead byte of the last sequence: keep it only if complete
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return data if back >= need else data[:-back]
+    return data
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -109,11 +190,15 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 @dataclass
 class Loaded:
-    """One readable memory: the parsed document and the record built from it."""
+    """One readable memory: the parsed document and the record built from it.
+
+    ``warning`` (a reason starting with ``PARTIAL``) says the file was served only in part.
+    """
 
     doc: frontmatter.Document
     memory: model.Memory
     file: Path
+    warning: str | None = None
 
 
 @dataclass
@@ -157,17 +242,34 @@ class MemoryFiles:
         resolved_base = self.base.resolve()
         if resolved_base not in path.resolve().parents:
             raise ValidationFailed(f"refusing to write outside {MEMORIES}/: {path}")
+        folder = self.base
+        for part in (None, *path.relative_to(self.base).parts[:-1]):
+            folder = folder if part is None else folder / part
+            if folder.is_symlink():  # a linked folder (committed by a clone) would send the write elsewhere
+                raise ValidationFailed(f"refusing to write through the symbolic link {self.rel(folder)}",
+                                       hint="replace the link with a real folder")
         return path
 
     def files(self) -> list[Path]:
-        """Every ``*.md`` under ``memories/``, sorted; hidden files and folders skipped."""
+        """Every ``*.md`` under ``memories/``, sorted; hidden files and folders skipped.
+
+        Entries named ``*.md`` are listed whatever they are (a folder, a pipe, a link), and so
+        is a folder that cannot be listed (no permission): :meth:`load` reports each, never
+        opening anything but a regular file.
+        """
         out: list[Path] = []
         if not self.base.is_dir():
             return out
-        for folder, dirs, names in os.walk(self.base):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+
+        def unreadable(err: OSError) -> None:
+            if err.filename and os.path.abspath(err.filename) != os.path.abspath(self.base):
+                out.append(Path(err.filename))
+
+        for folder, dirs, names in os.walk(self.base, onerror=unreadable):
+            out.extend(Path(folder, d) for d in dirs if d.endswith(".md") and not d.startswith("."))
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not d.endswith(".md"))
             out.extend(Path(folder, n) for n in sorted(names) if n.endswith(".md") and not n.startswith("."))
-        return out
+        return sorted(out)
 
     def load(self, path: Path, data: bytes | None = None, mtime: float | None = None,
              round_trip: bool = True) -> Loaded:
@@ -188,14 +290,28 @@ class MemoryFiles:
             InvalidMemoryFile: unreadable, unparsable, or outside the schema.
         """
         rel = self.rel(path)
-        if path.is_symlink():
-            raise InvalidMemoryFile(rel, "a symbolic link: memcli does not follow links under memories/")
         try:
-            raw = path.read_bytes() if data is None else data
-            if mtime is None:
-                mtime = path.stat().st_mtime if path.exists() else datetime.now(timezone.utc).timestamp()
-        except OSError as err:
-            raise InvalidMemoryFile(rel, f"cannot read: {err.strerror}") from None
+            return self._load(path, rel, data, mtime, round_trip)
+        except InvalidMemoryFile:
+            raise
+        except RecursionError:
+            raise InvalidMemoryFile(rel, "nested too deeply to read (YAML or text nesting)") from None
+        except Exception as err:  # noqa: BLE001 - whatever a file holds, it is one reported problem
+            detail = " ".join(str(err).split())[:160]
+            raise InvalidMemoryFile(rel, f"cannot be read ({type(err).__name__}{': ' + detail if detail else ''})") \
+                from None
+
+    def _load(self, path: Path, rel: str, data: bytes | None, mtime: float | None, round_trip: bool) -> Loaded:
+        if data is None:
+            data, info, _ = read_file(path, rel)
+            mtime = info.st_mtime if mtime is None else mtime
+        elif mtime is None:
+            try:
+                mtime = os.lstat(path).st_mtime
+            except OSError:
+                mtime = datetime.now(timezone.utc).timestamp()
+        truncated = len(data) > MAX_FILE_BYTES
+        raw = _cut(data[:MAX_FILE_BYTES]) if truncated else data
         file_time = datetime.fromtimestamp(int(mtime), timezone.utc)
         doc = frontmatter.parse(raw, rel, round_trip)
         parts = path.relative_to(self.base).parts[:-1]
@@ -208,7 +324,11 @@ class MemoryFiles:
             if not round_trip:  # only the round-trip reading knows line numbers
                 doc = frontmatter.parse(raw, rel, True)
             raise InvalidMemoryFile(rel, err.message, frontmatter.line_of(doc, key)) from None
-        return Loaded(doc=doc, memory=memory, file=path)
+        warning = None
+        if truncated:
+            warning = (f"{PARTIAL}the file is over the {MAX_FILE_BYTES // 1024} KiB that memcli reads; "
+                       "only its beginning is indexed and shown")
+        return Loaded(doc=doc, memory=memory, file=path, warning=warning)
 
     def scan(self) -> Scan:
         """Load every memory file; problems are collected, never raised."""
@@ -226,4 +346,6 @@ class MemoryFiles:
                 continue
             seen[item.memory.id] = item.memory.path
             result.loaded.append(item)
+            if item.warning:
+                result.problems.append(InvalidMemoryFile(item.memory.path, item.warning))
         return result

@@ -106,6 +106,10 @@ def _ignored_folder(path: Path, note: str, problem: str, why: str) -> Path:
     Raises:
         WorkspaceInvalid: ``problem``, with the OS's reason; the hint says ``why`` the folder matters.
     """
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+        what = "a symbolic link" if os.path.islink(path) else "not a folder"
+        raise WorkspaceInvalid(f"{problem} {path}: it is {what}, and memcli never writes through one",
+                               hint=f"remove it (a clone may have brought it); memcli recreates the folder ({why})")
     if not (path / ".gitignore").exists():
         try:
             path.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,306 @@
+"""Crash-safe, path-limited commits that never leave memcli's files staged in the user's index.
+
+``git add`` then ``git commit --only`` stages memcli's files in the shared index first: a
+writer killed between the two left them staged, and the person's next ``git commit``
+carried them without memcli's trailers (SPEC.md section 8, CASES.md R4). A commit here
+takes the same steps git's own ``commit --only`` takes, with git's plumbing, and never
+writes the shared index but by one atomic rename:
+
+1. refuse a repository in the middle of something (:func:`unsafe_state`): a detached
+   HEAD, or a rebase, ``am``, merge, cherry-pick, revert or bisect in progress, found by
+   the files git itself looks for (``wt-status.c``: ``rebase-merge``, ``rebase-apply``,
+   ``MERGE_HEAD``, ``CHERRY_PICK_HEAD``, ``REVERT_HEAD``, ``sequencer``, ``BISECT_LOG``),
+   located with ``git rev-parse --git-path`` so linked worktrees work;
+2. take git's ``index.lock`` as git does (``O_CREAT | O_EXCL``), writing ``memcli PID``
+   into it, so no other git process writes the index meanwhile;
+3. build the tree in a temporary index seeded from ``HEAD`` (``GIT_INDEX_FILE``,
+   ``read-tree``, ``update-index --stdin``, ``write-tree``) and the commit with
+   ``commit-tree -F -`` (paths and message go through stdin: any batch size, never
+   "Argument list too long");
+4. prepare the next shared index in the lock file: a copy of the current index with
+   only memcli's paths updated (the person's staged changes stay staged, as with
+   ``commit --only``);
+5. move the branch with ``update-ref HEAD NEW OLD``, a compare-and-swap;
+6. rename the lock file over the index (git's ``commit_lock_file``).
+
+A kill before step 5 leaves ``HEAD`` and the index as they were (the lock file says
+``memcli PID``); a kill between 5 and 6 leaves the finished next index in the lock file,
+its checksum recorded by the caller (``on_commit``). :func:`recover` completes or
+undoes either from that record. Commits made here run no hooks, like ``--no-verify``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from memcli.errors import GitFailed, GitLocked, UnsafeGitState
+
+#: Files and folders git keeps while an operation is in progress, and how to name it.
+#: Source: git's wt-status.c (``wt_status_get_state``) and ``git status`` messages.
+STATE_MARKERS = (
+    ("rebase-merge", "a rebase", "git rebase --continue` or `git rebase --abort"),
+    ("rebase-apply", "a rebase or `git am`", "git rebase --abort` or `git am --abort"),
+    ("MERGE_HEAD", "a merge", "git merge --continue` or `git merge --abort"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue` or `git cherry-pick --abort"),
+    ("REVERT_HEAD", "a revert", "git revert --continue` or `git revert --abort"),
+    ("sequencer", "a cherry-pick or revert", "git cherry-pick --abort` or `git revert --abort"),
+    ("BISECT_LOG", "a bisect", "git bisect reset"),
+)
+#: A git ``index.lock`` older than this (seconds) is reported as stale.
+STALE_LOCK_SECONDS = 600
+LOCK_TAG = b"memcli "
+#: Size of the SHA-1 checksum that ends every git index file (``index-format.txt``).
+CHECKSUM_BYTES = 20
+
+
+def check_state(repo) -> str:  # noqa: ANN001 - gitlog.GitRepo
+    """The checked-out branch (``refs/heads/…``) if the repository is safe to commit to.
+
+    Raises:
+        UnsafeGitState: a detached HEAD, or a rebase, ``am``, merge, cherry-pick, revert or
+            bisect in progress; the hint names git's command to finish or abort it.
+    """
+    for name, what, finish in STATE_MARKERS:
+        if os.path.lexists(repo.git_path(name)):
+            if name == "rebase-apply" and os.path.lexists(repo.git_path("rebase-apply/applying")):
+                what, finish = "`git am`", "git am --continue` or `git am --abort"
+            raise UnsafeGitState(f"{what} is in progress in {repo.toplevel()}; nothing was written",
+                                 hint=f"finish it first (`{finish}`), then retry")
+    status, out, _ = repo._raw("symbolic-ref", "-q", "HEAD")
+    if status != 0:
+        raise UnsafeGitState(f"HEAD is detached in {repo.toplevel()} (no branch is checked out): "
+                             "a commit there would be lost at the next checkout; nothing was written",
+                             hint="check out a branch first (`git switch BRANCH`), then retry")
+    return out.decode().strip()
+
+
+def lock_age(lock: Path) -> float | None:
+    """Seconds since ``lock`` last changed, or None when it does not exist."""
+    try:
+        return max(0.0, time.time() - lock.stat().st_mtime)
+    except OSError:
+        return None
+
+
+def _take_lock(repo, timeout: float) -> Path:  # noqa: ANN001
+    """Create git's ``index.lock`` exclusively, as git does; wait up to ``timeout`` seconds.
+
+    Raises:
+        GitLocked: it is held past ``timeout``, or is older than ``STALE_LOCK_SECONDS``.
+    """
+    lock = repo.index_lock()
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            age = lock_age(lock)
+            if age is None:
+                continue
+            fix = "`memcli doctor --fix` removes it when no git process is running"
+            if age > STALE_LOCK_SECONDS:
+                raise GitLocked(f"git's {lock} is {age / 60:.0f} minutes old and looks stale; nothing was written",
+                                hint=f"if no git process is running, remove it (`rm {lock}`) and retry; {fix}") \
+                    from None
+            if time.monotonic() >= deadline:
+                raise GitLocked(f"git's {lock} is held by another git process ({age:.0f} s old); nothing was written",
+                                hint=f"retry when it finishes (waited {timeout:g} s); {fix}") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+            continue
+        except OSError as err:
+            raise GitFailed(f"cannot create git's {lock}: {err.strerror}; nothing was written",
+                            hint="check the repository's permissions and free disk space") from None
+        try:
+            os.write(fd, LOCK_TAG + str(os.getpid()).encode() + b"\n")
+        finally:
+            os.close(fd)
+        return lock
+
+
+def _temp_index(repo, kind: str, pid: int | None = None) -> Path:  # noqa: ANN001
+    return repo.git_dir / f"memcli-index.{pid or os.getpid()}.{kind}"
+
+
+def commit(repo, rels: list[str], message: str, *, env: dict[str, str], fallback_env: dict[str, str],  # noqa: ANN001
+           timeout: float, on_commit: Callable[[str, bytes], None] | None = None) -> str:
+    """Commit exactly ``rels`` (workspace-relative; added, changed or deleted) with ``message``.
+
+    Args:
+        repo: the ``gitlog.GitRepo``.
+        env: extra environment (author and committer dates).
+        fallback_env: the identity to retry with when git has none configured.
+        timeout: seconds to wait for another process's ``index.lock``.
+        on_commit: called with the new commit and the next index's checksum just before the
+            branch moves (the caller records them for :func:`recover`).
+
+    Returns:
+        The new commit's hash (``HEAD``'s, unchanged, when the files equal ``HEAD``'s).
+
+    Raises:
+        UnsafeGitState: see :func:`check_state`; nothing was committed.
+        GitLocked: ``index.lock`` is held past ``timeout`` or stale.
+        GitFailed: git refused; ``HEAD`` and the index are as they were.
+    """
+    check_state(repo)
+    status, out, _ = repo._raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
+    old = out.decode().strip() if status == 0 else None
+    sign = repo._raw("config", "--bool", "--get", "commit.gpgsign")[1].decode().strip() == "true"
+    lock = _take_lock(repo, timeout)
+    head_index, next_index = _temp_index(repo, "head"), _temp_index(repo, "next")
+    listed = b"".join(os.fsencode(r) + b"\0" for r in rels)
+    landed = False
+    try:
+        seed = ("read-tree", old) if old else ("read-tree", "--empty")
+        _plumb(repo, *seed, index=head_index)
+        _plumb(repo, "update-index", "-z", "--add", "--remove", "--stdin", index=head_index, input=listed)
+        tree = _plumb(repo, "write-tree", index=head_index).decode().strip()
+        if old and tree == _plumb(repo, "rev-parse", f"{old}^{{tree}}").decode().strip():
+            return old  # the files already equal HEAD's: no commit for a no-op
+        args = ["commit-tree", tree, *(["-p", old] if old else []), *(["-S"] if sign else []), "-F", "-"]
+        try:
+            new = _plumb(repo, *args, input=message.encode(), env=env).decode().strip()
+        except GitFailed as err:
+            if not any(s in err.message for s in ("identity unknown", "tell me who you are", "auto-detect",
+                                                  "empty ident")):
+                raise
+            new = _plumb(repo, *args, input=message.encode(), env={**env, **fallback_env}).decode().strip()
+        shared = repo.index_path()
+        if shared.exists():
+            import shutil
+
+            shutil.copyfile(shared, next_index)
+        _plumb(repo, "update-index", "-z", "--add", "--remove", "--stdin", index=next_index, input=listed)
+        os.replace(next_index, lock)  # the lock (still held) now holds the next index
+        checksum = lock.read_bytes()[-CHECKSUM_BYTES:]
+        if on_commit is not None:
+            on_commit(new, checksum)
+        subject = message.split("\n", 1)[0]
+        _plumb(repo, "update-ref", "-m", f"commit: {subject}"[:200], "HEAD", new, old or "")
+        landed = True
+        os.replace(lock, shared)
+        return new
+    finally:
+        if not landed:
+            lock.unlink(missing_ok=True)
+        for path in (head_index, next_index):
+            path.unlink(missing_ok=True)
+            Path(f"{path}.lock").unlink(missing_ok=True)
+
+
+def _plumb(repo, *args: str, index: Path | None = None, input: bytes | None = None,  # noqa: ANN001, A002
+           env: dict[str, str] | None = None) -> bytes:
+    """Run one plumbing command; stdout bytes.
+
+    Raises:
+        GitFailed: git exited non-zero (its first error line) or cannot be started.
+    """
+    from memcli.gitlog import first_line
+
+    extra = {**(env or {}), **({"GIT_INDEX_FILE": str(index)} if index else {})}
+    status, out, err = repo._raw(*args, input=input, env=extra)
+    if status != 0:
+        raise GitFailed(f"git {args[0]} failed: {first_line(err) or status}")
+    return out
+
+
+def recover(repo, pid: int, new: str | None, checksum: bytes | None, rels: list[str]) -> bool:  # noqa: ANN001
+    """Finish or undo the git side of a commit whose writer (process ``pid``) died.
+
+    The caller has the proof that the writer is gone: it holds the workspace lock the
+    writer held (``service.journal``).
+
+    Args:
+        pid: the writer's process id (its ``index.lock`` says ``memcli PID``).
+        new: the commit it was about to put on the branch, if it got that far.
+        checksum: the checksum of the next index it left in ``index.lock``.
+        rels: its workspace-relative paths.
+
+    Returns:
+        True when the commit is on the branch (completed: the shared index now agrees with
+        it for ``rels``); False when it never got there (the lock it held is removed; the
+        caller restores the files).
+
+    Raises:
+        GitFailed: git cannot be run.
+    """
+    status, out, _ = repo._raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
+    head = out.decode().strip() if status == 0 else None
+    landed = bool(new) and head is not None and (
+        head == new or repo._raw("merge-base", "--is-ancestor", new, head)[0] == 0)
+    lock = repo.index_lock()
+    try:
+        held = lock.read_bytes()
+    except OSError:
+        held = None
+    if held is not None:
+        ours_next = checksum is not None and len(held) > CHECKSUM_BYTES and held[-CHECKSUM_BYTES:] == checksum
+        if landed and ours_next:
+            os.replace(lock, repo.index_path())
+        elif ours_next or held.startswith(LOCK_TAG + str(pid).encode() + b"\n"):
+            lock.unlink(missing_ok=True)
+    for kind in ("head", "next"):
+        path = _temp_index(repo, kind, pid)
+        path.unlink(missing_ok=True)
+        Path(f"{path}.lock").unlink(missing_ok=True)
+    if landed and rels and not lock.exists():
+        _sync_index(repo, rels)
+    return landed
+
+
+def _sync_index(repo, rels: list[str]) -> None:  # noqa: ANN001
+    """Put the shared index entries of ``rels`` back in step with ``HEAD`` where they differ."""
+    status, out, _ = repo._raw("diff", "--cached", "--name-only", "-z", "--relative", "HEAD")
+    if status != 0:
+        return
+    wanted = set(rels)
+    stale = [p for p in out.decode("utf-8", "replace").split("\0") if p in wanted]
+    if stale:
+        listed = b"".join(os.fsencode(p) + b"\0" for p in stale)
+        repo._raw("--literal-pathspecs", "reset", "-q", "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
+                  input=listed)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a reused id counts as alive: the safe answer)."""
+    if pid <= 0 or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def git_processes(repo) -> list[int]:  # noqa: ANN001
+    """Process ids of running ``git`` commands whose folder is inside the repository (Linux ``/proc``).
+
+    Returns:
+        The ids found; ``[-1]`` when processes cannot be listed here (no ``/proc``), so a
+        caller never takes an empty answer for proof that no git is running.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return [-1]
+    top = str(repo.toplevel().resolve())
+    git_dir = str(repo.git_dir.resolve())
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+            if os.path.basename(argv0) not in (b"git", b"git.exe") and not argv0.startswith(b"git-"):
+                continue
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == top or cwd.startswith(top + os.sep) or cwd.startswith(git_dir):
+            found.append(int(entry.name))
+    return found

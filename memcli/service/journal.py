@@ -1,0 +1,130 @@
+"""The write journal: a write killed at any instant is completed or rolled back by the next one.
+
+Before a committing write touches a file, ``begin`` records (in the git-ignored cache
+folder, atomically) the writer's process id, the operation and every file's bytes before
+the write (``null`` for a file that did not exist). Just before the branch moves, ``mark``
+adds the new commit and the checksum of the next index the writer left in git's
+``index.lock`` (see ``memcli.gitcommit``). ``clear`` removes the record when the write
+is over, whether it committed or restored its files.
+
+A record whose writer is gone means the writer died mid-way. :func:`recover`, run under
+the workspace lock by the next write (``Ctx.catalog(refresh=True)``, before it reads the
+files) and by ``doctor``, then either completes it (the
+commit is on the branch: the shared index is brought in step) or rolls it back (the
+files get their old bytes again; the lock file the writer held is removed), and says
+which. Nothing is ever left staged in the person's index.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memcli.service import Ctx
+
+NAME = "unfinished-write.json"
+
+
+def _path(ctx: Ctx) -> Path:
+    return ctx.ws.cache / NAME
+
+
+def begin(ctx: Ctx, op: str, backups: dict[Path, bytes | None]) -> None:
+    """Record a write about to start: ``backups`` maps each absolute path to its old bytes (or None).
+
+    Raises:
+        StorageFailed: the record cannot be written (nothing has been written yet).
+    """
+    from memcli.store.files import atomic_write
+
+    record = {"pid": os.getpid(), "op": op, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "new": None, "checksum": None,
+              "files": {ctx.ws.files.rel(p): None if data is None else base64.b64encode(data).decode("ascii")
+                        for p, data in backups.items()}}
+    atomic_write(_path(ctx), json.dumps(record).encode("utf-8"))
+
+
+def mark(ctx: Ctx, commit: str, checksum: bytes) -> None:
+    """Add the commit about to go on the branch and the next index's checksum to the record."""
+    from memcli.store.files import atomic_write
+
+    path = _path(ctx)
+    record = json.loads(path.read_bytes())
+    record.update(new=commit, checksum=checksum.hex())
+    atomic_write(path, json.dumps(record).encode("utf-8"))
+
+
+def clear(ctx: Ctx) -> None:
+    """Remove the record: the write is over (committed, or its files restored)."""
+    try:
+        _path(ctx).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def pending(ctx: Ctx) -> bool:
+    """Whether a record is there (one ``stat``; its writer may still be running)."""
+    return (ctx.ws.root / ".cache" / NAME).exists()
+
+
+def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
+    """Complete or roll back a write whose writer died; the caller holds the workspace lock.
+
+    Args:
+        repo: the workspace's ``GitRepo``, if already open.
+
+    Returns:
+        One line saying what was found and done, or None when there was nothing to do.
+
+    Raises:
+        GitFailed: git cannot be run (the record stays for the next try).
+    """
+    from memcli import gitcommit
+    from memcli.store.files import atomic_write
+
+    path = _path(ctx)
+    try:
+        record = json.loads(path.read_bytes())
+        pid, op, files = int(record["pid"]), str(record["op"]), dict(record["files"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        clear(ctx)
+        return "removed an unreadable record of an unfinished write (.cache/unfinished-write.json)"
+    # The writer held this workspace lock while the record existed; holding it now proves it is gone.
+    repo = repo or ctx.git()
+    checksum = bytes.fromhex(record["checksum"]) if record.get("checksum") else None
+    when = f"{op} of {record.get('at', 'an unknown time')} (process {pid}, which stopped before it finished)"
+    if gitcommit.recover(repo, pid, record.get("new"), checksum, list(files)):
+        clear(ctx)
+        _drop_temp_files(ctx, files)
+        return f"completed an unfinished {when}: commit {record['new'][:12]} is on the branch"
+    restored = 0
+    for rel, data in files.items():
+        target = ctx.ws.root / rel
+        old = None if data is None else base64.b64decode(data)
+        now = target.read_bytes() if target.is_file() and not target.is_symlink() else None
+        if now == old:
+            continue
+        if old is None:
+            target.unlink(missing_ok=True)
+        else:
+            atomic_write(target, old)
+        restored += 1
+    _drop_temp_files(ctx, files)
+    clear(ctx)
+    return f"rolled back an unfinished {when}: {restored} of {len(files)} files restored, nothing committed"
+
+
+def _drop_temp_files(ctx: Ctx, files: dict) -> None:
+    """Remove the temporary files (``.NAME.*.tmp``) an interrupted ``atomic_write`` left beside ``files``."""
+    for rel in files:
+        target = ctx.ws.root / rel
+        try:
+            for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+                leftover.unlink(missing_ok=True)
+        except OSError:
+            continue

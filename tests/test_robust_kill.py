@@ -1,0 +1,79 @@
+"""Crash safety (SPEC.md section 8, CASES.md R4): writers killed at random instants with SIGKILL.
+
+Each writer runs in its own process group and the whole group is killed, git children
+included, so a kill can land anywhere: before the journal, while files are written,
+inside a git plumbing command, between moving the branch and renaming the index.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import MEMCLI, git
+
+KILLS = 50
+
+
+def _memcli_staged(ws: Path) -> list[str]:
+    """Paths under memories/ whose index entry differs from HEAD (what a `git commit` would carry)."""
+    return [p for p in git(ws, "diff", "--cached", "--name-only").splitlines() if p.startswith("memories/")]
+
+
+def test_fifty_writers_killed_at_random_instants_leave_a_consistent_workspace(ws, run):
+    user_file = ws / "notes.txt"
+    user_file.write_text("the person's own staged work\n", encoding="utf-8")
+    git(ws, "add", "notes.txt")
+    first = run("remember", "A memory written before the kills, superseded by some of them.", "--subject", "kill")
+    assert first.code == 0, first
+
+    started = time.monotonic()
+    timed = subprocess.run([*MEMCLI, "remember", "A timing run for the kill instants."], capture_output=True)
+    assert timed.returncode == 0, timed
+    span = max(0.3, (time.monotonic() - started) * 1.3)
+
+    rng = random.Random(20261201)
+    windows = 0
+    for number in range(KILLS):
+        args = [*MEMCLI, "remember", f"Killed writer number {number} says hello."]
+        if number % 3 == 0:
+            args += ["--subject", "kill"]  # a rewrite of another file too (supersede)
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(rng.uniform(0, span))
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=60)
+        staged = _memcli_staged(ws)
+        if staged:  # only between moving the branch and renaming the index: index.lock then blocks git commit
+            assert (ws / ".git" / "index.lock").exists(), (number, staged)
+            windows += 1
+    print(f"{KILLS} writers killed; {windows} kills landed between update-ref and the index rename")
+
+    doctor = run("doctor", timeout=120)
+    assert doctor.code in (0, 11), doctor
+    assert "Traceback" not in doctor.err
+    assert _memcli_staged(ws) == [], "nothing of memcli's is staged after recovery"
+    assert not (ws / ".git" / "index.lock").exists()
+    assert git(ws, "diff", "--cached", "--name-only").split() == ["notes.txt"], "the person's staging is kept"
+    fsck = subprocess.run(["git", "-C", str(ws), "fsck", "--no-progress"], capture_output=True, text=True)
+    assert fsck.returncode == 0 and "error" not in fsck.stderr.lower(), fsck.stderr
+    assert not list((ws / ".git").glob("memcli-index.*")), "temporary indexes are cleaned up"
+    assert not list((ws / "memories").rglob(".*.tmp")), "no half-written file is left"
+    assert not (ws / ".cache" / "unfinished-write.json").exists()
+
+    listed = run("--json", "list", "--status", "active")
+    assert listed.code == 0 and "skipped" not in listed.err, listed
+    # every memory file on disk is committed: nothing half-done is left in the working tree
+    assert git(ws, "status", "--porcelain", "--untracked-files=all", "--", "memories") == ""
+
+    after = run("--json", "remember", "The write after the kills succeeds.")
+    assert after.code == 0, after
+    assert after.json()["data"]["commit"]
+    assert git(ws, "status", "--porcelain", "--", "memories") == ""
+    assert git(ws, "diff", "--cached", "--name-only").split() == ["notes.txt"]
