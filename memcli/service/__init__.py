@@ -21,6 +21,8 @@ from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import now as clock_now
 
 MIN_PREFIX = 4
+#: Share of ``[hooks] deadline`` the index sync of a hook may take; the answer needs the rest.
+SYNC_SHARE = 0.75
 #: Unreadable files named on stderr by one command, at most; `memcli doctor` lists all.
 MAX_PROBLEM_WARNINGS = 5
 
@@ -74,6 +76,9 @@ class Ctx:
     actor: str
     now: datetime
     warnings: list[str] = field(default_factory=list)
+    #: A ``time.monotonic()`` instant for the index sync (hooks, ``context``): what it does
+    #: not reach by then is left to one background build (``memcli.index.build``).
+    deadline: float | None = None
     _catalog: object | None = None
     _warned: bool = False
 
@@ -99,10 +104,13 @@ class Ctx:
                 from None
         return cls(ws=ws, actor=name, now=now)
 
-    def catalog(self, refresh: bool = False, progress=None):  # noqa: ANN001, ANN201 - memcli.index.catalog.Catalog
-        """The memories of the workspace: the synced index, or a scan when the index is unusable.
+    def catalog(self, refresh: bool = False, progress=None, wait: float | None = None):  # noqa: ANN001, ANN201
+        """The memories of the workspace (a ``memcli.index.catalog.Catalog``): the synced index,
+        or a scan when the index is unusable.
 
         Opened once per command; ``refresh`` syncs again (writers call it under the lock).
+        ``wait``: seconds to wait for another process's index build (default
+        ``memcli.index.db.LOCK_WAIT``); the sync stops at ``deadline`` when one is set.
         Unreadable files the caller may hear about become warnings, once per command;
         read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
         personal folder is neither counted nor named).
@@ -112,7 +120,8 @@ class Ctx:
 
         if self._catalog is None or refresh:
             try:
-                self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress)
+                self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
+                                             deadline=self.deadline, wait=wait)
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
@@ -124,6 +133,12 @@ class Ctx:
                     self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
                                          "list them with `memcli doctor`")
         return self._catalog
+
+    def bound(self, started: float) -> None:
+        """Give this command's index sync a deadline (hooks, ``context``): ``SYNC_SHARE`` of
+        ``[hooks] deadline`` seconds after ``started`` (a ``time.monotonic()`` instant), so the
+        answer comes within the deadline; the files not reached go to a background build."""
+        self.deadline = started + self.ws.config.hook_deadline * SYNC_SHARE
 
     def load(self, memory: Memory) -> Loaded:
         """Read a memory's file fresh from disk (for a rewrite).

@@ -208,12 +208,58 @@ def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
         WorkspaceLocked: a writer holds the workspace lock past the wait limit.
     """
     from memcli.index.catalog import remove_index
-    from memcli.index.db import INDEX_NAME
+    from memcli.index.db import BUILD_LOCK, INDEX_NAME
 
+    wait = ctx.ws.config.lock_timeout
     with ctx.ws.lock():
-        remove_index(ctx.ws.cache / INDEX_NAME)
-        catalog = ctx.catalog(refresh=True, progress=progress)
+        with _build_lock(ctx.ws.cache / BUILD_LOCK, wait):  # no build is half-way through the old file
+            remove_index(ctx.ws.cache / INDEX_NAME)
+        catalog = ctx.catalog(refresh=True, progress=progress, wait=wait)
     return _status(ctx, catalog)
+
+
+def index_build(ctx: Ctx, progress=None, background: bool = False) -> dict[str, Any]:  # noqa: ANN001
+    """Bring the index in step with the files, going on from where a stopped build left off.
+
+    This is what a hook leaves to the background when its deadline comes first
+    (``memcli.index.build``). When another process holds the build lock for
+    ``memcli.index.db.LOCK_WAIT`` seconds this one leaves the work to it (``last_sync``
+    then says ``busy``).
+
+    Args:
+        progress: optional ``progress(done, total)`` callback.
+        background: start the build as a detached process and return at once
+            (``{"backend": "background", "started": bool, "log": path}``).
+    """
+    if background:
+        from memcli.index.build import LOG_NAME, spawn_build
+
+        cache = ctx.ws.cache
+        return {"backend": "background", "started": spawn_build(ctx.ws.root, cache), "log": str(cache / LOG_NAME)}
+    return _status(ctx, ctx.catalog(progress=progress))
+
+
+class _build_lock:  # noqa: N801 - used as a context manager, like a function
+    """Hold the index build lock (``wait`` seconds at most, then go on: the index is a cache)."""
+
+    def __init__(self, path, wait: float) -> None:  # noqa: ANN001
+        from filelock import FileLock
+
+        self.lock = FileLock(str(path), timeout=wait)
+        self.held = False
+
+    def __enter__(self) -> None:
+        from filelock import Timeout
+
+        try:
+            self.lock.acquire()
+            self.held = True
+        except (Timeout, OSError):
+            pass
+
+    def __exit__(self, *exc) -> None:  # noqa: ANN002
+        if self.held:
+            self.lock.release()
 
 
 def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
@@ -224,7 +270,7 @@ def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
     if not isinstance(catalog, IndexCatalog):
         return {"backend": "scan", "memories": len(catalog.memories), "problems": problems}
     return {"backend": "fts5", **catalog.index.status(), "problems": problems, "files": catalog.report.files,
-            "last_sync": catalog.report.__dict__}
+            "complete": catalog.report.complete, "last_sync": catalog.report.__dict__}
 
 
 def check_mode(fuzzy: bool, grep: bool) -> str:
