@@ -216,10 +216,15 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
     from memcli.index.db import INDEX_NAME, LOCK_WAIT, IndexDB, IndexUnavailable
 
     path = cache / INDEX_NAME
+    wait = LOCK_WAIT if wait is None else wait
+    if deadline is not None:  # a hook does not wait past its own deadline for another build
+        import time
+
+        wait = max(0.0, min(wait, deadline - time.monotonic()))
     for attempt in (1, 2):
         try:
             index = IndexDB(files, path)
-            report = index.sync(progress, deadline, LOCK_WAIT if wait is None else wait)
+            report = index.sync(progress, deadline, wait)
             _explain(report, files, cache, warnings, deadline is not None)
             return IndexCatalog(index, report)
         except IndexUnavailable as err:

@@ -50,7 +50,7 @@ def _seen(ctx, session_id: str) -> set[str]:  # noqa: ANN001
         return set()
     try:
         return set(json.loads(_session_file(ctx, session_id).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, MemcliError):  # MemcliError: no usable cache folder
         return set()
 
 
@@ -61,7 +61,7 @@ def _remember_seen(ctx, session_id: str, ids: set[str]) -> None:  # noqa: ANN001
 
     try:
         atomic_write(_session_file(ctx, session_id), json.dumps(sorted(ids)).encode())
-    except OSError:
+    except (OSError, MemcliError):  # MemcliError: no usable cache folder (a link, say)
         pass
 
 
