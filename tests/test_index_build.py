@@ -71,7 +71,7 @@ def assert_equals_rebuild(ws: Path, tmp_path: Path, run) -> None:
 
 
 def test_a_killed_build_keeps_its_batches_and_the_next_start_resumes(ws, run, tmp_path):
-    total = 1500
+    total = 800
     write_memories(ws, total)
     kept = 0
     for _attempt in range(5):  # kill it half-way; on a machine fast enough to finish first, try again
@@ -98,7 +98,7 @@ def test_a_killed_build_keeps_its_batches_and_the_next_start_resumes(ws, run, tm
 
 
 def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_build(ws, run, tmp_path):
-    total = 1500
+    total = 800
     write_memories(ws, total)
     set_deadline(ws, 0.1)
     result = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
@@ -119,11 +119,11 @@ def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_
 
 
 def test_concurrent_cold_starts_all_answer_and_leave_one_complete_index(ws, run, tmp_path):
-    write_memories(ws, 600)
+    write_memories(ws, 300)
     set_deadline(ws, 60)
     env = {**os.environ, "MEMCLI_WORKSPACE": str(ws)}
     procs = [subprocess.Popen([*MEMCLI, "hook", "claude", "session-start"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(6)]
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(4)]
     for proc in procs:
         out, err = proc.communicate(HOOK_INPUT, timeout=120)
         assert proc.returncode == 0 and "Traceback" not in err, err

@@ -78,14 +78,12 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
     if fmt not in ("text", "markdown", "json"):
         raise UsageProblem(f"unknown --format {fmt!r}", hint="use text, markdown or json")
     try:
-        import time
         from pathlib import Path
 
         from memcli.service.context import context as build
 
-        started = time.monotonic()
         opened = ctx()
-        opened.bound(started)  # as a hook: answer within [hooks] deadline, build the rest in the background
+        opened.bound()  # as a hook: answer within [hooks] deadline, build the rest in the background
         try:
             folder = Path.cwd()
         except OSError:  # the current folder was deleted: no paths relevance, still a block

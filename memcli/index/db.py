@@ -57,6 +57,9 @@ LOCK_WAIT = 2.0
 BUSY_TIMEOUT_MS = 2_000
 #: Files read per transaction: what a killed build keeps, at most this many files lost.
 BATCH = 200
+#: A sync with at most this many changed files ignores its deadline (0.2 s on an idle
+#: machine): small workspaces and ordinary edits always get a complete answer.
+SMALL_SYNC = 500
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -241,7 +244,8 @@ class IndexDB:
         Args:
             progress: called as ``progress(done, total)`` while changed files are read.
             deadline: a ``time.monotonic()`` instant; the sync stops reading files then
-                (after at least one), commits, and reports the rest as ``pending``.
+                (after at least one), commits, and reports the rest as ``pending``. A sync
+                of at most ``SMALL_SYNC`` changed files ignores it.
             wait: seconds to wait for another process's build lock; then ``busy``.
 
         Raises:
@@ -283,13 +287,19 @@ class IndexDB:
         disk = _relative(absolute, self.files.root)
         known = {row[0]: row[1:] for row in self.db.execute(
             "SELECT path, changed_ns, size, hash, created, synced_ns FROM docs")}
-        changed = sorted(p for p, stat in disk.items()
-                         if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4])
+        # Newest folders first (user/, then project/ by month, descending): a build stopped
+        # half-way by a hook's deadline serves recent work. The order changes no result: an id
+        # held by two files goes to the smaller path whichever is read first (``_insert_row``).
+        changed = sorted((p for p, stat in disk.items()
+                          if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4]),
+                         reverse=True)
         vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
         if not changed and not vanished:
             self._save_snapshot(absolute)
             return
         gone_hashes = {known[p][2] for p in vanished}
+        if len(changed) <= SMALL_SYNC:
+            deadline = None
         self.db.execute("BEGIN IMMEDIATE")
         for path in vanished:
             self._delete(path)

@@ -50,6 +50,22 @@ def check_ref(value: str) -> str:
             hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
 
 
+def process_started() -> float:
+    """When this process started, as a ``time.monotonic()`` instant (Linux: from
+    ``/proc/self/stat`` field 22, in clock ticks since boot, against ``CLOCK_BOOTTIME``;
+    elsewhere, or if that cannot be read: now)."""
+    import time
+
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0 <= age < 3600 else now
+
+
 def default_actor() -> str:
     """The caller's name: ``$MEMCLI_ACTOR``, else the login name."""
     name = os.environ.get("MEMCLI_ACTOR")
@@ -134,11 +150,12 @@ class Ctx:
                                          "list them with `memcli doctor`")
         return self._catalog
 
-    def bound(self, started: float) -> None:
+    def bound(self, started: float | None = None) -> None:
         """Give this command's index sync a deadline (hooks, ``context``): ``SYNC_SHARE`` of
-        ``[hooks] deadline`` seconds after ``started`` (a ``time.monotonic()`` instant), so the
-        answer comes within the deadline; the files not reached go to a background build."""
-        self.deadline = started + self.ws.config.hook_deadline * SYNC_SHARE
+        ``[hooks] deadline`` seconds after ``started`` (a ``time.monotonic()`` instant; default:
+        when this process started, interpreter start-up included), so the answer comes within
+        the deadline; the files not reached go to a background build."""
+        self.deadline = (started or process_started()) + self.ws.config.hook_deadline * SYNC_SHARE
 
     def load(self, memory: Memory) -> Loaded:
         """Read a memory's file fresh from disk (for a rewrite).

@@ -76,14 +76,13 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
             hook's ``cwd``.
         actor: ``--actor``, if given.
     """
-    started = time.monotonic()
     payload, problem = formats.HookInput.parse(raw)
     run = HookRun("", [problem] if problem else [])
     context = ""
     ctx = None
     try:
         ctx = _open(workspace, actor, payload.cwd)
-        ctx.bound(started)  # [hooks] deadline: a stale index is served, the build goes on in the background
+        ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
         context = _dispatch(ctx, event, payload, run)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
