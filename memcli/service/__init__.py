@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed
 from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import personal_owner, readable_scopes
@@ -202,8 +201,10 @@ class Ctx:
                               hint="give more characters of the id")
         return self.load(items[0])
 
-    def git(self) -> gitlog.GitRepo:
+    def git(self):  # noqa: ANN201 - memcli.gitlog.GitRepo, imported lazily (not on the read path)
         """The repository holding the workspace."""
+        from memcli import gitlog
+
         return gitlog.GitRepo(self.ws.root)
 
     def history(self):  # noqa: ANN201 - memcli.githistory.History, imported lazily

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcli.errors import UsageProblem, ValidationFailed
-from memcli.gitlog import Entry
 from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
 from memcli.policy.gates import personal_owner
@@ -121,7 +120,7 @@ def review_queue(ctx: Ctx) -> list[Memory]:
     return [m for m in ctx.catalog().with_status("pending_review") if ctx.may_see(m)]
 
 
-def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
+def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.gitlog.Entry]
     """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
 
     Each entry holds the operation, ids, scope, actor and run (trailers), the time, the
@@ -138,7 +137,7 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
 
     from memcli.service.audit import find_id
 
-    def visible(entry: Entry) -> bool:
+    def visible(entry) -> bool:  # noqa: ANN001 - a gitlog.Entry
         scopes = entry.trailers.get("scope", "").split()
         return not scopes or any(_mine(ctx, s) for s in scopes)
 
@@ -152,7 +151,7 @@ def _mine(ctx: Ctx, scope: str) -> bool:
     return owner is None or owner == ctx.actor
 
 
-def trimmed(ctx: Ctx, repo, entry: Entry) -> Entry:  # noqa: ANN001 - githistory.History
+def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - githistory.History, gitlog.Entry in and out
     """``entry`` as the caller may see it: unchanged unless it names another user's personal scope.
 
     Then its ``Id``, ``Related`` and ``Run`` trailers keep only the caller's memories, its
@@ -163,7 +162,7 @@ def trimmed(ctx: Ctx, repo, entry: Entry) -> Entry:  # noqa: ANN001 - githistory
     outside other users' personal folders, or, when no such file is named, when the
     catalog's memory of that id is one the caller may see.
     """
-    from memcli.gitlog import summary
+    from memcli.gitlog import Entry, summary
     from memcli.store.files import others_folder
 
     trailers = entry.trailers
