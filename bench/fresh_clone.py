@@ -106,9 +106,10 @@ def wait_complete(clone: Path, total: int, limit: float = 900) -> float:
     return time.time() - began
 
 
-def runs(memcli: str, ws: Path, work: Path, count: int, load: int, limit: float) -> None:
-    """``count`` fresh clones, one start each, under ``load`` busy processes."""
-    total = None
+def runs(memcli: str, ws: Path, work: Path, count: int, load: int, limit: float) -> list[tuple[float, str]]:
+    """``count`` fresh clones, one start each, under ``load`` busy processes; each start's
+    (wall seconds, outcome)."""
+    total, out = None, []
     for i in range(1, count + 1):
         clone = fresh_clone(ws, work / f"clone-{i}")
         total = total or files_in(clone)
@@ -121,31 +122,38 @@ def runs(memcli: str, ws: Path, work: Path, count: int, load: int, limit: float)
             for w in workers:
                 w.terminate()
                 w.join()
+        out.append((wall, outcome))
         print(f"run {i}: session-start answered in {wall:.2f} s (load {os.getloadavg()[0]:.1f}): {outcome}",
               flush=True)
         rest = wait_complete(clone, total)
         print(f"        background build complete {rest:.1f} s later ({rows_in(clone)} of {total} rows)", flush=True)
         shutil.rmtree(clone, ignore_errors=True)
+    return out
 
 
-def until_complete(memcli: str, ws: Path, work: Path, gap: float, limit: float, most: int = 200) -> None:
-    """Starts every ``gap`` seconds on one fresh clone until its index is complete."""
+def until_complete(memcli: str, ws: Path, work: Path, gap: float, limit: float,
+                   most: int = 200) -> tuple[list[tuple[float, str]], bool]:
+    """Starts every ``gap`` seconds on one fresh clone until its index is complete; each
+    start's (wall seconds, outcome), and whether the index was complete at the end."""
     clone = fresh_clone(ws, work / "clone-until-complete")
     total = files_in(clone)
-    began, overran = time.time(), 0
+    began, overran, out, complete = time.time(), 0, [], False
     for i in range(1, most + 1):
         wall, outcome = start(memcli, clone, limit)
+        out.append((wall, outcome))
         overran += not outcome.startswith("ok")
         rows = rows_in(clone)
         print(f"start {i} at +{time.time() - began:.0f} s: {wall:.2f} s, {rows} of {total} rows indexed "
               f"(load {os.getloadavg()[0]:.1f}): {outcome}", flush=True)
         if rows >= total:
+            complete = True
             print(f"index complete after {i} session starts ({time.time() - began:.0f} s); "
                   f"{overran} of {i} starts overran {limit:g} s")
             break
         time.sleep(gap)
     wait_complete(clone, total)
     shutil.rmtree(clone, ignore_errors=True)
+    return out, complete
 
 
 def main(argv: list[str] | None = None) -> int:

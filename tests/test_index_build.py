@@ -104,7 +104,8 @@ def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_
     result = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
     assert result.code == 0, result
     assert json.loads(result.out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert "the search index is still being built" in result.err and "finishing in the background" in result.err
+    # the deadline came during the file walk, or during the reading of the files
+    assert "search index" in result.err and "finishing in the background" in result.err, result
     log = ws / ".cache" / "index-build.log"
     for _ in range(1200):  # hang guard: 120 s
         if f"{total} memories" in (log.read_text(encoding="utf-8") if log.exists() else ""):
@@ -114,7 +115,7 @@ def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_
     status = run("--json", "index", "status").json()["data"]
     assert status["complete"] and status["memories"] == total and status["last_sync"]["added"] == 0
     again = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
-    assert again.code == 0 and "still being built" not in again.err, again
+    assert again.code == 0 and "finishing in the background" not in again.err, again
     assert_equals_rebuild(ws, tmp_path, run)
 
 

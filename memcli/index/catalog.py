@@ -250,8 +250,12 @@ def _explain(report, files: MemoryFiles, cache: Path, warnings: list[str], backg
 
             started = spawn_build(files.root, cache)
         rest = "finishing in the background" if started else "the next command goes on with it"
-        warnings.append(f"the search index is still being built: {report.pending} of {report.files} files "
-                        f"not indexed yet ({rest}); this answer may miss memories")
+        if report.pending < 0:
+            warnings.append(f"the search index was not checked against the files in time ({rest}); "
+                            "this answer may miss the newest changes")
+        else:
+            warnings.append(f"the search index is still being built: {report.pending} of {report.files} files "
+                            f"not indexed yet ({rest}); this answer may miss memories")
 
 
 def remove_index(path: Path) -> None:

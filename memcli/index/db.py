@@ -98,7 +98,8 @@ class SyncReport:
     """What one sync did: counts of files added, updated, removed, moved, and touched-only.
 
     ``pending`` is the number of changed files left for a later sync (the deadline came
-    first); ``busy`` is True when another process held the build lock past the wait, so
+    first; -1: it came before the walk of the files ended, so what changed is not known);
+    ``busy`` is True when another process held the build lock past the wait, so
     nothing was read and the index was served as it was.
     """
 
@@ -131,8 +132,9 @@ def file_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
-    """Every memory file as ``absolute path -> (changed_ns, size)``; hidden entries skipped.
+def walk(files: MemoryFiles, deadline: float | None = None) -> dict[str, tuple[int, int]] | None:
+    """Every memory file as ``absolute path -> (changed_ns, size)``; hidden entries skipped;
+    None when ``deadline`` (a ``time.monotonic()`` instant) passed before the walk ended.
 
     ``changed_ns`` is the inode change time (ctime), not the modification time: ``touch -r``,
     ``cp -p`` or ``rsync -t`` can set a file's mtime back, never its ctime. A symbolic link
@@ -143,6 +145,8 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
     out: dict[str, tuple[int, int]] = {}
     stack = [str(files.base)]
     while stack:
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
         folder = stack.pop()
         try:
             with os.scandir(folder) as entries:
@@ -161,6 +165,30 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
         except OSError:
             continue
     return out
+
+
+def build_running(path: Path) -> bool:
+    """Whether another process holds the build lock at ``path`` (a non-blocking ``flock``
+    probe, the lock ``filelock`` takes on Unix; False where it cannot be told)."""
+    try:
+        import fcntl
+    except ImportError:  # not Unix: let filelock decide
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _dated_by_mtime(known: tuple) -> bool:
@@ -259,27 +287,49 @@ class IndexDB:
             raise IndexUnavailable(f"sync failed: {err}") from None
 
     def _sync(self, progress: Callable[[int, int], None] | None, deadline: float | None, wait: float) -> SyncReport:
-        absolute = walk(self.files)
-        report = SyncReport(files=len(absolute))
-        if self._snapshot() == absolute:
+        lock_path = self.path.with_name(BUILD_LOCK)
+        lock = None
+        if build_running(lock_path):  # wait for it before walking: a walk of 100,000 files takes seconds
+            lock = self._build_lock(lock_path, wait)
+            if lock is None:
+                return SyncReport(busy=True)
+        try:
+            absolute = walk(self.files, deadline)
+            if absolute is None:  # a hook's deadline came first (a huge tree, a loaded machine)
+                return SyncReport(pending=-1)
+            report = SyncReport(files=len(absolute))
+            if self._snapshot() == absolute:
+                return report
+            if lock is None:
+                lock = self._build_lock(lock_path, wait)
+                if lock is None:
+                    report.busy = True
+                    return report
+                if self._snapshot() == absolute:  # another process synced while this one waited
+                    return report
+            self._sync_locked(absolute, report, progress, deadline)
             return report
+        finally:
+            if lock is not None:
+                lock.release()
+
+    @staticmethod
+    def _build_lock(path: Path, wait: float):  # noqa: ANN205 - a held filelock.FileLock, or None
+        """The build lock, held, or None when another process kept it for ``wait`` seconds.
+
+        Raises:
+            IndexUnavailable: the lock file cannot be opened (a read-only cache folder).
+        """
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(self.path.with_name(BUILD_LOCK)), timeout=wait)
+        lock = FileLock(str(path), timeout=wait)
         try:
             lock.acquire()
         except Timeout:
-            report.busy = True
-            return report
+            return None
         except OSError as err:
             raise IndexUnavailable(f"cannot take the index build lock: {err.strerror}") from None
-        try:
-            if self._snapshot() == absolute:  # another process synced while this one waited
-                return report
-            self._sync_locked(absolute, report, progress, deadline)
-        finally:
-            lock.release()
-        return report
+        return lock
 
     def _sync_locked(self, absolute: dict[str, tuple[int, int]], report: SyncReport,
                      progress: Callable[[int, int], None] | None, deadline: float | None) -> None:
