@@ -274,7 +274,7 @@ def table(rows: list[Row], markdown: bool) -> str:
     for r in rows:
         ok = r.memcli is not None and not r.memcli.failures
         ratio = f"{r.memcli.median / r.rg.median:.1f}×" if ok and r.rg and not r.rg.failures else "—"
-        body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli), f"{r.memcli.peak_mb:.0f}" if ok else "—",
+        body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli), f"{r.memcli.peak_mb:.0f}" if ok and r.memcli.peak_mb else "—",
                      rg_cell(r.rg), ratio, r.target, r.met])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -359,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"size {size:,}: {args.repeat} runs + 1 warm-up per command", flush=True)
         rows += bench_size(ws, size, memcli, args.repeat, has_index)
     print("\n" + table(rows, markdown=False))
+    for row in rows:
+        if row.size >= 100_000 and row.operation.startswith("recall") and row.memcli and not row.memcli.failures:
+            peak = row.memcli.peak_mb
+            print(f"peak memory of `{row.operation}` at {row.size:,}: {peak:.0f} MB "
+                  f"(target < 50 MB: {'yes' if peak < 50 else 'NO'})")
     for row in rows:
         for name, stats in (("memcli", row.memcli), ("rg", row.rg)):
             if stats is not None and stats.failures:

@@ -125,7 +125,8 @@ class Ctx:
 
         Opened once per command; ``refresh`` syncs again (writers call it under the lock).
         ``wait``: seconds to wait for another process's index build (default
-        ``memcli.index.db.LOCK_WAIT``); the sync stops at ``deadline`` when one is set.
+        ``memcli.index.db.LOCK_WAIT``); the sync stops at ``deadline`` when one is set,
+        except for a writer's ``refresh``: the write gates need every file.
         Unreadable files the caller may hear about become warnings, once per command;
         read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
         personal folder is neither counted nor named).
@@ -136,7 +137,7 @@ class Ctx:
         if self._catalog is None or refresh:
             try:
                 self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
-                                             deadline=self.deadline, wait=wait)
+                                             deadline=None if refresh else self.deadline, wait=wait)
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())

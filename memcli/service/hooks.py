@@ -82,7 +82,8 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     ctx = None
     try:
         ctx = _open(workspace, actor, payload.cwd)
-        ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
+        if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
+            ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
         context = _dispatch(ctx, event, payload, run)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
