@@ -8,35 +8,19 @@ from typing import Annotated
 import typer
 
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.hot import index_summary as _summary
 from memcli.cli.output import emit, is_terminal
 
 index_app = typer.Typer(help="The derived search index (a cache: deleting it loses nothing).", no_args_is_help=True)
 app.add_typer(index_app, name="index")
 
 
-def _summary(data: dict) -> str:
-    if data["backend"] == "background":
-        return (f"index build started in the background (log: {data['log']})" if data["started"]
-                else "memcli: could not start the background index build")
-    if data["backend"] != "fts5":
-        return f"index unavailable: serving {data['memories']} memories from the files"
-    sync = data["last_sync"]
-    state = ("" if data["complete"] else "; another memcli process is building it" if sync["busy"]
-             else f"; {sync['pending']} files not indexed yet")
-    return (f"index {data['path']}: {data['memories']} memories, {data['problems']} unreadable files, "
-            f"{data['bytes'] / 1e6:.1f} MB; this sync: {sync['added']} added, {sync['updated']} updated, "
-            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files{state}")
-
-
 @index_app.command("status")
 def status(json_: JsonOpt = False) -> None:
     """Show the index: memories, unreadable files, freshness, size."""
-    from memcli.service.read import index_status
+    from memcli.cli.hot import index_status
 
-    context = ctx()
-    data = index_status(context)
-    flush_warnings(context)
-    emit(data, _summary(data))
+    index_status()
 
 
 @index_app.command("build")
