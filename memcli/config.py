@@ -68,6 +68,10 @@ extract = false
 # Let the pre-compact hook run `memcli compact --transcript` on the session transcript:
 # one rule-based summary memory in session:<id> before the agent's own compaction.
 summarize = false
+# Seconds within which a hook (and `memcli context`) answers. With a missing or stale
+# index it serves what is indexed by three quarters of this time and leaves the rest of
+# the build to one background process. Keep it well under the installed timeouts (5 s).
+deadline = 2.0
 
 [sync]
 # Let the session-start (before the context is made) and session-end hooks run
@@ -95,6 +99,7 @@ class Config:
     context_budget: int = 8000
     hook_extract: bool = False
     hook_summarize: bool = False
+    hook_deadline: float = 2.0
     sync_session_start: bool = False
     sync_session_end: bool = False
     sync_deadline: float = 3.0
@@ -134,6 +139,7 @@ _KEYS = {
     ("context", "budget"): ("context_budget", int),
     ("hooks", "extract"): ("hook_extract", bool),
     ("hooks", "summarize"): ("hook_summarize", bool),
+    ("hooks", "deadline"): ("hook_deadline", (int, float)),
     ("sync", "session_start"): ("sync_session_start", bool),
     ("sync", "session_end"): ("sync_session_end", bool),
     ("sync", "deadline"): ("sync_deadline", (int, float)),
@@ -166,6 +172,9 @@ def load_config(path: Path) -> Config:
         raise WorkspaceInvalid(f"{path}: [gates] near_duplicate must be from 0 to 100 (a rapidfuzz ratio)")
     if config.context_budget < 200 or config.lock_timeout < 0:
         raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 and [git] lock_timeout not negative")
+    if isinstance(config.hook_deadline, bool) or not 0.1 <= config.hook_deadline <= 60:
+        raise WorkspaceInvalid(f"{path}: [hooks] deadline must be from 0.1 to 60 seconds",
+                               hint="the default is 2.0; keep it well under the hooks' installed timeouts")
     if config.on_conflict not in ("supersede", "fail"):
         raise WorkspaceInvalid(f"{path}: [gates] on_conflict must be \"supersede\" or \"fail\"")
     if not 50 <= config.compact_near_duplicate <= 100:  # below half alike, unrelated texts would merge

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed, WorkspaceNotFound
 from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import readable_scopes
@@ -21,6 +20,8 @@ from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import now as clock_now
 
 MIN_PREFIX = 4
+#: Share of ``[hooks] deadline`` the index sync of a hook may take; the answer needs the rest.
+SYNC_SHARE = 0.75
 #: Unreadable files named on stderr by one command, at most; `memcli doctor` lists all.
 MAX_PROBLEM_WARNINGS = 5
 
@@ -48,6 +49,22 @@ def check_ref(value: str) -> str:
             hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
 
 
+def process_started() -> float:
+    """When this process started, as a ``time.monotonic()`` instant (Linux: from
+    ``/proc/self/stat`` field 22, in clock ticks since boot, against ``CLOCK_BOOTTIME``;
+    elsewhere, or if that cannot be read: now)."""
+    import time
+
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0 <= age < 3600 else now
+
+
 def default_actor(root: Path | None = None) -> str:
     """The caller's name: ``$MEMCLI_ACTOR``, else git's ``user.email``, else ``user.name``
     (as git would read them in the workspace ``root``: repository, global and
@@ -73,6 +90,8 @@ def default_actor(root: Path | None = None) -> str:
 def _git_identity(root: Path) -> str | None:
     import re
     import subprocess
+
+    from memcli import gitlog
 
     gitlog.seal_environment()
     for key in ("user.email", "user.name"):
@@ -102,6 +121,9 @@ class Ctx:
     actor: str
     now: datetime
     warnings: list[str] = field(default_factory=list)
+    #: A ``time.monotonic()`` instant for the index sync (hooks, ``context``): what it does
+    #: not reach by then is left to one background build (``memcli.index.build``).
+    deadline: float | None = None
     _catalog: object | None = None
     _warned: bool = False
 
@@ -135,11 +157,15 @@ class Ctx:
                 from None
         return cls(ws=ws, actor=name, now=now, warnings=notes)
 
-    def catalog(self, refresh: bool = False, progress=None):  # noqa: ANN001, ANN201 - memcli.index.catalog.Catalog
-        """The memories of the workspace: the synced index, or a scan when the index is unusable.
+    def catalog(self, refresh: bool = False, progress=None, wait: float | None = None):  # noqa: ANN001, ANN201
+        """The memories of the workspace (a ``memcli.index.catalog.Catalog``): the synced index,
+        or a scan when the index is unusable.
 
         Opened once per command; ``refresh`` syncs again (writers call it under the lock), after
         completing or rolling back a write a kill interrupted (``service.journal``).
+        ``wait``: seconds to wait for another process's index build (default
+        ``memcli.index.db.LOCK_WAIT``); the sync stops at ``deadline`` when one is set,
+        except for a writer's ``refresh``: the write gates need every file.
         Unreadable files the caller may hear about become warnings, once per command;
         read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
         personal folder is neither counted nor named).
@@ -160,7 +186,8 @@ class Ctx:
                 self.warnings.append(done)
         if self._catalog is None or refresh:
             try:
-                self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress)
+                self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
+                                             deadline=None if refresh else self.deadline, wait=wait)
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
@@ -173,6 +200,13 @@ class Ctx:
                     self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
                                          "list them with `memcli doctor`")
         return self._catalog
+
+    def bound(self, started: float | None = None) -> None:
+        """Give this command's index sync a deadline (hooks, ``context``): ``SYNC_SHARE`` of
+        ``[hooks] deadline`` seconds after ``started`` (a ``time.monotonic()`` instant; default:
+        when this process started, interpreter start-up included), so the answer comes within
+        the deadline; the files not reached go to a background build."""
+        self.deadline = (started or process_started()) + self.ws.config.hook_deadline * SYNC_SHARE
 
     def load(self, memory: Memory) -> Loaded:
         """Read a memory's file fresh from disk (for a rewrite).
@@ -221,8 +255,10 @@ class Ctx:
                               hint="give more characters of the id")
         return self.load(items[0])
 
-    def git(self) -> gitlog.GitRepo:
+    def git(self):  # noqa: ANN201 - memcli.gitlog.GitRepo, imported lazily (not on the read path)
         """The repository holding the workspace."""
+        from memcli import gitlog
+
         return gitlog.GitRepo(self.ws.root)
 
     def history(self):  # noqa: ANN201 - memcli.githistory.History, imported lazily

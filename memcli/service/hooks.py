@@ -65,7 +65,7 @@ def _seen(ctx, session_id: str) -> set[str]:  # noqa: ANN001
         return set()
     try:
         return set(json.loads(_session_file(ctx, session_id).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, MemcliError):  # MemcliError: no usable cache folder
         return set()
 
 
@@ -76,7 +76,7 @@ def _remember_seen(ctx, session_id: str, ids: set[str]) -> None:  # noqa: ANN001
 
     try:
         atomic_write(_session_file(ctx, session_id), json.dumps(sorted(ids)).encode())
-    except OSError:
+    except (OSError, MemcliError):  # MemcliError: no usable cache folder (a link, say)
         pass
 
 
@@ -101,6 +101,8 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     ctx = None
     try:
         ctx = _open(workspace, actor, payload.cwd)
+        if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
+            ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
         context = _dispatch(ctx, event, payload, run)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
