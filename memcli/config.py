@@ -68,6 +68,9 @@ extract = false
 # Let the pre-compact hook run `memcli compact --transcript` on the session transcript:
 # one rule-based summary memory in session:<id> before the agent's own compaction.
 summarize = false
+# The relevance floor (0-1) of the memories a prompt adds (user-prompt-submit): the share
+# of the prompt's content words, weighted by rarity (BM25 IDF), that a memory must match.
+prompt_floor = 0.35
 """
 
 
@@ -86,6 +89,7 @@ class Config:
     context_budget: int = 8000
     hook_extract: bool = False
     hook_summarize: bool = False
+    prompt_floor: float = 0.35
     compact_retention: str = "90d"
     compact_near_duplicate: int = 95
     ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
@@ -122,6 +126,7 @@ _KEYS = {
     ("context", "budget"): ("context_budget", int),
     ("hooks", "extract"): ("hook_extract", bool),
     ("hooks", "summarize"): ("hook_summarize", bool),
+    ("hooks", "prompt_floor"): ("prompt_floor", (int, float)),
     ("compact", "retention"): ("compact_retention", str),
     ("compact", "near_duplicate"): ("compact_near_duplicate", int),
 }
@@ -151,6 +156,9 @@ def load_config(path: Path) -> Config:
         raise WorkspaceInvalid(f"{path}: [gates] near_duplicate must be from 0 to 100 (a rapidfuzz ratio)")
     if config.context_budget < 200 or config.lock_timeout < 0:
         raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 and [git] lock_timeout not negative")
+    if not 0 <= config.prompt_floor <= 1:
+        raise WorkspaceInvalid(f"{path}: [hooks] prompt_floor must be from 0 to 1 (a share of the prompt's words)",
+                               hint="the default is 0.35")
     if config.on_conflict not in ("supersede", "fail"):
         raise WorkspaceInvalid(f"{path}: [gates] on_conflict must be \"supersede\" or \"fail\"")
     if not 50 <= config.compact_near_duplicate <= 100:  # below half alike, unrelated texts would merge

@@ -30,11 +30,20 @@ from datetime import datetime
 
 from memcli.index import Hit, Query, paths_match
 from memcli.index.db import IndexDB
-from memcli.index.tokenize import match_expression, normalise, phrase, plain_token, quote_term, words
+from memcli.index.query import Word, analyse, content
+from memcli.index.tokenize import match_expression, normalise, quote_term, stem
 from memcli.model import Memory, from_dict
 
-TIERS = ("exact", "partial", "fuzzy", "substring")
+TIERS = ("exact", "fuzzy", "partial", "substring")
 FUZZY_CUTOFF = 75
+#: In a hit's ``coverage``: the weight of a query word no memory holds, as a share of the
+#: mean weight of the query's words that some memory holds (see ``FtsRetriever._coverage``).
+UNKNOWN_WEIGHT = 1.0
+#: The least weight (IDF) of a word in ``coverage``: in a workspace of a few memories, a word
+#: most of them hold would otherwise weigh almost nothing. ln 2: a word half of them hold.
+MIN_IDF = 0.6931
+#: In a hit's ``coverage``: the share of a word's weight that a typo-corrected match earns.
+TYPO_WEIGHT = 0.8
 HALF_LIFE_DAYS = 90.0
 #: BM25 relevance, positive (FTS5's bm25 is negative, better is lower). It may be tiny for
 #: a word most memories share (FTS5 floors such an IDF at 1e-6), but it stays a common
@@ -97,6 +106,8 @@ class FtsRetriever:
         self.index = index
         self.db = index.db
         self.db.create_function("memcli_paths_match", 2, _sql_paths_match, deterministic=True)
+        self._docs: dict[str, tuple[list[str], str]] = {}
+        self._vocab: dict[str, bool] = {}
 
     def search(self, query: Query) -> list[Hit]:
         """Search by ``query.mode``; see the module docstring for tiers and scores.
@@ -110,7 +121,7 @@ class FtsRetriever:
         if not query.text.strip():
             return self._all(query)
         if query.mode == "fuzzy":
-            return self._fuzzy(query, words(query.text), [], "fuzzy")
+            return self._fuzzy(query)
         return self._ranked(query)
 
     # --- tiers -------------------------------------------------------------------------
@@ -118,55 +129,118 @@ class FtsRetriever:
     def _run(self, query: Query, expression: str, tier: str, exclude: set[str], limit: int) -> list[Hit]:
         where, params = _filters(query)
         params.update(match=expression, limit=limit + len(exclude))
-        sql = (f"SELECT d.record, {_SCORE} AS score, {_RELEVANCE} AS rel, d.importance"
-               f" FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
+        sql = (f"SELECT d.record, {_SCORE} AS score, {_RELEVANCE} AS rel, fts.body, fts.subject, fts.tags,"
+               f" d.search_text FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
                " ORDER BY score DESC, d.id LIMIT :limit")
         hits = []
-        for record, score, relevance, _ in self.db.execute(sql, params):
+        for record, score, relevance, body, subject, tags, text in self.db.execute(sql, params):
             memory = _memory(record)
             if memory.id not in exclude:
                 hits.append(Hit(memory, score, tier, {"bm25": relevance, "tier": TIERS.index(tier)}))
+                self._docs[memory.id] = (f"{body} | {subject} | {tags}".split(), text or "")
         return hits[:limit]
 
+    def _known(self, term: str) -> bool:
+        """Whether the index holds ``term`` (a token), in any memory (cached per retriever)."""
+        found = self._vocab.get(term)
+        if found is None:
+            found = self._vocab[term] = self.db.execute(
+                "SELECT 1 FROM vocab WHERE term = ? LIMIT 1", (term,)).fetchone() is not None
+        return found
+
     def _ranked(self, query: Query) -> list[Hit]:
-        groups = [[p] for p in (phrase(w) for w in words(query.text)) if p]
-        hits: list[Hit] = []
-        if groups:
-            hits = self._run(query, match_expression(groups, "AND"), "exact", set(), query.limit)
-            if len(hits) < query.limit and len(groups) > 1:
-                hits += self._run(query, match_expression(groups, "OR"), "partial", {h.memory.id for h in hits},
-                                  query.limit - len(hits))
-        if len(hits) < query.limit:
-            hits += self._fuzzy(query, words(query.text), hits, "fuzzy")
+        words, only_stop = content(analyse(query.text, self._known))
+        if not words:
+            return self._substring(query)
+        phrases = [[quote_term(" ".join(w.tokens))] for w in words]
+        exact = self._run(query, match_expression(phrases, "AND"), "exact", set(), query.limit)
+        if only_stop:  # stop words alone: their literal text, never a looser match
+            return _explain(exact or self._substring(query), query.now)
+        slips = {h.memory.id for h in exact if _stemmed_typo(self._docs[h.memory.id][1], words)}
+        hits = [h for h in exact if h.memory.id not in slips]
+        groups = [p + self._corrections(w) for p, w in zip(phrases, words)]
+        if len(hits) < query.limit and (slips or groups != phrases):
+            hits += self._run(query, match_expression(groups, "AND"), "fuzzy", {h.memory.id for h in hits},
+                              query.limit - len(hits))
+        if len(hits) < query.limit and len(words) > 1:
+            loose = [g if len(w.tokens) == 1 and not self._known(w.tokens[0]) else g[:1] for g, w in zip(groups, words)]
+            hits += self._run(query, match_expression(loose, "OR"), "partial", {h.memory.id for h in hits},
+                              query.limit - len(hits))
+            groups = loose
         if not hits:
-            hits = self._substring(query)
+            return self._substring(query)
+        self._coverage(hits, groups)
         return _explain(hits[: query.limit], query.now)
 
-    def _fuzzy(self, query: Query, terms: list[str], found: list[Hit], tier: str) -> list[Hit]:
-        groups, corrected = [], False
-        for word in terms:
-            token = plain_token(word)
-            alternatives = [p for p in [phrase(word)] if p]
-            # Known words are corrected too: whether a word is "known" cannot depend on the
-            # vocabulary, which holds every scope and status (another user's or an archived
-            # memory would switch correction off), and a typed word may match one memory
-            # exactly while the one meant is spelled right (ranked below, as a fuzzy hit).
-            if token and len(token) >= 4:
-                from rapidfuzz import process
+    def _corrections(self, word: Word) -> list[str]:
+        """Close vocabulary terms for a typo in ``word`` (quoted), or [] (see the module docstring).
 
-                pool = [t for (t,) in self.db.execute(
-                    "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
-                    " AND term != ?", (token[0], token[0] + "\uffff", max(3, len(token) - 6), len(token) + 3, token))]
-                close = process.extract(token, pool, scorer=_typo_score, score_cutoff=FUZZY_CUTOFF, limit=5)
-                alternatives += [quote_term(term) for term, _, _ in close]
-                corrected = corrected or bool(close)
-            if alternatives:
-                groups.append(alternatives)
-        if not groups or (tier == "fuzzy" and query.mode != "fuzzy" and not corrected):
+        Known words are corrected too: whether a word is "known" cannot depend on the
+        vocabulary, which holds every scope and status (another user's or an archived memory
+        would switch correction off), and a typed word may match one memory exactly while the
+        one meant is spelled right (ranked below, as a fuzzy hit).
+        """
+        found = word.tokens
+        if word.cjk or len(found) != 1 or not found[0].isascii() or not found[0].isalpha() or len(found[0]) < 4:
             return []
-        exclude = {h.memory.id for h in found}
-        operator = "AND" if query.mode == "fuzzy" else "OR"
-        return self._run(query, match_expression(groups, operator), tier, exclude, query.limit - len(found))
+        from rapidfuzz import process
+
+        token = found[0]
+        pool = [t for (t,) in self.db.execute(
+            "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
+            " AND term != ?", (token[0], token[0] + "\uffff", max(3, len(token) - 6), len(token) + 3, token))]
+        pool = [t for t in pool if not t.startswith(token)]  # a longer word (work -> worker) is no typo fix
+        close = process.extract(token, pool, scorer=_typo_score, score_cutoff=FUZZY_CUTOFF, limit=5)
+        return [quote_term(term) for term, _, _ in close]
+
+    def _fuzzy(self, query: Query) -> list[Hit]:
+        """``--fuzzy``: every content word, each widened to its close vocabulary terms."""
+        words, _ = content(analyse(query.text, self._known))
+        groups = [[quote_term(" ".join(w.tokens))] + self._corrections(w) for w in words]
+        if not groups:
+            return []
+        return _explain(self._run(query, match_expression(groups, "AND"), "fuzzy", set(), query.limit), query.now)
+
+    def _coverage(self, hits: list[Hit], groups: list[list[str]]) -> None:
+        """Set each hit's ``coverage``: the share of the query's weight that it matches (0-1).
+
+        A query word weighs its BM25 inverse document frequency,
+        ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` (Robertson-Sparck Jones, as Lucene's BM25
+        has it), with ``N`` memories in the index and ``n`` of them holding the word or one of
+        its corrections: a rare word counts for more than a common one. A word that no memory
+        holds weighs ``UNKNOWN_WEIGHT`` of a word held by one. A memory gets a word's whole
+        weight when it holds the word as typed (or another form of it), ``TYPO_WEIGHT`` of it
+        when it holds only a correction. Exact hits hold every word: coverage 1.
+        """
+        import math
+
+        if all(h.match == "exact" for h in hits):
+            for hit in hits:
+                hit.parts["coverage"] = 1.0
+            return
+        total = max(1, self.db.execute("SELECT count(*) FROM docs WHERE id IS NOT NULL").fetchone()[0])
+        weights: list[float | None] = []
+        for alternatives in groups:
+            held = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?",
+                                   (match_expression([alternatives], "OR"),)).fetchone()[0]
+            weights.append(max(MIN_IDF, math.log(1 + (total - held + 0.5) / (held + 0.5))) if held else None)
+        known = [w for w in weights if w is not None]
+        unknown = UNKNOWN_WEIGHT * (sum(known) / len(known) if known else 1.0)
+        weights = [unknown if w is None else w for w in weights]
+        whole = sum(weights) or 1.0
+        for hit in hits:
+            if hit.match == "exact":
+                hit.parts["coverage"] = 1.0
+                continue
+            doc = self._docs[hit.memory.id][0]
+            got = 0.0
+            for weight, alternatives in zip(weights, groups):
+                terms = [a[1:-1].replace('""', '"').split() for a in alternatives]
+                if _holds(doc, terms[0]):
+                    got += weight
+                elif any(_holds(doc, t) for t in terms[1:]):
+                    got += TYPO_WEIGHT * weight
+            hit.parts["coverage"] = round(min(1.0, got / whole), 4)
 
     def _substring(self, query: Query) -> list[Hit]:
         where, params = _filters(query)
@@ -218,6 +292,47 @@ def _typo_score(word: str, term: str, **_: object) -> float:
     if len(term) < 5 or len(word) <= len(term):
         return whole
     return max(whole, fuzz.ratio(word[: len(term) + 1], term))
+
+
+def _holds(doc: list[str], phrase: list[str]) -> bool:
+    """Whether the token list ``doc`` holds ``phrase`` as adjacent tokens."""
+    size = len(phrase)
+    return size > 0 and any(doc[i:i + size] == phrase for i in range(len(doc) - size + 1))
+
+
+def _stemmed_typo(text: str, words: list[Word]) -> bool:
+    """Whether an ``exact`` hit matched some query word only through a misspelling that
+    stems alike (``kubernets`` and ``kubernetes`` both stem to ``kubernet``).
+
+    ``text`` is the memory's normalised text. For each plain English query word the memory
+    does not hold as typed, its words of the same stem are compared with it: another form
+    (``deploy`` / ``deployments``: one is the other plus letters, or they differ by more than
+    one edit) is a real match; only a one-letter slip inside the word (Damerau-Levenshtein
+    distance 1, neither a prefix of the other) marks a typo.
+    """
+    from memcli.index.tokenize import _TOKEN
+
+    surface = None
+    for word in words:
+        typed = word.text.strip("\"'`.,;:!?()[]{}")
+        if word.cjk or len(typed) < 4 or not typed.isascii() or not typed.isalpha():
+            continue
+        if surface is None:
+            surface = set(_TOKEN.findall(text))
+        if typed in surface:
+            continue
+        root = stem(typed)
+        variants = [v for v in surface if v.isascii() and v.isalpha() and stem(v) == root]
+        if variants and all(_slip(typed, v) for v in variants):
+            return True
+    return False
+
+
+def _slip(a: str, b: str) -> bool:
+    """One letter wrong, missing, extra or swapped inside a word (not a suffix added)."""
+    from rapidfuzz.distance import OSA
+
+    return not (a.startswith(b) or b.startswith(a)) and OSA.distance(a, b) == 1
 
 
 def _memory(record: str) -> Memory:

@@ -25,7 +25,9 @@ from memcli.errors import MemcliError
 #: Characters for the block a prompt adds (the session start has the full budget).
 PROMPT_BUDGET = 2_000
 #: Memories a prompt may add at most.
-PROMPT_LIMIT = 5
+PROMPT_LIMIT = 3
+#: A prompt's memory must also match this share of the best one's coverage.
+PROMPT_MIN_SHARE = 0.75
 #: Seconds the transcript extraction of pre-compact and session-end may take.
 EXTRACT_SECONDS = 20.0
 
@@ -140,15 +142,34 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
     return ""
 
 
-def _prompt_block(ctx, prompt: str, seen: set[str]):  # noqa: ANN001, ANN202
-    """Memories relevant to the prompt that this session has not been given yet."""
+def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):  # noqa: ANN001, ANN202
+    """The few memories relevant to the prompt that this session has not been given yet.
+
+    A memory is added only when it clears the relevance floor: its ``coverage`` (the share
+    of the prompt's content words it matches, each weighted by its BM25 inverse document
+    frequency, see :meth:`memcli.index.search.FtsRetriever._coverage`) must reach ``floor``
+    (``[hooks] prompt_floor`` in ``memcli.toml``, default 0.35), and it must
+    match at least ``PROMPT_MIN_SHARE`` of the best hit's coverage. A prompt of stop words
+    only ("what do you think?") adds nothing; at most ``PROMPT_LIMIT`` memories, best first.
+
+    Args:
+        prompt: the person's prompt (the first 2,000 characters are searched).
+        seen: ids already given in this session.
+        floor: overrides the configured floor (0-1), for the evaluation in bench/eval.py.
+    """
     from memcli.agents.context import render
+    from memcli.index.query import analyse, content
     from memcli.service.read import Filters, recall
 
-    if not prompt.strip():
+    text = prompt[:2000]
+    words, only_stop = content(analyse(text))
+    if not words or only_stop:
         return render([], PROMPT_BUDGET)
-    hits = recall(ctx, prompt[:2000], Filters(limit=PROMPT_LIMIT + len(seen)))
-    fresh = [h.memory for h in hits if h.memory.id not in seen and h.match != "fuzzy"][:PROMPT_LIMIT]
+    floor = ctx.ws.config.prompt_floor if floor is None else floor
+    hits = recall(ctx, text, Filters(limit=PROMPT_LIMIT + len(seen)))
+    best = max((h.parts.get("coverage", 0.0) for h in hits), default=0.0)
+    fresh = [h.memory for h in hits if h.memory.id not in seen and h.parts.get("coverage", 0.0) >= floor
+             and h.parts.get("coverage", 0.0) >= PROMPT_MIN_SHARE * best][:PROMPT_LIMIT]
     return render(fresh, PROMPT_BUDGET)
 
 
