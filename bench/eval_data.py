@@ -1,6 +1,6 @@
 """The ranking evaluation set: memories, prompts for the prompt hook, and recall queries by kind.
 
-Written by hand to look like a real team's memory (67 memories: English, Chinese, Japanese,
+Written by hand to look like a real team's memory (71 memories: English, Chinese, Japanese,
 Korean; commands, paths, identifiers). Used by ``bench/eval.py`` and ``tests/test_ranking.py``.
 
 * ``MEMORIES``: key -> body text.
@@ -69,6 +69,10 @@ MEMORIES = {
     "websocket": "Live updates use WebSockets through the /ws endpoint behind nginx.",
     "nginx": "nginx needs `nginx -t` before every reload; a bad config takes the whole proxy down.",
     "ssl": "TLS certificates for the public site are issued by Let's Encrypt through cert-manager.",
+    "seed-fixtures": "Database fixtures are rebuilt every night from the seed files in db/seeds/.",
+    "redis-cluster": "The Redis cluster in production has three shards with one replica each.",
+    "grafana": "Grafana dashboards are served on port 3000 behind the VPN.",
+    "retry": "Retry HTTP errors with exponential backoff, at most five attempts.",
     "zh-cert": "生产环境的 TLS 证书每 60 天自动续期一次",
     "zh-auth": "用户身份验证失败，重跑gen-itgc后修复",
     "zh-deploy": "部署到预发布环境之前，必须先跑完整的回归测试",
@@ -154,10 +158,10 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
     "word forms": [("migrating the database", "migrations"), ("paginated lists", "pagination"),
                    ("rebasing", "rebase"), ("translating strings", "i18n"), ("backup", "backups"),
                    ("versioning", "api-versioning"), ("limits", "rate-limit"), ("indenting python", "pref-indent")],
-    "typos": [("pytset fixtures", "pytest-fixtures"), ("kubernets nodes", "k8s"), ("postgers port", "db-port"),
-              ("sentyr dsn", "sentry"), ("migratoins", "migrations"), ("rabbitmq borker", "worker-queue"),
-              ("grapqhl schema", "graphql"), ("tailwnd", "css"), ("celry worker", "worker-queue"),
-              ("stuctlog", "logging"), ("websockts", "websocket"), ("nightley cronjob", "cron")],
+    "typos": [("pytset fixtures", "pytest-fixtures"), ("kubernets cluster", "k8s"), ("postgers port", "db-port"),
+              ("sentyr errors", "sentry"), ("migratoins database", "migrations"), ("rabbitmq borker", "worker-queue"),
+              ("grapqhl schema", "graphql"), ("tailwnd classes", "css"), ("celry worker", "worker-queue"),
+              ("stuctlog logging", "logging"), ("websockts endpoint", "websocket"), ("nightley cleanup", "cron")],
     "CJK unsegmented": [("证书续期", "zh-cert"), ("身份", "zh-auth"), ("验证失败", "zh-auth"),
                         ("连接池连接数", "zh-db"), ("日志保留", "zh-log"), ("缓存时间", "zh-cache"),
                         ("部署回归测试", "zh-deploy"), ("告警值班", "zh-monitor"), ("合并审核", "zh-review"),

@@ -8,9 +8,11 @@ A ranked query is split into :class:`Word` objects before it is matched (SPEC.md
 * Stop words never make a match on their own: when the query has any content word, its
   stop words are left out of matching altogether; a query of stop words only (``AND``,
   ``don't``) is matched as typed, so that it still finds its literal text. The lists are
-  data files beside this module (``stopwords/en.txt``, ``zh.txt``, ``ja.txt``), each naming
-  its published source: the Snowball English list, and a selection from Stopwords ISO
+  data files beside this module (``words/stop-en.txt``, ``stop-zh.txt``, ``stop-ja.txt``),
+  each naming its published source: the Snowball English list, and a selection from Stopwords ISO
   for Chinese and Japanese. Stop words are removed from queries only, never from the index.
+* A few short forms match their long form and back (``db`` and ``database``, ``k8s`` and
+  ``kubernetes``: ``words/abbreviations.txt``), as exact matches.
 * A CJK run is split into words (SPEC.md section 5, "an unsegmented Chinese query is split
   into words"): stop words are cut out of it first (longest first; single particles such
   as 的, 了, 吗), then each remaining piece is split at every character bigram that the
@@ -32,22 +34,39 @@ from typing import Callable
 
 from memcli.index.tokenize import CJK_RUN, normalise, tokens
 
-_DATA = Path(__file__).with_name("stopwords")
+_DATA = Path(__file__).with_name("words")
 _LISTS: dict[str, frozenset[str]] = {}
 _EDGE = "\"'`.,;:!?()[]{}<>«»“”‘’…"
 
 
 def stop_words(language: str) -> frozenset[str]:
-    """The stop words of ``en``, ``zh`` or ``ja`` (normalised), read once from ``stopwords/``.
+    """The stop words of ``en``, ``zh`` or ``ja`` (normalised), read once from ``words/stop-*.txt``.
 
     Raises:
         OSError: the data file is missing (a broken installation).
     """
     found = _LISTS.get(language)
     if found is None:
-        lines = (_DATA / f"{language}.txt").read_text(encoding="utf-8").splitlines()
-        found = _LISTS[language] = frozenset(normalise(w.strip()) for w in lines if w.strip() and w[0] != "#")
+        found = _LISTS[language] = frozenset(normalise(w) for w in _lines(f"stop-{language}.txt"))
     return found
+
+
+def _lines(name: str) -> list[str]:
+    lines = (_DATA / name).read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+_ABBREVIATIONS: dict[str, list[str]] = {}
+
+
+def other_forms(word: str) -> list[str]:
+    """The other side of ``word`` in ``words/abbreviations.txt`` (``db`` -> ``database``), or []."""
+    if not _ABBREVIATIONS:
+        for line in _lines("abbreviations.txt"):
+            short, _, long = (normalise(p.strip()) for p in line.partition("="))
+            _ABBREVIATIONS.setdefault(short, []).append(long)
+            _ABBREVIATIONS.setdefault(long, []).append(short)
+    return _ABBREVIATIONS.get(word.strip(_EDGE), [])
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from datetime import datetime
 
 from memcli.index import Hit, Query, paths_match
 from memcli.index.db import IndexDB
-from memcli.index.query import Word, analyse, content
-from memcli.index.tokenize import match_expression, normalise, quote_term, stem
+from memcli.index.query import Word, analyse, content, other_forms
+from memcli.index.tokenize import match_expression, normalise, quote_term, stem, tokens
 from memcli.model import Memory, from_dict
 
 TIERS = ("exact", "fuzzy", "partial", "substring")
@@ -42,6 +42,8 @@ UNKNOWN_WEIGHT = 1.0
 #: The least weight (IDF) of a word in ``coverage``: in a workspace of a few memories, a word
 #: most of them hold would otherwise weigh almost nothing. ln 2: a word half of them hold.
 MIN_IDF = 0.6931
+#: Partial hits fetched (best BM25 first) to be ordered by coverage, however few are wanted.
+PARTIAL_POOL = 50
 #: In a hit's ``coverage``: the share of a word's weight that a typo-corrected match earns.
 TYPO_WEIGHT = 0.8
 HALF_LIFE_DAYS = 90.0
@@ -108,6 +110,7 @@ class FtsRetriever:
         self.db.create_function("memcli_paths_match", 2, _sql_paths_match, deterministic=True)
         self._docs: dict[str, tuple[list[str], str]] = {}
         self._vocab: dict[str, bool] = {}
+        self._counts: dict[str, int] = {}
 
     def search(self, query: Query) -> list[Hit]:
         """Search by ``query.mode``; see the module docstring for tiers and scores.
@@ -148,29 +151,44 @@ class FtsRetriever:
                 "SELECT 1 FROM vocab WHERE term = ? LIMIT 1", (term,)).fetchone() is not None
         return found
 
+    def _held(self, term: str) -> int:
+        """How many memories hold the token ``term`` (the vocabulary's document count; cached)."""
+        found = self._counts.get(term)
+        if found is None:
+            row = self.db.execute("SELECT doc FROM vocab WHERE term = ?", (term,)).fetchone()
+            found = self._counts[term] = row[0] if row else 0
+        return found
+
     def _ranked(self, query: Query) -> list[Hit]:
         words, only_stop = content(analyse(query.text, self._known))
         if not words:
             return self._substring(query)
-        phrases = [[quote_term(" ".join(w.tokens))] for w in words]
-        exact = self._run(query, match_expression(phrases, "AND"), "exact", set(), query.limit)
+        forms = [_forms(w) for w in words]
+        exact = self._run(query, match_expression(forms, "AND"), "exact", set(), query.limit)
         if only_stop:  # stop words alone: their literal text, never a looser match
             return _explain(exact or self._substring(query), query.now)
         slips = {h.memory.id for h in exact if _stemmed_typo(self._docs[h.memory.id][1], words)}
         hits = [h for h in exact if h.memory.id not in slips]
-        groups = [p + self._corrections(w) for p, w in zip(phrases, words)]
-        if len(hits) < query.limit and (slips or groups != phrases):
+        fixes = [self._corrections(w) for w in words]
+        groups = [f + c for f, c in zip(forms, fixes)]
+        if len(hits) < query.limit and (slips or any(fixes)):
             hits += self._run(query, match_expression(groups, "AND"), "fuzzy", {h.memory.id for h in hits},
                               query.limit - len(hits))
         if len(hits) < query.limit and len(words) > 1:
-            loose = [g if len(w.tokens) == 1 and not self._known(w.tokens[0]) else g[:1] for g, w in zip(groups, words)]
-            hits += self._run(query, match_expression(loose, "OR"), "partial", {h.memory.id for h in hits},
-                              query.limit - len(hits))
-            groups = loose
+            # corrections of a word the index holds would only widen a partial match
+            fixes = [c if len(w.tokens) == 1 and not self._known(w.tokens[0]) else [] for c, w in zip(fixes, words)]
+            groups = [f + c for f, c in zip(forms, fixes)]
+            hits += self._run(query, match_expression(groups, "OR"), "partial", {h.memory.id for h in hits},
+                              max(query.limit - len(hits), PARTIAL_POOL))
         if not hits:
             return self._substring(query)
-        self._coverage(hits, groups)
-        return _explain(hits[: query.limit], query.now)
+        self._coverage(hits, forms, fixes)
+        whole = [h for h in hits if h.match != "partial"]
+        partial = [h for h in hits if h.match == "partial"]
+        for hit in partial:  # BM25 counts a word twice when two of its forms match; coverage does not
+            hit.score *= hit.parts["coverage"]
+        partial.sort(key=lambda h: (-h.score, h.memory.id))
+        return _explain((whole + partial)[: query.limit], query.now)
 
     def _corrections(self, word: Word) -> list[str]:
         """Close vocabulary terms for a typo in ``word`` (quoted), or [] (see the module docstring).
@@ -196,18 +214,19 @@ class FtsRetriever:
     def _fuzzy(self, query: Query) -> list[Hit]:
         """``--fuzzy``: every content word, each widened to its close vocabulary terms."""
         words, _ = content(analyse(query.text, self._known))
-        groups = [[quote_term(" ".join(w.tokens))] + self._corrections(w) for w in words]
+        groups = [_forms(w) + self._corrections(w) for w in words]
         if not groups:
             return []
         return _explain(self._run(query, match_expression(groups, "AND"), "fuzzy", set(), query.limit), query.now)
 
-    def _coverage(self, hits: list[Hit], groups: list[list[str]]) -> None:
+    def _coverage(self, hits: list[Hit], forms: list[list[str]], fixes: list[list[str]]) -> None:
         """Set each hit's ``coverage``: the share of the query's weight that it matches (0-1).
 
         A query word weighs its BM25 inverse document frequency,
         ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` (Robertson-Sparck Jones, as Lucene's BM25
         has it), with ``N`` memories in the index and ``n`` of them holding the word or one of
-        its corrections: a rare word counts for more than a common one. A word that no memory
+        its corrections (from the vocabulary's document counts; for a phrase, those of its
+        rarest token): a rare word counts for more than a common one. A word that no memory
         holds weighs ``UNKNOWN_WEIGHT`` of a word held by one. A memory gets a word's whole
         weight when it holds the word as typed (or another form of it), ``TYPO_WEIGHT`` of it
         when it holds only a correction. Exact hits hold every word: coverage 1.
@@ -220,9 +239,9 @@ class FtsRetriever:
             return
         total = max(1, self.db.execute("SELECT count(*) FROM docs WHERE id IS NOT NULL").fetchone()[0])
         weights: list[float | None] = []
+        groups = [f + c for f, c in zip(forms, fixes)]
         for alternatives in groups:
-            held = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?",
-                                   (match_expression([alternatives], "OR"),)).fetchone()[0]
+            held = min(total, sum(min(self._held(t) for t in _unquote(a)) for a in alternatives))
             weights.append(max(MIN_IDF, math.log(1 + (total - held + 0.5) / (held + 0.5))) if held else None)
         known = [w for w in weights if w is not None]
         unknown = UNKNOWN_WEIGHT * (sum(known) / len(known) if known else 1.0)
@@ -234,11 +253,10 @@ class FtsRetriever:
                 continue
             doc = self._docs[hit.memory.id][0]
             got = 0.0
-            for weight, alternatives in zip(weights, groups):
-                terms = [a[1:-1].replace('""', '"').split() for a in alternatives]
-                if _holds(doc, terms[0]):
+            for weight, typed, fixed in zip(weights, forms, fixes):
+                if any(_holds(doc, _unquote(a)) for a in typed):
                     got += weight
-                elif any(_holds(doc, t) for t in terms[1:]):
+                elif any(_holds(doc, _unquote(a)) for a in fixed):
                     got += TYPO_WEIGHT * weight
             hit.parts["coverage"] = round(min(1.0, got / whole), 4)
 
@@ -292,6 +310,17 @@ def _typo_score(word: str, term: str, **_: object) -> float:
     if len(term) < 5 or len(word) <= len(term):
         return whole
     return max(whole, fuzz.ratio(word[: len(term) + 1], term))
+
+
+def _forms(word: Word) -> list[str]:
+    """A query word as quoted FTS5 phrases: as typed, and its other forms (abbreviations)."""
+    typed = [" ".join(word.tokens)] + [" ".join(tokens(f)) for f in other_forms(word.text)]
+    return [quote_term(t) for t in dict.fromkeys(typed) if t]
+
+
+def _unquote(alternative: str) -> list[str]:
+    """The tokens of one quoted alternative of :func:`_forms` or a correction."""
+    return alternative[1:-1].replace('""', '"').split()
 
 
 def _holds(doc: list[str], phrase: list[str]) -> bool:
