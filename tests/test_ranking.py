@@ -159,6 +159,10 @@ def test_stop_words_never_make_a_match_on_their_own(ws, run):
     port = remember(ws, "数据库的端口是 5433")
     remember(ws, "怎么都行，这是我的电脑")
     assert [h["id"] for h in recall(run, "怎么配置数据库的端口")] == [port]
+    # a short form matches its long form and back (words/abbreviations.txt)
+    database = remember(ws, "The database listens on port 5433.")
+    assert [h["id"] for h in recall(run, "db port")] == [database]
+    assert [h["match"] for h in recall(run, "db port")] == ["exact"]
     # a query of stop words only is matched as typed (so `AND` and `don't` still find their text)
     dont = remember(ws, "don't bump the version by hand")
     assert dont in [h["id"] for h in recall(run, "don't")]

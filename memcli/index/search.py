@@ -1,26 +1,36 @@
 """Ranked, fuzzy and regex search over the FTS5 index (SPEC.md section 5).
 
-Ranked mode finds memories in up to four tiers; a hit's ``match`` says which:
+A ranked query is first analysed (:mod:`memcli.index.query`): stop words are left out
+when the query has content words, unsegmented CJK is split into words, and each word
+becomes its quoted FTS5 phrase plus the other side of an abbreviation (``db`` /
+``database``). Memories are then found in up to four tiers; a hit's ``match`` says which:
 
-1. ``exact``: every query word matches (FTS5 ``AND`` of quoted phrases);
-2. ``partial``: some words match (``OR``), when tier 1 filled fewer than ``limit``;
-3. ``fuzzy``: when tiers 1–2 filled fewer than ``limit``, query words of four or more
-   letters are widened to close vocabulary terms (rapidfuzz ratio >= 75, same first
-   letter, length within 2) and the query is run again (``OR``) for memories not yet found;
+1. ``exact``: every word matches, as typed or in another form (FTS5 ``AND``);
+2. ``fuzzy``: every word matches, some only through a typo correction: a close
+   vocabulary term (rapidfuzz ratio >= 75, same first letter, length within 2, not a
+   longer word that starts with it), or an exact hit whose only form of a word is a
+   one-letter slip that stems alike (``kubernets`` / ``kubernetes``, see
+   :func:`_stemmed_typo`);
+3. ``partial``: some words match (``OR``; corrections only for words no memory holds);
 4. ``substring``: nothing found so far, but the normalised query occurs inside a
    memory's text (``instr``), as for a single CJK character.
 
-So a miss in the index never reads as "no memory" while a fallback would find one.
+So a typo ranks directly below the exact hits, and a miss in the index never reads as
+"no memory" while a fallback would find one.
 
 Score within a tier (higher is better), one formula, documented in the README::
 
     score = relevance * (0.8 + 0.1 * importance) * (0.8 + 0.2 * 0.5 ** (age_days / 90))
 
 where ``relevance = -bm25(fts, 1.0, 2.0, 1.5)`` (body, subject and tags weighted
-1 : 2 : 1.5; FTS5's bm25 is negative, better is lower) and ``age_days`` is the time
-since ``updatedAt``. Both factors are positive and independent of relevance, so the
-score is monotone in relevance: of two memories with equal importance and age, the
-more relevant one never ranks lower. Tiers order before scores.
+1 : 2 : 1.5; FTS5's bm25 is negative, better is lower), multiplied in the ``partial`` tier
+by the hit's ``coverage`` (the IDF-weighted share of the query's words it holds, see
+:meth:`FtsRetriever._coverage`: BM25 alone would count a word twice when two of its forms
+match), and ``age_days`` is the time since ``updatedAt``. The importance and recency
+factors are positive and independent of relevance, so the score is monotone in
+relevance: of two memories with equal importance and age, the more relevant one never
+ranks lower. Tiers order before scores. A ranked hit's ``parts`` hold its ``coverage``,
+which the prompt hook's relevance floor reads.
 """
 
 from __future__ import annotations

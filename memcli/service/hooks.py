@@ -167,10 +167,26 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
         return render([], PROMPT_BUDGET)
     floor = ctx.ws.config.prompt_floor if floor is None else floor
     hits = recall(ctx, text, Filters(limit=PROMPT_LIMIT + len(seen)))
-    best = max((h.parts.get("coverage", 0.0) for h in hits), default=0.0)
-    fresh = [h.memory for h in hits if h.memory.id not in seen and h.parts.get("coverage", 0.0) >= floor
-             and h.parts.get("coverage", 0.0) >= PROMPT_MIN_SHARE * best][:PROMPT_LIMIT]
+    shares = {h.memory.id: _share(h, words) for h in hits}
+    best = max(shares.values(), default=0.0)
+    fresh = [h.memory for h in hits if h.memory.id not in seen and shares[h.memory.id] >= floor
+             and shares[h.memory.id] >= PROMPT_MIN_SHARE * best][:PROMPT_LIMIT]
     return render(fresh, PROMPT_BUDGET)
+
+
+def _share(hit, words) -> float:  # noqa: ANN001 - a Hit and the prompt's content words
+    """A hit's coverage of the prompt: the index's IDF-weighted ``coverage``; from the file scan
+    (index unavailable), the unweighted share of content words the memory holds; 0 for a
+    substring hit."""
+    if "bm25" in hit.parts:
+        return hit.parts.get("coverage", 0.0)
+    if hit.match == "substring":
+        return 0.0
+    from memcli.index.tokenize import tokens
+
+    memory = hit.memory
+    held = set(tokens(" ".join([memory.text, memory.subject or "", *memory.tags])))
+    return sum(set(w.tokens) <= held for w in words) / len(words)
 
 
 def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
