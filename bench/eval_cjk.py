@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             cost = startup(code)
             at5, mrr = cjk_quality(ctx, None if name.startswith("vocabulary") else jieba_splitter(cutters[name]))
             size = sizes.get(name)
-            print(f"{name:<22}{'failed' if cost is None else f'{cost:.3f}':>14}"
+            shown = "failed" if cost is None else "~0 (noise)" if cost < 0.01 else f"{cost:.3f}"
+            print(f"{name:<22}{shown:>14}"
                   f"{'—' if size is None else size // 1024:>12}{at5:>10.3f}{mrr:>8.3f}")
     print("\nindex (KB): memcli indexes CJK as bigrams whichever scheme splits the query; the jieba row"
           " is the size if the index held jieba's words instead.")
