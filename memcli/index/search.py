@@ -41,7 +41,7 @@ from datetime import datetime
 from memcli.index import Hit, Query, paths_match
 from memcli.index.db import IndexDB
 from memcli.index.query import Word, analyse, content, other_forms
-from memcli.index.tokenize import match_expression, normalise, quote_term, stem, tokens
+from memcli.index.tokenize import match_expression, normalise, quote_term, stem, surface_words, tokens
 from memcli.model import Memory, from_dict
 
 TIERS = ("exact", "fuzzy", "partial", "substring")
@@ -236,8 +236,10 @@ class FtsRetriever:
         ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` (Robertson-Sparck Jones, as Lucene's BM25
         has it), with ``N`` memories in the index and ``n`` of them holding the word or one of
         its corrections (from the vocabulary's document counts; for a phrase, those of its
-        rarest token): a rare word counts for more than a common one. A word that no memory
-        holds weighs ``UNKNOWN_WEIGHT`` of a word held by one. A memory gets a word's whole
+        rarest token), and at least ``MIN_IDF``: a rare word counts for more than a common one.
+        A word that no memory holds weighs ``UNKNOWN_WEIGHT`` times the mean weight of the
+        query's other words (it tells nothing about which memory is meant, but that the
+        query asks about more than they cover). A memory gets a word's whole
         weight when it holds the word as typed (or another form of it), ``TYPO_WEIGHT`` of it
         when it holds only a correction. Exact hits hold every word: coverage 1.
         """
@@ -349,15 +351,13 @@ def _stemmed_typo(text: str, words: list[Word]) -> bool:
     one edit) is a real match; only a one-letter slip inside the word (Damerau-Levenshtein
     distance 1, neither a prefix of the other) marks a typo.
     """
-    from memcli.index.tokenize import _TOKEN
-
     surface = None
     for word in words:
         typed = word.text.strip("\"'`.,;:!?()[]{}")
         if word.cjk or len(typed) < 4 or not typed.isascii() or not typed.isalpha():
             continue
         if surface is None:
-            surface = set(_TOKEN.findall(text))
+            surface = set(surface_words(text))
         if typed in surface:
             continue
         root = stem(typed)
