@@ -176,6 +176,10 @@ def test_unsegmented_chinese_query_finds_its_words_in_any_order(ws, run):
         hits = recall(run, query)
         assert [h["id"] for h in hits][:1] == [cert], (query, hits)
     assert [h["match"] for h in recall(run, "证书续期")] == ["exact"]
+    # another memory holds 书续, which glues the query into one word: its bigrams still match apart
+    remember(ws, "图书续借在网上办理")
+    hits = recall(run, "证书续期")
+    assert hits[0]["id"] == cert and hits[0]["match"] == "partial", hits
 
 
 def test_typo_ranks_directly_below_exact_and_a_stemmed_typo_is_not_exact(ws, run):

@@ -184,9 +184,14 @@ class FtsRetriever:
         if len(hits) < query.limit and (slips or any(fixes)):
             hits += self._run(query, match_expression(groups, "AND"), "fuzzy", {h.memory.id for h in hits},
                               query.limit - len(hits))
-        if len(hits) < query.limit and len(words) > 1:
+        if len(hits) < query.limit and (len(words) > 1 or len(words[0].tokens) > 1 and words[0].cjk):
+            # a CJK word's bigrams match apart here: a bigram that some other memory holds
+            # may have glued two words of the query into one (see memcli.index.query)
+            pieces = [p for w, c in zip(words, fixes) for p in (_bigram_words(w) if w.cjk else [(w, c)])]
+            words, fixes = [p[0] for p in pieces], [p[1] for p in pieces]
             # corrections of a word the index holds would only widen a partial match
             fixes = [c if len(w.tokens) == 1 and not self._known(w.tokens[0]) else [] for c, w in zip(fixes, words)]
+            forms = [_forms(w) for w in words]
             groups = [f + c for f, c in zip(forms, fixes)]
             hits += self._run(query, match_expression(groups, "OR"), "partial", {h.memory.id for h in hits},
                               max(query.limit - len(hits), PARTIAL_POOL))
@@ -328,6 +333,11 @@ def _forms(word: Word) -> list[str]:
     """A query word as quoted FTS5 phrases: as typed, and its other forms (abbreviations)."""
     typed = [" ".join(word.tokens)] + [" ".join(tokens(f)) for f in other_forms(word.text)]
     return [quote_term(t) for t in dict.fromkeys(typed) if t]
+
+
+def _bigram_words(word: Word) -> list[tuple[Word, list[str]]]:
+    """A CJK word as one word per bigram (with no corrections), for the partial tier."""
+    return [(Word(word.text[i:i + 2], cjk=True), []) for i in range(len(word.text) - 1)] or [(word, [])]
 
 
 def _unquote(alternative: str) -> list[str]:
