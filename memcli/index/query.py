@@ -57,6 +57,7 @@ def _lines(name: str) -> list[str]:
 
 
 _ABBREVIATIONS: dict[str, list[str]] = {}
+_CJK_STOPS: tuple[frozenset[str], int] | None = None
 
 
 def other_forms(word: str) -> list[str]:
@@ -102,8 +103,11 @@ def _english_stop(part: str) -> bool:
 
 def _cjk_stop_spans(run: str) -> list[bool]:
     """Per character of ``run``: inside a stop word (longest match first, left to right)."""
-    lists = stop_words("zh") | stop_words("ja")
-    longest = max((len(w) for w in lists), default=1)
+    global _CJK_STOPS
+    if _CJK_STOPS is None:
+        both = stop_words("zh") | stop_words("ja")
+        _CJK_STOPS = (both, max((len(w) for w in both), default=1))
+    lists, longest = _CJK_STOPS
     marks = [False] * len(run)
     i = 0
     while i < len(run):
