@@ -68,6 +68,9 @@ extract = false
 # Let the pre-compact hook run `memcli compact --transcript` on the session transcript:
 # one rule-based summary memory in session:<id> before the agent's own compaction.
 summarize = false
+# The relevance floor (0-1) of the memories a prompt adds (user-prompt-submit): the share
+# of the prompt's content words, weighted by rarity (BM25 IDF), that a memory must match.
+prompt_floor = 0.35
 # Seconds within which a hook (and `memcli context`) answers. With a missing or stale
 # index it serves what is indexed by three quarters of this time and leaves the rest of
 # the build to one background process. Keep it well under the installed timeouts (5 s).
@@ -103,6 +106,7 @@ class Config:
     sync_session_start: bool = False
     sync_session_end: bool = False
     sync_deadline: float = 3.0
+    prompt_floor: float = 0.35
     compact_retention: str = "90d"
     compact_near_duplicate: int = 95
     ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
@@ -143,6 +147,7 @@ _KEYS = {
     ("sync", "session_start"): ("sync_session_start", bool),
     ("sync", "session_end"): ("sync_session_end", bool),
     ("sync", "deadline"): ("sync_deadline", (int, float)),
+    ("hooks", "prompt_floor"): ("prompt_floor", (int, float)),
     ("compact", "retention"): ("compact_retention", str),
     ("compact", "near_duplicate"): ("compact_near_duplicate", int),
 }
@@ -175,6 +180,9 @@ def load_config(path: Path) -> Config:
     if isinstance(config.hook_deadline, bool) or not 0.1 <= config.hook_deadline <= 60:
         raise WorkspaceInvalid(f"{path}: [hooks] deadline must be from 0.1 to 60 seconds",
                                hint="the default is 2.0; keep it well under the hooks' installed timeouts")
+    if not 0 <= config.prompt_floor <= 1:
+        raise WorkspaceInvalid(f"{path}: [hooks] prompt_floor must be from 0 to 1 (a share of the prompt's words)",
+                               hint="the default is 0.35")
     if config.on_conflict not in ("supersede", "fail"):
         raise WorkspaceInvalid(f"{path}: [gates] on_conflict must be \"supersede\" or \"fail\"")
     if not 50 <= config.compact_near_duplicate <= 100:  # below half alike, unrelated texts would merge

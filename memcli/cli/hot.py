@@ -59,11 +59,11 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
                 hint = " (an expired memory matches: add --include-expired to see it)"
         print(f"no memories match the query{hint}", file=sys.stderr)
     elif explain:
-        table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, by tier)",
-              ["id", "match", "score", "bm25", "importance", "recency", "text"],
+        table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, x coverage if partial; by tier)",
+              ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"],
               [[h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
-                f"{h.parts.get('importance', 0):.2f}", f"{h.parts.get('recency', 0):.3f}",
-                one_line(h.memory.text, 60)] for h in hits])
+                f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
+                f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)] for h in hits])
     else:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])
