@@ -41,6 +41,7 @@ class WriteOptions:
     source: str | None = None  # provenance: the file it was taken from (``import``)
     line: int | None = None  # provenance: its 1-based line in that file
     sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
+    actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
 
 
 @dataclass
@@ -252,7 +253,7 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         status="active", importance=importance,
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
-        provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
+        provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id, at=ctx.now,
                               idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
                               sha256=opts.sha256),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
