@@ -34,3 +34,18 @@ def test_library_never_imports_typer_or_rich_at_top_level():
             if line.startswith(("import typer", "import rich", "from typer", "from rich")):
                 offenders.append(str(path))
     assert offenders == []
+
+
+#: The MCP SDK and what it pulls in: loaded by `memcli mcp` alone.
+MCP_STACK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette", "anyio", "httpx", "tomlkit")
+
+
+def test_only_the_mcp_server_imports_the_mcp_sdk(tmp_path):
+    workspace = tmp_path / "ws"
+    subprocess.run([sys.executable, "-m", "memcli", "init", str(workspace)], capture_output=True, check=True)
+    for args in (["--help"], ["-w", str(workspace), "recall", "x"], ["-w", str(workspace), "context"],
+                 ["-w", str(workspace), "hook", "claude", "session-start"], ["-w", str(workspace), "list"],
+                 ["mcp", "--help"]):
+        modules = loaded_modules(*args)
+        leaked = sorted(m for m in modules if m.split(".")[0] in MCP_STACK)
+        assert leaked == [], args
