@@ -294,3 +294,23 @@ def test_without_a_workspace_every_tool_says_so_and_the_server_keeps_serving(tmp
         assert (await client.list_resources()).resources == []
 
     drive(empty, steps)
+
+
+def test_agent_names_from_clients_are_plain_and_never_secrets() -> None:
+    from memcli.mcp.tools import agent_name
+
+    assert agent_name("Claude Code") == "claude-code"
+    assert agent_name("gemini-cli-mcp-client") == "gemini-cli-mcp-client"
+    assert agent_name("../../etc/passwd") == "etc-passwd"
+    assert agent_name("x" * 100) == "x" * 40
+    assert agent_name(GITHUB_TOKEN) is None and agent_name(f"client {GITHUB_TOKEN}") is None
+    assert agent_name("") is None and agent_name("---") is None and agent_name(None) is None
+
+
+def test_bad_start_options_are_one_line_errors(ws: Path) -> None:
+    for args, code, words in ((["--agent", "!!!"], 5, "invalid agent name"),
+                              (["--scope", "no such scope!"], 5, "scope"),
+                              (["--transport", "carrier-pigeon"], 2, "unknown --transport")):
+        result = run_memcli("-w", str(ws), "mcp", *args, input="")
+        assert result.code == code and words in result.err and result.err.count("\n") == 1, (args, result)
+        assert result.out == ""
