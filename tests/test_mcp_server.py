@@ -153,6 +153,8 @@ def test_a_secret_is_a_tool_error_never_echoed_and_nothing_is_written(ws: Path) 
         for tool in ("show", "history", "forget"):
             bad = await client.call_tool(tool, {"memory_id": GITHUB_TOKEN})
             assert bad.is_error and GITHUB_TOKEN.lower() not in text_of(bad).lower(), tool
+        named = await client.call_tool(GITHUB_TOKEN, {})
+        assert named.is_error and GITHUB_TOKEN not in text_of(named)
         tagged = await client.call_tool("remember", {"text": "a fine text", "tags": [GITHUB_TOKEN]})
         assert tagged.is_error and GITHUB_TOKEN not in text_of(tagged)
         assert (await client.call_tool("recall", {"query": "token"})).structured_content["hits"] == []

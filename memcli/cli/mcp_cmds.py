@@ -57,12 +57,13 @@ def _install(agent: str, user: bool, remove: bool, scope=None, as_agent=None, re
     from memcli.mcp import install as service
     from memcli.mcp.tools import Settings
 
-    service.config_path(agent, user, service.project_folder())  # an unknown agent fails before anything else
+    project = service.project_folder()
+    service.config_path(agent, user, project)  # an unknown agent fails before anything else
     if not remove:
         Settings.start(GLOBALS.workspace, GLOBALS.actor, scope, as_agent, read_only)  # refuse bad options now
     workspace = GLOBALS.workspace or os.environ.get("MEMCLI_WORKSPACE")
     args = service.server_args(workspace, GLOBALS.actor, scope or [], as_agent, read_only)
-    result = service.install(agent, user, service.project_folder(), args, remove=remove)
+    result = service.install(agent, user, project, args, remove=remove)
     for note in result["notes"]:
         warn(note)
     verb = "removed from" if remove else "registered in"

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Resource as MCPResource
 from pydantic import Field, ValidationError
@@ -184,17 +184,19 @@ class MemcliServer(MCPServer):
         """
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a bug: the SDK logs it and answers "Error executing tool NAME", nothing more
         except ToolError as exc:
             cause = exc.__cause__
-            if not isinstance(cause, ValidationError):
-                raise
-            parts = []
-            for problem in cause.errors(include_url=False, include_input=False):
-                where = ".".join(str(p) for p in problem["loc"]) or "arguments"
-                parts.append(f"{where}: {problem['msg']}")
-            line = f"invalid arguments for {name}: {'; '.join(parts)}"
-            line += "; see the tool's input schema (tools/list)"
-            raise ToolError(_safe(line, list((arguments or {}).values()))) from None
+            if isinstance(cause, ValidationError):
+                parts = []
+                for problem in cause.errors(include_url=False, include_input=False):
+                    where = ".".join(str(p) for p in problem["loc"]) or "arguments"
+                    parts.append(f"{where}: {problem['msg']}")
+                line = f"invalid arguments for {name}: {'; '.join(parts)}; see the tool's input schema (tools/list)"
+            else:
+                line = str(exc)  # an unknown tool: "Unknown tool: NAME"
+            raise ToolError(_safe(line, [name, *(arguments or {}).values()])) from None
 
     async def list_resources(self) -> list[MCPResource]:
         """Every memory the server may read, as ``memcli://memory/{id}``; none when there is no workspace."""
