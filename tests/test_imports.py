@@ -51,3 +51,18 @@ def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, 
         assert "memcli.index.catalog" in modules, args
         leaked = sorted(m for m in modules if m.split(".")[0] in NOT_HOT or m.startswith(NOT_HOT))
         assert leaked == [], args
+
+
+#: The MCP SDK and what it pulls in: loaded by `memcli mcp` alone.
+MCP_STACK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette", "anyio", "httpx", "tomlkit")
+
+
+def test_only_the_mcp_server_imports_the_mcp_sdk(tmp_path):
+    workspace = tmp_path / "ws"
+    subprocess.run([sys.executable, "-m", "memcli", "init", str(workspace)], capture_output=True, check=True)
+    for args in (["--help"], ["-w", str(workspace), "recall", "x"], ["-w", str(workspace), "context"],
+                 ["-w", str(workspace), "hook", "claude", "session-start"], ["-w", str(workspace), "list"],
+                 ["mcp", "--help"]):
+        modules = loaded_modules(*args)
+        leaked = sorted(m for m in modules if m.split(".")[0] in MCP_STACK)
+        assert leaked == [], args

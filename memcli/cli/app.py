@@ -58,4 +58,4 @@ def _options(
     GLOBALS.actor = actor
 
 
-from memcli.cli import write_cmds, read_cmds, audit_cmds, history_cmds, compact_cmds, index_cmds, stats_cmds, rules_cmds, agent_cmds, hook_cmds, team_cmds  # noqa: E402,F401,I001 - registers the commands, in help order
+from memcli.cli import write_cmds, read_cmds, audit_cmds, history_cmds, compact_cmds, index_cmds, stats_cmds, rules_cmds, agent_cmds, hook_cmds, team_cmds, mcp_cmds  # noqa: E402,F401,I001 - registers the commands, in help order

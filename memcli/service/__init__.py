@@ -91,13 +91,15 @@ def _git_identity(root: Path) -> str | None:
     import re
     import subprocess
 
-    from memcli import gitlog
-
-    gitlog.seal_environment()
+    # the repository-local variables of an enclosing git hook must not point git elsewhere
+    # (the rest of gitlog.LOCAL_ENV_VARS does not change what `git config` reads); the git
+    # layer itself is not imported on the hot path
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR",
+                                                           "GIT_CONFIG", "GIT_PREFIX")}
     for key in ("user.email", "user.name"):
         try:
             proc = subprocess.run(["git", "config", "--get", key], cwd=root, capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL, timeout=5)
+                                  stdin=subprocess.DEVNULL, timeout=5, env=env)
         except (OSError, subprocess.SubprocessError):
             return None
         value = re.sub(r"[^A-Za-z0-9._@-]+", "-", proc.stdout.strip()).strip("-.")

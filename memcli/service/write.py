@@ -42,6 +42,7 @@ class WriteOptions:
     line: int | None = None  # provenance: its 1-based line in that file
     sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
     allow_secret: list[str] = field(default_factory=list)  # secret kinds a person let through (CLI only)
+    actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
 
 
 @dataclass
@@ -298,7 +299,7 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         status="active", importance=importance,
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
-        provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
+        provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id, at=ctx.now,
                               idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
                               sha256=opts.sha256, allow_secret=_allowed_kinds(opts)),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
