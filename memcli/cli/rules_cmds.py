@@ -43,7 +43,7 @@ def export(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE, not stdout.")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Export your memories as CLAUDE.md or AGENTS.md bullets by category, or as JSON Lines for import."""
+    """Export your memories as CLAUDE.md/AGENTS.md bullets by category, or as JSON Lines for import."""
     from memcli.errors import UsageProblem
     from memcli.service.rules import export_rules
     from memcli.store.files import atomic_write
