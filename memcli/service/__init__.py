@@ -165,9 +165,10 @@ class Ctx:
                 raise broken[0]
             raise MemoryNotFound(f"no memory {ref!r}", hint=hint)
         if len(items) > 1:
-            ids = ", ".join(m.id for m in items[:5])
-            raise AmbiguousId(f"id prefix {ref!r} matches {len(items)} memories ({ids})",
-                              hint="give more characters of the id")
+            ids = ", ".join(m.id for m in sorted(items, key=lambda m: m.id, reverse=True)[:5])
+            more = f" and {len(items) - 5} more" if len(items) > 5 else ""
+            raise AmbiguousId(f"id prefix {ref!r} matches {len(items)} memories: {ids}{more}",
+                              hint="give more characters of the id (8 tell apart memories a second apart)")
         return self.load(items[0])
 
     def git(self) -> gitlog.GitRepo:

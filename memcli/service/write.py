@@ -218,11 +218,23 @@ def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
 
 
 def _new_id(ctx: Ctx) -> str:
-    """A ULID (lower case) whose time part is memcli's clock, so ids sort by ``createdAt``."""
+    """A ULID (lower case) whose time part is memcli's clock to the millisecond, so ids sort
+    by ``createdAt`` and two memories written in one second still differ in their first
+    10 characters (``createdAt`` itself is stored to the second).
+
+    The second comes from ``ctx.now`` (``$MEMCLI_NOW`` when set), the milliseconds from
+    the wall clock unless ``$MEMCLI_NOW`` freezes the clock.
+    """
+    import os
+    from datetime import timezone
+
     from ulid import ULID
 
+    stamp = ctx.now
+    if not os.environ.get("MEMCLI_NOW"):
+        stamp = stamp.replace(microsecond=datetime.now(timezone.utc).microsecond // 1000 * 1000)
     try:
-        return str(ULID.from_datetime(ctx.now)).lower()
+        return str(ULID.from_datetime(stamp)).lower()
     except (ValueError, OverflowError):
         raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside what ids can hold (1970-10889)",
                                hint="check $MEMCLI_NOW") from None
