@@ -131,7 +131,8 @@ DEFAULT_TTL = {"goal": "30d", "episode": "90d"}
 NEVER = "never"
 
 
-_KEYS = {
+#: ``(section, key)`` -> ``(Config attribute, type)``; docs/reference/configuration.md lists them.
+KEYS = {
     ("scopes", "read"): ("read_scopes", list),
     ("scopes", "write"): ("write_scope", str),
     ("scopes", "shared"): ("shared_scopes", list),
@@ -164,7 +165,7 @@ def load_config(path: Path) -> Config:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise WorkspaceInvalid(f"{path}: cannot read configuration: {err}", hint="fix the TOML syntax") from None
     config = Config()
-    for (table, key), (attr, kind) in _KEYS.items():
+    for (table, key), (attr, kind) in KEYS.items():
         section = data.get(table, {})
         if not isinstance(section, dict) or key not in section:
             continue

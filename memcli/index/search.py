@@ -304,7 +304,7 @@ class FtsRetriever:
     def _all(self, query: Query) -> list[Hit]:
         where, params = _filters(query)
         params["limit"] = query.limit
-        order = ("d.created DESC, d.id" if query.order == "newest"
+        order = ("d.created DESC, d.id DESC" if query.order == "newest"
                  else "d.pinned DESC, d.importance DESC, d.updated DESC, d.id")
         sql = f"SELECT d.record FROM docs d WHERE {where} ORDER BY {order} LIMIT :limit"
         return [Hit(_memory(r), 0.0, "all") for (r,) in self.db.execute(sql, params)]

@@ -29,7 +29,7 @@ MAX_PROBLEM_WARNINGS = 5
 def check_ref(value: str) -> str:
     """Normalise an id argument (a whole id, or a prefix of one) and check its characters.
 
-    An id is 3-64 characters ``a-z 0-9 - _`` (``model.check_id``); a prefix needs
+    An id is 1-64 characters ``a-z 0-9 - _`` (``model.check_id``); a prefix needs
     ``MIN_PREFIX`` or more, and a shorter well-formed one is returned for the caller to
     refuse with a hint (exit 4, see ``Ctx.resolve``).
 
@@ -44,7 +44,7 @@ def check_ref(value: str) -> str:
         return check_id(ref)
     except ValidationFailed:
         raise ValidationFailed(
-            f"invalid id {value[:70]!r}: give a whole id (3-64 characters a-z, 0-9, '-' or '_') "
+            f"invalid id {value[:70]!r}: give a whole id (1-64 characters a-z, 0-9, '-' or '_') "
             f"or its first {MIN_PREFIX} or more characters",
             hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
 
@@ -239,9 +239,11 @@ class Ctx:
         """
         ref = check_ref(ref)  # a malformed id (path characters, '..', NUL) is a validation error, exit 5
         hint = "list ids with `memcli list` or search with `memcli recall WORDS`"
-        if len(ref) < MIN_PREFIX:
-            raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
         items = [m for m in self.catalog().by_prefix(ref) if self.may_see(m)]
+        if len(ref) < MIN_PREFIX:  # a short hand-written id (ci.md) is found by its whole value only
+            items = [m for m in items if m.id == ref]
+            if not items:
+                raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
         exact = [m for m in items if m.id == ref]
         if exact:
             return self.load(exact[0])
@@ -252,9 +254,10 @@ class Ctx:
                 raise broken[0]
             raise MemoryNotFound(f"no memory {ref!r}", hint=hint)
         if len(items) > 1:
-            ids = ", ".join(m.id for m in items[:5])
-            raise AmbiguousId(f"id prefix {ref!r} matches {len(items)} memories ({ids})",
-                              hint="give more characters of the id")
+            ids = ", ".join(m.id for m in sorted(items, key=lambda m: m.id, reverse=True)[:5])
+            more = f" and {len(items) - 5} more" if len(items) > 5 else ""
+            raise AmbiguousId(f"id prefix {ref!r} matches {len(items)} memories: {ids}{more}",
+                              hint="give more characters of the id (8 tell apart memories a second apart)")
         return self.load(items[0])
 
     def git(self):  # noqa: ANN201 - memcli.gitlog.GitRepo, imported lazily (not on the read path)
