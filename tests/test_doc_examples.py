@@ -1,7 +1,8 @@
 """Every shell example in the README and docs/ runs (issue 14, point 1).
 
-Each Markdown file's ```sh blocks run in order, each as one ``bash -e`` script, in one
-throw-away folder per file that holds ``my-project`` (a git repository with a commit and
+Each Markdown file's ```sh blocks run in order, each as one ``bash -e`` script starting in
+the folder the one before it ended in (as in one terminal), in one throw-away folder per
+file that holds ``my-project`` (a git repository with a commit and
 ``web/src/app.ts``), with a private HOME and the memcli under test first on PATH. A block
 whose info string says ``no-test`` is not run: installing memcli itself, and the set-up
 commands that CI and ``scripts/newcomer.sh`` run anyway.
@@ -49,8 +50,12 @@ def sandbox(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=lambda p: p.name)
 def test_the_examples_of_a_page_run(page: Path, tmp_path: Path) -> None:
     env = sandbox(tmp_path)
+    here = tmp_path / ".cwd"
+    here.write_text(str(tmp_path))
     for number, body in enumerate(blocks(page), 1):
-        done = subprocess.run(["bash", "-e", "-c", body], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300)
+        # one terminal per page: a block starts where the one before it left off (its `cd`)
+        script = f'cd "$(cat {here})"\n{body}\npwd > {here}\n'
+        done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, f"{page.name} block {number} failed:\n{body}\n--- stderr:\n{done.stderr}"
         assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
