@@ -154,6 +154,9 @@ def judge(size: int, kind: str, stats: Stats | None, rg: Stats | None) -> tuple[
         return "< 0.3 s median", "yes" if stats.median < 0.3 else "NO"
     if kind == "sync" and size == 10_000:
         return "< 0.1 s median", "yes" if stats.median < 0.1 else "NO"
+    if kind == "rebuild" and size in (10_000, 100_000):
+        limit = 3.0 if size == 10_000 else 30.0
+        return f"< {limit:g} s", "yes" if stats.median < limit else "NO"
     return "—", "—"
 
 
@@ -190,10 +193,46 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -
         restore()
     add(f"1 file changed, then `{' '.join(['memcli', *sync_cmd[1:]])}`", "sync", mem)
 
+    touch, restore = file_toucher(ws)
+    try:
+        add(f"1 file changed, then `memcli recall {corpus.RARE_WORD}`", "sync",
+            series([memcli, "recall", corpus.RARE_WORD], ws, env, repeat, before=touch))
+    finally:
+        restore()
+    if has_index:
+        add("`memcli index status`, nothing changed", "—", series([memcli, "index", "status"], ws, env, repeat))
+    add("`memcli --version`", "—", series([memcli, "--version"], ws, env, repeat))
+
     rebuild_repeat = 1 if size >= 100_000 else repeat  # each takes minutes at 100k
     rebuild = series([memcli, "index", "rebuild"], ws, env, rebuild_repeat) if has_index else None
-    add("memcli index rebuild", "rebuild", rebuild)
+    add("memcli index rebuild (cold build)", "rebuild", rebuild)
+    if has_index and size >= 10_000:
+        rows.append(fresh_clone_row(ws, size, memcli, repeat))
     return rows
+
+
+def fresh_clone_row(ws: Path, size: int, memcli: str, repeat: int) -> Row:
+    """The "fresh clone session-start" figure (bench/fresh_clone.py): at 100,000 and more,
+    session starts (each under `timeout 10`) until the index is complete; below, the
+    session-start hook's answer time on ``min(repeat, 3)`` fresh clones."""
+    import fresh_clone
+
+    work = ws.parent / f"fresh-{size}"
+    work.mkdir(exist_ok=True)
+    print(f"  fresh clone session starts ({'until the index is complete' if size >= 100_000 else 'answer time'}):",
+          flush=True)
+    if size >= 100_000:
+        starts, complete = fresh_clone.until_complete(memcli, ws, work, gap=2.0, limit=10.0)
+        label = (f"fresh clone: {len(starts)} session starts until the index is complete"
+                 if complete else f"fresh clone: index NOT complete after {len(starts)} session starts")
+    else:
+        starts = fresh_clone.runs(memcli, ws, work, min(repeat, 3), load=0, limit=10.0)
+        label = "fresh clone: session-start hook answer"
+    walls = [w for w, _ in starts]
+    failures = [outcome for _, outcome in starts if not outcome.startswith("ok")]
+    stats = Stats(statistics.median(walls), min(walls), max(walls), 0.0, failures, runs=len(walls), lines=0,
+                  warmup=0.0)
+    return Row(size, label, stats, None, "every start < 10 s (timeout)", "yes" if not failures else "NO")
 
 
 def sync_report(ws: Path, env: dict[str, str], memcli: str, touch) -> str:
@@ -235,7 +274,7 @@ def table(rows: list[Row], markdown: bool) -> str:
     for r in rows:
         ok = r.memcli is not None and not r.memcli.failures
         ratio = f"{r.memcli.median / r.rg.median:.1f}×" if ok and r.rg and not r.rg.failures else "—"
-        body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli), f"{r.memcli.peak_mb:.0f}" if ok else "—",
+        body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli), f"{r.memcli.peak_mb:.0f}" if ok and r.memcli.peak_mb else "—",
                      rg_cell(r.rg), ratio, r.target, r.met])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -320,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"size {size:,}: {args.repeat} runs + 1 warm-up per command", flush=True)
         rows += bench_size(ws, size, memcli, args.repeat, has_index)
     print("\n" + table(rows, markdown=False))
+    for row in rows:
+        if row.size >= 100_000 and row.operation.startswith("recall") and row.memcli and not row.memcli.failures:
+            peak = row.memcli.peak_mb
+            print(f"peak memory of `{row.operation}` at {row.size:,}: {peak:.0f} MB "
+                  f"(target < 50 MB: {'yes' if peak < 50 else 'NO'})")
     for row in rows:
         for name, stats in (("memcli", row.memcli), ("rg", row.rg)):
             if stats is not None and stats.failures:

@@ -68,6 +68,13 @@ extract = false
 # Let the pre-compact hook run `memcli compact --transcript` on the session transcript:
 # one rule-based summary memory in session:<id> before the agent's own compaction.
 summarize = false
+# The relevance floor (0-1) of the memories a prompt adds (user-prompt-submit): the share
+# of the prompt's content words, weighted by rarity (BM25 IDF), that a memory must match.
+prompt_floor = 0.35
+# Seconds within which a hook (and `memcli context`) answers. With a missing or stale
+# index it serves what is indexed by three quarters of this time and leaves the rest of
+# the build to one background process. Keep it well under the installed timeouts (5 s).
+deadline = 2.0
 
 [sync]
 # Let the session-start (before the context is made) and session-end hooks run
@@ -95,9 +102,11 @@ class Config:
     context_budget: int = 8000
     hook_extract: bool = False
     hook_summarize: bool = False
+    hook_deadline: float = 2.0
     sync_session_start: bool = False
     sync_session_end: bool = False
     sync_deadline: float = 3.0
+    prompt_floor: float = 0.35
     compact_retention: str = "90d"
     compact_near_duplicate: int = 95
     ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
@@ -122,7 +131,8 @@ DEFAULT_TTL = {"goal": "30d", "episode": "90d"}
 NEVER = "never"
 
 
-_KEYS = {
+#: ``(section, key)`` -> ``(Config attribute, type)``; docs/reference/configuration.md lists them.
+KEYS = {
     ("scopes", "read"): ("read_scopes", list),
     ("scopes", "write"): ("write_scope", str),
     ("scopes", "shared"): ("shared_scopes", list),
@@ -134,9 +144,11 @@ _KEYS = {
     ("context", "budget"): ("context_budget", int),
     ("hooks", "extract"): ("hook_extract", bool),
     ("hooks", "summarize"): ("hook_summarize", bool),
+    ("hooks", "deadline"): ("hook_deadline", (int, float)),
     ("sync", "session_start"): ("sync_session_start", bool),
     ("sync", "session_end"): ("sync_session_end", bool),
     ("sync", "deadline"): ("sync_deadline", (int, float)),
+    ("hooks", "prompt_floor"): ("prompt_floor", (int, float)),
     ("compact", "retention"): ("compact_retention", str),
     ("compact", "near_duplicate"): ("compact_near_duplicate", int),
 }
@@ -153,7 +165,7 @@ def load_config(path: Path) -> Config:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise WorkspaceInvalid(f"{path}: cannot read configuration: {err}", hint="fix the TOML syntax") from None
     config = Config()
-    for (table, key), (attr, kind) in _KEYS.items():
+    for (table, key), (attr, kind) in KEYS.items():
         section = data.get(table, {})
         if not isinstance(section, dict) or key not in section:
             continue
@@ -166,6 +178,12 @@ def load_config(path: Path) -> Config:
         raise WorkspaceInvalid(f"{path}: [gates] near_duplicate must be from 0 to 100 (a rapidfuzz ratio)")
     if config.context_budget < 200 or config.lock_timeout < 0:
         raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 and [git] lock_timeout not negative")
+    if isinstance(config.hook_deadline, bool) or not 0.1 <= config.hook_deadline <= 60:
+        raise WorkspaceInvalid(f"{path}: [hooks] deadline must be from 0.1 to 60 seconds",
+                               hint="the default is 2.0; keep it well under the hooks' installed timeouts")
+    if not 0 <= config.prompt_floor <= 1:
+        raise WorkspaceInvalid(f"{path}: [hooks] prompt_floor must be from 0 to 1 (a share of the prompt's words)",
+                               hint="the default is 0.35")
     if config.on_conflict not in ("supersede", "fail"):
         raise WorkspaceInvalid(f"{path}: [gates] on_conflict must be \"supersede\" or \"fail\"")
     if not 50 <= config.compact_near_duplicate <= 100:  # below half alike, unrelated texts would merge

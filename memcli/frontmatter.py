@@ -160,19 +160,15 @@ def _too_deep(source: str) -> int | None:
 
 
 def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> Any:
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
     deep = _too_deep(source)
     if deep is not None:
         raise InvalidMemoryFile(path, f"the front-matter is nested more than {MAX_NESTING} levels deep", deep + 1)
+    if not round_trip:
+        meta = _load_fast(source)
+        if meta is not None:
+            return meta
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    if not round_trip and "\t" not in source:  # libyaml accepts a tab before a comment; ruamel does not
-        try:
-            meta = _yaml(False).load(source)
-            if isinstance(meta, dict):
-                return meta
-        except Exception:  # noqa: BLE001 - any refusal is explained by the round-trip reading below
-            pass
     try:
         meta = _yaml().load(source)
     except MarkedYAMLError as err:
@@ -198,6 +194,19 @@ def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> A
         kind = "a list" if isinstance(meta, list) else "a string" if isinstance(meta, str) else "a single value"
         raise InvalidMemoryFile(path, f"the front-matter is {kind}, expected a mapping of keys", 2)
     return meta
+
+
+def _load_fast(source: str) -> dict | None:
+    """The read-only path: PyYAML's C loader with memcli's YAML rules (``memcli.yamlfast``),
+    about 3x faster than ruamel's; None when it does not vouch for the text (a tab, a
+    duplicate key, any error...), which the round-trip reading then explains."""
+    from memcli import yamlfast
+
+    try:
+        meta = yamlfast.load(source)
+    except yamlfast.Refused:
+        return None
+    return meta if isinstance(meta, dict) and meta else None
 
 
 _DATE_VALUE = re.compile(r"^\s*(?:- )?[\w.-]+:\s*['\"]?(\d{4}-\d{1,2}-\d{1,2}[^'\"#\s]*)")

@@ -30,7 +30,7 @@ KEY_ORDER = (
 MAX_BODY_CHARS = 20_000
 MAX_SUBJECT_CHARS = 200
 
-_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{2,63}$")
+_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _MONTH_DIR = re.compile(r"^\d{4}-\d{2}$")
 # Windows device names: refused as path components everywhere (pass/gopass do the same).
@@ -176,7 +176,10 @@ def id_from_stem(stem: str) -> str:
 
 
 def check_id(value: object) -> str:
-    """Validate a memory id: 3–64 of ``a-z 0-9 _ -``, starting with a letter or digit.
+    """Validate a memory id: 1–64 of ``a-z 0-9 _ -``, starting with a letter or digit.
+
+    memcli makes 26-character ULIDs; a hand-written file's id is its name, so ``ci.md``
+    has the id ``ci`` (an id shorter than a prefix is found by its whole value only).
 
     Ids are path components, so this also refuses ``..``, ``/``, ``\\``, NUL, ``%``,
     dots and Windows device names (CASES.md G1).
@@ -186,7 +189,7 @@ def check_id(value: object) -> str:
     """
     if not isinstance(value, str) or not _ID.match(value) or value in _RESERVED:
         raise ValidationFailed(
-            f"invalid id {_show(value)}: use 3-64 characters a-z, 0-9, '-' or '_'",
+            f"invalid id {_show(value)}: use 1-64 characters a-z, 0-9, '-' or '_'",
             hint="ids are file names, so no dots, slashes or device names",
         )
     return value

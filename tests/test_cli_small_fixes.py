@@ -43,7 +43,7 @@ def test_an_empty_id_is_a_validation_error(ws, run, command):
 def test_the_invalid_id_message_fits_whole_ids_and_prefixes(ws, run, ref):
     result = run("show", ref)
     assert result.code == 5, result
-    assert "3-64 characters" in result.err and "first 4 or more characters" in result.err
+    assert "1-64 characters" in result.err and "first 4 or more characters" in result.err
     assert run("--json", "log", ref).json()["error"]["exit"] == 5
 
 

@@ -1,4 +1,4 @@
-"""The README stays in step with the code: exit codes and the command list."""
+"""The README and docs/ stay in step with the code (issue 14, point 1)."""
 
 import re
 from pathlib import Path
@@ -6,19 +6,39 @@ from pathlib import Path
 from memcli.cli.app import app
 from memcli.errors import EXIT_CODES
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
 
 
-def test_exit_code_table_matches_errors_module():
-    block = README.split("<!-- exit-codes")[1].split("<!-- /exit-codes -->")[0]
-    rows = dict(re.findall(r"^\| (\d+) \| (.+) \|$", block, re.MULTILINE))
-    assert {int(k): v for k, v in rows.items()} == EXIT_CODES
+def test_readme_is_a_front_door():
+    lines = README.splitlines()
+    assert len(lines) <= 260, len(lines)
+    for heading in ("## Install", "## Quick start: Claude Code", "## Where memory lives", "## Documentation"):
+        assert heading in README
+    assert "**Contents:**" in README
 
 
-def test_every_command_is_documented():
-    names = [c.name or c.callback.__name__ for c in app.registered_commands]
-    missing = [n for n in names if f"`{n}" not in README]
-    assert not missing, f"commands missing from README: {missing}"
+def test_every_link_in_readme_and_docs_points_to_a_file_or_heading():
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path) if path else page
+            assert dest.exists(), f"{page.name}: broken link {target}"
+            if anchor and dest.suffix == ".md":
+                slugs = {re.sub(r"[^\w\- ]", "", h.strip("# ").lower()).replace(" ", "-")
+                         for h in dest.read_text(encoding="utf-8").splitlines() if h.startswith("#")}
+                assert anchor in slugs, f"{page.name}: no heading for {target}"
+
+
+def test_every_command_is_in_the_guide_or_the_readme():
+    names = [c.name or c.callback.__name__ for c in app.registered_commands if not c.hidden]
+    names += [g.name for g in app.registered_groups]
+    missing = [n for n in names if f"`{n}" not in GUIDE and f"memcli {n}" not in README]
+    assert not missing, f"commands missing from README and docs/commands.md: {missing}"
 
 
 def test_every_error_class_has_a_documented_exit_code():

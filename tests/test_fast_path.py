@@ -26,6 +26,8 @@ def test_fast_parser_knows_exactly_the_typer_options(name):
     ["context"], ["context", "--json"], ["context", "--budget", "300"], ["context", "--format", "yaml"],
     ["context", "-q", "pnpm", "--format", "markdown"], ["context", "--budget", "x"], ["context", "extra"],
     ["-w", "nowhere", "context"], ["--actor", "bob", "recall", "pnpm"], ["recall", "pnpm", "--bogus"],
+    ["--version"], ["--json", "--version"], ["index", "status"], ["-w", "nowhere", "index", "status"],
+    ["index", "status", "--bogus"], ["--json", "-w", "nowhere", "index", "status"],
 ])
 def test_fast_and_typer_paths_print_the_same(ws, run, argv):
     run("remember", "Use pnpm, not npm, for JavaScript packages.", "--tag", "js")
@@ -42,6 +44,6 @@ def test_hot_commands_do_not_import_typer(ws, run):
 
     code = ("import sys\nfrom memcli.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in sys.modules if m.startswith(('typer', 'click', 'rich', 'git'))), file=sys.stderr)")
-    for argv in (["recall", "pnpm"], ["context"]):
+    for argv in (["recall", "pnpm"], ["context"], ["--version"], ["index", "status"]):
         proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
         assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr

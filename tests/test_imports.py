@@ -11,7 +11,8 @@ def loaded_modules(*args: str) -> set[str]:
     code = ("import sys, runpy; sys.argv = ['memcli', *sys.argv[1:]]\n"
             "try:\n    runpy.run_module('memcli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
             "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
+                          stdin=subprocess.DEVNULL)
     return set(proc.stderr.split())
 
 
@@ -34,3 +35,34 @@ def test_library_never_imports_typer_or_rich_at_top_level():
             if line.startswith(("import typer", "import rich", "from typer", "from rich")):
                 offenders.append(str(path))
     assert offenders == []
+
+
+#: Never on the hot path (recall, context, hooks) once the index is in step: the CLI
+#: framework, the round-trip YAML library, the git layer (issue 13).
+NOT_HOT = ("typer", "click", "rich", "ruamel", "yaml", "git", "memcli.gitlog", "memcli.githistory", "memcli.gitrewrite",
+           "memcli.cli.app")
+
+
+def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, run):
+    assert run("remember", "Use pnpm for every package").code == 0
+    assert run("recall", "pnpm").code == 0  # the index is in step from here on
+    for args in (("recall", "pnpm"), ("context",), ("hook", "claude", "session-start")):
+        modules = loaded_modules(*args)
+        assert "memcli.index.catalog" in modules, args
+        leaked = sorted(m for m in modules if m.split(".")[0] in NOT_HOT or m.startswith(NOT_HOT))
+        assert leaked == [], args
+
+
+#: The MCP SDK and what it pulls in: loaded by `memcli mcp` alone.
+MCP_STACK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette", "anyio", "httpx", "tomlkit")
+
+
+def test_only_the_mcp_server_imports_the_mcp_sdk(tmp_path):
+    workspace = tmp_path / "ws"
+    subprocess.run([sys.executable, "-m", "memcli", "init", str(workspace)], capture_output=True, check=True)
+    for args in (["--help"], ["-w", str(workspace), "recall", "x"], ["-w", str(workspace), "context"],
+                 ["-w", str(workspace), "hook", "claude", "session-start"], ["-w", str(workspace), "list"],
+                 ["mcp", "--help"]):
+        modules = loaded_modules(*args)
+        leaked = sorted(m for m in modules if m.split(".")[0] in MCP_STACK)
+        assert leaked == [], args

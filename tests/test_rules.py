@@ -317,7 +317,7 @@ def test_export_never_includes_another_users_personal_memories(ws: Path, run):
         as_bob = run("--actor", "bob", "export", "--format", fmt, "--all")
         assert as_bob.code == 0, as_bob
         assert "Postgres 16" in as_bob.out and "Obsidian" not in as_bob.out
-        assert "Obsidian" in run("export", "--format", fmt).out  # alice sees her own
+        assert "Obsidian" in run("export", "--format", fmt, "--personal").out  # alice sees her own
     refused = run("--actor", "bob", "export", "--format", "jsonl", "--scope", "user:alice")
     assert refused.code == 5 and "personal to alice" in refused.err and refused.out == ""
 

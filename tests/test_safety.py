@@ -148,9 +148,9 @@ def test_usage_error_does_not_echo_a_pem_key(ws, run, json_mode):
     shown = result.out + result.err
     assert "MIIE" not in shown and "BEGIN RSA" not in shown and "PRIVATE KEY" not in shown
     if json_mode:
-        assert result.json()["error"]["message"] == f"No such option: {HIDDEN}"
+        assert result.json()["error"]["message"] == f"unknown option {HIDDEN}"
     else:
-        assert result.err.startswith(f"memcli: error: No such option: {HIDDEN}; see `memcli --help`")
+        assert result.err.startswith(f"memcli: error: unknown option {HIDDEN}; see `memcli remember --help`")
     assert memory_files(ws) == []
 
 
@@ -167,7 +167,7 @@ def test_usage_message_is_one_line_of_at_most_200_characters(ws, run):
     result = run("--json", "remember", "--" + "y" * 300 + "\nsecond line")
     assert result.code == 2, result
     message = result.json()["error"]["message"]
-    assert message.startswith("No such option: --yyy")
+    assert message.startswith("unknown option --yyy")
     assert len(message) <= 200 and "\n" not in message and "second" not in message
 
 

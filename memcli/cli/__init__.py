@@ -33,6 +33,50 @@ def _words(argv: list[str]) -> list[str]:
     return words
 
 
+#: Global options that take a value; accepted before or after the command, as git and
+#: ripgrep users expect (``memcli recall pnpm -w DIR``).
+VALUED_GLOBALS = ("-w", "--workspace", "--actor")
+#: The environment variable a shell's completion script sets (click's shell-completion protocol).
+COMPLETE_VAR = "_MEMCLI_COMPLETE"
+
+
+def hoist_globals(argv: list[str]) -> list[str]:
+    """``argv`` with every global option found after the command moved before it.
+
+    ``-w DIR``, ``--workspace DIR``, ``--workspace=DIR`` and ``--actor NAME`` may come
+    anywhere before a ``--`` (after it everything is an argument); the word after such an
+    option is always its value, as with git. ``--json`` needs no moving: every command
+    takes it too.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    seen_command = False
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if seen_command and name in VALUED_GLOBALS:
+            if "=" in arg or i + 1 >= len(argv):
+                front.append(arg)
+                i += 1
+            else:
+                front.extend(argv[i:i + 2])
+                i += 2
+            continue
+        if not seen_command and name in VALUED_GLOBALS and "=" not in arg:
+            front.extend(argv[i:i + 2])
+            i += 2
+            continue
+        if not arg.startswith("-"):
+            seen_command = True
+        (rest if seen_command else front).append(arg)
+        i += 1
+    return front + rest
+
+
 def _command_name(argv: list[str]) -> str:
     words = _words(argv)
     return words[0] if words else "memcli"
@@ -47,7 +91,9 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     from memcli.cli import fast, output
 
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
+    if not _words(args) and "--version" not in args and not os.environ.get(COMPLETE_VAR):
+        args = [*args, "--help"]  # bare `memcli` (or only global options): the overview, exit 0
     head = args[: args.index("--")] if "--" in args else args
     output.STATE.json = "--json" in head
     output.STATE.command = _command_name(head)
@@ -92,6 +138,10 @@ def _run_typer(args: list[str]) -> int:
     from memcli.cli import output
     from memcli.cli.app import app
 
+    if os.environ.get(COMPLETE_VAR):  # a shell asks for completions (`memcli completion SHELL`)
+        from typer._completion_classes import completion_init
+
+        completion_init()
     try:
         result = app(args=_optional_values(args), prog_name="memcli", standalone_mode=False)
         return result if isinstance(result, int) else 0
@@ -101,7 +151,8 @@ def _run_typer(args: list[str]) -> int:
         print("memcli: aborted", file=sys.stderr)
         return 130
     except typer.TyperException as err:
-        output.error("usage", _usage_message(err), "see `memcli --help` or `memcli COMMAND --help`", 2)
+        message, hint = _usage_line(err)
+        output.error("usage", message, hint, 2)
         return 2
 
 
@@ -125,6 +176,25 @@ def _optional_values(args: list[str]) -> list[str]:
 HIDDEN = "<value not shown: it looks like a secret>"
 #: The most characters a usage message shows (its first line only).
 USAGE_MESSAGE_CHARS = 200
+
+
+def _usage_line(err: Exception) -> tuple[str, str]:
+    """``(message, hint)`` for a usage error, in memcli's style: lower case, no final stop,
+    a suggestion in parentheses, and the help of the command that was being parsed."""
+    import re
+
+    message = _usage_message(err)
+    message = re.sub(r"^No such command '([^']*)'\.?", r"unknown command '\1'", message)
+    message = re.sub(r"^No such option:? ", "unknown option ", message)
+    message = re.sub(r"\.?\s*Did you mean (.+?)\??$", r" (did you mean \1?)", message)
+    message = re.sub(r"\s*\(Possible options: (.+)\)$", r" (did you mean one of \1?)", message)
+    message = message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
+    message = message.rstrip(".")
+    ctx = getattr(err, "ctx", None)
+    path = getattr(ctx, "command_path", "") or "memcli"
+    if message.startswith("unknown command") or path == "memcli":
+        return message, "see `memcli --help`"
+    return message, f"see `{path} --help`"
 
 
 def _usage_message(err: Exception) -> str:

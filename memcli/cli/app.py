@@ -16,7 +16,54 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _metavar(self, ctx, *, usage: bool = False) -> str:  # noqa: ANN001
+    """Arguments as click and most command-line tools show them: ``QUERY...``, ``[PATH]``.
+
+    typer 0.28 writes a required argument as ``{query}...``; this replaces its
+    ``TyperArgument.make_metavar`` (the one place typer decides it).
+    """
+    name = self.metavar or (self.name or "").upper()
+    if self.metavar is None and self.nargs != 1:
+        name += "..."
+    return f"[{name}]" if usage and not self.required and not name.startswith("[") else name
+
+
+typer.core.TyperArgument.make_metavar = _metavar
+
+
+def _summary(self, limit: int = 45) -> str:  # noqa: ANN001
+    """A command's one-line summary in ``--help``: its docstring's first clause, whole.
+
+    click cuts the first sentence at ``limit`` characters and ends it in "..."; this takes
+    the first sentence up to a ``:`` or ``;`` outside parentheses, drops parentheses and
+    then trailing ", …" clauses, then trailing words while it is longer than ``limit``,
+    so a summary is one line without an ellipsis.
+    """
+    import re
+
+    text = self.short_help or " ".join((self.help or "").split("\n\n", 1)[0].split())
+    text = re.split(r"\.\s|\.$", text, maxsplit=1)[0]
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char in ":;" and depth == 0:
+            text = text[:i]
+            break
+    if len(text) > limit:
+        text = re.sub(r"\s*\([^()]*\)", "", text)
+    while len(text) > limit and ", " in text:
+        text = text.rsplit(", ", 1)[0]
+    while len(text) > limit and " " in text:
+        text = text.rsplit(" ", 1)[0]
+    return text.strip()
+
+
+typer.core.TyperCommand.get_short_help_str = _summary
+typer.core.TyperGroup.get_short_help_str = _summary
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON envelope (schema memcli/v1).")]
@@ -58,4 +105,4 @@ def _options(
     GLOBALS.actor = actor
 
 
-from memcli.cli import write_cmds, read_cmds, audit_cmds, history_cmds, compact_cmds, index_cmds, stats_cmds, rules_cmds, agent_cmds, hook_cmds, team_cmds  # noqa: E402,F401,I001 - registers the commands, in help order
+from memcli.cli import write_cmds, read_cmds, audit_cmds, history_cmds, compact_cmds, index_cmds, stats_cmds, rules_cmds, agent_cmds, hook_cmds, team_cmds, mcp_cmds, completion_cmds  # noqa: E402,F401,I001 - registers the commands, in help order

@@ -1,7 +1,7 @@
 """A fast path for the hot commands: parse their arguments without importing typer.
 
 An agent's session start and every prompt run ``memcli hook …``, ``memcli context`` or
-``memcli recall``;
+``memcli recall`` (``memcli --version`` and ``memcli index status`` take it too);
 importing typer (and click inside it) costs about 40 ms, a third of such a run on a
 10,000-memory workspace. For these two commands, ``main`` first tries this small
 parser. It accepts exactly the options the typer commands define (a test compares the
@@ -96,17 +96,40 @@ def _take(argv: list[str], i: int, spec: dict[str, bool]) -> tuple[str | None, o
     return name, argv[i + 1], i + 2
 
 
+def _index_status(argv: list[str]) -> dict[str, object] | None:
+    """The global options of ``[GLOBAL OPTIONS] index status [--json]``, or None for anything else."""
+    globals_: dict[str, object] = {}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        name, value, i = _take(argv, i, GLOBAL_OPTIONS)
+        if name is None:
+            return None
+        globals_[name] = value
+    rest = [a for a in argv[i:] if a != "--json"]
+    return globals_ if rest == ["index", "status"] else None
+
+
 def run(argv: list[str]) -> bool:
     """Run a hot command from ``argv`` if the fast path can; True when it did.
 
     Raises:
         MemcliError: as the command would through typer (``main`` handles it the same way).
     """
+    from memcli.cli import hot
+    from memcli.cli.state import GLOBALS
+
+    if "--version" in argv and set(argv) <= {"--version", "--json"}:
+        hot.version()
+        return True
+    plain = _index_status(argv)
+    if plain is not None:
+        GLOBALS.workspace = plain.get("--workspace", plain.get("-w"))
+        GLOBALS.actor = plain.get("--actor")
+        hot.index_status()
+        return True
     parsed = parse(argv)
     if parsed is None:
         return False
-    from memcli.cli import hot
-    from memcli.cli.state import GLOBALS
 
     command, globals_, options, positionals = parsed
     if command == "hook" and positionals[0] not in ("claude", "codex", "gemini"):

@@ -59,11 +59,11 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
                 hint = " (an expired memory matches: add --include-expired to see it)"
         print(f"no memories match the query{hint}", file=sys.stderr)
     elif explain:
-        table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, by tier)",
-              ["id", "match", "score", "bm25", "importance", "recency", "text"],
+        table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, x coverage if partial; by tier)",
+              ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"],
               [[h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
-                f"{h.parts.get('importance', 0):.2f}", f"{h.parts.get('recency', 0):.3f}",
-                one_line(h.memory.text, 60)] for h in hits])
+                f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
+                f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)] for h in hits])
     else:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])
@@ -87,6 +87,7 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
         from memcli.service.context import context as build
 
         opened = ctx()
+        opened.bound()  # as a hook: answer within [hooks] deadline, build the rest in the background
         try:
             folder = Path.cwd()
         except OSError:  # the current folder was deleted: no paths relevance, still a block
@@ -120,3 +121,36 @@ def hook(agent: str, event: str) -> None:
         for text in run.tracebacks:
             sys.stderr.write(text)
     sys.stdout.write(run.stdout)
+
+
+def index_summary(data: dict) -> str:
+    """The one-line text of ``index status``, ``index build`` and ``index rebuild``."""
+    if data["backend"] == "background":
+        return (f"index build started in the background (log: {data['log']})" if data["started"]
+                else "memcli: could not start the background index build")
+    if data["backend"] != "fts5":
+        return f"index unavailable: serving {data['memories']} memories from the files"
+    sync = data["last_sync"]
+    state = ("" if data["complete"] else "; another memcli process is building it" if sync["busy"]
+             else f"; {sync['pending']} files not indexed yet" if sync["pending"] > 0
+             else "; not checked against the files yet")
+    return (f"index {data['path']}: {data['memories']} memories, {data['problems']} unreadable files, "
+            f"{data['bytes'] / 1e6:.1f} MB; this sync: {sync['added']} added, {sync['updated']} updated, "
+            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files{state}")
+
+
+def index_status() -> None:
+    """``memcli index status``: sync, then print counts, size and freshness."""
+    from memcli.service.read import index_status as status
+
+    context = ctx()
+    data = status(context)
+    flush_warnings(context)
+    emit(data, index_summary(data))
+
+
+def version() -> None:
+    """``memcli --version``."""
+    from memcli import __version__
+
+    emit({"version": __version__}, f"memcli {__version__}" if not STATE.json else None)

@@ -3,32 +3,35 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
+from memcli.cli.hot import index_summary as _summary
 from memcli.cli.output import emit, is_terminal
 
 index_app = typer.Typer(help="The derived search index (a cache: deleting it loses nothing).", no_args_is_help=True)
 app.add_typer(index_app, name="index")
 
 
-def _summary(data: dict) -> str:
-    if data["backend"] != "fts5":
-        return f"index unavailable: serving {data['memories']} memories from the files"
-    sync = data["last_sync"]
-    return (f"index {data['path']}: {data['memories']} memories, {data['problems']} unreadable files, "
-            f"{data['bytes'] / 1e6:.1f} MB; this sync: {sync['added']} added, {sync['updated']} updated, "
-            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files")
-
-
 @index_app.command("status")
 def status(json_: JsonOpt = False) -> None:
     """Show the index: memories, unreadable files, freshness, size."""
-    from memcli.service.read import index_status
+    from memcli.cli.hot import index_status
+
+    index_status()
+
+
+@index_app.command("build")
+def build(background: Annotated[bool, typer.Option(
+              "--background", help="Start it as a detached process (log in .cache/index-build.log) and return.")] = False,
+          json_: JsonOpt = False) -> None:
+    """Bring the index in step with the files, going on from where a stopped build left off."""
+    from memcli.service.read import index_build
 
     context = ctx()
-    data = index_status(context)
+    data = index_build(context, background=background)
     flush_warnings(context)
     emit(data, _summary(data))
 

@@ -37,19 +37,24 @@ def import_(
 
 @app.command()
 def export(
-    format_: Annotated[str, typer.Option("--format", "-f", help="claude-md, agents-md or jsonl (lossless).")],
+    format_: Annotated[str, typer.Option("--format", "-f", help="claude-md (default), agents-md or jsonl (lossless).")] = "claude-md",
+    personal: Annotated[bool, typer.Option("--personal", help="Include your personal scopes (user:*, session:*) "
+                                                             "in a Markdown export, marked as such.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Every status, expired memories too.")] = False,
     scope: Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Only these scopes; repeatable.")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE, not stdout.")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Export your memories as CLAUDE.md or AGENTS.md bullets by category, or as JSON Lines for import."""
+    """Export your memories as CLAUDE.md/AGENTS.md bullets by category, or as JSON Lines for import."""
     from memcli.errors import UsageProblem
     from memcli.service.rules import export_rules
     from memcli.store.files import atomic_write
 
     context = ctx()
-    text = export_rules(context, format_, all_, scope)
+    text, left_out = export_rules(context, format_, all_, scope, personal)
+    if left_out:
+        context.warnings.append(f"left out {left_out} personal memories (user:*, session:*), since {format_} files "
+                                "are usually shared; --personal includes them, marked")
     flush_warnings(context)
     if output is None:
         emit({"format": format_, "output": None, "text": text}, text)

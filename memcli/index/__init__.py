@@ -85,7 +85,8 @@ class Retriever(Protocol):
 def browse_key(query: Query):  # noqa: ANN201 - a sort key function
     """The sort key of an empty query's results, by ``query.order`` (see :class:`Query`)."""
     if query.order == "newest":
-        return lambda m: (-(m.created_at.timestamp() if m.created_at else 0), m.id)
+        # ids are ULIDs (millisecond time first): within one second, the later id is newer
+        return lambda m: (-(m.created_at.timestamp() if m.created_at else 0), tuple(-ord(c) for c in m.id))
     return lambda m: (not m.pinned, -m.importance, -(m.updated_at.timestamp() if m.updated_at else 0), m.id)
 
 

@@ -195,26 +195,38 @@ class IndexCatalog:
         return self._records("SELECT record FROM docs WHERE status = ? ORDER BY created, id", (status,))
 
 
-def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=None) -> Catalog:  # noqa: ANN001
+def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=None,  # noqa: ANN001
+                 deadline: float | None = None, wait: float | None = None) -> Catalog:
     """Open and sync the index; fall back to scanning the files if it cannot be used.
 
     A corrupt index file (not a database, malformed) is deleted and rebuilt once, since
-    the index is only a cache. Any other failure (locked past the busy timeout, a
-    read-only folder) serves this command from the files and adds a warning.
+    the index is only a cache. Any other failure (a read-only folder) serves this
+    command from the files and adds a warning. An index that another process is building
+    is served as it is, with a warning, after at most ``wait`` seconds.
 
     Args:
         files: the workspace's ``memories/`` tree.
         cache: the workspace's cache folder.
         warnings: list that receives one line per problem.
         progress: optional ``progress(done, total)`` callback for the sync.
+        deadline: a ``time.monotonic()`` instant for the sync (hooks); the files it did not
+            reach are left to one background build (``memcli.index.build.spawn_build``).
+        wait: seconds to wait for another process's build (default ``db.LOCK_WAIT``).
     """
-    from memcli.index.db import INDEX_NAME, IndexDB, IndexUnavailable
+    from memcli.index.db import INDEX_NAME, LOCK_WAIT, IndexDB, IndexUnavailable
 
     path = cache / INDEX_NAME
+    wait = LOCK_WAIT if wait is None else wait
+    if deadline is not None:  # a hook does not wait past its own deadline for another build
+        import time
+
+        wait = max(0.0, min(wait, deadline - time.monotonic()))
     for attempt in (1, 2):
         try:
             index = IndexDB(files, path)
-            return IndexCatalog(index, index.sync(progress))
+            report = index.sync(progress, deadline, wait)
+            _explain(report, files, cache, warnings, deadline is not None)
+            return IndexCatalog(index, report)
         except IndexUnavailable as err:
             broken = any(s in str(err) for s in ("not a database", "malformed", "corrupt"))
             if attempt == 1 and broken:
@@ -224,6 +236,26 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
             warnings.append(f"search index unavailable ({err}); searching the files directly")
             break
     return ScanCatalog(files.scan())
+
+
+def _explain(report, files: MemoryFiles, cache: Path, warnings: list[str], background: bool) -> None:  # noqa: ANN001
+    """Warn about an index that is not complete; start the background build a hook leaves."""
+    if report.busy:
+        warnings.append("the search index is being updated by another memcli process; this answer may miss "
+                        "the newest changes (run the command again in a moment)")
+    elif report.pending:
+        started = False
+        if background:
+            from memcli.index.build import spawn_build
+
+            started = spawn_build(files.root, cache)
+        rest = "finishing in the background" if started else "the next command goes on with it"
+        if report.pending < 0:
+            warnings.append(f"the search index was not checked against the files in time ({rest}); "
+                            "this answer may miss the newest changes")
+        else:
+            warnings.append(f"the search index is still being built: {report.pending} of {report.files} files "
+                            f"not indexed yet ({rest}); this answer may miss memories")
 
 
 def remove_index(path: Path) -> None:

@@ -16,6 +16,15 @@ Sync, run at the start of each command that reads:
    rebuild, which reads files in path order) and the other is recorded as a problem.
 
 Nothing is written when nothing changed, so concurrent readers take no write lock.
+
+Builds are shared and resumable (issue 9 point 2, issue 10 point 8): one process at a
+time holds the build lock (``.cache/index.lock``, an OS file lock, released if the process
+dies); the change list is made only under it, so concurrent cold starts never read the
+same files twice. The rows are committed every ``BATCH`` files, so a build that is killed
+keeps what it committed and the next sync goes on from there. A sync may be given a
+deadline: it then stops between two files, commits, and reports how many files it left
+(``SyncReport.pending``); a reader that cannot get the build lock within ``LOCK_WAIT``
+seconds serves the index as it is (``SyncReport.busy``) instead of waiting.
 """
 
 from __future__ import annotations
@@ -33,13 +42,26 @@ from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason, read_file
 
-SCHEMA_VERSION = "6"  # 6: the default id of a `<ulid>-<slug>.md` file is the ULID
+SCHEMA_VERSION = "7"  # 7: a partial index of unreadable files; 6: a `<ulid>-<slug>.md` file's default id is the ULID
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
 RACY_NS = 2_000_000_000
 INDEX_NAME = "index.sqlite3"
-BUSY_TIMEOUT_MS = 10_000
+#: The build lock beside the index: held by the one process that reads changed files.
+BUILD_LOCK = "index.lock"
+#: Seconds a sync waits for another process's build before serving the index as it is.
+LOCK_WAIT = 2.0
+#: Milliseconds SQLite waits for another connection's write transaction (at most one
+#: batch, well under a second, since every build commits every ``BATCH`` files).
+BUSY_TIMEOUT_MS = 2_000
+#: Files read per transaction: what a killed build keeps, at most this many files lost.
+BATCH = 200
+#: A sync with at most this many changed files ignores its deadline (0.2 s on an idle
+#: machine): small workspaces and ordinary edits always get a complete answer.
+SMALL_SYNC = 500
+#: A walk stops at its deadline only past this many files (20 ms on an idle machine).
+SMALL_WALK = 5_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -61,6 +83,7 @@ CREATE TABLE IF NOT EXISTS docs (
 CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id) WHERE id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS docs_scope ON docs(scope, status);
 CREATE INDEX IF NOT EXISTS docs_idem ON docs(idem) WHERE idem IS NOT NULL;
+CREATE INDEX IF NOT EXISTS docs_error ON docs(path) WHERE error IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     body, subject, tags, tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
@@ -74,7 +97,13 @@ class IndexUnavailable(Exception):
 
 @dataclass
 class SyncReport:
-    """What one sync did: counts of files added, updated, removed, moved, and touched-only."""
+    """What one sync did: counts of files added, updated, removed, moved, and touched-only.
+
+    ``pending`` is the number of changed files left for a later sync (the deadline came
+    first; -1: it came before the walk of the files ended, so what changed is not known);
+    ``busy`` is True when another process held the build lock past the wait, so
+    nothing was read and the index was served as it was.
+    """
 
     added: int = 0
     updated: int = 0
@@ -84,6 +113,13 @@ class SyncReport:
     files: int = 0
     rebuilt: bool = False
     notes: list[str] = field(default_factory=list)
+    pending: int = 0
+    busy: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Whether the index now agrees with every file of the walk."""
+        return not self.pending and not self.busy
 
     @property
     def changed(self) -> int:
@@ -98,8 +134,9 @@ def file_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
-    """Every memory file as ``absolute path -> (changed_ns, size)``; hidden entries skipped.
+def walk(files: MemoryFiles, deadline: float | None = None) -> dict[str, tuple[int, int]] | None:
+    """Every memory file as ``absolute path -> (changed_ns, size)``; hidden entries skipped;
+    None when ``deadline`` (a ``time.monotonic()`` instant) passed before the walk ended.
 
     ``changed_ns`` is the inode change time (ctime), not the modification time: ``touch -r``,
     ``cp -p`` or ``rsync -t`` can set a file's mtime back, never its ctime. A symbolic link
@@ -111,6 +148,8 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
     stack_base = str(files.base)
     stack = [stack_base]
     while stack:
+        if deadline is not None and len(out) >= SMALL_WALK and time.monotonic() >= deadline:
+            return None
         folder = stack.pop()
         try:
             with os.scandir(folder) as entries:
@@ -135,6 +174,30 @@ def walk(files: MemoryFiles) -> dict[str, tuple[int, int]]:
                     pass
             continue
     return out
+
+
+def build_running(path: Path) -> bool:
+    """Whether another process holds the build lock at ``path`` (a non-blocking ``flock``
+    probe, the lock ``filelock`` takes on Unix; False where it cannot be told)."""
+    try:
+        import fcntl
+    except ImportError:  # not Unix: let filelock decide
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _dated_by_mtime(known: tuple) -> bool:
@@ -211,51 +274,120 @@ class IndexDB:
 
     # --- sync --------------------------------------------------------------------------
 
-    def sync(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
+    def sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
+             wait: float = LOCK_WAIT) -> SyncReport:
         """Bring the index in step with the files (see the module docstring).
 
         Args:
             progress: called as ``progress(done, total)`` while changed files are read.
+            deadline: a ``time.monotonic()`` instant; the sync stops reading files then
+                (after at least one), commits, and reports the rest as ``pending``. A sync
+                of at most ``SMALL_SYNC`` changed files ignores it.
+            wait: seconds to wait for another process's build lock; then ``busy``.
 
         Raises:
             IndexUnavailable: the database could not be read or written.
         """
         try:
-            return self._sync(progress)
+            return self._sync(progress, deadline, wait)
         except sqlite3.Error as err:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise IndexUnavailable(f"sync failed: {err}") from None
 
-    def _sync(self, progress: Callable[[int, int], None] | None) -> SyncReport:
-        absolute = walk(self.files)
-        report = SyncReport(files=len(absolute))
-        if self._snapshot() == absolute:
+    def _sync(self, progress: Callable[[int, int], None] | None, deadline: float | None, wait: float) -> SyncReport:
+        lock_path = self.path.with_name(BUILD_LOCK)
+        lock = None
+        if build_running(lock_path):  # wait for it before walking: a walk of 100,000 files takes seconds
+            lock = self._build_lock(lock_path, wait)
+            if lock is None:
+                return SyncReport(busy=True)
+        try:
+            absolute = walk(self.files, deadline)
+            if absolute is None:  # a hook's deadline came first (a huge tree, a loaded machine)
+                return SyncReport(pending=-1)
+            report = SyncReport(files=len(absolute))
+            if self._snapshot() == absolute:
+                return report
+            if lock is None:
+                lock = self._build_lock(lock_path, wait)
+                if lock is None:
+                    report.busy = True
+                    return report
+                if self._snapshot() == absolute:  # another process synced while this one waited
+                    return report
+            self._sync_locked(absolute, report, progress, deadline)
             return report
+        finally:
+            if lock is not None:
+                lock.release()
+
+    @staticmethod
+    def _build_lock(path: Path, wait: float):  # noqa: ANN205 - a held filelock.FileLock, or None
+        """The build lock, held, or None when another process kept it for ``wait`` seconds.
+
+        Raises:
+            IndexUnavailable: the lock file cannot be opened (a read-only cache folder).
+        """
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(path), timeout=wait)
+        try:
+            lock.acquire()
+        except Timeout:
+            return None
+        except OSError as err:
+            raise IndexUnavailable(f"cannot take the index build lock: {err.strerror}") from None
+        return lock
+
+    def _sync_locked(self, absolute: dict[str, tuple[int, int]], report: SyncReport,
+                     progress: Callable[[int, int], None] | None, deadline: float | None) -> None:
+        """The sync under the build lock: the change list, then batches of ``BATCH`` files."""
         disk = _relative(absolute, self.files.root)
         known = {row[0]: row[1:] for row in self.db.execute(
             "SELECT path, changed_ns, size, hash, created, synced_ns FROM docs")}
-        changed = sorted(p for p, stat in disk.items()
-                         if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4])
+        # Newest folders first (user/, then project/ by month, descending): a build stopped
+        # half-way by a hook's deadline serves recent work. The order changes no result: an id
+        # held by two files goes to the smaller path whichever is read first (``_insert_row``).
+        changed = sorted((p for p, stat in disk.items()
+                          if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4]),
+                         reverse=True)
         vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
         if not changed and not vanished:
             self._save_snapshot(absolute)
-            return report
-        self.db.execute("BEGIN IMMEDIATE")
+            return
         gone_hashes = {known[p][2] for p in vanished}
+        if len(changed) <= SMALL_SYNC:
+            deadline = None
+        self.db.execute("BEGIN IMMEDIATE")
         for path in vanished:
             self._delete(path)
             report.removed += 1
+        in_batch = len(vanished)
         for done, path in enumerate(changed, 1):
             if progress:
                 progress(done, len(changed))
             self._apply(path, known.get(path), gone_hashes, report)
+            in_batch += 1
+            late = deadline is not None and time.monotonic() >= deadline
+            if in_batch >= BATCH or late or done == len(changed):
+                self._commit_batch(report)
+                in_batch = 0
+                if late and done < len(changed):
+                    report.pending = len(changed) - done
+                    return
+                if done < len(changed):
+                    self.db.execute("BEGIN IMMEDIATE")
+        if in_batch:  # only vanished files
+            self._commit_batch(report)
+        self._save_snapshot(absolute)
+
+    def _commit_batch(self, report: SyncReport) -> None:
+        """End one batch: settle id contests, note the change, commit (a killed build keeps it)."""
         self._retry_duplicates()
         if report.changed:
             self._note_change("sync", report.changed)
         self.db.execute("COMMIT")
-        self._save_snapshot(absolute)
-        return report
 
     def refresh(self, paths: list[Path]) -> None:
         """Re-index files memcli has just written (or deleted) and patch the snapshot.

@@ -1,26 +1,36 @@
 """Ranked, fuzzy and regex search over the FTS5 index (SPEC.md section 5).
 
-Ranked mode finds memories in up to four tiers; a hit's ``match`` says which:
+A ranked query is first analysed (:mod:`memcli.index.query`): stop words are left out
+when the query has content words, unsegmented CJK is split into words, and each word
+becomes its quoted FTS5 phrase plus the other side of an abbreviation (``db`` /
+``database``). Memories are then found in up to four tiers; a hit's ``match`` says which:
 
-1. ``exact``: every query word matches (FTS5 ``AND`` of quoted phrases);
-2. ``partial``: some words match (``OR``), when tier 1 filled fewer than ``limit``;
-3. ``fuzzy``: when tiers 1–2 filled fewer than ``limit``, query words of four or more
-   letters are widened to close vocabulary terms (rapidfuzz ratio >= 75, same first
-   letter, length within 2) and the query is run again (``OR``) for memories not yet found;
+1. ``exact``: every word matches, as typed or in another form (FTS5 ``AND``);
+2. ``fuzzy``: every word matches, some only through a typo correction: a close
+   vocabulary term (rapidfuzz ratio >= 75, same first letter, length within 2, not a
+   longer word that starts with it), or an exact hit whose only form of a word is a
+   one-letter slip that stems alike (``kubernets`` / ``kubernetes``, see
+   :func:`_stemmed_typo`);
+3. ``partial``: some words match (``OR``; corrections only for words no memory holds);
 4. ``substring``: nothing found so far, but the normalised query occurs inside a
    memory's text (``instr``), as for a single CJK character.
 
-So a miss in the index never reads as "no memory" while a fallback would find one.
+So a typo ranks directly below the exact hits, and a miss in the index never reads as
+"no memory" while a fallback would find one.
 
 Score within a tier (higher is better), one formula, documented in the README::
 
     score = relevance * (0.8 + 0.1 * importance) * (0.8 + 0.2 * 0.5 ** (age_days / 90))
 
 where ``relevance = -bm25(fts, 1.0, 2.0, 1.5)`` (body, subject and tags weighted
-1 : 2 : 1.5; FTS5's bm25 is negative, better is lower) and ``age_days`` is the time
-since ``updatedAt``. Both factors are positive and independent of relevance, so the
-score is monotone in relevance: of two memories with equal importance and age, the
-more relevant one never ranks lower. Tiers order before scores.
+1 : 2 : 1.5; FTS5's bm25 is negative, better is lower), multiplied in the ``partial`` tier
+by the hit's ``coverage`` (the IDF-weighted share of the query's words it holds, see
+:meth:`FtsRetriever._coverage`: BM25 alone would count a word twice when two of its forms
+match), and ``age_days`` is the time since ``updatedAt``. The importance and recency
+factors are positive and independent of relevance, so the score is monotone in
+relevance: of two memories with equal importance and age, the more relevant one never
+ranks lower. Tiers order before scores. A ranked hit's ``parts`` hold its ``coverage``,
+which the prompt hook's relevance floor reads.
 """
 
 from __future__ import annotations
@@ -30,11 +40,22 @@ from datetime import datetime
 
 from memcli.index import Hit, Query, paths_match
 from memcli.index.db import IndexDB
-from memcli.index.tokenize import match_expression, normalise, phrase, plain_token, quote_term, words
+from memcli.index.query import Word, analyse, content, other_forms
+from memcli.index.tokenize import match_expression, normalise, quote_term, stem, surface_words, tokens
 from memcli.model import Memory, from_dict
 
-TIERS = ("exact", "partial", "fuzzy", "substring")
+TIERS = ("exact", "fuzzy", "partial", "substring")
 FUZZY_CUTOFF = 75
+#: In a hit's ``coverage``: the weight of a query word no memory holds, as a share of the
+#: mean weight of the query's words that some memory holds (see ``FtsRetriever._coverage``).
+UNKNOWN_WEIGHT = 1.0
+#: The least weight (IDF) of a word in ``coverage``: in a workspace of a few memories, a word
+#: most of them hold would otherwise weigh almost nothing. ln 2: a word half of them hold.
+MIN_IDF = 0.6931
+#: Partial hits fetched (best BM25 first) to be ordered by coverage, however few are wanted.
+PARTIAL_POOL = 50
+#: In a hit's ``coverage``: the share of a word's weight that a typo-corrected match earns.
+TYPO_WEIGHT = 0.8
 HALF_LIFE_DAYS = 90.0
 #: BM25 relevance, positive (FTS5's bm25 is negative, better is lower). It may be tiny for
 #: a word most memories share (FTS5 floors such an IDF at 1e-6), but it stays a common
@@ -99,6 +120,9 @@ class FtsRetriever:
         self.index = index
         self.db = index.db
         self.db.create_function("memcli_paths_match", 2, _sql_paths_match, deterministic=True)
+        self._docs: dict[str, tuple[list[str], str]] = {}
+        self._vocab: dict[str, bool] = {}
+        self._counts: dict[str, int] = {}
 
     def search(self, query: Query) -> list[Hit]:
         """Search by ``query.mode``; see the module docstring for tiers and scores.
@@ -112,7 +136,7 @@ class FtsRetriever:
         if not query.text.strip():
             return self._all(query)
         if query.mode == "fuzzy":
-            return self._fuzzy(query, words(query.text), [], "fuzzy")
+            return self._fuzzy(query)
         return self._ranked(query)
 
     # --- tiers -------------------------------------------------------------------------
@@ -120,55 +144,140 @@ class FtsRetriever:
     def _run(self, query: Query, expression: str, tier: str, exclude: set[str], limit: int) -> list[Hit]:
         where, params = _filters(query)
         params.update(match=expression, limit=limit + len(exclude))
-        sql = (f"SELECT d.record, {_SCORE} AS score, {_RELEVANCE} AS rel, d.importance"
-               f" FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
+        sql = (f"SELECT d.record, {_SCORE} AS score, {_RELEVANCE} AS rel, fts.body, fts.subject, fts.tags,"
+               f" d.search_text FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
                " ORDER BY score DESC, d.id LIMIT :limit")
         hits = []
-        for record, score, relevance, _ in self.db.execute(sql, params):
+        for record, score, relevance, body, subject, tags, text in self.db.execute(sql, params):
             memory = _memory(record)
             if memory.id not in exclude:
                 hits.append(Hit(memory, score, tier, {"bm25": relevance, "tier": TIERS.index(tier)}))
+                self._docs[memory.id] = (f"{body} | {subject} | {tags}".split(), text or "")
         return hits[:limit]
 
+    def _known(self, term: str) -> bool:
+        """Whether the index holds ``term`` (a token), in any memory (cached per retriever)."""
+        found = self._vocab.get(term)
+        if found is None:
+            found = self._vocab[term] = self.db.execute(
+                "SELECT 1 FROM vocab WHERE term = ? LIMIT 1", (term,)).fetchone() is not None
+        return found
+
+    def _held(self, term: str) -> int:
+        """How many memories hold the token ``term`` (the vocabulary's document count; cached)."""
+        found = self._counts.get(term)
+        if found is None:
+            row = self.db.execute("SELECT doc FROM vocab WHERE term = ?", (term,)).fetchone()
+            found = self._counts[term] = row[0] if row else 0
+        return found
+
     def _ranked(self, query: Query) -> list[Hit]:
-        groups = [[p] for p in (phrase(w) for w in words(query.text)) if p]
-        hits: list[Hit] = []
-        if groups:
-            hits = self._run(query, match_expression(groups, "AND"), "exact", set(), query.limit)
-            if len(hits) < query.limit and len(groups) > 1:
-                hits += self._run(query, match_expression(groups, "OR"), "partial", {h.memory.id for h in hits},
-                                  query.limit - len(hits))
-        if len(hits) < query.limit:
-            hits += self._fuzzy(query, words(query.text), hits, "fuzzy")
+        words, only_stop = content(analyse(query.text, self._known))
+        if not words:
+            return self._substring(query)
+        forms = [_forms(w) for w in words]
+        exact = self._run(query, match_expression(forms, "AND"), "exact", set(), query.limit)
+        if only_stop:  # stop words alone: their literal text, never a looser match
+            return _explain(exact or self._substring(query), query.now)
+        slips = {h.memory.id for h in exact if _stemmed_typo(self._docs[h.memory.id][1], words)}
+        hits = [h for h in exact if h.memory.id not in slips]
+        fixes = [self._corrections(w) for w in words]
+        groups = [f + c for f, c in zip(forms, fixes)]
+        if len(hits) < query.limit and (slips or any(fixes)):
+            hits += self._run(query, match_expression(groups, "AND"), "fuzzy", {h.memory.id for h in hits},
+                              query.limit - len(hits))
+        if len(hits) < query.limit and (len(words) > 1 or len(words[0].tokens) > 1 and words[0].cjk):
+            # a CJK word's bigrams match apart here: a bigram that some other memory holds
+            # may have glued two words of the query into one (see memcli.index.query)
+            pieces = [p for w, c in zip(words, fixes) for p in (_bigram_words(w) if w.cjk else [(w, c)])]
+            words, fixes = [p[0] for p in pieces], [p[1] for p in pieces]
+            # corrections of a word the index holds would only widen a partial match
+            fixes = [c if len(w.tokens) == 1 and not self._known(w.tokens[0]) else [] for c, w in zip(fixes, words)]
+            forms = [_forms(w) for w in words]
+            groups = [f + c for f, c in zip(forms, fixes)]
+            hits += self._run(query, match_expression(groups, "OR"), "partial", {h.memory.id for h in hits},
+                              max(query.limit - len(hits), PARTIAL_POOL))
         if not hits:
-            hits = self._substring(query)
-        return _explain(hits[: query.limit], query.now)
+            return self._substring(query)
+        self._coverage(hits, forms, fixes)
+        whole = [h for h in hits if h.match != "partial"]
+        partial = [h for h in hits if h.match == "partial"]
+        for hit in partial:  # BM25 counts a word twice when two of its forms match; coverage does not
+            hit.score *= hit.parts["coverage"]
+        partial.sort(key=lambda h: (-h.score, h.memory.id))
+        return _explain((whole + partial)[: query.limit], query.now)
 
-    def _fuzzy(self, query: Query, terms: list[str], found: list[Hit], tier: str) -> list[Hit]:
-        groups, corrected = [], False
-        for word in terms:
-            token = plain_token(word)
-            alternatives = [p for p in [phrase(word)] if p]
-            # Known words are corrected too: whether a word is "known" cannot depend on the
-            # vocabulary, which holds every scope and status (another user's or an archived
-            # memory would switch correction off), and a typed word may match one memory
-            # exactly while the one meant is spelled right (ranked below, as a fuzzy hit).
-            if token and len(token) >= 4:
-                from rapidfuzz import process
+    def _corrections(self, word: Word) -> list[str]:
+        """Close vocabulary terms for a typo in ``word`` (quoted), or [] (see the module docstring).
 
-                pool = [t for (t,) in self.db.execute(
-                    "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
-                    " AND term != ?", (token[0], token[0] + "\uffff", max(3, len(token) - 6), len(token) + 3, token))]
-                close = process.extract(token, pool, scorer=_typo_score, score_cutoff=FUZZY_CUTOFF, limit=5)
-                alternatives += [quote_term(term) for term, _, _ in close]
-                corrected = corrected or bool(close)
-            if alternatives:
-                groups.append(alternatives)
-        if not groups or (tier == "fuzzy" and query.mode != "fuzzy" and not corrected):
+        Known words are corrected too: whether a word is "known" cannot depend on the
+        vocabulary, which holds every scope and status (another user's or an archived memory
+        would switch correction off), and a typed word may match one memory exactly while the
+        one meant is spelled right (ranked below, as a fuzzy hit).
+        """
+        found = word.tokens
+        if word.cjk or len(found) != 1 or not found[0].isascii() or not found[0].isalpha() or len(found[0]) < 4:
             return []
-        exclude = {h.memory.id for h in found}
-        operator = "AND" if query.mode == "fuzzy" else "OR"
-        return self._run(query, match_expression(groups, operator), tier, exclude, query.limit - len(found))
+        from rapidfuzz import process
+
+        token = found[0]
+        pool = [t for (t,) in self.db.execute(
+            "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
+            " AND term != ?", (token[0], token[0] + "\uffff", max(3, len(token) - 6), len(token) + 3, token))]
+        pool = [t for t in pool if not t.startswith(token)]  # a longer word (work -> worker) is no typo fix
+        close = process.extract(token, pool, scorer=_typo_score, score_cutoff=FUZZY_CUTOFF, limit=5)
+        return [quote_term(term) for term, _, _ in close]
+
+    def _fuzzy(self, query: Query) -> list[Hit]:
+        """``--fuzzy``: every content word, each widened to its close vocabulary terms."""
+        words, _ = content(analyse(query.text, self._known))
+        groups = [_forms(w) + self._corrections(w) for w in words]
+        if not groups:
+            return []
+        return _explain(self._run(query, match_expression(groups, "AND"), "fuzzy", set(), query.limit), query.now)
+
+    def _coverage(self, hits: list[Hit], forms: list[list[str]], fixes: list[list[str]]) -> None:
+        """Set each hit's ``coverage``: the share of the query's weight that it matches (0-1).
+
+        A query word weighs its BM25 inverse document frequency,
+        ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` (Robertson-Sparck Jones, as Lucene's BM25
+        has it), with ``N`` memories in the index and ``n`` of them holding the word or one of
+        its corrections (from the vocabulary's document counts; for a phrase, those of its
+        rarest token), and at least ``MIN_IDF``: a rare word counts for more than a common one.
+        A word that no memory holds weighs ``UNKNOWN_WEIGHT`` times the mean weight of the
+        query's other words (it tells nothing about which memory is meant, but that the
+        query asks about more than they cover). A memory gets a word's whole
+        weight when it holds the word as typed (or another form of it), ``TYPO_WEIGHT`` of it
+        when it holds only a correction. Exact hits hold every word: coverage 1.
+        """
+        import math
+
+        if all(h.match == "exact" for h in hits):
+            for hit in hits:
+                hit.parts["coverage"] = 1.0
+            return
+        total = max(1, self.db.execute("SELECT count(*) FROM docs WHERE id IS NOT NULL").fetchone()[0])
+        weights: list[float | None] = []
+        groups = [f + c for f, c in zip(forms, fixes)]
+        for alternatives in groups:
+            held = min(total, sum(min(self._held(t) for t in _unquote(a)) for a in alternatives))
+            weights.append(max(MIN_IDF, math.log(1 + (total - held + 0.5) / (held + 0.5))) if held else None)
+        known = [w for w in weights if w is not None]
+        unknown = UNKNOWN_WEIGHT * (sum(known) / len(known) if known else 1.0)
+        weights = [unknown if w is None else w for w in weights]
+        whole = sum(weights) or 1.0
+        for hit in hits:
+            if hit.match == "exact":
+                hit.parts["coverage"] = 1.0
+                continue
+            doc = self._docs[hit.memory.id][0]
+            got = 0.0
+            for weight, typed, fixed in zip(weights, forms, fixes):
+                if any(_holds(doc, _unquote(a)) for a in typed):
+                    got += weight
+                elif any(_holds(doc, _unquote(a)) for a in fixed):
+                    got += TYPO_WEIGHT * weight
+            hit.parts["coverage"] = round(min(1.0, got / whole), 4)
 
     def _substring(self, query: Query) -> list[Hit]:
         where, params = _filters(query)
@@ -195,7 +304,7 @@ class FtsRetriever:
     def _all(self, query: Query) -> list[Hit]:
         where, params = _filters(query)
         params["limit"] = query.limit
-        order = ("d.created DESC, d.id" if query.order == "newest"
+        order = ("d.created DESC, d.id DESC" if query.order == "newest"
                  else "d.pinned DESC, d.importance DESC, d.updated DESC, d.id")
         sql = f"SELECT d.record FROM docs d WHERE {where} ORDER BY {order} LIMIT :limit"
         return [Hit(_memory(r), 0.0, "all") for (r,) in self.db.execute(sql, params)]
@@ -220,6 +329,61 @@ def _typo_score(word: str, term: str, **_: object) -> float:
     if len(term) < 5 or len(word) <= len(term):
         return whole
     return max(whole, fuzz.ratio(word[: len(term) + 1], term))
+
+
+def _forms(word: Word) -> list[str]:
+    """A query word as quoted FTS5 phrases: as typed, and its other forms (abbreviations)."""
+    typed = [" ".join(word.tokens)] + [" ".join(tokens(f)) for f in other_forms(word.text)]
+    return [quote_term(t) for t in dict.fromkeys(typed) if t]
+
+
+def _bigram_words(word: Word) -> list[tuple[Word, list[str]]]:
+    """A CJK word as one word per bigram (with no corrections), for the partial tier."""
+    return [(Word(word.text[i:i + 2], cjk=True), []) for i in range(len(word.text) - 1)] or [(word, [])]
+
+
+def _unquote(alternative: str) -> list[str]:
+    """The tokens of one quoted alternative of :func:`_forms` or a correction."""
+    return alternative[1:-1].replace('""', '"').split()
+
+
+def _holds(doc: list[str], phrase: list[str]) -> bool:
+    """Whether the token list ``doc`` holds ``phrase`` as adjacent tokens."""
+    size = len(phrase)
+    return size > 0 and any(doc[i:i + size] == phrase for i in range(len(doc) - size + 1))
+
+
+def _stemmed_typo(text: str, words: list[Word]) -> bool:
+    """Whether an ``exact`` hit matched some query word only through a misspelling that
+    stems alike (``kubernets`` and ``kubernetes`` both stem to ``kubernet``).
+
+    ``text`` is the memory's normalised text. For each plain English query word the memory
+    does not hold as typed, its words of the same stem are compared with it: another form
+    (``deploy`` / ``deployments``: one is the other plus letters, or they differ by more than
+    one edit) is a real match; only a one-letter slip inside the word (Damerau-Levenshtein
+    distance 1, neither a prefix of the other) marks a typo.
+    """
+    surface = None
+    for word in words:
+        typed = word.text.strip("\"'`.,;:!?()[]{}")
+        if word.cjk or len(typed) < 4 or not typed.isascii() or not typed.isalpha():
+            continue
+        if surface is None:
+            surface = set(surface_words(text))
+        if typed in surface:
+            continue
+        root = stem(typed)
+        variants = [v for v in surface if v.isascii() and v.isalpha() and stem(v) == root]
+        if variants and all(_slip(typed, v) for v in variants):
+            return True
+    return False
+
+
+def _slip(a: str, b: str) -> bool:
+    """One letter wrong, missing, extra or swapped inside a word (not a suffix added)."""
+    from rapidfuzz.distance import OSA
+
+    return not (a.startswith(b) or b.startswith(a)) and OSA.distance(a, b) == 1
 
 
 def _memory(record: str) -> Memory:

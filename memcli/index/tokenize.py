@@ -98,28 +98,16 @@ def has_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
 
 
-def words(query: str) -> list[str]:
-    """The query split on white space, normalised; empty words dropped."""
-    return [w for w in normalise(query).split() if w]
-
-
-def phrase(word: str) -> str | None:
-    """One query word as a quoted FTS5 phrase of its tokens, or None if it has no tokens."""
-    found = tokens(word)
-    return quote_term(" ".join(found)) if found else None
-
-
-def plain_token(word: str) -> str | None:
-    """The single token of a word made of one ASCII token (a candidate for typo correction)."""
-    found = tokens(word)
-    return found[0] if len(found) == 1 and not has_cjk(word) else None
+def surface_words(text: str) -> list[str]:
+    """The words of an already normalised text as written (not stemmed, CJK runs whole)."""
+    return _TOKEN.findall(text)
 
 
 def match_expression(groups: list[list[str]], operator: str = "AND") -> str:
     """An FTS5 MATCH expression: each group is OR-ed alternatives, groups joined by ``operator``.
 
     Args:
-        groups: per query word, the quoted alternatives (from :func:`phrase` or vocabulary terms).
+        groups: per query word, the quoted alternatives (its phrases, or vocabulary terms).
         operator: ``AND`` (every word) or ``OR`` (any word).
     """
     parts = []

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memcli import gitlog
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed, WorkspaceNotFound
 from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import readable_scopes
@@ -21,6 +20,8 @@ from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import now as clock_now
 
 MIN_PREFIX = 4
+#: Share of ``[hooks] deadline`` the index sync of a hook may take; the answer needs the rest.
+SYNC_SHARE = 0.75
 #: Unreadable files named on stderr by one command, at most; `memcli doctor` lists all.
 MAX_PROBLEM_WARNINGS = 5
 
@@ -28,7 +29,7 @@ MAX_PROBLEM_WARNINGS = 5
 def check_ref(value: str) -> str:
     """Normalise an id argument (a whole id, or a prefix of one) and check its characters.
 
-    An id is 3-64 characters ``a-z 0-9 - _`` (``model.check_id``); a prefix needs
+    An id is 1-64 characters ``a-z 0-9 - _`` (``model.check_id``); a prefix needs
     ``MIN_PREFIX`` or more, and a shorter well-formed one is returned for the caller to
     refuse with a hint (exit 4, see ``Ctx.resolve``).
 
@@ -43,9 +44,25 @@ def check_ref(value: str) -> str:
         return check_id(ref)
     except ValidationFailed:
         raise ValidationFailed(
-            f"invalid id {value[:70]!r}: give a whole id (3-64 characters a-z, 0-9, '-' or '_') "
+            f"invalid id {value[:70]!r}: give a whole id (1-64 characters a-z, 0-9, '-' or '_') "
             f"or its first {MIN_PREFIX} or more characters",
             hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
+
+
+def process_started() -> float:
+    """When this process started, as a ``time.monotonic()`` instant (Linux: from
+    ``/proc/self/stat`` field 22, in clock ticks since boot, against ``CLOCK_BOOTTIME``;
+    elsewhere, or if that cannot be read: now)."""
+    import time
+
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0 <= age < 3600 else now
 
 
 def default_actor(root: Path | None = None) -> str:
@@ -74,11 +91,15 @@ def _git_identity(root: Path) -> str | None:
     import re
     import subprocess
 
-    gitlog.seal_environment()
+    # the repository-local variables of an enclosing git hook must not point git elsewhere
+    # (the rest of gitlog.LOCAL_ENV_VARS does not change what `git config` reads); the git
+    # layer itself is not imported on the hot path
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR",
+                                                           "GIT_CONFIG", "GIT_PREFIX")}
     for key in ("user.email", "user.name"):
         try:
             proc = subprocess.run(["git", "config", "--get", key], cwd=root, capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL, timeout=5)
+                                  stdin=subprocess.DEVNULL, timeout=5, env=env)
         except (OSError, subprocess.SubprocessError):
             return None
         value = re.sub(r"[^A-Za-z0-9._@-]+", "-", proc.stdout.strip()).strip("-.")
@@ -102,6 +123,9 @@ class Ctx:
     actor: str
     now: datetime
     warnings: list[str] = field(default_factory=list)
+    #: A ``time.monotonic()`` instant for the index sync (hooks, ``context``): what it does
+    #: not reach by then is left to one background build (``memcli.index.build``).
+    deadline: float | None = None
     _catalog: object | None = None
     _warned: bool = False
 
@@ -135,11 +159,15 @@ class Ctx:
                 from None
         return cls(ws=ws, actor=name, now=now, warnings=notes)
 
-    def catalog(self, refresh: bool = False, progress=None):  # noqa: ANN001, ANN201 - memcli.index.catalog.Catalog
-        """The memories of the workspace: the synced index, or a scan when the index is unusable.
+    def catalog(self, refresh: bool = False, progress=None, wait: float | None = None):  # noqa: ANN001, ANN201
+        """The memories of the workspace (a ``memcli.index.catalog.Catalog``): the synced index,
+        or a scan when the index is unusable.
 
         Opened once per command; ``refresh`` syncs again (writers call it under the lock), after
         completing or rolling back a write a kill interrupted (``service.journal``).
+        ``wait``: seconds to wait for another process's index build (default
+        ``memcli.index.db.LOCK_WAIT``); the sync stops at ``deadline`` when one is set,
+        except for a writer's ``refresh``: the write gates need every file.
         Unreadable files the caller may hear about become warnings, once per command;
         read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
         personal folder is neither counted nor named).
@@ -160,7 +188,8 @@ class Ctx:
                 self.warnings.append(done)
         if self._catalog is None or refresh:
             try:
-                self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress)
+                self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
+                                             deadline=None if refresh else self.deadline, wait=wait)
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
@@ -173,6 +202,13 @@ class Ctx:
                     self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
                                          "list them with `memcli doctor`")
         return self._catalog
+
+    def bound(self, started: float | None = None) -> None:
+        """Give this command's index sync a deadline (hooks, ``context``): ``SYNC_SHARE`` of
+        ``[hooks] deadline`` seconds after ``started`` (a ``time.monotonic()`` instant; default:
+        when this process started, interpreter start-up included), so the answer comes within
+        the deadline; the files not reached go to a background build."""
+        self.deadline = (started or process_started()) + self.ws.config.hook_deadline * SYNC_SHARE
 
     def load(self, memory: Memory) -> Loaded:
         """Read a memory's file fresh from disk (for a rewrite).
@@ -203,9 +239,11 @@ class Ctx:
         """
         ref = check_ref(ref)  # a malformed id (path characters, '..', NUL) is a validation error, exit 5
         hint = "list ids with `memcli list` or search with `memcli recall WORDS`"
-        if len(ref) < MIN_PREFIX:
-            raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
         items = [m for m in self.catalog().by_prefix(ref) if self.may_see(m)]
+        if len(ref) < MIN_PREFIX:  # a short hand-written id (ci.md) is found by its whole value only
+            items = [m for m in items if m.id == ref]
+            if not items:
+                raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
         exact = [m for m in items if m.id == ref]
         if exact:
             return self.load(exact[0])
@@ -216,13 +254,16 @@ class Ctx:
                 raise broken[0]
             raise MemoryNotFound(f"no memory {ref!r}", hint=hint)
         if len(items) > 1:
-            ids = ", ".join(m.id for m in items[:5])
-            raise AmbiguousId(f"id prefix {ref!r} matches {len(items)} memories ({ids})",
-                              hint="give more characters of the id")
+            ids = ", ".join(m.id for m in sorted(items, key=lambda m: m.id, reverse=True)[:5])
+            more = f" and {len(items) - 5} more" if len(items) > 5 else ""
+            raise AmbiguousId(f"id prefix {ref!r} matches {len(items)} memories: {ids}{more}",
+                              hint="give more characters of the id (8 tell apart memories a second apart)")
         return self.load(items[0])
 
-    def git(self) -> gitlog.GitRepo:
+    def git(self):  # noqa: ANN201 - memcli.gitlog.GitRepo, imported lazily (not on the read path)
         """The repository holding the workspace."""
+        from memcli import gitlog
+
         return gitlog.GitRepo(self.ws.root)
 
     def history(self):  # noqa: ANN201 - memcli.githistory.History, imported lazily

@@ -32,7 +32,9 @@ from memcli.errors import MemcliError
 #: Characters for the block a prompt adds (the session start has the full budget).
 PROMPT_BUDGET = 2_000
 #: Memories a prompt may add at most.
-PROMPT_LIMIT = 5
+PROMPT_LIMIT = 3
+#: A prompt's memory must also match this share of the best one's coverage.
+PROMPT_MIN_SHARE = 0.75
 #: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
@@ -65,7 +67,7 @@ def _seen(ctx, session_id: str) -> set[str]:  # noqa: ANN001
         return set()
     try:
         return set(json.loads(_session_file(ctx, session_id).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, MemcliError):  # MemcliError: no usable cache folder
         return set()
 
 
@@ -76,7 +78,7 @@ def _remember_seen(ctx, session_id: str, ids: set[str]) -> None:  # noqa: ANN001
 
     try:
         atomic_write(_session_file(ctx, session_id), json.dumps(sorted(ids)).encode())
-    except OSError:
+    except (OSError, MemcliError):  # MemcliError: no usable cache folder (a link, say)
         pass
 
 
@@ -101,6 +103,8 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     ctx = None
     try:
         ctx = _open(workspace, actor, payload.cwd)
+        if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
+            ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
         context = _dispatch(ctx, event, payload, run)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
@@ -222,16 +226,51 @@ def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[
     return render(list(found.values())[:TOOL_LIMIT], TOOL_BUDGET, total=len(found))
 
 
-def _prompt_block(ctx, prompt: str, seen: set[str]):  # noqa: ANN001, ANN202
-    """Memories relevant to the prompt that this session has not been given yet."""
+def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):  # noqa: ANN001, ANN202
+    """The few memories relevant to the prompt that this session has not been given yet.
+
+    A memory is added only when it clears the relevance floor: its ``coverage`` (the share
+    of the prompt's content words it matches, each weighted by its BM25 inverse document
+    frequency, see :meth:`memcli.index.search.FtsRetriever._coverage`) must reach ``floor``
+    (``[hooks] prompt_floor`` in ``memcli.toml``, default 0.35), and it must
+    match at least ``PROMPT_MIN_SHARE`` of the best hit's coverage. A prompt of stop words
+    only ("what do you think?") adds nothing; at most ``PROMPT_LIMIT`` memories, best first.
+
+    Args:
+        prompt: the person's prompt (the first 2,000 characters are searched).
+        seen: ids already given in this session.
+        floor: overrides the configured floor (0-1), for the evaluation in bench/eval.py.
+    """
     from memcli.agents.context import render
+    from memcli.index.query import analyse, content
     from memcli.service.read import Filters, recall
 
-    if not prompt.strip():
+    text = prompt[:2000]
+    words, only_stop = content(analyse(text))
+    if not words or only_stop:
         return render([], PROMPT_BUDGET)
-    hits = recall(ctx, prompt[:2000], Filters(limit=PROMPT_LIMIT + len(seen)))
-    fresh = [h.memory for h in hits if h.memory.id not in seen and h.match != "fuzzy"][:PROMPT_LIMIT]
+    floor = ctx.ws.config.prompt_floor if floor is None else floor
+    hits = recall(ctx, text, Filters(limit=PROMPT_LIMIT + len(seen)))
+    shares = {h.memory.id: _share(h, words) for h in hits}
+    best = max(shares.values(), default=0.0)
+    fresh = [h.memory for h in hits if h.memory.id not in seen and shares[h.memory.id] >= floor
+             and shares[h.memory.id] >= PROMPT_MIN_SHARE * best][:PROMPT_LIMIT]
     return render(fresh, PROMPT_BUDGET)
+
+
+def _share(hit, words) -> float:  # noqa: ANN001 - a Hit and the prompt's content words
+    """A hit's coverage of the prompt: the index's IDF-weighted ``coverage``; from the file scan
+    (index unavailable), the unweighted share of content words the memory holds; 0 for a
+    substring hit."""
+    if "bm25" in hit.parts:
+        return hit.parts.get("coverage", 0.0)
+    if hit.match == "substring":
+        return 0.0
+    from memcli.index.tokenize import tokens
+
+    memory = hit.memory
+    held = set(tokens(" ".join([memory.text, memory.subject or "", *memory.tags])))
+    return sum(set(w.tokens) <= held for w in words) / len(words)
 
 
 def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcli.errors import UsageProblem, ValidationFailed
-from memcli.gitlog import Entry
 from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
 from memcli.policy.owner import scope_in_commit_is_mine
@@ -133,7 +132,7 @@ def review_queue(ctx: Ctx) -> list[Memory]:
     return for_reader(ctx, [m for m in ctx.catalog().with_status("pending_review") if ctx.may_see(m)])
 
 
-def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
+def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.gitlog.Entry]
     """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
 
     Each entry holds the operation, ids, scope, actor and run (trailers), the time, the
@@ -150,7 +149,7 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
 
     from memcli.service.audit import find_id
 
-    def visible(entry: Entry) -> bool:
+    def visible(entry) -> bool:  # noqa: ANN001 - a gitlog.Entry
         scopes = entry.trailers.get("scope", "").split()
         return not scopes or any(_mine(ctx, s, entry) for s in scopes)
 
@@ -159,12 +158,12 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     return [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
 
 
-def _mine(ctx: Ctx, scope: str, entry: Entry) -> bool:
+def _mine(ctx: Ctx, scope: str, entry) -> bool:  # noqa: ANN001 - a gitlog.Entry
     """True for a scope of ``entry``'s ``Memcli-Scope`` trailer that the caller may see (``policy.owner``)."""
     return scope_in_commit_is_mine(scope, entry.trailers.get("actor") or entry.author, ctx.actor)
 
 
-def trimmed(ctx: Ctx, repo, entry: Entry) -> Entry:  # noqa: ANN001 - githistory.History
+def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - githistory.History, gitlog.Entry in and out
     """``entry`` as the caller may see it: unchanged unless it names another user's personal scope.
 
     Then its ``Id``, ``Related`` and ``Run`` trailers keep only the caller's memories, its
@@ -177,7 +176,7 @@ def trimmed(ctx: Ctx, repo, entry: Entry) -> Entry:  # noqa: ANN001 - githistory
     of its owner: there the catalog's memory decides, else (the file is gone) the
     commit's actor (``policy.owner``).
     """
-    from memcli.gitlog import summary
+    from memcli.gitlog import Entry, summary
     from memcli.store.files import MEMORIES, others_folder
 
     trailers = entry.trailers
@@ -225,12 +224,58 @@ def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
         WorkspaceLocked: a writer holds the workspace lock past the wait limit.
     """
     from memcli.index.catalog import remove_index
-    from memcli.index.db import INDEX_NAME
+    from memcli.index.db import BUILD_LOCK, INDEX_NAME
 
+    wait = ctx.ws.config.lock_timeout
     with ctx.ws.lock():
-        remove_index(ctx.ws.cache / INDEX_NAME)
-        catalog = ctx.catalog(refresh=True, progress=progress)
+        with _build_lock(ctx.ws.cache / BUILD_LOCK, wait):  # no build is half-way through the old file
+            remove_index(ctx.ws.cache / INDEX_NAME)
+        catalog = ctx.catalog(refresh=True, progress=progress, wait=wait)
     return _status(ctx, catalog)
+
+
+def index_build(ctx: Ctx, progress=None, background: bool = False) -> dict[str, Any]:  # noqa: ANN001
+    """Bring the index in step with the files, going on from where a stopped build left off.
+
+    This is what a hook leaves to the background when its deadline comes first
+    (``memcli.index.build``). When another process holds the build lock for
+    ``memcli.index.db.LOCK_WAIT`` seconds this one leaves the work to it (``last_sync``
+    then says ``busy``).
+
+    Args:
+        progress: optional ``progress(done, total)`` callback.
+        background: start the build as a detached process and return at once
+            (``{"backend": "background", "started": bool, "log": path}``).
+    """
+    if background:
+        from memcli.index.build import LOG_NAME, spawn_build
+
+        cache = ctx.ws.cache
+        return {"backend": "background", "started": spawn_build(ctx.ws.root, cache), "log": str(cache / LOG_NAME)}
+    return _status(ctx, ctx.catalog(progress=progress))
+
+
+class _build_lock:  # noqa: N801 - used as a context manager, like a function
+    """Hold the index build lock (``wait`` seconds at most, then go on: the index is a cache)."""
+
+    def __init__(self, path, wait: float) -> None:  # noqa: ANN001
+        from filelock import FileLock
+
+        self.lock = FileLock(str(path), timeout=wait)
+        self.held = False
+
+    def __enter__(self) -> None:
+        from filelock import Timeout
+
+        try:
+            self.lock.acquire()
+            self.held = True
+        except (Timeout, OSError):
+            pass
+
+    def __exit__(self, *exc) -> None:  # noqa: ANN002
+        if self.held:
+            self.lock.release()
 
 
 def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
@@ -241,7 +286,7 @@ def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
     if not isinstance(catalog, IndexCatalog):
         return {"backend": "scan", "memories": len(catalog.memories), "problems": problems}
     return {"backend": "fts5", **catalog.index.status(), "problems": problems, "files": catalog.report.files,
-            "last_sync": catalog.report.__dict__}
+            "complete": catalog.report.complete, "last_sync": catalog.report.__dict__}
 
 
 def check_mode(fuzzy: bool, grep: bool) -> str:

@@ -351,15 +351,39 @@ def export_memories(ctx: Ctx, all_statuses: bool = False, scopes: list[str] | No
     return sorted(memories, key=lambda m: (m.created_at or ctx.now, m.id))
 
 
-def export_rules(ctx: Ctx, fmt: str, all_statuses: bool = False, scopes: list[str] | None = None) -> str:
+def export_rules(ctx: Ctx, fmt: str = "claude-md", all_statuses: bool = False, scopes: list[str] | None = None,
+                 personal: bool = False) -> tuple[str, int]:
     """The caller's memories as a rule file.
 
+    ``CLAUDE.md`` and ``AGENTS.md`` are usually committed and shared, so the Markdown
+    formats leave out personal scopes (``user:*``, ``session:*``) unless ``personal`` is
+    set or such a scope is asked for with ``scopes``; included, they follow the shared ones
+    under a heading that names them as personal (for ``CLAUDE.local.md``). ``jsonl`` (a
+    lossless backup for ``import``) keeps every scope read.
+
     Args:
-        fmt: ``claude-md``, ``agents-md`` or ``jsonl`` (see ``agents.rules.render``).
+        fmt: ``claude-md`` (default), ``agents-md`` or ``jsonl`` (see ``agents.rules.render``).
         all_statuses, scopes: see :func:`export_memories`.
+        personal: include personal scopes in a Markdown export.
+
+    Returns:
+        ``(text, personal memories left out)``.
 
     Raises:
         ValidationFailed: unknown format; and the errors of :func:`export_memories`.
     """
     check_choice("format", fmt, rules.FORMATS)
-    return rules.render(export_memories(ctx, all_statuses, scopes), fmt, ctx.now)
+    memories = export_memories(ctx, all_statuses, scopes)
+    if fmt == "jsonl":
+        return rules.render(memories, fmt, ctx.now), 0
+    mine = [m for m in memories if m.scope.startswith(("user:", "session:"))]
+    shared = [m for m in memories if m not in mine]
+    asked = personal or any(s.startswith(("user:", "session:")) for s in scopes or [])
+    text = rules.render(shared, fmt, ctx.now) if shared or not (asked and mine) else ""
+    if asked and mine:
+        names = ", ".join(sorted({m.scope for m in mine}))
+        text += (("\n" if text else "") + f"<!-- Personal memories ({names}): keep them out of a shared file, "
+                 "e.g. in CLAUDE.local.md. -->\n\n# Personal (" + names + ")\n"
+                 + rules.render(mine, fmt, ctx.now).split("\n", 1)[1])
+        return text, 0
+    return text, len(mine)

@@ -42,6 +42,7 @@ class WriteOptions:
     line: int | None = None  # provenance: its 1-based line in that file
     sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
     allow_secret: list[str] = field(default_factory=list)  # secret kinds a person let through (CLI only)
+    actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
 
 
 @dataclass
@@ -241,6 +242,28 @@ def _allowed_kinds(opts: WriteOptions) -> list[str]:
     return sorted(set(opts.allow_secret))
 
 
+#: rapidfuzz ratio over which a live memory of the scope is checked for a contradiction.
+CONTRADICTION_CANDIDATES = 70
+
+
+def _contradictions(memory: Memory, texts: dict[str, str]) -> list[str]:
+    """Warnings for live memories of the scope that the new one may contradict
+    (``policy.contradiction``), each with the command that settles it."""
+    from rapidfuzz import fuzz, process
+
+    from memcli.policy.contradiction import contradiction
+
+    wanted = model.normalise_text(memory.text)
+    near = process.extract(wanted, texts, scorer=fuzz.ratio, score_cutoff=CONTRADICTION_CANDIDATES, limit=10)
+    out = []
+    for other, _, other_id in near:
+        why = contradiction(wanted, other)
+        if why:
+            out.append(f"possible conflict with {other_id} ({why}): {other[:80]}; if the new memory replaces it, "
+                       f"retire it with `memcli forget {other_id}` (next time: `memcli supersede {other_id} TEXT`)")
+    return out
+
+
 def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
     """``expireAt`` of a new memory: ``--ttl``, else ``--expire-at``, else the ``[ttl]`` default of its category."""
     if opts.ttl and opts.expire_at:
@@ -264,11 +287,23 @@ def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
 
 
 def _new_id(ctx: Ctx) -> str:
-    """A ULID (lower case) whose time part is memcli's clock, so ids sort by ``createdAt``."""
+    """A ULID (lower case) whose time part is memcli's clock to the millisecond, so ids sort
+    by ``createdAt`` and two memories written in one second still differ in their first
+    10 characters (``createdAt`` itself is stored to the second).
+
+    The second comes from ``ctx.now`` (``$MEMCLI_NOW`` when set), the milliseconds from
+    the wall clock unless ``$MEMCLI_NOW`` freezes the clock.
+    """
+    import os
+    from datetime import timezone
+
     from ulid import ULID
 
+    stamp = ctx.now
+    if not os.environ.get("MEMCLI_NOW"):
+        stamp = stamp.replace(microsecond=datetime.now(timezone.utc).microsecond // 1000 * 1000)
     try:
-        return str(ULID.from_datetime(ctx.now)).lower()
+        return str(ULID.from_datetime(stamp)).lower()
     except (ValueError, OverflowError):
         raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside what ids can hold (1970-10889)",
                                hint="check $MEMCLI_NOW") from None
@@ -298,7 +333,7 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         status="active", importance=importance,
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
-        provenance=Provenance(source_type=opts.source_type, actor=ctx.actor, run_id=opts.run_id, at=ctx.now,
+        provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id, at=ctx.now,
                               idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
                               sha256=opts.sha256, allow_secret=_allowed_kinds(opts)),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
@@ -381,6 +416,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
         return WriteResult(op, first, "noop", f"already exists: {first.id}", gate="duplicate", gates=decided)
     warnings = [f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar): {texts[d.memory_id][:80]}"
                 for d in dups]
+    warnings.extend(_contradictions(memory, texts))
     decided.append(("duplicate", "near duplicate reported" if dups else "passed"))
     changed: list[str] = []
     if not pending:
@@ -396,6 +432,9 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     outcome = "pending_review" if pending else "created"
     verb = "waiting for review" if pending else "remembered"
     extra = f"; supersedes {', '.join(changed)}" if changed else ""
+    if memory.expire_at and not opts.ttl and not opts.expire_at:  # say what a default did (issue 14)
+        extra += (f"; expires {format_instant(memory.expire_at)[:10]} by the [ttl] default for {memory.category} "
+                  f"({ctx.ws.config.ttl.get(memory.category)}; --ttl or --expire-at sets another)")
     return WriteResult(op, memory, outcome, f"{verb}: {memory.id} ({memory.scope}){extra}",
                        gate="review" if pending else None, changed=changed, gates=decided, warnings=warnings)
 
@@ -550,6 +589,9 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
                 writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now, "supersedes": memory.supersedes})
         commit = apply(ctx, writes, op, [memory], changed)
     extra = f"; supersedes {', '.join(changed)}" if changed else ""
+    if memory.expire_at and not opts.ttl and not opts.expire_at:  # say what a default did (issue 14)
+        extra += (f"; expires {format_instant(memory.expire_at)[:10]} by the [ttl] default for {memory.category} "
+                  f"({ctx.ws.config.ttl.get(memory.category)}; --ttl or --expire-at sets another)")
     return WriteResult(op, memory, "updated", f"{op}: {memory.id} is now {memory.status}{extra}",
                        changed=changed, commit=commit)
 

@@ -94,10 +94,36 @@ def cache_folder(root: Path) -> Path:
     """The git-ignored cache folder of the workspace at ``root`` (index, statistics, locks), created on demand.
 
     Raises:
-        WorkspaceInvalid: the folder cannot be created (a file in its place, no permission).
+        WorkspaceInvalid: the folder cannot be created (a file in its place, no permission),
+            or it is a symbolic link, leads out of the workspace, or holds a link (a cloned
+            repository may commit one: memcli would write its index, locks and logs where
+            it points); reads then scan the files, writes stop before writing anything.
     """
-    return _ignored_folder(root / CACHE, "memcli derived data: never committed",
+    path = root / CACHE
+    _refuse_links(root, path)
+    return _ignored_folder(path, "memcli derived data: never committed",
                            "cannot use the cache folder", "it holds only derived data")
+
+
+def _refuse_links(root: Path, path: Path) -> None:
+    """Raise WorkspaceInvalid when the cache folder ``path`` is, or holds, a symbolic link."""
+    hint = f"remove it (rm {path}; it holds only derived data) and memcli makes a real one"
+    if os.path.islink(path):
+        raise WorkspaceInvalid(f"the cache folder {path} is a symbolic link (to {os.readlink(path)}); "
+                               "memcli does not write its index where a link points", hint=hint)
+    if not os.path.lexists(path):
+        return
+    if os.path.realpath(path) != os.path.join(os.path.realpath(root), CACHE):
+        raise WorkspaceInvalid(f"the cache folder {path} leads out of the workspace ({os.path.realpath(path)})",
+                               hint=hint)
+    try:
+        with os.scandir(path) as entries:
+            link = next((e.name for e in entries if e.is_symlink()), None)
+    except OSError:
+        return  # not a folder or not readable: _ignored_folder reports it
+    if link is not None:
+        raise WorkspaceInvalid(f"the cache folder {path} holds a symbolic link ({link}); memcli does not "
+                               "write through links", hint=hint)
 
 
 def _ignored_folder(path: Path, note: str, problem: str, why: str) -> Path:

@@ -1,0 +1,374 @@
+"""The MCP tools as plain functions over the service layer (no MCP SDK here).
+
+Each call opens a fresh service context (``Ctx.open``): the workspace, its configuration
+and the index are read again, so a file edited or deleted by hand, a ``git pull`` or a
+``memcli`` command run meanwhile is seen by the next call, and nothing cached can serve a
+stale or deleted memory. Writes go through ``service.write`` (the same six gates and the
+same workspace lock as the CLI) with ``sourceType: model_derived``.
+
+Scopes are fixed when the server starts (:class:`Settings`), never by a tool argument:
+a tool may narrow a search to some of them, and names the scope a memory goes into
+among them, but nothing outside them is read, shown or written. Another user's personal
+scope is never among them (``policy.gates.readable_scopes`` refuses it at start).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from memcli.errors import MemoryNotFound, ReviewRefused, ScopeViolation
+
+#: The provenance actor when neither the configuration nor the client names the agent.
+DEFAULT_AGENT = "mcp-client"
+#: Characters kept from a client's self-given name (clientInfo.name) for the provenance actor.
+_NOT_NAME = re.compile(r"[^a-z0-9._-]+")
+#: Longest agent name kept, in characters.
+MAX_AGENT = 40
+#: Environment variables read at start (the command's options win over them).
+ENV_SCOPES, ENV_AGENT, ENV_READ_ONLY = "MEMCLI_MCP_SCOPES", "MEMCLI_MCP_AGENT", "MEMCLI_MCP_READ_ONLY"
+#: The CLI's hint for an id that names no visible memory (``Ctx.resolve``), repeated word for word.
+_NOT_FOUND_HINT = "list ids with `memcli list` or search with `memcli recall WORDS`"
+
+
+def agent_name(raw: str | None) -> str | None:
+    """A name for the provenance actor from what a client calls itself, or None.
+
+    Lower case, runs of characters other than ``a-z 0-9 . _ -`` become one ``-``, at
+    most ``MAX_AGENT`` characters (``"Claude Code"`` -> ``claude-code``). A name that
+    looks like a secret is dropped (None), so that it never reaches a file.
+
+    Args:
+        raw: ``clientInfo.name`` from the client's ``initialize``, or a configured name.
+    """
+    if not raw or not isinstance(raw, str):
+        return None
+    name = _NOT_NAME.sub("-", raw.strip().lower()).strip("-._")[:MAX_AGENT].strip("-._")
+    if not name:
+        return None
+    from memcli.policy.secrets import find_secrets
+
+    return None if find_secrets(raw) or find_secrets(name) else name
+
+
+@dataclass
+class Settings:
+    """How the server was started; fixed for its whole life.
+
+    Attributes:
+        workspace: ``--workspace``, else found as the CLI finds it (``$MEMCLI_WORKSPACE``, then upwards).
+        actor: the person (``--actor``, else ``$MEMCLI_ACTOR``, else the login name): owner of ``user:<actor>``.
+        scopes: the scopes the server reads and writes (``--scope``, else ``$MEMCLI_MCP_SCOPES``,
+            comma-separated); empty means the workspace's ``[scopes] read``.
+        agent: the provenance actor of its writes (``--agent``, else ``$MEMCLI_MCP_AGENT``);
+            None means the client's ``clientInfo.name``.
+        read_only: offer no write tools (``--read-only``, or ``$MEMCLI_MCP_READ_ONLY=1``).
+        run_id: provenance ``runId`` of every write this server makes (one per server process).
+    """
+
+    workspace: str | None = None
+    actor: str | None = None
+    scopes: list[str] = field(default_factory=list)
+    agent: str | None = None
+    read_only: bool = False
+    run_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4().hex[:16]}")
+
+    @classmethod
+    def start(cls, workspace: str | None, actor: str | None, scopes: list[str] | None, agent: str | None,
+              read_only: bool) -> "Settings":
+        """Settings from the command's options, then the environment; checked.
+
+        Raises:
+            ScopeViolation: a scope is another user's personal scope (exit 5).
+            ValidationFailed: a scope or the agent name is malformed, or the actor name is (exit 5).
+        """
+        from memcli.errors import ValidationFailed
+        from memcli.policy.gates import readable_scopes
+        from memcli.service import default_actor
+
+        if not scopes:
+            scopes = [s.strip() for s in os.environ.get(ENV_SCOPES, "").split(",") if s.strip()]
+        configured = agent if agent is not None else os.environ.get(ENV_AGENT) or None
+        if configured is not None and agent_name(configured) is None:
+            raise ValidationFailed(f"invalid agent name {configured[:60]!r}: use letters, digits, '.', '_' or '-'",
+                                   hint="e.g. --agent claude-code")
+        settings = cls(workspace=workspace, actor=actor, scopes=list(dict.fromkeys(scopes)),
+                       agent=agent_name(configured) if configured else None,
+                       read_only=read_only or os.environ.get(ENV_READ_ONLY, "") not in ("", "0", "false"))
+        readable_scopes([], actor or default_actor(), settings.scopes or None)  # checks each --scope
+        return settings
+
+
+def inside(scope: str, allowed: list[str], actor: str) -> bool:
+    """True when ``scope`` is one of ``allowed`` (or matches one of its patterns), and not another user's."""
+    from memcli.policy.gates import personal_owner
+
+    owner = personal_owner(scope)
+    if owner is not None and owner != actor:
+        return False
+    return any(scope == a or fnmatchcase(scope, a) for a in allowed)
+
+
+class Tools:
+    """The operations of the MCP server. Every method opens its own service context.
+
+    Methods return JSON-ready dicts and raise ``MemcliError`` subclasses, whose one-line
+    ``line()`` the server sends back as the tool error. ``agent`` arguments name the
+    client for provenance (see :func:`agent_name`); the configured agent wins.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    # --- opening a fresh context per call --------------------------------------------
+
+    def _open(self):  # noqa: ANN202 - (memcli.service.Ctx, list[str])
+        """A fresh ``Ctx`` whose read scopes are narrowed to the server's, and those scopes.
+
+        Raises:
+            WorkspaceNotFound, WorkspaceInvalid, ValidationFailed, ScopeViolation: as ``Ctx.open``.
+        """
+        from memcli.policy.gates import readable_scopes
+        from memcli.service import Ctx
+
+        ctx = Ctx.open(self.settings.workspace, self.settings.actor)
+        allowed = readable_scopes(ctx.ws.config.read_scopes, ctx.actor, self.settings.scopes or None)
+        ctx.ws.config.read_scopes = allowed  # every query of this context reads these and no more
+        return ctx, allowed
+
+    def _call(self, work):  # noqa: ANN001, ANN202
+        """Run ``work(ctx, allowed)`` in a fresh context and close its index afterwards."""
+        ctx, allowed = self._open()
+        try:
+            return work(ctx, allowed)
+        finally:
+            index = getattr(ctx._catalog, "index", None)
+            if index is not None and hasattr(index, "close"):
+                try:
+                    index.close()
+                except Exception:  # noqa: BLE001 - closing never fails a call
+                    pass
+
+    @staticmethod
+    def _resolve(ctx, allowed: list[str], ref: str):  # noqa: ANN001, ANN205 - memcli.store.files.Loaded
+        """One memory by id or prefix, answered as for an unknown id when it lies outside the server's scopes.
+
+        Raises:
+            MemoryNotFound, AmbiguousId, ValidationFailed: as ``Ctx.resolve``, with the CLI's words.
+        """
+        item = ctx.resolve(ref)
+        if not inside(item.memory.scope, allowed, ctx.actor):
+            raise MemoryNotFound(f"no memory {ref.strip().lower()!r}", hint=_NOT_FOUND_HINT)
+        return item
+
+    @staticmethod
+    def _narrow(allowed: list[str], actor: str, requested: list[str] | None) -> list[str]:
+        """The scopes a search asked for, each checked to lie inside the server's.
+
+        Raises:
+            ScopeViolation: a requested scope is outside them (a tool argument never widens them).
+            ValidationFailed: a requested scope is malformed.
+        """
+        from memcli.model import check_scope
+
+        out = []
+        for scope in requested or []:
+            check_scope(scope)
+            if not inside(scope, allowed, actor):
+                raise ScopeViolation(f"scope {scope} is outside this server's scopes ({', '.join(allowed)})",
+                                     hint="leave scopes out to search all of them; the scopes are fixed when "
+                                          "the server starts (`memcli mcp --scope SCOPE`)")
+            out.append(scope)
+        return out
+
+    def _write_scope(self, ctx, allowed: list[str], scope: str | None) -> str:  # noqa: ANN001
+        """Where a new memory goes: ``scope`` if it lies inside the server's scopes, else the default.
+
+        The default is ``[scopes] write`` when the server may write there, else the first
+        of the server's scopes that is not a pattern.
+
+        Raises:
+            ScopeViolation: ``scope`` is outside the server's scopes, or there is no default.
+        """
+        if scope is not None:
+            return self._narrow(allowed, ctx.actor, [scope])[0]
+        default = ctx.ws.config.write_scope
+        if inside(default, allowed, ctx.actor):
+            return default
+        concrete = [s for s in allowed if not any(c in s for c in "*?[")]
+        if not concrete:
+            raise ScopeViolation(f"this server has no scope to write to ({', '.join(allowed)} are patterns)",
+                                 hint="pass a scope that matches one of them")
+        return concrete[0]
+
+    def _agent(self, client: str | None) -> str:
+        return self.settings.agent or agent_name(client) or DEFAULT_AGENT
+
+    def _writable(self) -> None:
+        if self.settings.read_only:
+            raise ReviewRefused("this server is read-only", hint="start it without --read-only to let it write")
+
+    # --- reading ---------------------------------------------------------------------
+
+    def recall(self, query: str, limit: int = 10, mode: str = "ranked", scopes: list[str] | None = None,
+               category: str | None = None, tag: str | None = None, subject: str | None = None,
+               path: str | None = None, statuses: list[str] | None = None,
+               include_expired: bool = False) -> dict[str, Any]:
+        """Search (``memcli recall``): ranked BM25 x importance x recency, or ``fuzzy`` / ``grep`` mode.
+
+        Raises:
+            UsageProblem: blank query or bad regular expression; ValidationFailed: a bad filter;
+            ScopeViolation: a scope outside the server's.
+        """
+        from memcli.service.read import Filters, recall
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            chosen = Filters(scopes=self._narrow(allowed, ctx.actor, scopes), statuses=list(statuses or []),
+                             category=category, tag=tag, subject=subject, include_expired=include_expired,
+                             limit=limit, path=path)
+            hits = recall(ctx, query, chosen, mode)
+            return {"query": query, "mode": mode, "warnings": list(ctx.warnings), "hits": [
+                {**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match} for h in hits]}
+        return self._call(work)
+
+    def context(self, query: str | None = None, budget: int | None = None) -> dict[str, Any]:
+        """The context block (``memcli context``) for the server's working folder."""
+        from memcli.service.context import context
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            try:
+                folder = Path.cwd()
+            except OSError:
+                folder = None
+            block = context(ctx, query, budget, "text", folder=folder)
+            return {"text": block.text, "included": list(block.included), "omitted": block.omitted,
+                    "warnings": list(ctx.warnings)}
+        return self._call(work)
+
+    def show(self, memory_id: str) -> dict[str, Any]:
+        """One memory, whatever its status (``memcli show``)."""
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            memory = self._resolve(ctx, allowed, memory_id).memory
+            return {"memory": {**memory.to_dict(ctx.now), "expired": memory.is_expired(ctx.now)},
+                    "warnings": list(ctx.warnings)}
+        return self._call(work)
+
+    def history(self, memory_id: str) -> dict[str, Any]:
+        """Every version of one memory from git and its supersede chain (``memcli history``)."""
+        from memcli.service.audit import history
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            found = history(ctx, self._resolve(ctx, allowed, memory_id).memory.id).to_dict()
+            catalog = ctx.catalog()
+
+            def shown(link: dict[str, Any]) -> bool:
+                held = [m for m in catalog.by_prefix(link["id"]) if m.id == link["id"]]
+                return not held or inside(held[0].scope, allowed, ctx.actor)
+            found["chain"] = [link for link in found["chain"] if shown(link)]
+            return {**found, "warnings": list(ctx.warnings)}
+        return self._call(work)
+
+    def review(self) -> dict[str, Any]:
+        """What waits in ``pending_review`` in the server's scopes, oldest first (``memcli review``)."""
+        from memcli.service.read import review_queue
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            pending = [m for m in review_queue(ctx) if inside(m.scope, allowed, ctx.actor)]
+            return {"pending": [m.to_dict(ctx.now) for m in pending], "warnings": list(ctx.warnings)}
+        return self._call(work)
+
+    def memories(self) -> list[dict[str, Any]]:
+        """Every served memory in the server's scopes, newest first (at most 1,000): the resource list."""
+        from memcli.service.read import MAX_LIMIT, Filters, list_memories
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            return [m.to_dict(ctx.now) for m in list_memories(ctx, Filters(limit=MAX_LIMIT))]
+        return self._call(work)
+
+    # --- writing ---------------------------------------------------------------------
+
+    def _options(self, client, scope, category, subject, importance, tags, paths, ttl, expire_at,  # noqa: ANN001, ANN202
+                 idempotency_key):
+        from memcli.service.write import WriteOptions
+
+        return WriteOptions(scope=scope, category=category, subject=subject, importance=importance,
+                            tags=list(tags or []), paths=list(paths or []), ttl=ttl, expire_at=expire_at,
+                            source_type="model_derived", run_id=self.settings.run_id,
+                            idempotency_key=idempotency_key, actor=self._agent(client))
+
+    def remember(self, text: str, client: str | None = None, scope: str | None = None, category: str | None = None,
+                 subject: str | None = None, importance: int | None = None, tags: list[str] | None = None,
+                 paths: list[str] | None = None, ttl: str | None = None, expire_at: str | None = None,
+                 idempotency_key: str | None = None) -> dict[str, Any]:
+        """Write a memory through the gates (``memcli remember --source-type model_derived``).
+
+        Raises:
+            the errors of ``service.write.remember``; ScopeViolation: a scope outside the server's.
+        """
+        from memcli.service.write import remember
+
+        self._writable()
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            target = self._write_scope(ctx, allowed, scope)
+            opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
+                                 idempotency_key)
+            return _written(ctx, remember(ctx, text, opts))
+        return self._call(work)
+
+    def supersede(self, memory_id: str, text: str, client: str | None = None, scope: str | None = None,
+                  category: str | None = None, subject: str | None = None, importance: int | None = None,
+                  tags: list[str] | None = None, paths: list[str] | None = None, ttl: str | None = None,
+                  expire_at: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Replace an active memory (``memcli supersede``); in a shared scope the new one waits for review
+        and the old one stays active until it is approved.
+
+        Raises:
+            the errors of ``service.write.supersede``; ScopeViolation: a scope outside the server's.
+        """
+        from memcli.service.write import supersede
+
+        self._writable()
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            old = self._resolve(ctx, allowed, memory_id).memory
+            target = self._write_scope(ctx, allowed, scope) if scope is not None else None
+            opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
+                                 idempotency_key)
+            return _written(ctx, supersede(ctx, old.id, text, opts))
+        return self._call(work)
+
+    def forget(self, memory_id: str) -> dict[str, Any]:
+        """Archive an active memory of a personal scope (``memcli forget``).
+
+        A model may not retire a shared memory on its own: there is no review for an
+        archive, so forgetting a memory of a shared scope (``[scopes] shared``) is refused
+        and left to a person on the command line.
+
+        Raises:
+            ReviewRefused: the memory is in a shared scope (exit 8); the errors of ``service.write.forget``.
+        """
+        from memcli.policy.gates import review_required
+        from memcli.service.write import forget
+
+        self._writable()
+
+        def work(ctx, allowed):  # noqa: ANN001, ANN202
+            memory = self._resolve(ctx, allowed, memory_id).memory
+            if review_required(memory.scope, "model_derived", ctx.ws.config.shared_scopes):
+                raise ReviewRefused(f"{memory.id} is in the shared scope {memory.scope}; an agent may not "
+                                    "archive a shared memory", hint=f"ask a person to run `memcli forget {memory.id}`, "
+                                    "or supersede it with a corrected text (that waits for review)")
+            return _written(ctx, forget(ctx, memory.id))
+        return self._call(work)
+
+
+def _written(ctx, result) -> dict[str, Any]:  # noqa: ANN001 - (Ctx, WriteResult)
+    return {**result.to_dict(ctx.now), "warnings": [*ctx.warnings, *result.warnings]}
+
+

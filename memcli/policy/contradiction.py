@@ -1,0 +1,73 @@
+"""Possible contradictions between two memories of a scope: "Enable strict mode" against
+"Disable strict mode" (SPEC.md section 3, gate 5; issue 14).
+
+Two texts contradict each other, for this check, when they say the same thing once each
+opposite word is replaced by its pair's first word and negations are dropped, but the
+number of flips (an opposite word, a negation) differs in parity: "always use X" and
+"never use X" flip once against zero times; "don't disable X" and "enable X" do not
+contradict. The opposites are data (:data:`OPPOSITES`), in English and Chinese.
+
+Pure: strings in, a reason or None out.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Pairs of opposite words; the first of each pair is the canonical form.
+OPPOSITES: tuple[tuple[str, str], ...] = (
+    ("enable", "disable"), ("enabled", "disabled"), ("enables", "disables"),
+    ("always", "never"), ("allow", "forbid"), ("allow", "deny"), ("allowed", "forbidden"),
+    ("allowed", "denied"), ("include", "exclude"), ("on", "off"), ("start", "stop"),
+    ("use", "avoid"), ("must", "mustn't"), ("required", "optional"), ("with", "without"),
+    ("add", "remove"), ("turn on", "turn off"), ("opt in", "opt out"), ("true", "false"),
+    ("yes", "no"), ("before", "after"), ("show", "hide"), ("accept", "reject"),
+    ("启用", "禁用"), ("开启", "关闭"), ("打开", "关闭"), ("允许", "禁止"), ("总是", "从不"),
+    ("总是", "永远不"), ("要", "不要"), ("使用", "避免"), ("包含", "排除"),
+)
+#: Words that negate what follows; dropped before comparing, counted as one flip each.
+NEGATIONS = ("not", "don't", "do not", "doesn't", "does not", "no longer", "cannot", "can't", "isn't", "aren't",
+             "won't", "shouldn't", "should not", "不", "别", "勿")
+#: rapidfuzz ratio (0-100) the canonical texts must reach to be "the same statement".
+SAME = 90
+
+_WORD = r"(?<![\w'])({})(?![\w'])"
+
+
+def _canonical(text: str) -> tuple[str, int]:
+    """``(text with opposites canonical and negations removed, number of flips)``."""
+    flat = " ".join(text.lower().replace("’", "'").split())
+    flips = 0
+    for word in sorted(NEGATIONS, key=len, reverse=True):
+        pattern = re.escape(word) if not word.isascii() else _WORD.format(re.escape(word))
+        flat, count = re.subn(pattern, " ", flat)
+        flips += count
+    for first, second in sorted(OPPOSITES, key=lambda pair: -len(pair[1])):
+        pattern = re.escape(second) if not second.isascii() else _WORD.format(re.escape(second))
+        flat, count = re.subn(pattern, first, flat)
+        flips += count
+    return " ".join(flat.split()), flips
+
+
+def contradiction(text: str, other: str) -> str | None:
+    """Why ``text`` may contradict ``other`` (``"enable / disable"``), or None.
+
+    Args:
+        text, other: two memory texts (any case and spacing).
+
+    Returns:
+        The words that differ, ``mine / theirs``, when the two say one thing and its
+        opposite; None when they agree or are about different things.
+    """
+    from rapidfuzz import fuzz
+
+    mine, flips = _canonical(text)
+    theirs, other_flips = _canonical(other)
+    if flips % 2 == other_flips % 2 or fuzz.ratio(mine, theirs) < SAME:
+        return None
+    words, other_words = text.lower().split(), other.lower().split()
+    only_mine = [w for w in words if w not in other_words]
+    only_theirs = [w for w in other_words if w not in words]
+    if not only_mine and not only_theirs:  # Chinese: no spaces between words
+        return "one says the opposite of the other"
+    return f"{' '.join(only_mine) or '—'} / {' '.join(only_theirs) or '—'}"

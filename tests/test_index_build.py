@@ -1,0 +1,181 @@
+"""Index builds never hold a session up (issue 9 point 2, issue 10 point 8).
+
+A killed build keeps its committed batches and the next start goes on from there; a hook
+with a short deadline answers from what is indexed and leaves the rest to one background
+build; a held build lock makes readers serve the index as it is instead of waiting; a
+``.cache`` that is a symbolic link is refused. Real workspaces and processes; no timed
+assertions (subprocess timeouts are hang guards only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import shutil
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import MEMCLI
+from test_index import dump
+
+HOOK_INPUT = json.dumps({"session_id": "s-build", "hook_event_name": "SessionStart", "source": "startup"})
+
+
+def write_memories(ws: Path, count: int) -> None:
+    """``count`` hand-written memory files (front-matter with an id), as a clone would bring."""
+    folder = ws / "memories" / "project" / "2026-11"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        (folder / f"m{i:06d}.md").write_text(
+            f"---\nid: m{i:06d}\nscope: project\ncategory: fact\ncreatedAt: 2026-11-02T09:14:05Z\n---\n"
+            f"Memory number {i} about the quokka ledger {i % 7}.\n", encoding="utf-8")
+
+
+def set_deadline(ws: Path, seconds: float) -> None:
+    config = ws / "memcli.toml"
+    text = config.read_text(encoding="utf-8").replace("deadline = 2.0", f"deadline = {seconds}")
+    assert f"deadline = {seconds}" in text
+    config.write_text(text, encoding="utf-8")
+
+
+def indexed(ws: Path) -> int:
+    """Rows committed in the index (0 while it does not exist yet)."""
+    try:
+        db = sqlite3.connect(f"file:{ws / '.cache' / 'index.sqlite3'}?mode=ro", uri=True, timeout=5)
+        try:
+            return db.execute("SELECT count(*) FROM docs").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+
+
+def session_start(ws: Path, run) -> dict:
+    result = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
+    assert result.code == 0 and "Traceback" not in result.err, result
+    return json.loads(result.out)
+
+
+def assert_equals_rebuild(ws: Path, tmp_path: Path, run) -> None:
+    incremental = dump(ws)
+    copy = tmp_path / "rebuilt"
+    shutil.copytree(ws, copy, symlinks=True)
+    shutil.rmtree(copy / ".cache")
+    assert run("index", "rebuild", env={"MEMCLI_WORKSPACE": str(copy)}).code == 0
+    fresh = dump(copy)
+    for key in ("docs", "fts", "vocab", "found"):
+        assert incremental[key] == fresh[key], key
+
+
+def test_a_killed_build_keeps_its_batches_and_the_next_start_resumes(ws, run, tmp_path):
+    total = 800
+    write_memories(ws, total)
+    kept = 0
+    for _attempt in range(5):  # kill it half-way; on a machine fast enough to finish first, try again
+        shutil.rmtree(ws / ".cache", ignore_errors=True)
+        proc = subprocess.Popen([*MEMCLI, "index", "build"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while proc.poll() is None and not 0 < indexed(ws) < total:
+                time.sleep(0.002)
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.wait(timeout=60)
+        kept = indexed(ws)
+        if 0 < kept < total:
+            break
+    assert 0 < kept < total, "could not stop a build half-way"
+    assert not (ws / ".cache" / "index.sqlite3.snapshot").exists()  # an incomplete build saves no snapshot
+    set_deadline(ws, 60)
+    answer = session_start(ws, run)
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    status = run("--json", "index", "status").json()["data"]
+    assert status["complete"] and status["memories"] == total
+    assert status["last_change"]["files"] == total - kept  # only what the killed build had not committed
+    assert_equals_rebuild(ws, tmp_path, run)
+
+
+def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_build(ws, run, tmp_path):
+    total = 800
+    write_memories(ws, total)
+    set_deadline(ws, 0.1)
+    result = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
+    assert result.code == 0, result
+    assert json.loads(result.out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    # the deadline came during the file walk, or during the reading of the files
+    assert "search index" in result.err and "finishing in the background" in result.err, result
+    log = ws / ".cache" / "index-build.log"
+    for _ in range(1200):  # hang guard: 120 s
+        if f"{total} memories" in (log.read_text(encoding="utf-8") if log.exists() else ""):
+            break
+        time.sleep(0.1)
+    assert f"{total} memories" in log.read_text(encoding="utf-8")
+    status = run("--json", "index", "status").json()["data"]
+    assert status["complete"] and status["memories"] == total and status["last_sync"]["added"] == 0
+    again = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
+    assert again.code == 0 and "finishing in the background" not in again.err, again
+    assert_equals_rebuild(ws, tmp_path, run)
+
+
+def test_concurrent_cold_starts_all_answer_and_leave_one_complete_index(ws, run, tmp_path):
+    write_memories(ws, 300)
+    set_deadline(ws, 60)
+    env = {**os.environ, "MEMCLI_WORKSPACE": str(ws)}
+    procs = [subprocess.Popen([*MEMCLI, "hook", "claude", "session-start"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(4)]
+    for proc in procs:
+        out, err = proc.communicate(HOOK_INPUT, timeout=120)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        assert json.loads(out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert_equals_rebuild(ws, tmp_path, run)
+
+
+def test_a_held_build_lock_never_holds_a_read_up(ws, run):
+    from filelock import FileLock
+
+    write_memories(ws, 20)
+    assert run("index", "status").code == 0
+    (ws / "memories" / "project" / "2026-11" / "m000003.md").write_text(
+        "---\nid: m000003\nscope: project\n---\nNow about wombats.\n", encoding="utf-8")
+    lock = FileLock(str(ws / ".cache" / "index.lock"))
+    with lock:
+        recall = run("recall", "quokka", timeout=60)  # hang guard only
+        assert recall.code == 0 and "being updated by another memcli process" in recall.err, recall
+        context = run("context", timeout=60)
+        assert context.code == 0 and "quokka" in context.out, context
+        hook = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=60)
+        assert hook.code == 0 and "quokka" in json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
+    assert "wombats" in run("recall", "wombats").out  # the lock released, the next read syncs
+
+
+def test_a_cache_folder_that_is_a_link_is_refused(ws, run, tmp_path):
+    assert run("remember", "Use pnpm for every package").code == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(ws / ".cache")
+    (ws / ".cache").symlink_to(elsewhere)
+    recall = run("recall", "pnpm")
+    assert recall.code == 0 and "pnpm" in recall.out
+    assert "is a symbolic link" in recall.err and "searching the files directly" in recall.err
+    hook = run("hook", "claude", "session-start", input=HOOK_INPUT)
+    assert hook.code == 0 and "pnpm" in json.loads(hook.out)["hookSpecificOutput"]["additionalContext"]
+    written = run("remember", "Another fact to keep")
+    assert written.code == 3 and written.err.count("\n") == 1 and "is a symbolic link" in written.err, written
+    assert list(elsewhere.iterdir()) == []
+    assert "Another fact" not in run("--json", "list").out
+    # a real .cache that holds a link to somewhere else is refused the same way
+    (ws / ".cache").unlink()
+    (ws / ".cache").mkdir()
+    (ws / ".cache" / "write.lock").symlink_to(elsewhere / "victim")
+    refused = run("remember", "Another fact to keep")
+    assert refused.code == 3 and "holds a symbolic link (write.lock)" in refused.err, refused
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_bad_hooks_deadline_is_one_line_exit_3(ws, run):
+    set_deadline(ws, 0.01)
+    result = run("recall", "x")
+    assert result.code == 3 and "[hooks] deadline must be from 0.1 to 60 seconds" in result.err, result
+    assert result.err.count("\n") == 1

@@ -1,0 +1,143 @@
+"""The C-loader read path (memcli.yamlfast) agrees with ruamel's YAML 1.2 reading, or refuses.
+
+The contract: whenever ``yamlfast.load`` returns, ruamel's safe loader (duplicate keys
+refused) returns an equal value; whenever ruamel refuses a text, ``yamlfast`` refuses it
+too, so ``frontmatter.parse`` reports it with ruamel's message and line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memcli import frontmatter, yamlfast
+
+TRICKY = ["no", "No", "NO", "yes", "on", "off", "y", "n", "true", "False", "TRUE", "null", "Null", "~", "",
+          "017", "0o17", "0o9", "09", "0x1F", "0xg", "0b101", "-0x1", "+12", "-0", "1_000", "1__", "_1", "-_",
+          "1:20", "1:20.5", "1e3", "1E3", "1.0e+3", "1e", ".5", "1.", "-.inf", ".NaN", ".nan", "+.INF", "1.5e-3",
+          "2026-11-02", "2026-1-2", "2026-11-02T09:14:05Z", "2026-11-02 09:14:05.5 +01:00",
+          "2026-11-02T09:14:05.1234567Z", "2026-11-02t09:14:05-0530", "2026-13-45", "2026-11-02T24:00:00Z",
+          "=", "<<", "a: b", "#x", "x #y", "'q'", '"q"', "[a, b]", "{a: 1}", "!!str 12", "!!int 3", "!!binary aGVsbG8=",
+          "!!set {a, b}", "!!omap [a: 1]", "&a x", "*a", "|", ">", "- a", "@x", "`x", "%x", "%YAML 1.1", "ü", "身份"]
+
+scalar = st.one_of(st.sampled_from(TRICKY), st.text(alphabet="ab01:-_.#'\" eE+x[]{},!&*|>~%\\", max_size=8))
+key = st.one_of(st.sampled_from(["id", "scope", "tags", "status", "k", "k", "<<", "1", "no", "? a"]),
+                st.text(alphabet="abk01-_ ", min_size=1, max_size=4))
+
+
+@st.composite
+def documents(draw) -> str:
+    """Front-matter-like YAML: top-level keys with plain, flow-list or nested-mapping values."""
+    lines = []
+    for _ in range(draw(st.integers(1, 6))):
+        k, form = draw(key), draw(st.sampled_from(["plain", "plain", "list", "nested", "blocklist"]))
+        if form == "plain":
+            lines.append(f"{k}: {draw(scalar)}")
+        elif form == "list":
+            lines.append(f"{k}: [{', '.join(draw(st.lists(scalar, max_size=3)))}]")
+        elif form == "nested":
+            lines.append(f"{k}:")
+            lines += [f"  {draw(key)}: {draw(scalar)}" for _ in range(draw(st.integers(1, 3)))]
+        else:
+            lines.append(f"{k}:")
+            lines += [f"  - {draw(scalar)}" for _ in range(draw(st.integers(1, 3)))]
+    return "\n".join(lines) + "\n"
+
+
+def ruamel_load(source: str):
+    """What memcli read before the fast path: ruamel's libyaml safe loader, else its round-trip loader."""
+    from ruamel.yaml import YAML
+
+    if "\t" not in source:
+        safe = YAML(typ="safe", pure=False)
+        safe.allow_duplicate_keys = False
+        try:
+            meta = safe.load(source)
+            if isinstance(meta, dict):
+                return meta
+        except Exception:  # noqa: BLE001 - as frontmatter did: read again in round-trip mode
+            pass
+    rt = YAML(typ="rt")
+    rt.allow_duplicate_keys = False
+    return rt.load(source)
+
+
+KINDS = (bool, int, float, str, datetime.datetime, datetime.date, bytes, type(None), dict, list)
+
+
+def same(a, b) -> bool:
+    """Equal values of the same kind (ruamel's ScalarInt, CommentedMap, ... count as int, dict, ...)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    kind = next((k for k in KINDS if isinstance(a, k)), None)
+    if kind is None or not isinstance(b, kind) or next(k for k in KINDS if isinstance(b, k)) is not kind:
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def check(source: str) -> None:
+    try:
+        expected = ruamel_load(source)
+    except Exception:  # noqa: BLE001 - ruamel refuses: the fast loader must refuse too
+        try:
+            got = yamlfast.load(source)
+        except yamlfast.Refused:
+            return
+        raise AssertionError(f"yamlfast accepted {source!r} as {got!r}; ruamel refuses it") from None
+    try:
+        got = yamlfast.load(source)
+    except yamlfast.Refused:
+        return  # allowed: the caller then reads it with ruamel
+    assert same(got, expected), (source, got, expected)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents())
+def test_fast_loader_agrees_with_ruamel_or_refuses(source):
+    check(source)
+
+
+def test_yaml12_rules_hold_on_the_fast_path():
+    meta = yamlfast.load("a: no\nb: on\nc: 017\nd: 0o17\ne: 1:20\nf: 1e3\ng: True\nh: ~\ni: 2026-11-02\n")
+    assert meta == {"a": "no", "b": "on", "c": 17, "d": 15, "e": "1:20", "f": 1000.0, "g": True, "h": None,
+                    "i": datetime.date(2026, 11, 2)}
+
+
+def test_every_tricky_scalar_agrees():
+    for value in TRICKY:
+        check(f"k: {value}\n")
+        check(f"k: [{value}]\n")
+
+
+def test_refusals_are_explained_by_the_round_trip_reading():
+    for source in ("a: 1\na: 2\n", "a: 1\nb:\n  c: 1\n  c: 2\n", "<<: {a: 1}\n", "a: [1\n", "%YAML 1.1\n---\na: no\n",
+                   "a: 1\t# tab\n", "k: 2026-11-02T09:14:05.1234567Z\n"):
+        try:
+            yamlfast.load(source)
+        except yamlfast.Refused:
+            continue
+        raise AssertionError(f"accepted {source!r}")
+
+
+def test_parse_reads_alike_in_both_modes():
+    text = (b"---\nid: abc1\nscope: project\nstatus: active\ncreatedAt: 2026-11-02T09:14:05Z\nflag: off\n"
+            b"tags: [a, 'b']\nprovenance:\n  sourceType: user_said\n  runId: null\n---\nbody\n")
+    fast = frontmatter.parse(text, "x.md", round_trip=False)
+    slow = frontmatter.parse(text, "x.md", round_trip=True)
+    assert type(fast.meta) is dict
+    assert fast.meta == dict(slow.meta) and fast.body == slow.body
+    bad = b"---\nid: a\nid: b\n---\nbody\n"
+    errors = []
+    for mode in (False, True):
+        try:
+            frontmatter.parse(bad, "x.md", round_trip=mode)
+        except Exception as err:  # noqa: BLE001
+            errors.append(str(err))
+    assert len(errors) == 2 and errors[0] == errors[1] and "x.md:3" in errors[0]
