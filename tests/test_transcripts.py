@@ -244,13 +244,15 @@ def test_real_session_files_the_agents_wrote(ws, run, name, fmt, expected):
 @pytest.mark.parametrize("name, agent", [("codex-0.77-rollout.jsonl", "codex"),
                                          ("gemini-0.61.0-prompt.jsonl", "gemini")])
 def test_pre_compact_hook_reads_codex_and_gemini_transcripts(ws, run, name, agent):
-    from memcli.service.hooks import run_hook
-
     enable_hooks(ws)
     payload = json.dumps({"session_id": SESSION, "transcript_path": str(FIXTURES / name), "cwd": str(ws),
-                          "hook_event_name": "PreCompact", "trigger": "auto"})
-    hooked = run_hook(agent, "pre-compact", payload, str(ws), None)
-    assert not hooked.tracebacks and hooked.stdout == "" and any("wrote" in w for w in hooked.warnings), hooked
+                          "hook_event_name": "PreCompress" if agent == "gemini" else "PreCompact", "trigger": "auto"})
+    hooked = run("hook", agent, "pre-compact", input=payload)
+    assert hooked.code == 0 and "wrote" in hooked.err and "Traceback" not in hooked.err, hooked
+    if agent == "gemini":
+        assert json.loads(hooked.out or "{}") is not None  # Gemini wants JSON only on stdout
+    else:
+        assert hooked.out == ""
     assert memories(run) == (["The deploy key lives in the team vault, never in the repo."] if agent == "codex"
                              else ["The staging server uses port 8443.", "Always run make lint before committing."])
 
