@@ -139,3 +139,14 @@ def test_planted_secrets_are_redacted_in_hooks_recall_list_and_show(planted: Pat
     assert listed.code == 0 and leaked(listed.out) == []
     shown = run("show", "hand-000")
     assert shown.code == 0 and "[secret removed: github-token]" in shown.out and leaked(shown.out) == []
+
+
+def test_planted_secrets_are_redacted_in_the_mcp_tools(planted: Path) -> None:
+    from memcli.mcp.tools import Settings, Tools
+
+    tools = Tools(Settings.start(str(planted), "alice", None, None, False))
+    found = tools.recall("secret sample planted", limit=100)
+    assert leaked(json.dumps(found, ensure_ascii=False)) == []
+    assert leaked(json.dumps(tools.context(budget=400000), ensure_ascii=False)) == []
+    shown = tools.show("hand-000")
+    assert "[secret removed: github-token]" in json.dumps(shown) and leaked(json.dumps(shown)) == []

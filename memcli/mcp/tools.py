@@ -252,8 +252,10 @@ class Tools:
 
     def show(self, memory_id: str) -> dict[str, Any]:
         """One memory, whatever its status (``memcli show``)."""
+        from memcli.service.redact import for_reader
+
         def work(ctx, allowed):  # noqa: ANN001, ANN202
-            memory = self._resolve(ctx, allowed, memory_id).memory
+            (memory,) = for_reader(ctx, [self._resolve(ctx, allowed, memory_id).memory])  # secrets cut out
             return {"memory": {**memory.to_dict(ctx.now), "expired": memory.is_expired(ctx.now)},
                     "warnings": list(ctx.warnings)}
         return self._call(work)
