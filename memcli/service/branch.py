@@ -130,14 +130,15 @@ def attach(top: Path, name: str = DEFAULT_BRANCH, create: bool = False) -> tuple
     return folder, done
 
 
-def attach_from(cwd: Path) -> tuple[Path, str] | None:
+def attach_from(cwd: Path | None) -> tuple[Path, str] | None:
     """In a fresh clone of a project with a memory branch: check it out (see :func:`attach`).
 
     Called only when no workspace was found from ``cwd``; returns None (never raises) when
-    ``cwd`` is not in a repository with a :data:`DEFAULT_BRANCH` branch.
+    ``cwd`` (default: the current folder, which may have been deleted) is not in a
+    repository with a :data:`DEFAULT_BRANCH` branch.
     """
     try:
-        top = _toplevel(cwd)
+        top = _toplevel(cwd or Path.cwd())
         if top is None or (top / FOLDER).exists():
             return None
         return attach(top)
@@ -162,7 +163,7 @@ def locate(explicit: str | None, cwd: Path | None = None) -> tuple[str | None, s
     except WorkspaceNotFound:
         if explicit or os.environ.get("MEMCLI_WORKSPACE"):
             raise
-        found = attach_from(cwd or Path.cwd())
+        found = attach_from(cwd)
         if found is None:
             raise
         return str(found[0]), found[1]

@@ -245,7 +245,11 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
     from memcli.index.query import analyse, content
     from memcli.service.read import Filters, recall
 
-    text = prompt[:2000]
+    from memcli.agents.transcript import strip_injected
+
+    # Gemini CLI's BeforeAgent prompt may carry the session start's <hook_context> (memcli's
+    # own block among it); only the person's words are searched
+    text = strip_injected(prompt)[:2000]
     words, only_stop = content(analyse(text))
     if not words or only_stop:
         return render([], PROMPT_BUDGET)
