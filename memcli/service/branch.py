@@ -20,7 +20,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from memcli import gitlog
 from memcli.errors import GitFailed, WorkspaceInvalid, WorkspaceNotFound
 
 DEFAULT_BRANCH = "memcli/memory"
@@ -30,6 +29,8 @@ FOLDER = ".memcli"
 
 
 def _git(cwd: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    from memcli import gitlog  # not at import: the hooks import this module on every start
+
     gitlog.seal_environment()
     try:
         return subprocess.run(["git", *args], cwd=cwd, capture_output=True, input=input,
@@ -39,6 +40,8 @@ def _git(cwd: Path, *args: str, input: bytes | None = None) -> subprocess.Comple
 
 
 def _out(cwd: Path, *args: str, input: bytes | None = None) -> str:
+    from memcli import gitlog
+
     proc = _git(cwd, *args, input=input)
     if proc.returncode != 0:
         raise GitFailed(f"git {args[0]} failed: {gitlog.first_line(proc.stderr) or proc.returncode}")
@@ -80,6 +83,8 @@ def _orphan(top: Path, name: str) -> None:
     for file_name, text in (("memcli.toml", DEFAULT_TOML), (".gitattributes", ATTRIBUTES_LINE + "\n")):
         blob = _out(top, "hash-object", "-w", "--stdin", input=text.encode("utf-8"))
         entries.append(f"100644 blob {blob}\t{file_name}\n")
+    from memcli import gitlog
+
     tree = _out(top, "mktree", input="".join(entries).encode("utf-8"))
     message = gitlog.message("init", "memory branch", {"Op": "init"})
     commit = _out(top, "commit-tree", tree, "-F", "-", input=message.encode("utf-8"))
