@@ -589,9 +589,6 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
                 writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now, "supersedes": memory.supersedes})
         commit = apply(ctx, writes, op, [memory], changed)
     extra = f"; supersedes {', '.join(changed)}" if changed else ""
-    if memory.expire_at and not opts.ttl and not opts.expire_at:  # say what a default did (issue 14)
-        extra += (f"; expires {format_instant(memory.expire_at)[:10]} by the [ttl] default for {memory.category} "
-                  f"({ctx.ws.config.ttl.get(memory.category)}; --ttl or --expire-at sets another)")
     return WriteResult(op, memory, "updated", f"{op}: {memory.id} is now {memory.status}{extra}",
                        changed=changed, commit=commit)
 
