@@ -50,8 +50,6 @@ def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, 
         modules = loaded_modules(*args)
         assert "memcli.index.catalog" in modules, args
         leaked = sorted(m for m in modules if m.split(".")[0] in NOT_HOT or m.startswith(NOT_HOT))
-        if args[0] == "hook":  # the merged session-start path (sync/summaries) imports the git layer; see report
-            leaked = [m for m in leaked if m != "memcli.gitlog"]
         assert leaked == [], args
 
 
