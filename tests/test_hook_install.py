@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = str(Path(sys.executable).absolute().parent / "memcli")
-CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"]
+CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "PreToolUse"]
 
 
 def settings(path: Path) -> dict:
@@ -106,7 +106,7 @@ def test_codex_and_gemini_get_every_event_and_the_trust_steps(proj, run):
     assert "next: Codex runs these hooks only once you trust them" in codex.out and "/hooks" in codex.out
     data = settings(proj / ".codex" / "hooks.json")
     assert list(data["hooks"]) == CLAUDE_EVENTS
-    assert [g["hooks"][0]["timeout"] for g in (data["hooks"][e][0] for e in CLAUDE_EVENTS)] == [10, 5, 30, 3]
+    assert [g["hooks"][0]["timeout"] for g in (data["hooks"][e][0] for e in CLAUDE_EVENTS)] == [10, 5, 30, 3, 5]
     assert "matcher" not in data["hooks"]["SessionStart"][0]
     gemini = run("--json", "hook", "install", "gemini", cwd=proj).json()
     assert "trusted folder" in gemini["data"]["next"][0]
@@ -271,7 +271,7 @@ def test_hook_check_in_a_moved_install_fails_until_install_runs_again(proj, run,
     shutil.rmtree(tmp_path / "oldvenv")
     assert run("hook", "check", "claude", cwd=proj).code == 18
     fixed = run("hook", "install", "claude", cwd=proj)
-    assert fixed.err.count("which no longer exists") == 4
+    assert fixed.err.count("which no longer exists") == 5
     assert run("hook", "check", "claude", cwd=proj).code == 0
 
 

@@ -161,7 +161,7 @@ def test_install_twice_keeps_other_hooks_and_adds_ours_once(tmp_path, run):
     data = json.loads(settings.read_text(encoding="utf-8"))
     assert data["permissions"] == OTHER_HOOKS["permissions"]
     assert data["hooks"]["PreToolUse"][0] == OTHER_HOOKS["hooks"]["PreToolUse"][0]  # theirs kept, ours after it
-    assert [h["command"] for h in data["hooks"]["PreToolUse"][1]["hooks"]] == ["memcli hook claude pre-tool-use"]
+    assert [h["command"] for h in data["hooks"]["PreToolUse"][1]["hooks"]] == [f"{MEMCLI_SCRIPT} hook claude pre-tool-use"]
     commands = [h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"]]
     assert commands.count("echo hi") == 1 and commands.count(f"{MEMCLI_SCRIPT} hook claude session-start") == 1
     for event in ("UserPromptSubmit", "PreCompact", "SessionEnd"):
