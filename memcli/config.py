@@ -72,7 +72,7 @@ summarize = false
 # of the prompt's content words, weighted by rarity (BM25 IDF), that a memory must match.
 prompt_floor = 0.35
 # Seconds within which a hook (and `memcli context`) answers. With a missing or stale
-# index it serves what is indexed by three quarters of this time and leaves the rest of
+# index it serves what is indexed by half of this time and leaves the rest of
 # the build to one background process. Keep it well under the installed timeouts (5 s).
 deadline = 2.0
 

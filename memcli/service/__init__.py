@@ -21,7 +21,7 @@ from memcli.timeutil import now as clock_now
 
 MIN_PREFIX = 4
 #: Share of ``[hooks] deadline`` the index sync of a hook may take; the answer needs the rest.
-SYNC_SHARE = 0.75
+SYNC_SHARE = 0.5
 #: Unreadable files named on stderr by one command, at most; `memcli doctor` lists all.
 MAX_PROBLEM_WARNINGS = 5
 
