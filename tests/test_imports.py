@@ -45,6 +45,11 @@ NOT_HOT = ("typer", "click", "rich", "ruamel", "yaml", "git", "memcli.gitlog", "
 
 def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, run):
     assert run("remember", "Use pnpm for every package").code == 0
+    import time
+
+    from memcli.index.db import RACY_NS
+
+    time.sleep(RACY_NS / 1e9 + 0.2)  # a file written this recently is read again by the next sync (racy mtime)
     assert run("recall", "pnpm").code == 0  # the index is in step from here on
     for args in (("recall", "pnpm"), ("context",), ("hook", "claude", "session-start")):
         modules = loaded_modules(*args)

@@ -253,8 +253,8 @@ def test_pre_compact_hook_reads_codex_and_gemini_transcripts(ws, run, name, agen
         assert json.loads(hooked.out or "{}") is not None  # Gemini wants JSON only on stdout
     else:
         assert hooked.out == ""
-    assert memories(run) == (["The deploy key lives in the team vault, never in the repo."] if agent == "codex"
-                             else ["The staging server uses port 8443.", "Always run make lint before committing."])
+    assert sorted(memories(run)) == (["The deploy key lives in the team vault, never in the repo."] if agent == "codex"
+                                     else ["Always run make lint before committing.", "The staging server uses port 8443."])
 
 
 # --- bad lines, deadlines -------------------------------------------------------------------
