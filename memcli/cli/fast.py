@@ -41,13 +41,10 @@ def parse(argv: list[str]) -> tuple[str, dict[str, object], dict[str, object], l
 
     None means "not for the fast path": typer must parse it.
     """
-    globals_: dict[str, object] = {}
-    i = 0
-    while i < len(argv) and argv[i].startswith("-"):
-        name, value, i = _take(argv, i, GLOBAL_OPTIONS)
-        if name is None:
-            return None
-        globals_[name] = value
+    lead = _globals(argv)
+    if lead is None:
+        return None
+    globals_, i = lead
     if i >= len(argv) or argv[i] not in COMMANDS:
         return None
     command, table = argv[i], COMMANDS[argv[i]]
@@ -81,6 +78,19 @@ def parse(argv: list[str]) -> tuple[str, dict[str, object], dict[str, object], l
     return command, globals_, options, positionals
 
 
+def _globals(argv: list[str]) -> tuple[dict[str, object], int] | None:
+    """The global options at the start of ``argv`` and the index of the first other word, or
+    None when one of them is not a global option this parser knows."""
+    globals_: dict[str, object] = {}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        name, value, i = _take(argv, i, GLOBAL_OPTIONS)
+        if name is None:
+            return None
+        globals_[name] = value
+    return globals_, i
+
+
 def _take(argv: list[str], i: int, spec: dict[str, bool]) -> tuple[str | None, object, int]:
     """Read one option at ``argv[i]``: ``--name``, ``--name value`` or ``--name=value``."""
     arg = argv[i]
@@ -98,13 +108,10 @@ def _take(argv: list[str], i: int, spec: dict[str, bool]) -> tuple[str | None, o
 
 def _index_status(argv: list[str]) -> dict[str, object] | None:
     """The global options of ``[GLOBAL OPTIONS] index status [--json]``, or None for anything else."""
-    globals_: dict[str, object] = {}
-    i = 0
-    while i < len(argv) and argv[i].startswith("-"):
-        name, value, i = _take(argv, i, GLOBAL_OPTIONS)
-        if name is None:
-            return None
-        globals_[name] = value
+    lead = _globals(argv)
+    if lead is None:
+        return None
+    globals_, i = lead
     rest = [a for a in argv[i:] if a != "--json"]
     return globals_ if rest == ["index", "status"] else None
 
