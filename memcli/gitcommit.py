@@ -91,12 +91,12 @@ def _take_lock(repo, timeout: float) -> Path:  # noqa: ANN001
     Raises:
         GitLocked: it is held past ``timeout``, or is older than ``STALE_LOCK_SECONDS``.
     """
-    lock = repo.index_lock()
+    lock, tag = repo.index_lock(), _temp_index(repo, "tag")
     deadline = time.monotonic() + timeout
     delay = 0.02
     while True:
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            _create_tagged(lock, tag)
         except FileExistsError:
             age = lock_age(lock)
             if age is None:
@@ -115,11 +115,35 @@ def _take_lock(repo, timeout: float) -> Path:  # noqa: ANN001
         except OSError as err:
             raise GitFailed(f"cannot create git's {lock}: {err.strerror}; nothing was written",
                             hint="check the repository's permissions and free disk space") from None
-        try:
-            os.write(fd, LOCK_TAG + str(os.getpid()).encode() + b"\n")
-        finally:
-            os.close(fd)
         return lock
+
+
+def _create_tagged(lock: Path, tag: Path) -> None:
+    """Create ``lock`` exclusively with ``memcli PID`` already in it (so no kill leaves it empty).
+
+    The content goes into ``tag`` first and is hard-linked to ``lock`` (``link`` fails with
+    EEXIST as ``O_EXCL`` does); where hard links are not supported, ``O_EXCL`` and a write.
+
+    Raises:
+        FileExistsError: ``lock`` exists.
+        OSError: it cannot be created.
+    """
+    content = LOCK_TAG + str(os.getpid()).encode() + b"\n"
+    tag.write_bytes(content)
+    try:
+        os.link(tag, lock)
+        return
+    except FileExistsError:
+        raise
+    except OSError:
+        pass
+    finally:
+        tag.unlink(missing_ok=True)
+    fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    try:
+        os.write(fd, content)
+    finally:
+        os.close(fd)
 
 
 def _temp_index(repo, kind: str, pid: int | None = None) -> Path:  # noqa: ANN001
@@ -175,10 +199,10 @@ def commit(repo, rels: list[str], message: str, *, env: dict[str, str], fallback
 
             shutil.copyfile(shared, next_index)
         _plumb(repo, "update-index", "-z", "--add", "--remove", "--stdin", index=next_index, input=listed)
-        os.replace(next_index, lock)  # the lock (still held) now holds the next index
-        checksum = lock.read_bytes()[-CHECKSUM_BYTES:]
-        if on_commit is not None:
+        checksum = next_index.read_bytes()[-CHECKSUM_BYTES:]
+        if on_commit is not None:  # recorded before the lock holds it: a kill at any instant is recoverable
             on_commit(new, checksum)
+        os.replace(next_index, lock)  # the lock (still held) now holds the next index
         subject = message.split("\n", 1)[0]
         _plumb(repo, "update-ref", "-m", f"commit: {subject}"[:200], "HEAD", new, old or "")
         landed = True
@@ -243,7 +267,7 @@ def recover(repo, pid: int, new: str | None, checksum: bytes | None, rels: list[
             os.replace(lock, repo.index_path())
         elif ours_next or held.startswith(LOCK_TAG + str(pid).encode() + b"\n"):
             lock.unlink(missing_ok=True)
-    for kind in ("head", "next"):
+    for kind in ("head", "next", "tag"):
         path = _temp_index(repo, kind, pid)
         path.unlink(missing_ok=True)
         Path(f"{path}.lock").unlink(missing_ok=True)
