@@ -8,9 +8,14 @@ HEAVY = ("git", "sqlite3", "rapidfuzz", "rich", "ruamel", "filelock", "ulid", "m
 
 
 def loaded_modules(*args: str) -> set[str]:
-    code = ("import sys, runpy; sys.argv = ['memcli', *sys.argv[1:]]\n"
+    # A hook ends with os._exit (no interpreter teardown): list the modules there too.
+    code = ("import os, sys, runpy; sys.argv = ['memcli', *sys.argv[1:]]\n"
+            "def listed():\n    print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+            "real_exit = os._exit\n"
+            "def exiting(code):\n    listed(); sys.stderr.flush(); real_exit(code)\n"
+            "os._exit = exiting\n"
             "try:\n    runpy.run_module('memcli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)")
+            "listed()")
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
                           stdin=subprocess.DEVNULL)
     return set(proc.stderr.split())

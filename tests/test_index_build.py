@@ -104,8 +104,10 @@ def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_
     result = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
     assert result.code == 0, result
     assert json.loads(result.out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    # the deadline came during the file walk, or during the reading of the files
-    assert "search index" in result.err and "finishing in the background" in result.err, result
+    # the deadline came during the file walk or the reading of the files (the sync stops and
+    # says so), or before the sync could start (the watchdog answers and starts the build)
+    assert ("search index" in result.err and "finishing in the background" in result.err
+            or "no memories within the [hooks] deadline" in result.err), result
     log = ws / ".cache" / "index-build.log"
     for _ in range(1200):  # hang guard: 120 s
         if f"{total} memories" in (log.read_text(encoding="utf-8") if log.exists() else ""):
@@ -182,3 +184,44 @@ def test_a_bad_hooks_deadline_is_one_line_exit_3(ws, run):
     result = run("recall", "x")
     assert result.code == 3 and "[hooks] deadline must be from 0.1 to 60 seconds" in result.err, result
     assert result.err.count("\n") == 1
+
+
+def test_the_watchdog_keeps_the_deadline_of_every_read_hook_and_starts_the_build(ws, run):
+    """[hooks] deadline = 0.1 s: less than the interpreter's start-up, so the work can never
+    finish in time and the watchdog (memcli.cli.watchdog) must answer, for each read hook."""
+    write_memories(ws, 50)
+    set_deadline(ws, 0.1)
+    payloads = {
+        "session-start": HOOK_INPUT,
+        "user-prompt-submit": json.dumps({"session_id": "s-build", "hook_event_name": "UserPromptSubmit",
+                                          "prompt": "what is the quokka ledger?"}),
+        "pre-tool-use": json.dumps({"session_id": "s-build", "hook_event_name": "PreToolUse", "tool_name": "Read",
+                                    "tool_input": {"file_path": str(ws / "memcli.toml")}}),
+    }
+    for event, payload in payloads.items():
+        result = run("hook", "claude", event, input=payload, timeout=120)
+        assert result.code == 0 and "Traceback" not in result.err, (event, result)
+        assert "no memories within the [hooks] deadline of 0.1 s" in result.err, (event, result)
+        answer = json.loads(result.out) if result.out.strip() else {}
+        context = answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+        if event == "session-start":
+            assert "could not gather this project's memories within the hook's deadline" in context
+            assert "memcli recall WORDS" in context
+        else:
+            assert "quokka" not in context, (event, answer)
+    log = ws / ".cache" / "index-build.log"
+    for _ in range(1200):  # hang guard: 120 s; the watchdog started the build before it answered
+        if "50 memories" in (log.read_text(encoding="utf-8") if log.exists() else ""):
+            break
+        time.sleep(0.1)
+    assert "50 memories" in log.read_text(encoding="utf-8")
+    set_deadline_from(ws, 0.1, 60)
+    result = run("hook", "claude", "session-start", input=HOOK_INPUT, timeout=120)
+    assert result.code == 0 and "deadline" not in result.err, result
+    assert "quokka ledger" in json.loads(result.out)["hookSpecificOutput"]["additionalContext"]
+
+
+def set_deadline_from(ws: Path, old: float, new: float) -> None:
+    config = ws / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace(f"deadline = {old}", f"deadline = {new}"),
+                      encoding="utf-8")

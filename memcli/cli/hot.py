@@ -107,20 +107,38 @@ def hook(agent: str, event: str) -> None:
     """``memcli hook AGENT EVENT``: answer on stdout in the agent's format, warnings on stderr; exit 0."""
     from memcli.agents.hooks import SUPPORTED
     from memcli.cli.state import GLOBALS
+    from memcli.cli.watchdog import GUARDED, LATE_NOTE, Watchdog
     from memcli.service.hooks import run_hook
 
     if event not in SUPPORTED.get(agent, ()):
         print(f"memcli: warning: {agent} has no {event!r} hook in memcli "
               f"(use {', '.join(SUPPORTED.get(agent, ()))})", file=sys.stderr)
         return
+    guard = None
+    if event in GUARDED:  # the deadline holds even when the work cannot finish in time
+        from memcli.agents.hooks import answer
+        from memcli.config import Config
+        from memcli.service import process_started
+
+        late = answer(agent, event, LATE_NOTE if event == "session-start" else "")
+        guard = Watchdog(late, process_started(), Config.hook_deadline)
     raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor)
+    run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor, guard.move if guard else None)
+    if guard is not None:
+        guard.claim()
     for message in run.warnings:
         print(f"memcli: warning: {message}", file=sys.stderr)
     if os.environ.get("MEMCLI_DEBUG"):
         for text in run.tracebacks:
             sys.stderr.write(text)
     sys.stdout.write(run.stdout)
+    if guard is not None:  # answered: skip the interpreter's teardown (a tenth of a second under load)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # the agent closed the pipe: nothing more to say
+            pass
+        os._exit(0)
 
 
 def index_summary(data: dict) -> str:

@@ -196,7 +196,7 @@ class IndexCatalog:
 
 
 def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=None,  # noqa: ANN001
-                 deadline: float | None = None, wait: float | None = None) -> Catalog:
+                 deadline: float | None = None, wait: float | None = None, reader: str | None = None) -> Catalog:
     """Open and sync the index; fall back to scanning the files if it cannot be used.
 
     A corrupt index file (not a database, malformed) is deleted and rebuilt once, since
@@ -212,6 +212,7 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
         deadline: a ``time.monotonic()`` instant for the sync (hooks); the files it did not
             reach are left to one background build (``memcli.index.build.spawn_build``).
         wait: seconds to wait for another process's build (default ``db.LOCK_WAIT``).
+        reader: the caller's name: a sync cut short by ``deadline`` has indexed their files first.
     """
     from memcli.index.db import INDEX_NAME, LOCK_WAIT, IndexDB, IndexUnavailable
 
@@ -224,6 +225,7 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
     for attempt in (1, 2):
         try:
             index = IndexDB(files, path)
+            index.reader = reader
             report = index.sync(progress, deadline, wait)
             _explain(report, files, cache, warnings, deadline is not None)
             return IndexCatalog(index, report)

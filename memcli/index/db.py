@@ -213,6 +213,19 @@ def _relative(disk: dict[str, tuple[int, int]], root: Path) -> dict[str, tuple[i
     return {path[prefix:].replace(os.sep, "/"): stat for path, stat in disk.items()}
 
 
+def reading_order(path: str, reader: str) -> int:
+    """Where a changed file comes in a sync for ``reader``: 0 for their personal folder
+    (``memories/user/<reader>/``), 2 for another person's (never shown to them), 1 for the rest.
+
+    Args:
+        path: workspace-relative, ``/`` separated.
+    """
+    parts = path.split("/", 3)
+    if len(parts) > 3 and parts[1] == "user":
+        return 0 if parts[2] == reader else 2
+    return 1
+
+
 class IndexDB:
     """The index database of one workspace.
 
@@ -228,6 +241,9 @@ class IndexDB:
     def __init__(self, files: MemoryFiles, path: Path) -> None:
         self.files = files
         self.path = path
+        #: Who reads through this index (``ctx.actor``): their own files are indexed first,
+        #: other people's personal folders last (see :func:`reading_order`).
+        self.reader: str | None = None
         self.snapshot_path = path.with_name(path.name + ".snapshot")
         try:
             self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -346,12 +362,15 @@ class IndexDB:
         disk = _relative(absolute, self.files.root)
         known = {row[0]: row[1:] for row in self.db.execute(
             "SELECT path, changed_ns, size, hash, created, synced_ns FROM docs")}
-        # Newest folders first (user/, then project/ by month, descending): a build stopped
-        # half-way by a hook's deadline serves recent work. The order changes no result: an id
+        # The reader's own folders first, then the shared ones, other people's last; newest
+        # first within each (project/ by month, descending): a build stopped half-way by a
+        # hook's deadline serves what this reader sees, recent work first. The order changes no result: an id
         # held by two files goes to the smaller path whichever is read first (``_insert_row``).
         changed = sorted((p for p, stat in disk.items()
                           if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4]),
                          reverse=True)
+        if self.reader:
+            changed.sort(key=lambda p: reading_order(p, self.reader))  # stable: newest first within each
         vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
         if not changed and not vanished:
             self._save_snapshot(absolute)

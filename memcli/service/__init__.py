@@ -21,7 +21,7 @@ from memcli.timeutil import now as clock_now
 
 MIN_PREFIX = 4
 #: Share of ``[hooks] deadline`` the index sync of a hook may take; the answer needs the rest.
-SYNC_SHARE = 0.5
+SYNC_SHARE = 0.35
 #: Unreadable files named on stderr by one command, at most; `memcli doctor` lists all.
 MAX_PROBLEM_WARNINGS = 5
 
@@ -189,7 +189,8 @@ class Ctx:
         if self._catalog is None or refresh:
             try:
                 self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
-                                             deadline=None if refresh else self.deadline, wait=wait)
+                                             deadline=None if refresh else self.deadline, wait=wait,
+                                             reader=self.actor)
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())

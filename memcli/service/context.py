@@ -18,7 +18,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from memcli.agents.context import Block, render
+from memcli.agents.context import FOOTER_RESERVE, Block, render
 from memcli.errors import ValidationFailed
 from memcli.index import Query
 from memcli.model import Memory, check_choice
@@ -27,6 +27,12 @@ from memcli.service.read import retriever
 
 #: Memories considered for the block at most; 8,000 characters hold far fewer.
 POOL = 400
+#: Memories redacted (secret-scanned) at a time: the block is rendered after each chunk and
+#: the scan stops once it is full, so a fresh clone's cold scan memo costs what is shown.
+REDACT_CHUNK = 48
+#: Characters a context line takes at least (its label, a short text and its id); a block with
+#: less room than this besides the footer's reserve takes no more memories.
+MIN_LINE = 60
 #: Smallest budget accepted (characters): the fence and its header take about 200.
 MIN_BUDGET = 200
 #: Tracked files looked at when matching ``paths`` globs against the current folder.
@@ -200,4 +206,10 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
 
     lead = [fitted(m, int(size * LEAD_SHARE)) for m in lead or ()]
     pool, total = candidates(ctx, query, folder, exclude, lead)
-    return render(for_reader(ctx, pool), size, fmt, total)  # secrets of hand-written files cut out first
+    shown: list[Memory] = []
+    for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
+        shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
+        block = render(shown, size, fmt, total)
+        if size - len(block.text) < FOOTER_RESERVE + MIN_LINE:
+            break  # full: no later memory would fit, so none needs its secret scan
+    return block

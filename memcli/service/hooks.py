@@ -25,6 +25,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from memcli.agents import hooks as formats
 from memcli.errors import MemcliError
@@ -82,7 +83,8 @@ def _remember_seen(ctx, session_id: str, ids: set[str]) -> None:  # noqa: ANN001
         pass
 
 
-def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str | None) -> HookRun:
+def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str | None,
+             on_open: Callable[[float, Callable[[], None]], None] | None = None) -> HookRun:
     """Answer one hook call; never raises.
 
     Args:
@@ -92,6 +94,9 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
         workspace: ``--workspace``, if given; else ``$MEMCLI_WORKSPACE``, else found from the
             hook's ``cwd``.
         actor: ``--actor``, if given.
+        on_open: called once the workspace is open with its ``[hooks] deadline`` (seconds)
+            and a function that leaves the index to a background build (what the CLI's
+            ``Watchdog`` keeps and calls if it answers first).
     """
     from memcli.agents.tools import files_of
 
@@ -103,6 +108,8 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     ctx = None
     try:
         ctx = _open(workspace, actor, payload.cwd)
+        if on_open is not None:
+            on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx))
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
         context = _dispatch(ctx, event, payload, run)
@@ -113,6 +120,17 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
         _bug(ctx, run, "memcli hook", err)
     run.stdout = formats.answer(agent, event, context)
     return run
+
+
+def _background_build(ctx) -> None:  # noqa: ANN001
+    """Start the background index build (it finds nothing to do, or waits for the holder of
+    the build lock, when the index is in step or being built)."""
+    from memcli.index.build import spawn_build
+
+    try:
+        spawn_build(ctx.ws.root, ctx.ws.cache)
+    except MemcliError:  # no usable cache folder
+        pass
 
 
 def _bug(ctx, run: HookRun, what: str, err: Exception) -> None:  # noqa: ANN001
