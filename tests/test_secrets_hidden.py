@@ -161,3 +161,30 @@ def test_a_person_can_let_one_kind_through_recorded_in_provenance(ws: Path, run)
     assert "allowSecret: [payment-card]" in path.read_text(encoding="utf-8") and "4111" not in path.name
     assert run("forget", memory["id"]).code == 0  # a later rewrite honours the recorded override
     assert "4111 1111" not in run("show", memory["id"]).out  # read channels still redact it
+
+
+def test_the_audit_trail_shows_no_secret_an_override_or_a_hand_edit_let_in(ws: Path, run) -> None:
+    """log, history, diff and show --at read old versions and commit messages, which never
+    passed today's gate (a hand edit) or passed it by an override: each shows a marker."""
+    import subprocess
+
+    card = "4111 1111 1111 1111"
+    allowed = run("--json", "remember", f"sandbox card {card} for checkout tests", "--allow-secret", "payment-card")
+    assert allowed.code == 0, allowed
+    memory_id = allowed.json()["data"]["memory"]["id"]
+    message = subprocess.run(["git", "-C", str(ws), "log", "-1", "--format=%B"], capture_output=True, text=True).stdout
+    assert card not in message and "Memcli-Allow-Secret: payment-card" in message, message
+    plain = run("--json", "remember", "The staging database listens on port 5433.")
+    plain_id = plain.json()["data"]["memory"]["id"]
+    (path,) = [p for p in (ws / "memories").rglob("*.md") if plain_id in p.name]
+    path.write_text(path.read_text(encoding="utf-8").replace("port 5433.", f"port 5433; token {GH}"),
+                    encoding="utf-8")
+    subprocess.run(["git", "-C", str(ws), "commit", "-qam", "hand edit"], check=True, capture_output=True)
+    path.write_text(path.read_text(encoding="utf-8").replace("port 5433;", "port 5434;"), encoding="utf-8")
+    for args in (("log",), ("log", memory_id), ("history", memory_id), ("history", plain_id), ("diff", "HEAD~2"),
+                 ("diff",), ("show", plain_id, "--at", "HEAD"), ("show", memory_id, "--at", "HEAD~1")):
+        for fmt in ((), ("--json",)):
+            result = run(*fmt, *args)
+            assert result.code == 0, (args, result)
+            assert card not in result.out and GH[:12] not in result.out, (args, result.out)
+    assert "[secret removed: github-token]" in run("diff").out

@@ -565,11 +565,10 @@ class IndexDB:
                 if error != message:  # the winner changed (a smaller path took the id)
                     self.db.execute("UPDATE docs SET error = ? WHERE path = ?", (message, path))
             else:
-                full = self.files.root / path
-                try:
-                    data, info = full.read_bytes(), full.stat()
-                except OSError:
-                    continue
+                try:  # regular files only, as every read (a pipe put in its place is never waited on)
+                    data, info, _ = read_file(self.files.root / path, path)
+                except InvalidMemoryFile:
+                    continue  # the next sync sees the change and records the problem
                 self._delete(path)
                 self._insert(path, data, info, file_hash(data))
 

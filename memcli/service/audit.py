@@ -218,6 +218,15 @@ def history(ctx: Ctx, ref: str) -> History:
                              hint=f"see the commits that name it with `memcli log {memory_id}`")
     latest = item.memory if item else next((v.memory for _, v in reversed(versions) if v and v.memory), None)
     out.chain = chain(ctx, latest) if latest else []
+    from memcli.service.redact import cache_of, for_reader, redact_texts
+
+    texts = redact_texts([v.text for v in out.versions] + [link["text"] for link in out.chain], cache_of(ctx))
+    for version, text in zip(out.versions, texts):
+        version.text = text  # old versions never passed today's secret gate
+    for link, text in zip(out.chain, texts[len(out.versions):]):
+        link["text"] = text
+    if out.current is not None:
+        (out.current,) = for_reader(ctx, [out.current])
     return out
 
 
@@ -355,5 +364,8 @@ def show_at(ctx: Ctx, ref: str, rev: str) -> ShownAt:
     loaded = ctx.ws.files.load(ctx.ws.root / path, data=data, mtime=at.timestamp(), round_trip=False)
     if not ctx.may_see(loaded.memory):
         raise MemoryNotFound(f"no memory {ref!r}", hint="list ids with `memcli list`")
-    raw = data.decode("utf-8-sig", "replace")
-    return ShownAt(loaded.memory, loaded.memory.is_expired(at), raw, rev, entry.commit, at)
+    from memcli.service.redact import cache_of, for_reader, redact_text
+
+    raw = redact_text(data.decode("utf-8-sig", "replace"), cache_of(ctx))  # an old version's secrets stay out
+    (memory,) = for_reader(ctx, [loaded.memory])
+    return ShownAt(memory, loaded.memory.is_expired(at), raw, rev, entry.commit, at)

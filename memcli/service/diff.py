@@ -138,8 +138,22 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
         spans.setdefault(path, []).append((before, since, result.to_at))
     _expiries(ctx, repo, result, spans)
     result.changes = _grouped(result.changes)
+    _redacted(ctx, result.changes)
     result.other_files = list(others)
     return result
+
+
+def _redacted(ctx: Ctx, changes: list[Change]) -> None:
+    """Replace the secrets in each change's text and old text by markers (in place): the
+    versions a diff shows never passed today's gate, or passed it by an override."""
+    from memcli.service.redact import cache_of, redact_texts
+
+    texts = [c.text for c in changes] + [c.old_text or "" for c in changes]
+    done = redact_texts(texts, cache_of(ctx))
+    for change, text, old in zip(changes, done, done[len(changes):]):
+        change.text = text
+        if change.old_text is not None:
+            change.old_text = old
 
 
 def _emptied_purges(ctx: Ctx, repo: History, rev_range: str) -> list[Change]:

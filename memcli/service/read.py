@@ -136,7 +136,7 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[m
     """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
 
     Each entry holds the operation, ids, scope, actor and run (trailers), the time, the
-    commit and the message text (the memory's text). Another user's personal memories stay
+    commit and the message text (the memory's text, its secrets replaced by markers). Another user's personal memories stay
     out of the trail: a commit about nothing else is left out, and a commit that also
     changed memories the caller may see is listed with only those (see :func:`trimmed`).
 
@@ -155,7 +155,13 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[m
 
     repo = ctx.history()
     memory_id = find_id(ctx, ref)[0] if ref is not None else None  # a purged memory's id is found in history
-    return [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
+    entries = [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
+    from dataclasses import replace
+
+    from memcli.service.redact import cache_of, redact_texts
+
+    texts = redact_texts([e.text for e in entries], cache_of(ctx))  # an override's secret stays out of sight
+    return [e if text == e.text else replace(e, text=text) for e, text in zip(entries, texts)]
 
 
 def _mine(ctx: Ctx, scope: str, entry) -> bool:  # noqa: ANN001 - a gitlog.Entry

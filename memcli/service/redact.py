@@ -119,6 +119,17 @@ def text_spans(texts: list[str], folder: Path | None) -> list[list[tuple[int, in
     return out
 
 
+def redact_texts(texts: list[str], folder: Path | None) -> list[str]:
+    """``texts`` with every secret replaced by a marker (one batch through the memo in ``folder``).
+
+    For what the audit trail shows (``log``, ``history``, ``diff``, ``show --at``): old
+    versions and commit messages never passed today's gate, or passed it by an override.
+    """
+    from memcli.policy.secrets import redact
+
+    return [redact(t, spans) if spans else t for t, spans in zip(texts, text_spans(texts, folder))]
+
+
 def redact_text(text: str, folder: Path | None, allow: tuple[str, ...] = ()) -> str:
     """One text with its secrets replaced by markers (see :func:`redact_memories`)."""
     from memcli.policy.secrets import redact

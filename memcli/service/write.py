@@ -7,6 +7,7 @@ the user to commit). If the commit fails, the files are restored: an error write
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -202,13 +203,20 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
     scopes = " ".join(dict.fromkeys(m.scope for m in memories))
     runs = " ".join(dict.fromkeys(m.provenance.run_id for m in memories if m.provenance.run_id))
     summary = gitlog.summary([m.id for m in memories], scopes.split(), ctx.actor)
+    allowed = sorted({k for m in memories for k in m.provenance.allow_secret})
+    if allowed:  # a person let a secret through: the override is recorded, the value stays out of the message
+        from memcli.policy.secrets import redact
+
+        memories = [m if not m.provenance.allow_secret else dataclasses.replace(m, body=redact(m.text))
+                    for m in memories]
     if len(memories) == 1:
         body = memories[0].text if len(memories[0].text) <= 2000 else memories[0].text[:2000] + " …"
     else:
         body = "\n".join(f"- {m.id}: {m.text.splitlines()[0][:100]}" for m in memories)
     return gitlog.message(op, summary, {
         "Op": op, "Id": " ".join(m.id for m in memories), "Scope": scopes, "Actor": ctx.actor,
-        "Run": runs or None, "Related": " ".join(related) or None, **(trailers or {})},
+        "Run": runs or None, "Related": " ".join(related) or None,
+        "Allow-Secret": " ".join(allowed) or None, **(trailers or {})},
         body=body if with_text else "")
 
 
