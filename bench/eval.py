@@ -35,7 +35,7 @@ def build(root: Path) -> Path:
     """A workspace at ``root`` holding every memory of the set, active, in ``project``."""
     from memcli.service.setup import init
 
-    workspace, _, _ = init(root)
+    workspace = init(root)[0]
     folder = workspace / "memories" / "project"
     folder.mkdir(parents=True, exist_ok=True)
     for key, text in eval_data.MEMORIES.items():

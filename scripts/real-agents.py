@@ -9,7 +9,7 @@ Usage (from a checkout, with memcli installed in its .venv)::
 
 The pinned CLIs of ``scripts/agent-clis.txt`` are installed by ``scripts/install-agent-clis.sh``
 (into ``$MEMCLI_AGENT_PREFIX``, default ``.cache/agent-clis/``, reused while the versions match). Each
-CLI runs in a throw-away project (a git repository, ``memcli init``, two memories, ``memcli
+CLI runs in a throw-away project (a git repository, ``memcli init`` at its root: the memory branch in ``.memcli/``, two memories, ``memcli
 hook install``) with a private ``HOME``, no login and no API key, and with ``PATH`` set to
 ``/usr/bin:/bin`` plus node's folder only, so a hook that needs memcli on ``PATH`` fails.
 
@@ -132,8 +132,8 @@ def setup(root: Path) -> tuple[Path, Path]:
         done = subprocess.run([*memcli, *step], cwd=project, env=env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             sys.exit(f"real-agents: `memcli {' '.join(step)}` failed: {done.stderr.strip()}")
-        if step == ["init", "."]:
-            config = project / "memcli.toml"
+        if step == ["init", "."]:  # at the root of a code repository: the memory branch, in .memcli/
+            config = project / ".memcli" / "memcli.toml"
             text = config.read_text(encoding="utf-8")
             config.write_text(re.sub(r"(?m)^budget = \d+", f"budget = {BUDGET}", text), encoding="utf-8")
     return home, project
@@ -248,7 +248,7 @@ def gemini(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> Non
 def event_log(run: Run, project: Path, agents: list[str], skip: int) -> None:
     """memcli's own event log: every hook each agent ran (after the first ``skip`` lines, which
     are the set-up's and `hook check`'s), with its exit status."""
-    lines = _jsonl(project / ".cache" / "events.jsonl")[skip:]
+    lines = _jsonl(project / ".memcli" / ".cache" / "events.jsonl")[skip:]
     for agent in agents:
         hooks = [e for e in lines if str(e.get("command", "")).startswith(f"hook {agent} ")]
         names = sorted({e["command"].split()[-1] for e in hooks})
@@ -298,7 +298,7 @@ def main() -> int:
         home, project = setup(root)
         print(f"agents' PATH={path}; HOME={home}; project={project}", flush=True)
         hook_check(run, home, project)
-        skip = len(_jsonl(project / ".cache" / "events.jsonl"))
+        skip = len(_jsonl(project / ".memcli" / ".cache" / "events.jsonl"))
         env = {"HOME": str(home), "PATH": path, "DISABLE_AUTOUPDATER": "1", "NO_COLOR": "1"}
         if "claude" in agents:
             claude(run, bin_dir, env, project)

@@ -73,3 +73,33 @@ def test_init_branch_with_a_name(project: Path) -> None:
     assert git("rev-parse", "--abbrev-ref", "HEAD", cwd=project / ".memcli") == "team/memory"
     again = run_memcli("init", "--branch", "team/memory", cwd=project)
     assert again.code == 0 and "already" in again.out
+
+
+def test_plain_init_at_a_code_repositorys_root_is_the_memory_branch(project: Path, tmp_path: Path) -> None:
+    init = run_memcli("--json", "init", cwd=project)
+    assert init.code == 0, init
+    data = init.json()["data"]
+    assert data["branch"] == "memcli/memory" and data["root"] == str(project / ".memcli")
+    assert not (project / "memcli.toml").exists() and (project / ".memcli" / "memcli.toml").is_file()
+    assert git("status", "--porcelain", cwd=project) == ""
+    assert "--in-tree" in run_memcli("init", cwd=_fresh_repo(tmp_path / "again")).out  # the text names the way back
+    assert run_memcli("remember", "Deploys go out on Tuesdays", cwd=project).code == 0
+    assert not [s for s in git("log", "--format=%s", cwd=project).splitlines() if s.startswith("memcli:")]
+
+
+def test_in_tree_hidden_or_a_subfolder_keep_memory_in_the_code_tree(tmp_path: Path) -> None:
+    for name, args, config in (("in-tree", ["--in-tree"], "memcli.toml"), ("hidden", ["--hidden"], ".memcli/memcli.toml"),
+                               ("sub", ["mem"], "mem/memcli.toml")):
+        repo = _fresh_repo(tmp_path / name)
+        init = run_memcli("--json", "init", *args, cwd=repo)
+        assert init.code == 0, (name, init)
+        assert init.json()["data"]["branch"] is None, name
+        assert (repo / config).is_file(), name
+        assert "memcli/memory" not in git("branch", "--list", cwd=repo), name
+    assert run_memcli("init", "--in-tree", "--branch", cwd=_fresh_repo(tmp_path / "both")).code == 2
+
+
+def _fresh_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    git("init", "-q", cwd=path)
+    return path

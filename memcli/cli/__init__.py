@@ -110,6 +110,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()
     finally:
         _record(head, started, status)
+    if output.STATE.fast_exit:  # a read hook has answered and the event is logged
+        try:
+            sys.stderr.flush()
+        except OSError:  # the agent closed the pipe: nothing more to say
+            pass
+        os._exit(status)
     sys.exit(status)
 
 

@@ -132,13 +132,10 @@ def hook(agent: str, event: str) -> None:
         for text in run.tracebacks:
             sys.stderr.write(text)
     sys.stdout.write(run.stdout)
-    if guard is not None:  # answered: skip the interpreter's teardown (a tenth of a second under load)
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except OSError:  # the agent closed the pipe: nothing more to say
-            pass
-        os._exit(0)
+    if guard is not None:  # answered: no interpreter teardown (a tenth of a second under load)
+        from memcli.cli.output import STATE
+
+        STATE.fast_exit = True
 
 
 def index_summary(data: dict) -> str:

@@ -28,6 +28,8 @@ class State:
     json: bool = False
     command: str = "memcli"
     warnings: list[str] = field(default_factory=list)
+    #: A read hook has answered: ``main`` ends the process without the interpreter's teardown.
+    fast_exit: bool = False
 
 
 STATE = State()

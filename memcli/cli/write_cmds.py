@@ -65,20 +65,26 @@ def init(
         "--branch", metavar="[NAME]",
         help="In a code repository: keep the store on its own orphan branch NAME (default memcli/memory), "
              "checked out in .memcli/, so memory never follows code branches.")] = None,
-    in_tree: Annotated[bool, typer.Option("--in-tree", help="Keep the store as a folder of the code repository "
-                                                           "(today's default).")] = False,
+    in_tree: Annotated[bool, typer.Option("--in-tree", help="At a code repository's root: keep the store as a "
+                                                           "folder of the code repository, not on a memory branch.")] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Create a workspace: memcli.toml, memories/, a git repository when PATH is not in one."""
+    """Create a workspace: memcli.toml, memories/, a git repository when PATH is not in one.
+
+    At the root of a code repository the store goes on its own branch (as --branch) unless
+    --in-tree or --hidden is given."""
     from memcli.errors import UsageProblem
     from memcli.service.setup import init as do_init
 
     if in_tree and branch is not None:
         raise UsageProblem("--in-tree and --branch exclude each other", hint="give one of them")
 
-    root, created, commit = do_init(path, hidden, branch)
+    root, created, commit, on_branch = do_init(path, hidden, branch, in_tree)
     text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
-    emit({"root": str(root), "created": created, "commit": commit}, text)
+    if created and on_branch:
+        text += (f" on its own branch {on_branch} (ignored by the code's git; memory never follows code branches"
+                 + ("; `memcli init --in-tree` keeps it as a folder of the code instead)" if branch is None else ")"))
+    emit({"root": str(root), "created": created, "commit": commit, "branch": on_branch}, text)
 
 
 @app.command()

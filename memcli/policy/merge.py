@@ -17,7 +17,8 @@ conflicts:
   and an item either side removed is gone; the order is ours, then theirs' additions.
 * ``updatedAt``: the later of the two.
 * ``review``: two reviews with the same decision (two people approved it at once) keep
-  the earlier one, the approval that made the memory active; different decisions conflict.
+  the earlier one, the approval that made the memory active (in the same second, the one whose
+  reviewer's name sorts first, so both sides merge alike); different decisions conflict.
 * every other key (``review``, ``provenance``, ``expireAt``, ``importance``, unknown
   keys …): taken from the side that changed it; both changed it differently is a conflict.
 * the body (the memory's text): the same rule; two different edits of the text are a
@@ -122,7 +123,8 @@ def _merge_key(key: str, base: Any, ours: Any, theirs: Any, merged: Merged) -> A
         if a is not None and b is not None:
             merged.notes.append("review: both sides approved; the earlier review is kept"
                                 if ours.get("decision") == "approved" else "review: the earlier review is kept")
-            return ours if a <= b else theirs
+            # a tie (reviews carry whole seconds) goes to the reviewer named first: the same on both sides
+            return ours if (a, str(ours.get("by"))) <= (b, str(theirs.get("by"))) else theirs
     if key in LATEST_KEYS:
         a, b = _instant(ours), _instant(theirs)
         if a is not None and b is not None:

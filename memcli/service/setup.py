@@ -10,11 +10,22 @@ from memcli.errors import MemcliError, WorkspaceInvalid
 from memcli.store.workspace import create_files, find_root
 
 
-def init(path: Path, hidden: bool = False, branch: str | None = None) -> tuple[Path, bool, str | None]:
+#: The memory branch plain ``memcli init`` makes at the root of a code repository.
+DEFAULT_BRANCH = "memcli/memory"
+
+
+def init(path: Path, hidden: bool = False, branch: str | None = None,
+         in_tree: bool = False) -> tuple[Path, bool, str | None, str | None]:
     """Create a workspace at ``path`` and, when it is outside any work tree, a git repository.
 
+    At the root of a code repository (``path`` is the top of a git work tree that holds no
+    workspace), plain ``init`` is ``init --branch`` (``DEFAULT_BRANCH``): memory on its own
+    orphan branch, checked out in ``.memcli/``, so it never follows code branches (issue 12).
+    ``in_tree`` (``--in-tree``) or ``hidden`` keep it as a folder of the code repository.
+
     Returns:
-        ``(root, created, commit)``: ``created`` False when one was already there.
+        ``(root, created, commit, branch)``: ``created`` False when one was already there;
+        ``branch`` the memory branch the store is on, None for a folder.
 
     Raises:
         WorkspaceInvalid: the folder cannot be written.
@@ -23,8 +34,10 @@ def init(path: Path, hidden: bool = False, branch: str | None = None) -> tuple[P
     Every call (a new workspace or an existing one, e.g. in a fresh clone) registers
     memcli's merge driver for memory files (``service.sync.ensure_merge_driver``).
     """
+    if branch is None and not (in_tree or hidden) and _code_root(path):
+        branch = DEFAULT_BRANCH
     if branch is not None:
-        return _init_branch(path, branch)
+        return (*_init_branch(path, branch), branch)
     try:
         outer = find_root(cwd=path.absolute().parent)
     except MemcliError:
@@ -44,12 +57,25 @@ def init(path: Path, hidden: bool = False, branch: str | None = None) -> tuple[P
 
     attributes = ensure_merge_driver(root)  # per clone: a fresh clone's `memcli init` registers it too
     if not created and not attributes:
-        return root, False, None
+        return root, False, None, None
     repo = gitlog.GitRepo(root)
     msg = gitlog.message("init", "workspace" if created else "register the memory merge driver", {"Op": "init"})
     commit = repo.commit([root / CONFIG_NAME, *attributes] if created else attributes, msg, actor="memcli")
-    return root, created, commit
+    return root, created, commit, None
 
+
+
+def _code_root(path: Path) -> bool:
+    """True when ``path`` is the top of a git work tree with no memcli workspace in it yet."""
+    from memcli.service.branch import _toplevel
+
+    if not path.is_dir() or (path / CONFIG_NAME).exists() or (path / ".memcli" / CONFIG_NAME).exists():
+        return False
+    top = _toplevel(path.absolute())
+    try:
+        return top is not None and top.resolve() == path.resolve()
+    except OSError:
+        return False
 
 
 def _init_branch(path: Path, name: str) -> tuple[Path, bool, str | None]:
