@@ -303,10 +303,11 @@ def test_r5_compact_apply_over_thousands_of_expired_memories_makes_one_commit(ws
 # --- point 7: no exit 1 for input ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("stdin", ["[" * 200_000, "{\"a\":" * 200_000, "[" * 200_000 + "]" * 200_000])
-def test_hook_stdin_nested_too_deeply_exits_0_with_valid_output(ws, run, stdin):
+@pytest.mark.parametrize("stdin", ["[" * 200_000, "{\"a\":" * 200_000, "[" * 200_000 + "]" * 200_000,
+                                   '{"prompt": "x", "n": ' + "9" * 5_000 + "}"])  # past Python's int digit limit
+def test_hook_stdin_nested_too_deeply_or_past_limits_exits_0_with_valid_output(ws, run, stdin):
     _good(ws, run, 1)
-    for event in ("session-start", "user-prompt-submit"):
+    for event in ("session-start", "user-prompt-submit", "pre-tool-use"):
         result = run("hook", "claude", event, input=stdin, timeout=60)
         assert result.code == 0 and "Traceback" not in result.err, result
         if result.out.strip():

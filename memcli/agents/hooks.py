@@ -142,8 +142,10 @@ class HookInput:
             return cls(), "no hook input on stdin"
         try:
             data = json.loads(raw)
-        except ValueError as err:
-            return cls(), f"hook input is not JSON ({err.msg} at character {err.pos})"
+        except json.JSONDecodeError as err:
+            return cls(), f"hook input is not JSON ({err.msg.removesuffix(' at')} at character {err.pos})"
+        except ValueError as err:  # an integer past Python's digit limit (sys.set_int_max_str_digits)
+            return cls(), f"hook input is not usable JSON ({str(err).split(';')[0]})"
         except RecursionError:  # 200,000 nested brackets: json recurses once per level
             return cls(), "hook input is nested too deeply to read as JSON"
         if not isinstance(data, dict):
