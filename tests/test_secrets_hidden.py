@@ -188,3 +188,21 @@ def test_the_audit_trail_shows_no_secret_an_override_or_a_hand_edit_let_in(ws: P
             assert result.code == 0, (args, result)
             assert card not in result.out and GH[:12] not in result.out, (args, result.out)
     assert "[secret removed: github-token]" in run("diff").out
+
+
+def test_history_cuts_a_line_only_after_its_secret_is_removed(ws: Path, run) -> None:
+    """A token straddling the 100-character first-line cut of history and the supersede chain."""
+    import subprocess
+
+    made = run("--json", "remember", "Registry login for the release job.")
+    memory_id = made.json()["data"]["memory"]["id"]
+    (path,) = [p for p in (ws / "memories").rglob("*.md") if memory_id in p.name]
+    lead = "Registry login for the release job, run on the build host first: docker login with "  # 84 chars
+    path.write_text(path.read_text(encoding="utf-8").replace("Registry login for the release job.", lead + GH),
+                    encoding="utf-8")
+    subprocess.run(["git", "-C", str(ws), "commit", "-qam", "hand edit"], check=True, capture_output=True)
+    assert run("supersede", memory_id, "Registry login now goes through the credential helper.").code == 0
+    for fmt in ((), ("--json",)):
+        shown = run(*fmt, "history", memory_id)
+        assert shown.code == 0, shown
+        assert GH[:8] not in shown.out, shown.out

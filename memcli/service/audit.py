@@ -211,7 +211,7 @@ def history(ctx: Ctx, ref: str) -> History:
         out.versions.append(HistoryVersion(
             step.commit, step.at, step.actor, step.op, version.memory.status if version and version.memory else
             ("deleted" if version is None else "unreadable"), shown.path if shown else "", words,
-            first_line(version.memory.text) if version and version.memory else ""))
+            version.memory.text if version and version.memory else ""))  # its first line once redacted
         before = version
     if not out.versions and item is None:  # only commit trailers name it: purged with --history
         raise MemoryNotFound(f"no version of {memory_id} is left in history (purged with --history)",
@@ -220,11 +220,8 @@ def history(ctx: Ctx, ref: str) -> History:
     out.chain = chain(ctx, latest) if latest else []
     from memcli.service.redact import cache_of, for_reader, redact_texts
 
-    texts = redact_texts([v.text for v in out.versions] + [link["text"] for link in out.chain], cache_of(ctx))
-    for version, text in zip(out.versions, texts):
-        version.text = text  # old versions never passed today's secret gate
-    for link, text in zip(out.chain, texts[len(out.versions):]):
-        link["text"] = text
+    for version, text in zip(out.versions, redact_texts([v.text for v in out.versions], cache_of(ctx))):
+        version.text = first_line(text)  # old versions never passed today's gate; cut only once redacted
     if out.current is not None:
         (out.current,) = for_reader(ctx, [out.current])
     return out
@@ -273,8 +270,12 @@ def chain(ctx: Ctx, start: Memory) -> list[dict[str, Any]]:
         return []
     links = [(i, m) for i, m in seen.items() if m is None or ctx.may_see(m)]
     links.sort(key=lambda pair: (format_instant(pair[1].created_at) if pair[1] and pair[1].created_at else "", pair[0]))
-    return [{"id": i, "status": m.status if m else "missing", "text": first_line(m.text) if m else ""}
-            for i, m in _replaced_first(links)]
+    from memcli.service.redact import cache_of, redact_texts
+
+    known = [(i, m) for i, m in links if m]
+    texts = dict(zip((i for i, _ in known), redact_texts([m.text for _, m in known], cache_of(ctx))))
+    return [{"id": i, "status": m.status if m else "missing", "text": first_line(texts[i]) if m else ""}
+            for i, m in _replaced_first(links)]  # each text redacted whole, then cut to its first line
 
 
 def _replaced_first(links: list[tuple[str, Memory | None]]) -> list[tuple[str, Memory | None]]:
