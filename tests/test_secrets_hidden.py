@@ -206,3 +206,25 @@ def test_history_cuts_a_line_only_after_its_secret_is_removed(ws: Path, run) -> 
         shown = run(*fmt, "history", memory_id)
         assert shown.code == 0, shown
         assert GH[:8] not in shown.out, shown.out
+
+
+def test_read_channels_never_print_escapes_controls_or_hidden_characters(ws: Path, run) -> None:
+    """A hand-written file with an ANSI screen clear, a title-setting OSC, BEL, NUL, U+202E and
+    U+200B: show, list, recall, export, diff and log print none of them."""
+    import subprocess
+
+    made = run("--json", "remember", "The Ansi probe memory for terminals.")
+    memory_id = made.json()["data"]["memory"]["id"]
+    (path,) = [p for p in (ws / "memories").rglob("*.md") if memory_id in p.name]
+    nasty = "The Ansi probe \x1b[2J\x1b]0;pwned\x07memory \x00\x01for\u202e termi\u200bnals."
+    path.write_text(path.read_text(encoding="utf-8").replace("The Ansi probe memory for terminals.", nasty),
+                    encoding="utf-8")
+    subprocess.run(["git", "-C", str(ws), "commit", "-qam", "hand edit"], check=True, capture_output=True)
+    bad = ("\x1b", "\x07", "\x00", "\x01", "\u202e", "\u200b")
+    for args in (("show", memory_id), ("list",), ("recall", "Ansi"), ("recall", "--grep", "Ansi"), ("export",),
+                 ("diff", "HEAD~1"), ("history", memory_id), ("show", memory_id, "--at", "HEAD")):
+        for fmt in ((), ("--json",)):
+            result = run(*fmt, *args)
+            assert result.code == 0, (args, result)
+            assert not [c for c in bad if c in result.out], (args, result.out)
+            assert "Ansi probe" in result.out or args[0] in ("diff", "history"), (args, result.out)

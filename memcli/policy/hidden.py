@@ -113,6 +113,16 @@ def strip_hidden(text: str) -> str:
     return _HIDDEN_RE.sub("", text)
 
 
+def printable(text: str) -> str:
+    """``text`` as a terminal or a rule file may show it: ANSI escape sequences, C0 and C1
+    control characters (but tab and newline; a carriage return becomes a newline) and every
+    hidden character (:func:`strip_hidden`) removed. Plain clean ASCII is returned as it is."""
+    if text.isascii() and "\x1b" not in text and not _CONTROL_RE.search(text):
+        return text
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return strip_hidden(_CONTROL_RE.sub("", _ANSI_RE.sub("", text)))
+
+
 def has_hidden(text: str) -> bool:
     """Whether ``text`` holds any hidden character, allowed emoji joiners included."""
     return _HIDDEN_RE.search(text) is not None

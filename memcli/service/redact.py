@@ -5,7 +5,10 @@ from an old revision) can hold secrets. Every read channel (``context``, the hoo
 ``recall``, ``list``, ``show``, ``export``, the MCP tools built on them) passes the memories
 it returns through :func:`redact_memories`, which replaces each secret-looking span of the
 text with ``[secret removed: KIND]`` (``policy.secrets.marker``), before anything strips the
-hidden characters, so the parts of a split token are never joined back together.
+hidden characters, so the parts of a split token are never joined back together; then
+ANSI escapes, control characters and hidden characters are removed
+(``policy.hidden.printable``), so a hand-written file cannot drive the terminal or reach a
+rule file (``export``) with invisible text.
 
 A full scan loads detect-secrets (about 0.1 s, see ``policy/secrets/detector.py``), too
 slow for every hook. The result of a scan is a pure function of the text, so it is kept in
@@ -125,21 +128,25 @@ def redact_texts(texts: list[str], folder: Path | None) -> list[str]:
     For what the audit trail shows (``log``, ``history``, ``diff``, ``show --at``): old
     versions and commit messages never passed today's gate, or passed it by an override.
     """
+    from memcli.policy.hidden import printable
     from memcli.policy.secrets import redact
 
-    return [redact(t, spans) if spans else t for t, spans in zip(texts, text_spans(texts, folder))]
+    return [printable(redact(t, spans) if spans else t) for t, spans in zip(texts, text_spans(texts, folder))]
 
 
 def redact_text(text: str, folder: Path | None, allow: tuple[str, ...] = ()) -> str:
     """One text with its secrets replaced by markers (see :func:`redact_memories`)."""
     from memcli.policy.secrets import redact
 
+    from memcli.policy.hidden import printable
+
     (spans,) = text_spans([text], folder)
-    return redact(text, spans, allow=allow) if spans else text
+    return printable(redact(text, spans, allow=allow) if spans else text)
 
 
 def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]:
-    """``memories`` with every secret in their text, subject, tags and paths replaced by a marker.
+    """``memories`` with every secret in their text, subject, tags and paths replaced by a marker,
+    and escapes, control and hidden characters removed (``policy.hidden.printable``).
 
     Args:
         memories: records about to be shown; they are not changed (redacted copies are
@@ -149,20 +156,22 @@ def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]
     Returns:
         A list as long as ``memories``, in the same order.
     """
+    from memcli.policy.hidden import printable
     from memcli.policy.secrets import redact, secret_spans
 
     all_spans = text_spans([m.text for m in memories], folder)
     out = []
     for memory, spans in zip(memories, all_spans):
         changes: dict[str, object] = {}
-        if spans:
-            changes["body"] = redact(memory.text, spans)
-        if memory.subject and secret_spans(memory.subject, full=False):
-            changes["subject"] = redact(memory.subject, full=False)
+        body = printable(redact(memory.text, spans) if spans else memory.text)
+        if body != memory.text:
+            changes["body"] = body
+        if memory.subject and (secret_spans(memory.subject, full=False) or printable(memory.subject) != memory.subject):
+            changes["subject"] = printable(redact(memory.subject, full=False))
         for name in ("tags", "paths"):
             values = getattr(memory, name)
-            if any(secret_spans(v, full=False) for v in values):
-                changes[name] = [redact(v, full=False) for v in values]
+            if any(secret_spans(v, full=False) or printable(v) != v for v in values):
+                changes[name] = [printable(redact(v, full=False)) for v in values]
         out.append(dataclasses.replace(memory, **changes) if changes else memory)
     return out
 
