@@ -228,3 +228,28 @@ def test_read_channels_never_print_escapes_controls_or_hidden_characters(ws: Pat
             assert result.code == 0, (args, result)
             assert not [c for c in bad if c in result.out], (args, result.out)
             assert "Ansi probe" in result.out or args[0] in ("diff", "history"), (args, result.out)
+
+
+def test_a_hand_written_memory_holding_a_secret_can_be_forgotten_but_not_approved(ws: Path, run) -> None:
+    import subprocess
+
+    made = run("--json", "remember", "Registry login for the release job.")
+    memory_id = made.json()["data"]["memory"]["id"]
+    (path,) = [p for p in (ws / "memories").rglob("*.md") if memory_id in p.name]
+    path.write_text(path.read_text(encoding="utf-8").replace("release job.", f"release job: {GH}"), encoding="utf-8")
+    subprocess.run(["git", "-C", str(ws), "commit", "-qam", "hand edit"], check=True, capture_output=True)
+    for fmt in ((), ("--json",)):
+        shown = run(*fmt, "forget", memory_id) if not fmt else run(*fmt, "show", memory_id)
+        assert shown.code == 0, shown
+        assert GH[:8] not in shown.out + shown.err, shown
+        assert fmt or f"memcli purge {memory_id} --history" in shown.err, shown
+    forgot = run("list", "--status", "archived")
+    assert memory_id in forgot.out
+    message = subprocess.run(["git", "-C", str(ws), "log", "-1", "--format=%B"], capture_output=True, text=True).stdout
+    assert GH[:8] not in message and "[secret removed: github-token]" in message, message
+    again = run("--json", "remember", "Second registry memory.", "--source-type", "model_derived")
+    pending_id = again.json()["data"]["memory"]["id"]
+    (pending,) = [p for p in (ws / "memories").rglob("*.md") if pending_id in p.name]
+    pending.write_text(pending.read_text(encoding="utf-8").replace("memory.", f"memory {GH}"), encoding="utf-8")
+    refused = run("--actor", "bob", "approve", pending_id)
+    assert refused.code == 6 and GH[:8] not in refused.out + refused.err, refused  # approving it would serve it

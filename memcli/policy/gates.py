@@ -149,6 +149,16 @@ def check_memory(memory: Memory, *more: tuple[str, str | None], allow: tuple[str
         _refuse(value, name, allow if name == "the text" else ())
 
 
+def check_values(*pairs: tuple[str, str | None]) -> None:
+    """The same gate over single values a write adds (``("the actor", actor)``); see :func:`check_memory`.
+
+    Raises:
+        SecretDetected, HiddenText: as :func:`check_memory`.
+    """
+    for name, value in pairs:
+        _refuse(value, name)
+
+
 def _where(text: str, where: str, line: int, column: int) -> str:
     return f"line {line}, column {column}" if where == "the text" or "\n" in text else f"column {column}"
 

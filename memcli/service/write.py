@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from memcli import frontmatter, gitlog, model
-from memcli.errors import HistoryConflict, ReviewRefused, SubjectConflict, ValidationFailed, WrongStatus
+from memcli.errors import (HiddenText, HistoryConflict, ReviewRefused, SecretDetected, SubjectConflict,
+                           ValidationFailed, WrongStatus)
 from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
@@ -574,6 +575,10 @@ def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteRes
 # --- status changes on one memory -------------------------------------------------------
 
 
+#: Transitions that take a memory out of service: allowed on a file whose text fails today's gates.
+RETIRING = ("forget", "reject")
+
+
 def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: dict[str, Any],
                 check=None) -> WriteResult:  # noqa: ANN001
     with ctx.ws.lock():
@@ -587,7 +592,17 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
         if check:
             check(memory)
         # The file may have been edited by hand since it passed the gates: what memcli commits, it checks.
-        gates.check_memory(memory, ("the reason", changes.get("review", {}).get("reason")), ("the actor", ctx.actor))
+        # Retiring it (forget, reject) adds nothing to what is already committed: it goes on, with a warning.
+        gates.check_values(("the reason", changes.get("review", {}).get("reason")), ("the actor", ctx.actor))
+        unsafe = False  # the text fails today's gates: the commit message and the answer get it cleaned
+        try:
+            gates.check_memory(memory)
+        except (SecretDetected, HiddenText) as err:
+            if op not in RETIRING:
+                raise
+            unsafe = True
+            ctx.warnings.append(f"{memory.id}: {err.message.removeprefix('refused: ')}; it is retired, but the file "
+                                f"and its history still hold it: `memcli purge {memory.id} --history` removes them")
         writes = {item.file: rewrite(item, {**changes, "updatedAt": ctx.now})}
         memory.status = changes.get("status", memory.status)
         changed: list[str] = []
@@ -595,6 +610,11 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
             changed = _retire(ctx, memory, writes, None)
             if changed and set(changed) - set(item.memory.supersedes):
                 writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now, "supersedes": memory.supersedes})
+        if unsafe:
+            from memcli.policy.hidden import printable
+            from memcli.policy.secrets import redact
+
+            memory = dataclasses.replace(memory, body=printable(redact(memory.text)))
         commit = apply(ctx, writes, op, [memory], changed)
     extra = f"; supersedes {', '.join(changed)}" if changed else ""
     return WriteResult(op, memory, "updated", f"{op}: {memory.id} is now {memory.status}{extra}",
