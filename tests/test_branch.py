@@ -103,3 +103,25 @@ def _fresh_repo(path: Path) -> Path:
     path.mkdir(parents=True)
     git("init", "-q", cwd=path)
     return path
+
+
+def test_a_linked_worktree_of_the_code_reads_the_main_worktrees_memory(project: Path, tmp_path: Path) -> None:
+    assert run_memcli("init", cwd=project).code == 0
+    assert run_memcli("remember", "Use pnpm for the web app", cwd=project).code == 0
+    git("branch", "feature", cwd=project)
+    linked = tmp_path / "linked"
+    git("worktree", "add", "-q", str(linked), "feature", cwd=project)
+    found = run_memcli("recall", "pnpm", cwd=linked)
+    assert found.code == 0 and "Use pnpm" in found.out, found
+    hook = run_memcli("hook", "claude", "session-start", input='{"cwd": "%s", "source": "startup"}' % linked)
+    assert hook.code == 0 and "Use pnpm" in hook.out, hook
+
+
+def test_a_deleted_memcli_folder_comes_back_from_its_branch(project: Path) -> None:
+    assert run_memcli("init", cwd=project).code == 0
+    assert run_memcli("remember", "Use pnpm for the web app", cwd=project).code == 0
+    subprocess.run(["git", "clean", "-qffdx"], cwd=project, check=True)
+    assert not (project / ".memcli").exists()
+    again = run_memcli("recall", "pnpm", cwd=project)
+    assert again.code == 0 and "Use pnpm" in again.out, again
+    assert "checked out the memory branch memcli/memory" in again.err

@@ -116,6 +116,7 @@ def attach(top: Path, name: str = DEFAULT_BRANCH, create: bool = False) -> tuple
     if folder.exists() and any(folder.iterdir()):
         raise WorkspaceInvalid(f"{folder} exists and is not the memory branch's worktree",
                                hint="move it away, or keep memory in the code tree with `memcli init --in-tree`")
+    _git(top, "worktree", "prune")  # a deleted .memcli/ (git clean -ffdx) leaves its registration behind
     if _has_ref(top, f"refs/heads/{name}"):
         _out(top, "worktree", "add", "--quiet", str(folder), name)
         done = f"checked out the memory branch {name} into {FOLDER}/"
@@ -135,8 +136,9 @@ def attach(top: Path, name: str = DEFAULT_BRANCH, create: bool = False) -> tuple
     return folder, done
 
 
-def attach_from(cwd: Path | None) -> tuple[Path, str] | None:
+def attach_from(cwd: Path | None) -> tuple[Path, str | None] | None:
     """In a fresh clone of a project with a memory branch: check it out (see :func:`attach`).
+    In a linked worktree of the code, the main worktree's ``.memcli/`` (no note).
 
     Called only when no workspace was found from ``cwd``; returns None (never raises) when
     ``cwd`` (default: the current folder, which may have been deleted) is not in a
@@ -146,9 +148,22 @@ def attach_from(cwd: Path | None) -> tuple[Path, str] | None:
         top = _toplevel(cwd or Path.cwd())
         if top is None or (top / FOLDER).exists():
             return None
+        main = _main_worktree(top)
+        if main is not None and (main / FOLDER / "memcli.toml").is_file():
+            return main / FOLDER, None  # a linked worktree of the code: the project's memory is the main one's
         return attach(top)
     except (GitFailed, WorkspaceInvalid, OSError):
         return None
+
+
+def _main_worktree(top: Path) -> Path | None:
+    """The main worktree's folder when ``top`` is a linked worktree (``git worktree add``), else None."""
+    proc = _git(top, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if proc.returncode != 0:
+        return None
+    common = Path(proc.stdout.decode().strip())
+    main = common.parent if common.name == ".git" else None
+    return main if main is not None and main.resolve() != top.resolve() else None
 
 
 def locate(explicit: str | None, cwd: Path | None = None) -> tuple[str | None, str | None]:
