@@ -249,6 +249,16 @@ def test_hook_check_names_each_failure_and_exits_18(proj, run, tmp_path):
     assert as_json.code == 18 and as_json.json()["data"]["passed"] is False
 
 
+def test_hook_check_fails_hooks_that_answer_but_cannot_open_the_workspace(proj, run):
+    assert run("hook", "install", "claude", cwd=proj).code == 0
+    config = proj / ".memcli" / "memcli.toml"  # `memcli init` at the project's root: the memory branch
+    config.write_text(config.read_text(encoding="utf-8") + "\ngarbage = = =\n", encoding="utf-8")
+    result = run("hook", "check", "claude", cwd=proj, timeout=60)
+    assert result.code == 18, result
+    lines = result.out.splitlines()
+    assert all(line.startswith("FAIL\t") and "serves no memories" in line and "TOML" in line for line in lines), lines
+
+
 def test_hook_check_without_hooks_or_with_a_broken_file(tmp_path, run):
     none = run("hook", "check", cwd=tmp_path)
     assert none.code == 18 and none.err.count("\n") == 1 and "no memcli hooks installed" in none.err

@@ -142,6 +142,11 @@ def run_one(agent: str, event_name: str, entry: dict, path: Path, project: Path)
     problem, chars = judge(agent, event_name, out)
     if problem:
         return verdict(False, problem, 0, note)
+    from memcli.service.hooks import UNSERVED
+
+    broken = next((line for line in err.splitlines() if UNSERVED in line), None)
+    if broken:  # the hook answers, but the workspace cannot be opened: every session would go without memory
+        return verdict(False, "exit 0, but it serves no memories: " + broken.split(UNSERVED, 1)[1].strip(), 0, note)
     answered = f"{chars} characters of context" if chars else "no context"
     return verdict(True, f"exit 0, {answered}", 0, note)
 

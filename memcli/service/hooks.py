@@ -44,6 +44,8 @@ EXTRACT_SECONDS = {"pre-compact": 20.0, "session-end": 6.0}
 TOOL_BUDGET = 1_500
 #: Memories added before one tool call at most.
 TOOL_LIMIT = 3
+#: How a hook's warning starts when it cannot open the workspace (``memcli hook check`` looks for it).
+UNSERVED = "no memories for this session:"
 #: SessionStart sources after which the session's summary comes back.
 RESTARTS = ("compact", "resume")
 
@@ -115,7 +117,7 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
         context = _dispatch(ctx, event, payload, run)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
-        run.warnings.append(f"no memories for this session: {err.line()}")
+        run.warnings.append(f"{UNSERVED} {err.line()}")
     except Exception as err:  # noqa: BLE001 - a hook must not fail the agent's session
         _bug(ctx, run, "memcli hook", err)
     run.stdout = formats.answer(agent, event, context)
