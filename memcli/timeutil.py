@@ -72,6 +72,8 @@ def parse_instant(text: str) -> datetime:
         return to_utc(date.fromisoformat(text))
     try:
         return to_utc(datetime.fromisoformat(text))
+    except OutOfCalendar:
+        raise
     except ValueError:
         raise ValueError(_not_a("date or time", text, "use YYYY-MM-DD or an RFC 3339 time")) from None
 

@@ -379,3 +379,15 @@ def test_a_linked_scope_folder_is_never_written_through(ws, run, tmp_path):
     result = run("remember", "A channel memory.", "--scope", "channel:team")
     assert result.code == 5 and ("symbolic link" in result.err or "outside memories" in result.err), result
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, code, said", [
+    (("list", "--created-after", ""), 5, "'' is not a date"),
+    (("remember", "x", "--ttl", "99999999999y"), 5, "past 9999-12-31T23:59:59Z"),
+    (("remember", "x", "--expire-at", "9999-12-31T23:59:59-12:00"), 5, "outside the calendar in UTC"),
+    (("import", "/dev/zero"), 2, "is not a regular file or folder"),
+    (("check", "nosuch..HEAD"), 12, "no such revision: nosuch"),
+])
+def test_odd_inputs_get_a_line_that_says_what_is_wrong(ws, run, args, code, said):
+    result = run(*args, timeout=60)
+    assert result.code == code and said in result.err and result.err.count("\n") == 1, result

@@ -64,8 +64,10 @@ class _Git:
         if status != 0:
             from memcli import gitlog
 
-            raise RevisionNotFound(f"git {args[0]} failed: {gitlog.first_line(err) or status}",
-                                   hint="give a range such as origin/main..HEAD")
+            said = gitlog.first_line(err)
+            named = next((a for a in reversed(args[1:]) if not a.startswith("-")), "").removesuffix("^{commit}")
+            what = f"git {args[0]} failed: {said}" if said else f"no such revision: {named}"
+            raise RevisionNotFound(what, hint="give a range such as origin/main..HEAD")
         return out.decode("utf-8", "replace").splitlines()
 
     def blob(self, spec: str) -> bytes | None:

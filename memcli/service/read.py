@@ -61,7 +61,7 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
     for name in ("created_after", "created_before", "updated_after", "updated_before"):
         value = getattr(filters, name)
         try:
-            times[name] = parse_instant(value) if value else None
+            times[name] = parse_instant(value) if value is not None else None  # "" is an error, not "no filter"
         except ValueError:
             from memcli.policy.secrets import shown
 

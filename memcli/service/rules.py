@@ -159,6 +159,8 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
                 warnings.append(f"no rule files in {given} (looked for {', '.join(rules.DISCOVER)})")
         elif path.is_file():
             files = [(path, _root_of(path))]
+        elif path.exists():
+            raise UsageProblem(f"{given} is not a regular file or folder", hint="give rule files or folders that hold them")
         else:
             raise UsageProblem(f"no such file or folder: {given}", hint="give rule files or folders that hold them")
         for file, root in files:

@@ -288,7 +288,9 @@ def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
         when = parse_instant(opts.expire_at)
     except (ValueError, OverflowError) as err:
         option = "--ttl" if opts.ttl else "--expire-at" if opts.expire_at else f"[ttl] {category}"
-        raise ValidationFailed(f"{option}: {err}", hint="e.g. --ttl 30d, or --expire-at 2027-05-01") from None
+        why = f"{err}" if isinstance(err, ValueError) and "C int" not in str(err) else \
+            "it ends past 9999-12-31T23:59:59Z, the latest time memcli can store"
+        raise ValidationFailed(f"{option}: {why}", hint="e.g. --ttl 30d, or --expire-at 2027-05-01") from None
     if when <= ctx.now:
         raise ValidationFailed(f"expireAt {format_instant(when)} is already past",
                                hint="give a future date, or use `memcli forget` to retire a memory")
