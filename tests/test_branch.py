@@ -125,3 +125,24 @@ def test_a_deleted_memcli_folder_comes_back_from_its_branch(project: Path) -> No
     again = run_memcli("recall", "pnpm", cwd=project)
     assert again.code == 0 and "Use pnpm" in again.out, again
     assert "checked out the memory branch memcli/memory" in again.err
+
+
+def test_two_memory_branches_started_apart_say_how_to_join_them(project: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "origin.git"
+    git("init", "-q", "--bare", str(bare), cwd=tmp_path)
+    git("remote", "add", "origin", str(bare), cwd=project)
+    git("push", "-q", "origin", "HEAD", cwd=project)
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(bare), str(clone), cwd=tmp_path)
+    assert run_memcli("init", cwd=project).code == 0
+    assert run_memcli("remember", "Use uv to manage Python environments", cwd=project).code == 0
+    assert run_memcli("sync", cwd=project / ".memcli").code == 0
+    assert run_memcli("init", cwd=clone).code == 0  # before fetching: a second, unrelated memory branch
+    assert run_memcli("remember", "Deploys go out on Tuesdays", cwd=clone).code == 0
+    stopped = run_memcli("sync", cwd=clone / ".memcli")
+    assert stopped.code == 16 and "started apart" in stopped.err and "--allow-unrelated-histories" in stopped.err
+    git("-c", "user.email=t@example.invalid", "-c", "user.name=T", "merge", "-q", "--no-edit",
+        "--allow-unrelated-histories", "origin/memcli/memory", cwd=clone / ".memcli")
+    assert run_memcli("sync", cwd=clone / ".memcli").code == 0
+    both = run_memcli("recall", "uv", "Tuesdays", cwd=clone)
+    assert "Use uv" in both.out or "Use uv" in run_memcli("recall", "uv", cwd=clone).out

@@ -81,6 +81,8 @@ def init(
 
     root, created, commit, on_branch = do_init(path, hidden, branch, in_tree)
     text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
+    if not created and (branch is not None or in_tree or hidden):
+        text += "; the layout options change nothing for a workspace that exists (move its files by hand)"
     if created and on_branch:
         text += (f" on its own branch {on_branch} (ignored by the code's git; memory never follows code branches"
                  + ("; `memcli init --in-tree` keeps it as a folder of the code instead)" if branch is None else ")"))

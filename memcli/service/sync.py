@@ -223,6 +223,11 @@ def _merge(git: _Git, remote_ref: str, message: str) -> None:
     said = [line.removeprefix("memcli: ") for line in (proc.stdout + proc.stderr).splitlines()
             if line.startswith("memcli: conflict")]
     git.run("merge", "--abort")
+    if not conflicted and "unrelated histories" in proc.stderr:  # two `memcli init`s made two memory branches
+        raise SyncStopped(f"this store and {remote_ref} were started apart (two `memcli init`s, no common commit); "
+                          "nothing changed",
+                          hint=f"join them once by hand: `git merge --allow-unrelated-histories {remote_ref}` in "
+                               f"{git.root}, then `memcli sync` again (memory files have unique names)")
     if not conflicted:
         raise SyncStopped(f"git merge failed: {gitlog.first_line(proc.stderr) or proc.returncode}; "
                           "the merge was aborted, nothing changed")
