@@ -1,15 +1,16 @@
 """The deadline of a read hook, kept even on a machine too loaded for the work to finish.
 
 ``session-start``, ``user-prompt-submit`` and ``pre-tool-use`` bound their own work by
-``[hooks] deadline`` (``Ctx.bound``: the index sync takes half of it, the rest is left to
-a background build), but on a busy machine reading, ranking and the secret scan can still
-run past it, and an agent that kills the hook at its timeout gets nothing at all. A
-:class:`Watchdog` is the last line: a daemon thread that, at ``GUARD_SHARE`` of the
-deadline after the process started, writes a well-formed answer of its own (a short
+``[hooks] deadline`` (``Ctx.bound``: the index sync takes ``SYNC_SHARE`` of it, the rest
+is left to a background build), but on a busy machine reading, ranking and the secret
+scan can still run past it, and an agent that kills the hook at its timeout gets nothing
+at all. A :class:`Watchdog` is the last line: a daemon thread that, at ``GUARD_SHARE`` of
+the deadline after the process started, writes a well-formed answer of its own (a short
 note for ``session-start``, nothing for the others), one warning line on stderr, starts
-the background index build, and ends the process with status 0. The work it cuts short is safe to stop at any instant, as a
-kill is: the index commits in batches (SQLite rolls back an open transaction), and read
-hooks write nothing else but the session's cache of ids already given.
+the background index build, and ends the process with status 0. The work it cuts short
+is safe to stop at any instant, as a kill is: the index commits in batches (SQLite rolls
+back an open transaction), and read hooks write nothing else but the session's cache of
+ids already given (replaced atomically).
 """
 
 from __future__ import annotations
