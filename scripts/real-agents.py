@@ -58,6 +58,8 @@ MEMORIES = [("5", "The staging database is called ledger_stage."),
                   + "rate doubles. Hotfixes skip the train but still need a second reviewer and a changelog "
                   + "entry written before the merge, never after it.")]
 BUDGET = 700
+#: Seconds of [hooks] deadline in the throw-away project (the CLIs' own hook timeouts are 5-30 s).
+HOOK_DEADLINE = 4.5
 PROMPT = "When do deploys go out?"
 MARK = "ledger_stage"  # in a session: the session-start context reached it
 PROMPT_MARK = "release train"  # in a session: the prompt hook's context reached it
@@ -135,7 +137,11 @@ def setup(root: Path) -> tuple[Path, Path]:
         if step == ["init", "."]:  # at the root of a code repository: the memory branch, in .memcli/
             config = project / ".memcli" / "memcli.toml"
             text = config.read_text(encoding="utf-8")
-            config.write_text(re.sub(r"(?m)^budget = \d+", f"budget = {BUDGET}", text), encoding="utf-8")
+            text = re.sub(r"(?m)^budget = \d+", f"budget = {BUDGET}", text)
+            # what is checked here is the agents' side; a CI machine busy with the test suite must
+            # not turn the hooks' answer into the deadline watchdog's note (bench/ measures that)
+            text = re.sub(r"(?m)^deadline = 2\.0$", f"deadline = {HOOK_DEADLINE}", text)
+            config.write_text(text, encoding="utf-8")
     return home, project
 
 
