@@ -82,7 +82,12 @@ def test_plain_init_at_a_code_repositorys_root_is_the_memory_branch(project: Pat
     assert data["branch"] == "memcli/memory" and data["root"] == str(project / ".memcli")
     assert not (project / "memcli.toml").exists() and (project / ".memcli" / "memcli.toml").is_file()
     assert git("status", "--porcelain", cwd=project) == ""
-    assert "--in-tree" in run_memcli("init", cwd=_fresh_repo(tmp_path / "again")).out  # the text names the way back
+    again = _fresh_repo(tmp_path / "again")
+    (again / "main.go").write_text("package main\n", encoding="utf-8")  # code, no commit yet
+    assert "--in-tree" in run_memcli("init", cwd=again).out  # the text names the way back
+    empty = _fresh_repo(tmp_path / "empty")  # a bare `git init`: where a standalone store is made
+    assert run_memcli("--json", "init", cwd=empty).json()["data"]["branch"] is None
+    assert (empty / "memcli.toml").is_file()
     assert run_memcli("remember", "Deploys go out on Tuesdays", cwd=project).code == 0
     assert not [s for s in git("log", "--format=%s", cwd=project).splitlines() if s.startswith("memcli:")]
 

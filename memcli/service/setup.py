@@ -66,14 +66,18 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
 
 
 def _code_root(path: Path) -> bool:
-    """True when ``path`` is the top of a git work tree with no memcli workspace in it yet."""
-    from memcli.service.branch import _toplevel
+    """True when ``path`` is the top of a code repository with no memcli workspace in it yet:
+    a git work tree that has a commit or a file (an empty ``git init`` folder is where a
+    standalone store is being made)."""
+    from memcli.service.branch import _has_ref, _toplevel
 
     if not path.is_dir() or (path / CONFIG_NAME).exists() or (path / ".memcli" / CONFIG_NAME).exists():
         return False
     top = _toplevel(path.absolute())
     try:
-        return top is not None and top.resolve() == path.resolve()
+        if top is None or top.resolve() != path.resolve():
+            return False
+        return _has_ref(top, "HEAD") or any(entry.name != ".git" for entry in path.iterdir())
     except OSError:
         return False
 
