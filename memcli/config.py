@@ -110,6 +110,8 @@ class Config:
     compact_retention: str = "90d"
     compact_near_duplicate: int = 95
     ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
+    #: ``[table] key`` names in the file that memcli does not know (each a warning; see ``unknown_keys``).
+    unknown: list[str] = field(default_factory=list)
 
     def default_ttl(self, category: str) -> timedelta | None:
         """The ``[ttl]`` duration of a category (``goal`` -> 30 days), or None when it has none."""
@@ -191,7 +193,23 @@ def load_config(path: Path) -> Config:
                                hint="the default is 95")
     _check_duration(path, "[compact] retention", config.compact_retention)
     config.ttl = {**DEFAULT_TTL, **_ttl_table(path, data.get("ttl", {}))}
+    config.unknown = unknown_keys(data)
     return config
+
+
+def unknown_keys(data: dict) -> list[str]:
+    """The tables and keys of a parsed ``memcli.toml`` that memcli does not know (a typo, or a
+    key of a newer memcli), as ``[table] key``: reported, never fatal."""
+    tables = {table for table, _ in KEYS}
+    out = []
+    for table, section in data.items():
+        if table == "ttl":
+            continue
+        if table not in tables or not isinstance(section, dict):
+            out.append(f"[{table}]")
+            continue
+        out += [f"[{table}] {key}" for key in section if (table, key) not in KEYS]
+    return out
 
 
 def _check_duration(path: Path, key: str, value: str) -> None:

@@ -391,3 +391,13 @@ def test_a_linked_scope_folder_is_never_written_through(ws, run, tmp_path):
 def test_odd_inputs_get_a_line_that_says_what_is_wrong(ws, run, args, code, said):
     result = run(*args, timeout=60)
     assert result.code == code and said in result.err and result.err.count("\n") == 1, result
+
+
+def test_an_unknown_configuration_key_is_one_warning_not_silence(ws, run):
+    config = ws / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("prompt_floor =", "prompt_flor =")
+                      + "\n[hookz]\ndeadline = 3\n", encoding="utf-8")
+    result = run("list")
+    assert result.code == 0, result
+    assert "unknown [hooks] prompt_flor, [hookz] (ignored" in result.err, result
+    assert result.err.count("\n") == 1

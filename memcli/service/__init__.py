@@ -157,6 +157,9 @@ class Ctx:
         except ValueError:
             raise ValidationFailed(f"$MEMCLI_NOW is not a date or RFC 3339 time: {os.environ.get('MEMCLI_NOW')!r}") \
                 from None
+        if ws.config.unknown:  # a typo would otherwise be silently ignored
+            notes.append(f"{ws.root / 'memcli.toml'}: unknown {', '.join(ws.config.unknown[:5])} (ignored; "
+                         "the keys are listed in docs/reference/configuration.md)")
         return cls(ws=ws, actor=name, now=now, warnings=notes)
 
     def catalog(self, refresh: bool = False, progress=None, wait: float | None = None):  # noqa: ANN001, ANN201
