@@ -128,6 +128,9 @@ def setup(root: Path) -> tuple[Path, Path]:
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
     memcli = [sys.executable, "-m", "memcli"]
     subprocess.run(["git", "init", "-q"], cwd=project, env=env, check=True)
+    (project / "README.md").write_text("# a throw-away project\n", encoding="utf-8")  # a code repository
+    subprocess.run(["git", "add", "README.md"], cwd=project, env=env, check=True)
+    subprocess.run(["git", "commit", "-qm", "code"], cwd=project, env=env, check=True)
     steps = [["init", "."], *[["remember", "--importance", rank, text] for rank, text in MEMORIES],
              *[["hook", "install", agent] for agent in ("claude", "codex", "gemini")]]
     for step in steps:
