@@ -151,3 +151,10 @@ def test_two_memory_branches_started_apart_say_how_to_join_them(project: Path, t
     assert run_memcli("sync", cwd=clone / ".memcli").code == 0
     both = run_memcli("recall", "uv", "Tuesdays", cwd=clone)
     assert "Use uv" in both.out or "Use uv" in run_memcli("recall", "uv", cwd=clone).out
+
+
+def test_the_cli_default_of_init_branch_is_the_services() -> None:
+    from memcli.cli import OPTIONAL_VALUES
+    from memcli.service.branch import DEFAULT_BRANCH
+
+    assert OPTIONAL_VALUES["--branch"] == DEFAULT_BRANCH

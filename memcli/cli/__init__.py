@@ -163,7 +163,8 @@ def _run_typer(args: list[str]) -> int:
 
 
 #: Options whose value may be left out (``init --branch [NAME]``) -> the value then used.
-#: typer 0.2x does not pass click's ``flag_value`` on, so the default is put in here.
+#: typer 0.2x does not pass click's ``flag_value`` on, so the default is put in here
+#: (``service.branch.DEFAULT_BRANCH``, written out: this module is on every command's start-up path).
 OPTIONAL_VALUES = {"--branch": "memcli/memory"}
 
 

@@ -61,14 +61,11 @@ class Watchdog:
         self._at = self._started + deadline * GUARD_SHARE
         self._wake.set()
 
-    def claim(self) -> bool:
-        """Take the answer for the hook's own result; False when the watchdog has already
-        answered (the process is then ending: never returns in practice)."""
+    def claim(self) -> None:
+        """Take the answer for the hook's own result. If the watchdog is answering, this waits
+        on its lock while it ends the process, so it never returns then."""
         with self._claimed:
-            if self._done:
-                return False
             self._done = True
-            return True
 
     def _watch(self) -> None:
         while True:

@@ -136,9 +136,8 @@ def redact_texts(texts: list[str], folder: Path | None) -> list[str]:
 
 def redact_text(text: str, folder: Path | None, allow: tuple[str, ...] = ()) -> str:
     """One text with its secrets replaced by markers (see :func:`redact_memories`)."""
-    from memcli.policy.secrets import redact
-
     from memcli.policy.hidden import printable
+    from memcli.policy.secrets import redact
 
     (spans,) = text_spans([text], folder)
     return printable(redact(text, spans, allow=allow) if spans else text)
@@ -157,7 +156,10 @@ def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]
         A list as long as ``memories``, in the same order.
     """
     from memcli.policy.hidden import printable
-    from memcli.policy.secrets import redact, secret_spans
+    from memcli.policy.secrets import redact
+
+    def label(value: str) -> str:  # a short field: memcli's own rules only (no import cost)
+        return printable(redact(value, full=False))
 
     all_spans = text_spans([m.text for m in memories], folder)
     out = []
@@ -166,12 +168,14 @@ def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]
         body = printable(redact(memory.text, spans) if spans else memory.text)
         if body != memory.text:
             changes["body"] = body
-        if memory.subject and (secret_spans(memory.subject, full=False) or printable(memory.subject) != memory.subject):
-            changes["subject"] = printable(redact(memory.subject, full=False))
+        subject = label(memory.subject) if memory.subject else memory.subject
+        if subject != memory.subject:
+            changes["subject"] = subject
         for name in ("tags", "paths"):
             values = getattr(memory, name)
-            if any(secret_spans(v, full=False) or printable(v) != v for v in values):
-                changes[name] = [printable(redact(v, full=False)) for v in values]
+            cleaned = [label(v) for v in values]
+            if cleaned != values:
+                changes[name] = cleaned
         out.append(dataclasses.replace(memory, **changes) if changes else memory)
     return out
 

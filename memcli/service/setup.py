@@ -10,18 +10,14 @@ from memcli.errors import MemcliError, WorkspaceInvalid
 from memcli.store.workspace import create_files, find_root
 
 
-#: The memory branch plain ``memcli init`` makes at the root of a code repository.
-DEFAULT_BRANCH = "memcli/memory"
-
-
 def init(path: Path, hidden: bool = False, branch: str | None = None,
          in_tree: bool = False) -> tuple[Path, bool, str | None, str | None]:
     """Create a workspace at ``path`` and, when it is outside any work tree, a git repository.
 
     At the root of a code repository (``path`` is the top of a git work tree that holds no
-    workspace), plain ``init`` is ``init --branch`` (``DEFAULT_BRANCH``): memory on its own
-    orphan branch, checked out in ``.memcli/``, so it never follows code branches (issue 12).
-    ``in_tree`` (``--in-tree``) or ``hidden`` keep it as a folder of the code repository.
+    workspace), plain ``init`` is ``init --branch``: memory on its own orphan branch
+    (``service.branch.DEFAULT_BRANCH``), checked out in ``.memcli/``, so it never follows
+    code branches (issue 12). ``in_tree`` (``--in-tree``) or ``hidden`` keep it as a folder of the code repository.
 
     Returns:
         ``(root, created, commit, branch)``: ``created`` False when one was already there;
@@ -35,6 +31,8 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     memcli's merge driver for memory files (``service.sync.ensure_merge_driver``).
     """
     if branch is None and not (in_tree or hidden) and _code_root(path):
+        from memcli.service.branch import DEFAULT_BRANCH
+
         branch = DEFAULT_BRANCH
     if branch is not None:
         return (*_init_branch(path, branch), branch)
@@ -64,14 +62,13 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     return root, created, commit, None
 
 
-
 def _code_root(path: Path) -> bool:
     """True when ``path`` is the top of a code repository with no memcli workspace in it yet:
     a git work tree that has a commit or a file (an empty ``git init`` folder is where a
     standalone store is being made)."""
-    from memcli.service.branch import _has_ref, _toplevel
+    from memcli.service.branch import FOLDER, _has_ref, _toplevel
 
-    if not path.is_dir() or (path / CONFIG_NAME).exists() or (path / ".memcli" / CONFIG_NAME).exists():
+    if not path.is_dir() or (path / CONFIG_NAME).exists() or (path / FOLDER / CONFIG_NAME).exists():
         return False
     top = _toplevel(path.absolute())
     try:

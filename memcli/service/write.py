@@ -206,10 +206,10 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
     summary = gitlog.summary([m.id for m in memories], scopes.split(), ctx.actor)
     allowed = sorted({k for m in memories for k in m.provenance.allow_secret})
     if allowed:  # a person let a secret through: the override is recorded, the value stays out of the message
-        from memcli.policy.secrets import redact
+        from memcli.service.redact import cache_of, redact_text
 
-        memories = [m if not m.provenance.allow_secret else dataclasses.replace(m, body=redact(m.text))
-                    for m in memories]
+        memories = [m if not m.provenance.allow_secret else
+                    dataclasses.replace(m, body=redact_text(m.text, cache_of(ctx))) for m in memories]
     if len(memories) == 1:
         body = memories[0].text if len(memories[0].text) <= 2000 else memories[0].text[:2000] + " …"
     else:
@@ -612,11 +612,10 @@ def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: 
             changed = _retire(ctx, memory, writes, None)
             if changed and set(changed) - set(item.memory.supersedes):
                 writes[item.file] = rewrite(item, {**changes, "updatedAt": ctx.now, "supersedes": memory.supersedes})
-        if unsafe:
-            from memcli.policy.hidden import printable
-            from memcli.policy.secrets import redact
+        if unsafe:  # as every read channel shows it
+            from memcli.service.redact import for_reader
 
-            memory = dataclasses.replace(memory, body=printable(redact(memory.text)))
+            (memory,) = for_reader(ctx, [memory])
         commit = apply(ctx, writes, op, [memory], changed)
     extra = f"; supersedes {', '.join(changed)}" if changed else ""
     return WriteResult(op, memory, "updated", f"{op}: {memory.id} is now {memory.status}{extra}",
