@@ -6,6 +6,7 @@ memcli may add some); a known key with a wrong type is a one-line error.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -15,8 +16,18 @@ from memcli.errors import WorkspaceInvalid
 
 CONFIG_NAME = "memcli.toml"
 
+#: What ``DEFAULT_TOML`` holds where ``init`` writes a workspace's id.
+ID_PLACEHOLDER = "<a ULID, written by memcli init>"
 DEFAULT_TOML = """\
 # memcli workspace configuration. Every key is optional; these are the defaults.
+
+[workspace]
+# The workspace's stable id (keep it): it names each person's own store of their
+# personal scopes (user:<name>, session:*) for this workspace, outside this repository.
+# Without one, personal scopes stay in this workspace (`memcli doctor --fix` adds one).
+id = "<a ULID, written by memcli init>"
+# "project", or "personal" for a person's own store (made by memcli, never shared).
+kind = "project"
 
 [scopes]
 # The scopes a query reads when no --scope is given. {actor} is the caller's name.
@@ -110,6 +121,12 @@ class Config:
     compact_retention: str = "90d"
     compact_near_duplicate: int = 95
     ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
+    #: ``[workspace] id``: the stable id ``init`` gives a workspace; it keys the person's own
+    #: store of its personal scopes (``store.personal``). None: an older workspace, which
+    #: keeps personal scopes in its own tree until ``memcli doctor --fix`` gives it one.
+    workspace_id: str | None = None
+    #: ``[workspace] kind``: ``project`` (the default) or ``personal`` (a person's own store).
+    kind: str = "project"
     #: ``[table] key`` names in the file that memcli does not know (each a warning; see ``unknown_keys``).
     unknown: list[str] = field(default_factory=list)
 
@@ -127,6 +144,20 @@ class Config:
         return parse_duration(self.compact_retention)
 
 
+#: A ``[workspace] id``: what ``new_toml`` writes is 26 characters (a lower-case ULID).
+_WORKSPACE_ID = re.compile(r"[a-z0-9][a-z0-9-]{7,63}")
+
+
+def new_toml(kind: str = "project") -> str:
+    """The ``memcli.toml`` of a new workspace: ``DEFAULT_TOML`` with a fresh ``[workspace] id``
+    (a project workspace) or with ``kind = "personal"`` and no id (a person's own store)."""
+    if kind == "personal":
+        return DEFAULT_TOML.replace(f'id = "{ID_PLACEHOLDER}"\n', "").replace('kind = "project"', 'kind = "personal"')
+    import ulid
+
+    return DEFAULT_TOML.replace(ID_PLACEHOLDER, str(ulid.ULID()).lower())
+
+
 #: ``[ttl]`` defaults: goals and episodes go stale; facts and preferences hold until changed.
 DEFAULT_TTL = {"goal": "30d", "episode": "90d"}
 #: The ``[ttl]`` value that switches a category's default off.
@@ -135,6 +166,8 @@ NEVER = "never"
 
 #: ``(section, key)`` -> ``(Config attribute, type)``; docs/reference/configuration.md lists them.
 KEYS = {
+    ("workspace", "id"): ("workspace_id", str),
+    ("workspace", "kind"): ("kind", str),
     ("scopes", "read"): ("read_scopes", list),
     ("scopes", "write"): ("write_scope", str),
     ("scopes", "shared"): ("shared_scopes", list),
@@ -192,6 +225,11 @@ def load_config(path: Path) -> Config:
         raise WorkspaceInvalid(f"{path}: [compact] near_duplicate must be from 50 to 100 (a rapidfuzz ratio)",
                                hint="the default is 95")
     _check_duration(path, "[compact] retention", config.compact_retention)
+    if config.workspace_id is not None and not _WORKSPACE_ID.fullmatch(config.workspace_id):
+        raise WorkspaceInvalid(f"{path}: [workspace] id must be 8 to 64 characters a-z, 0-9 or '-'",
+                               hint="keep the id `memcli init` wrote; it names your personal store of this workspace")
+    if config.kind not in ("project", "personal"):
+        raise WorkspaceInvalid(f"{path}: [workspace] kind must be \"project\" or \"personal\"")
     config.ttl = {**DEFAULT_TTL, **_ttl_table(path, data.get("ttl", {}))}
     config.unknown = unknown_keys(data)
     return config

@@ -130,8 +130,12 @@ class GitRepo:
         self._git_paths = dict(zip(names, (Path(line) for line in lines[1:])))
 
     @staticmethod
-    def init(folder: Path) -> bool:
+    def init(folder: Path, own: bool = False) -> bool:
         """Run ``git init`` in ``folder`` unless it is already inside a work tree (GitPython).
+
+        Args:
+            own: the folder gets a repository of its own unless it is the top of one, even
+                inside another work tree (a personal store under a home folder kept in git).
 
         Returns:
             True when a new repository was created.
@@ -139,6 +143,11 @@ class GitRepo:
         seal_environment()
         import git
 
+        if own:
+            if (folder / ".git").exists():
+                return False
+            git.Repo.init(folder)
+            return True
         try:
             git.Repo(folder, search_parent_directories=True)
             return False

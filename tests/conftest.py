@@ -78,6 +78,32 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def shared_tree_ws(ws: Path) -> Path:
+    """``ws`` made a shared tree (see :func:`shared_tree`)."""
+    return shared_tree(ws)
+
+
+def shared_tree(ws: Path) -> Path:
+    """``ws`` without a ``[workspace] id``, as a workspace made before issue 12: it keeps
+    every scope in its own tree, other people's personal scopes included (the case the
+    scope-isolation tests of a shared tree are about)."""
+    config = ws / "memcli.toml"
+    config.write_text("\n".join(line for line in config.read_text(encoding="utf-8").splitlines()
+                                if not line.startswith("id = ")) + "\n", encoding="utf-8")
+    git(ws, "commit", "-q", "-m", "no workspace id", "--", "memcli.toml")
+    return ws
+
+
+def personal_store(ws: Path) -> Path:
+    """The root of the person's own store of the workspace ``ws`` (``memcli.store.personal``),
+    for this test's ``$HOME`` (it may not exist yet)."""
+    import tomllib
+
+    workspace_id = tomllib.loads((ws / "memcli.toml").read_text(encoding="utf-8"))["workspace"]["id"]
+    return Path(os.environ["HOME"]) / ".local" / "share" / "memcli" / "projects" / workspace_id
+
+
+@pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project's own git repository at ``tmp_path/project``, one commit, no workspace yet."""
     path = tmp_path / "project"

@@ -147,7 +147,7 @@ def test_diff_with_autocommit_off_names_memcli_writes_not_hand_edits(ws, run):
     assert (change["change"], change["by"], change["commit"]) == ("approved", "bob", None)
 
 
-def test_diff_hides_other_users_personal_memories_and_reports_unreadable_versions(ws, run):
+def test_diff_hides_other_users_personal_memories_and_reports_unreadable_versions(shared_tree_ws, ws, run):
     base = git(ws, "rev-parse", "HEAD").strip()
     remember(run, "Bob likes tabs", "--scope", "user:bob", day=1, actor="bob")
     mine = remember(run, "Alice likes spaces", "--scope", "user:alice", day=1)

@@ -439,7 +439,7 @@ def test_files_with_uncommitted_edits_are_skipped_staged_unstaged_or_new(ws, run
     assert git(ws, "status", "--porcelain") == ""
 
 
-def test_uncommitted_files_of_other_users_are_not_named(ws, run):
+def test_uncommitted_files_of_other_users_are_not_named(shared_tree_ws, ws, run):
     mine = goal(run, "expiring goal")
     made = run("--json", "--actor", "bob", "remember", "Bob private plan", "--scope", "user:bob", "--ttl", "1d",
                env=EXPIRING).json()["data"]

@@ -153,7 +153,7 @@ def test_another_actor_sees_the_session_nowhere(summarised, run, ws):
     assert memory_id in run("export", "--format", "jsonl", "--scope", SCOPE).out
 
 
-def test_another_actor_cannot_write_undo_or_compact_the_session(summarised, run, ws, tmp_path):
+def test_another_actor_cannot_write_undo_or_compact_the_session(shared_tree_ws, summarised, run, ws, tmp_path):
     memory_id = summarised["id"]
     before = git(ws, "rev-parse", "HEAD")
     wrote = run("remember", "Bob was here.", "--scope", SCOPE, env=BOB)

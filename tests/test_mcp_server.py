@@ -19,7 +19,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import Implementation
 
-from conftest import run_memcli
+from conftest import personal_store, run_memcli
 
 GITHUB_TOKEN = "ghp_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
 #: A hang guard for a whole session (start-up included) on a loaded machine.
@@ -261,8 +261,8 @@ def test_the_next_call_sees_hand_edits_cli_writes_and_deletions(ws: Path) -> Non
     edited_id = remember_cli(ws, "the alpha cluster runs postgres", "--scope", "user:alice")
     doomed_id = remember_cli(ws, "ghostword777 lives here", "--scope", "user:alice")
 
-    def path_of(memory_id: str) -> Path:
-        return next((ws / "memories").rglob(f"{memory_id}*.md"))
+    def path_of(memory_id: str) -> Path:  # user:alice: in alice's own store of the workspace
+        return next((personal_store(ws) / "memories").rglob(f"{memory_id}*.md"))
 
     async def steps(client: ClientSession) -> None:
         assert (await client.call_tool("recall", {"query": "ghostword777"})).structured_content["hits"]

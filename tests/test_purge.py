@@ -155,7 +155,7 @@ def test_purge_history_keeps_the_audit_trail_without_the_text(ws, run):
     assert history.code == 4 and f"memcli log {a['id']}" in history.err and history.err.count("\n") == 1
 
 
-def test_another_users_purged_memory_stays_unknown(ws, run):
+def test_another_users_purged_memory_stays_unknown(shared_tree_ws, ws, run):
     mine = run("--json", "--actor", "bob", "remember", SECRET_TEXT, "--scope", "user:bob").json()["data"]["id"]
     assert run("--actor", "bob", "purge", mine, "--history", "--yes").code == 0
     assert run("--actor", "bob", "log", mine).code == 0

@@ -209,7 +209,7 @@ def test_rollback_respects_scope_visibility(ws, run):
     assert result.code == 4, result
 
 
-def test_undo_passes_over_another_users_personal_change(ws, run):
+def test_undo_passes_over_another_users_personal_change(shared_tree_ws, ws, run):
     mine = remember(run, "Run the linter before every push")
     bob = run("--json", "--actor", "bob", "remember", "Bob's own editor settings", "--scope", "user:bob")
     assert bob.code == 0, bob

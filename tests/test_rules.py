@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import git
+from conftest import git, personal_store
 
 from memcli.agents import rules
 from memcli.service import Ctx
@@ -26,8 +26,9 @@ def write(path: Path, text: str) -> Path:
 
 
 def memories(ws: Path) -> dict[str, object]:
-    """Every memory file of a workspace, by id."""
-    return {m.id: m for m in MemoryFiles(ws).scan().memories}
+    """Every memory file of a workspace and of the person's own store of it, by id."""
+    stores = [ws] + [p for p in (personal_store(ws),) if p.exists()]
+    return {m.id: m for store in stores for m in MemoryFiles(store).scan().memories}
 
 
 def summary(ws: Path) -> set[tuple]:
@@ -286,7 +287,10 @@ def test_jsonl_export_then_import_restores_every_field(ws: Path, tmp_path: Path,
     assert copy == source
     assert {m["status"] for m in copy.values()} == {"active", "superseded", "rejected"}
     assert any(m["review"] and m["review"]["decision"] == "approved" for m in copy.values())
-    assert git(fresh, "log", "-1", "--format=%s").startswith("memcli: import 8 memories")
+    # each store commits on its own: the personal memory in the person's store, never in the project
+    assert git(fresh, "log", "-1", "--format=%s").startswith("memcli: import 7 memories (project)")
+    assert "(user:alice)" in git(personal_store(fresh), "log", "-1", "--format=%s")
+    assert "helix" not in git(fresh, "log", "--all", "-p")
 
     head = git(fresh, "rev-parse", "HEAD")
     again = run("-w", str(fresh), "--json", "import", str(tmp_path / "all.jsonl")).json()["data"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import git, shared_tree
 
 BOB = {"MEMCLI_ACTOR": "bob"}
 CAROL = {"MEMCLI_ACTOR": "carol"}
@@ -37,6 +37,13 @@ def commit_by_hand(ws: Path, message: str, author: str = "bob") -> None:
     git(ws, "add", "memories")
     subprocess.run(["git", "-C", str(ws), "commit", "-qm", message], check=True,
                    env={**os.environ, "GIT_AUTHOR_NAME": author, "GIT_COMMITTER_NAME": author})
+
+
+@pytest.fixture
+def ws(ws):
+    """Alice and bob share one tree: a workspace without an id keeps personal scopes in it
+    (with an id, each person's go to their own store and never reach the other)."""
+    return shared_tree(ws)
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ def visible_files(ws: Path, actor: str) -> list[dict]:
 
 
 @pytest.fixture
-def busy(ws, run):
+def busy(shared_tree_ws, ws, run):
     """A workspace after a few commands: memories in several scopes, statuses and categories."""
     ids = {
         "soon": remember(run, "Freeze deploys during the audit.", "--ttl", "3d", "--category", "decision"),

@@ -168,7 +168,8 @@ def doctor(
     problem_lines = [f"{p.path}:{p.lineno}: {p.reason}" if p.lineno else f"{p.path}: {p.reason}" for p in problems]
     data = {"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems],
             "repository": report.repository}
-    fixed_lines = [f"repository: {line}" for line in report.repository] + fixed_lines
+    fixed_lines = [f"repository: {line}" for line in report.repository] + report.moved + fixed_lines
+    data["personal"] = report.moved
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],

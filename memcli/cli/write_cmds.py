@@ -99,15 +99,21 @@ def remember(
     allow_secret: Annotated[Optional[list[str]], typer.Option(
         "--allow-secret", metavar="KIND",
         help="Let one kind of secret through the gate (a public test value); recorded in provenance. Repeatable.")] = None,
+    all_projects: Annotated[bool, typer.Option(
+        "--all-projects",
+        help="Keep this personal memory (--scope user:NAME) in your cross-project store, read in every workspace.")] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Write a memory through the gates: validation, secrets, idempotency, duplicates, conflict, review."""
+    """Write a memory through the gates: validation, secrets, idempotency, duplicates, conflict, review.
+
+    Personal scopes (user:NAME, session:ID) go to your own store outside the project repository."""
     from memcli.service.write import remember as do_remember
 
     context = ctx()
     opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
                     idempotency_key, pinned, on_conflict)
     opts.allow_secret = list(allow_secret or [])
+    opts.cross_project = all_projects
     _report(context, do_remember(context, _read_text(text), opts))
 
 

@@ -128,6 +128,7 @@ class Ctx:
     deadline: float | None = None
     _catalog: object | None = None
     _warned: bool = False
+    _stores: list | None = None
 
     @classmethod
     def open(cls, workspace: str | None = None, actor: str | None = None) -> "Ctx":
@@ -197,6 +198,11 @@ class Ctx:
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
+            others = [(c.ws.root, c.catalog(progress=progress, wait=wait)) for c in self.personal_stores()]
+            if others:  # reads merge the person's own stores (issue 12)
+                from memcli.index.merged import MergedCatalog
+
+                self._catalog = MergedCatalog(self._catalog, others)
             if not self._warned:
                 self._warned = True
                 problems = self._catalog.problems(actor=self.actor)
@@ -215,12 +221,81 @@ class Ctx:
         self.deadline = (started or process_started()) + self.ws.config.hook_deadline * SYNC_SHARE
 
     def load(self, memory: Memory) -> Loaded:
-        """Read a memory's file fresh from disk (for a rewrite).
+        """Read a memory's file fresh from disk (for a rewrite); a memory of a personal store
+        (an absolute ``path``, ``index.merged``) from that store, keeping the absolute path.
 
         Raises:
             InvalidMemoryFile: the file changed and no longer parses; memcli never rewrites it.
         """
+        path = Path(memory.path)
+        if path.is_absolute():
+            store = next((c for c in self.personal_stores() if c.ws.root in path.parents), None)
+            if store is not None:
+                loaded = store.ws.files.load(path)
+                loaded.memory.path = str(path)
+                return loaded
         return self.ws.files.load(self.ws.root / memory.path)
+
+    def personal_stores(self) -> list["Ctx"]:
+        """The person's own stores this workspace reads (``store.personal``) that exist: the
+        one of this workspace (by ``[workspace] id``) and the cross-project one. None for a
+        personal store itself, or for a workspace without an id (it keeps personal scopes)."""
+        if self._stores is None:
+            self._stores = []
+            config = self.ws.config
+            if config.kind == "project" and config.workspace_id:
+                from memcli.store import personal
+
+                for root in (personal.project_store(config.workspace_id), personal.cross_project_store()):
+                    if (root / "memcli.toml").is_file():
+                        self._stores.append(self._on(root))
+        return self._stores
+
+    def store_for(self, scope: str, cross_project: bool = False) -> "Ctx":
+        """The context whose store holds ``scope``: this one, or for a personal scope
+        (``user:*``, ``session:*``) of a workspace with an id, the person's own store of
+        this workspace (``cross_project``: their cross-project store), created on first use.
+
+        Raises:
+            WorkspaceInvalid, GitFailed: the personal store cannot be created.
+        """
+        from memcli.store import personal
+
+        config = self.ws.config
+        if not personal.is_personal(scope.strip().lower()) or config.kind != "project" or not config.workspace_id:
+            return self
+        root = personal.cross_project_store() if cross_project else personal.project_store(config.workspace_id)
+        found = next((c for c in self.personal_stores() if c.ws.root == root), None)
+        if found is not None:
+            return found
+        from memcli.service.stores import create_store
+
+        create_store(root)
+        store = self._on(root)
+        self.personal_stores().append(store)
+        self._catalog = None  # the next read merges the new store too
+        return store
+
+    def owner(self, ref: str) -> "Ctx":
+        """The context whose store holds the memory ``ref`` names (see :meth:`store_for`):
+        a personal store's when the merged catalog finds it there, else this one (whose own
+        look-up then reports a missing or ambiguous id)."""
+        if not self.personal_stores():
+            return self
+        from memcli.errors import MemcliError
+
+        try:
+            path = Path(self.resolve(ref).memory.path)
+        except MemcliError:
+            return self
+        return next((c for c in self.personal_stores() if path.is_absolute() and c.ws.root in path.parents), self)
+
+    def _on(self, root: Path) -> "Ctx":
+        """This context (actor, clock, warnings, deadline) on the store at ``root``."""
+        from memcli.config import CONFIG_NAME, load_config
+
+        return Ctx(ws=Workspace(root=root, config=load_config(root / CONFIG_NAME)), actor=self.actor, now=self.now,
+                   warnings=self.warnings, deadline=self.deadline, _warned=True)
 
     def scopes(self, requested: list[str] | None = None) -> list[str]:
         """The scopes a query reads; see ``policy.gates.readable_scopes``."""

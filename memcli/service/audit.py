@@ -180,6 +180,7 @@ def history(ctx: Ctx, ref: str) -> History:
     Raises:
         MemoryNotFound, AmbiguousId: ``ref`` names no visible memory, now or in history.
     """
+    ctx = ctx.owner(ref)  # a personal memory's versions are in the person's own store
     memory_id, item = find_id(ctx, ref)
     repo = ctx.history()
     specs = [f"{MEMORIES}/*{memory_id}*"] + ([item.memory.path] if item else [])
@@ -354,6 +355,7 @@ def show_at(ctx: Ctx, ref: str, rev: str) -> ShownAt:
         AmbiguousId: the prefix matches several.
         InvalidMemoryFile: the version at ``rev`` cannot be parsed.
     """
+    ctx = ctx.owner(ref)  # a personal memory's revisions are those of the person's own store
     repo = ctx.history()
     entry = repo.entry(rev)
     memory_id, item = find_id(ctx, ref)

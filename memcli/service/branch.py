@@ -76,11 +76,11 @@ def _exclude(top: Path) -> None:
 
 def _orphan(top: Path, name: str) -> None:
     """Create branch ``name`` holding only memcli.toml and .gitattributes, without touching HEAD or the index."""
-    from memcli.config import DEFAULT_TOML
+    from memcli.config import new_toml
     from memcli.service.sync import ATTRIBUTES_LINE
 
     entries = []
-    for file_name, text in (("memcli.toml", DEFAULT_TOML), (".gitattributes", ATTRIBUTES_LINE + "\n")):
+    for file_name, text in (("memcli.toml", new_toml()), (".gitattributes", ATTRIBUTES_LINE + "\n")):
         blob = _out(top, "hash-object", "-w", "--stdin", input=text.encode("utf-8"))
         entries.append(f"100644 blob {blob}\t{file_name}\n")
     from memcli import gitlog

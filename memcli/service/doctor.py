@@ -57,6 +57,8 @@ class Report:
         commit: the commit of the fix, or None (nothing to fix, or ``autocommit = false``).
         repository: lines on the repository's state: an unfinished write completed or rolled
             back, a leftover ``index.lock`` (its age, and whether ``--fix`` removed it).
+        moved: with ``--fix``, what ``service.move.move_personal`` did (personal memories found in
+            the project workspace moved to their owner's store); without, that there are some.
     """
 
     problems: list[InvalidMemoryFile]
@@ -65,13 +67,24 @@ class Report:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     commit: str | None = None
     repository: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
 
 
 def check(ctx: Ctx) -> Report:
     """Files that cannot be served, with path, line and reason (none in another user's personal folder),
     after :func:`repository` has looked at (and repaired) the git side."""
     notes = repository(ctx, fix=False)
-    return Report(ctx.catalog().problems(actor=ctx.actor), repository=notes)
+    report = Report(ctx.catalog().problems(actor=ctx.actor), repository=notes)
+    if ctx.ws.config.kind == "project":
+        from memcli.store.personal import is_personal
+
+        mine = [m for m in ctx.catalog().with_status("active") if is_personal(m.scope) and ctx.may_see(m)
+                and not Path(m.path).is_absolute()]
+        if mine:
+            what = "1 personal memory of yours is" if len(mine) == 1 else f"{len(mine)} personal memories of yours are"
+            report.moved.append(f"{what} kept in this workspace, where a push publishes it: "
+                                "`memcli doctor --fix` moves it to your own store")
+    return report
 
 
 def repository(ctx: Ctx, fix: bool) -> list[str]:
@@ -156,7 +169,10 @@ def fix(ctx: Ctx) -> Report:
     from memcli.policy.gates import check_memory
     from memcli.service.write import apply, edited_by_hand
 
+    from memcli.service.move import move_personal
+
     notes = repository(ctx, fix=True)
+    moved = move_personal(ctx)
     with ctx.ws.lock():
         catalog = ctx.catalog(refresh=True)
         problems = catalog.problems(actor=ctx.actor)
@@ -164,6 +180,8 @@ def fix(ctx: Ctx) -> Report:
         lacking: list[tuple[Memory, dict]] = []
         refused: list[tuple[str, str]] = []
         for memory in (m for status in STATUSES for m in catalog.with_status(status) if ctx.may_see(m)):
+            if Path(memory.path).is_absolute():  # a personal store's (index.merged): not this workspace's file
+                continue
             try:
                 item = files.load(ctx.ws.root / memory.path, round_trip=False)
             except InvalidMemoryFile as err:  # changed since the sync: report it, leave it alone
@@ -182,7 +200,7 @@ def fix(ctx: Ctx) -> Report:
                    for m, _ in lacking if m.path in edited]
         lacking = [(m, meta) for m, meta in lacking if m.path not in edited]
         if not lacking:
-            return Report(problems, refused=refused, skipped=skipped, repository=notes)
+            return Report(problems, refused=refused, skipped=skipped, repository=notes, moved=moved)
         added = added_dates(ctx, [m.path for m, meta in lacking if meta.get("createdAt") is None])
         writes: dict[Path, bytes] = {}
         fixed: list[Fixed] = []
@@ -192,7 +210,7 @@ def fix(ctx: Ctx) -> Report:
             writes[item.file] = frontmatter.update(item.doc, changes)
             fixed.append(Fixed(memory.path, memory.id, list(changes)))
         commit = apply(ctx, writes, OP, [m for m, _ in lacking], [], edits_checked=True)
-    return Report(problems, fixed, refused, skipped, commit, notes)
+    return Report(problems, fixed, refused, skipped, commit, notes, moved)
 
 
 def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:

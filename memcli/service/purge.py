@@ -88,6 +88,7 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
     from memcli import gitrewrite
     from memcli.service.session import transcript_archive
 
+    workspace, ctx = ctx, ctx.owner(ref)  # a personal memory is purged in the person's own store
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         item = ctx.resolve(ref)
@@ -114,6 +115,8 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
             result.history, result.commit, result.removed_paths = True, done.head, done.paths
             result.message += "; removed from every commit and commit message"
             result.warnings = _warnings(done)
+            if ctx is not workspace:  # moved out of the workspace by `doctor --fix`: its history held it
+                result.message += _from_workspace_history(workspace, memory, texts, result)
         else:
             result.message += " (old commits still hold it; `--history` removes it from them)"
         if transcript:
@@ -130,6 +133,26 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
                                        f"{transcript[0]} (secrets included, if it held any): `purge --history` "
                                        f"deletes it with the memory, or delete it by hand")
     return result
+
+
+def _from_workspace_history(workspace: Ctx, memory: Memory, texts: set[str], result: PurgeResult) -> str:
+    """Remove a personal memory from the project workspace's history too, where it lay before
+    ``doctor --fix`` moved it to the person's store (``service.move``); '' when it never did."""
+    from memcli import gitrewrite
+
+    repo = workspace.history()
+    committed = set(repo._run("-c", "core.quotePath=false", "log", "--all", "--format=", "--name-only",
+                              "--no-renames").splitlines())
+    held = [p for p in gitrewrite.paths_of(repo, memory.id, workspace.ws.root / memory.path) if p in committed]
+    if not held:
+        return ""
+    with workspace.ws.lock():
+        gitrewrite.check_rewritable(repo)
+        done = gitrewrite.rewrite(repo, held, memory.id, texts | gitrewrite.texts_of(repo, held), workspace.ws.root)
+        _drop_index(workspace)
+    result.removed_paths += done.paths
+    result.warnings += _warnings(done)
+    return "; removed from the project workspace's history as well (it lay there before it moved)"
 
 
 def _also_from(ctx: Ctx, memory: Memory) -> list[str]:

@@ -134,6 +134,8 @@ def review_queue(ctx: Ctx) -> list[Memory]:
 
 def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.gitlog.Entry]
     """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
+    The trail of every store the workspace reads (its own and the person's, ``Ctx.personal_stores``),
+    merged by time; one memory's from the store that holds it.
 
     Each entry holds the operation, ids, scope, actor and run (trailers), the time, the
     commit and the message text (the memory's text, its secrets replaced by markers). Another user's personal memories stay
@@ -146,7 +148,19 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[m
     """
     if not 1 <= limit <= MAX_LIMIT:
         raise ValidationFailed(f"invalid limit {limit}: use 1 to {MAX_LIMIT}")
+    if ref is not None:
+        ctx = ctx.owner(ref)  # a personal memory's trail is in the person's own store
+    elif ctx.personal_stores():  # the trails of every store, merged newest first (issue 12)
+        merged = [e for store in (ctx, *ctx.personal_stores()) for e in _log(store, None, limit)
+                  if store is ctx or e.trailers.get("op") != "init"]
+        from memcli.timeutil import parse_instant
 
+        return sorted(merged, key=lambda e: parse_instant(e.at), reverse=True)[:limit]
+    return _log(ctx, ref, limit)
+
+
+def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.gitlog.Entry]
+    """:func:`log` of one store."""
     from memcli.service.audit import find_id
 
     def visible(entry) -> bool:  # noqa: ANN001 - a gitlog.Entry
@@ -289,6 +303,7 @@ def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
     from memcli.index.catalog import IndexCatalog
 
     problems = len(catalog.problems(actor=ctx.actor))
+    catalog = getattr(catalog, "own", catalog)  # the workspace's own index (index.merged)
     if not isinstance(catalog, IndexCatalog):
         return {"backend": "scan", "memories": len(catalog.memories), "problems": problems}
     return {"backend": "fts5", **catalog.index.status(), "problems": problems, "files": catalog.report.files,

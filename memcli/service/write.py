@@ -45,6 +45,7 @@ class WriteOptions:
     sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
     allow_secret: list[str] = field(default_factory=list)  # secret kinds a person let through (CLI only)
     actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
+    cross_project: bool = False  # a personal memory for every workspace (``remember --all-projects``)
 
 
 @dataclass
@@ -485,6 +486,35 @@ def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
         DeadlineReached: ``deadline`` passed; nothing is written.
     """
+    groups: dict[Path, tuple[Ctx, list[int]]] = {}
+    for number, item in enumerate(items):  # each store commits on its own (SPEC.md section 1)
+        store = _item_store(ctx, item)
+        groups.setdefault(store.ws.root, (store, []))[1].append(number)
+    if len(groups) > 1 or (groups and next(iter(groups.values()))[0] is not ctx):
+        results: list = [None] * len(items)
+        commit = None
+        for store, numbers in groups.values():
+            done, made = write_batch(store, op, [items[n] for n in numbers], dry_run, deadline)
+            for number, result in zip(numbers, done):
+                results[number] = result
+            commit = commit or made
+        return results, commit
+    return _one_store_batch(ctx, op, items, dry_run, deadline)
+
+
+def _item_store(ctx: Ctx, item: tuple[str, WriteOptions] | Memory) -> Ctx:
+    """The store one item of a batch goes to (a restored memory: the one of its scope)."""
+    from memcli.errors import MemcliError
+
+    try:
+        return ctx.store_for(item.scope) if isinstance(item, Memory) else store_of(ctx, item[1])
+    except MemcliError:
+        return ctx  # its own gates report it
+
+
+def _one_store_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory],
+                     dry_run: bool, deadline: float | None) -> tuple[list, str | None]:
+    """:func:`write_batch` within one store."""
     import time
 
     from memcli.errors import MemcliError
@@ -545,14 +575,36 @@ def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: st
     return changed
 
 
+def store_of(ctx: Ctx, opts: WriteOptions, base: Memory | None = None) -> Ctx:
+    """The context of the store a new memory goes to (``Ctx.store_for``): the person's own
+    store for a personal scope of a workspace with an id, else ``ctx`` (SPEC.md section 1).
+
+    Raises:
+        ValidationFailed: ``opts.cross_project`` for a scope other than ``user:<name>``.
+        WorkspaceInvalid, GitFailed: the personal store cannot be created.
+    """
+    from memcli.errors import MemcliError
+
+    scope = opts.scope if opts.scope is not None else (base.scope if base else ctx.ws.config.write_scope)
+    try:
+        scope = gates.check_write_scope(scope, ctx.actor)
+    except MemcliError:
+        return ctx  # gate 1 reports it, in the store it would have gone to
+    if opts.cross_project and not scope.startswith("user:"):
+        raise ValidationFailed(f"--all-projects keeps a personal memory for every workspace; {scope} is not "
+                               "personal", hint=f"add --scope user:{ctx.actor}")
+    return ctx.store_for(scope, opts.cross_project)
+
+
 def remember(ctx: Ctx, text: str, opts: WriteOptions) -> WriteResult:
-    """Write a new memory through the gates (SPEC.md sections 3 and 4).
+    """Write a new memory through the gates (SPEC.md sections 3 and 4), in the store its
+    scope belongs to (:func:`store_of`).
 
     Raises:
         ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict, WorkspaceLocked,
         GitLocked, GitFailed: as their names say; nothing is written.
     """
-    return _gate(ctx, "remember", text, opts)
+    return _gate(store_of(ctx, opts), "remember", text, opts)
 
 
 def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteResult:
@@ -567,7 +619,12 @@ def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteRes
         WrongStatus: the old memory is not active.
         and the errors of :func:`remember`.
     """
+    ctx = ctx.owner(old_ref)  # the replacement goes to the store of the memory it replaces
     old = ctx.resolve(old_ref)
+    if store_of(ctx, opts, old.memory) is not ctx:
+        raise ValidationFailed(f"{old.memory.id} is in {old.memory.scope}; its replacement cannot go to "
+                               f"{opts.scope}, a scope kept in another store",
+                               hint="remember the new text on its own, then `memcli forget` the old one")
     if old.memory.status != "active":
         raise WrongStatus(f"{old.memory.id} is {old.memory.status}, only an active memory can be superseded",
                           hint=f"see it with `memcli show {old.memory.id}`")
@@ -583,6 +640,7 @@ RETIRING = ("forget", "reject")
 
 def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: dict[str, Any],
                 check=None) -> WriteResult:  # noqa: ANN001
+    ctx = ctx.owner(ref)  # a personal memory changes in the person's own store
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         item = ctx.resolve(ref)

@@ -193,8 +193,11 @@ def open_workspace(explicit: str | None = None) -> Workspace:
     return workspace
 
 
-def create_files(path: Path, hidden: bool = False) -> tuple[Path, bool]:
+def create_files(path: Path, hidden: bool = False, kind: str = "project") -> tuple[Path, bool]:
     """Create the workspace files under ``path`` (``path/.memcli`` when ``hidden``).
+
+    ``kind``: ``project`` (``memcli.toml`` gets a fresh ``[workspace] id``) or ``personal``
+    (a person's own store, ``store.personal``); see ``config.new_toml``.
 
     Returns:
         ``(root, created)``: ``created`` is False when a workspace was already there.
@@ -202,7 +205,7 @@ def create_files(path: Path, hidden: bool = False) -> tuple[Path, bool]:
     Raises:
         WorkspaceInvalid: the folder cannot be created or written.
     """
-    from memcli.config import DEFAULT_TOML
+    from memcli.config import new_toml
 
     root = path.absolute() / HIDDEN if hidden else path.absolute()
     existing = _holder(path.absolute())
@@ -210,7 +213,7 @@ def create_files(path: Path, hidden: bool = False) -> tuple[Path, bool]:
         return existing, False
     try:
         (root / "memories").mkdir(parents=True, exist_ok=True)
-        (root / CONFIG_NAME).write_text(DEFAULT_TOML, encoding="utf-8")
+        (root / CONFIG_NAME).write_text(new_toml(kind), encoding="utf-8")
     except OSError as err:
         raise WorkspaceInvalid(f"cannot create a workspace in {root}: {err.strerror}",
                                hint="choose a folder you can write to") from None

@@ -1,0 +1,101 @@
+"""``doctor --fix``: personal memories found in a project workspace move to their owner's store.
+
+SPEC.md section 1 (Stores): nothing personal is committed to the project repository. A
+workspace made before it had an id (or a file someone wrote by hand) may still hold
+``user:<name>`` or ``session:*`` memories in its tree. :func:`move_personal` gives such a
+workspace its ``[workspace] id`` and moves the caller's own personal memories, byte for
+byte and at the same relative path, into the caller's store of this workspace
+(``store.personal``): one commit there, then one commit in the project that deletes them
+(its message names ids and scopes, never the text). Other people's personal memories
+cannot be moved from here (their stores are on their machines): they are counted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from memcli import gitlog
+from memcli.config import CONFIG_NAME, load_config
+from memcli.policy.owner import owner_of
+from memcli.service import Ctx
+from memcli.store.personal import is_personal
+
+OP = "doctor"
+
+
+def move_personal(ctx: Ctx) -> list[str]:
+    """Move the caller's personal memories out of the project workspace (module docstring).
+
+    Returns:
+        Lines for a person: the id given to the workspace, what moved where, what is left.
+
+    Raises:
+        WorkspaceLocked, GitLocked, GitFailed, HistoryConflict: as ``service.write.apply``
+            (a file with uncommitted edits is not moved); nothing of that store is written.
+    """
+    from memcli.service.write import apply
+
+    if ctx.ws.config.kind != "project":
+        return []
+    scan = ctx.ws.files.scan()
+    personal = [m for m in scan.memories if is_personal(m.scope)]
+    if not personal:
+        return []
+    notes = []
+    if not ctx.ws.config.workspace_id:
+        notes.append(_give_id(ctx))
+    mine = [m for m in personal if owner_of(m) == ctx.actor]
+    if mine:
+        store = ctx.store_for(mine[0].scope)
+        with store.ws.lock():
+            writes: dict[Path, bytes | None] = {}
+            for memory in mine:
+                target = store.ws.root / memory.path
+                data = (ctx.ws.root / memory.path).read_bytes()
+                if not target.exists() or target.read_bytes() != data:
+                    writes[target] = data
+            if writes:
+                apply(store, writes, OP, mine, [], trailers={"Moved-From": ctx.ws.config.workspace_id})
+            store.catalog(refresh=True)
+        with ctx.ws.lock():
+            apply(ctx, {ctx.ws.root / m.path: None for m in mine}, OP, mine, [], with_text=False)
+            ctx._catalog = None
+        ids = ", ".join(m.id for m in mine[:5]) + (f" and {len(mine) - 5} more" if len(mine) > 5 else "")
+        notes.append(f"moved {_count(len(mine), 'personal memory', 'personal memories')} of yours ({ids}) to your own store {store.ws.root}, "
+                     "with a commit on each side; the project's git history still holds their text: "
+                     "`memcli purge --history ID` removes one from it too (a history rewrite: the remote "
+                     "then needs a forced push)")
+    others = len(personal) - len(mine)
+    if others:
+        notes.append(f"{_count(others, 'personal memory', 'personal memories')} of other people stay in this workspace: each owner's "
+                     "`memcli doctor --fix` moves theirs to their own store")
+    return notes
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
+
+
+def _give_id(ctx: Ctx) -> str:
+    """Write a fresh ``[workspace] id`` into ``memcli.toml`` and commit it; reload the configuration."""
+    import ulid
+
+    path = ctx.ws.root / CONFIG_NAME
+    text = path.read_text(encoding="utf-8-sig")
+    new_id = str(ulid.ULID()).lower()
+    line = f'id = "{new_id}"\n'
+    header = re.search(r"(?m)^\[workspace\][ \t]*(#.*)?\n", text)
+    text = (text[:header.end()] + line + text[header.end():] if header
+            else f"[workspace]\n# The workspace's stable id: it names each person's own store of their personal "
+                 f"scopes.\n{line}\n{text}")
+    from memcli.store.files import atomic_write
+
+    with ctx.ws.lock():
+        atomic_write(path, text.encode("utf-8"))
+        if ctx.ws.config.autocommit:
+            gitlog.GitRepo(ctx.ws.root).commit([path], gitlog.message(OP, "workspace id", {"Op": OP}),
+                                               actor=ctx.actor)
+    ctx.ws.config = load_config(path)
+    ctx._stores = None
+    return f"gave this workspace the id {new_id} ([workspace] id in {CONFIG_NAME}): it names your personal store"

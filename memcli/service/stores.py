@@ -1,0 +1,37 @@
+"""Creating a person's own store (SPEC.md section 1, Stores; ``store.personal``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memcli.config import CONFIG_NAME
+
+
+def create_store(root: Path) -> bool:
+    """Make the personal store at ``root`` unless it exists: a workspace of kind ``personal``
+    in a git repository of its own, with its first commit.
+
+    Returns:
+        True when it was created now.
+
+    Raises:
+        WorkspaceInvalid: the folder cannot be created or written.
+        GitFailed, GitLocked: the first commit failed.
+    """
+    from memcli import gitlog
+    from memcli.store.workspace import create_files
+
+    if (root / CONFIG_NAME).is_file():
+        return False
+    from memcli.errors import WorkspaceInvalid
+
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WorkspaceInvalid(f"cannot create your personal store {root}: {err.strerror}",
+                               hint="make the folder writable, or point $MEMCLI_HOME somewhere you can write") from None
+    gitlog.GitRepo.init(root, own=True)
+    created_root, _ = create_files(root, kind="personal")
+    message = gitlog.message("init", "personal store", {"Op": "init"})
+    gitlog.GitRepo(created_root).commit([created_root / CONFIG_NAME], message, actor="memcli")
+    return True

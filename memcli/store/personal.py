@@ -1,0 +1,58 @@
+"""Where a person's own stores live (SPEC.md section 1, Stores; issue 12).
+
+Personal scopes (``user:<name>`` and ``session:*``) are kept out of the project
+repository, in stores of the person's own: git repositories under the user's data
+directory (``$MEMCLI_HOME``, else ``platformdirs.user_data_path("memcli")``: on Linux
+``$XDG_DATA_HOME/memcli``, by default ``~/.local/share/memcli``):
+
+- ``projects/<workspace id>/``: the personal memories of one project workspace (keyed by
+  ``[workspace] id`` in its ``memcli.toml``, so every clone of it finds the same store);
+- ``user/``: the person's cross-project memories (``remember --all-projects``), read in
+  every workspace, the role ``~/.claude/CLAUDE.md`` plays for Claude Code.
+
+Each is an ordinary memcli workspace (``[workspace] kind = "personal"``) with its own git
+history, index and lock.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+#: The variable that moves every personal store (a folder; created on demand).
+HOME_VARIABLE = "MEMCLI_HOME"
+PROJECTS = "projects"
+CROSS_PROJECT = "user"
+
+
+def is_personal(scope: str) -> bool:
+    """True for the scopes a person's own store holds: ``user:<name>`` and ``session:<id>``."""
+    return scope.startswith(("user:", "session:"))
+
+
+def data_home() -> Path:
+    """The folder of the person's stores: ``$MEMCLI_HOME``, else the platform's user data
+    folder for memcli: on Linux ``$XDG_DATA_HOME/memcli`` when that variable is an absolute
+    path, else ``~/.local/share/memcli`` (the XDG Base Directory Specification, the rule
+    ``platformdirs`` applies); elsewhere ``platformdirs.user_data_path`` (macOS
+    ``~/Library/Application Support/memcli``, Windows ``%LOCALAPPDATA%\\memcli``)."""
+    given = os.environ.get(HOME_VARIABLE)
+    if given:
+        return Path(given).expanduser().absolute()
+    if sys.platform.startswith("linux"):  # the XDG Base Directory rule, without platformdirs' 10 ms import
+        xdg = os.environ.get("XDG_DATA_HOME", "")
+        return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share") / "memcli"
+    from platformdirs import user_data_path
+
+    return user_data_path("memcli", appauthor=False)
+
+
+def project_store(workspace_id: str) -> Path:
+    """The root of the person's store for the workspace whose ``[workspace] id`` this is."""
+    return data_home() / PROJECTS / workspace_id
+
+
+def cross_project_store() -> Path:
+    """The root of the person's cross-project store (read in every workspace)."""
+    return data_home() / CROSS_PROJECT
