@@ -114,3 +114,51 @@ def test_doctor_fix_moves_an_old_personal_memory_out_of_the_workspace(ws: Path, 
     purged = run("purge", old, "--history", "--yes")
     assert purged.code == 0, purged
     assert b"zebrafish" not in all_objects(ws) and b"zebrafish" not in all_objects(store)
+
+
+def test_a_session_summary_and_its_raw_transcript_stay_in_the_personal_store(ws: Path, run, tmp_path: Path):
+    from test_session_compact import write_transcript
+
+    path = write_transcript(tmp_path)
+    made = run("--json", "compact", "--transcript", str(path))
+    assert made.code == 0, made
+    memory = run("--json", "show", made.json()["data"]["id"]).json()["data"]
+    store = personal_store(ws)
+    assert memory["path"].startswith(str(store)) and memory["scope"].startswith("session:")
+    assert (store / memory["provenance"]["source"]).is_file()  # the raw transcript, git-ignored there
+    assert not (ws / "archive" / "transcripts").exists() or not list((ws / "archive" / "transcripts").iterdir())
+    assert git(ws, "log", "--all", "--format=%s").count("compact") == 0
+    assert "compact" in git(store, "log", "-1", "--format=%s")
+    assert run("undo").code == 0  # the newest change was in the personal store: undone there
+    assert run("--json", "show", memory["id"]).code == 4
+
+
+def test_compact_consolidates_each_store_on_its_own(ws: Path, run):
+    assert run("remember", "Old goal about the migration", "--scope", "user:alice", "--category", "goal",
+               "--ttl", "1d", env={"MEMCLI_NOW": "2026-01-01"}).code == 0
+    assert run("remember", "Old team goal", "--category", "goal", "--ttl", "1d",
+               env={"MEMCLI_NOW": "2026-01-01"}).code == 0
+    plan = run("--json", "compact", "--apply", env={"MEMCLI_NOW": "2026-09-01"})
+    assert plan.code == 0, plan
+    assert {a["scope"] for a in plan.json()["data"]["actions"]} == {"user:alice", "project"}
+    assert "compact" in git(personal_store(ws), "log", "-1", "--format=%s")
+    assert "compact" in git(ws, "log", "-1", "--format=%s")
+    assert git(ws, "status", "--porcelain") == "" and git(personal_store(ws), "status", "--porcelain") == ""
+
+
+def test_sync_also_syncs_a_personal_store_that_has_a_remote(tmp_path: Path, run):
+    team, mine = tmp_path / "team.git", tmp_path / "mine.git"
+    for bare in (team, mine):
+        git(tmp_path, "init", "-q", "--bare", str(bare))
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert run("init", str(one)).code == 0
+    git(one, "remote", "add", "origin", str(team))
+    assert run("-w", str(one), "remember", "Personal: my editor is helix", "--scope", "user:alice").code == 0
+    git(personal_store(one), "remote", "add", "origin", str(mine))
+    synced = run("-w", str(one), "sync")
+    assert synced.code == 0, synced
+    assert "your personal store" in synced.out
+    assert b"helix" not in all_objects(team) and b"helix" in all_objects(mine)
+    # another machine of alice's: a clone of the team store, and her personal store from her remote
+    git(tmp_path, "clone", "-q", str(team), str(two))
+    assert run("-w", str(two), "recall", "helix", env={"MEMCLI_HOME": str(tmp_path / "elsewhere")}).out == ""

@@ -198,6 +198,8 @@ class Ctx:
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
+            for store in self.personal_stores():
+                store.deadline = None if refresh else self.deadline  # a hook's deadline bounds every store's sync
             others = [(c.ws.root, c.catalog(progress=progress, wait=wait)) for c in self.personal_stores()]
             if others:  # reads merge the person's own stores (issue 12)
                 from memcli.index.merged import MergedCatalog

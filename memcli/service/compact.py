@@ -125,6 +125,22 @@ def compact(ctx: Ctx, scopes: list[str] | None = None, apply: bool = False) -> C
             workspace is not in a git work tree and ``autocommit`` is on).
         InvalidMemoryFile: a file to rewrite changed under the lock and no longer parses.
     """
+    stores = [ctx, *ctx.personal_stores()]  # each store compacts, and commits, on its own
+    results = [_compact_store(store, scopes, apply) for store in stores]
+    if len(results) == 1:
+        return results[0]
+    joined = CompactResult(consolidate.Plan(), applied=apply)
+    for result in results:
+        joined.plan.actions += result.plan.actions
+        joined.plan.conflicts += result.plan.conflicts
+        joined.plan.changes.update(result.plan.changes)
+        joined.skipped += result.skipped
+        joined.commit = joined.commit or result.commit
+    return joined
+
+
+def _compact_store(ctx: Ctx, scopes: list[str] | None, apply: bool) -> CompactResult:
+    """:func:`compact` within one store."""
     wanted = ctx.scopes(scopes) if scopes else None
     if not apply:
         return _planned(ctx, wanted)[0]
@@ -155,7 +171,8 @@ def _planned(ctx: Ctx, wanted: list[str] | None) -> tuple[CompactResult, list[Me
     catalog = ctx.catalog()
     memories = [m for status in READ for m in catalog.with_status(status) if _within(ctx, m, wanted)]
     skipped = [Skipped(p.path, p.reason if p.lineno is None else f"line {p.lineno}: {p.reason}")
-               for p in catalog.problems(actor=ctx.actor) if _problem_within(p.path, wanted)]
+               for p in catalog.problems(actor=ctx.actor) if _problem_within(p.path, wanted)
+               and not Path(p.path).is_absolute()]  # another store's: that store reports it
     dirty = _uncommitted(ctx)
     skipped.extend(Skipped(m.path, "uncommitted edits; commit or discard them first")
                    for m in sorted(memories, key=lambda m: m.path) if m.path in dirty)
@@ -196,8 +213,10 @@ def _uncommitted(ctx: Ctx) -> set[str]:
 
 def _within(ctx: Ctx, memory: Memory, wanted: list[str] | None) -> bool:
     """True for a memory compaction may touch: the caller may see it (never another person's
-    ``user:*`` or session memory, ``Ctx.may_see``), and its scope is one of ``wanted`` when given."""
-    return ctx.may_see(memory) and (wanted is None or memory.scope in wanted)
+    ``user:*`` or session memory, ``Ctx.may_see``), its scope is one of ``wanted`` when given,
+    and it is a file of this store."""
+    return ctx.may_see(memory) and (wanted is None or memory.scope in wanted) and \
+        not Path(memory.path).is_absolute()  # another store's (index.merged): that store compacts it
 
 
 def _problem_within(path: str, wanted: list[str] | None) -> bool:

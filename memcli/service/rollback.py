@@ -65,6 +65,7 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         SecretDetected: the restored text holds a secret.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
+    ctx = ctx.owner(ref)  # a personal memory is rolled back in the person's own store
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         item = ctx.resolve(ref)
@@ -212,7 +213,8 @@ def undo(ctx: Ctx) -> UndoResult:
     ``UndoResult.passed`` name the latter. Each file the commit touched is written back
     to its content at the commit's parent (or deleted, when the commit added it) and the
     files are committed path-limited.
-    Repeating ``undo`` walks further back: a commit already undone is skipped.
+    Repeating ``undo`` walks further back: a commit already undone is skipped. With personal
+    stores, the store whose last undoable commit is newest is the one undone in.
 
     Returns:
         An :class:`UndoResult`; outcome ``noop`` (exit 0) when there is nothing to undo.
@@ -223,6 +225,24 @@ def undo(ctx: Ctx) -> UndoResult:
         SecretDetected: a version to restore holds a secret.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
+    return _undo_in(_newest_store(ctx))
+
+
+def _newest_store(ctx: Ctx) -> Ctx:
+    """The store (the workspace or one of the person's, ``Ctx.personal_stores``) whose last
+    undoable commit is the newest: ``undo`` reverses the caller's latest change wherever it went."""
+    from memcli.timeutil import parse_instant
+
+    found = []
+    for store in (ctx, *ctx.personal_stores()):
+        target = last_undoable(store.history(), store.actor)
+        if target is not None:
+            found.append((parse_instant(target.at), store is ctx, store))
+    return max(found, key=lambda f: f[:2])[2] if found else ctx
+
+
+def _undo_in(ctx: Ctx) -> UndoResult:
+    """:func:`undo` in one store."""
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
         repo = ctx.history()

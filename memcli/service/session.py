@@ -228,6 +228,7 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     digest = hashlib.sha256(raw).hexdigest()
     session = session_name(conversation.session_id, digest)
     scope = f"session:{session}"
+    ctx = ctx.store_for(scope)  # a summary, and its raw transcript, stay in the person's own store
     check_session_owner(ctx, scope)  # another person's session: refused before anything is kept
     archive = f"archive/{ARCHIVE_DIR}/{digest}.jsonl.gz"
     key = f"compact:sha256:{digest}"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memcli import gitlog
-from memcli.errors import GitFailed, SyncStopped
+from memcli.errors import GitFailed, MemcliError, SyncStopped
 
 #: Fetch-merge-push rounds before giving up on a remote that keeps moving.
 ATTEMPTS = 6
@@ -132,16 +132,21 @@ class SyncResult:
     sent: int = 0
     attempts: int = 0
     notes: list[str] = field(default_factory=list)
+    #: One line per personal store that synced too (``sync``).
+    personal: list[str] = field(default_factory=list)
 
     def message(self) -> str:
+        """One line for a person (and one per personal store that synced)."""
         if not self.received and not self.sent:
-            return f"in sync with {self.remote}/{self.branch}"
-        return (f"synced with {self.remote}/{self.branch}: {self.received} commits received, "
-                f"{self.sent} sent")
+            line = f"in sync with {self.remote}/{self.branch}"
+        else:
+            line = f"synced with {self.remote}/{self.branch}: {self.received} commits received, {self.sent} sent"
+        return "\n".join([line, *self.personal])
 
     def to_dict(self) -> dict:
+        """JSON-ready form."""
         return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
-                "attempts": self.attempts, "notes": self.notes}
+                "attempts": self.attempts, "notes": self.notes, "personal": self.personal}
 
 
 class _Git:
@@ -238,7 +243,9 @@ def _merge(git: _Git, remote_ref: str, message: str) -> None:
 
 
 def sync(ctx, remote: str | None = None, deadline: float | None = None) -> SyncResult:  # noqa: ANN001
-    """Fetch, merge and push the store's branch; see the module docstring.
+    """Fetch, merge and push the store's branch; see the module docstring. Then the same for
+    each of the person's own stores (``Ctx.personal_stores``) that has a git remote; a failure
+    there is a warning (``SyncResult.personal`` lists what synced).
 
     Args:
         ctx: the service context (``memcli.service.Ctx``).
@@ -251,6 +258,20 @@ def sync(ctx, remote: str | None = None, deadline: float | None = None) -> SyncR
         WorkspaceLocked: another memcli process holds the workspace lock.
         GitFailed: git itself failed.
     """
+    result = _sync_store(ctx, remote, deadline)
+    for store in ctx.personal_stores():  # the person's own stores, where they gave one a remote
+        if not _Git(store.ws.root, None).run("remote").stdout.split():
+            continue
+        try:
+            done = _sync_store(store, None, deadline)
+            result.personal.append(f"your personal store {store.ws.root}: {done.message()}")
+        except MemcliError as err:
+            ctx.warnings.append(f"your personal store {store.ws.root} did not sync: {err.message}")
+    return result
+
+
+def _sync_store(ctx, remote: str | None, deadline: float | None) -> SyncResult:  # noqa: ANN001
+    """:func:`sync` of one store."""
     git = _Git(ctx.ws.root, deadline)
     with ctx.ws.lock():
         try:
