@@ -248,9 +248,14 @@ class Ctx:
             if config.kind == "project" and config.workspace_id:
                 from memcli.store import personal
 
+                from memcli.errors import WorkspaceInvalid
+
                 for root in (personal.project_store(config.workspace_id), personal.cross_project_store()):
                     if (root / "memcli.toml").is_file():
-                        self._stores.append(self._on(root))
+                        try:
+                            self._stores.append(self._on(root))
+                        except WorkspaceInvalid as err:  # one broken store never stops the others
+                            self.warnings.append(f"your personal store is not read: {err.message}")
         return self._stores
 
     def store_for(self, scope: str, cross_project: bool = False) -> "Ctx":
