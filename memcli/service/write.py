@@ -7,7 +7,6 @@ the user to commit). If the commit fails, the files are restored: an error write
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -209,7 +208,7 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
         from memcli.service.redact import cache_of, redact_text
 
         memories = [m if not m.provenance.allow_secret else
-                    dataclasses.replace(m, body=redact_text(m.text, cache_of(ctx))) for m in memories]
+                    m.with_(body=redact_text(m.text, cache_of(ctx))) for m in memories]
     if len(memories) == 1:
         body = memories[0].text if len(memories[0].text) <= 2000 else memories[0].text[:2000] + " …"
     else:
