@@ -292,7 +292,7 @@ def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
     if not isinstance(catalog, IndexCatalog):
         return {"backend": "scan", "memories": len(catalog.memories), "problems": problems}
     return {"backend": "fts5", **catalog.index.status(), "problems": problems, "files": catalog.report.files,
-            "complete": catalog.report.complete, "last_sync": catalog.report.__dict__}
+            "complete": catalog.report.complete, "last_sync": catalog.report.to_dict()}
 
 
 def check_mode(fuzzy: bool, grep: bool) -> str:

@@ -363,8 +363,8 @@ def check_session_owner(ctx: Ctx, scope: str) -> None:
     if not is_session(scope):
         return
     search = ctx.catalog().retriever()
-    every = Query(text="", scopes=[scope], now=ctx.now, statuses=model.STATUSES, include_expired=True, limit=1)
-    mine = Query(**{**every.__dict__, "actor": ctx.actor})
+    wanted = dict(text="", scopes=[scope], now=ctx.now, statuses=model.STATUSES, include_expired=True, limit=1)
+    every, mine = Query(**wanted), Query(**wanted, actor=ctx.actor)
     if search.count(every) > search.count(mine):
         raise ScopeViolation(f"cannot write to {scope}: it is another person's session",
                              hint=f"write to your own session or to user:{ctx.actor}")
