@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -98,37 +97,56 @@ deadline = 3
 """
 
 
-@dataclass
 class Config:
-    """The settings of one workspace; see ``DEFAULT_TOML`` for each key's meaning."""
+    """The settings of one workspace; see ``DEFAULT_TOML`` for each key's meaning.
 
-    read_scopes: list[str] = field(default_factory=lambda: ["global", "project", "user:{actor}"])
-    write_scope: str = "project"
-    shared_scopes: list[str] = field(default_factory=lambda: ["project", "global", "channel:*"])
-    allow_self_approve: bool = False
-    near_duplicate: int = 90
-    on_conflict: str = "supersede"
-    autocommit: bool = True
-    lock_timeout: float = 10.0
-    context_budget: int = 8000
-    hook_extract: bool = False
-    hook_summarize: bool = False
-    hook_deadline: float = 2.0
-    sync_session_start: bool = False
-    sync_session_end: bool = False
-    sync_deadline: float = 3.0
-    prompt_floor: float = 0.35
-    compact_retention: str = "90d"
-    compact_near_duplicate: int = 95
-    ttl: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TTL))
-    #: ``[workspace] id``: the stable id ``init`` gives a workspace; it keys the person's own
-    #: store of its personal scopes (``store.personal``). None: an older workspace, which
-    #: keeps personal scopes in its own tree until ``memcli doctor --fix`` gives it one.
-    workspace_id: str | None = None
-    #: ``[workspace] kind``: ``project`` (the default) or ``personal`` (a person's own store).
-    kind: str = "project"
-    #: ``[table] key`` names in the file that memcli does not know (each a warning; see ``unknown_keys``).
-    unknown: list[str] = field(default_factory=list)
+    Times are seconds (``lock_timeout``, ``hook_deadline``, ``sync_deadline``),
+    ``context_budget`` is characters, ``near_duplicate`` and ``compact_near_duplicate`` are
+    rapidfuzz ratios (0-100), ``prompt_floor`` a share (0-1). A list or table left None
+    gets its default (a fresh copy each time). ``unknown`` holds the ``[table] key`` names in
+    the file that memcli does not know (each a warning; see ``unknown_keys``).
+    ``workspace_id`` is ``[workspace] id``, the stable id ``init`` gives a workspace: it keys
+    the person's own store of its personal scopes (``store.personal``); None for an older
+    workspace, which keeps personal scopes in its own tree until ``memcli doctor --fix``
+    gives it one. ``kind`` is ``[workspace] kind``: ``project`` or ``personal`` (a person's
+    own store).
+    """
+
+    __slots__ = ("read_scopes", "write_scope", "shared_scopes", "allow_self_approve", "near_duplicate",
+                 "on_conflict", "autocommit", "lock_timeout", "context_budget", "hook_extract", "hook_summarize",
+                 "hook_deadline", "sync_session_start", "sync_session_end", "sync_deadline", "prompt_floor",
+                 "compact_retention", "compact_near_duplicate", "ttl", "unknown", "workspace_id", "kind")
+
+    def __init__(self, read_scopes: list[str] | None = None, write_scope: str = "project",
+                 shared_scopes: list[str] | None = None, allow_self_approve: bool = False, near_duplicate: int = 90,
+                 on_conflict: str = "supersede", autocommit: bool = True, lock_timeout: float = 10.0,
+                 context_budget: int = 8000, hook_extract: bool = False, hook_summarize: bool = False,
+                 hook_deadline: float = 2.0, sync_session_start: bool = False, sync_session_end: bool = False,
+                 sync_deadline: float = 3.0, prompt_floor: float = 0.35, compact_retention: str = "90d",
+                 compact_near_duplicate: int = 95, ttl: dict[str, str] | None = None,
+                 unknown: list[str] | None = None, workspace_id: str | None = None, kind: str = "project") -> None:
+        self.read_scopes = ["global", "project", "user:{actor}"] if read_scopes is None else read_scopes
+        self.write_scope = write_scope
+        self.shared_scopes = ["project", "global", "channel:*"] if shared_scopes is None else shared_scopes
+        self.allow_self_approve = allow_self_approve
+        self.near_duplicate = near_duplicate
+        self.on_conflict = on_conflict
+        self.autocommit = autocommit
+        self.lock_timeout = lock_timeout
+        self.context_budget = context_budget
+        self.hook_extract = hook_extract
+        self.hook_summarize = hook_summarize
+        self.hook_deadline = hook_deadline
+        self.sync_session_start = sync_session_start
+        self.sync_session_end = sync_session_end
+        self.sync_deadline = sync_deadline
+        self.prompt_floor = prompt_floor
+        self.compact_retention = compact_retention
+        self.compact_near_duplicate = compact_near_duplicate
+        self.ttl = dict(DEFAULT_TTL) if ttl is None else ttl
+        self.unknown = [] if unknown is None else unknown
+        self.workspace_id = workspace_id
+        self.kind = kind
 
     def default_ttl(self, category: str) -> timedelta | None:
         """The ``[ttl]`` duration of a category (``goal`` -> 30 days), or None when it has none."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +30,6 @@ FENCE = "---"
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
-@dataclass
 class Document:
     """A parsed memory file.
 
@@ -40,19 +38,25 @@ class Document:
         body: the text after the closing fence, exactly as in the file.
         newline: ``"\\n"``, ``"\\r\\n"`` or ``"\\r"``, taken from the first line.
         bom: whether the file started with a UTF-8 byte-order mark.
-        yaml_lines: the front-matter lines between the fences, with their endings.
+        yaml_lines: the front-matter lines between the fences, with their endings (a fresh
+            empty list when None).
         has_front_matter: whether the file had fences at all.
         fences: the opening and closing fence lines, each with its own line ending (the
             closing one may have none at the end of the file).
     """
 
-    meta: Any
-    body: str
-    newline: str = "\n"
-    bom: bool = False
-    yaml_lines: list[str] = field(default_factory=list)
-    has_front_matter: bool = True
-    fences: tuple[str, str] = (FENCE + "\n", FENCE + "\n")
+    __slots__ = ("meta", "body", "newline", "bom", "yaml_lines", "has_front_matter", "fences")
+
+    def __init__(self, meta: Any, body: str, newline: str = "\n", bom: bool = False,
+                 yaml_lines: list[str] | None = None, has_front_matter: bool = True,
+                 fences: tuple[str, str] = (FENCE + "\n", FENCE + "\n")) -> None:
+        self.meta = meta
+        self.body = body
+        self.newline = newline
+        self.bom = bom
+        self.yaml_lines = [] if yaml_lines is None else yaml_lines
+        self.has_front_matter = has_front_matter
+        self.fences = fences
 
 
 _LOADERS: dict[bool, Any] = {}

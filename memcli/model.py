@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -49,61 +48,86 @@ _CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"
 BOM = "\ufeff"
 
 
-@dataclass
 class Provenance:
     """Where a memory came from: ``sourceType``, ``actor``, ``runId``, ``at`` (SPEC.md section 2).
 
     ``source`` and ``line`` (optional) name the file and 1-based line the memory was taken
     from (``import`` of a rule file); ``sha256`` (optional) is the hex SHA-256 of that
     file's bytes (``compact --transcript``: the archived raw transcript). Each is written
-    only when set.
+    only when set. ``allow_secret`` (``allowSecret``) lists the secret kinds a person let
+    through (a fresh empty list when None).
     """
 
-    source_type: str = "admin_edit"
-    actor: str = "unknown"
-    run_id: str | None = None
-    at: datetime | None = None
-    idempotency_key: str | None = None
-    source: str | None = None
-    line: int | None = None
-    sha256: str | None = None
-    allow_secret: list[str] = field(default_factory=list)  # ``allowSecret``: kinds a person let through
+    __slots__ = ("source_type", "actor", "run_id", "at", "idempotency_key", "source", "line", "sha256",
+                 "allow_secret")
+
+    def __init__(self, source_type: str = "admin_edit", actor: str = "unknown", run_id: str | None = None,
+                 at: datetime | None = None, idempotency_key: str | None = None, source: str | None = None,
+                 line: int | None = None, sha256: str | None = None, allow_secret: list[str] | None = None) -> None:
+        self.source_type = source_type
+        self.actor = actor
+        self.run_id = run_id
+        self.at = at
+        self.idempotency_key = idempotency_key
+        self.source = source
+        self.line = line
+        self.sha256 = sha256
+        self.allow_secret = [] if allow_secret is None else allow_secret
 
 
-@dataclass
 class Memory:
     """One memory record.
 
     Times are aware UTC datetimes. ``path`` is the file's path relative to the
     workspace root, with ``/`` separators. ``body`` is the text after the front-matter,
-    exactly as in the file (line endings normalised to ``\\n`` for display only by callers).
+    exactly as in the file (line endings normalised to ``\\n`` for display only by callers);
+    a leading byte order mark is dropped. ``importance`` is 1-5. ``merged`` lists the
+    memories ``compact`` merged into this one: ``{"id", "sourceType", "actor", "runId",
+    "at"}`` each. A list argument left None becomes a fresh empty list, ``provenance`` a
+    fresh :class:`Provenance`.
     """
 
-    id: str
-    scope: str
-    body: str
-    category: str = "fact"
-    subject: str | None = None
-    status: str = "active"
-    importance: int = 3
-    pinned: bool = False
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-    expire_at: datetime | None = None
-    provenance: Provenance = field(default_factory=Provenance)
-    supersedes: list[str] = field(default_factory=list)
-    superseded_by: list[str] = field(default_factory=list)
-    review: dict[str, Any] | None = None
-    tags: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-    path: str = ""
-    #: Memories ``compact`` merged into this one: ``{"id", "sourceType", "actor", "runId", "at"}`` each.
-    merged: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ("id", "scope", "body", "category", "subject", "status", "importance", "pinned", "created_at",
+                 "updated_at", "expire_at", "provenance", "supersedes", "superseded_by", "review", "tags", "paths",
+                 "path", "merged")
 
-    def __post_init__(self) -> None:
+    def __init__(self, id: str, scope: str, body: str, category: str = "fact", subject: str | None = None,
+                 status: str = "active", importance: int = 3, pinned: bool = False,
+                 created_at: datetime | None = None, updated_at: datetime | None = None,
+                 expire_at: datetime | None = None, provenance: Provenance | None = None,
+                 supersedes: list[str] | None = None, superseded_by: list[str] | None = None,
+                 review: dict[str, Any] | None = None, tags: list[str] | None = None, paths: list[str] | None = None,
+                 path: str = "", merged: list[dict[str, Any]] | None = None) -> None:
+        self.id = id
+        self.scope = scope
         # A byte order mark is an encoding artefact (stdin from some editors), never text.
-        if self.body.startswith(BOM):
-            self.body = self.body[1:]
+        self.body = body[1:] if body.startswith(BOM) else body
+        self.category = category
+        self.subject = subject
+        self.status = status
+        self.importance = importance
+        self.pinned = pinned
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.expire_at = expire_at
+        self.provenance = Provenance() if provenance is None else provenance
+        self.supersedes = [] if supersedes is None else supersedes
+        self.superseded_by = [] if superseded_by is None else superseded_by
+        self.review = review
+        self.tags = [] if tags is None else tags
+        self.paths = [] if paths is None else paths
+        self.path = path
+        self.merged = [] if merged is None else merged
+
+    def with_(self, **changes: Any) -> Memory:
+        """A new record with ``changes`` (field name -> value); the other fields are shared, not copied.
+
+        Raises:
+            TypeError: a name in ``changes`` is not a field.
+        """
+        values = {name: getattr(self, name) for name in Memory.__slots__}
+        values.update(changes)
+        return Memory(**values)
 
     def is_expired(self, at: datetime) -> bool:
         """True when ``expireAt`` is set and ``at`` (aware UTC) is at or past it."""

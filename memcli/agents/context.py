@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
 from memcli.model import Memory
@@ -70,13 +69,15 @@ def neutralise(text: str) -> str:
     return text.replace("```", "ˋˋˋ")
 
 
-@dataclass
 class Block:
     """A rendered context block: the text, the ids it holds and how many were left out."""
 
-    text: str
-    included: list[str]
-    omitted: int
+    __slots__ = ("text", "included", "omitted")
+
+    def __init__(self, text: str, included: list[str], omitted: int) -> None:
+        self.text = text
+        self.included = included
+        self.omitted = omitted
 
 
 @lru_cache(maxsize=4096)

@@ -21,7 +21,6 @@ Pure: no file or process I/O here; the service reads and writes the files.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 AGENTS = ("claude", "codex", "gemini")
 #: event name on the command line -> the agent's hook event name (Claude Code's and Codex's;
@@ -68,7 +67,6 @@ def timeout(agent: str, event: str) -> int:
     return CODEX_TIMEOUTS.get(event, TIMEOUTS[event]) if agent == "codex" else TIMEOUTS[event]
 
 
-@dataclass(frozen=True)
 class HookCommand:
     """A memcli hook command read back from a settings file.
 
@@ -80,10 +78,13 @@ class HookCommand:
         event: the event word (``session-start`` …).
     """
 
-    program: tuple[str, ...]
-    workspace: str | None
-    agent: str
-    event: str
+    __slots__ = ("program", "workspace", "agent", "event")
+
+    def __init__(self, program: tuple[str, ...], workspace: str | None, agent: str, event: str) -> None:
+        self.program = program
+        self.workspace = workspace
+        self.agent = agent
+        self.event = event
 
     @property
     def executable(self) -> str:
@@ -121,19 +122,26 @@ def parse_command(command: object) -> HookCommand | None:
     return HookCommand(program, workspace, rest[1], rest[2])
 
 
-@dataclass
 class HookInput:
-    """What a hook was told on stdin (missing fields are empty)."""
+    """What a hook was told on stdin (missing fields are empty).
 
-    session_id: str = ""
-    transcript_path: str = ""
-    cwd: str = ""
-    event: str = ""
-    source: str = ""
-    prompt: str = ""
-    #: PreToolUse: the tool about to run and its input (any JSON value; ``agents.tools`` reads it).
-    tool_name: str = ""
-    tool_input: object = None
+    ``event`` is the agent's ``hook_event_name``; for PreToolUse, ``tool_name`` and
+    ``tool_input`` are the tool about to run and its input (any JSON value; ``agents.tools``
+    reads it).
+    """
+
+    __slots__ = ("session_id", "transcript_path", "cwd", "event", "source", "prompt", "tool_name", "tool_input")
+
+    def __init__(self, session_id: str = "", transcript_path: str = "", cwd: str = "", event: str = "",
+                 source: str = "", prompt: str = "", tool_name: str = "", tool_input: object = None) -> None:
+        self.session_id = session_id
+        self.transcript_path = transcript_path
+        self.cwd = cwd
+        self.event = event
+        self.source = source
+        self.prompt = prompt
+        self.tool_name = tool_name
+        self.tool_input = tool_input
 
     @classmethod
     def parse(cls, raw: str) -> tuple["HookInput", str | None]:

@@ -121,7 +121,7 @@ def hook(agent: str, event: str) -> None:
         from memcli.service import process_started
 
         late = answer(agent, event, LATE_NOTE if event == "session-start" else "")
-        guard = Watchdog(late, process_started(), Config.hook_deadline)
+        guard = Watchdog(late, process_started(), Config().hook_deadline)  # the default: no config read yet
     raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor, guard.move if guard else None)
     if guard is not None:

@@ -15,21 +15,27 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = "memcli/v1"
 
 
-@dataclass
 class State:
-    """Per-process output settings, filled in by ``main`` before the command runs."""
+    """Per-process output settings, filled in by ``main`` before the command runs.
 
-    json: bool = False
-    command: str = "memcli"
-    warnings: list[str] = field(default_factory=list)
-    #: A read hook has answered: ``main`` ends the process without the interpreter's teardown.
-    fast_exit: bool = False
+    ``json``: the ``--json`` envelope is wanted; ``command``: the command's name in it;
+    ``warnings``: the envelope's warnings (a fresh empty list when None); ``fast_exit``: a
+    read hook has answered, so ``main`` ends the process without the interpreter's teardown.
+    """
+
+    __slots__ = ("json", "command", "warnings", "fast_exit")
+
+    def __init__(self, json: bool = False, command: str = "memcli", warnings: list[str] | None = None,
+                 fast_exit: bool = False) -> None:
+        self.json = json
+        self.command = command
+        self.warnings = [] if warnings is None else warnings
+        self.fast_exit = fast_exit
 
 
 STATE = State()

@@ -8,7 +8,6 @@ without changing them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -16,7 +15,6 @@ from memcli.model import Memory
 from memcli.policy.gates import visible
 
 
-@dataclass
 class Query:
     """What to look for and where.
 
@@ -37,37 +35,51 @@ class Query:
             ``context`` wants) or ``newest`` (creation time, for ``list``).
     """
 
-    text: str
-    scopes: list[str]
-    now: datetime
-    mode: str = "ranked"
-    statuses: tuple[str, ...] = ("active",)
-    include_expired: bool = False
-    category: str | None = None
-    tag: str | None = None
-    subject: str | None = None
-    limit: int = 20
-    path: str | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    updated_after: datetime | None = None
-    updated_before: datetime | None = None
-    order: str = "importance"
-    actor: str | None = None
+    __slots__ = ("text", "scopes", "now", "mode", "statuses", "include_expired", "category", "tag", "subject",
+                 "limit", "path", "created_after", "created_before", "updated_after", "updated_before", "order",
+                 "actor")
+
+    def __init__(self, text: str, scopes: list[str], now: datetime, mode: str = "ranked",
+                 statuses: tuple[str, ...] = ("active",), include_expired: bool = False, category: str | None = None,
+                 tag: str | None = None, subject: str | None = None, limit: int = 20, path: str | None = None,
+                 created_after: datetime | None = None, created_before: datetime | None = None,
+                 updated_after: datetime | None = None, updated_before: datetime | None = None,
+                 order: str = "importance", actor: str | None = None) -> None:
+        self.text = text
+        self.scopes = scopes
+        self.now = now
+        self.mode = mode
+        self.statuses = statuses
+        self.include_expired = include_expired
+        self.category = category
+        self.tag = tag
+        self.subject = subject
+        self.limit = limit
+        self.path = path
+        self.created_after = created_after
+        self.created_before = created_before
+        self.updated_after = updated_after
+        self.updated_before = updated_before
+        self.order = order
+        self.actor = actor
 
 
-@dataclass
 class Hit:
     """One result: the memory, its score (higher is better) and how it matched.
 
     ``match`` is ``exact`` (every query term found), ``partial`` (some terms),
     ``fuzzy`` (only by approximate matching), ``regex`` or ``all`` (empty query).
+    ``parts``: the factors of the score by name (``coverage``, ``bm25``, ``importance``,
+    ``recency``; for ``recall --explain``), a fresh empty dict when None.
     """
 
-    memory: Memory
-    score: float
-    match: str
-    parts: dict[str, float] = field(default_factory=dict)
+    __slots__ = ("memory", "score", "match", "parts")
+
+    def __init__(self, memory: Memory, score: float, match: str, parts: dict[str, float] | None = None) -> None:
+        self.memory = memory
+        self.score = score
+        self.match = match
+        self.parts = {} if parts is None else parts
 
 
 class Retriever(Protocol):

@@ -33,7 +33,6 @@ import json
 import os
 import time
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -95,26 +94,39 @@ class IndexUnavailable(Exception):
     """The index cannot be opened, written or read; callers fall back to scanning files."""
 
 
-@dataclass
 class SyncReport:
     """What one sync did: counts of files added, updated, removed, moved, and touched-only.
 
+    ``files`` is how many memory files the walk found. ``rebuilt`` (the index was built
+    anew) and ``notes`` (messages; a fresh empty list when None) are shown in ``index
+    status``'s ``last_sync``; no sync sets them yet.
     ``pending`` is the number of changed files left for a later sync (the deadline came
     first; -1: it came before the walk of the files ended, so what changed is not known);
     ``busy`` is True when another process held the build lock past the wait, so
     nothing was read and the index was served as it was.
     """
 
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    moved: int = 0
-    touched: int = 0
-    files: int = 0
-    rebuilt: bool = False
-    notes: list[str] = field(default_factory=list)
-    pending: int = 0
-    busy: bool = False
+    __slots__ = ("added", "updated", "removed", "moved", "touched", "files", "rebuilt", "notes", "pending", "busy")
+
+    def __init__(self, added: int = 0, updated: int = 0, removed: int = 0, moved: int = 0, touched: int = 0,
+                 files: int = 0, rebuilt: bool = False, notes: list[str] | None = None, pending: int = 0,
+                 busy: bool = False) -> None:
+        self.added = added
+        self.updated = updated
+        self.removed = removed
+        self.moved = moved
+        self.touched = touched
+        self.files = files
+        self.rebuilt = rebuilt
+        self.notes = [] if notes is None else notes
+        self.pending = pending
+        self.busy = busy
+
+    def to_dict(self) -> dict[str, object]:
+        """Every attribute by name, JSON-ready (``index status``'s ``last_sync``)."""
+        return {"added": self.added, "updated": self.updated, "removed": self.removed, "moved": self.moved,
+                "touched": self.touched, "files": self.files, "rebuilt": self.rebuilt, "notes": self.notes,
+                "pending": self.pending, "busy": self.busy}
 
     @property
     def complete(self) -> bool:

@@ -28,7 +28,6 @@ A ranked query is split into :class:`Word` objects before it is matched (SPEC.md
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -70,7 +69,6 @@ def other_forms(word: str) -> list[str]:
     return _ABBREVIATIONS.get(word.strip(_EDGE), [])
 
 
-@dataclass(frozen=True)
 class Word:
     """One query word.
 
@@ -81,10 +79,13 @@ class Word:
         weak: a single CJK character left over from splitting (dropped when other words remain).
     """
 
-    text: str
-    stop: bool = False
-    cjk: bool = False
-    weak: bool = False
+    __slots__ = ("text", "stop", "cjk", "weak")
+
+    def __init__(self, text: str, stop: bool = False, cjk: bool = False, weak: bool = False) -> None:
+        self.text = text
+        self.stop = stop
+        self.cjk = cjk
+        self.weak = weak
 
     @property
     def tokens(self) -> list[str]:

@@ -6,8 +6,6 @@ validation, sensitive data, idempotency, duplicates, conflict, review.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memcli.errors import ScopeViolation, SecretDetected
 from memcli.model import Memory, check_scope, normalise_text
 
@@ -188,13 +186,16 @@ def _refuse(text: str | None, where: str, allow: tuple[str, ...] = ()) -> None:
             hint="remove it: invisible characters can hide text from the person reading the memory")
 
 
-@dataclass
 class Duplicate:
-    """A duplicate found by the duplicate gate: the existing memory's id and the ratio (0–100)."""
+    """A duplicate found by the duplicate gate: the existing memory's id, the ratio (0–100)
+    and whether the normalised texts are the same."""
 
-    memory_id: str
-    ratio: float
-    exact: bool
+    __slots__ = ("memory_id", "ratio", "exact")
+
+    def __init__(self, memory_id: str, ratio: float, exact: bool) -> None:
+        self.memory_id = memory_id
+        self.ratio = ratio
+        self.exact = exact
 
 
 def find_duplicates(text: str, candidates: dict[str, str], threshold: int) -> list[Duplicate]:

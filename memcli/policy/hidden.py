@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 
 #: Every hidden character in one class: the Cf ranges of Unicode 15 (U+00AD, U+0600-0605,
 #: U+061C, U+06DD, U+070F, U+0890-0891, U+08E2, U+180E, U+200B-200F, U+202A-202E,
@@ -50,13 +49,15 @@ _ZWJ, _VS15, _VS16, _KEYCAP = 0x200D, 0xFE0E, 0xFE0F, 0x20E3
 _KEYCAP_BASES = frozenset("0123456789#*")
 
 
-@dataclass(frozen=True)
 class HiddenChar:
     """An invisible character refused at write: its code point, name, 1-based line and column."""
 
-    code: int
-    line: int
-    column: int
+    __slots__ = ("code", "line", "column")
+
+    def __init__(self, code: int, line: int, column: int) -> None:
+        self.code = code
+        self.line = line
+        self.column = column
 
     @property
     def name(self) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import getpass
 import os
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -108,7 +107,6 @@ def _git_identity(root: Path) -> str | None:
     return None
 
 
-@dataclass
 class Ctx:
     """Who is asking, where, and when.
 
@@ -116,19 +114,25 @@ class Ctx:
         ws: the opened workspace.
         actor: the caller's name (provenance ``actor``, owner of ``user:<actor>``).
         now: the clock (aware UTC), fixed for the whole command.
-        warnings: messages for stderr gathered while working (bad files, near duplicates).
+        warnings: messages for stderr gathered while working (bad files, near duplicates);
+            a fresh empty list when None.
+        deadline: a ``time.monotonic()`` instant for the index sync (hooks, ``context``):
+            what it does not reach by then is left to one background build
+            (``memcli.index.build``); None: no deadline.
     """
 
-    ws: Workspace
-    actor: str
-    now: datetime
-    warnings: list[str] = field(default_factory=list)
-    #: A ``time.monotonic()`` instant for the index sync (hooks, ``context``): what it does
-    #: not reach by then is left to one background build (``memcli.index.build``).
-    deadline: float | None = None
-    _catalog: object | None = None
-    _warned: bool = False
-    _stores: list | None = None
+    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "_catalog", "_warned", "_stores")
+
+    def __init__(self, ws: Workspace, actor: str, now: datetime, warnings: list[str] | None = None,
+                 deadline: float | None = None) -> None:
+        self.ws = ws
+        self.actor = actor
+        self.now = now
+        self.warnings = [] if warnings is None else warnings
+        self.deadline = deadline
+        self._catalog: object | None = None  # opened by catalog(), once per command
+        self._warned = False  # the catalog's unreadable files were reported
+        self._stores: list | None = None  # the person's own stores, found by personal_stores()
 
     @classmethod
     def open(cls, workspace: str | None = None, actor: str | None = None) -> "Ctx":
@@ -301,8 +305,10 @@ class Ctx:
         """This context (actor, clock, warnings, deadline) on the store at ``root``."""
         from memcli.config import CONFIG_NAME, load_config
 
-        return Ctx(ws=Workspace(root=root, config=load_config(root / CONFIG_NAME)), actor=self.actor, now=self.now,
-                   warnings=self.warnings, deadline=self.deadline, _warned=True)
+        store = Ctx(ws=Workspace(root=root, config=load_config(root / CONFIG_NAME)), actor=self.actor, now=self.now,
+                    warnings=self.warnings, deadline=self.deadline)
+        store._warned = True  # its unreadable files reach the reader through the merged catalog
+        return store
 
     def scopes(self, requested: list[str] | None = None) -> list[str]:
         """The scopes a query reads; see ``policy.gates.readable_scopes``."""

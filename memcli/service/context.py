@@ -174,12 +174,10 @@ def fitted(memory: Memory, room: int) -> Memory:
     ending with a line that names the whole one (``memcli show ID``); unchanged when it fits."""
     if len(memory.text) <= room:
         return memory
-    from dataclasses import replace
-
     tail = f"\n[cut to fit the context; the whole text: memcli show {memory.id}]"
     keep = memory.text[:max(0, room - len(tail))]
     keep = keep.rsplit("\n", 1)[0] if "\n" in keep else keep
-    return replace(memory, body=keep.rstrip() + tail + "\n")
+    return memory.with_(body=keep.rstrip() + tail + "\n")
 
 
 def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: Path | None = None,

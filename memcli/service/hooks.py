@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -50,14 +49,19 @@ UNSERVED = "no memories for this session:"
 RESTARTS = ("compact", "resume")
 
 
-@dataclass
 class HookRun:
-    """The outcome of one hook call: what to print on stdout, and warnings for stderr."""
+    """The outcome of one hook call: what to print on stdout, and warnings for stderr.
 
-    stdout: str
-    warnings: list[str] = field(default_factory=list)
-    #: Tracebacks of unexpected errors (bugs), for ``MEMCLI_DEBUG=1`` to print on stderr.
-    tracebacks: list[str] = field(default_factory=list)
+    ``tracebacks`` holds the tracebacks of unexpected errors (bugs), for ``MEMCLI_DEBUG=1``
+    to print on stderr. A list left None is a fresh empty one.
+    """
+
+    __slots__ = ("stdout", "warnings", "tracebacks")
+
+    def __init__(self, stdout: str, warnings: list[str] | None = None, tracebacks: list[str] | None = None) -> None:
+        self.stdout = stdout
+        self.warnings = [] if warnings is None else warnings
+        self.tracebacks = [] if tracebacks is None else tracebacks
 
 
 def _session_file(ctx, session_id: str) -> Path:  # noqa: ANN001

@@ -6,7 +6,6 @@ queries through :class:`memcli.index.Query`, id look-ups through ``Ctx.resolve``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from memcli.errors import UsageProblem, ValidationFailed
@@ -20,24 +19,37 @@ from memcli.timeutil import parse_instant
 MAX_LIMIT = 1000
 
 
-@dataclass
 class Filters:
-    """Filters shared by ``recall`` and ``list`` (see :class:`memcli.index.Query`)."""
+    """Filters shared by ``recall`` and ``list`` (see :class:`memcli.index.Query`).
 
-    scopes: list[str] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
-    category: str | None = None
-    tag: str | None = None
-    subject: str | None = None
-    include_expired: bool = False
-    limit: int = 20
-    path: str | None = None
-    created_after: str | None = None
-    created_before: str | None = None
-    updated_after: str | None = None
-    updated_before: str | None = None
-    #: Also search the caller's own session memories (``session:*``, summaries of past sessions).
-    sessions: bool = False
+    As given on the command line, checked by :func:`build_query`: ``statuses`` may hold
+    comma-separated lists, the times are RFC 3339 strings or dates. A list left None is a
+    fresh empty one (all readable scopes; ``active`` only). ``sessions``: also search the
+    caller's own session memories (``session:*``, summaries of past sessions).
+    """
+
+    __slots__ = ("scopes", "statuses", "category", "tag", "subject", "include_expired", "limit", "path",
+                 "created_after", "created_before", "updated_after", "updated_before", "sessions")
+
+    def __init__(self, scopes: list[str] | None = None, statuses: list[str] | None = None,
+                 category: str | None = None, tag: str | None = None, subject: str | None = None,
+                 include_expired: bool = False, limit: int = 20, path: str | None = None,
+                 created_after: str | None = None, created_before: str | None = None,
+                 updated_after: str | None = None, updated_before: str | None = None,
+                 sessions: bool = False) -> None:
+        self.scopes = [] if scopes is None else scopes
+        self.statuses = [] if statuses is None else statuses
+        self.category = category
+        self.tag = tag
+        self.subject = subject
+        self.include_expired = include_expired
+        self.limit = limit
+        self.path = path
+        self.created_after = created_after
+        self.created_before = created_before
+        self.updated_after = updated_after
+        self.updated_before = updated_before
+        self.sessions = sessions
 
 
 def retriever(ctx: Ctx) -> Retriever:
@@ -100,13 +112,15 @@ def list_memories(ctx: Ctx, filters: Filters) -> list[Memory]:
     return for_reader(ctx, [h.memory for h in retriever(ctx).search(query)])
 
 
-@dataclass
 class Shown:
     """A memory for ``show``: the record, whether it is expired now, and its raw file text."""
 
-    memory: Memory
-    expired: bool
-    raw: str
+    __slots__ = ("memory", "expired", "raw")
+
+    def __init__(self, memory: Memory, expired: bool, raw: str) -> None:
+        self.memory = memory
+        self.expired = expired
+        self.raw = raw
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -307,7 +321,7 @@ def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
     if not isinstance(catalog, IndexCatalog):
         return {"backend": "scan", "memories": len(catalog.memories), "problems": problems}
     return {"backend": "fts5", **catalog.index.status(), "problems": problems, "files": catalog.report.files,
-            "complete": catalog.report.complete, "last_sync": catalog.report.__dict__}
+            "complete": catalog.report.complete, "last_sync": catalog.report.to_dict()}
 
 
 def check_mode(fuzzy: bool, grep: bool) -> str:

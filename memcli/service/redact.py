@@ -24,7 +24,6 @@ or written, every text is simply scanned.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -176,7 +175,7 @@ def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]
             cleaned = [label(v) for v in values]
             if cleaned != values:
                 changes[name] = cleaned
-        out.append(dataclasses.replace(memory, **changes) if changes else memory)
+        out.append(memory.with_(**changes) if changes else memory)
     return out
 
 

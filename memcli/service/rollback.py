@@ -8,7 +8,7 @@ every memcli write (``GitRepo.commit``), so what the user has staged elsewhere s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -94,8 +94,8 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         if links.superseded_by != restored.superseded_by:
             changes["supersededBy"] = links.superseded_by or None
         writes[item.file] = rewrite(old, changes)
-        restored = replace(restored, updated_at=ctx.now, supersedes=links.supersedes,
-                           superseded_by=links.superseded_by, path=current.path)
+        restored = restored.with_(updated_at=ctx.now, supersedes=links.supersedes,
+                                  superseded_by=links.superseded_by, path=current.path)
         commit = apply(ctx, writes, "rollback", [restored], links.changed)
     return WriteResult("rollback", restored, "updated",
                        f"rolled back {restored.id} to {label}: now {restored.status}{links.words()}",
@@ -130,7 +130,7 @@ def _parse(ctx: Ctx, path: Path, data: bytes, label: str) -> Loaded:
 def _same(old: Memory, current: Memory) -> bool:
     """True when two versions differ at most in ``updatedAt`` (and where the file lies)."""
     def key(m: Memory) -> tuple:
-        return model.to_mapping(replace(m, updated_at=None, path="")), m.body
+        return model.to_mapping(m.with_(updated_at=None, path="")), m.body
     return key(old) == key(current)
 
 

@@ -7,7 +7,6 @@ the user to commit). If the commit fails, the files are restored: an error write
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -210,7 +209,7 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
         from memcli.service.redact import cache_of, redact_text
 
         memories = [m if not m.provenance.allow_secret else
-                    dataclasses.replace(m, body=redact_text(m.text, cache_of(ctx))) for m in memories]
+                    m.with_(body=redact_text(m.text, cache_of(ctx))) for m in memories]
     if len(memories) == 1:
         body = memories[0].text if len(memories[0].text) <= 2000 else memories[0].text[:2000] + " …"
     else:
@@ -365,8 +364,8 @@ def check_session_owner(ctx: Ctx, scope: str) -> None:
     if not is_session(scope):
         return
     search = ctx.catalog().retriever()
-    every = Query(text="", scopes=[scope], now=ctx.now, statuses=model.STATUSES, include_expired=True, limit=1)
-    mine = Query(**{**every.__dict__, "actor": ctx.actor})
+    wanted = dict(text="", scopes=[scope], now=ctx.now, statuses=model.STATUSES, include_expired=True, limit=1)
+    every, mine = Query(**wanted), Query(**wanted, actor=ctx.actor)
     if search.count(every) > search.count(mine):
         raise ScopeViolation(f"cannot write to {scope}: it is another person's session",
                              hint=f"write to your own session or to user:{ctx.actor}")

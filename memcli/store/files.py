@@ -12,7 +12,6 @@ import os
 import re
 import stat
 import unicodedata
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -188,25 +187,29 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-@dataclass
 class Loaded:
-    """One readable memory: the parsed document and the record built from it.
+    """One readable memory: the parsed document, the record built from it and its file.
 
     ``warning`` (a reason starting with ``PARTIAL``) says the file was served only in part.
     """
 
-    doc: frontmatter.Document
-    memory: model.Memory
-    file: Path
-    warning: str | None = None
+    __slots__ = ("doc", "memory", "file", "warning")
+
+    def __init__(self, doc: frontmatter.Document, memory: model.Memory, file: Path, warning: str | None = None) -> None:
+        self.doc = doc
+        self.memory = memory
+        self.file = file
+        self.warning = warning
 
 
-@dataclass
 class Scan:
-    """The result of reading every memory file: the good ones and the problems."""
+    """The result of reading every memory file: the good ones and the problems (fresh empty lists when None)."""
 
-    loaded: list[Loaded] = field(default_factory=list)
-    problems: list[InvalidMemoryFile] = field(default_factory=list)
+    __slots__ = ("loaded", "problems")
+
+    def __init__(self, loaded: list[Loaded] | None = None, problems: list[InvalidMemoryFile] | None = None) -> None:
+        self.loaded = [] if loaded is None else loaded
+        self.problems = [] if problems is None else problems
 
     @property
     def memories(self) -> list[model.Memory]:

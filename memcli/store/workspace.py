@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -27,7 +26,6 @@ ARCHIVE = "archive"
 OPENED: Path | None = None
 
 
-@dataclass
 class Workspace:
     """An opened workspace.
 
@@ -36,8 +34,11 @@ class Workspace:
         config: its parsed configuration.
     """
 
-    root: Path
-    config: Config
+    __slots__ = ("root", "config")
+
+    def __init__(self, root: Path, config: Config) -> None:
+        self.root = root
+        self.config = config
 
     @property
     def files(self) -> MemoryFiles:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from memcli.policy.secrets import rules, tokens
 from memcli.policy.secrets.rules import (ANTHROPIC, AWS_KEY_ID, AWS_SECRET, BEARER, CARD, CN_ID, GENERIC,
@@ -69,11 +69,11 @@ PUBLIC_TEST_VALUES: dict[str, frozenset[str]] = {
 _DETECTOR_PRIORITY = 0.5  # after memcli's token rules, whose spans are tighter; before digit rules
 
 
-@dataclass(frozen=True)
-class SecretFinding:
+class SecretFinding(NamedTuple):
     """Where a secret starts: ``kind`` (one of ``KINDS``), 1-based ``line`` and ``column``.
 
     The secret itself is deliberately not stored, so ``str``/``repr`` are safe to show.
+    A ``(kind, line, column)`` triple: immutable, compared by value.
     """
 
     kind: str
