@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import git
+import pytest
+
+from conftest import git, shared_tree
 from memcli.agents import summary as sm
 
 SESSION = "7a1b2c3d-0000-4000-8000-00000000abcd"
@@ -18,6 +20,15 @@ SCOPE = f"session:{SESSION}"
 #: Words that sit only in entries the summary must never take text from.
 MARKERS = ("TOOLMARKER", "SIDEMARKER", "REMINDERMARKER", "METAMARKER", "CONTEXTMARKER", "THINKMARKER")
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+@pytest.fixture
+def ws(ws):
+    """The workspace with every scope in its own tree (no ``[workspace] id``), so these tests
+    see the summary, its commit and the raw-transcript archive in one repository. In a
+    workspace with an id they are in the person's own store instead: see
+    ``tests/test_personal_store.py``."""
+    return shared_tree(ws)
 
 
 def _line(kind: str, content, uuid: str, session: str | None = SESSION, mid: str | None = None, **extra) -> str:
