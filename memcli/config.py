@@ -244,7 +244,8 @@ def load_config(path: Path) -> Config:
                                hint="the default is 95")
     _check_duration(path, "[compact] retention", config.compact_retention)
     if config.workspace_id is not None and not _WORKSPACE_ID.fullmatch(config.workspace_id):
-        raise WorkspaceInvalid(f"{path}: [workspace] id must be 8 to 64 characters a-z, 0-9 or '-'",
+        raise WorkspaceInvalid(f"{path}: [workspace] id must be 8 to 64 characters a-z, 0-9 or '-', "
+                               "starting with a letter or digit",
                                hint="keep the id `memcli init` wrote; it names your personal store of this workspace")
     if config.kind not in ("project", "personal"):
         raise WorkspaceInvalid(f"{path}: [workspace] kind must be \"project\" or \"personal\"")

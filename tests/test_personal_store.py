@@ -162,3 +162,49 @@ def test_sync_also_syncs_a_personal_store_that_has_a_remote(tmp_path: Path, run)
     # another machine of alice's: a clone of the team store, and her personal store from her remote
     git(tmp_path, "clone", "-q", str(team), str(two))
     assert run("-w", str(two), "recall", "helix", env={"MEMCLI_HOME": str(tmp_path / "elsewhere")}).out == ""
+
+
+def test_what_the_hostile_tester_found(tmp_path: Path, ws: Path, run):
+    """Each finding of the review of the personal store, as a check."""
+    home = tmp_path / "dotfiles"
+    home.mkdir()
+    git(home, "init", "-q")
+    env = {"MEMCLI_HOME": str(home / "memcli")}
+    first = run("--json", "remember", "Personal: first note", "--scope", "user:alice", env=env)
+    assert first.code == 0, first
+    store = next((home / "memcli" / "projects").iterdir())
+    subprocess.run(["rm", "-rf", str(store / ".git")], check=True)  # the store's own repository is lost
+    again = run("remember", "Personal: second note", "--scope", "user:alice", env=env)
+    assert again.code == 0 and "had lost its git repository" in again.err, again
+    assert (store / ".git").is_dir()
+    assert subprocess.run(["git", "-C", str(home), "rev-parse", "HEAD"], capture_output=True).returncode != 0
+    # a supersede never moves a memory across stores
+    crossed = run("supersede", first.json()["data"]["id"], "Now shared", "--scope", "project", env=env)
+    assert crossed.code == 5 and "another store" in crossed.err and crossed.err.count("\n") == 1
+    # a relative $MEMCLI_HOME would be another store in every folder
+    relative = run("remember", "x note", "--scope", "user:alice", env={"MEMCLI_HOME": "relhome"})
+    assert relative.code == 3 and "absolute path" in relative.err and relative.err.count("\n") == 1
+    assert not (tmp_path / "relhome").exists()
+    # a write the gates refuse makes no store
+    fresh = {"MEMCLI_HOME": str(tmp_path / "fresh")}
+    for args in (("key AKIAIOSFODNN7EXAMPLF",), ("x note", "--category", "notacategory"),
+                 ("x note", "--all-projects", "--importance", "9")):
+        refused = run("remember", *args, "--scope", "user:alice", env=fresh)
+        assert refused.code in (5, 6), refused
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_doctor_fix_never_overwrites_the_stores_own_copy(ws: Path, run):
+    shared_tree(ws)
+    memory_id = run("--json", "remember", "LOSE-ME v1", "--scope", "user:alice").json()["data"]["id"]
+    assert run("doctor", "--fix").code == 0
+    assert run("undo").code == 0  # reverses the project side of the move: the file is back in the tree
+    store = personal_store(ws)
+    kept = next((store / "memories").rglob(f"{memory_id}*.md"))
+    kept.write_text(kept.read_text(encoding="utf-8").replace("LOSE-ME v1", "LOSE-ME v2 important edit"),
+                    encoding="utf-8")
+    fixed = run("doctor", "--fix")
+    assert fixed.code == 0 and "not moved, your store already holds another version" in fixed.out, fixed
+    assert "v2 important edit" in kept.read_text(encoding="utf-8")
+    undone = run("undo")  # the next undoable change is not the workspace id (an init commit)
+    assert "workspace id" not in undone.out

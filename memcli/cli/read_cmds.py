@@ -180,7 +180,8 @@ def doctor(
         if fix:
             count = len(report.fixed)
             done = f"wrote defaults into {count} file{'' if count == 1 else 's'}" + (
-                f" (commit {report.commit[:10]})" if report.commit else "") if report.fixed else "nothing to fix"
+                f" (commit {report.commit[:10]})" if report.commit else "") if report.fixed else (
+                "no defaults to write" if report.moved else "nothing to fix")
             if report.skipped:
                 count = len(report.skipped)
                 done += f"; {count} file{'' if count == 1 else 's'} with uncommitted edits skipped"

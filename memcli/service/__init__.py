@@ -262,10 +262,13 @@ class Ctx:
                             self.warnings.append(f"your personal store is not read: {err.message}")
         return self._stores
 
-    def store_for(self, scope: str, cross_project: bool = False) -> "Ctx":
+    def store_for(self, scope: str, cross_project: bool = False, create: bool = True) -> "Ctx | None":
         """The context whose store holds ``scope``: this one, or for a personal scope
         (``user:*``, ``session:*``) of a workspace with an id, the person's own store of
-        this workspace (``cross_project``: their cross-project store), created on first use.
+        this workspace (``cross_project``: their cross-project store), created on first use
+        (``create`` False: None when it does not exist yet). A store whose own repository
+        is gone gets a new one, so its commits never land in an enclosing repository (a
+        home folder kept in git).
 
         Raises:
             WorkspaceInvalid, GitFailed: the personal store cannot be created.
@@ -277,7 +280,13 @@ class Ctx:
             return self
         root = personal.cross_project_store() if cross_project else personal.project_store(config.workspace_id)
         found = next((c for c in self.personal_stores() if c.ws.root == root), None)
-        if found is not None:
+        if found is not None or not create:
+            if found is not None and create and not (root / ".git").exists():
+                from memcli import gitlog
+
+                gitlog.GitRepo.init(root, own=True)
+                self.warnings.append(f"your personal store {root} had lost its git repository; it has a new one "
+                                     "(its earlier history is not in it)")
             return found
         from memcli.service.stores import create_store
 

@@ -81,9 +81,10 @@ def check(ctx: Ctx) -> Report:
         mine = [m for m in ctx.catalog().with_status("active") if is_personal(m.scope) and ctx.may_see(m)
                 and not Path(m.path).is_absolute()]
         if mine:
-            what = "1 personal memory of yours is" if len(mine) == 1 else f"{len(mine)} personal memories of yours are"
-            report.moved.append(f"{what} kept in this workspace, where a push publishes it: "
-                                "`memcli doctor --fix` moves it to your own store")
+            what, it = (("1 personal memory of yours is", "it") if len(mine) == 1
+                        else (f"{len(mine)} personal memories of yours are", "them"))
+            report.moved.append(f"{what} kept in this workspace, where a push publishes {it}: "
+                                f"`memcli doctor --fix` moves {it} to your own store")
     return report
 
 

@@ -46,30 +46,40 @@ def move_personal(ctx: Ctx) -> list[str]:
     if not ctx.ws.config.workspace_id:
         notes.append(_give_id(ctx))
     mine = [m for m in personal if owner_of(m) == ctx.actor]
+    others = len(personal) - len(mine)
     if mine:
         store = ctx.store_for(mine[0].scope)
         with store.ws.lock():
             writes: dict[Path, bytes | None] = {}
+            differ = []
             for memory in mine:
                 target = store.ws.root / memory.path
                 data = (ctx.ws.root / memory.path).read_bytes()
-                if not target.exists() or target.read_bytes() != data:
+                if target.exists() and target.read_bytes() != data:  # never overwrite the store's own copy
+                    differ.append(memory)
+                elif not target.exists():
                     writes[target] = data
+            if differ:
+                notes.append(f"not moved, your store already holds another version: "
+                             f"{', '.join(m.path for m in differ[:5])} (compare it with {store.ws.root}/… and "
+                             "remove the one you do not want)")
+                mine = [m for m in mine if m not in differ]
             if writes:
                 apply(store, writes, OP, mine, [], trailers={"Moved-From": ctx.ws.config.workspace_id})
             store.catalog(refresh=True)
+    if mine:
         with ctx.ws.lock():
             apply(ctx, {ctx.ws.root / m.path: None for m in mine}, OP, mine, [], with_text=False)
             ctx._catalog = None
         ids = ", ".join(m.id for m in mine[:5]) + (f" and {len(mine) - 5} more" if len(mine) > 5 else "")
-        notes.append(f"moved {_count(len(mine), 'personal memory', 'personal memories')} of yours ({ids}) to your own store {store.ws.root}, "
-                     "with a commit on each side; the project's git history still holds their text: "
+        notes.append(f"moved {_count(len(mine), 'personal memory', 'personal memories')} of yours ({ids}) to "
+                     f"your own store {store.ws.root}, with a commit on each side; the project's git history still holds their text: "
                      "`memcli purge --history ID` removes one from it too (a history rewrite: the remote "
                      "then needs a forced push)")
-    others = len(personal) - len(mine)
     if others:
-        notes.append(f"{_count(others, 'personal memory', 'personal memories')} of other people stay in this workspace: each owner's "
-                     "`memcli doctor --fix` moves theirs to their own store")
+        stay = "stays" if others == 1 else "stay"
+        notes.append(f"{_count(others, 'personal memory', 'personal memories')} of other people {stay} in this "
+                     "workspace: each owner's `memcli doctor --fix` moves theirs to their own store")
     return notes
 
 
@@ -94,7 +104,7 @@ def _give_id(ctx: Ctx) -> str:
     with ctx.ws.lock():
         atomic_write(path, text.encode("utf-8"))
         if ctx.ws.config.autocommit:
-            gitlog.GitRepo(ctx.ws.root).commit([path], gitlog.message(OP, "workspace id", {"Op": OP}),
+            gitlog.GitRepo(ctx.ws.root).commit([path], gitlog.message("init", "workspace id", {"Op": "init"}),
                                                actor=ctx.actor)
     ctx.ws.config = load_config(path)
     ctx._stores = None

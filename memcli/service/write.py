@@ -574,7 +574,7 @@ def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: st
     return changed
 
 
-def store_of(ctx: Ctx, opts: WriteOptions, base: Memory | None = None) -> Ctx:
+def store_of(ctx: Ctx, opts: WriteOptions, base: Memory | None = None, text: str | None = None) -> Ctx:
     """The context of the store a new memory goes to (``Ctx.store_for``): the person's own
     store for a personal scope of a workspace with an id, else ``ctx`` (SPEC.md section 1).
 
@@ -590,8 +590,13 @@ def store_of(ctx: Ctx, opts: WriteOptions, base: Memory | None = None) -> Ctx:
     except MemcliError:
         return ctx  # gate 1 reports it, in the store it would have gone to
     if opts.cross_project and not scope.startswith("user:"):
-        raise ValidationFailed(f"--all-projects keeps a personal memory for every workspace; {scope} is not "
-                               "personal", hint=f"add --scope user:{ctx.actor}")
+        raise ValidationFailed(f"--all-projects keeps a user:NAME memory for every workspace; {scope} is not one",
+                               hint=f"add --scope user:{ctx.actor}")
+    if text is not None and ctx.store_for(scope, opts.cross_project, create=False) is None:
+        # the person's store is made on this write: a write the gates refuse makes nothing
+        model.check_text(text)
+        gates.check_secrets(text, allow=tuple(_allowed_kinds(opts)))
+        _validated(ctx, text, opts, base)
     return ctx.store_for(scope, opts.cross_project)
 
 
@@ -603,7 +608,7 @@ def remember(ctx: Ctx, text: str, opts: WriteOptions) -> WriteResult:
         ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict, WorkspaceLocked,
         GitLocked, GitFailed: as their names say; nothing is written.
     """
-    return _gate(store_of(ctx, opts), "remember", text, opts)
+    return _gate(store_of(ctx, opts, text=text), "remember", text, opts)
 
 
 def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteResult:
@@ -618,9 +623,9 @@ def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteRes
         WrongStatus: the old memory is not active.
         and the errors of :func:`remember`.
     """
-    ctx = ctx.owner(old_ref)  # the replacement goes to the store of the memory it replaces
+    workspace, ctx = ctx, ctx.owner(old_ref)  # the replacement goes to the store of the memory it replaces
     old = ctx.resolve(old_ref)
-    if store_of(ctx, opts, old.memory) is not ctx:
+    if store_of(workspace, opts, old.memory).ws.root != ctx.ws.root:
         raise ValidationFailed(f"{old.memory.id} is in {old.memory.scope}; its replacement cannot go to "
                                f"{opts.scope}, a scope kept in another store",
                                hint="remember the new text on its own, then `memcli forget` the old one")

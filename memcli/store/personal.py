@@ -32,14 +32,24 @@ def is_personal(scope: str) -> bool:
 
 
 def data_home() -> Path:
-    """The folder of the person's stores: ``$MEMCLI_HOME``, else the platform's user data
+    """The folder of the person's stores: ``$MEMCLI_HOME`` (an absolute path, ``~`` expanded), else the platform's user data
     folder for memcli: on Linux ``$XDG_DATA_HOME/memcli`` when that variable is an absolute
     path, else ``~/.local/share/memcli`` (the XDG Base Directory Specification, the rule
     ``platformdirs`` applies); elsewhere ``platformdirs.user_data_path`` (macOS
-    ``~/Library/Application Support/memcli``, Windows ``%LOCALAPPDATA%\\memcli``)."""
+    ``~/Library/Application Support/memcli``, Windows ``%LOCALAPPDATA%\\memcli``).
+
+    Raises:
+        WorkspaceInvalid: ``$MEMCLI_HOME`` is a relative path.
+    """
     given = os.environ.get(HOME_VARIABLE)
     if given:
-        return Path(given).expanduser().absolute()
+        path = Path(given).expanduser()
+        if not path.is_absolute():  # relative to whatever folder a command runs in: never the same store
+            from memcli.errors import WorkspaceInvalid
+
+            raise WorkspaceInvalid(f"${HOME_VARIABLE} must be an absolute path, not {given[:80]!r}",
+                                   hint=f"set it to a full path, e.g. {Path.home() / '.local' / 'share' / 'memcli'}")
+        return path
     if sys.platform.startswith("linux"):  # the XDG Base Directory rule, without platformdirs' 10 ms import
         xdg = os.environ.get("XDG_DATA_HOME", "")
         return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share") / "memcli"
