@@ -44,12 +44,12 @@ def hand(ws, run):
     project, mine = ws / "memories" / "project", ws / "memories" / "user" / "alice"
     mine.mkdir(parents=True)
     (project / "handnote.md").write_bytes(BODY_ONLY)
-    (mine / "Blue-Green.md").write_bytes(PARTIAL_HEAD + PARTIAL_BODY)
+    (project / "Blue-Green.md").write_bytes(PARTIAL_HEAD + PARTIAL_BODY)  # a personal one would move (service.move)
     (project / "broken.md").write_bytes(BROKEN)
     git(ws, "add", "memories")
     subprocess.run(["git", "-C", str(ws), "commit", "-qm", "notes written by hand"], check=True,
                    env={**os.environ, "GIT_AUTHOR_DATE": ADDED, "GIT_COMMITTER_DATE": ADDED})
-    return {"written": written, "body": project / "handnote.md", "partial": mine / "Blue-Green.md",
+    return {"written": written, "body": project / "handnote.md", "partial": project / "Blue-Green.md",
             "broken": project / "broken.md"}
 
 
@@ -64,12 +64,12 @@ def test_fix_writes_the_defaults_in_one_commit(hand, ws, run):
     data = result.json()["data"]
     assert {f["path"]: f["added"] for f in data["fixed"]} == {
         "memories/project/handnote.md": KEYS,
-        "memories/user/alice/Blue-Green.md": [k for k in KEYS if k != "category"]}
+        "memories/project/Blue-Green.md": [k for k in KEYS if k != "category"]}
     assert [p["path"] for p in data["problems"]] == ["memories/project/broken.md"]
 
     assert commits(ws)[1:] == head and data["commit"] == commits(ws)[0]  # exactly one new commit
     assert git(ws, "show", "--name-only", "--format=", "HEAD").split() == [
-        "memories/project/handnote.md", "memories/user/alice/Blue-Green.md"]
+        "memories/project/Blue-Green.md", "memories/project/handnote.md"]
     message = git(ws, "log", "-1", "--format=%B")
     assert message.startswith("memcli: doctor 2 memories") and "Memcli-Op: doctor" in message
 
@@ -86,7 +86,7 @@ def test_fix_writes_the_defaults_in_one_commit(hand, ws, run):
     assert b"\r\ncreatedAt: 2025-01-02T03:04:05Z\r\nupdatedAt: 2025-01-02T03:04:05Z\r\n" in body
     assert dict(meta["provenance"]) == {"sourceType": "admin_edit", "actor": "unknown", "runId": None}
     partial_meta = frontmatter.parse(partial, "Blue-Green.md").meta
-    assert partial_meta["category"] == "decision" and partial_meta["scope"] == "user:alice"
+    assert partial_meta["category"] == "decision" and partial_meta["scope"] == "project"
 
     after = {ref: seen(run, ref) for ref in ("handnote", "blue-green", hand["written"])}
     assert after == before
@@ -138,7 +138,9 @@ def test_fix_leaves_other_users_personal_files_alone(ws, run):
     result = run("--json", "doctor", "--fix")
     assert result.code == 0 and result.json()["data"]["fixed"] == [] and commits(ws) == head
     assert (bob / "editor.md").read_bytes() == b"Bob uses vim.\n"
-    assert run("--json", "--actor", "bob", "doctor", "--fix").json()["data"]["fixed"][0]["id"] == "editor"
+    moved = run("--json", "--actor", "bob", "doctor", "--fix").json()["data"]  # bob's own: to his store
+    assert any("moved 1 personal memory of yours" in line for line in moved["personal"])
+    assert not (bob / "editor.md").exists()
 
 
 def test_fix_without_autocommit_writes_and_leaves_the_commit_to_you(ws, run):
@@ -158,7 +160,7 @@ def test_plain_doctor_is_unchanged_and_writes_nothing(hand, ws, run):
     head = commits(ws)
     result = run("--json", "doctor")
     data = result.json()["data"]
-    assert result.code == 11 and set(data) <= {"problems", "repository"}  # repository: what doctor found in git
+    assert result.code == 11 and set(data) <= {"problems", "repository", "personal"}  # repository: what doctor found in git
     assert not data.get("repository"), data
     assert hand["body"].read_bytes() == BODY_ONLY and commits(ws) == head
 

@@ -117,7 +117,7 @@ def test_recall_finds_ones_own_summaries_only_with_sessions(summarised, run):
     assert summarised["id"] in [m["id"] for m in listed]
 
 
-def test_another_actor_sees_the_session_nowhere(summarised, run, ws):
+def test_another_actor_sees_the_session_nowhere(shared_tree_ws, summarised, run, ws):
     """bob, in the same workspace, on every read path: show, log, history, stats, diff,
     recall, context (the hook's and the command's), export."""
     memory_id = summarised["id"]

@@ -238,7 +238,7 @@ def _subjects(ws: Path) -> list[str]:
     return out.stdout.splitlines()
 
 
-def test_pre_compact_extracts_and_summarises_then_a_rerun_is_a_no_op(ws, run, tmp_path):
+def test_pre_compact_extracts_and_summarises_then_a_rerun_is_a_no_op(shared_tree_ws, ws, run, tmp_path):
     """Report 2, problem 1: with both keys on, the extract AND the summary are written."""
     _configure(ws, extract=True, summarize=True)
     transcript = tmp_path / "h3.jsonl"
@@ -258,7 +258,7 @@ def test_pre_compact_extracts_and_summarises_then_a_rerun_is_a_no_op(ws, run, tm
     assert _subjects(ws) == subjects
 
 
-def test_extraction_and_summary_fail_apart_and_debug_prints_the_traceback(ws, run, tmp_path):
+def test_extraction_and_summary_fail_apart_and_debug_prints_the_traceback(shared_tree_ws, ws, run, tmp_path):
     """One step failing leaves the other done: a warning line each, the traceback with MEMCLI_DEBUG=1,
     else in .cache/last-error.log. The failure: the archive's ``transcripts`` folder is a file."""
     _configure(ws, extract=True, summarize=True)

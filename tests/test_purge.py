@@ -192,7 +192,7 @@ def summarise_with_a_secret(run, tmp_path: Path, name: str = "session.jsonl",
     return data, data["archive"]
 
 
-def test_plain_purge_of_a_session_summary_keeps_its_raw_transcript_and_says_where(ws, run, tmp_path):
+def test_plain_purge_of_a_session_summary_keeps_its_raw_transcript_and_says_where(shared_tree_ws, ws, run, tmp_path):
     data, archive = summarise_with_a_secret(run, tmp_path)
     assert (ws / archive).is_file() and GITHUB_TOKEN.encode() in gzip.decompress((ws / archive).read_bytes())
     result = run("purge", data["id"], "--yes")
@@ -208,7 +208,7 @@ def test_plain_purge_of_a_session_summary_keeps_its_raw_transcript_and_says_wher
     assert as_json["warnings"] and archive in as_json["warnings"][-1]
 
 
-def test_purge_history_of_a_session_summary_deletes_its_raw_transcript(ws, run, tmp_path):
+def test_purge_history_of_a_session_summary_deletes_its_raw_transcript(shared_tree_ws, ws, run, tmp_path):
     data, archive = summarise_with_a_secret(run, tmp_path)
     other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
     result = run("purge", data["id"], "--history", "--yes")
@@ -229,7 +229,7 @@ def test_purge_history_of_a_session_summary_deletes_its_raw_transcript(ws, run, 
     assert [p.name for p in (ws / "archive").rglob("*") if p.is_file()] == [".gitignore"]
 
 
-def test_purge_history_deletes_only_an_archive_the_provenance_names_exactly(ws, run, tmp_path):
+def test_purge_history_deletes_only_an_archive_the_provenance_names_exactly(shared_tree_ws, ws, run, tmp_path):
     data, archive = summarise_with_a_secret(run, tmp_path)
     other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
     path = path_of(ws, data["id"])
@@ -242,7 +242,7 @@ def test_purge_history_deletes_only_an_archive_the_provenance_names_exactly(ws, 
     assert (ws / archive).is_file() and (ws / other_archive).is_file()
 
 
-def test_purge_history_keeps_a_transcript_another_memory_still_names(ws, run, tmp_path):
+def test_purge_history_keeps_a_transcript_another_memory_still_names(shared_tree_ws, ws, run, tmp_path):
     data, archive = summarise_with_a_secret(run, tmp_path)
     other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
     path = path_of(ws, other["id"])

@@ -354,7 +354,7 @@ def test_the_unfinished_write_record_is_base64_of_the_old_bytes(ws, run):
     assert base64.b64decode(base64.b64encode(data).decode("ascii")) == data
 
 
-def test_a_committed_archive_link_is_never_written_through(ws, run, tmp_path):
+def test_a_committed_archive_link_is_never_written_through(shared_tree_ws, ws, run, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     archive = ws / "archive"

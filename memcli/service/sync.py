@@ -231,8 +231,9 @@ def _merge(git: _Git, remote_ref: str, message: str) -> None:
     if not conflicted and "unrelated histories" in proc.stderr:  # two `memcli init`s made two memory branches
         raise SyncStopped(f"this store and {remote_ref} were started apart (two `memcli init`s, no common commit); "
                           "nothing changed",
-                          hint=f"join them once by hand: `git merge --allow-unrelated-histories {remote_ref}` in "
-                               f"{git.root}, then `memcli sync` again (memory files have unique names)")
+                          hint=f"join them once by hand: `git merge --allow-unrelated-histories -X theirs {remote_ref}` "
+                               f"in {git.root} (memory files have unique names; -X theirs keeps the remote's "
+                               "memcli.toml and workspace id), then `memcli sync` again")
     if not conflicted:
         raise SyncStopped(f"git merge failed: {gitlog.first_line(proc.stderr) or proc.returncode}; "
                           "the merge was aborted, nothing changed")
