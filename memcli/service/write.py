@@ -578,8 +578,14 @@ def store_of(ctx: Ctx, opts: WriteOptions, base: Memory | None = None, text: str
     """The context of the store a new memory goes to (``Ctx.store_for``): the person's own
     store for a personal scope of a workspace with an id, else ``ctx`` (SPEC.md section 1).
 
+    Args:
+        base: the memory a supersede replaces (its scope is the default).
+        text: the new memory's text: when the person's store would be made by this write, the
+            write gates' checks of text, secrets and fields run first, so a refused write makes none.
+
     Raises:
-        ValidationFailed: ``opts.cross_project`` for a scope other than ``user:<name>``.
+        ValidationFailed: ``opts.cross_project`` for a scope other than ``user:<name>``; with
+            ``text``, what gate 1 refuses (and SecretDetected, HiddenText from the secrets gate).
         WorkspaceInvalid, GitFailed: the personal store cannot be created.
     """
     from memcli.errors import MemcliError
