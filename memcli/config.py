@@ -171,9 +171,14 @@ def new_toml(kind: str = "project") -> str:
     (a project workspace) or with ``kind = "personal"`` and no id (a person's own store)."""
     if kind == "personal":
         return DEFAULT_TOML.replace(f'id = "{ID_PLACEHOLDER}"\n', "").replace('kind = "project"', 'kind = "personal"')
+    return DEFAULT_TOML.replace(ID_PLACEHOLDER, new_workspace_id())
+
+
+def new_workspace_id() -> str:
+    """A fresh ``[workspace] id``: a lower-case ULID (26 characters)."""
     import ulid
 
-    return DEFAULT_TOML.replace(ID_PLACEHOLDER, str(ulid.ULID()).lower())
+    return str(ulid.ULID()).lower()
 
 
 #: ``[ttl]`` defaults: goals and episodes go stale; facts and preferences hold until changed.

@@ -102,14 +102,15 @@ def check_rewritable(repo: History) -> None:
                               hint="remove the others first (`git worktree list`, `git worktree remove PATH`)")
 
 
-def paths_of(repo: History, memory_id: str, current: Path) -> list[str]:
+def paths_of(repo: History, memory_id: str, current: Path | None) -> list[str]:
     """Every path (relative to the top folder) that held the memory's file in any ref's history.
 
-    That is its current path and every committed file whose name starts with the id
-    (memcli names files ``<id>[-slug].md``), wherever it lay.
+    That is its current path (None: the file is not in this repository, e.g. it moved to a
+    personal store) and every committed file whose name starts with the id (memcli names
+    files ``<id>[-slug].md``), wherever it lay.
     """
     out = repo._run("-c", "core.quotePath=false", "log", "--all", "--format=", "--name-only", "--no-renames")
-    found = {repo.top_rel(current)}
+    found = {repo.top_rel(current)} if current is not None else set()
     found.update(name for name in out.splitlines() if Path(name).name.lower().startswith(memory_id + "-")
                  or Path(name).name.lower() == memory_id + ".md")
     return sorted(found)

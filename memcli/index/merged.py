@@ -114,11 +114,6 @@ class MergedCatalog:
             if mine:
                 part.catalog.refresh(mine)
 
-    def home_of(self, memory: Memory) -> Path | None:
-        """The root of the personal store ``memory`` came from, or None for the project store."""
-        part = self._home.get(memory.id)
-        return part.root if part is not None else None
-
 
 class MergedRetriever:
     """Searches every store of a :class:`MergedCatalog` with one query.

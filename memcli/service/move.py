@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from memcli import gitlog
-from memcli.config import CONFIG_NAME, load_config
+from memcli.config import CONFIG_NAME, load_config, new_workspace_id
 from memcli.policy.owner import owner_of
 from memcli.service import Ctx
 from memcli.store.personal import is_personal
@@ -89,11 +89,9 @@ def _count(number: int, one: str, many: str) -> str:
 
 def _give_id(ctx: Ctx) -> str:
     """Write a fresh ``[workspace] id`` into ``memcli.toml`` and commit it; reload the configuration."""
-    import ulid
-
     path = ctx.ws.root / CONFIG_NAME
     text = path.read_text(encoding="utf-8-sig")
-    new_id = str(ulid.ULID()).lower()
+    new_id = new_workspace_id()
     line = f'id = "{new_id}"\n'
     header = re.search(r"(?m)^\[workspace\][ \t]*(#.*)?\n", text)
     text = (text[:header.end()] + line + text[header.end():] if header

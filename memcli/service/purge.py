@@ -141,9 +141,7 @@ def _from_workspace_history(workspace: Ctx, memory: Memory, texts: set[str], res
     from memcli import gitrewrite
 
     repo = workspace.history()
-    committed = set(repo._run("-c", "core.quotePath=false", "log", "--all", "--format=", "--name-only",
-                              "--no-renames").splitlines())
-    held = [p for p in gitrewrite.paths_of(repo, memory.id, workspace.ws.root / memory.path) if p in committed]
+    held = gitrewrite.paths_of(repo, memory.id, None)  # the files of that id the workspace's commits hold
     if not held:
         return ""
     with workspace.ws.lock():
