@@ -169,7 +169,9 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[m
                   if store is ctx or e.trailers.get("op") != "init"]
         from memcli.timeutil import parse_instant
 
-        return sorted(merged, key=lambda e: parse_instant(e.at), reverse=True)[:limit]
+        # git times are whole seconds: within one, a store's init (its first commit) is the oldest
+        return sorted(merged, key=lambda e: (parse_instant(e.at), e.trailers.get("op") != "init"),
+                      reverse=True)[:limit]
     return _log(ctx, ref, limit)
 
 
