@@ -214,13 +214,29 @@ def _edit(project: Path, session: str, name: str = "web/src/app.ts", tool: str =
             "tool_use_id": "toolu_1", "tool_input": {key: str(project / name), "old_string": "a", "new_string": "b"}}
 
 
-def test_context_at_a_root_workspace_puts_memories_about_tracked_files_first(rooted, run):
+def test_context_at_a_repository_root_keeps_general_memories_above_path_ones(rooted, run):
+    """At the root every file is under the folder: path-scoped memories come forward only for
+    the files in play (uncommitted changes), never for all of them (issue 18)."""
     project = rooted["project"]
+    included = run("--json", "context", cwd=project).json()["data"]["included"]
+    assert included.index(rooted["about"]) >= 5 and included.index(rooted["api"]) >= 5  # the five general rules first
+    start = _hook(run, "session-start", _start("startup", str(project), "s-root"))
+    context = _additional(start, "SessionStart")
+    assert context.index("Important general rule") < context.index(rooted["about"])
+    small = run("--json", "context", "--budget", "700", cwd=project).json()["data"]["included"]
+    assert rooted["about"] not in small and rooted["api"] not in small and small
+
+
+def test_context_at_a_root_workspace_puts_memories_about_changed_files_first(rooted, run):
+    project = rooted["project"]
+    (project / "web" / "src" / "app.ts").write_text("export const x = 1\n", encoding="utf-8")  # in play now
     included = run("--json", "context", cwd=project).json()["data"]["included"]
     assert included[0] == rooted["about"] and included.index(rooted["api"]) > included.index(rooted["about"])
     start = _hook(run, "session-start", _start("startup", str(project), "s-root"))
     context = _additional(start, "SessionStart")
     assert context.index(rooted["about"]) < context.index("Important general rule")
+    below = run("--json", "context", cwd=project / "web").json()["data"]["included"]  # a subfolder: its files
+    assert below[0] == rooted["about"]
 
 
 def test_pre_tool_use_adds_the_files_memories_once_per_session(rooted, run):

@@ -212,6 +212,7 @@ def test_context_brings_forward_memories_about_files_under_the_folder(tmp_path, 
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     (project / "web" / "app.ts").write_text("export {}\n", encoding="utf-8")
     subprocess.run(["git", "-C", str(project), "add", "web/app.ts"], check=True)
+    subprocess.run(["git", "-C", str(project), "commit", "-qm", "web app"], check=True)
     assert run("init", str(project / "mem")).code == 0
     env = {"MEMCLI_WORKSPACE": str(project / "mem")}
     for i in range(5):
@@ -220,8 +221,12 @@ def test_context_brings_forward_memories_about_files_under_the_folder(tmp_path, 
                 "--path", "web/**", env=env).json()["data"]["id"]
     other = run("--json", "remember", "The API uses Go modules.", "--importance", "1", "--path", "api/**",
                 env=env).json()["data"]["id"]
-    included = run("--json", "context", cwd=project, env=env).json()["data"]["included"]
+    included = run("--json", "context", cwd=project / "web", env=env).json()["data"]["included"]
     assert included.index(about) == 0 and included.index(other) == len(included) - 1
+    at_root = run("--json", "context", cwd=project, env=env).json()["data"]["included"]  # nothing changed
+    assert at_root.index(about) > 4 and at_root.index(other) > 4
+    (project / "web" / "app.ts").write_text("export const x = 1\n", encoding="utf-8")  # now it is in play
+    assert run("--json", "context", cwd=project, env=env).json()["data"]["included"][0] == about
 
 
 def _configure(ws: Path, **keys: bool) -> None:

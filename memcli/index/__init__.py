@@ -82,6 +82,18 @@ class Hit:
         self.parts = {} if parts is None else parts
 
 
+#: The order of the ranked tiers (SPEC.md section 5: exact above stems and typos above partial
+#: and substring matches, above meaning-only hits). A hit's tier sorts before its score
+#: wherever hits of several retrievers or stores are merged; ``regex`` and ``all`` hits have
+#: one tier each and keep their own order.
+TIER_ORDER = {"exact": 0, "fuzzy": 1, "partial": 2, "substring": 3, "semantic": 4}
+
+
+def rank_key(hit: Hit) -> tuple[int, float]:
+    """The sort key of a ranked hit among hits of several stores: its tier, then its score."""
+    return (TIER_ORDER.get(hit.match, 0), -hit.score)
+
+
 class Retriever(Protocol):
     """The search interface: ``search(query) -> hits`` ranked best first."""
 
@@ -109,6 +121,41 @@ def paths_match(globs: list[str], path: str) -> bool:
     from wcmatch import glob
 
     return glob.globmatch(path.lstrip("./"), globs, flags=glob.GLOBSTAR | glob.DOTGLOB)
+
+
+def glob_specificity(glob: str) -> tuple[int, int, int]:
+    """How narrow a ``paths`` glob is, as a sort key (larger is narrower).
+
+    ``(exact, literal folders, literal characters)``: a glob with no wildcard names one
+    file (``api/ledger/importer.py``) and beats every pattern; then the more leading path
+    segments free of wildcards (``api/ledger/*.py`` beats ``api/**``), then the more
+    characters outside wildcards (``web/src/*.ts`` beats ``web/src/*``). The rule is
+    memcli's own: the narrower memory is the one written for this file.
+
+    Args:
+        glob: one ``paths`` entry (gitignore-like, ``**`` spans folders).
+    """
+    wild = "*?[{"
+    parts = glob.strip("/").removeprefix("./").split("/")
+    literal = 0
+    for part in parts:
+        if any(c in part for c in wild):
+            break
+        literal += 1
+    exact = literal == len(parts)
+    return (int(exact), literal, sum(1 for c in glob if c not in wild))
+
+
+def path_specificity(globs: list[str], path: str) -> tuple[int, int, int]:
+    """The specificity (:func:`glob_specificity`) of the narrowest of ``globs`` that matches
+    ``path``; ``(0, 0, 0)`` when none does. Used to put the memory written for a file before
+    the ones written for its folder or the whole tree."""
+    best = (0, 0, 0)
+    for glob in globs:
+        key = glob_specificity(glob)
+        if key > best and paths_match([glob], path):
+            best = key
+    return best
 
 
 def _within(value: datetime | None, after: datetime | None, before: datetime | None) -> bool:

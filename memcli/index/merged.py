@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memcli.errors import InvalidMemoryFile
-from memcli.index import Hit, Query, Retriever, browse_key
+from memcli.index import Hit, Query, Retriever, browse_key, rank_key
 from memcli.model import Memory
 
 
@@ -118,8 +118,8 @@ class MergedCatalog:
 class MergedRetriever:
     """Searches every store of a :class:`MergedCatalog` with one query.
 
-    Ranked, fuzzy and regex hits are merged by score (each store scores its own hits with
-    the same formula, SPEC.md section 5), an empty query's by its browse order
+    Ranked, fuzzy and regex hits are merged by tier, then score (each store scores its own
+    hits with the same formula, SPEC.md section 5; ``index.rank_key``), an empty query's by its browse order
     (``index.browse_key``); at most ``query.limit`` are kept.
     """
 
@@ -137,7 +137,7 @@ class MergedRetriever:
             key = browse_key(query)
             hits.sort(key=lambda h: key(h.memory))
         else:
-            hits.sort(key=lambda h: -h.score)  # stable: the project store first among equals
+            hits.sort(key=rank_key)  # tiers first (an exact hit of one store above a typo of another); stable
         return hits[:query.limit]
 
     def count(self, query: Query) -> int:

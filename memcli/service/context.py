@@ -6,8 +6,10 @@ Only ``active``, unexpired memories in the caller's scopes. The order, best firs
    after a compaction or resume, cut to ``LEAD_SHARE`` of the budget);
 1. pinned memories;
 2. memories relevant to the query (``--query``, or the prompt of a hook), by recall rank;
-3. memories about the files under the current folder: their ``paths`` globs match a
-   file git tracks there;
+3. memories about the files in play (``files_in_play``): their ``paths`` globs match a
+   file git tracks under the current folder, or, at a repository's root, a file with
+   uncommitted changes (at the root every file is "under the folder", and a path-scoped
+   memory must not outrank a general one for that alone);
 4. the rest, by importance, then by recency of ``updatedAt``.
 
 The rendering (fence, budget, neutralising) is ``memcli.agents.context``.
@@ -64,7 +66,7 @@ def tracked_files(folder: Path, workspace: Path) -> list[str]:
     """Files git tracks under ``folder``, relative to the repository root, leaving out the
     workspace's own files (memories are not what memories are about, see ``own_paths``);
     empty outside git."""
-    excluded = [f":(exclude){p}" for p in own_paths(folder, workspace)]
+    excluded = _excludes(folder, workspace)
     try:
         proc = subprocess.run(["git", "ls-files", "--full-name", "-z", "--", ".", *excluded],
                               cwd=folder, capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
@@ -73,6 +75,57 @@ def tracked_files(folder: Path, workspace: Path) -> list[str]:
     if proc.returncode != 0:
         return []
     return [f for f in proc.stdout.decode("utf-8", "replace").split("\0") if f][:MAX_FILES]
+
+
+def _excludes(folder: Path, workspace: Path) -> list[str]:
+    """``:(exclude)`` pathspecs of the workspace's own files that lie under ``folder``.
+
+    Only those: git 2.39 lists nothing at all for ``-- . ':(exclude)PATH'`` when PATH lies
+    outside the current folder (seen with ``../mem`` and with an absolute path), and files
+    outside the folder are not listed anyway.
+    """
+    try:
+        here = folder.resolve()
+    except OSError:
+        return []
+    return [f":(exclude){p}" for p in own_paths(folder, workspace) if Path(p) == here or here in Path(p).parents]
+
+
+def changed_files(folder: Path, workspace: Path) -> list[str]:
+    """Files with uncommitted changes in the work tree holding ``folder`` (modified, added,
+    renamed, untracked), relative to the repository root, leaving out the workspace's own
+    files (``own_paths``); empty outside git. The files "in play" at a repository's root."""
+    excluded = _excludes(folder, workspace)
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain=v1", "-z", "--", ".", *excluded],
+                              cwd=folder, capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if proc.returncode != 0:
+        return []
+    files, fields = [], proc.stdout.decode("utf-8", "replace").split("\0")
+    i = 0
+    while i < len(fields):  # "XY PATH", and after a rename or copy the old path as a field of its own
+        entry = fields[i]
+        i += 1
+        if len(entry) > 3:
+            files.append(entry[3:])
+            if entry[0] in "RC":
+                i += 1
+    return files[:MAX_FILES]
+
+
+def files_in_play(folder: Path, workspace: Path) -> list[str]:
+    """The files whose memories come forward in a session started in ``folder``.
+
+    In a subfolder of a repository, the files git tracks there (``tracked_files``): working
+    in ``web/`` is working on those. At a repository's root every file is under the folder,
+    so "every file" would put every path-scoped memory above every general one; there, only
+    the files with uncommitted changes (``changed_files``) are in play.
+    """
+    if (folder / ".git").exists():
+        return changed_files(folder, workspace)
+    return tracked_files(folder, workspace)
 
 
 def project_path(name: str, cwd: Path | None, workspace: Path) -> str | None:
@@ -158,7 +211,7 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
         base.text = query
         first += [h.memory for h in search.search(base)]
     if folder is not None and any(m.paths for m in pool):
-        first += about_files([m for m in pool if m.paths], tracked_files(folder, ctx.ws.root))
+        first += about_files([m for m in pool if m.paths], files_in_play(folder, ctx.ws.root))
     seen = set(exclude or ())
     ordered = []
     for memory in [*first, *pool]:

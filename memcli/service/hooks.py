@@ -14,7 +14,9 @@ summary (``session:<id>``, written by the pre-compact hook with ``[hooks] summar
 or by ``compact --transcript``) first in the block, for its owner only
 (``policy.owner``). ``pre-tool-use`` adds, before a tool reads or edits a file
 (``agents.tools``), the active memories whose ``paths`` globs match that file relative
-to the project's root, at most ``TOOL_LIMIT`` within ``TOOL_BUDGET`` characters.
+to the project's root, at most ``TOOL_LIMIT`` within ``TOOL_BUDGET`` characters, the
+narrowest glob first (``index.path_specificity``: the memory written for that file before
+those for its folder or the whole tree).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ EXTRACT_SECONDS = {"pre-compact": 20.0, "session-end": 6.0}
 TOOL_BUDGET = 1_500
 #: Memories added before one tool call at most.
 TOOL_LIMIT = 3
+#: Memories about one file looked at before the narrowest are chosen (a broad ``**`` glob
+#: may match hundreds; the one written for the file must not be cut by them).
+TOOL_POOL = 200
 #: How a hook's warning starts when it cannot open the workspace (``memcli hook check`` looks for it).
 UNSERVED = "no memories for this session:"
 #: SessionStart sources after which the session's summary comes back.
@@ -232,22 +237,27 @@ def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[
     """Memories about the files a tool call reads or edits that this session has not been given yet."""
     from memcli.agents.context import render
     from memcli.agents.tools import files_of
-    from memcli.index import Query
+    from memcli.index import Query, path_specificity
     from memcli.service.context import project_path
     from memcli.service.read import retriever
 
     search = retriever(ctx)
-    found: dict[str, object] = {}
+    found: dict[str, tuple] = {}
     for name in files_of(payload.tool_name, payload.tool_input):
         path = project_path(name, folder, ctx.ws.root)
         if path is None:
             continue
-        query = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=TOOL_LIMIT + len(seen), path=path,
+        query = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=TOOL_POOL + len(seen), path=path,
                       actor=ctx.actor)
-        for hit in search.search(query):
+        for rank, hit in enumerate(search.search(query)):
             if hit.memory.id not in seen:
-                found.setdefault(hit.memory.id, hit.memory)
-    return render(list(found.values())[:TOOL_LIMIT], TOOL_BUDGET, total=len(found))
+                key = (tuple(-k for k in path_specificity(hit.memory.paths, path)), rank)
+                if hit.memory.id not in found or key < found[hit.memory.id][0]:
+                    found[hit.memory.id] = (key, hit.memory)
+    # the memory written for this very file first, then its folder's, then the whole tree's;
+    # among equals, the browse order (pinned, importance, recency)
+    ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
+    return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found))
 
 
 def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):  # noqa: ANN001, ANN202

@@ -1,0 +1,152 @@
+"""The three ranking cases of issue 18, each as a user met it.
+
+1. ``recall "postgres port"`` among 40 memories puts the exact match first, also when a
+   personal store is read beside the project (the merge of stores sorted by score alone put
+   a typo hit, "posting", above the exact one, and the README's supersede recipe took it).
+2. Before a Read of a file, the memory written for exactly that file comes first, however
+   many memories about its folder or the whole tree there are, whatever their importance.
+3. At a repository's root, general memories survive a small budget: path-scoped memories
+   come forward only for the files in play (uncommitted changes), not for every file.
+
+Real workspaces, the real CLI in subprocesses (the hooks' process boundary is the point).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+
+STAMP = "2026-11-01T09:00:00Z"
+PORT = "The local Postgres in docker compose listens on port 5433, not the default 5432."
+GLOSSARY = "Glossary: a posting is one line of an entry in the ledger; the postings of one entry sum to zero."
+#: 38 more memories of a ledger project, none about Postgres or ports.
+FILLER = [
+    "Run the tests with make test; they need Docker running.",
+    "Use httpx, not requests, for outgoing HTTP calls.",
+    "No new runtime dependencies without a decision record in docs/adr/.",
+    "The web app is built with pnpm; never commit package-lock.json.",
+    "Migrations are written with alembic; run make migrate after pulling.",
+    "Staging deploys go out from the main branch every weekday at 10:00 UTC.",
+    "The importer reads CSV exports from the bank with a semicolon separator.",
+    "Amounts are stored as integer cents, never as floats.",
+    "Currency codes follow ISO 4217 and are upper case.",
+    "The on-call rota lives in the team calendar; swap shifts in the ops channel.",
+    "Feature flags are read from config/flags.yaml at start-up.",
+    "Lint Python with ruff and format with ruff format.",
+    "Type-check the API with mypy in strict mode.",
+    "The React app uses TanStack Query for server state.",
+    "Do not log account numbers; mask all but the last four digits.",
+    "Release notes are written in CHANGELOG.md under Unreleased.",
+    "The exchange rate service caches rates for ten minutes.",
+    "Background jobs run on RQ with a Redis queue named ledger-jobs.",
+    "Timestamps are stored in UTC and shown in the user's time zone.",
+    "Reconciliation runs nightly at 02:00 and emails a summary.",
+    "API errors follow RFC 7807 problem details.",
+    "Pagination uses opaque cursors, not page numbers.",
+    "The admin pages are behind the staff role.",
+    "Secrets come from the environment; never commit a .env file.",
+    "Docker images are tagged with the git commit hash.",
+    "E2E tests run with Playwright against a seeded database.",
+    "Accounts are never deleted, only closed.",
+    "Journal entries must balance before they are saved.",
+    "Use the Decimal type for rate calculations.",
+    "The API listens behind nginx, which terminates TLS.",
+    "Storybook documents the shared UI components.",
+    "CSV exports use UTF-8 with a byte order mark for Excel.",
+    "A pull request needs one approval and green CI.",
+    "Branch names start with the ticket number.",
+    "The design tokens live in web/src/theme.ts.",
+    "Rate limits are 100 requests a minute per API key.",
+    "Webhooks are signed with HMAC-SHA256.",
+    "The data retention period for audit logs is seven years.",
+]
+
+
+def write(ws: Path, key: str, text: str, importance: int = 3, paths: list[str] | None = None,
+          updated: str = STAMP) -> str:
+    """A hand-written active project memory (id = ``key``); faster than ``remember`` and its commit."""
+    folder = ws / "memories" / "project"
+    folder.mkdir(parents=True, exist_ok=True)
+    extra = "paths:\n" + "".join(f"  - {json.dumps(p)}\n" for p in paths) if paths else ""
+    (folder / f"{key}.md").write_text(
+        f"---\nid: {key}\nscope: project\ncategory: fact\nstatus: active\nimportance: {importance}\n{extra}"
+        f"createdAt: {STAMP}\nupdatedAt: {updated}\n---\n{text}\n", encoding="utf-8")
+    return key
+
+
+@pytest.mark.parametrize("personal", [False, True], ids=["project-only", "with-personal-store"])
+def test_postgres_port_among_40_memories_puts_the_exact_match_first(ws, run, personal):
+    write(ws, "port", PORT)
+    write(ws, "glossary", GLOSSARY, importance=5)  # more important and a typo away: still below
+    for i, text in enumerate(FILLER):
+        write(ws, f"f{i:02d}", text)
+    if personal:  # a personal memory: the read merges the person's store with the project's
+        assert run("remember", "I like short answers.", "--scope", "user:alice").code == 0
+    hits = run("--json", "recall", "postgres port").json()["data"]["hits"]
+    assert hits[0]["id"] == "port" and hits[0]["match"] == "exact", hits[:3]
+    matches = [h["match"] for h in hits]
+    assert matches == sorted(matches, key=("exact", "fuzzy", "partial", "substring", "semantic").index)
+    # the README's supersede recipe takes hits[0]: it replaces the port memory, not the glossary
+    done = run("--json", "supersede", hits[0]["id"], "The local Postgres listens on port 6432 (pgbouncer).")
+    assert done.code == 0, done
+    assert run("--json", "show", "glossary").json()["data"]["status"] == "active"
+
+
+@pytest.fixture
+def rooted(project: Path, run) -> Path:
+    """A code repository with api/ledger/importer.py and web/src/app.ts committed, and a
+    workspace at its root (``init --in-tree .``)."""
+    for name in ("api/ledger/importer.py", "api/app.py", "web/src/app.ts", "web/src/theme.ts"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("# code\n", encoding="utf-8")
+        git(project, "add", name)
+    git(project, "commit", "-qm", "code")
+    assert run("init", "--in-tree", ".", cwd=project).code == 0
+    return project
+
+
+def _hook(run, project: Path, event: str, payload: dict) -> str:
+    result = run("hook", "claude", event, input=json.dumps({"session_id": "s", "cwd": str(project), **payload}),
+                 cwd=project, env={"MEMCLI_WORKSPACE": str(project)})
+    assert result.code == 0 and "Traceback" not in result.err, result
+    return json.loads(result.out)["hookSpecificOutput"]["additionalContext"] if result.out.strip() else ""
+
+
+def _ids(block: str) -> list[str]:
+    return re.findall(r"\(id ([a-z0-9_-]+)\)$", block, flags=re.M)
+
+
+@pytest.mark.parametrize("broader", [3, 8])
+def test_the_memory_for_exactly_that_file_comes_first_before_a_read(rooted, run, broader):
+    exact = write(rooted, "importer", "The importer must skip the bank's trailer line.", importance=1,
+                  paths=["api/ledger/importer.py"], updated="2025-01-01T00:00:00Z")  # old and unimportant
+    write(rooted, "ledger", "Everything in api/ledger is covered by property tests.", importance=2,
+          paths=["api/ledger/**"])
+    for i in range(broader):
+        write(rooted, f"api{i}", f"API rule {i}: handlers return problem details.", importance=5, paths=["api/**"])
+        write(rooted, f"py{i}", f"Python rule {i}: type hints everywhere.", importance=5, paths=["**/*.py"])
+    read = {"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": "t1",
+            "tool_input": {"file_path": str(rooted / "api/ledger/importer.py")}}
+    given = _ids(_hook(run, rooted, "pre-tool-use", read))
+    assert given[:2] == [exact, "ledger"], given
+    assert len(given) == 3  # TOOL_LIMIT; the others are counted in the footer
+
+
+def test_general_memories_survive_a_small_budget_at_the_root(rooted, run):
+    general = write(rooted, "tests", "Run the tests with make test; they need Docker running.",
+                    updated="2026-11-02T00:00:00Z")  # a day newer than the path memories, as important
+    for i in range(6):
+        write(rooted, f"web{i}", f"Web rule {i}: components are function components with hooks.", paths=["web/**"])
+        write(rooted, f"api{i}", f"API rule {i}: handlers return problem details.", paths=["api/**"])
+    block = run("--json", "context", "--budget", "500", cwd=rooted).json()["data"]
+    assert general in block["included"], block
+    start = _hook(run, rooted, "session-start", {"hook_event_name": "SessionStart", "source": "startup"})
+    assert general in _ids(start)
+    (rooted / "web/src/app.ts").write_text("// edited\n", encoding="utf-8")  # now web/** is in play
+    edited = run("--json", "context", "--budget", "500", cwd=rooted).json()["data"]["included"]
+    assert edited[0].startswith("web"), edited
