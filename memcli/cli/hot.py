@@ -36,8 +36,8 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
            created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
            limit: int = 10, sessions: bool = False) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
-    from memcli.policy.secrets import redact, shown
-    from memcli.service.read import check_mode, recall as do_recall
+    from memcli.policy.secrets import shown
+    from memcli.service.read import check_mode, recall as do_recall, recall_data
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
@@ -45,9 +45,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
                      updated_before, include_expired, limit, sessions)
     hits = do_recall(context, query, chosen, mode)
     flush_warnings(context)
-    data = {"query": redact(query, full=False), "mode": mode, "hits": [
-        {**h.memory.to_dict(context.now), "score": float(f"{h.score:.6g}"), "match": h.match,
-         **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})} for h in hits]}
+    data = recall_data(context, query, mode, hits, explain)
     emit(data)
     if STATE.json:
         return
@@ -58,13 +56,18 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
             if do_recall(context, query, chosen, mode):
                 hint = " (an expired memory matches: add --include-expired to see it)"
         print(f"no memories match the query{hint}", file=sys.stderr)
-    elif explain:
+    else:
+        if data["answer"] == "weak":
+            print(f"memcli: note: {data['note']}", file=sys.stderr)
+        if explain:
+            print(f"retriever: {data['retriever']}; answer: {data['answer']}", file=sys.stderr)
+    if hits and explain:
         table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, x coverage if partial; by tier)",
               ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"],
               [[h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
                 f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
                 f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)] for h in hits])
-    else:
+    elif hits:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])
 

@@ -94,6 +94,40 @@ def rank_key(hit: Hit) -> tuple[int, float]:
     return (TIER_ORDER.get(hit.match, 0), -hit.score)
 
 
+#: A partial hit counts as an answer when it holds at least this share of the query's weight
+#: (``coverage``, IDF-weighted, see ``index.search``); below it the best hit holds only some
+#: of what was asked ("what port does staging db use" against a *local* Postgres port).
+STRONG_COVERAGE = 0.7
+#: A semantic-only hit counts as an answer at this cosine similarity or more (set by the
+#: semantic retriever's measurement, docs/search.md).
+STRONG_COSINE = 0.6
+
+
+def strength(hits: list[Hit]) -> str:
+    """Whether the hits answer the query: ``strong``, ``weak`` or ``none`` (no hit).
+
+    ``strong`` when the first hit holds every word (``exact``, or ``fuzzy`` through a typo),
+    is a ``regex``/``all`` result, a ``partial`` hit with ``coverage`` of at least
+    ``STRONG_COVERAGE``, or a ``semantic`` hit (or any hit with a cosine, under hybrid
+    retrieval) of at least ``STRONG_COSINE``. Otherwise ``weak``: the hits share only some
+    words with the query and may not be about what was asked (issue 18: say when nothing
+    answers, rather than let the first partial hit read as the answer).
+
+    Args:
+        hits: ranked hits, best first.
+    """
+    if not hits:
+        return "none"
+    first = hits[0]
+    if first.match in ("exact", "fuzzy", "regex", "all"):
+        return "strong"
+    if first.parts.get("cosine", 0.0) >= STRONG_COSINE:
+        return "strong"
+    if first.match == "partial" and first.parts.get("coverage", 0.0) >= STRONG_COVERAGE:
+        return "strong"
+    return "weak"
+
+
 class Retriever(Protocol):
     """The search interface: ``search(query) -> hits`` ranked best first."""
 

@@ -225,15 +225,14 @@ class Tools:
             UsageProblem: blank query or bad regular expression; ValidationFailed: a bad filter;
             ScopeViolation: a scope outside the server's.
         """
-        from memcli.service.read import Filters, recall
+        from memcli.service.read import Filters, recall, recall_data
 
         def work(ctx, allowed):  # noqa: ANN001, ANN202
             chosen = Filters(scopes=self._narrow(allowed, ctx.actor, scopes), statuses=list(statuses or []),
                              category=category, tag=tag, subject=subject, include_expired=include_expired,
                              limit=limit, path=path)
             hits = recall(ctx, query, chosen, mode)
-            return {"query": query, "mode": mode, "warnings": list(ctx.warnings), "hits": [
-                {**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match} for h in hits]}
+            return {**recall_data(ctx, query, mode, hits), "warnings": list(ctx.warnings)}
         return self._call(work)
 
     def context(self, query: str | None = None, budget: int | None = None) -> dict[str, Any]:

@@ -105,6 +105,38 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> list[
     return hits
 
 
+#: What a reader is told when the hits do not answer the query (``index.strength``).
+WEAK_NOTE = ("no memory matches every word of the query: the hits below hold only some of them and may be "
+             "about something else")
+NONE_NOTE = "no memories match the query"
+
+
+def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool = False) -> dict[str, Any]:
+    """The result of a recall as the CLI's ``--json`` and the MCP ``recall`` tool give it (one shape).
+
+    Keys: ``query`` (redacted), ``mode``, ``answer`` (``strong``, ``weak`` or ``none``:
+    ``index.strength``), ``note`` (a sentence for a weak or missing answer, else None),
+    ``retriever`` (which retriever answered: ``lexical``, or ``hybrid (MODEL)``), and ``hits``
+    (each memory's fields, ``score``, ``match``, and with ``explain`` the score's factors).
+
+    Args:
+        query: the query as typed.
+        mode: ``ranked``, ``fuzzy`` or ``grep``.
+        hits: what :func:`recall` returned.
+        explain: add each hit's ``explain`` factors.
+    """
+    from memcli.index import strength
+    from memcli.policy.secrets import redact
+
+    answer = strength(hits)
+    return {"query": redact(query, full=False), "mode": mode, "answer": answer,
+            "note": {"weak": WEAK_NOTE, "none": NONE_NOTE}.get(answer),
+            "retriever": getattr(retriever(ctx), "name", "lexical"),
+            "hits": [{**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match,
+                      **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})}
+                     for h in hits]}
+
+
 def list_memories(ctx: Ctx, filters: Filters) -> list[Memory]:
     """Memories passing the filters, newest first."""
     query = build_query(ctx, "", filters)
