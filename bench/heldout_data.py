@@ -1,0 +1,665 @@
+"""A held-out retrieval evaluation set: the memory store of a small bookkeeping app.
+
+The project ("Ledgerly") is a Flask API in ``api/`` (the bank-statement importer is
+``api/ledger/importer.py``), a React/TypeScript web app in ``web/`` built with pnpm,
+Postgres with alembic migrations, docker compose and make targets locally, CI on GitHub
+Actions, a staging and a prod environment, an on-call rotation and a glossary.
+
+Every query, prompt and tool event below was written before anything was run against
+memcli, without reading how memcli ranks, so they are not tuned to it. The queries come in
+two splits of the same kinds: ``*_TUNE`` for developers to tune on and ``*_HELDOUT`` for
+reporting only (never edit a held-out list after seeing a result).
+
+* ``MEMORIES``: dicts with ``key``, ``text``, ``category``, ``importance`` (1-5) and
+  optionally ``paths`` (globs) and ``pinned``.
+* ``QUERIES_TUNE`` / ``QUERIES_HELDOUT``: kind -> ``[(query, [relevant keys])]``;
+  ``no_answer`` queries have no relevant key.
+* ``PROMPTS_TUNE`` / ``PROMPTS_HELDOUT``: ``(prompt, want, ok)`` for the prompt hook:
+  ``want`` should be injected, ``ok`` is fair but not required, anything else is noise.
+* ``TOOLS_TUNE`` / ``TOOLS_HELDOUT``: ``(tool_name, file_path, want, ok)`` for the
+  before-tool hook; ``want[0]``, when there is one, is the most specific memory for the file.
+
+Near-collisions are there on purpose, as in real stores: a glossary "posting" next to a
+person's local Postgres port (and nothing about the staging database's port), nine
+``web/**`` memories beside one scoped to exactly ``web/src/app.ts``, several ``api/**``
+memories beside one scoped to exactly ``api/ledger/importer.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Memory = dict[str, Any]
+Query = tuple[str, list[str]]
+Prompt = tuple[str, list[str], list[str]]
+ToolEvent = tuple[str, str, list[str], list[str]]
+
+MEMORIES: list[Memory] = [
+    # --- general: no paths -------------------------------------------------------------
+    {"key": "test-make-docker", "category": "procedure", "importance": 4,
+     "text": "Run the tests with make test; they need Docker running, because the suite starts "
+             "a throw-away Postgres container for each run."},
+    {"key": "httpx-not-requests", "category": "preference", "importance": 4,
+     "text": "Use httpx, not requests, for outgoing HTTP calls; the shared client in "
+             "api/http.py sets timeouts and retries, so build on it instead of a bare client."},
+    {"key": "no-new-deps-adr", "category": "decision", "importance": 5, "pinned": True,
+     "text": "No new runtime dependencies without a decision record: write an ADR under "
+             "docs/adr/ and get a maintainer's approval before adding anything to "
+             "pyproject.toml or web/package.json."},
+    {"key": "glossary-posting", "category": "fact", "importance": 3,
+     "text": "Glossary: a posting is one line of an entry: one account, one amount, debit or "
+             "credit. The postings of an entry always sum to zero."},
+    {"key": "glossary-entry", "category": "fact", "importance": 3,
+     "text": "Glossary: an entry (journal entry) is one balanced transaction on one date, made "
+             "of two or more postings. A posted entry is immutable; mistakes are corrected "
+             "with a reversing entry."},
+    {"key": "glossary-period-close", "category": "fact", "importance": 3,
+     "text": "Glossary: closing a period locks every entry dated in it. After the close, totals "
+             "change only through a reversing entry dated in an open period."},
+    {"key": "glossary-account-code", "category": "fact", "importance": 2,
+     "text": "Glossary: an account code is the four-digit number in the chart of accounts "
+             "(1000 cash, 2000 payables, 4000 revenue); the first digit decides where the "
+             "account shows in the balance sheet or the P&L."},
+    {"key": "fiscal-year", "category": "fact", "importance": 2,
+     "text": "Glossary: a fiscal year may start in any month (companies.fiscal_year_start holds "
+             "it); a period is one calendar month inside the fiscal year."},
+    {"key": "local-pg-port", "category": "fact", "importance": 2,
+     "text": "On Dana's laptop the local Postgres listens on port 5433, not 5432, because "
+             "Homebrew's Postgres already holds 5432; her .env points DATABASE_URL at "
+             "localhost:5433."},
+    {"key": "deploy-staging", "category": "procedure", "importance": 3,
+     "text": "Deploying to staging is automatic: every merge to main builds the images in "
+             "GitHub Actions and rolls them out to staging. Check "
+             "https://staging.ledgerly.dev/healthz afterwards."},
+    {"key": "deploy-prod", "category": "procedure", "importance": 5,
+     "text": "Production deploys are manual: run the 'Deploy prod' workflow in GitHub Actions "
+             "with a release tag (vX.Y.Z). Only Tuesday to Thursday, never on a Friday."},
+    {"key": "release-tag", "category": "procedure", "importance": 3,
+     "text": "To cut a release run make release VERSION=x.y.z: it bumps the version, writes "
+             "CHANGELOG.md from the merged pull request titles and pushes the tag."},
+    {"key": "ci-workflows", "category": "fact", "importance": 3, "paths": [".github/**"],
+     "text": "CI is GitHub Actions: .github/workflows/ci.yml runs ruff, mypy, pytest and the "
+             "web build on every pull request; e2e.yml runs the Playwright suite nightly."},
+    {"key": "ci-flaky-playwright", "category": "fact", "importance": 2,
+     "paths": [".github/workflows/e2e.yml", "web/e2e/**"],
+     "text": "The Playwright e2e suite is flaky on the CSV upload test (a race with the upload "
+             "progress bar); rerun the job once before investigating."},
+    {"key": "oncall-rotation", "category": "fact", "importance": 3,
+     "text": "On-call rotates weekly on Monday at 10:00 UTC; the schedule is in PagerDuty "
+             "under 'Ledgerly primary'."},
+    {"key": "oncall-pager-ack", "category": "procedure", "importance": 4,
+     "text": "When paged: acknowledge within 15 minutes, post in #ledgerly-incidents, and open "
+             "an incident doc from docs/runbooks/incident.md."},
+    {"key": "incident-postmortem", "category": "procedure", "importance": 3,
+     "text": "Every SEV1 or SEV2 incident gets a blameless postmortem in docs/postmortems/ "
+             "within five working days."},
+    {"key": "sentry-errors", "category": "fact", "importance": 3,
+     "text": "Errors from the api and the web app go to Sentry, projects ledgerly-api and "
+             "ledgerly-web; events from staging carry the tag env=staging."},
+    {"key": "make-db-reset", "category": "procedure", "importance": 3,
+     "text": "make db-reset drops the local database, recreates it, runs alembic upgrade head "
+             "and loads fixtures/seed.sql (two companies with a year of entries)."},
+    {"key": "make-targets-list", "category": "fact", "importance": 2,
+     "text": "make help lists every target; the common ones are make dev (compose up), "
+             "make test, make lint, make migrate (alembic upgrade head) and make seed."},
+    {"key": "docker-compose-services", "category": "fact", "importance": 3,
+     "text": "docker compose up starts db (Postgres 15), api (Flask on :5000), web (Vite on "
+             ":5173), worker (Celery), redis and mailpit (:8025) for outgoing email."},
+    {"key": "ruff-mypy", "category": "procedure", "importance": 3,
+     "text": "make lint runs ruff check, ruff format --check and mypy --strict over api/; "
+             "make fmt fixes the formatting."},
+    {"key": "python-version", "category": "fact", "importance": 2,
+     "text": "The API runs on Python 3.12 (Docker image python:3.12-slim); create local "
+             "virtualenvs with uv."},
+    {"key": "secrets-env", "category": "procedure", "importance": 4,
+     "text": "Secrets for staging and prod live in AWS Secrets Manager under ledgerly/<env>/. "
+             "Locally, copy .env.example to .env; never commit .env."},
+    {"key": "staging-reset-weekly", "category": "fact", "importance": 2,
+     "text": "The staging database is wiped and reseeded every Sunday at 03:00 UTC; don't keep "
+             "anything there that you need next week."},
+    {"key": "prod-read-replica", "category": "fact", "importance": 3,
+     "text": "Reports read from the prod read replica (REPORTS_DATABASE_URL); writes always go "
+             "to the primary. Replica lag is usually under a second."},
+    {"key": "backup-policy", "category": "fact", "importance": 3,
+     "text": "Prod Postgres runs on RDS with automated snapshots kept for 14 days and "
+             "point-in-time recovery enabled."},
+    {"key": "feature-flags", "category": "decision", "importance": 2,
+     "text": "Feature flags are rows in the feature_flags table, toggled from the admin page; "
+             "we decided against a third-party flag service."},
+    {"key": "code-review-rule", "category": "preference", "importance": 3,
+     "text": "Pull requests need one approval and should stay under about 400 changed lines; "
+             "squash-merge them with a plain sentence as the title."},
+    {"key": "timezone-utc", "category": "decision", "importance": 3,
+     "text": "Timestamps are stored in UTC (timestamptz). Entry dates are plain DATE values in "
+             "the company's fiscal timezone and are never converted."},
+    {"key": "pdf-reports", "category": "fact", "importance": 2,
+     "text": "PDF reports (balance sheet, P&L) are rendered with WeasyPrint from the Jinja "
+             "templates in api/reports/templates/."},
+    {"key": "api-celery-tasks", "category": "fact", "importance": 3,
+     "text": "Background jobs (statement imports, PDF reports, emails) run on Celery with Redis "
+             "as the broker; the worker is the worker service in docker compose."},
+    # --- api/** and narrower ------------------------------------------------------------
+    {"key": "money-as-integer-cents", "category": "decision", "importance": 5, "pinned": True,
+     "paths": ["api/**"],
+     "text": "Amounts are stored as integer minor units (cents) in BIGINT columns, never as "
+             "float; api/ledger/money.py converts at the edges."},
+    {"key": "rounding-banker", "category": "decision", "importance": 3, "paths": ["api/**"],
+     "text": "Currency conversion rounds half-even (banker's rounding) to the currency's minor "
+             "unit; the difference is booked to account 7999 Rounding."},
+    {"key": "api-blueprints", "category": "fact", "importance": 3, "paths": ["api/**"],
+     "text": "Each API area is a Flask blueprint under api/routes/, registered in api/app.py "
+             "create_app() with the URL prefix /api/v1."},
+    {"key": "api-sqlalchemy-session", "category": "decision", "importance": 4,
+     "paths": ["api/**"],
+     "text": "Use the request-scoped SQLAlchemy session from api/db.py get_session(); never "
+             "create engines or sessions in route code."},
+    {"key": "api-pydantic-validation", "category": "preference", "importance": 3,
+     "paths": ["api/**"],
+     "text": "Validate request bodies with pydantic models in api/schemas/ and return errors "
+             "as RFC 7807 problem+json."},
+    {"key": "api-logging", "category": "preference", "importance": 3, "paths": ["api/**"],
+     "text": "Log with structlog's get_logger() and key=value fields, never print(); the "
+             "middleware binds the request id."},
+    {"key": "exchange-rate-service", "category": "fact", "importance": 3,
+     "paths": ["api/fx/**"],
+     "text": "Exchange rates come from the internal fx service (FX_SERVICE_URL, "
+             "https://fx.internal/rates), cached for an hour in Redis; our client is "
+             "api/fx/client.py."},
+    {"key": "importer-formats", "category": "fact", "importance": 3, "paths": ["api/ledger/**"],
+     "text": "The importer reads CSV, OFX and CAMT.053 bank statements; each bank's CSV column "
+             "mapping is a YAML file in api/ledger/bank_profiles/."},
+    {"key": "importer-dedupe", "category": "fact", "importance": 3, "paths": ["api/ledger/**"],
+     "text": "Bank import deduplicates rows by a hash of account, date, amount and bank "
+             "reference, so re-importing the same statement is safe."},
+    {"key": "importer-csv-bom", "category": "fact", "importance": 3,
+     "paths": ["api/ledger/importer.py"],
+     "text": "importer.py opens bank CSVs with encoding='utf-8-sig' so the byte-order mark "
+             "that Excel writes is dropped, and sniffs the delimiter from the first 4 KB with "
+             "csv.Sniffer."},
+    {"key": "alembic-new-migration", "category": "procedure", "importance": 4,
+     "paths": ["api/migrations/**"],
+     "text": "To add a migration run make migration m='add currency column': it runs alembic "
+             "revision --autogenerate in the api container. Always read the generated file; "
+             "autogenerate misses server defaults and enum changes."},
+    {"key": "alembic-one-head", "category": "decision", "importance": 3,
+     "paths": ["api/migrations/**"],
+     "text": "Keep a single alembic head: when two branches both add a migration, rebase and "
+             "re-point down_revision instead of writing a merge migration."},
+    {"key": "migrations-backward-compatible", "category": "decision", "importance": 4,
+     "paths": ["api/migrations/**"],
+     "text": "Migrations must work with the previous release (expand, then contract): add "
+             "nullable columns first, backfill, and drop old columns only a release later, "
+             "because prod runs migrations before the new pods roll out."},
+    # --- web/** and exactly web/src/app.ts ----------------------------------------------
+    {"key": "pnpm-only", "category": "preference", "importance": 4, "paths": ["web/**"],
+     "text": "In web/ use pnpm, never npm or yarn; the lockfile is pnpm-lock.yaml and CI runs "
+             "pnpm install --frozen-lockfile."},
+    {"key": "web-api-client", "category": "decision", "importance": 4, "paths": ["web/**"],
+     "text": "The web app talks to the API only through the generated client in web/src/api/ "
+             "(pnpm gen:api regenerates it from the OpenAPI spec); no hand-written fetch calls."},
+    {"key": "web-react-query", "category": "preference", "importance": 3, "paths": ["web/**"],
+     "text": "Server state in the web app goes through TanStack Query; no Redux. Local UI state "
+             "stays in the components."},
+    {"key": "web-money-format", "category": "preference", "importance": 3, "paths": ["web/**"],
+     "text": "Format amounts in the web app with formatMoney from web/src/lib/money.ts "
+             "(Intl.NumberFormat with the company's currency); never toFixed."},
+    {"key": "web-strict-ts", "category": "decision", "importance": 3, "paths": ["web/**"],
+     "text": "TypeScript runs in strict mode with noUncheckedIndexedAccess; no `any`, use "
+             "`unknown` and narrow it."},
+    {"key": "web-deps-renovate", "category": "procedure", "importance": 3, "paths": ["web/**"],
+     "text": "Web dependency bumps come through Renovate's weekly pull request. To bump by hand, "
+             "run pnpm up --latest in web/, then pnpm test and pnpm build; a React major "
+             "version needs a decision record."},
+    {"key": "vite-proxy", "category": "fact", "importance": 2, "paths": ["web/**"],
+     "text": "The Vite dev server proxies /api to http://localhost:5000 (web/vite.config.ts), "
+             "so the web app needs no CORS setup locally."},
+    {"key": "web-tests-vitest", "category": "procedure", "importance": 3, "paths": ["web/**"],
+     "text": "Web unit tests: pnpm test runs Vitest; component tests use Testing Library; "
+             "snapshot tests are not allowed."},
+    {"key": "web-app-ts-bootstrap", "category": "fact", "importance": 3,
+     "paths": ["web/src/app.ts"],
+     "text": "web/src/app.ts is the bootstrap: it registers Sentry, the query client and the "
+             "router, in that order; Sentry has to be initialised before the router or "
+             "navigation errors are lost."},
+    # --- Chinese ------------------------------------------------------------------------
+    {"key": "slow-query-procedure", "category": "procedure", "importance": 4,
+     "text": "慢查询排查：先在 Grafana 的数据库面板看 p95 延迟，再用 pg_stat_statements 找出总耗时"
+             "最高的语句，对它执行 EXPLAIN (ANALYZE, BUFFERS)，检查是否缺少索引或统计信息过期，"
+             "必要时对该表执行 ANALYZE。"},
+    {"key": "pitr-procedure", "category": "procedure", "importance": 5,
+     "text": "生产库按时间点恢复：在 RDS 控制台选择“恢复到时间点”，恢复成一个新实例，不要覆盖原实例；"
+             "核对数据后修改 Secrets Manager 中的 DATABASE_URL，再重启 api 和 worker。全程需要两人在场。"},
+    {"key": "oncall-handover-zh", "category": "procedure", "importance": 3,
+     "text": "值班交接：每周一交接前，在 #ledgerly-oncall 频道写明未关闭的告警、进行中的事故和需要跟进"
+             "的工单。"},
+    {"key": "zh-invoice-glossary", "category": "fact", "importance": 3,
+     "text": "术语：凭证就是一笔分录（entry）。凭证号按公司和会计期间连续编号，作废的凭证号不能复用。"},
+    {"key": "zh-tax-rate", "category": "decision", "importance": 3,
+     "text": "增值税税率配置在 tax_rates 表中，按生效日期取值；调整税率时只能新增一行，不能修改旧行，"
+             "否则历史凭证会被重新计算。"},
+    {"key": "zh-connection-pool", "category": "fact", "importance": 3,
+     "text": "连接池：api 的 SQLAlchemy 连接池大小为 10，最大溢出 5；Celery worker 每个进程占 2 个"
+             "连接。数据库连接数告警阈值是 80%。"},
+    {"key": "zh-month-end-close", "category": "procedure", "importance": 4,
+     "text": "月末结账流程：先确认所有银行流水已导入并完成对账，再运行 make close-period "
+             "PERIOD=2026-10，最后导出试算平衡表发给财务。"},
+    {"key": "zh-frontend-i18n", "category": "preference", "importance": 3, "paths": ["web/**"],
+     "text": "前端文案统一放在 web/src/locales/zh-CN.json 和 en.json 中，不要在组件里硬编码中文。"},
+    {"key": "zh-importer-encoding", "category": "fact", "importance": 3, "paths": ["api/**"],
+     "text": "部分国内银行导出的对账单是 GBK 编码；导入器先尝试 UTF-8，失败后回退到 GB18030。"},
+    {"key": "zh-staging-access", "category": "procedure", "importance": 3,
+     "text": "访问预发布环境（staging）需要先连公司 VPN；账号由运维在 1Password 的 Ledgerly Staging "
+             "保险库中发放。"},
+    {"key": "zh-code-review-time", "category": "preference", "importance": 2,
+     "text": "代码评审尽量在一个工作日内完成；超过两天没人看的 PR 可以在站会上提出来。"},
+    {"key": "zh-log-retention", "category": "fact", "importance": 3,
+     "text": "日志保留策略：生产环境日志在 CloudWatch 中保留 30 天；审计日志（audit_log 表）永久保留，"
+             "不得删除。"},
+]
+
+KEYS: set[str] = {m["key"] for m in MEMORIES}
+
+# Path groups, for the ``ok`` lists of the tool events (every memory a file's globs match).
+WEB_ALL = ["pnpm-only", "web-api-client", "web-react-query", "web-money-format", "web-strict-ts",
+           "web-deps-renovate", "vite-proxy", "web-tests-vitest", "zh-frontend-i18n"]
+API_ALL = ["money-as-integer-cents", "rounding-banker", "api-blueprints", "api-sqlalchemy-session",
+           "api-pydantic-validation", "api-logging", "zh-importer-encoding"]
+LEDGER = ["importer-formats", "importer-dedupe"]
+MIGRATIONS = ["alembic-new-migration", "alembic-one-head", "migrations-backward-compatible"]
+
+KINDS = ("keyword", "morphology", "typo", "identifier", "cjk", "mixed", "paraphrase_en",
+         "paraphrase_zh", "no_answer")
+
+QUERIES_TUNE: dict[str, list[Query]] = {
+    "keyword": [
+        ("pnpm lockfile", ["pnpm-only"]),
+        ("Sentry project", ["sentry-errors"]),
+        ("alembic head", ["alembic-one-head"]),
+        ("feature flags", ["feature-flags"]),
+        ("WeasyPrint", ["pdf-reports"]),
+        ("Renovate", ["web-deps-renovate"]),
+        ("on-call PagerDuty schedule", ["oncall-rotation"]),
+        ("Celery broker", ["api-celery-tasks"]),
+        ("read replica", ["prod-read-replica"]),
+        ("structlog", ["api-logging"]),
+        ("postmortem", ["incident-postmortem"]),
+    ],
+    "morphology": [
+        ("deployed to staging", ["deploy-staging"]),
+        ("writing migrations", ["alembic-new-migration"]),
+        ("flakiness e2e", ["ci-flaky-playwright"]),
+        ("rotating on-call", ["oncall-rotation"]),
+        ("deduplicated rows", ["importer-dedupe"]),
+        ("formatted amounts", ["web-money-format"]),
+        ("validating request bodies", ["api-pydantic-validation"]),
+        ("logging fields", ["api-logging"]),
+        ("acknowledging pages", ["oncall-pager-ack"]),
+        ("rendering reports", ["pdf-reports"]),
+        ("bumped web dependencies", ["web-deps-renovate"]),
+    ],
+    "typo": [
+        ("alembc single head", ["alembic-one-head"]),
+        ("postgers port", ["local-pg-port"]),
+        ("pnmp", ["pnpm-only"]),
+        ("playwrite flaky", ["ci-flaky-playwright"]),
+        ("sentyr", ["sentry-errors"]),
+        ("celary worker", ["api-celery-tasks"]),
+        ("renovat", ["web-deps-renovate"]),
+        ("postmortm", ["incident-postmortem"]),
+        ("exchnage rates", ["exchange-rate-service"]),
+        ("pydnatic", ["api-pydantic-validation"]),
+        ("feture flags", ["feature-flags"]),
+    ],
+    "identifier": [
+        ("api/ledger/importer.py", ["importer-csv-bom"]),
+        ("make db-reset", ["make-db-reset"]),
+        ("pnpm-lock.yaml", ["pnpm-only"]),
+        ("get_session", ["api-sqlalchemy-session"]),
+        ("FX_SERVICE_URL", ["exchange-rate-service"]),
+        ("utf-8-sig", ["importer-csv-bom"]),
+        ("web/vite.config.ts", ["vite-proxy"]),
+        ("fiscal_year_start", ["fiscal-year"]),
+        ("ci.yml", ["ci-workflows"]),
+        ("docs/postmortems/", ["incident-postmortem"]),
+        ("seed.sql", ["make-db-reset"]),
+    ],
+    "cjk": [
+        ("慢查询", ["slow-query-procedure"]),
+        ("数据库查询很慢怎么办", ["slow-query-procedure"]),
+        ("按时间点恢复", ["pitr-procedure"]),
+        ("值班交接", ["oncall-handover-zh"]),
+        ("凭证号", ["zh-invoice-glossary"]),
+        ("税率", ["zh-tax-rate"]),
+        ("连接池大小", ["zh-connection-pool"]),
+        ("月末结账", ["zh-month-end-close"]),
+        ("日志保留多久", ["zh-log-retention"]),
+        ("预发布环境怎么访问", ["zh-staging-access"]),
+        ("前端文案", ["zh-frontend-i18n"]),
+    ],
+    "mixed": [
+        ("staging 需要 VPN 吗", ["zh-staging-access"]),
+        ("pg_stat_statements 怎么用", ["slow-query-procedure"]),
+        ("RDS 恢复到时间点", ["pitr-procedure", "backup-policy"]),
+        ("GBK 编码的 CSV", ["zh-importer-encoding"]),
+        ("SQLAlchemy 连接池", ["zh-connection-pool"]),
+        ("PR 评审时间", ["zh-code-review-time"]),
+        ("make close-period 之前要做什么", ["zh-month-end-close"]),
+        ("CloudWatch 日志保留", ["zh-log-retention"]),
+        ("web 文案 zh-CN.json", ["zh-frontend-i18n"]),
+        ("tax_rates 表怎么改", ["zh-tax-rate"]),
+        ("用 pnpm 装依赖", ["pnpm-only"]),
+    ],
+    "paraphrase_en": [
+        ("which package manager does the frontend use", ["pnpm-only"]),
+        ("how do I ship to the live site", ["deploy-prod"]),
+        ("where do crash reports end up", ["sentry-errors"]),
+        ("who gets woken up at night this week", ["oncall-rotation"]),
+        ("how do I get a clean local database with sample data", ["make-db-reset"]),
+        ("can I add a new library to the backend", ["no-new-deps-adr"]),
+        ("how should money values be kept in the database", ["money-as-integer-cents"]),
+        ("what happens if the same bank file is uploaded twice", ["importer-dedupe"]),
+        ("what is a single line of a journal transaction called", ["glossary-posting"]),
+        ("why does the browser app reach the backend in dev without cross-origin trouble",
+         ["vite-proxy"]),
+        ("how long are database backups kept", ["backup-policy"]),
+    ],
+    "paraphrase_zh": [
+        ("线上数据库误删了数据怎么找回", ["pitr-procedure", "backup-policy"]),
+        ("怎么找出最耗时的语句", ["slow-query-procedure"]),
+        ("下周轮到我值班，交班时要写什么", ["oncall-handover-zh"]),
+        ("界面上的中文字符串应该放在哪里", ["zh-frontend-i18n"]),
+        ("能不能直接修改旧的税率记录", ["zh-tax-rate"]),
+        ("每个月底要做哪些账务操作", ["zh-month-end-close"]),
+        ("测试环境的登录账号去哪里拿", ["zh-staging-access"]),
+        ("前端用什么包管理器", ["pnpm-only"]),
+        ("金额在数据库里用什么类型保存", ["money-as-integer-cents"]),
+        ("生产部署可以在周五做吗", ["deploy-prod"]),
+        ("作废的单据编号还能再用吗", ["zh-invoice-glossary"]),
+    ],
+    "no_answer": [
+        ("what port does staging db use", []),
+        ("how do I rotate the Stripe API key", []),
+        ("helm chart values for kubernetes", []),
+        ("who is the product manager", []),
+        ("where is the GraphQL schema", []),
+        ("how to build the iOS app", []),
+        ("SLA for customer support tickets", []),
+        ("Elasticsearch index mapping", []),
+        ("公司的年假政策是什么", []),
+    ],
+}
+
+QUERIES_HELDOUT: dict[str, list[Query]] = {
+    "keyword": [
+        ("httpx", ["httpx-not-requests"]),
+        ("Vitest", ["web-tests-vitest"]),
+        ("TanStack Query", ["web-react-query"]),
+        ("exchange rates", ["exchange-rate-service"]),
+        ("banker's rounding", ["rounding-banker"]),
+        ("Secrets Manager", ["secrets-env", "pitr-procedure"]),
+        ("PagerDuty", ["oncall-rotation"]),
+        ("Playwright flaky", ["ci-flaky-playwright"]),
+        ("mailpit", ["docker-compose-services"]),
+        ("fiscal year", ["fiscal-year"]),
+        ("RDS snapshots", ["backup-policy"]),
+    ],
+    "morphology": [
+        ("deploying prod", ["deploy-prod"]),
+        ("imported statements", ["importer-formats", "importer-dedupe"]),
+        ("closed periods", ["glossary-period-close"]),
+        ("squashing merges", ["code-review-rule"]),
+        ("reseeding staging", ["staging-reset-weekly"]),
+        ("converting currencies", ["rounding-banker"]),
+        ("caching rates", ["exchange-rate-service"]),
+        ("initialise Sentry", ["web-app-ts-bootstrap"]),
+        ("proxying api requests", ["vite-proxy"]),
+        ("linting", ["ruff-mypy"]),
+        ("reversed entries", ["glossary-entry", "glossary-period-close"]),
+    ],
+    "typo": [
+        ("htpx", ["httpx-not-requests"]),
+        ("vitset", ["web-tests-vitest"]),
+        ("structlgo", ["api-logging"]),
+        ("weasyprnt", ["pdf-reports"]),
+        ("pagerduty rotaton", ["oncall-rotation"]),
+        ("docker compsoe services", ["docker-compose-services"]),
+        ("tanstak query", ["web-react-query"]),
+        ("bankers roundnig", ["rounding-banker"]),
+        ("dedupliate import", ["importer-dedupe"]),
+        ("replcia lag", ["prod-read-replica"]),
+        ("mirgations backward compatible", ["migrations-backward-compatible"]),
+    ],
+    "identifier": [
+        ("web/src/app.ts", ["web-app-ts-bootstrap"]),
+        ("make migration", ["alembic-new-migration"]),
+        ("REPORTS_DATABASE_URL", ["prod-read-replica"]),
+        ("formatMoney", ["web-money-format"]),
+        ("create_app", ["api-blueprints"]),
+        ("feature_flags table", ["feature-flags"]),
+        ("make close-period", ["zh-month-end-close"]),
+        ("down_revision", ["alembic-one-head"]),
+        (".env.example", ["secrets-env"]),
+        ("api/fx/client.py", ["exchange-rate-service"]),
+        ("tax_rates", ["zh-tax-rate"]),
+        ("pg_stat_statements", ["slow-query-procedure"]),
+    ],
+    "cjk": [
+        ("生产库恢复", ["pitr-procedure"]),
+        ("查询慢", ["slow-query-procedure"]),
+        ("缺少索引", ["slow-query-procedure"]),
+        ("银行对账单编码", ["zh-importer-encoding"]),
+        ("税率改了怎么办", ["zh-tax-rate"]),
+        ("审计日志能删除吗", ["zh-log-retention"]),
+        ("交接前要写什么", ["oncall-handover-zh"]),
+        ("作废凭证", ["zh-invoice-glossary"]),
+        ("试算平衡表", ["zh-month-end-close"]),
+        ("代码评审多久完成", ["zh-code-review-time"]),
+        ("连接数告警", ["zh-connection-pool"]),
+    ],
+    "mixed": [
+        ("pnpm 还是 npm", ["pnpm-only"]),
+        ("EXPLAIN ANALYZE 很慢", ["slow-query-procedure"]),
+        ("Secrets Manager 里的 DATABASE_URL", ["pitr-procedure", "secrets-env"]),
+        ("oncall 交接 频道", ["oncall-handover-zh"]),
+        ("Excel 导出的 CSV 有 BOM", ["importer-csv-bom"]),
+        ("Celery worker 连接数", ["zh-connection-pool"]),
+        ("1Password staging 账号", ["zh-staging-access"]),
+        ("audit_log 表保留多久", ["zh-log-retention"]),
+        ("GB18030 回退", ["zh-importer-encoding"]),
+        ("Grafana p95 延迟", ["slow-query-procedure"]),
+        ("entry 凭证编号", ["zh-invoice-glossary"]),
+    ],
+    "paraphrase_en": [
+        ("which library for calling other web services from Python", ["httpx-not-requests"]),
+        ("how do I check my change doesn't break anything", ["test-make-docker"]),
+        ("what must a schema change respect so old pods keep working",
+         ["migrations-backward-compatible"]),
+        ("can we use Redux for global state", ["web-react-query"]),
+        ("where do currency conversion prices come from", ["exchange-rate-service"]),
+        ("which weekday is off limits for a release to customers", ["deploy-prod"]),
+        ("what is one leg of a double-entry transaction called", ["glossary-posting"]),
+        ("how should the backend write diagnostic output", ["api-logging"]),
+        ("why does the pre-production environment lose its data", ["staging-reset-weekly"]),
+        ("where are the live environment's credentials stored", ["secrets-env"]),
+        ("what do we do after a major outage", ["incident-postmortem"]),
+        ("how do I fix numbers in a month that is already locked", ["glossary-period-close"]),
+    ],
+    "paraphrase_zh": [
+        ("页面加载时数据库特别慢，该从哪里查起", ["slow-query-procedure"]),
+        ("线上库的数据需要回到昨天下午的状态", ["pitr-procedure"]),
+        ("国内银行的流水文件导入后是乱码", ["zh-importer-encoding"]),
+        ("系统日志能存多久", ["zh-log-retention"]),
+        ("数据库连接不够用了", ["zh-connection-pool"]),
+        ("提交的合并请求一直没人看怎么办", ["zh-code-review-time"]),
+        ("怎么跑测试", ["test-make-docker"]),
+        ("可以随便加第三方库吗", ["no-new-deps-adr"]),
+        ("发 HTTP 请求用哪个库", ["httpx-not-requests"]),
+        ("一笔分录里的一行叫什么", ["glossary-posting"]),
+        ("税点调整以后历史账单会变吗", ["zh-tax-rate"]),
+    ],
+    "no_answer": [
+        ("staging database port", []),
+        ("how do I renew my VPN certificate", []),
+        ("MongoDB replica set", []),
+        ("where is the Terraform state bucket", []),
+        ("how to publish the mobile app to the App Store", []),
+        ("Kafka topic naming convention", []),
+        ("which meeting room is the standup in", []),
+        ("客户退款流程是什么", []),
+        ("Windows 开发环境怎么配置", []),
+    ],
+}
+
+PROMPTS_TUNE: list[Prompt] = [
+    ("add an HTTP client call to the exchange rate service",
+     ["httpx-not-requests", "exchange-rate-service"], ["no-new-deps-adr"]),
+    ("the importer crashes on a CSV with a BOM",
+     ["importer-csv-bom"], ["importer-formats", "zh-importer-encoding"]),
+    ("bump the web deps", ["web-deps-renovate", "pnpm-only"], ["no-new-deps-adr"]),
+    ("write a migration adding a currency column to accounts",
+     ["alembic-new-migration", "migrations-backward-compatible"],
+     ["alembic-one-head", "money-as-integer-cents"]),
+    ("thanks, that looks good", [], []),
+    ("run the tests", ["test-make-docker"], ["make-targets-list", "web-tests-vitest"]),
+    ("deploy the current main to production",
+     ["deploy-prod"], ["deploy-staging", "release-tag", "migrations-backward-compatible"]),
+    ("why is the trial balance query so slow on prod?",
+     ["slow-query-procedure"], ["prod-read-replica", "zh-month-end-close"]),
+    ("rename the variable tmp to row in this function", [], []),
+    ("add a new Flask endpoint that lists the postings of an account",
+     ["api-blueprints"],
+     ["api-sqlalchemy-session", "api-pydantic-validation", "glossary-posting"]),
+    ("I can't connect to postgres locally, connection refused on 5432",
+     ["local-pg-port"], ["docker-compose-services", "make-db-reset"]),
+    ("add a React page showing the balance sheet",
+     ["web-api-client", "web-react-query"],
+     ["web-money-format", "pdf-reports", "zh-frontend-i18n", "pnpm-only"]),
+    ("install lodash in the frontend", ["pnpm-only", "no-new-deps-adr"], []),
+    ("the e2e job failed on the CSV upload again", ["ci-flaky-playwright"], ["ci-workflows"]),
+    ("what's the difference between an entry and a posting?",
+     ["glossary-posting", "glossary-entry"], ["zh-invoice-glossary"]),
+    ("我被告警叫醒了，第一步做什么", ["oncall-pager-ack"], ["oncall-handover-zh", "oncall-rotation"]),
+    ("帮我把 prod 库恢复到今天早上九点", ["pitr-procedure"], ["backup-policy", "secrets-env"]),
+    ("explain what a Python decorator is", [], []),
+    ("add logging to the statement import task",
+     ["api-logging"], ["api-celery-tasks", "importer-dedupe", "importer-formats"]),
+    ("amounts show 10.1 instead of 10.10 in the invoice table",
+     ["web-money-format"], ["money-as-integer-cents"]),
+    ("set up a background job that emails the monthly report",
+     ["api-celery-tasks"], ["pdf-reports", "docker-compose-services"]),
+    ("change the VAT rate to 13% from next month", ["zh-tax-rate"], []),
+    ('format this JSON for me: {"a":1,"b":[2,3]}', [], []),
+    ("how do I get access to staging?",
+     ["zh-staging-access"], ["secrets-env", "deploy-staging", "staging-reset-weekly"]),
+    ("convert the report totals to EUR",
+     ["exchange-rate-service", "rounding-banker"], ["money-as-integer-cents"]),
+    ("git rebase left two alembic heads, fix it", ["alembic-one-head"], ["alembic-new-migration"]),
+    ("good morning!", [], []),
+    ("write a haiku about autumn", [], []),
+]
+
+PROMPTS_HELDOUT: list[Prompt] = [
+    ("call the bank's API to fetch statements automatically",
+     ["httpx-not-requests"], ["no-new-deps-adr", "importer-formats", "importer-dedupe"]),
+    ("the importer chokes on a GBK-encoded statement from ICBC",
+     ["zh-importer-encoding"], ["importer-csv-bom", "importer-formats"]),
+    ("upgrade react to the next major version",
+     ["web-deps-renovate", "no-new-deps-adr"], ["pnpm-only"]),
+    ("add a nullable column memo to the entries table",
+     ["alembic-new-migration", "migrations-backward-compatible"],
+     ["alembic-one-head", "glossary-entry"]),
+    ("ok thanks", [], []),
+    ("the tests hang at startup with 'cannot connect to the Docker daemon'",
+     ["test-make-docker"], ["docker-compose-services"]),
+    ("ship v1.4.0", ["deploy-prod", "release-tag"], ["deploy-staging"]),
+    ("生产环境的报表查询越来越慢，帮我看看", ["slow-query-procedure"],
+     ["zh-connection-pool", "prod-read-replica"]),
+    ("sort these imports alphabetically", [], []),
+    ("add an endpoint to close a period",
+     ["glossary-period-close", "api-blueprints"],
+     ["zh-month-end-close", "api-pydantic-validation", "api-sqlalchemy-session"]),
+    ("my DATABASE_URL doesn't work on my machine",
+     ["local-pg-port"], ["secrets-env", "docker-compose-services"]),
+    ("build a component that lists journal entries with pagination",
+     ["web-api-client", "web-react-query"],
+     ["web-money-format", "glossary-entry", "zh-frontend-i18n"]),
+    ("npm install date-fns in web", ["pnpm-only", "no-new-deps-adr"], []),
+    ("CI is red on the lint step", ["ruff-mypy"], ["ci-workflows"]),
+    ("is a posting the same thing as an entry?",
+     ["glossary-posting", "glossary-entry"], ["zh-invoice-glossary"]),
+    ("这周谁值班？", ["oncall-rotation"], ["oncall-handover-zh", "oncall-pager-ack"]),
+    ("someone dropped the payments table in prod an hour ago, help",
+     ["pitr-procedure"], ["backup-policy", "oncall-pager-ack", "incident-postmortem"]),
+    ("what is the capital of Australia", [], []),
+    ("the api prints debug output with print(), clean it up", ["api-logging"], []),
+    ("show amounts with the right currency symbol on the dashboard",
+     ["web-money-format"], ["exchange-rate-service"]),
+    ("move the PDF generation out of the request into a job",
+     ["api-celery-tasks", "pdf-reports"], []),
+    ("把增值税从 6% 调成 9%", ["zh-tax-rate"], []),
+    ("where do I put the staging credentials for my script",
+     ["secrets-env"], ["zh-staging-access"]),
+    ("round the converted amount correctly",
+     ["rounding-banker"], ["exchange-rate-service", "money-as-integer-cents"]),
+    ("can you explain this regex: ^\\d{4}-\\d{2}$", [], []),
+    ("页面上的按钮文字要改成中文", ["zh-frontend-i18n"], []),
+    ("lol", [], []),
+    ("the web app initialises Sentry after the router, move it earlier",
+     ["web-app-ts-bootstrap"], ["sentry-errors"]),
+]
+
+TOOLS_TUNE: list[ToolEvent] = [
+    ("Read", "api/ledger/importer.py", ["importer-csv-bom"], LEDGER + API_ALL),
+    ("Edit", "web/src/app.ts", ["web-app-ts-bootstrap"], WEB_ALL),
+    ("Edit", "web/src/pages/Accounts.tsx", ["web-api-client", "web-react-query"], WEB_ALL),
+    ("Read", "api/routes/accounts.py", ["api-blueprints", "api-sqlalchemy-session"], API_ALL),
+    ("Edit", "api/ledger/money.py", ["money-as-integer-cents"], LEDGER + API_ALL),
+    ("Read", "README.md", [], []),
+    ("Edit", "web/package.json", ["pnpm-only", "web-deps-renovate"], WEB_ALL),
+    ("Write", "api/migrations/versions/20261101_add_currency.py",
+     ["alembic-new-migration", "migrations-backward-compatible"], MIGRATIONS + API_ALL),
+    ("Edit", ".github/workflows/e2e.yml", ["ci-flaky-playwright", "ci-workflows"], []),
+    ("Edit", "web/src/locales/zh-CN.json", ["zh-frontend-i18n"], WEB_ALL),
+    ("Read", "api/fx/client.py", ["exchange-rate-service"], API_ALL),
+]
+
+TOOLS_HELDOUT: list[ToolEvent] = [
+    ("Edit", "api/ledger/importer.py", ["importer-csv-bom"], LEDGER + API_ALL),
+    ("Read", "web/src/app.ts", ["web-app-ts-bootstrap"], WEB_ALL),
+    ("Edit", "web/src/lib/money.ts", ["web-money-format"], WEB_ALL),
+    ("Read", "api/schemas/entry.py", ["api-pydantic-validation"], API_ALL),
+    ("Edit", "api/ledger/bank_profiles/icbc.yaml", ["importer-formats"], LEDGER + API_ALL),
+    ("Read", "Makefile", [], []),
+    ("Edit", "web/pnpm-lock.yaml", ["pnpm-only"], WEB_ALL),
+    ("Edit", "api/migrations/env.py", ["alembic-new-migration"], MIGRATIONS + API_ALL),
+    ("Read", ".github/workflows/ci.yml", ["ci-workflows"], []),
+    ("Edit", "api/app.py", ["api-blueprints"], API_ALL),
+    ("Read", "web/vite.config.ts", ["vite-proxy"], WEB_ALL),
+]
+
+SPLITS: dict[str, tuple[dict[str, list[Query]], list[Prompt], list[ToolEvent]]] = {
+    "tune": (QUERIES_TUNE, PROMPTS_TUNE, TOOLS_TUNE),
+    "heldout": (QUERIES_HELDOUT, PROMPTS_HELDOUT, TOOLS_HELDOUT),
+}
+
+
+def check() -> list[str]:
+    """Problems with the set itself (unknown keys, duplicates, short kinds); empty when sound."""
+    problems: list[str] = []
+    if len(KEYS) != len(MEMORIES):
+        problems.append("duplicate memory keys")
+    for split, (queries, prompts, tools) in SPLITS.items():
+        for kind in KINDS:
+            need = 8 if kind == "no_answer" else 10
+            if len(queries.get(kind, [])) < need:
+                problems.append(f"{split}/{kind}: fewer than {need} queries")
+        refs = [k for qs in queries.values() for _, keys in qs for k in keys]
+        refs += [k for _, want, ok in prompts for k in want + ok]
+        refs += [k for _, _, want, ok in tools for k in want + ok]
+        problems += [f"{split}: unknown key {k!r}" for k in sorted(set(refs) - KEYS)]
+    tune = {q for qs in QUERIES_TUNE.values() for q, _ in qs}
+    held = {q for qs in QUERIES_HELDOUT.values() for q, _ in qs}
+    problems += [f"query in both splits: {q!r}" for q in sorted(tune & held)]
+    both = {p for p, _, _ in PROMPTS_TUNE} & {p for p, _, _ in PROMPTS_HELDOUT}
+    problems += [f"prompt in both splits: {p!r}" for p in sorted(both)]
+    return problems
