@@ -150,3 +150,27 @@ def test_general_memories_survive_a_small_budget_at_the_root(rooted, run):
     (rooted / "web/src/app.ts").write_text("// edited\n", encoding="utf-8")  # now web/** is in play
     edited = run("--json", "context", "--budget", "500", cwd=rooted).json()["data"]["included"]
     assert edited[0].startswith("web"), edited
+
+
+@pytest.mark.parametrize(("globs", "path", "matches"), [
+    ([".github/**"], ".github/workflows/e2e.yml", True),  # lstrip("./") once ate the dot
+    ([".github/workflows/e2e.yml"], "./.github/workflows/e2e.yml", True),
+    ([".github/**"], "github/workflows/e2e.yml", False),
+    (["web/**"], "./web/src/app.ts", True),
+    (["web/**"], "/web/src/app.ts", True),
+    ([".env"], ".env", True),
+])
+def test_paths_match_keeps_a_leading_dot(globs, path, matches):
+    from memcli.index import paths_match
+
+    assert paths_match(globs, path) is matches
+
+
+@pytest.mark.parametrize(("glob", "narrower"), [
+    ("api/ledger/importer.py", "api/ledger/*.py"), ("api/ledger/*.py", "api/**"), ("web/src/*.ts", "web/src/*"),
+    ("api/**", "**/*.py"), (".github/workflows/e2e.yml", ".github/**"),
+])
+def test_glob_specificity_orders_the_narrower_glob_first(glob, narrower):
+    from memcli.index import glob_specificity
+
+    assert glob_specificity(glob) > glob_specificity(narrower)

@@ -154,7 +154,9 @@ def paths_match(globs: list[str], path: str) -> bool:
         return False
     from wcmatch import glob
 
-    return glob.globmatch(path.lstrip("./"), globs, flags=glob.GLOBSTAR | glob.DOTGLOB)
+    while path.startswith(("./", "/")):  # never lstrip("./"): it ate the dot of .github/
+        path = path[2:] if path.startswith("./") else path[1:]
+    return glob.globmatch(path, globs, flags=glob.GLOBSTAR | glob.DOTGLOB)
 
 
 def glob_specificity(glob: str) -> tuple[int, int, int]:

@@ -249,15 +249,46 @@ def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[
             continue
         query = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=TOOL_POOL + len(seen), path=path,
                       actor=ctx.actor)
+        named = _naming(search, query, path)
         for rank, hit in enumerate(search.search(query)):
             if hit.memory.id not in seen:
-                key = (tuple(-k for k in path_specificity(hit.memory.paths, path)), rank)
+                exact, literal, chars = path_specificity(hit.memory.paths, path)
+                key = (-exact, named.get(hit.memory.id, (len(_NAMES), 0)), -literal, -chars, rank)
                 if hit.memory.id not in found or key < found[hit.memory.id][0]:
                     found[hit.memory.id] = (key, hit.memory)
-    # the memory written for this very file first, then its folder's, then the whole tree's;
-    # among equals, the browse order (pinned, importance, recency)
+    # the memory written for this very file first; then those whose text names the file or its
+    # folder; then by how narrow the glob is (its folder's before the whole tree's); among
+    # equals, the browse order (pinned, importance, recency)
     ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
     return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found))
+
+
+#: How a memory's text may name a file, strongest first: its whole path
+#: (``web/src/locales/zh-CN.json``), its file name (``importer.py``), its folder's path (``api/routes``).
+_NAMES = ("path", "file name", "folder")
+
+
+def _naming(search, query, path: str) -> dict[str, tuple[int, int]]:  # noqa: ANN001 - a Retriever and its Query
+    """Which memories about ``path`` (those ``query``, with its path filter, finds) name the file
+    in their text, and how (``_NAMES``): id -> (level, rank within the level).
+
+    Each form is searched as one phrase (a query word of adjacent tokens, ``index.search``),
+    and only memories that hold it whole count. Bare words were tried first: ``web``,
+    ``ledger`` and the stem of ``accounts`` are named by most memories of their folder and
+    pulled the wrong ones forward (bench/heldout.py, tune split).
+    """
+    folder, _, name = path.rpartition("/")
+    forms = [path, name if folder else "", folder if folder.count("/") >= 1 else ""]
+    named: dict[str, tuple[int, int]] = {}
+    for level, form in enumerate(forms):
+        if not form:
+            continue
+        query.text = form
+        for rank, hit in enumerate(search.search(query)):
+            if hit.match == "exact":
+                named.setdefault(hit.memory.id, (level, rank))
+    query.text = ""
+    return named
 
 
 def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):  # noqa: ANN001, ANN202
