@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from memcli.index.tokenize import CJK_RUN, normalise, tokens
+from memcli.index.tokenize import CJK_RUN, normalise, stem, tokens
 
 _DATA = Path(__file__).with_name("words")
 _LISTS: dict[str, frozenset[str]] = {}
@@ -47,6 +47,15 @@ def stop_words(language: str) -> frozenset[str]:
     found = _LISTS.get(language)
     if found is None:
         found = _LISTS[language] = frozenset(normalise(w) for w in _lines(f"stop-{language}.txt"))
+    return found
+
+
+def prompt_words() -> frozenset[str]:
+    """Stems of the words of everyday prompts that say what to do, not what about
+    (``words/prompt-en.txt``: ``add``, ``fix``, ``thanks``), read once; for the prompt hook only."""
+    found = _LISTS.get("prompt")
+    if found is None:
+        found = _LISTS["prompt"] = frozenset(stem(normalise(w)) for w in _lines("prompt-en.txt"))
     return found
 
 

@@ -248,13 +248,14 @@ class FtsRetriever:
         query's other words (it tells nothing about which memory is meant, but that the
         query asks about more than they cover). A memory gets a word's whole
         weight when it holds the word as typed (or another form of it), ``TYPO_WEIGHT`` of it
-        when it holds only a correction. Exact hits hold every word: coverage 1.
+        when it holds only a correction. Exact hits hold every word: coverage 1. Each hit's
+        ``held`` is how many of the query's words (or their corrections) it holds.
         """
         import math
 
         if all(h.match == "exact" for h in hits):
             for hit in hits:
-                hit.parts["coverage"] = 1.0
+                hit.parts["coverage"], hit.parts["held"] = 1.0, float(len(forms))
             return
         total = max(1, self.db.execute("SELECT count(*) FROM docs WHERE id IS NOT NULL").fetchone()[0])
         weights: list[float | None] = []
@@ -268,16 +269,17 @@ class FtsRetriever:
         whole = sum(weights) or 1.0
         for hit in hits:
             if hit.match == "exact":
-                hit.parts["coverage"] = 1.0
+                hit.parts["coverage"], hit.parts["held"] = 1.0, float(len(forms))
                 continue
             doc = self._docs[hit.memory.id][0]
-            got = 0.0
+            got, held = 0.0, 0
             for weight, typed, fixed in zip(weights, forms, fixes):
                 if any(_holds(doc, _unquote(a)) for a in typed):
-                    got += weight
+                    got, held = got + weight, held + 1
                 elif any(_holds(doc, _unquote(a)) for a in fixed):
-                    got += TYPO_WEIGHT * weight
+                    got, held = got + TYPO_WEIGHT * weight, held + 1
             hit.parts["coverage"] = round(min(1.0, got / whole), 4)
+            hit.parts["held"] = float(held)
 
     def _substring(self, query: Query) -> list[Hit]:
         where, params = _filters(query)

@@ -35,8 +35,12 @@ from memcli.errors import MemcliError
 PROMPT_BUDGET = 2_000
 #: Memories a prompt may add at most.
 PROMPT_LIMIT = 3
-#: A prompt's memory must also match this share of the best one's coverage.
-PROMPT_MIN_SHARE = 0.75
+#: Hits of a prompt's recall looked at before the floor is applied.
+PROMPT_POOL = 10
+#: A prompt's memory must hold at least this many of its content words (all of a shorter prompt's).
+PROMPT_MIN_HELD = 2
+#: A prompt's memory must also score this share of the best hit's score.
+PROMPT_MIN_SCORE = 0.5
 #: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
@@ -294,37 +298,73 @@ def _naming(search, query, path: str) -> dict[str, tuple[int, int]]:  # noqa: AN
 def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):  # noqa: ANN001, ANN202
     """The few memories relevant to the prompt that this session has not been given yet.
 
-    A memory is added only when it clears the relevance floor: its ``coverage`` (the share
-    of the prompt's content words it matches, each weighted by its BM25 inverse document
-    frequency, see :meth:`memcli.index.search.FtsRetriever._coverage`) must reach ``floor``
-    (``[hooks] prompt_floor`` in ``memcli.toml``, default 0.35), and it must
-    match at least ``PROMPT_MIN_SHARE`` of the best hit's coverage. A prompt of stop words
-    only ("what do you think?") adds nothing; at most ``PROMPT_LIMIT`` memories, best first.
+    The prompt is searched on its content words less the words that say what to do
+    (``index.query.prompt_words``: "add", "fix", "thanks"); the hits that clear the
+    relevance floor (:func:`chosen`) are added, at most ``PROMPT_LIMIT``, best first. A
+    prompt of stop and task words only ("what do you think?", "thanks!") adds nothing.
 
     Args:
         prompt: the person's prompt (the first 2,000 characters are searched).
         seen: ids already given in this session.
-        floor: overrides the configured floor (0-1), for the evaluation in bench/eval.py.
+        floor: overrides ``[hooks] prompt_floor`` (0-1), for the evaluations in bench/.
     """
     from memcli.agents.context import render
-    from memcli.index.query import analyse, content
-    from memcli.service.read import Filters, recall
-
     from memcli.agents.transcript import strip_injected
+    from memcli.service.read import Filters, recall
 
     # Gemini CLI's BeforeAgent prompt may carry the session start's <hook_context> (memcli's
     # own block among it); only the person's words are searched
-    text = strip_injected(prompt)[:2000]
-    words, only_stop = content(analyse(text))
-    if not words or only_stop:
+    words = prompt_words(strip_injected(prompt)[:2000])
+    if not words:
         return render([], PROMPT_BUDGET)
     floor = ctx.ws.config.prompt_floor if floor is None else floor
-    hits = recall(ctx, text, Filters(limit=PROMPT_LIMIT + len(seen)))
-    shares = {h.memory.id: _share(h, words) for h in hits}
-    best = max(shares.values(), default=0.0)
-    fresh = [h.memory for h in hits if h.memory.id not in seen and shares[h.memory.id] >= floor
-             and shares[h.memory.id] >= PROMPT_MIN_SHARE * best][:PROMPT_LIMIT]
-    return render(fresh, PROMPT_BUDGET)
+    hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)))
+    return render([h.memory for h in chosen(hits, words, floor) if h.memory.id not in seen][:PROMPT_LIMIT],
+                  PROMPT_BUDGET)
+
+
+def prompt_words(text: str) -> list:
+    """The words of a prompt the prompt hook searches on (``index.query.Word``): its content
+    words, less those that say what to do (``index.query.prompt_words``); empty for a prompt
+    of stop and task words only."""
+    from memcli.index.query import analyse, content, prompt_words as task
+
+    words, only_stop = content(analyse(text))
+    if only_stop:
+        return []
+    skip = task()
+    return [w for w in words if w.cjk or not all(t in skip for t in w.tokens)]
+
+
+def chosen(hits: list, words: list, floor: float) -> list:
+    """The hits of a prompt's recall that clear the relevance floor, best first.
+
+    A hit is kept when it holds enough of the prompt (its IDF-weighted ``coverage``, see
+    :func:`_share`, reaches ``floor``), holds at least ``PROMPT_MIN_HELD`` of the prompt's
+    content words (all of them for a shorter prompt: "good morning!" matching "morning"
+    alone is no reason), and scores at least ``PROMPT_MIN_SCORE`` of the best hit's score
+    (a long tail of memories sharing one common word stays out). Thresholds were set on the
+    tune split of ``bench/heldout_data.py`` and are reported on its held-out split
+    (docs/search.md).
+
+    Args:
+        hits: ranked recall hits (``index.Hit``), best first.
+        words: the prompt's content words (``index.query.Word``).
+        floor: the least coverage (0-1), ``[hooks] prompt_floor``.
+    """
+    if not hits:
+        return []
+    need = min(PROMPT_MIN_HELD, len(words))
+    best = max(h.score for h in hits)
+    return [h for h in hits if _share(h, words) >= floor and _held(h, words) >= need
+            and h.score >= PROMPT_MIN_SCORE * best]
+
+
+def _held(hit, words) -> int:  # noqa: ANN001 - a Hit and the prompt's content words
+    """How many of the prompt's content words a hit holds (the index's ``held``; else estimated)."""
+    if "held" in hit.parts:
+        return int(hit.parts["held"])
+    return round(_share(hit, words) * len(words))
 
 
 def _share(hit, words) -> float:  # noqa: ANN001 - a Hit and the prompt's content words
