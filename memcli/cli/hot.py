@@ -37,7 +37,8 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
            limit: int = 10, sessions: bool = False) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
     from memcli.policy.secrets import shown
-    from memcli.service.read import check_mode, recall as do_recall, recall_data
+    from memcli.service.read import check_mode, recall_data
+    from memcli.service.read import recall as do_recall
 
     context = ctx()
     mode = check_mode(fuzzy, grep)

@@ -327,7 +327,8 @@ def prompt_words(text: str) -> list:
     """The words of a prompt the prompt hook searches on (``index.query.Word``): its content
     words, less those that say what to do (``index.query.prompt_words``); empty for a prompt
     of stop and task words only."""
-    from memcli.index.query import analyse, content, prompt_words as task
+    from memcli.index.query import analyse, content
+    from memcli.index.query import prompt_words as task
 
     words, only_stop = content(analyse(text))
     if only_stop:
