@@ -8,12 +8,10 @@ with its category, importance, paths and pinned flag), then measures on one spli
 * ranked ``recall`` (top 10) per kind of query: recall@5 (the share of a query's relevant
   keys found in the first five, averaged over the queries) and MRR (1 / rank of the first
   relevant key, 0 when none is in the top 10). ``no_answer`` queries have no relevant key:
-  for them the runner reports the share whose first hit is weak or absent. No hit carries
-  a "weak" flag; what it carries is its ``match`` tier (``exact``, ``fuzzy``, ``partial``,
-  ``substring``, see docs/search.md), so a first hit in ``partial`` or ``substring`` (only
-  some of the query's words, or a bare substring) counts as weak. The zero-hit share and
-  the same weak share over the answerable queries (how often a real answer also looks
-  weak) are printed beside it;
+  for them the runner reports the share for which recall says its hits do not answer
+  (``answer`` weak or none, ``memcli.index.strength``: what ``recall --json`` and the MCP
+  tool report). The zero-hit share and the same weak share over the answerable queries
+  (how often a real answer is also called weak) are printed beside it;
 * the prompt hook, through the real entry point (``run_hook("claude",
   "user-prompt-submit", …)``, each prompt in a fresh session): micro precision (injected
   keys that are wanted or fair, of all injected), micro recall (wanted keys injected, of
@@ -48,8 +46,6 @@ import heldout_data as data
 
 STAMP = "2026-11-01T09:00:00Z"
 ACTOR = "alice"
-#: ``match`` tiers of a hit that count as weak evidence (not every word of the query).
-WEAK_TIERS = frozenset({"partial", "substring"})
 #: how the hook's block names a memory: ``… (id KEY)`` at the end of its line.
 ID_AT_END = re.compile(r"\(id ([^()\s]+)\)\s*$")
 
@@ -119,6 +115,7 @@ class QueryResult:
     tiers: list[str]
     rank: int | None
     at5: float
+    answer: str = ""
 
 
 @dataclass
@@ -141,12 +138,14 @@ def run_query(ctx: Any, retrieve: Retrieve, text: str, relevant: list[str]) -> Q
     tiers = [str(getattr(h, "match", "")) for h in hits]
     rank = next((i + 1 for i, key in enumerate(top) if key in relevant), None)
     at5 = len(set(top[:5]) & set(relevant)) / len(relevant) if relevant else 0.0
-    return QueryResult(text, relevant, top, tiers, rank, at5)
+    from memcli.index import strength
+
+    return QueryResult(text, relevant, top, tiers, rank, at5, strength(hits))
 
 
 def weak_first(result: QueryResult) -> bool:
-    """Whether the first hit is absent or only weak evidence."""
-    return not result.tiers or result.tiers[0] in WEAK_TIERS
+    """Whether recall says the hits do not answer (``answer`` weak or none: ``index.strength``)."""
+    return result.answer != "strong"
 
 
 def score_queries(ctx: Any, retrieve: Retrieve, queries: dict[str, list[data.Query]]) -> list[KindScore]:
@@ -298,7 +297,7 @@ def report(split: str, kinds: list[KindScore], prompts: PromptScore, tools: Tool
            verbose: bool) -> str:
     """The printed result."""
     lines = [f"split: {split}, memories: {len(data.MEMORIES)}", "",
-             "ranked recall (top 10); weak = first hit in a partial/substring tier or no hit",
+             "ranked recall (top 10); weak = recall's answer is weak or none (index.strength)",
              f"  {'kind':<15}{'queries':>8}{'recall@5':>10}{'MRR':>8}{'weak/none':>11}{'0 hits':>8}"]
     for k in kinds:
         lines.append(f"  {k.kind:<15}{k.queries:>8}{fmt(k.recall_at_5):>10}{fmt(k.mrr):>8}"
@@ -345,7 +344,7 @@ def to_json(split: str, semantic: bool, kinds: list[KindScore], prompts: PromptS
             tools: ToolScore) -> dict[str, Any]:
     """Everything measured, for ``--json``."""
     return {"split": split, "semantic_requested": semantic, "semantic_wired": False,
-            "memories": len(data.MEMORIES), "weak_tiers": sorted(WEAK_TIERS),
+            "memories": len(data.MEMORIES), "answer_rule": "memcli.index.strength",
             "recall": [asdict(k) for k in kinds],
             "prompts": {**{k: v for k, v in asdict(prompts).items() if k != "results"},
                         "results": [{**asdict(r), "noise": r.noise, "missed": r.missed}

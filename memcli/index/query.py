@@ -140,14 +140,26 @@ def _split_piece(piece: str, known: Callable[[str], bool] | None) -> list[Word]:
     kept = [known(piece[i:i + 2]) for i in range(len(piece) - 1)]
     if not any(kept):
         return [Word(piece, cjk=True)]  # nothing the index knows: it will fall back to a substring
+    covered = [False] * len(piece)
     words, start = [], None
     for i, ok in enumerate(kept + [False]):
+        if ok:
+            covered[i] = covered[i + 1] = True
         if ok and start is None:
             start = i
         elif not ok and start is not None:
-            words.append(Word(piece[start:i + 1], cjk=True))
+            words.append((start, Word(piece[start:i + 1], cjk=True)))
             start = None
-    return words
+    # characters no known bigram covers stay a word of their own (one no memory holds): a
+    # query about 客户退款流程 where only 流程 is known must not read as an exact match on 流程
+    run = ""
+    for i, char in enumerate(piece + " "):
+        if i < len(piece) and not covered[i]:
+            run += char
+        elif run:
+            words.append((i - len(run), Word(run, cjk=True, weak=len(run) == 1)))
+            run = ""
+    return [w for _, w in sorted(words, key=lambda pair: pair[0])]
 
 
 def _cjk_words(run: str, known: Callable[[str], bool] | None) -> list[Word]:
