@@ -24,7 +24,7 @@ from tests.conftest import git
 STAMP = "2026-11-01T09:00:00Z"
 PORT = "The local Postgres in docker compose listens on port 5433, not the default 5432."
 GLOSSARY = "Glossary: a posting is one line of an entry in the ledger; the postings of one entry sum to zero."
-#: 38 more memories of a ledger project, none about Postgres or ports.
+#: 39 more memories of a ledger project, one about Postgres (not its port).
 FILLER = [
     "Run the tests with make test; they need Docker running.",
     "Use httpx, not requests, for outgoing HTTP calls.",
@@ -64,6 +64,7 @@ FILLER = [
     "Rate limits are 100 requests a minute per API key.",
     "Webhooks are signed with HMAC-SHA256.",
     "The data retention period for audit logs is seven years.",
+    "Prod Postgres runs on RDS with automated snapshots.",
 ]
 
 
@@ -91,6 +92,9 @@ def test_postgres_port_among_40_memories_puts_the_exact_match_first(ws, run, per
     assert hits[0]["id"] == "port" and hits[0]["match"] == "exact", hits[:3]
     matches = [h["match"] for h in hits]
     assert matches == sorted(matches, key=("exact", "fuzzy", "partial", "substring", "semantic").index)
+    # "posting" is no typo of "postgres" (a shorter word it starts with): the memory that
+    # holds "Postgres" comes next, and the glossary not at all
+    assert "glossary" not in [h["id"] for h in hits] and hits[1]["text"].startswith("Prod Postgres"), hits[:3]
     # the README's supersede recipe takes hits[0]: it replaces the port memory, not the glossary
     done = run("--json", "supersede", hits[0]["id"], "The local Postgres listens on port 6432 (pgbouncer).")
     assert done.code == 0, done

@@ -224,7 +224,9 @@ class FtsRetriever:
         pool = [t for (t,) in self.db.execute(
             "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
             " AND term != ?", (token[0], token[0] + "\uffff", max(3, len(token) - 6), len(token) + 3, token))]
-        pool = [t for t in pool if not t.startswith(token)]  # a longer word (work -> worker) is no typo fix
+        # a longer word (work -> worker) is no typo fix, nor a shorter one it starts with
+        # (postgres -> post: "postgres port" put "posting" above "Prod Postgres runs on RDS")
+        pool = [t for t in pool if not t.startswith(token) and not _shorter(word.text, token, t)]
         close = process.extract(token, pool, scorer=_typo_score, score_cutoff=FUZZY_CUTOFF, limit=5)
         return [quote_term(term) for term, _, _ in close]
 
@@ -331,6 +333,16 @@ def _typo_score(word: str, term: str, **_: object) -> float:
     if len(term) < 5 or len(word) <= len(term):
         return whole
     return max(whole, fuzz.ratio(word[: len(term) + 1], term))
+
+
+def _shorter(typed: str, token: str, term: str) -> bool:
+    """Whether ``term`` is a shorter word that ``token`` (the stem of the typed word) starts
+    with, two letters or more shorter, and not what the typed word stems to without its last
+    letter (``postgress`` -> ``postgres`` -> ``postgr`` is a typo fix; ``postgr`` -> ``post`` is not)."""
+    return token.startswith(term) and len(token) - len(term) >= 2 and stem(typed.strip(_PUNCT)[:-1]) != term
+
+
+_PUNCT = "\"'`.,;:!?()[]{}"
 
 
 def _forms(word: Word) -> list[str]:
