@@ -178,3 +178,14 @@ def test_glob_specificity_orders_the_narrower_glob_first(glob, narrower):
     from memcli.index import glob_specificity
 
     assert glob_specificity(glob) > glob_specificity(narrower)
+
+
+def test_recall_of_a_file_path_finds_the_memories_about_that_file_narrowest_first(ws, run):
+    exact = write(ws, "importer", "Skip the bank's trailer line.", importance=1, paths=["api/ledger/importer.py"])
+    write(ws, "ledger", "Everything here has property tests.", importance=5, paths=["api/ledger/**"])
+    write(ws, "api", "Handlers return problem details.", importance=5, paths=["api/**"])
+    write(ws, "web", "Use pnpm.", paths=["web/**"])
+    result = run("--json", "recall", "api/ledger/importer.py").json()["data"]
+    assert [h["id"] for h in result["hits"]] == [exact, "ledger", "api"] and result["answer"] == "strong", result
+    broad = run("--json", "recall", "api/other.py").json()["data"]
+    assert [h["id"] for h in broad["hits"]] == ["api"] and broad["answer"] == "weak", broad

@@ -108,7 +108,8 @@ def strength(hits: list[Hit]) -> str:
 
     ``strong`` when the first hit holds every word (``exact``, or ``fuzzy`` through a typo),
     is a ``regex``/``all`` result, a ``partial`` hit with ``coverage`` of at least
-    ``STRONG_COVERAGE``, or a ``semantic`` hit (or any hit with a cosine, under hybrid
+    ``STRONG_COVERAGE``, a memory written for exactly the file a path query names
+    (``parts["file"]``), or a ``semantic`` hit (or any hit with a cosine, under hybrid
     retrieval) of at least ``STRONG_COSINE``. Otherwise ``weak``: the hits share only some
     words with the query and may not be about what was asked (issue 18: say when nothing
     answers, rather than let the first partial hit read as the answer).
@@ -119,7 +120,7 @@ def strength(hits: list[Hit]) -> str:
     if not hits:
         return "none"
     first = hits[0]
-    if first.match in ("exact", "fuzzy", "regex", "all"):
+    if first.match in ("exact", "fuzzy", "regex", "all") or first.parts.get("file"):
         return "strong"
     if first.parts.get("cosine", 0.0) >= STRONG_COSINE:
         return "strong"

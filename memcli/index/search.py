@@ -36,9 +36,10 @@ which the prompt hook's relevance floor reads.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
-from memcli.index import Hit, Query, paths_match
+from memcli.index import Hit, Query, path_specificity, paths_match
 from memcli.index.db import IndexDB
 from memcli.index.query import Word, analyse, content, other_forms
 from memcli.index.tokenize import match_expression, normalise, quote_term, stem, surface_words, tokens
@@ -57,6 +58,8 @@ PARTIAL_POOL = 50
 #: In a hit's ``coverage``: the share of a word's weight that a typo-corrected match earns.
 TYPO_WEIGHT = 0.8
 HALF_LIFE_DAYS = 90.0
+#: Memories whose ``paths`` match a path-like query, looked at before the narrowest are kept.
+PATH_POOL = 200
 #: BM25 relevance, positive (FTS5's bm25 is negative, better is lower). It may be tiny for
 #: a word most memories share (FTS5 floors such an IDF at 1e-6), but it stays a common
 #: factor, so importance and recency still order those memories.
@@ -284,11 +287,28 @@ class FtsRetriever:
             hit.parts["held"] = float(held)
 
     def _substring(self, query: Query) -> list[Hit]:
+        """The last tier: the normalised query inside a memory's text, or, for a query that is
+        one file path (``api/ledger/importer.py``), a memory whose ``paths`` globs match it."""
         where, params = _filters(query)
-        params.update(needle=normalise(" ".join(query.text.split())), limit=query.limit)
+        text = " ".join(query.text.split())
+        params.update(needle=normalise(text), limit=query.limit, file=text.removeprefix("./"))
+        path = bool(_PATH_LIKE.fullmatch(text))
+        about = " OR memcli_paths_match(json_extract(d.record, '$.paths'), :file)" if path else ""
+        if path:  # all of them, so that the memory for exactly that file is not cut by broader ones
+            params["limit"] = max(query.limit, PATH_POOL)
         sql = (f"SELECT d.record, (0.8 + 0.1 * d.importance) FROM docs d WHERE {where}"
-               " AND instr(d.search_text, :needle) > 0 ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
-        return [Hit(_memory(r), s, "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
+               f" AND (instr(d.search_text, :needle) > 0{about})"
+               " ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
+        hits = [Hit(_memory(r), s, "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
+        if path:  # the narrowest glob first (index.path_specificity), a mention in the text as a glob of its own
+            def key(hit: Hit) -> tuple:
+                named = normalise(params["file"]) in (self._docs.get(hit.memory.id, ([], ""))[1] or "")
+                return tuple(-k for k in path_specificity(hit.memory.paths, params["file"])) + (not named,)
+            hits.sort(key=key)
+            for hit in hits:
+                if path_specificity(hit.memory.paths, params["file"])[0]:
+                    hit.parts["file"] = 1.0  # a memory written for exactly that file (index.strength)
+        return hits[:query.limit]
 
     def _grep(self, query: Query) -> list[Hit]:
         from memcli.index.scan import Grep
@@ -343,6 +363,8 @@ def _shorter(typed: str, token: str, term: str) -> bool:
 
 
 _PUNCT = "\"'`.,;:!?()[]{}"
+#: One file path: folders and a name with an extension (``api/ledger/importer.py``, ``.github/ci.yml``).
+_PATH_LIKE = re.compile(r"(?:\./)?(?:[\w.@+-]+/)+[\w.@+-]*\.\w+")
 
 
 def _forms(word: Word) -> list[str]:
