@@ -106,8 +106,10 @@ def test_remember_recall_supersede_recall_returns_only_the_new_text(ws: Path) ->
         assert written["memory"]["provenance"]["actor"] == "test-client"  # from clientInfo.name
         assert written["memory"]["provenance"]["runId"].startswith("mcp-")
         old_id = written["id"]
-        hits = (await client.call_tool("recall", {"query": "blue-green deploys"})).structured_content["hits"]
-        assert [h["id"] for h in hits] == [old_id]
+        found = (await client.call_tool("recall", {"query": "blue-green deploys"})).structured_content
+        assert [h["id"] for h in found["hits"]] == [old_id] and found["answer"] == "strong" and found["note"] is None
+        weak = (await client.call_tool("recall", {"query": "blue-green database"})).structured_content
+        assert weak["answer"] == "weak" and "only some" in weak["note"] and weak["retriever"]
 
         replaced = await client.call_tool("supersede", {"memory_id": old_id[:12],
                                                         "text": "Deploys go out with the canary script"})

@@ -189,3 +189,21 @@ def test_recall_of_a_file_path_finds_the_memories_about_that_file_narrowest_firs
     assert [h["id"] for h in result["hits"]] == [exact, "ledger", "api"] and result["answer"] == "strong", result
     broad = run("--json", "recall", "api/other.py").json()["data"]
     assert [h["id"] for h in broad["hits"]] == ["api"] and broad["answer"] == "weak", broad
+
+
+def test_recall_says_when_nothing_answers(ws, run):
+    write(ws, "port", PORT)
+    write(ws, "staging", "The staging database is wiped and reseeded every Sunday night.")
+    for i, text in enumerate(FILLER[:10]):
+        write(ws, f"f{i:02d}", text)
+    weak = run("--json", "recall", "what port does staging db use").json()["data"]
+    assert weak["hits"] and weak["answer"] == "weak" and "only some" in weak["note"], weak
+    assert weak["retriever"] == "lexical"
+    strong = run("--json", "recall", "postgres port").json()["data"]
+    assert strong["answer"] == "strong" and strong["note"] is None
+    none = run("--json", "recall", "kubernetes ingress").json()["data"]
+    assert none == {**none, "hits": [], "answer": "none", "note": "no memories match the query"}
+    human = run("recall", "what port does staging db use")
+    assert human.code == 0 and "memcli: note: no memory matches every word" in human.err and "5433" in human.out
+    explained = run("recall", "--explain", "postgres port")
+    assert "retriever: lexical; answer: strong" in explained.err
