@@ -52,9 +52,14 @@ INSTRUCTIONS = (
 
 class RecallResult(TypedDict):
     """Hits, best first: each a memory (id, scope, category, status, text, tags, paths, provenance, times)
-    with its score and how it matched (ranked, fuzzy, grep)."""
+    with its score and how it matched (ranked, fuzzy, grep). ``answer`` says whether they answer the
+    query (strong, weak: they share only some words with it, none), ``note`` why not, and
+    ``retriever`` which retriever answered (lexical, or hybrid with its model)."""
     query: str
     mode: str
+    answer: str
+    note: str | None
+    retriever: str
     hits: list[dict[str, Any]]
     warnings: list[str]
 
@@ -224,7 +229,8 @@ def build(settings: Settings) -> MemcliServer:
         "Search the long-term memory of this project and person. Call it before deciding something a past "
         "session may have settled (tools, conventions, names, where things live), or when the person refers to "
         "something earlier. Returns the best matches first, active and unexpired by default, each with id, "
-        "scope, category, text, tags, paths, provenance and score. Modes: ranked (words, typo tolerant), fuzzy, "
+        "scope, category, text, tags, paths, provenance and score; `answer` is weak when no hit matches what was "
+        "asked (do not take a weak first hit as the answer). Modes: ranked (words, typo tolerant), fuzzy, "
         "grep (a regular expression)."))
     def recall(
         query: Annotated[str, Field(description="Words to search for (a regular expression in grep mode).")],
