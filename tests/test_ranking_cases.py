@@ -207,3 +207,18 @@ def test_recall_says_when_nothing_answers(ws, run):
     assert human.code == 0 and "memcli: note: no memory matches every word" in human.err and "5433" in human.out
     explained = run("recall", "--explain", "postgres port")
     assert "retriever: lexical; answer: strong" in explained.err
+
+
+ZH = {"backup": "数据库备份每天凌晨两点执行，保留三十天。", "pool": "数据库连接池大小为二十。",
+      "password": "数据库密码放在保险库里，不要写进代码。", "migrate": "数据库迁移用 alembic，先在预发环境跑。",
+      "replica": "生产数据库只读副本用于报表。", "grafana": "数据库监控面板在 Grafana。",
+      "slow": "慢查询排查：先看 pg_stat_statements，再用 EXPLAIN ANALYZE 看执行计划，必要时加索引。",
+      "pitr": "生产库按时间点恢复：在 RDS 控制台选择恢复到时间点，恢复成新实例。", "version": "数据库版本是 PostgreSQL 15。"}
+
+
+@pytest.mark.parametrize(("query", "first"), [("数据库查询很慢怎么办", "slow"), ("数据库恢复", "pitr"), ("查询很慢", "slow")])
+def test_a_chinese_query_is_won_by_its_rare_words_not_by_the_word_every_memory_holds(ws, run, query, first):
+    for key, text in ZH.items():
+        write(ws, key, text)
+    hits = run("--json", "recall", query).json()["data"]["hits"]
+    assert hits[0]["id"] == first and hits[0]["score"] > 2 * hits[1]["score"] if len(hits) > 1 else True, hits[:3]
