@@ -227,9 +227,11 @@ class FtsRetriever:
         pool = [t for (t,) in self.db.execute(
             "SELECT term FROM vocab WHERE term >= ? AND term < ? AND length(term) BETWEEN ? AND ?"
             " AND term != ?", (token[0], token[0] + "\uffff", max(3, len(token) - 6), len(token) + 3, token))]
-        # a longer word (work -> worker) is no typo fix, nor a shorter one it starts with
-        # (postgres -> post: "postgres port" put "posting" above "Prod Postgres runs on RDS")
-        pool = [t for t in pool if not t.startswith(token) and not _shorter(word.text, token, t)]
+        # a longer word (work -> worker) is no typo fix, nor, for a word the index holds, a
+        # shorter one it starts with (postgres -> post: "postgres port" put "posting" above
+        # "Prod Postgres runs on RDS"; deploymnet -> deploy stays a fix)
+        known = self._known(token)  # a word some memory holds (postgres); a typo such as deploymnet is not
+        pool = [t for t in pool if not t.startswith(token) and not (known and _shorter(word.text, token, t))]
         close = process.extract(token, pool, scorer=_typo_score, score_cutoff=FUZZY_CUTOFF, limit=5)
         return [quote_term(term) for term, _, _ in close]
 
