@@ -234,3 +234,115 @@ def test_claude_session_runs_the_hooks_and_the_mcp_server_and_the_model_sees_the
     ran = {e["command"].split()[-1] for e in hooks}
     assert {"session-start", "user-prompt-submit", "pre-tool-use", "session-end"} <= ran, hooks
     assert all(e.get("exit") == 0 for e in hooks), hooks
+
+
+# -- the semantic case (branch `semantic`): the prompt hook finds a memory by its meaning --------
+
+#: the modules of memcli's ``semantic`` extra that a model needs (bench/semantic_models.py of
+#: branch `semantic`: onnxruntime runs the embedding model)
+SEMANTIC_MODULES = ("onnxruntime",)
+HTTPX = "Use httpx, not requests, for outgoing HTTP calls."
+#: says what HTTPX is about in other words: no word (nor a stem) in common that the lexical
+#: prompt hook counts; with lexical search only, the hook adds nothing for it (checked below)
+PARAPHRASE = "which library should I use to call the exchange-rate web service?"
+#: characters of the session start's block: the staging memory (real-agents MEMORIES[0]) and the
+#: footer fit, HTTPX does not, so HTTPX can reach the model only through the prompt hook (memcli
+#: keeps 160 characters for the footer while it fills the block: at 420 not even the staging
+#: memory is taken, at 550 HTTPX is)
+START_BUDGET = 500
+#: the first prompt: the script answers it with an MCP call, so the server is up and has searched
+WARM_PROMPT = "What is the staging database called?"
+
+
+def semantic_missing() -> str | None:
+    """Why the semantic retriever cannot run here, or None when its modules are importable."""
+    absent = [name for name in SEMANTIC_MODULES if importlib.util.find_spec(name) is None]
+    if absent:
+        return (f"the semantic extra is not installed (no {', '.join(absent)} module; "
+                "pip install 'memcli[semantic]')")
+    return None
+
+
+@pytest.mark.parametrize("semantic", [
+    pytest.param("on", id="semantic", marks=pytest.mark.skipif(semantic_missing() is not None,
+                                                               reason=semantic_missing() or "")),
+    pytest.param("off", id="lexical-control"),
+])
+def test_claude_prompt_hook_brings_a_memory_that_the_prompt_describes_in_other_words(
+        claude_bin: Path, tmp_path: Path, semantic: str) -> None:
+    """Claude Code's prompt hook brings a memory that the prompt describes in other words.
+
+    The memory "Use httpx, not requests, for outgoing HTTP calls." and the prompt "which library
+    should I use to call the exchange-rate web service?" share no counted word. With
+    ``[search] semantic = "on"`` (parameter ``semantic``, run when the extra's modules are
+    importable) the memory text must reach the model's request in the UserPromptSubmit hook's
+    context; with ``"off"`` (``lexical-control``, always run) it must not, which shows that the
+    prompt really says it in other words. ``[search]`` is the table of branch `semantic`
+    (SPEC.md section 5); on a memcli without it, the key is one "unknown table" warning.
+
+    The warm model: the semantic branch loads the embedding model in the MCP server only, and a
+    hook asks that server over a Unix socket. So the session has two prompts in ONE Claude Code
+    process (``--input-format stream-json``): the first is answered with a call to
+    ``mcp__memcli__recall`` (the server is up and has searched once), and the second prompt, the
+    paraphrase, runs its UserPromptSubmit hook while that same server is alive.
+
+    The order Claude Code 2.1.332 keeps, measured from its debug log (``--debug hooks,mcp``) and
+    this server's request times, with ``.mcp.json``'s command wrapped in a script that sleeps
+    0, 3 or 6 s before it starts ``memcli mcp``:
+
+    * SessionStart hooks and the MCP server start together, about 0.35 s after launch;
+      ``memcli mcp`` takes 0.5-1.2 s to its handshake ("Successfully connected").
+    * The first prompt waits for the MCP connection, but only about 2.3 s from the server's
+      start: UserPromptSubmit then runs, then the first request (in which, for a late server,
+      no MCP tool is named yet; a call to one waits for the connection and works).
+    * Every ``claude -p --resume ID PROMPT`` is a new process with a new MCP server (SessionStart
+      "resume", a fresh "Starting connection"), whose UserPromptSubmit runs after that new server
+      connects (or after the 2.3 s): a resumed prompt meets a cold server, not a warm one, so
+      this test does not resume.
+    * Prompts of one stream-json process share one MCP server (one "Starting connection" in the
+      log), and the second prompt's UserPromptSubmit runs after the first prompt's tool call
+      returned: checked below from the debug log.
+    """
+    (tmp_path / "semantic").mkdir()
+    home, project = agents.setup(tmp_path / "semantic")
+    config = project / ".memcli" / "memcli.toml"
+    text = re.sub(r"(?m)^budget = \d+", f"budget = {START_BUDGET}", config.read_text(encoding="utf-8"))
+    config.write_text(text + f'\n[search]\nsemantic = "{semantic}"\n', encoding="utf-8")
+    env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
+    for step in (["remember", "--importance", "1", HTTPX], ["mcp", "install", "claude"]):
+        done = subprocess.run([sys.executable, "-m", "memcli", *step], check=False, cwd=project, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"memcli {' '.join(step[:2])}: {done.stderr}"
+    script = [Turn.tools(("mcp__memcli__recall", {"query": RECALL_QUERY})),
+              Turn.text("The staging database is ledger_stage."),
+              Turn.text("Use httpx.")]
+    with ModelSim(script) as sim:
+        session = claude(claude_bin, project, claude_env(home, sim), [WARM_PROMPT, PARAPHRASE],
+                         "--allowedTools", "mcp__memcli__recall")
+        why = describe(sim, session)
+        assert session.code == 0 and sim.used == len(script) and not sim.errors, why
+        warm, answered, asked = sim.main()[:3]
+
+    recalled = answered.result_of("mcp__memcli__recall")
+    assert recalled is not None and not recalled.get("is_error"), answered.tool_results()
+    started = session.events(r'MCP server "memcli": Starting connection')
+    called = session.events(r'MCP server "memcli": Tool .recall. completed successfully')
+    prompts = session.events(r"UserPromptSubmit \[.*memcli.*\] finished with status 0")
+    assert len(started) == 1 and called and len(prompts) == 2, session.log[-3000:]
+    assert prompts[1][0] > called[0][0], "the second prompt's hook ran before the MCP call returned"
+    assert PARAPHRASE in "\n".join(asked.texts("user")), asked.texts()
+    started_with = warm.hook_context("SessionStart")
+    assert started_with and agents.MARK in started_with[0], warm.texts()  # the budget holds the staging memory,
+    assert not any(HTTPX in text for text in started_with), started_with  # not HTTPX
+    assert not any(HTTPX in text for text in warm.hook_context("UserPromptSubmit")), \
+        "the first prompt's hook already brought HTTPX (so the second one would not): " \
+        f"{warm.hook_context('UserPromptSubmit')}"
+    prompted = asked.hook_context("UserPromptSubmit")
+    reached = any(HTTPX in text for text in prompted)
+    if semantic == "on":
+        doctor = subprocess.run([sys.executable, "-m", "memcli", "--json", "doctor"], check=False, cwd=project,
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert reached, (f"the prompt hook's context did not hold {HTTPX!r}: {prompted}\n"
+                         f"doctor: {doctor.stdout[-1500:]}\nhook lines: {session.events('UserPromptSubmit')}")
+    else:
+        assert not reached and not any(HTTPX in r.raw for r in sim.main()), prompted
