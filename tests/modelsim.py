@@ -45,7 +45,7 @@ import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 #: Where the answers that no script gave say they come from.
@@ -235,7 +235,7 @@ def fitting(schema: Any, word: str = NAME) -> Any:
     if schema.get("enum"):
         return schema["enum"][0]
     kind = schema.get("type")
-    kind = kind[0] if isinstance(kind, list) and kind else kind
+    kind = str(kind[0] if isinstance(kind, list) and kind else kind)
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
         return {name: fitting(properties.get(name), word) for name in schema.get("required") or list(properties)}
@@ -260,7 +260,7 @@ class ModelSim(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, script: list[Step] | None = None, side: str = NAME,
+    def __init__(self, script: Sequence[Step] | None = None, side: str = NAME,
                  summary: str = f"{NAME}: the conversation so far.",
                  classify: Callable[[Request], str] = classify) -> None:
         self.script: list[Step] = list(script or [])
