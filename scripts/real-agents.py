@@ -13,12 +13,15 @@ CLI runs in a throw-away project (a git repository, ``memcli init`` at its root:
 hook install``) with a private ``HOME``, no login and no API key, and with ``PATH`` set to
 ``/usr/bin:/bin`` plus node's folder only, so a hook that needs memcli on ``PATH`` fails.
 
-What makes each CLI fire its hooks without a model (seen with the pinned versions):
+What makes each CLI fire its hooks without a real model (seen with the pinned versions):
 
-* Claude Code runs SessionStart, UserPromptSubmit and SessionEnd before it stops at "Not
-  logged in" (``claude -p PROMPT --debug hooks``); ``claude -p --resume ID /compact`` runs
-  PreCompact. Evidence: its debug log (``~/.claude/debug/ID.txt``: "finished with status 0",
-  "provided additionalContext") and the transcript's ``hook_additional_context`` attachment.
+* Claude Code talks to the scripted model server of ``tests/modelsim.py`` (``ANTHROPIC_BASE_URL``
+  and a dummy key), which answers each turn with a line of text, so the session runs to its end:
+  ``claude -p PROMPT --debug hooks`` runs SessionStart, UserPromptSubmit and SessionEnd, and
+  ``claude -p --resume ID /compact`` runs PreCompact (the server writes the summary). Without
+  it, Claude Code fires the same hooks and stops at "Not logged in". Evidence: its debug log
+  (``~/.claude/debug/ID.txt``: "finished with status 0", "provided additionalContext"), the
+  transcript's ``hook_additional_context`` attachment, and the request the model server got.
 * Codex (``codex exec --dangerously-bypass-hook-trust`` in a project trusted in
   ``~/.codex/config.toml``) is pointed at a local stub model server that answers every request
   with HTTP 400, so the turn ends at once. Evidence: its "hook: SessionStart Completed" lines,
@@ -47,6 +50,10 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from modelsim import ModelSim  # tests/modelsim.py, put on sys.path by main()
 
 HERE = Path(__file__).resolve().parent
 #: (importance, text). The session start's budget (BUDGET characters) holds only the first, so
@@ -158,8 +165,9 @@ def hook_check(run: Run, home: Path, project: Path) -> None:
               f"{len(checks) - len(bad)} of {len(checks)} hooks pass" + (f"; {'; '.join(bad)}" if bad else ""))
 
 
-def claude(run: Run, bin_dir: Path, env: dict, project: Path) -> None:
+def claude(run: Run, bin_dir: Path, env: dict, project: Path, model: ModelSim) -> None:
     home = Path(env["HOME"])
+    env = {**env, **model.env()}
     first = cli(bin_dir, "claude", ["-p", PROMPT, "--debug", "hooks"], env, project)
     sessions = sorted(glob.glob(str(home / ".claude" / "projects" / "*" / "*.jsonl")), key=os.path.getmtime)
     if not run.check(bool(sessions), "claude: a session was written", f"exit {first.returncode}, "
@@ -191,6 +199,10 @@ def claude(run: Run, bin_dir: Path, env: dict, project: Path) -> None:
     run.check(bool(prompted), "claude prompt context reached the session",
               f"transcript: attachment hook_additional_context holding {PROMPT_MARK!r}" if prompted
               else f"no hook_additional_context attachment with {PROMPT_MARK!r}")
+    sent = [r for r in model.main() if MARK in r.raw and PROMPT_MARK in r.raw]
+    run.check(bool(sent), "claude sent the context to the model",
+              f"{len(sent)} request(s) to the model server held {MARK!r} and {PROMPT_MARK!r}" if sent
+              else f"none of {len(model.requests)} request(s) to the model server held both")
 
 
 def codex(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> None:
@@ -303,6 +315,11 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="memcli-real-agents-"))
     run = Run()
     stub = Stub()
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from modelsim import ModelSim, Turn
+
+    model = ModelSim()  # no script: every turn of Claude Code's gets the one line below
+    model.fallback = Turn.text("real-agents: a scripted answer from tests/modelsim.py")
     try:
         home, project = setup(root)
         print(f"agents' PATH={path}; HOME={home}; project={project}", flush=True)
@@ -310,7 +327,7 @@ def main() -> int:
         skip = len(_jsonl(project / ".memcli" / ".cache" / "events.jsonl"))
         env = {"HOME": str(home), "PATH": path, "DISABLE_AUTOUPDATER": "1", "NO_COLOR": "1"}
         if "claude" in agents:
-            claude(run, bin_dir, env, project)
+            claude(run, bin_dir, env, project, model)
         if "codex" in agents:
             codex(run, bin_dir, env, project, stub)
         if "gemini" in agents:
@@ -318,6 +335,7 @@ def main() -> int:
         event_log(run, project, agents, skip)
     finally:
         stub.shutdown()
+        model.close()
         if args.keep:
             print(f"kept {root}")
         else:
