@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from semantic_probe import MEMORIES, PARAPHRASE, UNRELATED, UPDATES  # noqa: E402
+from semantic_probe import MEMORIES, PARAPHRASE, UNRELATED, UPDATES
 
 
 def rss_mib() -> float:
