@@ -36,16 +36,19 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
            created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
            limit: int = 10, sessions: bool = False) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
+    from memcli.index.hybrid import describe
     from memcli.policy.secrets import redact, shown
-    from memcli.service.read import check_mode, recall as do_recall
+    from memcli.service.read import check_mode, recall as do_recall, semantic_retriever
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
     chosen = filters(scope, status, category, tag, subject, path, created_after, created_before, updated_after,
                      updated_before, include_expired, limit, sessions)
-    hits = do_recall(context, query, chosen, mode)
+    using = semantic_retriever(context) if mode == "ranked" else None
+    hits = do_recall(context, query, chosen, mode, using=using)
+    answered = describe(using)
     flush_warnings(context)
-    data = {"query": redact(query, full=False), "mode": mode, "hits": [
+    data = {"query": redact(query, full=False), "mode": mode, "retriever": answered, "hits": [
         {**h.memory.to_dict(context.now), "score": float(f"{h.score:.6g}"), "match": h.match,
          **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})} for h in hits]}
     emit(data)
@@ -59,11 +62,20 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
                 hint = " (an expired memory matches: add --include-expired to see it)"
         print(f"no memories match the query{hint}", file=sys.stderr)
     elif explain:
-        table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, x coverage if partial; by tier)",
-              ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"],
-              [[h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
-                f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
-                f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)] for h in hits])
+        title = (f"recall {shown(query, full=False)} (retriever: {answered}; score = bm25 x importance x recency, "
+                 "x coverage if partial; by tier)")
+        columns = ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"]
+        if answered != "lexical":
+            columns.insert(5, "cosine")
+
+        def cells(h) -> list[str]:  # noqa: ANN001 - a Hit
+            out = [h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
+                   f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
+                   f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)]
+            if answered != "lexical":
+                out.insert(5, f"{h.parts['cosine']:.2f}" if "cosine" in h.parts else "-")
+            return out
+        table(title, columns, [cells(h) for h in hits])
     else:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])

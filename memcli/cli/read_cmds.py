@@ -170,6 +170,8 @@ def doctor(
             "repository": report.repository}
     fixed_lines = [f"repository: {line}" for line in report.repository] + report.moved + fixed_lines
     data["personal"] = report.moved
+    data["semantic"] = service.semantic(context)
+    fixed_lines.append(service.semantic_line(data["semantic"]))
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],

@@ -38,6 +38,8 @@ from pathlib import Path
 from memcli.errors import ModelUnavailable
 
 ENV_MODEL = "MEMCLI_EMBED_MODEL"
+#: Overrides ``[search] semantic`` for one process and its children (``auto``, ``on``, ``off``).
+ENV_MODE = "MEMCLI_SEMANTIC"
 ENV_HUB = "MEMCLI_MODEL_HUB"
 DEFAULT_HUB = "https://huggingface.co"
 #: ``[search] model`` values that name the package-shipped model.
@@ -95,6 +97,13 @@ def source(configured: str = "", environ: dict | None = None) -> Source:
     return Source("path" if local else "name", value, origin)
 
 
+def mode(configured: str, environ: dict | None = None) -> str:
+    """The semantic setting in force: ``$MEMCLI_SEMANTIC`` when it is ``auto``, ``on`` or
+    ``off``, else ``configured`` (``[search] semantic``, checked when the file was read)."""
+    env = ((os.environ if environ is None else environ).get(ENV_MODE) or "").strip().lower()
+    return env if env in ("auto", "on", "off") else configured
+
+
 def missing_modules(names: tuple[str, ...]) -> list[str]:
     """Which of the modules ``names`` cannot be imported (found without importing them)."""
     out = []
@@ -122,7 +131,7 @@ def availability(configured: str = "", mode: str = "auto", environ: dict | None 
         configured: ``[search] model``; mode: ``[search] semantic``; environ: as :func:`source`.
     """
     if mode == "off":
-        return False, None, '[search] semantic = "off"'
+        return False, None, '[search] semantic = "off" (or $MEMCLI_SEMANTIC)'
     src = source(configured, environ)
     runtime = missing_modules(RUNTIME)
     if src.kind == "builtin":

@@ -52,9 +52,11 @@ INSTRUCTIONS = (
 
 class RecallResult(TypedDict):
     """Hits, best first: each a memory (id, scope, category, status, text, tags, paths, provenance, times)
-    with its score and how it matched (ranked, fuzzy, grep)."""
+    with its score and how it matched (exact, fuzzy, partial, substring, semantic; regex in grep mode);
+    ``retriever`` says which retriever answered: ``lexical`` or ``hybrid (MODEL)``."""
     query: str
     mode: str
+    retriever: str
     hits: list[dict[str, Any]]
     warnings: list[str]
 
@@ -99,6 +101,7 @@ class WriteResult(TypedDict):
     changed: list[str]
     commit: str | None
     gates: list[dict[str, str]]
+    close_to: list[dict[str, Any]]
     warnings: list[str]
 
 
@@ -216,9 +219,13 @@ def _title(text: str) -> str:
 
 
 def build(settings: Settings) -> MemcliServer:
-    """The server for ``settings``, with its tools and resources registered (nothing runs yet)."""
+    """The server for ``settings``, with its tools and resources registered (nothing runs yet
+    but the semantic model's loading, in a background thread: ``service.semantic.Warm``)."""
     tools = Tools(settings)
     server = MemcliServer(tools)
+    from memcli.service.semantic import Warm
+
+    tools.warm = Warm(settings.workspace, settings.actor).start()  # reads [search] semantic itself
 
     @server.tool(annotations=READ, description=(
         "Search the long-term memory of this project and person. Call it before deciding something a past "

@@ -19,7 +19,6 @@ memories near one being written (issue 18 point 5: a suggestion, never a refusal
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -36,7 +35,12 @@ CLOSE_TO = 0.56
 CLOSE_LIMIT = 3
 #: Seconds between two background backfill rounds when the last one found nothing to do.
 IDLE = 5.0
-_LOG = logging.getLogger("memcli.semantic")
+
+
+def _log():  # noqa: ANN202 - logging.Logger, imported only when something is said (not on the hot path)
+    import logging
+
+    return logging.getLogger("memcli.semantic")
 
 
 class Warm:
@@ -86,7 +90,7 @@ class Warm:
             self._load()
         except Exception as err:  # noqa: BLE001 - a failing model never takes the server down
             self.reason = f"the model failed to load ({type(err).__name__}: {str(err)[:160]})"
-            _LOG.warning("memcli: semantic search is off: %s", self.reason)
+            _log().warning("memcli: semantic search is off: %s", self.reason)
         finally:
             self.ready.set()
         if self.embedder is not None:
@@ -94,7 +98,7 @@ class Warm:
 
     def _load(self) -> None:
         from memcli.errors import MemcliError
-        from memcli.index.embed import availability, load
+        from memcli.index.embed import availability, load, mode
 
         try:
             ctx = Ctx.open(self.workspace, self.actor)
@@ -102,17 +106,18 @@ class Warm:
             self.reason = f"no workspace ({err.message})"
             return
         config = ctx.ws.config
-        available, _, why = availability(config.search_model, config.search_semantic)
+        setting = mode(config.search_semantic)
+        available, _, why = availability(config.search_model, setting)
         if not available:
             self.reason = why
-            if config.search_semantic == "on":
-                _LOG.warning("memcli: [search] semantic = \"on\" but %s", why)
+            if setting == "on":
+                _log().warning("memcli: [search] semantic = \"on\" but %s", why)
             return
         try:
             self.embedder = load(config.search_model)
         except MemcliError as err:
             self.reason = err.line()
-            _LOG.warning("memcli: semantic search is off: %s", self.reason)
+            _log().warning("memcli: semantic search is off: %s", self.reason)
             return
         self.reason = why
         self._stores(ctx)
@@ -139,7 +144,7 @@ class Warm:
         try:
             self.server = Server(path, {"ping": self._ping, "embed": self._embed, "search": self._search})
         except OSError as err:
-            _LOG.info("memcli: not serving the model to hooks: %s", err)
+            _log().info("memcli: not serving the model to hooks: %s", err)
 
     # --- the socket's handlers ------------------------------------------------------
 
@@ -191,7 +196,7 @@ class Warm:
                 try:
                     done += backfill(db, self.embedder, stop=self.stop)
                 except Exception as err:  # noqa: BLE001 - the next round tries again
-                    _LOG.info("memcli: backfill of %s stopped: %s", path, err)
+                    _log().info("memcli: backfill of %s stopped: %s", path, err)
                 finally:
                     db.close()
             self.work.wait(0.5 if done else IDLE)
@@ -199,8 +204,10 @@ class Warm:
 
     def retriever(self, ctx: Ctx, lexical: Retriever | None = None) -> Retriever:
         """The retriever for one tool call: hybrid once the model is loaded, else lexical."""
+        from memcli.index.embed import mode
+
         lexical = lexical if lexical is not None else ctx.catalog().retriever()
-        if self.embedder is None or ctx.ws.config.search_semantic == "off":
+        if self.embedder is None or mode(ctx.ws.config.search_semantic) == "off":
             return lexical
         from memcli.index.hybrid import HybridRetriever, LocalSemantic
 
@@ -218,7 +225,7 @@ class Warm:
             for db, _, _ in _parts(ctx.catalog()):
                 backfill(db, self.embedder, limit=8)
         except Exception as err:  # noqa: BLE001 - a write never fails for its vector
-            _LOG.info("memcli: embedding a written memory failed: %s", err)
+            _log().info("memcli: embedding a written memory failed: %s", err)
         self._stores(ctx)  # a write may have made the person's store
         self.work.set()
 
@@ -251,7 +258,9 @@ def warm_for(ctx: Ctx, lexical: Retriever | None = None, budget: float | None = 
 
     See ``index.hybrid.warm_retriever``; ``budget`` defaults to ``hybrid.WARM_BUDGET`` seconds.
     """
-    if ctx.ws.config.search_semantic == "off":
+    from memcli.index.embed import mode
+
+    if mode(ctx.ws.config.search_semantic) == "off":
         return None
     from memcli.index.hybrid import WARM_BUDGET, warm_retriever
 
@@ -273,7 +282,7 @@ def close_to(ctx: Ctx, semantic, text: str, scope: str, exclude: tuple[str, ...]
     try:
         found = similar(semantic, query, text, CLOSE_TO, CLOSE_LIMIT, exclude)
     except Exception as err:  # noqa: BLE001 - a suggestion never fails a write
-        _LOG.info("memcli: similar memories not found: %s", err)
+        _log().info("memcli: similar memories not found: %s", err)
         return []
     return [{"id": m.id, "score": round(s, 3), "text": m.text[:120]} for m, s in found]
 
@@ -292,10 +301,10 @@ def status(ctx: Ctx) -> dict[str, Any]:
     (the setting allows it and the runtime and the model are there); ``warm``: such a
     process answers on the workspace's socket now. Loads no model.
     """
-    from memcli.index.embed import availability
+    from memcli.index.embed import availability, mode
 
     config = ctx.ws.config
-    active, model, reason = availability(config.search_model, config.search_semantic)
+    active, model, reason = availability(config.search_model, mode(config.search_semantic))
     out: dict[str, Any] = {"active": active, "model": model, "reason": reason, "warm": False, "vectors": None}
     if not active:
         return out
@@ -319,6 +328,6 @@ def status(ctx: Ctx) -> dict[str, Any]:
             finally:
                 db.close()
     else:
-        out["reason"] = f"{reason}; loaded by `memcli mcp` (no long-lived process runs now: other commands " \
-                        "answer lexically)"
+        out["reason"] = (f"{reason}; loaded by `memcli mcp` (no long-lived process runs now: other commands "
+                         "answer lexically)")
     return out
