@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memcli.cli.output import STATE, emit, one_line, table, warn
+from memcli.cli.output import STATE, emit, is_terminal, one_line, table, warn
 from memcli.cli.state import ctx, flush_warnings
 
 
@@ -76,6 +76,8 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
                 out.insert(5, f"{h.parts['cosine']:.2f}" if "cosine" in h.parts else "-")
             return out
         table(title, columns, [cells(h) for h in hits])
+        if not is_terminal():  # the title is not printed then: say on stderr which retriever answered
+            print(f"memcli: retriever: {answered}", file=sys.stderr)
     else:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])

@@ -341,7 +341,11 @@ def serve(settings: Settings, transport: str = "stdio", port: int = 8765) -> Non
         port: the TCP port for ``streamable-http``.
     """
     server = build(settings)
-    if transport == "streamable-http":
-        server.run("streamable-http", host="127.0.0.1", port=port)
-    else:
-        server.run("stdio")
+    try:
+        if transport == "streamable-http":
+            server.run("streamable-http", host="127.0.0.1", port=port)
+        else:
+            server.run("stdio")
+    finally:
+        if server.memcli.warm is not None:
+            server.memcli.warm.close()  # its socket file goes with it

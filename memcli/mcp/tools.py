@@ -386,7 +386,7 @@ class Tools:
             if suggest and result.outcome in ("created", "pending_review"):
                 memory = result.memory
                 close = close_to(ctx, self.warm.semantic(ctx), memory.text, memory.scope,
-                                 exclude=(memory.id, *exclude))
+                                 exclude=(memory.id, *memory.supersedes, *exclude))
         out = _written(ctx, result)
         out["close_to"] = close
         out["warnings"] += close_warnings(close)

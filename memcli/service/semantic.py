@@ -287,6 +287,24 @@ def close_to(ctx: Ctx, semantic, text: str, scope: str, exclude: tuple[str, ...]
     return [{"id": m.id, "score": round(s, 3), "text": m.text[:120]} for m, s in found]
 
 
+def close_to_warm(ctx: Ctx, result, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:  # noqa: ANN001
+    """For the CLI's ``remember`` and ``supersede``: :func:`close_to` for ``result`` (a
+    ``service.write.WriteResult``) by a warm process's model, or [] when none answers
+    (within ``hybrid.WARM_BUDGET`` per question), the write was a no-op, or anything fails.
+    The memory itself and the ones it supersedes are left out."""
+    if result.outcome not in ("created", "pending_review"):
+        return []
+    try:
+        hybrid = warm_for(ctx)
+    except Exception:  # noqa: BLE001 - a suggestion never fails a write
+        return []
+    if hybrid is None:
+        return []
+    memory = result.memory
+    return close_to(ctx, hybrid.semantic, memory.text, memory.scope,
+                    exclude=(memory.id, *memory.supersedes, *exclude))
+
+
 def close_warnings(close: list[dict[str, Any]]) -> list[str]:
     """The warning lines for :func:`close_to`'s memories: ``close to ID (0.71): "…": supersede it?``."""
     return [f"close to {c['id']} ({c['score']:.2f}): \"{c['text'][:70]}\": supersede it? "
