@@ -212,3 +212,17 @@ def test_the_builtin_model_scores_english_chinese_and_across(model) -> None:
     for text, best in ((PARAPHRASE, 0), ("HTTPS 凭证多久换新", 1), ("how often is the production TLS certificate renewed", 1)):
         scores = model.score(model.embed([text])[0], embed.is_cjk(text), matrix, cjk)
         assert int(np.argmax(scores)) == best, (text, scores)
+
+
+def test_index_rebuild_embeds_in_batch_when_asked(ws: Path, run) -> None:  # noqa: ANN001
+    first = write(ws, HTTPX)
+    write(ws, "The staging environment is reset every Sunday night.")
+    data = run("--json", "index", "rebuild", "--embed").json()["data"]
+    assert data["semantic"]["embedded"] == 2 and data["semantic"]["vectors"] == {"current": 2, "memories": 2}
+    db = ctx_of(ws).catalog().index.db
+    assert db.execute("SELECT id FROM vectors ORDER BY id").fetchall()[0][0] in (first, *[r[0] for r in
+                                                                                       db.execute("SELECT id FROM docs")])
+    plain = run("--json", "index", "rebuild").json()["data"]  # the index is new: no vectors until asked
+    assert "semantic" not in plain and vectors.counts(ctx_of(ws).catalog().index.db, "any")[0] == 0
+    refused = run("index", "rebuild", "--embed", env={"MEMCLI_SEMANTIC": "off"})
+    assert refused.code == 3 and refused.err.count("\n") == 1 and 'semantic = "off"' in refused.err

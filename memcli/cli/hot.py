@@ -44,7 +44,9 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     mode = check_mode(fuzzy, grep)
     chosen = filters(scope, status, category, tag, subject, path, created_after, created_before, updated_after,
                      updated_before, include_expired, limit, sessions)
-    using = semantic_retriever(context) if mode == "ranked" else None
+    from memcli.service.semantic import COMMAND_BUDGET
+
+    using = semantic_retriever(context, COMMAND_BUDGET) if mode == "ranked" else None
     hits = do_recall(context, query, chosen, mode, using=using)
     answered = describe(using)
     flush_warnings(context)
@@ -163,9 +165,12 @@ def index_summary(data: dict) -> str:
     state = ("" if data["complete"] else "; another memcli process is building it" if sync["busy"]
              else f"; {sync['pending']} files not indexed yet" if sync["pending"] > 0
              else "; not checked against the files yet")
+    semantic = data.get("semantic")
+    vectors = (f"; embedded {semantic['embedded']} ({semantic['vectors']['current']} of "
+               f"{semantic['vectors']['memories']} memories have vectors of {semantic['model']})") if semantic else ""
     return (f"index {data['path']}: {data['memories']} memories, {data['problems']} unreadable files, "
             f"{data['bytes'] / 1e6:.1f} MB; this sync: {sync['added']} added, {sync['updated']} updated, "
-            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files{state}")
+            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files{state}{vectors}")
 
 
 def index_status() -> None:

@@ -206,10 +206,13 @@ class Embedder:
     """
 
     def __init__(self, model_id: str, name: str, parts: list[Part]) -> None:
+        import threading
+
         self.model_id = model_id
         self.name = name
         self.parts = parts
         self.dim = sum(p.size for p in parts)
+        self.lock = threading.Lock()  # one embedding at a time: tool calls, the socket and the backfill share it
 
     def embed(self, texts: list[str]):  # noqa: ANN201 - a numpy array, imported lazily
         """The vectors of ``texts``: a ``(len(texts), dim)`` float32 array, each part's slice of
@@ -218,7 +221,8 @@ class Embedder:
 
         blocks = []
         for part in self.parts:
-            rows = np.asarray(part.encode(list(texts)), dtype=np.float32).reshape(len(texts), part.size)
+            with self.lock:
+                rows = np.asarray(part.encode(list(texts)), dtype=np.float32).reshape(len(texts), part.size)
             norms = np.linalg.norm(rows, axis=1, keepdims=True)
             blocks.append(rows / np.maximum(norms, 1e-12))
         return np.ascontiguousarray(np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0])

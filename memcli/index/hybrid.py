@@ -172,7 +172,10 @@ class LocalSemantic:
         if found is None:
             found = self.embedder.embed([text])[0]
             if len(self.queries) >= 256:
-                self.queries.pop(next(iter(self.queries)))
+                try:
+                    self.queries.pop(next(iter(self.queries)))
+                except (StopIteration, KeyError, RuntimeError):  # another thread emptied or changed it
+                    pass
             self.queries[text] = found
         return found
 

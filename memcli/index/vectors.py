@@ -132,6 +132,7 @@ def backfill(db: sqlite3.Connection, embedder, limit: int | None = None, stop=No
         except sqlite3.Error:
             break
         if not rows:
+            prune(db)
             break
         vectors = embedder.embed([t for _, _, t in rows])
         try:
@@ -140,6 +141,16 @@ def backfill(db: sqlite3.Connection, embedder, limit: int | None = None, stop=No
             break
         done += len(rows)
     return done
+
+
+def prune(db: sqlite3.Connection) -> None:
+    """Delete the vectors of memories the index no longer holds (never raises)."""
+    orphan = "FROM vectors WHERE NOT EXISTS (SELECT 1 FROM docs WHERE docs.id = vectors.id)"
+    try:
+        if db.execute(f"SELECT 1 {orphan} LIMIT 1").fetchone():  # read first: no write lock for nothing
+            db.execute(f"DELETE {orphan}")
+    except sqlite3.Error:
+        pass
 
 
 class Matrix:

@@ -33,6 +33,10 @@ from memcli.service import Ctx
 CLOSE_TO = 0.56
 #: How many such memories a write names at most.
 CLOSE_LIMIT = 3
+#: Seconds a one-shot command (``recall``, ``remember``) gives a warm process in all; a hook
+#: gives it ``index.hybrid.WARM_BUDGET`` (0.15 s). A warm answer takes 10-30 ms; the rest is
+#: room for a loaded machine, spent only when a warm process runs and is slow.
+COMMAND_BUDGET = 0.5
 #: Seconds between two background backfill rounds when the last one found nothing to do.
 IDLE = 5.0
 
@@ -295,7 +299,7 @@ def close_to_warm(ctx: Ctx, result, exclude: tuple[str, ...] = ()) -> list[dict[
     if result.outcome not in ("created", "pending_review"):
         return []
     try:
-        hybrid = warm_for(ctx)
+        hybrid = warm_for(ctx, budget=COMMAND_BUDGET)
     except Exception:  # noqa: BLE001 - a suggestion never fails a write
         return []
     if hybrid is None:
@@ -349,3 +353,40 @@ def status(ctx: Ctx) -> dict[str, Any]:
         out["reason"] = (f"{reason}; loaded by `memcli mcp` (no long-lived process runs now: other commands "
                          "answer lexically)")
     return out
+
+
+def embed_all(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
+    """Embed, in this process, every memory of the workspace's indexes without a current
+    vector (``index rebuild --embed``): loads the model (seconds, 200-400 MiB) and takes about
+    10 ms a memory. ``progress(done, total)`` is called between batches.
+
+    Returns:
+        ``{"model": name, "embedded": n, "vectors": {"current", "memories"}}`` of the workspace's index.
+
+    Raises:
+        ModelUnavailable: the semantic extra or the model is missing, or ``[search] semantic = "off"``.
+    """
+    from memcli.errors import ModelUnavailable
+    from memcli.index.embed import availability, load, mode
+    from memcli.index.hybrid import _parts
+    from memcli.index.vectors import BATCH, backfill, counts
+
+    config = ctx.ws.config
+    available, _, why = availability(config.search_model, mode(config.search_semantic))
+    if not available:
+        raise ModelUnavailable(f"cannot embed: {why}", hint="`memcli doctor` says what the semantic retriever needs")
+    embedder = load(config.search_model)
+    parts = _parts(ctx.catalog())
+    total = sum(counts(db, embedder.model_id)[1] - counts(db, embedder.model_id)[0] for db, _, _ in parts)
+    done = 0
+    for db, _, _ in parts:
+        while True:
+            step = backfill(db, embedder, limit=BATCH * 4)
+            done += step
+            if progress is not None:
+                progress(done, total)
+            if step < BATCH * 4:
+                break
+    own = _parts(ctx.catalog())[0][0] if parts else None
+    current, memories = counts(own, embedder.model_id) if own is not None else (0, 0)
+    return {"model": embedder.name, "embedded": done, "vectors": {"current": current, "memories": memories}}
