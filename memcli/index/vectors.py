@@ -31,7 +31,7 @@ from memcli.model import Memory, from_dict
 SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (id TEXT NOT NULL, model TEXT NOT NULL, hash TEXT NOT NULL,"
           " cjk INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (id, model))")
 #: Memories embedded per transaction by :func:`backfill` (a killed backfill keeps the rest).
-BATCH = 16
+BATCH = 8
 #: Ids per ``IN (...)`` list (well under SQLite's limit of host parameters).
 CHUNK = 500
 _MATRICES: dict[tuple[str, str], Matrix] = {}
