@@ -86,6 +86,17 @@ prompt_floor = 0.35
 # the build to one background process. Keep it well under the installed timeouts (5 s).
 deadline = 2.0
 
+[search]
+# The semantic retriever (recall by meaning, a local embedding model): "auto" (on when
+# the `semantic` extra and a model are installed), "on" (a missing model is a warning on
+# every search), or "off". Only long-lived processes (the MCP server) load the model;
+# other commands ask one that runs, else answer lexically.
+semantic = "auto"
+# The embedding model: "" for the one the `semantic-offline` extra installs, a local
+# folder (model.onnx and tokenizer.json), or a name fetched once into the user cache.
+# $MEMCLI_EMBED_MODEL overrides it.
+model = ""
+
 [sync]
 # Let the session-start (before the context is made) and session-end hooks run
 # `memcli sync --quiet --deadline SECONDS` with the store's remote. A failure is one
@@ -109,13 +120,16 @@ class Config:
     the person's own store of its personal scopes (``store.personal``); None for an older
     workspace, which keeps personal scopes in its own tree until ``memcli doctor --fix``
     gives it one. ``kind`` is ``[workspace] kind``: ``project`` or ``personal`` (a person's
-    own store).
+    own store). ``search_semantic`` is ``[search] semantic`` (``auto``, ``on`` or ``off``) and
+    ``search_model`` ``[search] model`` (``""``: the package-shipped model; see
+    ``memcli.index.embed``).
     """
 
     __slots__ = ("read_scopes", "write_scope", "shared_scopes", "allow_self_approve", "near_duplicate",
                  "on_conflict", "autocommit", "lock_timeout", "context_budget", "hook_extract", "hook_summarize",
                  "hook_deadline", "sync_session_start", "sync_session_end", "sync_deadline", "prompt_floor",
-                 "compact_retention", "compact_near_duplicate", "ttl", "unknown", "workspace_id", "kind")
+                 "compact_retention", "compact_near_duplicate", "ttl", "unknown", "workspace_id", "kind",
+                 "search_semantic", "search_model")
 
     def __init__(self, read_scopes: list[str] | None = None, write_scope: str = "project",
                  shared_scopes: list[str] | None = None, allow_self_approve: bool = False, near_duplicate: int = 90,
@@ -124,7 +138,8 @@ class Config:
                  hook_deadline: float = 2.0, sync_session_start: bool = False, sync_session_end: bool = False,
                  sync_deadline: float = 3.0, prompt_floor: float = 0.35, compact_retention: str = "90d",
                  compact_near_duplicate: int = 95, ttl: dict[str, str] | None = None,
-                 unknown: list[str] | None = None, workspace_id: str | None = None, kind: str = "project") -> None:
+                 unknown: list[str] | None = None, workspace_id: str | None = None, kind: str = "project",
+                 search_semantic: str = "auto", search_model: str = "") -> None:
         self.read_scopes = ["global", "project", "user:{actor}"] if read_scopes is None else read_scopes
         self.write_scope = write_scope
         self.shared_scopes = ["project", "global", "channel:*"] if shared_scopes is None else shared_scopes
@@ -147,6 +162,8 @@ class Config:
         self.unknown = [] if unknown is None else unknown
         self.workspace_id = workspace_id
         self.kind = kind
+        self.search_semantic = search_semantic
+        self.search_model = search_model
 
     def default_ttl(self, category: str) -> timedelta | None:
         """The ``[ttl]`` duration of a category (``goal`` -> 30 days), or None when it has none."""
@@ -209,6 +226,8 @@ KEYS = {
     ("hooks", "prompt_floor"): ("prompt_floor", (int, float)),
     ("compact", "retention"): ("compact_retention", str),
     ("compact", "near_duplicate"): ("compact_near_duplicate", int),
+    ("search", "semantic"): ("search_semantic", str),
+    ("search", "model"): ("search_model", str),
 }
 
 
@@ -252,6 +271,9 @@ def load_config(path: Path) -> Config:
         raise WorkspaceInvalid(f"{path}: [workspace] id must be 8 to 64 characters a-z, 0-9 or '-', "
                                "starting with a letter or digit",
                                hint="keep the id `memcli init` wrote; it names your personal store of this workspace")
+    if config.search_semantic not in ("auto", "on", "off"):
+        raise WorkspaceInvalid(f"{path}: [search] semantic must be \"auto\", \"on\" or \"off\"",
+                               hint="the default is \"auto\" (on when a model is installed)")
     if config.kind not in ("project", "personal"):
         raise WorkspaceInvalid(f"{path}: [workspace] kind must be \"project\" or \"personal\"")
     config.ttl = {**DEFAULT_TTL, **_ttl_table(path, data.get("ttl", {}))}

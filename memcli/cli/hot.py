@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memcli.cli.output import STATE, emit, one_line, table, warn
+from memcli.cli.output import STATE, emit, is_terminal, one_line, table, warn
 from memcli.cli.state import ctx, flush_warnings
 
 
@@ -36,17 +36,22 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
            created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
            limit: int = 10, sessions: bool = False) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
+    from memcli.index.hybrid import describe
     from memcli.policy.secrets import shown
-    from memcli.service.read import check_mode, recall_data
+    from memcli.service.read import check_mode, recall_data, semantic_retriever
     from memcli.service.read import recall as do_recall
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
     chosen = filters(scope, status, category, tag, subject, path, created_after, created_before, updated_after,
                      updated_before, include_expired, limit, sessions)
-    hits = do_recall(context, query, chosen, mode)
+    from memcli.service.semantic import COMMAND_BUDGET
+
+    using = semantic_retriever(context, COMMAND_BUDGET) if mode == "ranked" else None
+    hits = do_recall(context, query, chosen, mode, using=using)
+    answered = describe(using)
     flush_warnings(context)
-    data = recall_data(context, query, mode, hits, explain)
+    data = recall_data(context, query, mode, hits, explain, answered)
     emit(data)
     if STATE.json:
         return
@@ -60,14 +65,23 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     else:
         if data["answer"] == "weak":
             print(f"memcli: note: {data['note']}", file=sys.stderr)
-        if explain:
-            print(f"retriever: {data['retriever']}; answer: {data['answer']}", file=sys.stderr)
+        if explain and not is_terminal():  # the title is not printed then: say on stderr what answered
+            print(f"memcli: retriever: {answered}; answer: {data['answer']}", file=sys.stderr)
     if hits and explain:
-        table(f"recall {shown(query, full=False)} (score = bm25 x importance x recency, x coverage if partial; by tier)",
-              ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"],
-              [[h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
-                f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
-                f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)] for h in hits])
+        title = (f"recall {shown(query, full=False)} (retriever: {answered}; score = bm25 x importance x recency, "
+                 "x coverage if partial; by tier)")
+        columns = ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"]
+        if answered != "lexical":
+            columns.insert(5, "cosine")
+
+        def cells(h) -> list[str]:  # noqa: ANN001 - a Hit
+            out = [h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
+                   f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
+                   f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)]
+            if answered != "lexical":
+                out.insert(5, f"{h.parts['cosine']:.2f}" if "cosine" in h.parts else "-")
+            return out
+        table(title, columns, [cells(h) for h in hits])
     elif hits:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])
@@ -153,9 +167,12 @@ def index_summary(data: dict) -> str:
     state = ("" if data["complete"] else "; another memcli process is building it" if sync["busy"]
              else f"; {sync['pending']} files not indexed yet" if sync["pending"] > 0
              else "; not checked against the files yet")
+    semantic = data.get("semantic")
+    vectors = (f"; embedded {semantic['embedded']} ({semantic['vectors']['current']} of "
+               f"{semantic['vectors']['memories']} memories have vectors of {semantic['model']})") if semantic else ""
     return (f"index {data['path']}: {data['memories']} memories, {data['problems']} unreadable files, "
             f"{data['bytes'] / 1e6:.1f} MB; this sync: {sync['added']} added, {sync['updated']} updated, "
-            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files{state}")
+            f"{sync['removed']} removed, {sync['moved']} moved, of {sync['files']} files{state}{vectors}")
 
 
 def index_status() -> None:

@@ -37,7 +37,11 @@ def build(background: Annotated[bool, typer.Option(
 
 
 @index_app.command("rebuild")
-def rebuild(json_: JsonOpt = False) -> None:
+def rebuild(embed: Annotated[bool, typer.Option(
+                "--embed", help="Also embed every memory for the semantic retriever, in this process (loads the "
+                                "model: seconds, then about 10 ms a memory). Without it a long-lived process "
+                                "(`memcli mcp`) embeds them in the background.")] = False,
+            json_: JsonOpt = False) -> None:
     """Delete the index and build it again from the memory files."""
     from memcli.service.read import index_rebuild
 
@@ -48,8 +52,18 @@ def rebuild(json_: JsonOpt = False) -> None:
         with Progress(transient=True) as bar:
             task = bar.add_task("indexing", total=None)
             data = index_rebuild(context, lambda done, total: bar.update(task, completed=done, total=total))
+            if embed and data["backend"] == "fts5":
+                from memcli.service.semantic import embed_all
+
+                task = bar.add_task("embedding", total=None)
+                data["semantic"] = embed_all(context, lambda done, total: bar.update(task, completed=done,
+                                                                                       total=total))
     else:
         data = index_rebuild(context)
+        if embed and data["backend"] == "fts5":
+            from memcli.service.semantic import embed_all
+
+            data["semantic"] = embed_all(context)
     flush_warnings(context)
     emit(data, _summary(data))
     if data["backend"] != "fts5":

@@ -170,6 +170,7 @@ def doctor(
             "repository": report.repository}
     fixed_lines = [f"repository: {line}" for line in report.repository] + report.moved + fixed_lines
     data["personal"] = report.moved
+    data["semantic"] = service.semantic(context)
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],
@@ -188,6 +189,7 @@ def doctor(
             print(f"memcli: {done}", file=sys.stderr)
         if not problems:
             print("all memory files are readable", file=sys.stderr)
+        print(service.semantic_line(data["semantic"]), file=sys.stderr)
     if problems or report.refused:
         raise typer.Exit(11 if problems else 6)
 

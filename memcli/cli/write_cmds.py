@@ -50,11 +50,24 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
                         run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict)
 
 
-def _report(context, result) -> None:  # noqa: ANN001
+def _report(context, result, close: list | None = None) -> None:  # noqa: ANN001
     flush_warnings(context)
+    data = result.to_dict(context.now)
+    if close is not None:  # remember and supersede: live memories close in meaning (issue 18 point 5)
+        from memcli.service.semantic import close_warnings
+
+        data["close_to"] = close
+        result.warnings = [*result.warnings, *close_warnings(close)]
     for message in result.warnings:
         warn(message)
-    emit(result.to_dict(context.now), result.message)
+    emit(data, result.message)
+
+
+def _close(context, result, exclude: tuple[str, ...] = ()) -> list:  # noqa: ANN001
+    """The live memories close to the one written, by a warm process's model; [] when none runs."""
+    from memcli.service.semantic import close_to_warm
+
+    return close_to_warm(context, result, exclude)
 
 
 @app.command()
@@ -114,7 +127,8 @@ def remember(
                     idempotency_key, pinned, on_conflict)
     opts.allow_secret = list(allow_secret or [])
     opts.cross_project = all_projects
-    _report(context, do_remember(context, _read_text(text), opts))
+    result = do_remember(context, _read_text(text), opts)
+    _report(context, result, _close(context, result))
 
 
 @app.command()
@@ -132,7 +146,8 @@ def supersede(
     context = ctx()
     opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
                     idempotency_key, pinned, None)
-    _report(context, do_supersede(context, old, _read_text(text), opts))
+    result = do_supersede(context, old, _read_text(text), opts)
+    _report(context, result, _close(context, result))
 
 
 @app.command()

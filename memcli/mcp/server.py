@@ -52,9 +52,9 @@ INSTRUCTIONS = (
 
 class RecallResult(TypedDict):
     """Hits, best first: each a memory (id, scope, category, status, text, tags, paths, provenance, times)
-    with its score and how it matched (ranked, fuzzy, grep). ``answer`` says whether they answer the
-    query (strong, weak: they share only some words with it, none), ``note`` why not, and
-    ``retriever`` which retriever answered (lexical, or hybrid with its model)."""
+    with its score and how it matched (exact, fuzzy, partial, substring, semantic; regex in grep mode).
+    ``answer`` says whether they answer the query (strong; weak: they share only some words with it;
+    none), ``note`` why not, and ``retriever`` which retriever answered: ``lexical`` or ``hybrid (MODEL)``."""
     query: str
     mode: str
     answer: str
@@ -104,6 +104,7 @@ class WriteResult(TypedDict):
     changed: list[str]
     commit: str | None
     gates: list[dict[str, str]]
+    close_to: list[dict[str, Any]]
     warnings: list[str]
 
 
@@ -221,9 +222,13 @@ def _title(text: str) -> str:
 
 
 def build(settings: Settings) -> MemcliServer:
-    """The server for ``settings``, with its tools and resources registered (nothing runs yet)."""
+    """The server for ``settings``, with its tools and resources registered (nothing runs yet
+    but the semantic model's loading, in a background thread: ``service.semantic.Warm``)."""
     tools = Tools(settings)
     server = MemcliServer(tools)
+    from memcli.service.semantic import Warm
+
+    tools.warm = Warm(settings.workspace, settings.actor).start()  # reads [search] semantic itself
 
     @server.tool(annotations=READ, description=(
         "Search the long-term memory of this project and person. Call it before deciding something a past "
@@ -340,7 +345,11 @@ def serve(settings: Settings, transport: str = "stdio", port: int = 8765) -> Non
         port: the TCP port for ``streamable-http``.
     """
     server = build(settings)
-    if transport == "streamable-http":
-        server.run("streamable-http", host="127.0.0.1", port=port)
-    else:
-        server.run("stdio")
+    try:
+        if transport == "streamable-http":
+            server.run("streamable-http", host="127.0.0.1", port=port)
+        else:
+            server.run("stdio")
+    finally:
+        if server.memcli.warm is not None:
+            server.memcli.warm.close()  # its socket file goes with it

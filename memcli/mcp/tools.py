@@ -124,6 +124,8 @@ class Tools:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        #: The long-lived model (``service.semantic.Warm``) when the server started one, else None.
+        self.warm = None
 
     # --- opening a fresh context per call --------------------------------------------
 
@@ -225,14 +227,16 @@ class Tools:
             UsageProblem: blank query or bad regular expression; ValidationFailed: a bad filter;
             ScopeViolation: a scope outside the server's.
         """
+        from memcli.index.hybrid import describe
         from memcli.service.read import Filters, recall, recall_data
 
         def work(ctx, allowed):  # noqa: ANN001, ANN202
             chosen = Filters(scopes=self._narrow(allowed, ctx.actor, scopes), statuses=list(statuses or []),
                              category=category, tag=tag, subject=subject, include_expired=include_expired,
                              limit=limit, path=path)
-            hits = recall(ctx, query, chosen, mode)
-            return {**recall_data(ctx, query, mode, hits), "warnings": list(ctx.warnings)}
+            using = self.warm.retriever(ctx) if self.warm is not None and mode == "ranked" else None
+            hits = recall(ctx, query, chosen, mode, using=using)
+            return {**recall_data(ctx, query, mode, hits, answered=describe(using)), "warnings": list(ctx.warnings)}
         return self._call(work)
 
     def context(self, query: str | None = None, budget: int | None = None) -> dict[str, Any]:
@@ -319,7 +323,7 @@ class Tools:
             target = self._write_scope(ctx, allowed, scope)
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
                                  idempotency_key)
-            return _written(ctx, remember(ctx, text, opts))
+            return self._written(ctx, remember(ctx, text, opts))
         return self._call(work)
 
     def supersede(self, memory_id: str, text: str, client: str | None = None, scope: str | None = None,
@@ -341,7 +345,7 @@ class Tools:
             target = self._write_scope(ctx, allowed, scope) if scope is not None else None
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
                                  idempotency_key)
-            return _written(ctx, supersede(ctx, old.id, text, opts))
+            return self._written(ctx, supersede(ctx, old.id, text, opts), exclude=(old.id,))
         return self._call(work)
 
     def forget(self, memory_id: str) -> dict[str, Any]:
@@ -365,8 +369,27 @@ class Tools:
                 raise ReviewRefused(f"{memory.id} is in the shared scope {memory.scope}; an agent may not "
                                     "archive a shared memory", hint=f"ask a person to run `memcli forget {memory.id}`, "
                                     "or supersede it with a corrected text (that waits for review)")
-            return _written(ctx, forget(ctx, memory.id))
+            return self._written(ctx, forget(ctx, memory.id), suggest=False)
         return self._call(work)
+
+    def _written(self, ctx, result, exclude: tuple[str, ...] = (), suggest: bool = True) -> dict[str, Any]:  # noqa: ANN001
+        """A write's answer: the result, its warnings, and ``close_to``: the live memories whose
+        meaning is close to the one written (issue 18 point 5: "close to ID: supersede it?", a
+        suggestion, never a refusal; empty while the model is not loaded). The written memory
+        is embedded now, so the next recall finds it by meaning."""
+        from memcli.service.semantic import close_to, close_warnings
+
+        close: list[dict[str, Any]] = []
+        if self.warm is not None:
+            self.warm.after_write(ctx)
+            if suggest and result.outcome in ("created", "pending_review"):
+                memory = result.memory
+                close = close_to(ctx, self.warm.semantic(ctx), memory.text, memory.scope,
+                                 exclude=(memory.id, *memory.supersedes, *exclude))
+        out = _written(ctx, result)
+        out["close_to"] = close
+        out["warnings"] += close_warnings(close)
+        return out
 
 
 def _written(ctx, result) -> dict[str, Any]:  # noqa: ANN001 - (Ctx, WriteResult)

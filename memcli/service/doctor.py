@@ -240,3 +240,25 @@ def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:
         except (KeyError, ValueError):
             continue
     return dates
+
+
+def semantic(ctx: Ctx) -> dict[str, Any]:
+    """The semantic retriever's state for ``doctor``: ``{"active": bool, "model": str | None,
+    "reason": str, "warm": bool, "vectors": {"current", "memories"} | None}`` (SPEC.md section
+    5; see ``service.semantic.status``). Loads no model; never raises."""
+    from memcli.service.semantic import status
+
+    try:
+        return status(ctx)
+    except Exception as err:  # noqa: BLE001 - doctor reports, it does not fail on a report
+        return {"active": False, "model": None, "reason": f"cannot tell ({type(err).__name__})", "warm": False,
+                "vectors": None}
+
+
+def semantic_line(state: dict[str, Any]) -> str:
+    """One line for a person: ``semantic search: on (MODEL): reason`` or ``… off: reason``."""
+    if not state["active"]:
+        return f"semantic search: off: {state['reason']}"
+    vectors = state.get("vectors")
+    count = f"; {vectors['current']} of {vectors['memories']} memories embedded" if vectors else ""
+    return f"semantic search: on ({state['model']}): {state['reason']}{count}"

@@ -57,6 +57,21 @@ def retriever(ctx: Ctx) -> Retriever:
     return ctx.catalog().retriever()
 
 
+def semantic_retriever(ctx: Ctx, budget: float | None = None) -> Retriever:
+    """The retriever of a one-shot command or a hook: hybrid through the model of a warm
+    process of this workspace when one answers (``service.semantic.warm_for``, within
+    ``budget`` seconds, default ``index.hybrid.WARM_BUDGET``), else the lexical one.
+    ``index.hybrid.describe(retriever)`` says, after a search, which one answered. Never
+    loads a model, never imports numpy."""
+    from memcli.service.semantic import warm_for
+
+    lexical = retriever(ctx)
+    try:
+        return warm_for(ctx, lexical, budget) or lexical
+    except Exception:  # noqa: BLE001 - the warm process is an optimisation, never a requirement
+        return lexical
+
+
 def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> Query:
     """Validate filters and make a :class:`Query` limited to the caller's scopes.
 
@@ -85,19 +100,21 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
                  actor=ctx.actor, **times)
 
 
-def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> list[Hit]:
+def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: Retriever | None = None) -> list[Hit]:
     """Search memories (SPEC.md section 5).
 
     Args:
         text: the query; in ``grep`` mode a regular expression. Must not be blank.
         mode: ``ranked``, ``fuzzy`` or ``grep``.
+        using: the retriever to ask (default :func:`retriever`: lexical); e.g.
+            :func:`semantic_retriever`'s, or the MCP server's hybrid one.
 
     Raises:
         UsageProblem: blank query, or a regex that does not compile.
     """
     if not text or not text.strip():
         raise UsageProblem("the query is empty", hint="give words to search for, or use `memcli list`")
-    hits = retriever(ctx).search(build_query(ctx, text, filters, mode))
+    hits = (using if using is not None else retriever(ctx)).search(build_query(ctx, text, filters, mode))
     if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
         for hit, memory in zip(hits, for_reader(ctx, [h.memory for h in hits])):
@@ -111,7 +128,8 @@ WEAK_NOTE = ("no memory matches every word of the query: the hits below hold onl
 NONE_NOTE = "no memories match the query"
 
 
-def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool = False) -> dict[str, Any]:
+def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool = False,
+                answered: str = "lexical") -> dict[str, Any]:
     """The result of a recall as the CLI's ``--json`` and the MCP ``recall`` tool give it (one shape).
 
     Keys: ``query`` (redacted), ``mode``, ``answer`` (``strong``, ``weak`` or ``none``:
@@ -124,6 +142,7 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
         mode: ``ranked``, ``fuzzy`` or ``grep``.
         hits: what :func:`recall` returned.
         explain: add each hit's ``explain`` factors.
+        answered: which retriever answered (``index.hybrid.describe``).
     """
     from memcli.index import strength
     from memcli.policy.secrets import redact
@@ -131,7 +150,7 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
     answer = strength(hits)
     return {"query": redact(query, full=False), "mode": mode, "answer": answer,
             "note": {"weak": WEAK_NOTE, "none": NONE_NOTE}.get(answer),
-            "retriever": getattr(retriever(ctx), "name", "lexical"),
+            "retriever": answered,
             "hits": [{**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match,
                       **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})}
                      for h in hits]}

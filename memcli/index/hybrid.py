@@ -1,0 +1,281 @@
+"""Hybrid retrieval: the lexical tiers first, meaning-only hits after them (SPEC.md section 5).
+
+:class:`HybridRetriever` wraps the lexical retriever (``search.FtsRetriever`` or
+``merged.MergedRetriever``) and a semantic side, and keeps strict tiers:
+
+- the lexical hits keep their order and tiers (``exact`` > ``fuzzy`` > ``partial`` >
+  ``substring``, ``hit.parts["tier"]``); each gets ``parts["cosine"]`` (the model's score,
+  -1 to 1) when the semantic side scored it;
+- memories that only the meaning finds come after them, best first, as ``match =
+  "semantic"`` with ``parts = {"cosine": …, "tier": 4}``, when their score is at least
+  ``SEMANTIC_FLOOR``;
+- unless the lexical evidence is weak: no ``exact`` or ``fuzzy`` hit and no ``partial`` hit
+  holding ``WEAK_COVERAGE`` of the query's weight (``parts["coverage"]``). Then the partial,
+  substring and semantic hits are ordered together by ``LEXICAL_WEIGHT × lexical +
+  (1 − LEXICAL_WEIGHT) × cosine``, ``lexical`` being a partial hit's coverage and
+  ``SUBSTRING_EVIDENCE`` for a substring hit (0 for a semantic-only one); that value becomes
+  their ``score`` (the lexical score stays in ``parts["lexical"]``).
+
+Filters come first on the semantic side too: it scores only the memories that pass the
+query's SQL conditions (``vectors.search``), and every hit it returns is read again through
+the same conditions in the caller's own index (``vectors.records``) before it is shown.
+
+Two semantic sides: :class:`LocalSemantic` (the model loaded in this process: the MCP
+server) and :class:`RemoteSemantic` (a warm process's model over its socket,
+``memcli.index.warm``: hooks and one-shot commands, which never load a model).
+:func:`warm_retriever` is what those call; :func:`describe` says which retriever answered.
+Importing this module imports neither numpy nor a model.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from memcli.index import Hit, Query, Retriever
+from memcli.model import Memory
+
+#: A partial hit's coverage at or over which the lexical evidence is strong (tuned on
+#: bench/semantic_probe.py, docs/search.md).
+WEAK_COVERAGE = 0.7
+#: In the weak case, the weight of the lexical evidence against the cosine.
+LEXICAL_WEIGHT = 0.1
+#: The lexical evidence of a substring hit in the weak case.
+SUBSTRING_EVIDENCE = 0.3
+#: The least score of a hit only the meaning finds.
+SEMANTIC_FLOOR = 0.2
+#: Semantic candidates scored per query, however few are wanted.
+POOL = 50
+#: Seconds a hook or one-shot command gives the warm process in all (connect, ask, answer).
+WARM_BUDGET = 0.15
+
+
+def describe(retriever: object) -> str:
+    """Which retriever answered the last search of ``retriever``: ``"lexical"`` or
+    ``"hybrid (MODEL)"`` (a hybrid retriever whose semantic side failed answered lexically)."""
+    return getattr(retriever, "answered", None) or "lexical"
+
+
+class HybridRetriever:
+    """The lexical retriever with a semantic side (see the module docstring).
+
+    Args:
+        lexical: the lexical retriever (its hits keep their order and tiers).
+        semantic: a :class:`LocalSemantic` or :class:`RemoteSemantic`.
+
+    Attributes:
+        answered: after a search, ``"hybrid (MODEL)"`` when the semantic side took part,
+            else ``"lexical"`` (blank query, grep or fuzzy mode, or a semantic side that failed).
+    """
+
+    def __init__(self, lexical: Retriever, semantic) -> None:  # noqa: ANN001
+        self.lexical = lexical
+        self.semantic = semantic
+        self.answered = "lexical"
+
+    @property
+    def name(self) -> str:
+        """``hybrid (MODEL)``."""
+        return f"hybrid ({self.semantic.name})"
+
+    def count(self, query: Query) -> int:
+        """See ``Retriever.count`` (the lexical retriever's: filters only)."""
+        return self.lexical.count(query)
+
+    def search(self, query: Query) -> list[Hit]:
+        """See ``Retriever.search`` and the module docstring."""
+        hits = self.lexical.search(query)
+        self.answered = "lexical"
+        if query.mode != "ranked" or not query.text.strip():
+            return hits
+        found = self.semantic.scores(query, max(query.limit, POOL), [h.memory.id for h in hits])
+        if found is None:
+            return hits
+        self.answered = self.name
+        return combine(hits, *found, limit=query.limit)
+
+
+def combine(hits: list[Hit], ranked: list[tuple[Memory, float]], scores: dict[str, float], limit: int) -> list[Hit]:
+    """The hybrid order of lexical ``hits`` and semantic ``ranked`` (``(memory, score)`` best
+    first; ``scores`` holds the scores of lexical hits outside ``ranked``), at most ``limit``."""
+    cosine = {m.id: s for m, s in ranked}
+    cosine.update(scores)
+    for hit in hits:
+        if hit.memory.id in cosine:
+            hit.parts["cosine"] = round(cosine[hit.memory.id], 4)
+    seen = {h.memory.id for h in hits}
+    meaning = [Hit(m, round(s, 4), "semantic", {"cosine": round(s, 4), "tier": 4})
+               for m, s in ranked if m.id not in seen and s >= SEMANTIC_FLOOR]
+    strong = any(h.match in ("exact", "fuzzy") for h in hits) or any(
+        h.match == "partial" and h.parts.get("coverage", 0.0) >= WEAK_COVERAGE for h in hits)
+    if strong:
+        return (hits + meaning)[:limit]
+    weak = [h for h in hits if h.match in ("partial", "substring")]
+    rest = [h for h in hits if h.match not in ("partial", "substring")]
+    for hit in weak + meaning:
+        evidence = (hit.parts.get("coverage", 0.0) if hit.match == "partial"
+                    else SUBSTRING_EVIDENCE if hit.match == "substring" else 0.0)
+        if hit.match != "semantic":
+            hit.parts["lexical"] = hit.score
+        hit.score = round(LEXICAL_WEIGHT * evidence + (1 - LEXICAL_WEIGHT) * cosine.get(hit.memory.id, 0.0), 4)
+    mixed = sorted(weak + meaning, key=lambda h: (-h.score, h.parts.get("tier", 4), h.memory.id))
+    return (rest + mixed)[:limit]
+
+
+def _parts(catalog) -> list[tuple[object, str, object]]:  # noqa: ANN001
+    """``(sqlite connection, index path, place)`` of each indexed store of ``catalog``
+    (``place(memory) -> memory`` gives another store's memory its absolute path); none for a
+    catalog that scans the files."""
+    own = getattr(catalog, "parts", None)
+    if own is not None:  # index.merged.MergedCatalog
+        out = []
+        for part in own:
+            index = getattr(part.catalog, "index", None)
+            if index is not None:
+                out.append((index.db, str(index.path),
+                            lambda m, p=part: catalog._placed(p, [m])[0]))  # noqa: SLF001 - registers its store
+        return out
+    index = getattr(catalog, "index", None)
+    return [] if index is None else [(index.db, str(index.path), lambda m: m)]
+
+
+def _checked(catalog, query: Query, scored: list[tuple[str, float]]) -> list[tuple[Memory, float]]:  # noqa: ANN001
+    """The memories of ``scored`` ids that pass ``query`` in the caller's own indexes, best first."""
+    from memcli.index.vectors import records
+
+    ids = [i for i, _ in scored]
+    found: dict[str, Memory] = {}
+    for db, _, place in _parts(catalog):
+        for memory_id, memory in records(db, query, [i for i in ids if i not in found]).items():
+            found[memory_id] = place(memory)
+    return [(found[i], s) for i, s in scored if i in found]
+
+
+class LocalSemantic:
+    """The semantic side with the model loaded in this process.
+
+    Args:
+        catalog: the caller's catalog (``Ctx.catalog()``: an index, or a merged one).
+        embedder: a loaded ``embed.Embedder``.
+        queries: an optional dict to keep query vectors in (text -> vector), shared across calls.
+    """
+
+    def __init__(self, catalog, embedder, queries: dict | None = None) -> None:  # noqa: ANN001
+        self.catalog = catalog
+        self.embedder = embedder
+        self.name = embedder.name
+        self.queries = {} if queries is None else queries
+
+    def vector(self, text: str):  # noqa: ANN201 - a numpy array
+        """The query vector of ``text`` (kept: a prompt is often asked again)."""
+        found = self.queries.get(text)
+        if found is None:
+            found = self.embedder.embed([text])[0]
+            if len(self.queries) >= 256:
+                try:
+                    self.queries.pop(next(iter(self.queries)))
+                except (StopIteration, KeyError, RuntimeError):  # another thread emptied or changed it
+                    pass
+            self.queries[text] = found
+        return found
+
+    def scores(self, query: Query, limit: int, also: list[str]) -> tuple[list[tuple[Memory, float]], dict[str, float]]:
+        """The best ``limit`` memories passing ``query`` by meaning, and the scores of ``also``."""
+        from memcli.index.vectors import search
+
+        vector = self.vector(query.text)
+        scored: list[tuple[str, float]] = []
+        extra: dict[str, float] = {}
+        for db, path, _ in _parts(self.catalog):
+            top, more = search(db, path, self.embedder, query, vector, limit, also)
+            scored += top
+            extra.update(more)
+        scored.sort(key=lambda item: -item[1])
+        return _checked(self.catalog, query, scored[:limit]), extra
+
+
+class RemoteSemantic:
+    """The semantic side served by a warm process over its socket (``memcli.index.warm``).
+
+    Args:
+        catalog: the caller's catalog; every id the server returns is read through the
+            query's filters here again.
+        path: the server's socket.
+        name: the model's display name (from its ping).
+        deadline: a ``time.monotonic()`` instant past which the search gives up (lexical).
+    """
+
+    def __init__(self, catalog, path: Path, name: str, deadline: float) -> None:  # noqa: ANN001
+        self.catalog = catalog
+        self.path = path
+        self.name = name
+        self.deadline = deadline
+
+    def scores(self, query: Query, limit: int,
+               also: list[str]) -> tuple[list[tuple[Memory, float]], dict[str, float]] | None:
+        """As :meth:`LocalSemantic.scores`, or None when the server did not answer in time."""
+        from memcli.index.warm import ask, query_to_json
+
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return None
+        reply = ask(self.path, {"search": query.text, "query": query_to_json(query), "limit": limit,
+                                "also": list(also)}, left)
+        try:
+            hits = [(str(i), float(s)) for i, s in reply["hits"]]
+            extra = {str(i): float(s) for i, s in reply.get("also", {}).items()}
+        except (TypeError, KeyError, ValueError, AttributeError):
+            return None
+        return _checked(self.catalog, query, hits), extra
+
+
+def similar(semantic, query: Query, text: str, threshold: float, limit: int = 3,  # noqa: ANN001
+            exclude: tuple[str, ...] = ()) -> list[tuple[Memory, float]]:
+    """Live memories close to ``text`` (a memory being written): those passing ``query``'s
+    filters whose score is at least ``threshold``, best first, at most ``limit``, none of
+    ``exclude``. ``semantic`` is a :class:`LocalSemantic` or :class:`RemoteSemantic`; an empty
+    list when it cannot answer."""
+    probe = Query(text=text, scopes=query.scopes, now=query.now, statuses=query.statuses, limit=limit,
+                  actor=query.actor)
+    found = semantic.scores(probe, limit + len(exclude), [])
+    if not found:
+        return []
+    return [(m, s) for m, s in found[0] if s >= threshold and m.id not in exclude][:limit]
+
+
+def warm_retriever(catalog, lexical: Retriever, index_path: Path | None = None,  # noqa: ANN001
+                   deadline_s: float = WARM_BUDGET) -> HybridRetriever | None:
+    """A hybrid retriever whose model is a warm process's, or None (answer lexically).
+
+    For hooks and one-shot commands, which never load a model: when a long-lived process of
+    this workspace (the MCP server) serves its model on the workspace's socket
+    (``warm.socket_path``), the returned retriever asks it for the semantic scores at search
+    time; None when no such process answers a ping. Either way it costs at most
+    ``deadline_s`` seconds in all (ping and search); a search that misses the rest of the
+    budget answers lexically (``describe`` then says ``lexical``). Never raises.
+
+    Args:
+        catalog: the caller's catalog (``ctx.catalog()``).
+        lexical: the caller's lexical retriever (``catalog.retriever()``).
+        index_path: the workspace's index file (default: the catalog's own index).
+        deadline_s: seconds for the ping and the search together (default ``WARM_BUDGET``).
+    """
+    from memcli.index.warm import ask, socket_path
+
+    started = time.monotonic()
+    if index_path is None:
+        own = getattr(catalog, "own", catalog)
+        index = getattr(own, "index", None)
+        if index is None:
+            return None
+        index_path = Path(index.path)
+    path = socket_path(index_path)
+    try:
+        if not path.exists():
+            return None
+    except OSError:
+        return None
+    reply = ask(path, {"ping": True}, deadline_s)
+    if not reply or not isinstance(reply.get("name"), str):
+        return None
+    return HybridRetriever(lexical, RemoteSemantic(catalog, path, reply["name"], started + deadline_s))
