@@ -21,9 +21,10 @@ with its category, importance, paths and pinned flag), then measures on one spli
   session): which wanted keys were delivered, and the position of the most specific one
   (``want[0]``) in what was delivered.
 
-``--semantic`` is a placeholder for a semantic retriever that is not wired yet: it is
-recorded in the JSON and changes nothing; recall is whatever ``memcli.service.read.recall``
-does.
+``--semantic`` measures hybrid retrieval: the model (``memcli[semantic-offline]``) is
+loaded in this process as ``memcli mcp`` loads it (``service.semantic.Warm``), every memory
+is embedded, recall goes through its hybrid retriever, and the hooks, called as Claude Code
+calls them, ask it over its socket as they would ask a running MCP server.
 """
 
 from __future__ import annotations
@@ -88,19 +89,45 @@ def open_ctx(workspace: Path) -> Any:
     return Ctx.open(str(workspace), ACTOR)
 
 
-def retriever(semantic: bool) -> Retrieve:
-    """The ranked top-10 recall to measure.
-
-    ``semantic`` is a placeholder: whichever it is, this is ``memcli.service.read.recall``
-    as it stands (a semantic retriever, once wired, is chosen here).
-    """
+def retriever(warm: Any = None) -> Retrieve:
+    """The ranked top-10 recall to measure: lexical, or hybrid through ``warm`` (a loaded
+    ``memcli.service.semantic.Warm``, as the MCP server holds it)."""
     from memcli.service.read import Filters, recall
 
-    del semantic  # not wired yet
-
     def top10(ctx: Any, text: str) -> list[Any]:
-        return recall(ctx, text, Filters(limit=10))
+        return recall(ctx, text, Filters(limit=10), using=warm.retriever(ctx) if warm is not None else None)
     return top10
+
+
+def start_warm(workspace: Path, wait: float = 600.0) -> Any:
+    """A long-lived process's model for ``workspace``, as ``memcli mcp`` starts it: loaded,
+    every memory embedded, its socket serving the hooks of this process. Raises
+    RuntimeError when the model cannot be loaded (install ``memcli[semantic-offline]``)."""
+    import sqlite3
+    import time
+
+    from memcli.index.db import INDEX_NAME
+    from memcli.index.vectors import counts
+    from memcli.service.semantic import Warm
+
+    open_ctx(workspace).catalog()  # the index, before the model looks for it
+    warm = Warm(str(workspace), ACTOR).start()
+    warm.ready.wait(wait)
+    if warm.embedder is None:
+        raise RuntimeError(f"no model: {warm.reason}")
+    index = workspace / ".cache" / INDEX_NAME
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        db = sqlite3.connect(index)
+        try:
+            done, total = counts(db, warm.embedder.model_id)
+        finally:
+            db.close()
+        if done == total:
+            return warm
+        warm.work.set()
+        time.sleep(0.2)
+    raise RuntimeError(f"the model embedded {done} of {total} memories in {wait:.0f} s")
 
 
 # --- ranked recall -----------------------------------------------------------------------
@@ -343,7 +370,7 @@ def report(split: str, kinds: list[KindScore], prompts: PromptScore, tools: Tool
 def to_json(split: str, semantic: bool, kinds: list[KindScore], prompts: PromptScore,
             tools: ToolScore) -> dict[str, Any]:
     """Everything measured, for ``--json``."""
-    return {"split": split, "semantic_requested": semantic, "semantic_wired": False,
+    return {"split": split, "semantic": semantic,
             "memories": len(data.MEMORIES), "answer_rule": "memcli.index.strength",
             "recall": [asdict(k) for k in kinds],
             "prompts": {**{k: v for k, v in asdict(prompts).items() if k != "results"},
@@ -359,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="which queries, prompts and tool events (default: heldout)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--semantic", action="store_true",
-                        help="placeholder for a semantic retriever (not wired: changes nothing yet)")
+                        help="hybrid retrieval: load the model (memcli[semantic-offline]) as the MCP server does, "
+                             "and let the hooks ask it over its socket")
     parser.add_argument("--verbose", action="store_true", help="list misses, noise and no_answer hits")
     args = parser.parse_args(argv)
     problems = data.check()
@@ -373,11 +401,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memcli-heldout-") as tmp:
         workspace = build(Path(tmp) / "ws")
         ctx = open_ctx(workspace)
-        kinds = score_queries(ctx, retriever(args.semantic), queries)  # builds the index first
-        prompt_score = score_prompts(workspace, prompts)
-        tool_score = score_tools(workspace, tools)
-    if args.semantic:
-        print("note: --semantic is a placeholder; recall is memcli.service.read.recall as it is\n")
+        warm = start_warm(workspace) if args.semantic else None
+        try:
+            kinds = score_queries(ctx, retriever(warm), queries)  # builds the index first
+            prompt_score = score_prompts(workspace, prompts)
+            tool_score = score_tools(workspace, tools)
+        finally:
+            if warm is not None:
+                warm.close()
+    if warm is not None:
+        print(f"retriever: hybrid ({warm.embedder.name}); hooks ask it over its socket\n")
     print(report(args.split, kinds, prompt_score, tool_score, args.verbose))
     if args.json:
         args.json.write_text(json.dumps(to_json(args.split, args.semantic, kinds, prompt_score,

@@ -41,6 +41,10 @@ PROMPT_POOL = 10
 PROMPT_MIN_HELD = 2
 #: A prompt's memory must also score this share of the best hit's score.
 PROMPT_MIN_SCORE = 0.5
+#: With a warm model: the least score of meaning (the model's cosine, ``index.hybrid``) that
+#: brings a memory whatever its words, and how far below the best one it may be.
+PROMPT_COSINE = 0.375
+PROMPT_COSINE_GAP = 0.15
 #: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
@@ -310,7 +314,7 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
     """
     from memcli.agents.context import render
     from memcli.agents.transcript import strip_injected
-    from memcli.service.read import Filters, recall
+    from memcli.service.read import Filters, recall, semantic_retriever
 
     # Gemini CLI's BeforeAgent prompt may carry the session start's <hook_context> (memcli's
     # own block among it); only the person's words are searched
@@ -318,7 +322,8 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
     if not words:
         return render([], PROMPT_BUDGET)
     floor = ctx.ws.config.prompt_floor if floor is None else floor
-    hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)))
+    using = semantic_retriever(ctx)  # a warm process's model within 0.15 s, else lexical
+    hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)), using=using)
     return render([h.memory for h in chosen(hits, words, floor) if h.memory.id not in seen][:PROMPT_LIMIT],
                   PROMPT_BUDGET)
 
@@ -340,13 +345,15 @@ def prompt_words(text: str) -> list:
 def chosen(hits: list, words: list, floor: float) -> list:
     """The hits of a prompt's recall that clear the relevance floor, best first.
 
-    A hit is kept when it holds enough of the prompt (its IDF-weighted ``coverage``, see
-    :func:`_share`, reaches ``floor``), holds at least ``PROMPT_MIN_HELD`` of the prompt's
-    content words (all of them for a shorter prompt: "good morning!" matching "morning"
-    alone is no reason), and scores at least ``PROMPT_MIN_SCORE`` of the best hit's score
-    (a long tail of memories sharing one common word stays out). Thresholds were set on the
-    tune split of ``bench/heldout_data.py`` and are reported on its held-out split
-    (docs/search.md).
+    A hit is kept on its words when it holds enough of the prompt (its IDF-weighted
+    ``coverage``, see :func:`_share`, reaches ``floor``), holds at least
+    ``PROMPT_MIN_HELD`` of the prompt's content words (all of them for a shorter prompt:
+    "good morning!" matching "morning" alone is no reason), and scores at least
+    ``PROMPT_MIN_SCORE`` of the best lexical hit's score (a long tail of memories sharing
+    one common word stays out). With a warm model (hybrid retrieval), a hit is also kept on
+    its meaning: a ``cosine`` of at least ``PROMPT_COSINE`` and within ``PROMPT_COSINE_GAP``
+    of the best one. Thresholds were set on the tune split of ``bench/heldout_data.py`` and
+    are reported on its held-out split (docs/search.md).
 
     Args:
         hits: ranked recall hits (``index.Hit``), best first.
@@ -356,9 +363,17 @@ def chosen(hits: list, words: list, floor: float) -> list:
     if not hits:
         return []
     need = min(PROMPT_MIN_HELD, len(words))
-    best = max(h.score for h in hits)
-    return [h for h in hits if _share(h, words) >= floor and _held(h, words) >= need
-            and h.score >= PROMPT_MIN_SCORE * best]
+    lexical = [h for h in hits if h.match != "semantic"]
+    best = max((h.parts.get("lexical", h.score) for h in lexical), default=0.0)
+    close = max((h.parts.get("cosine", -1.0) for h in hits), default=-1.0)
+
+    def kept(hit) -> bool:  # noqa: ANN001 - a Hit
+        if hit.match != "semantic" and _share(hit, words) >= floor and _held(hit, words) >= need \
+                and hit.parts.get("lexical", hit.score) >= PROMPT_MIN_SCORE * best:
+            return True
+        cosine = hit.parts.get("cosine", -1.0)
+        return cosine >= PROMPT_COSINE and cosine >= close - PROMPT_COSINE_GAP
+    return [h for h in hits if kept(h)]
 
 
 def _held(hit, words) -> int:  # noqa: ANN001 - a Hit and the prompt's content words
