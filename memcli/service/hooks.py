@@ -45,6 +45,10 @@ PROMPT_MIN_SCORE = 0.5
 #: brings a memory whatever its words, and how far below the best one it may be.
 PROMPT_COSINE = 0.375
 PROMPT_COSINE_GAP = 0.15
+#: With a warm model: the closest memory is also kept from this cosine on when it stands
+#: out, at least ``PROMPT_STANDOUT`` above the next one.
+PROMPT_STANDOUT_COSINE = 0.3
+PROMPT_STANDOUT = 0.15
 #: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
@@ -352,7 +356,8 @@ def chosen(hits: list, words: list, floor: float) -> list:
     ``PROMPT_MIN_SCORE`` of the best lexical hit's score (a long tail of memories sharing
     one common word stays out). With a warm model (hybrid retrieval), a hit is also kept on
     its meaning: a ``cosine`` of at least ``PROMPT_COSINE`` and within ``PROMPT_COSINE_GAP``
-    of the best one. Thresholds were set on the tune split of ``bench/heldout_data.py`` and
+    of the best one, or, for the closest memory, at least ``PROMPT_STANDOUT_COSINE`` and
+    ``PROMPT_STANDOUT`` above the next one. Thresholds were set on the tune split of ``bench/heldout_data.py`` and
     are reported on its held-out split (docs/search.md).
 
     Args:
@@ -365,13 +370,17 @@ def chosen(hits: list, words: list, floor: float) -> list:
     need = min(PROMPT_MIN_HELD, len(words))
     lexical = [h for h in hits if h.match != "semantic"]
     best = max((h.parts.get("lexical", h.score) for h in lexical), default=0.0)
-    close = max((h.parts.get("cosine", -1.0) for h in hits), default=-1.0)
+    cosines = sorted((h.parts.get("cosine", -1.0) for h in hits), reverse=True)
+    close = cosines[0]
+    standout = len(cosines) < 2 or close - cosines[1] >= PROMPT_STANDOUT
 
     def kept(hit) -> bool:  # noqa: ANN001 - a Hit
         if hit.match != "semantic" and _share(hit, words) >= floor and _held(hit, words) >= need \
                 and hit.parts.get("lexical", hit.score) >= PROMPT_MIN_SCORE * best:
             return True
         cosine = hit.parts.get("cosine", -1.0)
+        if cosine == close and standout and cosine >= PROMPT_STANDOUT_COSINE:
+            return True  # far closer in meaning than any other memory
         return cosine >= PROMPT_COSINE and cosine >= close - PROMPT_COSINE_GAP
     return [h for h in hits if kept(h)]
 
