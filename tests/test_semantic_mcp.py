@@ -206,3 +206,28 @@ def test_a_server_with_semantic_off_never_loads_the_model(ws: Path) -> None:
         assert data["retriever"] == "lexical" and all(h["match"] != "semantic" for h in data["hits"]), target
         assert not socket_of(ws).exists()
     drive(ws, steps)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_the_server_ends_at_once_at_sigint_and_sigterm_and_takes_its_socket_with_it(ws: Path, signame: str) -> None:
+    """Claude Code ends its MCP servers with SIGINT, then SIGTERM (seen with 2.1.332): the server
+    ran on for seconds after SIGINT, and SIGTERM left the warm socket behind."""
+    import signal
+    import sys
+
+    remember_cli(ws, HTTPX)
+    path = socket_of(ws)
+    proc = subprocess.Popen([sys.executable, "-m", "memcli", "-w", str(ws), "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + LOAD
+        while not path.exists() and time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.1)
+        assert path.exists(), "the server never served its socket"
+        proc.send_signal(getattr(signal, signame))
+        code = proc.wait(timeout=10)  # a hang guard, not a speed assertion
+        assert code == 128 + getattr(signal, signame) and not path.exists(), (code, proc.stderr.read())
+    finally:
+        proc.kill()
+        proc.wait()
+    assert run_memcli("--json", "-w", str(ws), "recall", "httpx").json()["data"]["retriever"] == "lexical"

@@ -345,6 +345,7 @@ def serve(settings: Settings, transport: str = "stdio", port: int = 8765) -> Non
         port: the TCP port for ``streamable-http``.
     """
     server = build(settings)
+    _exit_on_signals(server)
     try:
         if transport == "streamable-http":
             server.run("streamable-http", host="127.0.0.1", port=port)
@@ -353,3 +354,26 @@ def serve(settings: Settings, transport: str = "stdio", port: int = 8765) -> Non
     finally:
         if server.memcli.warm is not None:
             server.memcli.warm.close()  # its socket file goes with it
+
+
+def _exit_on_signals(server: MemcliServer) -> None:
+    """End the process at SIGTERM and SIGINT at once, removing the warm socket first.
+
+    Claude Code ends a session's MCP server with SIGINT, then SIGTERM: a SIGINT only raised
+    KeyboardInterrupt, which waited for the thread blocked on stdin (the server ran on for
+    seconds), and SIGTERM's default left the socket file behind. Ending here is no harsher
+    than SIGTERM's default: every write is atomic under the workspace lock (SPEC.md section 8:
+    a writer killed at any point leaves no half-written file).
+    """
+    import signal
+
+    def stop(signum: int, _frame: object) -> None:
+        if server.memcli.warm is not None:
+            server.memcli.warm.close()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            signal.signal(signum, stop)
+        except (ValueError, OSError):  # not the main thread (an embedding host): keep its handlers
+            pass
