@@ -276,7 +276,8 @@ def test_the_next_call_sees_hand_edits_cli_writes_and_deletions(ws: Path) -> Non
                                                                      "--scope", "user:alice"))
         beta = (await client.call_tool("recall", {"query": "beta cluster"})).structured_content["hits"]
         assert [h["id"] for h in beta] == [edited_id]
-        assert (await client.call_tool("recall", {"query": "alpha"})).structured_content["hits"] == []
+        alpha = (await client.call_tool("recall", {"query": "alpha"})).structured_content["hits"]
+        assert [h for h in alpha if h["match"] != "semantic"] == []  # once the model is up, "beta" is near in meaning
         assert (await client.call_tool("recall", {"query": "ghostword777"})).structured_content["hits"] == []
         assert (await client.call_tool("show", {"memory_id": doomed_id})).is_error
         okapi = (await client.call_tool("recall", {"query": "okapi"})).structured_content["hits"]
