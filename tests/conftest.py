@@ -32,6 +32,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("MEMCLI_ACTOR", "alice")
+    # the MCP servers of the tests load no model (each load costs 2 s of CPU, and a model that
+    # comes up in the middle of a test changes what recall finds); tests/test_semantic*.py
+    # turn it back on (their fixture semantic_on)
+    monkeypatch.setenv("MEMCLI_SEMANTIC", "off")
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.chdir(tmp_path)
 
@@ -59,6 +63,12 @@ def run_memcli(*args: str, cwd: Path | None = None, input: str | None = None,
     proc = subprocess.run([*MEMCLI, *args], cwd=cwd, input=input, capture_output=True, text=True,
                           env=full_env, timeout=timeout)
     return Result(proc)
+
+
+@pytest.fixture
+def semantic_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[search] semantic`` as the workspace says (default auto), not the tests' ``off``."""
+    monkeypatch.delenv("MEMCLI_SEMANTIC", raising=False)
 
 
 @pytest.fixture

