@@ -45,6 +45,10 @@ PROMPT_MIN_SCORE = 0.5
 #: brings a memory whatever its words, and how far below the best one it may be.
 PROMPT_COSINE = 0.375
 PROMPT_COSINE_GAP = 0.15
+#: Seconds the prompt hook gives a warm process's model (spent only while one runs): a warm
+#: answer takes 10-30 ms, but 200-450 ms on a loaded 2-core machine (CI, a first backfill),
+#: and the hook's own deadline (``[hooks] deadline``, 2 s) leaves room for it.
+PROMPT_WARM_BUDGET = 0.6
 #: With a warm model: the closest memory is also kept from this cosine on when it stands
 #: out, at least ``PROMPT_STANDOUT`` above the next one.
 PROMPT_STANDOUT_COSINE = 0.3
@@ -326,7 +330,7 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
     if not words:
         return render([], PROMPT_BUDGET)
     floor = ctx.ws.config.prompt_floor if floor is None else floor
-    using = semantic_retriever(ctx)  # a warm process's model within 0.15 s, else lexical
+    using = semantic_retriever(ctx, PROMPT_WARM_BUDGET)  # a warm process's model, else lexical
     hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)), using=using)
     return render([h.memory for h in chosen(hits, words, floor) if h.memory.id not in seen][:PROMPT_LIMIT],
                   PROMPT_BUDGET)
