@@ -234,3 +234,55 @@ def test_the_server_ends_at_once_at_sigint_and_sigterm_and_takes_its_socket_with
         proc.kill()
         proc.wait()
     assert run_memcli("--json", "-w", str(ws), "recall", "httpx").json()["data"]["retriever"] == "lexical"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to run a server as nobody")
+def test_a_socket_that_another_user_serves_is_never_asked(ws: Path) -> None:
+    """A socket in memcli's folder but served by another uid (planted by root, say) gets no
+    query: the client checks the server's uid (SO_PEERCRED) before it sends anything."""
+    from memcli.index.warm import ask
+
+    path = socket_of(ws)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    import tempfile
+
+    spot = Path(tempfile.mkdtemp(prefix="memcli-nobody-", dir="/tmp"))  # pytest's folders are root's alone
+    os.chmod(spot, 0o777)
+    got = spot / "got.txt"
+    ready, done = spot / "s.sock", spot / "done"
+    pid = os.fork()
+    if pid == 0:  # the child: a server as nobody (no exec: nobody may not read this Python)
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(str(ready))
+            listener.listen(1)
+            conn, _ = listener.accept()
+            conn.settimeout(2)
+            try:
+                data = conn.recv(9999)
+            except OSError:
+                data = b""
+            got.write_bytes(data)
+            conn.sendall(b'{"model": "EVIL", "name": "EVIL"}\n')
+            done.write_text("ok")
+        finally:
+            os._exit(0)
+    try:
+        for _ in range(100):
+            if ready.exists():
+                break
+            time.sleep(0.05)
+        os.replace(ready, path)  # root moves it into the private folder
+        assert ask(path, {"ping": True}, 1.0) is None
+        os.waitpid(pid, 0)
+        assert got.read_bytes() == b""  # nothing was sent to it
+    finally:
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        path.unlink(missing_ok=True)
+        shutil.rmtree(spot, ignore_errors=True)

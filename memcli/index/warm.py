@@ -254,7 +254,8 @@ def _answers(path: Path) -> bool:
 
 def ask(path: Path, request: dict, budget: float) -> dict | None:
     """Send ``request`` to the server at ``path`` and return its answer, or None on any failure
-    (no server, not this user's, a timeout after ``budget`` seconds in all, an error answer).
+    (no server, not this user's folder or a server of another user (``SO_PEERCRED``, checked
+    before anything is sent), a timeout after ``budget`` seconds in all, an error answer).
 
     Never raises, and costs one ``stat`` when no server runs.
     """
@@ -270,6 +271,8 @@ def ask(path: Path, request: dict, budget: float) -> dict | None:
     try:
         sock.settimeout(max(0.001, budget))
         sock.connect(str(path))
+        if not _same_user(sock):  # a socket another user serves (root planted it, say): never ask it
+            return None
         sock.sendall(json.dumps(request, separators=(",", ":")).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
