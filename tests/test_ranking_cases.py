@@ -222,3 +222,21 @@ def test_a_chinese_query_is_won_by_its_rare_words_not_by_the_word_every_memory_h
         write(ws, key, text)
     hits = run("--json", "recall", query).json()["data"]["hits"]
     assert hits[0]["id"] == first and hits[0]["score"] > 2 * hits[1]["score"] if len(hits) > 1 else True, hits[:3]
+
+
+def test_bytes_that_are_not_utf8_in_a_query_or_a_hook_input_are_no_internal_error(ws, run):
+    import os
+    import subprocess
+    import sys
+
+    write(ws, "port", PORT)
+    for args in ([b"recall", b"stag\xff\xfeing port"], [b"context", b"--query", b"staging \xff"]):
+        done = subprocess.run([os.fsencode(sys.executable), b"-m", b"memcli", *args], capture_output=True)
+        assert done.returncode == 0 and b"internal error" not in done.stderr, done
+    start = {"session_id": "\udcff", "hook_event_name": "SessionStart", "source": "startup", "cwd": str(ws)}
+    read = {"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": str(ws),
+            "tool_input": {"file_path": str(ws / "a\udcff.py")}}
+    for event, payload in (("session-start", start), ("pre-tool-use", read)):
+        result = run("hook", "claude", event, input=json.dumps(payload))  # json.dumps writes \\udcff
+        assert result.code == 0 and "failed" not in result.err, result
+    assert "5433" in run("hook", "claude", "session-start", input=json.dumps(start)).out

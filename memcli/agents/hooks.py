@@ -161,10 +161,23 @@ class HookInput:
 
         def text(key: str) -> str:
             value = data.get(key)
-            return value if isinstance(value, str) else ""
+            return _whole(value) if isinstance(value, str) else ""
         return cls(session_id=text("session_id"), transcript_path=text("transcript_path"), cwd=text("cwd"),
                    event=text("hook_event_name"), source=text("source"), prompt=text("prompt"),
-                   tool_name=text("tool_name"), tool_input=data.get("tool_input")), None
+                   tool_name=text("tool_name"), tool_input=_whole(data.get("tool_input"))), None
+
+
+def _whole(value: object) -> object:
+    """``value`` with every lone surrogate in its strings (JSON allows ``"\\udcff"``, and UTF-8
+    cannot encode it: a session id or a file path holding one failed the hook) made U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8") if any(
+            "\ud800" <= c <= "\udfff" for c in value) else value
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    if isinstance(value, dict):
+        return {_whole(k): _whole(v) for k, v in value.items()}
+    return value
 
 
 def answer(agent: str, event: str, context: str) -> str:

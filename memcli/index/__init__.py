@@ -35,7 +35,7 @@ class Query:
             ``context`` wants) or ``newest`` (creation time, for ``list``).
     """
 
-    __slots__ = ("text", "scopes", "now", "mode", "statuses", "include_expired", "category", "tag", "subject",
+    __slots__ = ("_text", "scopes", "now", "mode", "statuses", "include_expired", "category", "tag", "subject",
                  "limit", "path", "created_after", "created_before", "updated_after", "updated_before", "order",
                  "actor")
 
@@ -62,6 +62,17 @@ class Query:
         self.updated_before = updated_before
         self.order = order
         self.actor = actor
+
+
+    @property
+    def text(self) -> str:
+        """The query words; a lone surrogate (bytes that are not UTF-8 on the command line)
+        is U+FFFD here, since SQLite cannot take it."""
+        return self._text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value if value.isascii() else value.encode("utf-8", "replace").decode("utf-8")
 
 
 class Hit:
