@@ -242,3 +242,11 @@ def test_bytes_that_are_not_utf8_in_a_query_or_a_hook_input_are_no_internal_erro
         result = run("hook", "claude", event, input=json.dumps(payload))  # json.dumps writes \\udcff
         assert result.code == 0 and "failed" not in result.err, result
     assert "5433" in run("hook", "claude", "session-start", input=json.dumps(start)).out
+
+
+def test_a_query_past_2000_characters_is_one_clear_line(ws, run):
+    write(ws, "port", PORT)
+    result = run("recall", "staging port " * 9000)
+    assert result.code == 2 and result.err.startswith("memcli: error: the query is 117,000 characters long"), result
+    assert result.out == "" and "Traceback" not in result.err
+    assert run("recall", "postgres port " * 100).code == 0  # 1,400 characters: searched

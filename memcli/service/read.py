@@ -100,6 +100,10 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
                  actor=ctx.actor, **times)
 
 
+#: Characters a ranked or fuzzy query may have (the prompt hook searches a prompt's first 2,000).
+MAX_QUERY = 2_000
+
+
 def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: Retriever | None = None) -> list[Hit]:
     """Search memories (SPEC.md section 5).
 
@@ -110,10 +114,14 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: R
             :func:`semantic_retriever`'s, or the MCP server's hybrid one.
 
     Raises:
-        UsageProblem: blank query, or a regex that does not compile.
+        UsageProblem: blank query, a ranked or fuzzy query over ``MAX_QUERY`` characters, or a
+            regex that does not compile.
     """
     if not text or not text.strip():
         raise UsageProblem("the query is empty", hint="give words to search for, or use `memcli list`")
+    if len(text) > MAX_QUERY and mode != "grep":
+        raise UsageProblem(f"the query is {len(text):,} characters long; recall takes at most {MAX_QUERY:,}",
+                           hint="search on the few words that matter")
     hits = (using if using is not None else retriever(ctx)).search(build_query(ctx, text, filters, mode))
     if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
