@@ -229,3 +229,8 @@ def test_index_rebuild_embeds_in_batch_when_asked(ws: Path, run) -> None:  # noq
     assert "semantic" not in plain and vectors.counts(ctx_of(ws).catalog().index.db, "any")[0] == 0
     refused = run("index", "rebuild", "--embed", env={"MEMCLI_SEMANTIC": "off"})
     assert refused.code == 3 and refused.err.count("\n") == 1 and 'semantic = "off"' in refused.err
+
+
+def test_doctor_names_a_semantic_setting_in_the_environment_that_it_ignores(ws, run) -> None:  # noqa: ANN001
+    data = run("--json", "doctor", env={"MEMCLI_SEMANTIC": "bogus"}).json()["data"]["semantic"]
+    assert "$MEMCLI_SEMANTIC='bogus' is ignored: use auto, on or off" in data["reason"], data

@@ -325,8 +325,15 @@ def status(ctx: Ctx) -> dict[str, Any]:
     """
     from memcli.index.embed import availability, mode
 
+    import os
+
+    from memcli.index.embed import ENV_MODE
+
     config = ctx.ws.config
     active, model, reason = availability(config.search_model, mode(config.search_semantic))
+    odd = (os.environ.get(ENV_MODE) or "").strip()
+    if odd and odd.lower() not in ("auto", "on", "off"):  # a typo that silently changed nothing
+        reason = f"{reason}; ${ENV_MODE}={odd[:40]!r} is ignored: use auto, on or off"
     out: dict[str, Any] = {"active": active, "model": model, "reason": reason, "warm": False, "vectors": None}
     if not active:
         return out
