@@ -323,11 +323,9 @@ def status(ctx: Ctx) -> dict[str, Any]:
     (the setting allows it and the runtime and the model are there); ``warm``: such a
     process answers on the workspace's socket now. Loads no model.
     """
-    from memcli.index.embed import availability, mode
-
     import os
 
-    from memcli.index.embed import ENV_MODE
+    from memcli.index.embed import ENV_MODE, availability, mode
 
     config = ctx.ws.config
     active, model, reason = availability(config.search_model, mode(config.search_semantic))
