@@ -303,9 +303,11 @@ class FtsRetriever:
                " ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
         hits = [Hit(_memory(r), s, "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
         if path:  # the narrowest glob first (index.path_specificity), a mention in the text as a glob of its own
+            named = normalise(params["file"])
+
             def key(hit: Hit) -> tuple:
-                named = normalise(params["file"]) in (self._docs.get(hit.memory.id, ([], ""))[1] or "")
-                return tuple(-k for k in path_specificity(hit.memory.paths, params["file"])) + (not named,)
+                mentioned = named in normalise(hit.memory.text)
+                return tuple(-k for k in path_specificity(hit.memory.paths, params["file"])) + (not mentioned,)
             hits.sort(key=key)
             for hit in hits:
                 if path_specificity(hit.memory.paths, params["file"])[0]:

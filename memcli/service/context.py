@@ -66,15 +66,18 @@ def tracked_files(folder: Path, workspace: Path) -> list[str]:
     """Files git tracks under ``folder``, relative to the repository root, leaving out the
     workspace's own files (memories are not what memories are about, see ``own_paths``);
     empty outside git."""
-    excluded = _excludes(folder, workspace)
+    return [f for f in _git_fields(folder, ["ls-files", "--full-name", "-z"], workspace) if f][:MAX_FILES]
+
+
+def _git_fields(folder: Path, args: list[str], workspace: Path) -> list[str]:
+    """The NUL-separated fields git prints for ``git ARGS -- .`` in ``folder``, the workspace's
+    own files left out (:func:`_excludes`); empty outside git or when git fails."""
     try:
-        proc = subprocess.run(["git", "ls-files", "--full-name", "-z", "--", ".", *excluded],
-                              cwd=folder, capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
+        proc = subprocess.run(["git", *args, "--", ".", *_excludes(folder, workspace)], cwd=folder,
+                              capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
     except (OSError, subprocess.TimeoutExpired):
         return []
-    if proc.returncode != 0:
-        return []
-    return [f for f in proc.stdout.decode("utf-8", "replace").split("\0") if f][:MAX_FILES]
+    return proc.stdout.decode("utf-8", "replace").split("\0") if proc.returncode == 0 else []
 
 
 def _excludes(folder: Path, workspace: Path) -> list[str]:
@@ -95,15 +98,7 @@ def changed_files(folder: Path, workspace: Path) -> list[str]:
     """Files with uncommitted changes in the work tree holding ``folder`` (modified, added,
     renamed, untracked), relative to the repository root, leaving out the workspace's own
     files (``own_paths``); empty outside git. The files "in play" at a repository's root."""
-    excluded = _excludes(folder, workspace)
-    try:
-        proc = subprocess.run(["git", "status", "--porcelain=v1", "-z", "--", ".", *excluded],
-                              cwd=folder, capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if proc.returncode != 0:
-        return []
-    files, fields = [], proc.stdout.decode("utf-8", "replace").split("\0")
+    files, fields = [], _git_fields(folder, ["status", "--porcelain=v1", "-z"], workspace)
     i = 0
     while i < len(fields):  # "XY PATH", and after a rename or copy the old path as a field of its own
         entry = fields[i]
