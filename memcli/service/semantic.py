@@ -168,6 +168,17 @@ class Warm:
         query.text = text
         hits: list[tuple[str, float]] = []
         extra: dict[str, float] = {}
+        for path, db in self._indexes():
+            top, more = search(db, str(path), self.embedder, query, vector, limit, also)
+            hits += top
+            extra.update(more)
+        hits.sort(key=lambda item: -item[1])
+        return {"model": self.embedder.model_id, "name": self.embedder.name,
+                "hits": [[i, round(s, 5)] for i, s in hits[:limit]], "also": {i: round(s, 5) for i, s in extra.items()}}
+
+    def _indexes(self):  # noqa: ANN202 - an iterator of (Path, sqlite3.Connection)
+        """Each index file of the workspace's stores that exists, opened for the time the
+        caller works on it (closed when the loop moves on or ends)."""
         with self.lock:
             paths = list(self.paths)
         for path in paths:
@@ -175,14 +186,9 @@ class Warm:
             if db is None:
                 continue
             try:
-                top, more = search(db, str(path), self.embedder, query, vector, limit, also)
+                yield path, db
             finally:
                 db.close()
-            hits += top
-            extra.update(more)
-        hits.sort(key=lambda item: -item[1])
-        return {"model": self.embedder.model_id, "name": self.embedder.name,
-                "hits": [[i, round(s, 5)] for i, s in hits[:limit]], "also": {i: round(s, 5) for i, s in extra.items()}}
 
     # --- embedding --------------------------------------------------------------------
 
@@ -191,18 +197,11 @@ class Warm:
 
         while not self.stop.is_set():
             done = 0
-            with self.lock:
-                paths = list(self.paths)
-            for path in paths:
-                db = _connect(path)
-                if db is None:
-                    continue
+            for path, db in self._indexes():
                 try:
                     done += backfill(db, self.embedder, stop=self.stop)
                 except Exception as err:  # noqa: BLE001 - the next round tries again
                     _log().info("memcli: backfill of %s stopped: %s", path, err)
-                finally:
-                    db.close()
             self.work.wait(0.5 if done else IDLE)
             self.work.clear()
 
