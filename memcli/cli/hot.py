@@ -40,13 +40,12 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     from memcli.policy.secrets import shown
     from memcli.service.read import check_mode, recall_data, semantic_retriever
     from memcli.service.read import recall as do_recall
+    from memcli.service.semantic import COMMAND_BUDGET
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
     chosen = filters(scope, status, category, tag, subject, path, created_after, created_before, updated_after,
                      updated_before, include_expired, limit, sessions)
-    from memcli.service.semantic import COMMAND_BUDGET
-
     using = semantic_retriever(context, COMMAND_BUDGET) if mode == "ranked" else None
     hits = do_recall(context, query, chosen, mode, using=using)
     answered = describe(using)
