@@ -11,7 +11,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import run_memcli
 
 pytest.importorskip("onnxruntime", reason="needs memcli[semantic-offline]")
@@ -146,6 +145,13 @@ def test_weak_lexical_evidence_is_ordered_with_the_meaning() -> None:
     assert [h.memory.id for h in out] == ["strong", "weak", "target"] and out[2].match == "semantic"
     # below the floor a meaning-only memory is not shown at all
     assert [h.memory.id for h in combine([], [(target, 0.05)], {}, 5)] == []
+    # a path query (api/ledger/importer.py) whose substring tier found the memory written for
+    # exactly that file: that memory stays first, however close in meaning broader ones are
+    # (the held-out tune split's identifier query fell to rank 6 before)
+    own = Hit(memory("own"), 1.0, "substring", {"tier": 3, "file": 1.0})
+    broad = Hit(memory("broad"), 0.9, "substring", {"tier": 3})
+    out = combine([own, broad], [(target, 0.8)], {"own": 0.2, "broad": 0.4}, 5)
+    assert [h.memory.id for h in out] == ["own", "broad", "target"]
 
 
 def test_a_local_model_folder_and_its_errors(tmp_path: Path) -> None:
@@ -209,10 +215,12 @@ def test_the_setting_and_the_model_in_the_configuration(ws: Path, run) -> None: 
 def test_the_builtin_model_scores_english_chinese_and_across(model) -> None:
     import numpy as np
 
-    memories = [HTTPX, "生产环境的 TLS 证书每 60 天自动续期一次。", "The staging environment is reset every Sunday night."]
+    memories = [HTTPX, "生产环境的 TLS 证书每 60 天自动续期一次。",
+                "The staging environment is reset every Sunday night."]
     matrix = model.embed(memories)
     cjk = np.array([embed.is_cjk(t) for t in memories])
-    for text, best in ((PARAPHRASE, 0), ("HTTPS 凭证多久换新", 1), ("how often is the production TLS certificate renewed", 1)):
+    for text, best in ((PARAPHRASE, 0), ("HTTPS 凭证多久换新", 1),
+                       ("how often is the production TLS certificate renewed", 1)):
         scores = model.score(model.embed([text])[0], embed.is_cjk(text), matrix, cjk)
         assert int(np.argmax(scores)) == best, (text, scores)
 
@@ -223,8 +231,8 @@ def test_index_rebuild_embeds_in_batch_when_asked(ws: Path, run) -> None:  # noq
     data = run("--json", "index", "rebuild", "--embed").json()["data"]
     assert data["semantic"]["embedded"] == 2 and data["semantic"]["vectors"] == {"current": 2, "memories": 2}
     db = ctx_of(ws).catalog().index.db
-    assert db.execute("SELECT id FROM vectors ORDER BY id").fetchall()[0][0] in (first, *[r[0] for r in
-                                                                                       db.execute("SELECT id FROM docs")])
+    docs = [r[0] for r in db.execute("SELECT id FROM docs")]
+    assert db.execute("SELECT id FROM vectors ORDER BY id").fetchall()[0][0] in (first, *docs)
     plain = run("--json", "index", "rebuild").json()["data"]  # the index is new: no vectors until asked
     assert "semantic" not in plain and vectors.counts(ctx_of(ws).catalog().index.db, "any")[0] == 0
     refused = run("index", "rebuild", "--embed", env={"MEMCLI_SEMANTIC": "off"})

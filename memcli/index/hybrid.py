@@ -9,8 +9,9 @@
 - memories that only the meaning finds come after them, best first, as ``match =
   "semantic"`` with ``parts = {"cosine": …, "tier": 4}``, when their score is at least
   ``SEMANTIC_FLOOR``;
-- unless the lexical evidence is weak: no ``exact`` or ``fuzzy`` hit and no ``partial`` hit
-  holding ``WEAK_COVERAGE`` of the query's weight (``parts["coverage"]``). Then the partial,
+- unless the lexical evidence is weak: no ``exact`` or ``fuzzy`` hit, no memory written for
+  the very file a path query names (``parts["file"]``) and no ``partial`` hit holding
+  ``WEAK_COVERAGE`` of the query's weight (``parts["coverage"]``). Then the partial,
   substring and semantic hits are ordered together by ``LEXICAL_WEIGHT × lexical +
   (1 − LEXICAL_WEIGHT) × cosine``, ``lexical`` being a partial hit's coverage and
   ``SUBSTRING_EVIDENCE`` for a substring hit (0 for a semantic-only one); that value becomes
@@ -106,7 +107,7 @@ def combine(hits: list[Hit], ranked: list[tuple[Memory, float]], scores: dict[st
     seen = {h.memory.id for h in hits}
     meaning = [Hit(m, round(s, 4), "semantic", {"cosine": round(s, 4), "tier": 4})
                for m, s in ranked if m.id not in seen and s >= SEMANTIC_FLOOR]
-    strong = any(h.match in ("exact", "fuzzy") for h in hits) or any(
+    strong = any(h.match in ("exact", "fuzzy") or "file" in h.parts for h in hits) or any(
         h.match == "partial" and h.parts.get("coverage", 0.0) >= WEAK_COVERAGE for h in hits)
     if strong:
         return (hits + meaning)[:limit]
