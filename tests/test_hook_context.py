@@ -107,6 +107,43 @@ def test_a_long_summary_is_cut_to_fit_the_budget(summarised, run, ws):
     assert f"whole text: memcli show {summarised['id']}" in context and "Use ruff" in context
 
 
+@pytest.mark.parametrize("budget", [600, 1000])
+def test_at_a_small_budget_the_summary_still_comes_back_cut(summarised, run, ws, budget):
+    # the lead was cut to 60% of the budget without the fence, header and footer's room, so
+    # at a small [context] budget it no longer fitted and was dropped whole
+    path = ws / summarised["path"]
+    path.write_text(path.read_text(encoding="utf-8") + "".join(f"\n- filler line {i} " + "x" * 80
+                                                               for i in range(20)), encoding="utf-8")
+    config = ws / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("budget = 8000", f"budget = {budget}"),
+                      encoding="utf-8")
+    context = _additional(_hook(run, "session-start", _start("compact", summarised["cwd"])), "SessionStart")
+    assert len(context) <= budget and summarised["id"] in context, context
+
+
+def test_a_lead_of_any_length_fits_any_budget():
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+
+    from memcli.agents.context import render
+    from memcli.model import from_dict
+    from memcli.service.context import MIN_BUDGET, _leading
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.integers(MIN_BUDGET, 3000), st.text(min_size=1, max_size=4000).filter(str.strip),
+           st.sampled_from(["text", "markdown"]))
+    def check(budget: int, body: str, fmt: str) -> None:
+        def summary(text: str):  # noqa: ANN202 - a Memory
+            return from_dict({"id": "01JSUMMARY0000000000000000", "text": text, "scope": "session:s", "category":
+                              "summary", "status": "active", "importance": 3,
+                              "provenance": {"sourceType": "tool_output", "actor": "alice"}})
+        lead = summary(body)
+        # (below about 500 characters the fence, header and footer leave room for no memory at all)
+        assume(render([summary("x" * 60)], budget, fmt, 2).included)
+        assert render([_leading(lead, budget, fmt)], budget, fmt, 2).included == [lead.id]
+    check()
+
+
 def test_recall_finds_ones_own_summaries_only_with_sessions(summarised, run):
     assert run("--json", "recall", "executemany").json()["data"]["hits"] == []
     hits = run("--json", "recall", "executemany", "--sessions").json()["data"]["hits"]

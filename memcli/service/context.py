@@ -228,6 +228,20 @@ def fitted(memory: Memory, room: int) -> Memory:
     return memory.with_(body=keep.rstrip() + tail + "\n")
 
 
+def _leading(memory: Memory, size: int, fmt: str) -> Memory:
+    """``memory`` cut (:func:`fitted`) to ``LEAD_SHARE`` of the budget ``size``, or less when
+    the block's own lines (fence, header, footer reserve, the memory's line prefix) leave
+    less: a lead that does not fit would be dropped whole, and after a compaction the
+    session's summary is the one memory that must come back."""
+    room = int(size * LEAD_SHARE)
+    while room >= MIN_LINE:
+        cut = fitted(memory, room)
+        if render([cut], size, fmt, 2).included:  # total 2: the footer's room is kept as for a full block
+            return cut
+        room -= max(MIN_LINE // 2, len(render([cut], 10 ** 9, fmt, 2).text) - size)
+    return fitted(memory, MIN_LINE)
+
+
 def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: Path | None = None,
             exclude: set[str] | None = None, lead: list[Memory] | None = None) -> Block:
     """The context block for an agent session.
@@ -250,7 +264,7 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     check_choice("format", fmt, ("text", "markdown", "json"))
     from memcli.service.redact import for_reader
 
-    lead = [fitted(m, int(size * LEAD_SHARE)) for m in lead or ()]
+    lead = [_leading(m, size, fmt) for m in lead or ()]
     pool, total = candidates(ctx, query, folder, exclude, lead)
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
