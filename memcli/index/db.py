@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import sqlite3
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -41,7 +41,8 @@ from memcli.index.tokenize import normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason, read_file
 
-SCHEMA_VERSION = "7"  # 7: a partial index of unreadable files; 6: a `<ulid>-<slug>.md` file's default id is the ULID
+SCHEMA_VERSION = "8"  # 8: the `changes` counter; 7: a partial index of unreadable files; 6: a `<ulid>-<slug>.md`
+# file's default id is the ULID
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
@@ -87,7 +88,19 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     body, subject, tags, tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS access (id TEXT PRIMARY KEY, hits INTEGER NOT NULL, last_recalled TEXT);
+CREATE TABLE IF NOT EXISTS changes (n INTEGER NOT NULL);
+INSERT INTO changes SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM changes);
 """
+#: Statements that keep ``changes.n`` moving on every change to ``table``, by any process:
+#: what a long-lived process keeps between calls (``vectors._rows``) holds while it stays.
+#: (Run one by one: a trigger's body holds ``;``.)
+CHANGE_TRIGGERS = ("CREATE TRIGGER IF NOT EXISTS {table}_{event} AFTER {event} ON {table} "
+                   "BEGIN UPDATE changes SET n = n + 1; END")
+
+
+def change_triggers(table: str) -> list[str]:
+    """The ``CHANGE_TRIGGERS`` statements for ``table`` (insert, update, delete)."""
+    return [CHANGE_TRIGGERS.format(table=table, event=event) for event in ("INSERT", "UPDATE", "DELETE")]
 
 
 class IndexUnavailable(Exception):
@@ -283,9 +296,9 @@ class IndexDB:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if self._version() != SCHEMA_VERSION:  # another process may have created it meanwhile
-                for table in ("vocab", "fts", "docs", "meta", "access"):
+                for table in ("vocab", "fts", "docs", "meta", "access", "changes"):
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in _SCHEMA.split(";"):
+                for statement in [*_SCHEMA.split(";"), *change_triggers("docs")]:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))

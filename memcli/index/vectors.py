@@ -55,6 +55,11 @@ def prepare(db: sqlite3.Connection, model_id: str | None = None) -> bool:
     try:
         db.create_function("memcli_paths_match", 2, _paths_match, deterministic=True)
         db.execute(SCHEMA)
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'vectors_INSERT'").fetchone():
+            from memcli.index.db import change_triggers
+
+            for statement in change_triggers("vectors"):
+                db.execute(statement)
         if model_id is not None and db.execute("SELECT 1 FROM vectors WHERE model != ? LIMIT 1",
                                                (model_id,)).fetchone():
             db.execute("DELETE FROM vectors WHERE model != ?", (model_id,))
@@ -92,9 +97,9 @@ def store(db: sqlite3.Connection, model_id: str, rows: list[tuple[str, str, str]
     Raises:
         sqlite3.Error: the database refused (the caller decides whether that matters).
     """
-    from memcli.index.embed import is_cjk
-
     import numpy as np
+
+    from memcli.index.embed import is_cjk
 
     data = [(i, model_id, h, int(is_cjk(t)), np.asarray(v, dtype="<f4").tobytes())
             for (i, h, t), v in zip(rows, vectors)]
@@ -168,6 +173,8 @@ class Matrix:
         self.vectors = np.zeros((64, dim), dtype=np.float32)
         self.cjk = np.zeros(64, dtype=bool)
         self.lock = threading.Lock()
+        self.version = 0  # moves on every put: a cached row set (:func:`_rows`) is then stale
+        self.allowed: dict[tuple, tuple] = {}  # filters -> (stamp, ids, rows, expire): see _rows
 
     def put(self, memory_id: str, digest: str, blob: bytes, cjk: bool) -> None:
         """Set the row of ``memory_id`` to the vector in ``blob`` (a float32 BLOB of the table)."""
@@ -187,6 +194,7 @@ class Matrix:
         self.hashes[at] = digest
         self.vectors[at] = vector
         self.cjk[at] = cjk
+        self.version += 1
 
 
 def matrix_of(path: str, embedder) -> Matrix:  # noqa: ANN001
@@ -219,44 +227,78 @@ def search(db: sqlite3.Connection, path: str, embedder, query: Query, vector, li
     import numpy as np
 
     from memcli.index.embed import is_cjk
-    from memcli.index.search import _filters
 
     if not prepare(db):
         return [], {}
-    where, params = _filters(query)
-    params["model"] = embedder.model_id
-    try:
-        allowed = db.execute(f"SELECT d.id, d.hash FROM docs d WHERE {where}", params).fetchall()
-    except sqlite3.Error:
-        return [], {}
-    if not allowed:
-        return [], {}
     matrix = matrix_of(path, embedder)
     with matrix.lock:
-        stale = [(i, h) for i, h in allowed if (at := matrix.row.get(i)) is None or matrix.hashes[at] != h]
-        if stale:
-            wanted = dict(stale)
-            for start in range(0, len(stale), CHUNK):
-                chunk = [i for i, _ in stale[start:start + CHUNK]]
-                marks = ",".join("?" * len(chunk))
-                for memory_id, digest, cjk, blob in db.execute(
-                        f"SELECT id, hash, cjk, vec FROM vectors WHERE model = ? AND id IN ({marks})",
-                        (embedder.model_id, *chunk)):
-                    if wanted.get(memory_id) == digest:
-                        matrix.put(memory_id, digest, blob, bool(cjk))
-        rows = [(i, at) for i, h in allowed if (at := matrix.row.get(i)) is not None and matrix.hashes[at] == h]
-        if not rows:
+        found = _rows(db, matrix, embedder, query)
+        if found is None:
+            return [], {}
+        ids, index, expire = found
+        if not query.include_expired:  # the cached set holds every expiry: cut at this query's now
+            live = np.isnan(expire) | (expire > query.now.timestamp())
+            ids, index = [i for i, keep in zip(ids, live) if keep] if not live.all() else ids, index[live]
+        if not len(ids):
             return [], {}
         scores = embedder.score(vector, is_cjk(query.text), matrix.vectors[:matrix.size], matrix.cjk[:matrix.size])
-    index = np.fromiter((at for _, at in rows), dtype=np.int64, count=len(rows))
     picked = scores[index]
-    count = min(limit, len(rows))
-    best = np.argpartition(-picked, count - 1)[:count] if count < len(rows) else np.arange(len(rows))
+    count = min(limit, len(ids))
+    best = np.argpartition(-picked, count - 1)[:count] if count < len(ids) else np.arange(len(ids))
     best = best[np.argsort(-picked[best], kind="stable")]
-    top = [(rows[k][0], float(picked[k])) for k in best]
+    top = [(ids[k], float(picked[k])) for k in best]
     wanted_also = set(also)
-    extra = {i: float(picked[k]) for k, (i, _) in enumerate(rows) if i in wanted_also}
+    extra = {i: float(picked[k]) for k, i in enumerate(ids) if i in wanted_also}
     return top, extra
+
+
+def _rows(db: sqlite3.Connection, matrix: Matrix, embedder, query: Query):  # noqa: ANN001, ANN202
+    """The memories of one index that pass ``query``'s filters, expiry aside, and have a
+    current vector: ``(ids, their matrix rows as an int64 array, their expireAt as float
+    seconds, NaN for none)``, or None when the index refused. Kept in ``matrix.allowed`` per
+    set of filters (in whichever connection) while neither the index (its ``changes``
+    counter, moved by triggers on ``docs`` and ``vectors``: ``db.change_triggers``) nor the
+    matrix has changed: a warm process's repeated recall then reads no rows and loops over
+    none in Python. A set kept
+    too long could only miss a memory, never show one the filters refuse: every hit is read
+    again through them (``records``). Called with ``matrix.lock`` held.
+    """
+    import numpy as np
+
+    from memcli.index.search import _filters
+
+    where, params = _filters(query)
+    params["now"] = float("-inf")  # every expiry passes here; the caller cuts at its own now
+    key = (where, tuple(sorted((k, str(v)) for k, v in params.items())))
+    try:
+        changes = db.execute("SELECT n FROM changes").fetchone()[0]
+    except (sqlite3.Error, TypeError):
+        return None
+    cached = matrix.allowed.get(key)
+    if cached is not None and cached[0] == (changes, matrix.version):
+        return cached[1:]
+    try:
+        allowed = db.execute(f"SELECT d.id, d.hash, d.expire FROM docs d WHERE {where}", params).fetchall()
+    except sqlite3.Error:
+        return None
+    stale = [(i, h) for i, h, _ in allowed if (at := matrix.row.get(i)) is None or matrix.hashes[at] != h]
+    if stale:
+        wanted = dict(stale)
+        for start in range(0, len(stale), CHUNK):
+            chunk = [i for i, _ in stale[start:start + CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            for memory_id, digest, cjk, blob in db.execute(
+                    f"SELECT id, hash, cjk, vec FROM vectors WHERE model = ? AND id IN ({marks})",
+                    (embedder.model_id, *chunk)):
+                if wanted.get(memory_id) == digest:
+                    matrix.put(memory_id, digest, blob, bool(cjk))
+    kept = [(i, at, e) for i, h, e in allowed if (at := matrix.row.get(i)) is not None and matrix.hashes[at] == h]
+    found = ([i for i, _, _ in kept], np.fromiter((at for _, at, _ in kept), dtype=np.int64, count=len(kept)),
+             np.fromiter((np.nan if e is None else e for _, _, e in kept), dtype=np.float64, count=len(kept)))
+    if len(matrix.allowed) >= 32:
+        matrix.allowed.clear()
+    matrix.allowed[key] = ((changes, matrix.version), *found)
+    return found
 
 
 def records(db: sqlite3.Connection, query: Query, ids: list[str]) -> dict[str, Memory]:
@@ -272,8 +314,9 @@ def records(db: sqlite3.Connection, query: Query, ids: list[str]) -> dict[str, M
         chunk = ids[start:start + CHUNK]
         names = {f"id{k}": v for k, v in enumerate(chunk)}
         marks = ",".join(f":{k}" for k in names)
-        for (record,) in db.execute(f"SELECT d.record FROM docs d WHERE {where} AND d.id IN ({marks})",
-                                    {**params, **names}):
+        # INDEXED BY: by id (a few rows), not by scope (thousands), whatever the planner guesses
+        sql = f"SELECT d.record FROM docs d INDEXED BY docs_id WHERE {where} AND d.id IN ({marks})"
+        for (record,) in db.execute(sql, {**params, **names}):
             memory = from_dict(json.loads(record))
             out[memory.id] = memory
     return out

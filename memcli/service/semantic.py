@@ -74,6 +74,7 @@ class Warm:
         self.server = None
         self.paths: list[Path] = []
         self.lock = threading.Lock()
+        self.serving = threading.Lock()  # close() and the loader's bind of the socket, one at a time
         self.thread: threading.Thread | None = None
 
     def start(self) -> Warm:
@@ -84,10 +85,11 @@ class Warm:
 
     def close(self) -> None:
         """Stop the backfill and the socket (the model stays until the process ends)."""
-        self.stop.set()
-        self.work.set()
-        if self.server is not None:
-            self.server.close()
+        with self.serving:
+            self.stop.set()
+            self.work.set()
+            if self.server is not None:
+                self.server.close()
 
     def _run(self) -> None:
         try:
@@ -145,10 +147,13 @@ class Warm:
         from memcli.index.warm import Server, socket_path
 
         path = socket_path(ctx.ws.cache / INDEX_NAME)
-        try:
-            self.server = Server(path, {"ping": self._ping, "embed": self._embed, "search": self._search})
-        except OSError as err:
-            _log().info("memcli: not serving the model to hooks: %s", err)
+        with self.serving:  # a close() (SIGTERM) while the model loaded: no socket left behind
+            if self.stop.is_set():
+                return
+            try:
+                self.server = Server(path, {"ping": self._ping, "embed": self._embed, "search": self._search})
+            except OSError as err:
+                _log().info("memcli: not serving the model to hooks: %s", err)
 
     # --- the socket's handlers ------------------------------------------------------
 

@@ -1,0 +1,186 @@
+"""What the semantic retriever costs: the speed goals of hybrid retrieval, measured side by side.
+
+    python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--workdir /tmp/memcli-bench]
+
+Needs ``memcli[semantic-offline]`` in the environment of ``--memcli``. On the generated
+workspace of ``bench/generate.py`` (``<workdir>/ws-<size>``, shared with ``bench/run.py``
+and ``bench/mcp_bench.py``), whose memories are embedded once (``memcli index rebuild
+--embed``; kept while ``<workdir>/ws-<size>.embedded`` exists), it measures three pairs,
+each in alternating rounds so that the machine's load falls on both sides alike:
+
+1. the MCP ``recall`` tool call in one warm session, the server started with
+   ``MEMCLI_SEMANTIC=off`` (lexical) and with the model (hybrid): the round trip the client
+   sees (goal: hybrid at most 30 ms over lexical at 10,000 memories);
+2. with no warm process anywhere, ``memcli recall`` and the Claude Code prompt hook with
+   ``[search] semantic`` left at ``auto`` against ``off``: a whole process each (goal: no
+   slower: without a warm model they look for its socket and answer lexically);
+3. ``memcli remember`` (with its commit) while a warm MCP server runs, ``auto`` (the write
+   asks the warm model for its vector and its close memories) against ``off`` (goal: at
+   most 50 ms more at 10,000).
+
+Prints medians (and min/max) per side and the difference of the medians, with the load
+average before and after. Numbers, not assertions: see docs/benchmark.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from mcp_bench import QUERIES, load, workspace  # noqa: E402
+
+PROMPT = "why does the deploy of the staging cache fail after the migration?"
+
+
+def embedded(ws: Path, workdir: Path, size: int, memcli: str, env: dict[str, str]) -> None:
+    """Embed every memory of ``ws`` once (``index rebuild --embed``), kept by a marker file."""
+    marker = workdir / f"ws-{size}.embedded"
+    if marker.exists():
+        return
+    started = time.perf_counter()
+    subprocess.run([memcli, "-w", str(ws), "index", "rebuild", "--embed"], check=True, capture_output=True,
+                   env={**env, "MEMCLI_SEMANTIC": "on"})
+    marker.write_text(f"embedded in {time.perf_counter() - started:.0f} s\n", encoding="utf-8")
+    print(f"embedded {size} memories in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def ms(values: list[float]) -> str:
+    return (f"median {statistics.median(values) * 1000:7.1f} ms  (min {min(values) * 1000:.1f}, "
+            f"max {max(values) * 1000:.1f}, n={len(values)})")
+
+
+def pair(label: str, lexical: list[float], hybrid: list[float], goal: str) -> None:
+    diff = (statistics.median(hybrid) - statistics.median(lexical)) * 1000
+    print(f"{label}\n  off : {ms(lexical)}\n  auto: {ms(hybrid)}\n  difference of the medians: "
+          f"{diff:+.1f} ms  (goal: {goal})", flush=True)
+
+
+async def mcp_calls(memcli: str, ws: Path, env: dict[str, str], calls: int) -> tuple[list[float], str]:
+    """One MCP session: ``calls`` recall tool calls after warm-ups; the times and the retriever."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=memcli, args=["-w", str(ws), "mcp"], env=env, cwd=str(ws))
+    times: list[float] = []
+    answered = "?"
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as client:
+            await client.initialize()
+            for _ in range(30):  # the model loads in the background: wait until it answers
+                warm = await client.call_tool("recall", {"query": "warm up the model"})
+                answered = (warm.structured_content or {}).get("retriever", "lexical")
+                if env.get("MEMCLI_SEMANTIC") == "off" or answered != "lexical":
+                    break
+                await asyncio.sleep(1)
+            for i in range(calls):
+                started = time.perf_counter()
+                result = await client.call_tool("recall", {"query": QUERIES[i % len(QUERIES)], "limit": 10})
+                times.append(time.perf_counter() - started)
+                if result.is_error:
+                    raise SystemExit(f"recall failed: {result.content}")
+    return times, answered
+
+
+def timed(cmd: list[str], env: dict[str, str], stdin: str | None = None) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd} exited {proc.returncode}: {proc.stderr.strip()[:300]}")
+    return elapsed
+
+
+def alternate(make, repeat: int) -> tuple[list[float], list[float]]:  # noqa: ANN001 - (mode, i) -> seconds
+    """``repeat`` rounds of ``make("off", i)`` then ``make("auto", i)``, after one warm-up of each."""
+    make("off", -1), make("auto", -1)
+    off, auto = [], []
+    for i in range(repeat):
+        off.append(make("off", i))
+        auto.append(make("auto", i))
+    return off, auto
+
+
+async def with_warm_server(memcli: str, ws: Path, env: dict[str, str], work) -> object:  # noqa: ANN001
+    """Run ``work()`` (blocking) while a hybrid MCP server of ``ws`` is up and answering."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=memcli, args=["-w", str(ws), "mcp"], env=env, cwd=str(ws))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as client:
+            await client.initialize()
+            for _ in range(60):
+                warm = await client.call_tool("recall", {"query": "warm up the model"})
+                if (warm.structured_content or {}).get("retriever", "lexical") != "lexical":
+                    break
+                await asyncio.sleep(1)
+            else:
+                raise SystemExit("the MCP server's model did not come up in 60 s")
+            return await asyncio.to_thread(work)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10_000, help="memories in the workspace (default 10000)")
+    parser.add_argument("--calls", type=int, default=40, help="MCP recall calls per session")
+    parser.add_argument("--sessions", type=int, default=3, help="MCP sessions per side, alternating")
+    parser.add_argument("--repeat", type=int, default=9, help="rounds of each whole-process command")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"), help="where workspaces live")
+    parser.add_argument("--memcli", default=str(Path(sys.executable).parent / "memcli"),
+                        help="memcli executable (default: the one beside this Python)")
+    args = parser.parse_args(argv)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
+    base["MEMCLI_ACTOR"] = "alice"
+    print(f"load average before: {load()} ({os.cpu_count()} cores); memcli {args.memcli}", flush=True)
+    ws = workspace(args.workdir, args.size, args.memcli)
+    embedded(ws, args.workdir, args.size, args.memcli, base)
+    off_env, auto_env = {**base, "MEMCLI_SEMANTIC": "off"}, base
+
+    # 1. the MCP recall tool call, lexical and hybrid servers in alternating sessions
+    lexical, hybrid, answered = [], [], "?"
+    for _ in range(args.sessions):
+        lexical += asyncio.run(mcp_calls(args.memcli, ws, off_env, args.calls))[0]
+        times, answered = asyncio.run(mcp_calls(args.memcli, ws, auto_env, args.calls))
+        hybrid += times
+    pair(f"1. MCP recall tool call, {args.size} memories, queries {QUERIES} (hybrid side: {answered})",
+         lexical, hybrid, "at most +30 ms")
+
+    # 2. no warm process: recall and the prompt hook, auto against off
+    def recall(mode: str, i: int) -> float:
+        return timed([args.memcli, "-w", str(ws), "recall", QUERIES[i % len(QUERIES)]],
+                     off_env if mode == "off" else auto_env)
+
+    pair("2a. `memcli recall`, no warm process", *alternate(recall, args.repeat), "no slower")
+    hook_input = json.dumps({"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": PROMPT,
+                             "cwd": str(ws)})
+
+    def hook(mode: str, i: int) -> float:
+        return timed([args.memcli, "-w", str(ws), "hook", "claude", "user-prompt-submit"],
+                     off_env if mode == "off" else auto_env, hook_input)
+
+    pair("2b. Claude Code prompt hook, no warm process", *alternate(hook, args.repeat), "no slower")
+
+    # 3. remember while a hybrid MCP server is warm
+    def remember(mode: str, i: int) -> float:
+        text = f"Semantic bench note {mode} {i} {time.time_ns()}: the staging cache is warmed after each deploy."
+        return timed([args.memcli, "-w", str(ws), "remember", text], off_env if mode == "off" else auto_env)
+
+    off, auto = asyncio.run(with_warm_server(args.memcli, ws, auto_env, lambda: alternate(remember, args.repeat)))
+    pair("3. `memcli remember` (with its commit) while a warm MCP server runs", off, auto, "at most +50 ms")
+    print(f"load average after: {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
