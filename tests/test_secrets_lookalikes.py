@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memcli.policy import confusables
 from memcli.policy.hidden import scan_view
@@ -79,3 +81,17 @@ def test_detect_secrets_loads_memclis_plugins_as_its_own(tmp_path: Path) -> None
     (results,) = json.loads(proc.stdout)["results"].values()
     found = {(r["type"], r["line_number"]) for r in results}
     assert {("Private Key", 1), ("Azure Storage Account access key", 3)} <= found
+
+
+MIXED = "ab1_- \n\u0440\u043e\u041e\u0391\u01c1\u2013\u200b\uff21\u00e9\u5bc6\u0301"  # ASCII, look-alikes, hidden, CJK
+
+
+@given(text=st.text(alphabet=st.sampled_from(MIXED), max_size=60))
+def test_the_folded_view_always_maps_back_in_order(text: str) -> None:
+    view, offsets = scan_view(text, fold=True)
+    if offsets is None:
+        assert view == text
+        return
+    assert len(offsets) == len(view) + 1 and offsets[-1] == len(text)
+    assert offsets == sorted(offsets) and all(0 <= i < len(text) for i in offsets[:-1])
+    assert all(confusables.fold(c) == c for c in view)  # nothing left to fold: the view is its own skeleton
