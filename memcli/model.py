@@ -199,6 +199,51 @@ def id_from_stem(stem: str) -> str:
     return match["id"] if match else stem
 
 
+#: ``[milliseconds, randomness]`` of the last id :func:`new_id` made in this process (-1: none yet).
+_LAST_ID: list[int] = [-1, 0]
+_ID_LOCK: list[Any] = []  # a threading.Lock once an id is made: the MCP server may write from two threads
+_RANDOM_BITS = 80
+_MAX_MS = (1 << 48) - 1  # the 48-bit time part: 10889-08-02T05:31:50.655Z
+
+
+def new_id(at: datetime) -> str:
+    """A new memory id: a ULID (ulid/spec: 48 bits of Unix milliseconds, 80 random bits),
+    in lower case, whose time part is ``at`` to the millisecond, so ids sort by ``createdAt``.
+
+    Unique under any clock.  The spec's monotonic rule: an id made in the same millisecond
+    as this process's last one (a frozen ``$MEMCLI_NOW``, a batch import) takes the last
+    random part plus one, so they stay distinct and in order; any other id takes 80 fresh
+    random bits (``os.urandom``), so ids made in separate processes in the same millisecond,
+    or under the same frozen clock, collide with a chance of 2**-80 per pair.  (python-ulid's
+    own generator starts from "last id: time 0, random 0", so under a clock at 1970-01-01
+    its first id in every process is ``00000000000000000000000001``; hence this one.)
+
+    Args:
+        at: an aware datetime at or after 1970-01-01T00:00:00Z.
+
+    Raises:
+        ValueError: ``at`` is before 1970 or past the ULID's last millisecond (year 10889).
+    """
+    import os
+    import threading
+
+    from ulid import ULID
+
+    ms = int(to_utc(at).timestamp() * 1000)
+    if not 0 <= ms <= _MAX_MS:
+        raise ValueError("outside what ids can hold (1970-10889)")
+    if not _ID_LOCK:
+        _ID_LOCK.append(threading.Lock())
+    with _ID_LOCK[0]:
+        last_ms, last_random = _LAST_ID
+        if ms == last_ms and last_random < (1 << _RANDOM_BITS) - 1:
+            random = last_random + 1
+        else:
+            random = int.from_bytes(os.urandom(_RANDOM_BITS // 8), "big")
+        _LAST_ID[:] = [ms, random]
+    return str(ULID.from_bytes(ms.to_bytes(6, "big") + random.to_bytes(10, "big"))).lower()
+
+
 def check_id(value: object) -> str:
     """Validate a memory id: 1–64 of ``a-z 0-9 _ -``, starting with a letter or digit.
 

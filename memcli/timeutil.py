@@ -7,6 +7,9 @@ Rules (documented in the README, tested by CASES.md F5 and F6):
 * A date-time without an offset (``2025-03-01T12:00:00``) is read as UTC.
 * ``$MEMCLI_NOW`` (an RFC 3339 instant, or a date) sets the clock, so tests and
   reviews can ask "what would be served at that moment".
+* Arithmetic on instants goes through :func:`shift` (exact: an expiry past 9999-12-31T23:59:59Z
+  is refused with a line that says so) or :func:`shift_clamped` (a window's edge, held at the
+  calendar's ends), never ``datetime + timedelta``, which raises ``OverflowError`` there.
 """
 
 from __future__ import annotations
@@ -88,17 +91,69 @@ def _not_a(what: str, text: str, hint: str) -> str:
 
 
 def format_instant(value: datetime) -> str:
-    """RFC 3339 in UTC with ``Z``, to the second: ``2026-11-02T09:14:05Z``."""
-    return to_utc(value).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 in UTC with ``Z``, to the second: ``2026-11-02T09:14:05Z``.
+
+    The year has four digits at every year (``0001-01-01T00:00:00Z``): ``strftime("%Y")``
+    drops the leading zeros on glibc, which RFC 3339's ``date-fullyear`` does not allow.
+    """
+    v = to_utc(value)
+    return f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}Z"
 
 
 def parse_duration(text: str) -> timedelta:
     """Parse a TTL such as ``30d``, ``12h``, ``2w``, ``1y`` (a year is 365 days).
 
     Raises:
-        ValueError: not a positive whole number followed by one of s, m, h, d, w, y.
+        ValueError: not a positive whole number followed by one of s, m, h, d, w, y
+            (``OutOfCalendar``: a duration longer than the calendar itself, which ends past
+            :data:`MAX_INSTANT` from any instant).
     """
     match = _DURATION.match(text or "")
     if not match or int(match.group(1)) <= 0:
         raise ValueError(_not_a("duration", text, "use e.g. 30d, 12h, 2w, 1y"))
-    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds > _CALENDAR_SECONDS:
+        raise OutOfCalendar(_PAST_END)
+    return timedelta(seconds=seconds)
+
+
+#: The first and the last instant memcli can hold (Python's calendar, years 1 to 9999, in
+#: UTC, to the second).
+MIN_INSTANT = datetime(1, 1, 1, tzinfo=timezone.utc)
+MAX_INSTANT = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
+_CALENDAR_SECONDS = int((MAX_INSTANT - MIN_INSTANT).total_seconds())
+_PAST_END = "it ends past 9999-12-31T23:59:59Z, the latest time memcli can store"
+_BEFORE_START = "it falls before 0001-01-01T00:00:00Z, the earliest time memcli can store"
+
+
+def shift(at: datetime, by: timedelta) -> datetime:
+    """``at + by`` (``by`` may be negative), for an instant that must be exact: an expiry.
+
+    Args:
+        at: an aware datetime.
+        by: any duration (``timedelta``), however long.
+
+    Returns:
+        The aware datetime ``by`` after ``at``.
+
+    Raises:
+        OutOfCalendar: the result falls outside :data:`MIN_INSTANT`..:data:`MAX_INSTANT`;
+            the message says which end (it never holds ``at`` or ``by``).
+    """
+    try:
+        out = to_utc(at) + by
+    except OverflowError:
+        raise OutOfCalendar(_PAST_END if by > timedelta(0) else _BEFORE_START) from None
+    if out > MAX_INSTANT:
+        raise OutOfCalendar(_PAST_END)
+    return out
+
+
+def shift_clamped(at: datetime, by: timedelta) -> datetime:
+    """``at + by``, held within :data:`MIN_INSTANT`..:data:`MAX_INSTANT`: for a window's
+    edge (``stats --days N``: "expiring within N days" near the year 9999 reaches to the
+    calendar's end, not past it). Never raises."""
+    try:
+        return shift(at, by)
+    except OutOfCalendar:
+        return MAX_INSTANT if by > timedelta(0) else MIN_INSTANT

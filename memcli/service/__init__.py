@@ -16,6 +16,7 @@ from memcli.model import Memory, check_id, check_scope
 from memcli.policy.gates import readable_scopes
 from memcli.store.files import PARTIAL, Loaded
 from memcli.store.workspace import Workspace, open_workspace
+from memcli.timeutil import OutOfCalendar
 from memcli.timeutil import now as clock_now
 
 MIN_PREFIX = 4
@@ -159,6 +160,9 @@ class Ctx:
                                    hint="set --actor or $MEMCLI_ACTOR to a plain name, e.g. alice") from None
         try:
             now = clock_now()
+        except OutOfCalendar as err:
+            raise ValidationFailed(f"$MEMCLI_NOW: {err}", hint="give a time from 0001-01-01 to 9999-12-31 in UTC") \
+                from None
         except ValueError:
             raise ValidationFailed(f"$MEMCLI_NOW is not a date or RFC 3339 time: {os.environ.get('MEMCLI_NOW')!r}") \
                 from None

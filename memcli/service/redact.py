@@ -31,7 +31,7 @@ from pathlib import Path
 from memcli.model import Memory
 
 #: Bumped whenever the rules change, so old memo entries are not trusted.
-RULESET_VERSION = "1"
+RULESET_VERSION = "2"  # 2: PuTTY v3, lax PEM armour, SSN forms, hf_ with digits, AccountKey spellings, look-alikes
 MEMO_FILE = "secret-scan.sqlite"
 _CHUNK = 500  # digests per SELECT (SQLite's default limit on host parameters is 999 before 3.32)
 

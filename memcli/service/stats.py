@@ -15,7 +15,7 @@ from typing import Any
 from memcli.errors import ValidationFailed
 from memcli.model import STATUSES, Memory
 from memcli.service import Ctx
-from memcli.timeutil import format_instant
+from memcli.timeutil import format_instant, shift_clamped
 
 #: Latencies are computed over this many of the newest events.
 EVENTS_WINDOW = 1000
@@ -103,7 +103,7 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
         raise ValidationFailed(f"invalid --days {days}: use 0 to {MAX_DAYS}")
     catalog = ctx.catalog()
     memories: list[Memory] = [m for status in STATUSES for m in catalog.with_status(status) if ctx.may_see(m)]
-    horizon = ctx.now + timedelta(days=days)
+    horizon = shift_clamped(ctx.now, timedelta(days=days))
     active = [m for m in memories if m.status == "active" and m.expire_at is not None]
     soon = sorted((m for m in active if ctx.now < m.expire_at <= horizon), key=lambda m: (m.expire_at, m.id))
     log = events.read(ctx.ws.root, EVENTS_WINDOW)

@@ -19,7 +19,7 @@ from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
 from memcli.store.files import Loaded, atomic_write
-from memcli.timeutil import format_instant, parse_duration, parse_instant
+from memcli.timeutil import OutOfCalendar, format_instant, parse_duration, parse_instant, shift
 
 
 @dataclass
@@ -281,16 +281,16 @@ def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
         raise ValidationFailed("--ttl is empty", hint="give a duration such as 30d, 12h, 2w or 1y")
     try:
         if opts.ttl:
-            return ctx.now + parse_duration(opts.ttl)
+            return shift(ctx.now, parse_duration(opts.ttl))
         if not opts.expire_at:
             default = ctx.ws.config.default_ttl(category)
-            return ctx.now + default if default else None
+            return shift(ctx.now, default) if default else None
         when = parse_instant(opts.expire_at)
-    except (ValueError, OverflowError) as err:
+    except ValueError as err:  # OutOfCalendar too: the message says which end of the calendar
         option = "--ttl" if opts.ttl else "--expire-at" if opts.expire_at else f"[ttl] {category}"
-        why = f"{err}" if isinstance(err, ValueError) and "C int" not in str(err) else \
-            "it ends past 9999-12-31T23:59:59Z, the latest time memcli can store"
-        raise ValidationFailed(f"{option}: {why}", hint="e.g. --ttl 30d, or --expire-at 2027-05-01") from None
+        hint = ("leave out --ttl and --expire-at for a memory that never expires"
+                if isinstance(err, OutOfCalendar) and opts.ttl else "e.g. --ttl 30d, or --expire-at 2027-05-01")
+        raise ValidationFailed(f"{option}: {err}", hint=hint) from None
     if when <= ctx.now:
         raise ValidationFailed(f"expireAt {format_instant(when)} is already past",
                                hint="give a future date, or use `memcli forget` to retire a memory")
@@ -308,13 +308,11 @@ def _new_id(ctx: Ctx) -> str:
     import os
     from datetime import timezone
 
-    from ulid import ULID
-
     stamp = ctx.now
     if not os.environ.get("MEMCLI_NOW"):
         stamp = stamp.replace(microsecond=datetime.now(timezone.utc).microsecond // 1000 * 1000)
     try:
-        return str(ULID.from_datetime(stamp)).lower()
+        return model.new_id(stamp)
     except (ValueError, OverflowError):
         raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside what ids can hold (1970-10889)",
                                hint="check $MEMCLI_NOW") from None

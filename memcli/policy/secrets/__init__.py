@@ -3,15 +3,19 @@
 Three sources of rules, merged:
 
 * detect-secrets' pattern plugins (``detector.py``): the maintained rule set, with its own
-  test corpus upstream; loaded only by a full scan (``full=True``, the default);
+  test corpus upstream, two of them widened by memcli's subclasses (``plugins.py``: PuTTY
+  key files of any version, Azure storage keys after any spelling of ``AccountKey``);
+  loaded only by a full scan (``full=True``, the default);
 * provider tokens with a documented prefix and credentials on command lines (``tokens.py``);
 * memcli's own rules (``rules.py``): AWS secret keys by context, cards (Luhn), national
   ids, passwords and assignments in prose, in English and Chinese.
 
 Every scan runs over :func:`memcli.policy.hidden.scan_view` of the text: NFKC-normalised,
 with zero-width and other hidden characters, ANSI escapes and combining marks removed, so a
-token split by U+200B or written in full-width letters is found; a span found there covers,
-in the original text, every character from the first to the last one it was made of.
+token split by U+200B or written in full-width letters is found; a full scan also folds
+look-alike letters to the ASCII ones they imitate (``policy/confusables.py``, UTS #39), so a
+``ghр_`` token with a Cyrillic ``р`` is found.  A span found there covers, in the original
+text, every character from the first to the last one it was made of.
 
 A finding never carries the secret itself, only its kind and where it starts, so it is
 safe to print, log or put in an error message.  Known public test values pass: Stripe's
@@ -113,9 +117,9 @@ def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
 
     Args:
         text: any text; it is scanned as :func:`memcli.policy.hidden.scan_view` gives it.
-        full: also run detect-secrets' plugins (a write; a read of a text never scanned).
-            ``False`` runs only memcli's own rules: no import cost, for hot-path redaction
-            as a second line of defence.
+        full: also run detect-secrets' plugins and fold look-alike letters (a write; a
+            read of a text never scanned).  ``False`` runs only memcli's own rules on the
+            NFKC view: no import cost, for hot-path redaction as a second line of defence.
 
     Returns:
         Spans in ``text``'s own offsets; when findings overlap, the most specific kind
@@ -124,7 +128,7 @@ def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
     """
     from memcli.policy.hidden import original_span, scan_view
 
-    view, offsets = scan_view(text)
+    view, offsets = scan_view(text, fold=full)
     cands: list[tuple[float, int, int, str]] = list(rules.candidates(view))
     for kind, _slug, regex in tokens.TOKEN_RULES:
         cands.extend((0, m.start(), m.end(), kind) for m in regex.finditer(view))
@@ -204,7 +208,8 @@ def redact(text: str, spans: list[tuple[int, int, str]] | None = None, *, full: 
 
 _KEY_BLOCK_KINDS = frozenset((PEM, "private key", "PuTTY private key", "SSH2 private key"))
 # RFC 7468 / RFC 4716 end lines, and the last line of a PuTTY key file (Private-MAC).
-_KEY_END_RE = re.compile(r"-{4,5} ?END [^\n]{0,60}?-{4,5}|Private-MAC:[^\n]*")
+# Any case and spacing, as the BEGIN lines are found (rules.py, plugins.py).
+_KEY_END_RE = re.compile(r"-{4,5}[ \t]*(?i:end)[ \t]+[^\n]{0,60}?-{4,5}|(?i:private-mac)[ \t]*:[^\n]*")
 
 
 def _key_block_end(text: str, end: int) -> int:

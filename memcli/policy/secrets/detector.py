@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from functools import cache
 
-#: ``(module, class)`` of each plugin used, and the memcli kind and slug of what it finds.
+#: ``(module, class)`` of each plugin used, and the memcli kind and slug of what it finds; a module
+#: without a dot is one of ``detect_secrets.plugins``; memcli's own widen two of them (``plugins.py``).
 PLUGINS: tuple[tuple[str, str, str, str], ...] = (
-    ("private_key", "PrivateKeyDetector", "private key", "private-key"),
+    ("memcli.policy.secrets.plugins", "PrivateKeyDetector", "private key", "private-key"),  # + PuTTY v3, lax SSH2
     ("aws", "AWSKeyDetector", "AWS access key id", "aws-key-id"),
     ("artifactory", "ArtifactoryDetector", "Artifactory credentials", "artifactory-token"),
-    ("azure_storage_key", "AzureStorageKeyDetector", "Azure storage account key", "azure-storage-key"),
+    ("memcli.policy.secrets.plugins", "AzureStorageKeyDetector", "Azure storage account key",
+     "azure-storage-key"),  # + any spelling of AccountKey
     ("cloudant", "CloudantDetector", "Cloudant credentials", "cloudant-credentials"),
     ("discord", "DiscordBotTokenDetector", "Discord bot token", "discord-token"),
     ("github_token", "GitHubTokenDetector", "GitHub token", "github-token"),
@@ -56,7 +58,7 @@ def _plugins() -> list[tuple[object, str]]:
 
     out = []
     for module, name, kind, _slug in PLUGINS:
-        cls = getattr(import_module(f"detect_secrets.plugins.{module}"), name)
+        cls = getattr(import_module(module if "." in module else f"detect_secrets.plugins.{module}"), name)
         out.append((cls(), kind))
     return out
 
@@ -64,9 +66,9 @@ def _plugins() -> list[tuple[object, str]]:
 def _kind(kind: str, match: str) -> str:
     """A finer kind for some plugin matches (PuTTY and SSH2 keys, Slack webhooks)."""
     if kind == "private key":
-        if match.startswith("PuTTY"):
+        if match.lower().startswith("putty"):
             return PUTTY
-        if "SSH2" in match:
+        if "SSH2" in match.upper():
             return SSH2
         return "private key (PEM)"
     if kind == "Slack token" and match.lower().startswith("https://"):

@@ -4,7 +4,11 @@ Rules, and where each pattern comes from:
 
 * ``private key (PEM)``: the RFC 7468 encapsulation boundary
   ``-----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]-----``
-  (the PGP form is RFC 4880's armor header).
+  (the PGP form is RFC 4880's armor header), read as lax parsers read it (OpenSSL, Go's
+  ``encoding/pem`` take it only exact, but a key pasted through a chat or a word processor
+  keeps its body whatever its armour became): letters in any case, spaces or tabs around
+  and between the words (``----- BEGIN  RSA PRIVATE KEY -----``), up to three words before
+  ``PRIVATE KEY`` (``ENCRYPTED``, ``ED25519``, ``X25519``...).
 * ``AWS access key id``: AWS's documented unique-id prefixes AKIA (long-term),
   ASIA (STS temporary), ABIA and ACCA, followed by 16 of ``[0-9A-Z]``.
 * ``AWS secret access key``: 40 characters of ``[A-Za-z0-9/+]`` (base64 of 30 random
@@ -51,9 +55,13 @@ Rules, and where each pattern comes from:
   51-55, 2221-2720; Amex 34/37; Discover 6011/65; JCB 35; Diners 36/38/39;
   UnionPay 62) and a valid Luhn (ISO/IEC 7812-1) check digit.
 * ``US social security number``: ``AAA-GG-SSSS`` without the SSA's never-issued
-  values (area 000, 666, 900-999; group 00; serial 0000).
+  values (area 000, 666, 900-999; group 00; serial 0000).  Written ``AAA-GG-SSSS`` it
+  is found anywhere; written ``AAA GG SSSS``, ``AAA.GG.SSSS`` or as nine bare digits
+  (as forms and payroll exports write them) only when labelled: ``SSN``, ``SSNs``,
+  ``SS#``, ``social security (number|no|#)`` up to 30 characters before it on its line.
 * ``Chinese resident ID number``: 18 characters per GB 11643-1999: a province code,
-  a real birth date (1900-2099) and the ISO 7064 MOD 11-2 check character.
+  a real birth date (1900-2099) and the ISO 7064 MOD 11-2 check character; plain, or
+  grouped 6-8-4 by spaces or hyphens (``110105 19880412 123X``), as forms print it.
 
 Digit rules never match inside a longer run of digits or letters (ids, hashes,
 version strings, timestamps).  When findings overlap, the most specific one wins
@@ -94,8 +102,8 @@ def _mixed(token: str) -> bool:
 
 
 _TOKEN_RULES = (
-    (PEM, re.compile(r"-----BEGIN (?:(?:RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----"),
-     None),
+    (PEM, re.compile(r"(?<!-)-----[ \t]*(?i:begin)[ \t]+(?:[A-Za-z0-9]+[ \t]+){0,3}?(?i:private)[ \t]+(?i:key)"
+                     r"(?:[ \t]+(?i:block))?[ \t]*-----(?!-)"), None),
     (AWS_KEY_ID, re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9])"), None),
     (GITHUB, re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
      None),
@@ -135,7 +143,14 @@ _CARD_RE = re.compile(
     r"|(?<![0-9][ -])[0-9]{4}(?P<sep>[ -])[0-9]{4,6}(?:(?P=sep)[0-9]{3,5}){1,3}"
     r"(?![0-9A-Za-z_]|[.,][0-9]|(?P=sep)[0-9](?![0-9]?/)))")
 _SSN_RE = re.compile(r"(?<![0-9A-Za-z_.-])([0-9]{3})-([0-9]{2})-([0-9]{4})(?![0-9A-Za-z_]|[-.][0-9])")
-_CN_ID_RE = re.compile(r"(?<![0-9A-Za-z_])[0-9]{17}[0-9Xx](?![0-9A-Za-z_])")
+# The label first (SSN, SS#, social security number/no/#), then up to 30 characters of its line, then the
+# number grouped by one space or dot, or bare.
+_SSN_LABELLED_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:ssns?|ss\#|social[ \t]+security(?:[ \t]+(?:number|no\.?|\#))?)(?![A-Za-z0-9_])"
+    r"[^\n0-9]{0,30}?(?<![0-9A-Za-z_.-])([0-9]{3})(?P<sep>[ .]?)([0-9]{2})(?P=sep)([0-9]{4})"
+    r"(?![0-9A-Za-z_]|[-. ][0-9])")
+_CN_ID_RE = re.compile(r"(?<![0-9A-Za-z_])(?:[0-9]{17}[0-9Xx]|[0-9]{6}(?P<sep>[ -])[0-9]{8}(?P=sep)[0-9]{3}[0-9Xx])"
+                       r"(?![0-9A-Za-z_])")
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _CN_ID_PROVINCES = frozenset((11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43,
                               44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 91))
@@ -222,6 +237,11 @@ def _card_network_ok(d: str) -> bool:
     if p2 in (36, 38, 39):
         return 14 <= n <= 19
     return False
+
+
+def _ssn_ok(area: str, group: str, serial: str) -> bool:
+    """Whether an SSN's parts are ones the SSA issues (not area 000, 666 or 9xx; group 00; serial 0000)."""
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
 
 
 def _cn_id_ok(s: str) -> bool:
@@ -428,16 +448,18 @@ def candidates(text: str) -> list[tuple[int, int, int, str]]:
         if _aws_context(text, m.start(), m.end()) and _aws_secret_alone_ok(m.group()):
             cands.append((0, m.start(), m.end(), AWS_SECRET))
     for m in _CN_ID_RE.finditer(text):
-        if _cn_id_ok(m.group()):
+        if _cn_id_ok(m.group().replace(" ", "").replace("-", "")):
             cands.append((1, m.start(), m.end(), CN_ID))
     for m in _CARD_RE.finditer(text):
         digits = re.sub(r"[ -]", "", m.group())
         if 13 <= len(digits) <= 19 and _card_network_ok(digits) and _luhn_ok(digits):
             cands.append((2, m.start(), m.end(), CARD))
     for m in _SSN_RE.finditer(text):
-        area, group, serial = m.groups()
-        if area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000":
+        if _ssn_ok(*m.groups()):
             cands.append((3, m.start(), m.end(), SSN))
+    for m in _SSN_LABELLED_RE.finditer(text):
+        if _ssn_ok(m.group(1), m.group(3), m.group(4)):
+            cands.append((3, m.start(1), m.end(4), SSN))
     for m in _ASSIGN_RE.finditer(text):
         found = _assignment(m, text)
         if found:

@@ -25,7 +25,10 @@ TOKEN_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("GitLab token", "gitlab-token",
          _B + r"(?:glpat|gldt|glft|glsoat|glrt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,64}" + r"(?![A-Za-z0-9_-])"),
         ("npm access token", "npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
-        ("Hugging Face token", "huggingface-token", _B + r"hf_[A-Za-z]{34}" + _E),
+        # hf_ and 34 or more letters and digits (gitleaks: letters, 34; the tokens seen since hold digits
+        # too); not one case of letters alone (hf_ followed by a word run together is no token).
+        ("Hugging Face token", "huggingface-token",
+         _B + r"hf_(?![a-z]+" + _E + r"|[A-Z]+" + _E + r")[A-Za-z0-9]{34,}" + _E),
         ("HashiCorp Vault token", "vault-token", _B + r"(?:hvs|hvb|hvr)\.[A-Za-z0-9_-]{24,}" + _E),
         ("Google OAuth client secret", "google-oauth-secret", _B + r"GOCSPX-[A-Za-z0-9_-]{28}" + r"(?![A-Za-z0-9_-])"),
         ("PyPI token", "pypi-token", _B + r"pypi-AgE[A-Za-z0-9_-]{50,}"),
