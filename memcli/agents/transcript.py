@@ -13,8 +13,10 @@ blocks a client wrote around or into it cut out (:data:`INJECTED_TAGS`: slash-co
 echoes, local command output and its caveat, system reminders, hook output, subagent
 results in ``<task-notification>``, memcli's own ``<memcli-context>`` block, Codex's
 ``<environment_context>`` and AGENTS.md instructions, Gemini's ``<session_context>`` and
-``<hook_context>``); a message that then holds nothing, or only a client notice
-(:data:`CLIENT_TEXT`), is not a turn at all.
+``<hook_context>``), also when they come HTML-escaped (``&lt;memcli-context&gt;…``, as
+Gemini CLI writes a hook's context); what is left is the person's, wherever the blocks sat
+in the message (a hook's context and the prompt often share one message). A message that
+then holds nothing, or only a client notice (:data:`CLIENT_TEXT`), is not a turn at all.
 
 Reading never fails on bad input. Blank lines are ignored; a line that is not a JSON
 object is counted in ``skipped_lines``; a line nested too deeply for the JSON reader, or
@@ -59,6 +61,8 @@ INJECTED_TAGS = (
 _TAGS = "|".join(re.escape(t) for t in INJECTED_TAGS)
 #: A closed tag block, or an opening tag never closed (then everything after it goes).
 _INJECTED = re.compile(rf"<({_TAGS})(?:\s[^>]*)?>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+#: The same, HTML-escaped (Gemini CLI escapes ``<`` and ``>`` of a hook's ``additionalContext``).
+_ESCAPED = re.compile(rf"&lt;({_TAGS})(?:\s(?:(?!&gt;).)*)?&gt;.*?(?:&lt;/\1\s*&gt;|\Z)", re.DOTALL | re.IGNORECASE)
 _NOTICE = re.compile(r"^\s*\[Request interrupted by user[^\]]*\]\s*$", re.MULTILINE)
 #: Text a client puts in a user-role message on its own; a message that starts so is not the
 #: person's (Claude Code's command caveat in old transcripts, a compaction summary without its
@@ -141,10 +145,14 @@ class Transcript:
 
 
 def strip_injected(text: str) -> str:
-    """``text`` without the tag blocks of :data:`INJECTED_TAGS` and client notices, stripped;
-    empty when what is left starts as a client's own text (:data:`CLIENT_TEXT`)."""
+    """``text`` without the tag blocks of :data:`INJECTED_TAGS` (plain or HTML-escaped) and
+    client notices, stripped; empty when what is left starts as a client's own text
+    (:data:`CLIENT_TEXT`). The words around the blocks are kept: ``"<hook_context>…</hook_context>
+    \n\nRemember: X."`` gives ``"Remember: X."``."""
     if "<" in text:
         text = _INJECTED.sub("", text)
+    if "&lt;" in text:
+        text = _ESCAPED.sub("", text)
     if "[Request interrupted" in text:
         text = _NOTICE.sub("", text)
     text = text.strip()

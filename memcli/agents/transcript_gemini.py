@@ -19,11 +19,18 @@ The older form is one JSON document with ``sessionId`` and ``messages``; it is r
 metadata record.
 
 The person's words: ``user`` messages; their ``displayContent`` when given (what was typed,
-before ``@file`` contents were added), else their ``content``; only ``text`` parts. As Gemini
-CLI itself does when it resumes a session (``isIgnoredUserContent``), a text starting with
-``/`` (a slash command), ``?``, ``<session_context>`` or ``<hook_context>`` is not a turn; nor
-is a compression summary (``<state_snapshot>``). The assistant's words: ``gemini`` messages'
-text, without ``thought`` parts.
+before ``@file`` contents were added), else their ``content``; only ``text`` parts; the blocks
+Gemini CLI and its hooks wrote into them cut out (``<session_context>``, ``<hook_context>``, a
+compression summary's ``<state_snapshot>``; ``agents.transcript.strip_injected``). Gemini CLI
+puts a hook's context into the person's own message: ``gemini -p`` prepends the SessionStart
+hook's ``additionalContext`` as ``<hook_context>…</hook_context>`` + a blank line to the prompt
+(``packages/cli`` ``gemini.tsx``), a BeforeAgent hook's is appended as a part of its own
+(``packages/core`` ``client.ts``), both with ``<`` and ``>`` escaped (``getAdditionalContext``);
+what is left after the blocks is the person's. Gemini CLI skips a whole message that *starts*
+with ``<hook_context>`` when it resumes a session (``isIgnoredUserContent``), which is right for
+the model's history but would lose those words here. As it does, a text that starts (after the
+blocks) with ``/`` (a slash command) or ``?`` is not a turn. The assistant's words: ``gemini``
+messages' text, without ``thought`` parts.
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ from __future__ import annotations
 from memcli.agents.transcript import Transcript, Turn, string, strip_injected
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
-#: What starts a user-role text that Gemini CLI or its hooks wrote (module docstring).
-_CLIENT_STARTS = ("/", "?", "<session_context>", "<hook_context>", "<state_snapshot>")
+#: What starts a user-role text that is a command to Gemini CLI, not words for memory (module docstring).
+_COMMAND_STARTS = ("/", "?")
 
 
 def claims(entry: dict) -> bool:
@@ -62,15 +69,13 @@ def message_turn(message: dict, number: int, session: str | None) -> Turn | None
     if kind == "user":
         shown = message.get("displayContent")
         raw = "\n".join(_parts(shown if shown is not None else message.get("content")))
-        if raw.strip().startswith(_CLIENT_STARTS):
-            return None
         role = "user"
     elif kind == "gemini":
         raw, role = "\n".join(_parts(message.get("content"))), "assistant"
     else:
         return None
     text = strip_injected(raw)
-    if not text:
+    if not text or (role == "user" and text.startswith(_COMMAND_STARTS)):
         return None
     return Turn(session, string(message.get("id")), string(message.get("timestamp")), text, number, role)
 
