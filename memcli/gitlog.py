@@ -240,6 +240,12 @@ class GitRepo:
             self._toplevel = Path(self._run("rev-parse", "--show-toplevel"))
         return self._toplevel
 
+    def head_time(self) -> int | None:
+        """The committer time of ``HEAD`` (seconds since the epoch), or None before the first commit."""
+        status, out, _ = self._raw("log", "-1", "--format=%ct", "HEAD")
+        text = out.decode("ascii", "replace").strip()
+        return int(text) if status == 0 and text.isdigit() else None
+
     def top_rel(self, path: Path) -> str:
         """``path`` relative to the top folder (for ``REV:PATH``); pathspecs are relative to the workspace."""
         return Path(os.path.relpath(path.parent.resolve() / path.name, self.toplevel())).as_posix()

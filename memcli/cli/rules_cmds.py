@@ -18,7 +18,8 @@ def import_(
                                 ".claude/rules), or JSON Lines from `memcli export --format jsonl`.")],
     scope: Annotated[Optional[str], typer.Option(
         "--scope", "-s", help="Scope for rule items (default: the write scope; user:YOU for CLAUDE.local.md).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run every gate and report; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run every gate and report, with the ids the real run "
+                                                           "writes; write nothing.")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Import agents' rule files (or JSON Lines) through the write gates, in one commit; a repeat is a no-op."""
@@ -30,38 +31,58 @@ def import_(
     for message in result.warnings:
         warn(message)
     if not STATE.json:
-        table("import", ["outcome", "id", "source", "text"], [
-            [i.outcome, i.id or "-", f"{i.source}:{i.line}", i.text or "(not shown)"] for i in result.items])
+        table("import", ["outcome", "id", "read as", "source", "text"], [
+            [i.outcome, i.id or "-", f"{i.category}/{i.importance}" if i.category else (i.gate or "-"),
+             f"{i.source}:{i.line}", i.text or "(not shown)"] for i in result.items])
     emit(result.to_dict(), result.message())
 
 
 @app.command()
 def export(
-    format_: Annotated[str, typer.Option("--format", "-f", help="claude-md (default), agents-md or jsonl (lossless).")] = "claude-md",
+    format_: Annotated[str, typer.Option(
+        "--format", "-f", help="claude-md (default), agents-md, cursor (.cursor/rules/*.mdc, needs --dir) "
+                               "or jsonl (lossless).")] = "claude-md",
     personal: Annotated[bool, typer.Option("--personal", help="Include your personal scopes (user:*, session:*) "
                                                              "in a Markdown export, marked as such.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Every status, expired memories too.")] = False,
     scope: Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Only these scopes; repeatable.")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE, not stdout.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the main file to FILE, and memories "
+                                                                         "with paths beside it (.claude/rules, nested "
+                                                                         "AGENTS.md), not to stdout.")] = None,
+    folder: Annotated[Optional[Path], typer.Option("--dir", "-d", help="Write the files into the project folder DIR "
+                                                                      "(CLAUDE.md or AGENTS.md at its top); never "
+                                                                      "over a file memcli did not write.")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Export your memories as CLAUDE.md/AGENTS.md bullets by category, or as JSON Lines for import."""
-    from memcli.errors import UsageProblem
-    from memcli.service.rules import export_rules
-    from memcli.store.files import atomic_write
+    """Export your memories as agents' rule files (paths kept) or as JSON Lines for import.
 
+    Markdown bullets by category; with --dir or --output, memories with paths go to
+    .claude/rules/*.md (paths:), the AGENTS.md of their folder, or .cursor/rules/*.mdc (globs:).
+    """
+    from memcli.errors import UsageProblem
+    from memcli.service.rules import export_rules, write_export
+
+    if output is not None and folder is not None:
+        raise UsageProblem("--output and --dir cannot be used together", hint="give one of them")
+    if folder is not None and format_ == "jsonl":
+        raise UsageProblem("--format jsonl writes one file", hint="give it with --output FILE")
     context = ctx()
-    text, left_out = export_rules(context, format_, all_, scope, personal)
-    if left_out:
-        context.warnings.append(f"left out {left_out} personal memories (user:*, session:*), since {format_} files "
-                                "are usually shared; --personal includes them, marked")
+    result = export_rules(context, format_, all_, scope, personal, project=(output or folder) is not None)
+    if result.left_out:
+        context.warnings.append(f"left out {result.left_out} personal memories (user:*, session:*), since {format_} "
+                                "files are usually shared; --personal includes them, marked")
+    if result.unscoped:
+        how = "with --dir DIR or --output FILE" if output is None and folder is None else "in this format"
+        context.warnings.append(f"{result.unscoped} memories with paths are written without them: their globs cannot "
+                                f"be said {how} (claude-md keeps them in .claude/rules/*.md, agents-md in the "
+                                "AGENTS.md of their folder, cursor in .cursor/rules/*.mdc)")
     flush_warnings(context)
-    if output is None:
-        emit({"format": format_, "output": None, "text": text}, text)
+    if output is None and folder is None:
+        emit({"format": format_, "output": None, "text": result.text}, result.text)
         return
-    try:
-        atomic_write(output.resolve(), text.encode("utf-8"))
-    except OSError as err:
-        raise UsageProblem(f"cannot write {output}: {err.strerror or err}", hint="give a writable --output path") \
-            from None
-    emit({"format": format_, "output": str(output)}, f"exported ({format_}) to {output}")
+    written = write_export(result, (folder or output.parent).resolve() if folder or output else Path.cwd(),
+                           output)
+    files = [{"path": str(path), "memories": out.memories, "paths": out.paths} for path, out in written]
+    emit({"format": format_, "output": str(output or folder), "files": files},
+         "\n".join(f"exported ({format_}) {out.memories} memories to {path}"
+                    + (f" for {', '.join(out.paths)}" if out.paths else "") for path, out in written))

@@ -5,16 +5,31 @@ through the same six gates as ``remember`` (``write.write_batch``), with
 ``sourceType: admin_edit``, no run id, and the file and line in the provenance
 (``provenance.source``, ``provenance.line``). Everything accepted is written in one commit.
 
-* Paths: a folder is searched for the known rule files (``agents.rules.DISCOVER``), not
-  walked; a file is read as the kind its name says. The import root, to which
-  ``provenance.source`` is relative, is the folder given, or for a file the folder
-  above its ``.claude``/``.cursor``/``.github`` folder, else its own folder.
-* ``@path`` imports (``CLAUDE.md`` family): resolved relative to the importing file,
-  followed recursively up to 5 hops (Claude Code's limit), each file read once (so a
-  cycle ends). Not followed, with a warning: targets outside the import root (a
-  project's memory never pulls in ``~/`` files), missing files, and files that are not
-  Markdown or text (``@package.json`` is a pointer for the agent, not rules). Items of
-  an imported file inherit the importer's ``paths`` and pin.
+* What each item is (``agents.rulekinds``, cues in ``agents/words/rule-lines.txt``): its
+  category (preference for rules and conventions, fact, decision, procedure, glossary, goal)
+  and importance (3; 4 or 5 with emphasis such as NEVER, MUST, IMPORTANT, 必须, 重要), or not a
+  memory: the file's introduction ("This file provides guidance to Claude Code …") and
+  sentences that only point at another file ("See ``docs/x.md``.", a bare ``@import``) are
+  reported as ``skipped`` (gate ``boilerplate`` or ``pointer``) and written nowhere.
+* Paths: a folder is searched for the known rule files (``agents.rules.DISCOVER``), and for
+  ``AGENTS.md``, ``CLAUDE.md`` and ``GEMINI.md`` in its sub-folders (:data:`NESTED_DEPTH`
+  deep, hidden folders and :data:`NOT_WALKED` left out): such a file is about the files under
+  its folder, so its items get ``paths: [sub/**]``; a file is read as the kind its name
+  says. The import root, to which ``provenance.source`` is relative, is the folder given,
+  or for a file the folder above its ``.claude``/``.cursor``/``.github`` folder, else its
+  own folder.
+* ``@path`` imports (``CLAUDE.md`` family and ``GEMINI.md``): resolved relative to the
+  importing file, followed recursively up to 5 hops (the limit of Claude Code and of Gemini
+  CLI), each file read once (so a cycle ends). Not followed, with a warning: targets outside
+  the repository that holds the import root (the nearest folder above it with ``.git``, as
+  Gemini CLI bounds its imports; the import root itself when there is none: a project's
+  memory never pulls in ``~/`` files), missing files, and files that are not Markdown or
+  text (``@package.json`` is a pointer for the agent, not rules). Items of an imported file
+  inherit the importer's ``paths`` and pin; a file above the import root (``@../AGENTS.md``)
+  is named relative to the repository.
+* Ids: each new memory's id is made from the store's last commit time and the item's
+  idempotency key (:func:`planned_id`), so ``--dry-run`` shows the ids the real run then
+  writes, as long as the store does not change in between.
 * Scope: ``--scope``, else the configured write scope; ``CLAUDE.local.md`` (personal and
   git-ignored by Claude Code's convention) and what it imports go to ``user:<actor>``.
 * Idempotency key ``import:<scope>:<file>:<sha256 of the normalised text, 16 hex>``:
@@ -43,8 +58,14 @@ from memcli.policy.gates import check_write_scope
 from memcli.service import Ctx
 from memcli.timeutil import parse_instant
 
-#: The category of a memory taken from a rule file: rules say how to work in the project.
-RULE_CATEGORY = "procedure"
+#: How deep ``import DIR`` looks for nested AGENTS.md, CLAUDE.md and GEMINI.md (folders below DIR).
+NESTED_DEPTH = 6
+#: Folders never searched for nested rule files: dependencies and build output.
+NOT_WALKED = frozenset({"node_modules", "vendor", "venv", "env", "target", "dist", "build", "__pycache__",
+                        "site-packages", "third_party"})
+#: What a skipped item's message says, by reason.
+SKIPPED = {"boilerplate": "not imported: it introduces the file to the agent, true of every session",
+           "pointer": "not imported: it only points at another file (an @import is followed instead)"}
 #: At most this many memories are exported (the read path needs a limit).
 EXPORT_LIMIT = 10_000_000
 _MARKERS = (".claude", ".cursor", ".github")
@@ -55,10 +76,12 @@ class ImportedItem:
     """What became of one item.
 
     Attributes:
-        outcome: ``created``, ``pending_review``, ``noop`` or ``refused``.
-        gate: the gate that decided a no-op, a review or a refusal.
-        id: the memory written, or the existing one a no-op points to.
+        outcome: ``created``, ``pending_review``, ``noop``, ``refused`` or ``skipped`` (not a memory).
+        gate: the gate that decided a no-op, a review or a refusal; for a skipped item why
+            (``boilerplate``, ``pointer``).
+        id: the memory written (in a dry run: the id the real run writes), or the existing one a no-op points to.
         text: the item's text; None when refused for sensitive data (never echoed).
+        category, importance: what the item was read as (``agents.rulekinds``); None for JSON Lines and skipped items.
     """
 
     source: str
@@ -69,6 +92,8 @@ class ImportedItem:
     id: str | None = None
     scope: str | None = None
     text: str | None = None
+    category: str | None = None
+    importance: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -95,7 +120,7 @@ class ImportResult:
 
     def counts(self) -> dict[str, int]:
         """How many items had each outcome."""
-        out = {k: 0 for k in ("created", "pending_review", "noop", "refused")}
+        out = {k: 0 for k in ("created", "pending_review", "noop", "refused", "skipped")}
         for item in self.items:
             out[item.outcome] += 1
         return out
@@ -106,8 +131,10 @@ class ImportResult:
         new = c["created"] + c["pending_review"]
         verb = "would import" if self.dry_run else "imported"
         where = f" in commit {self.commit[:10]}" if self.commit else ""
+        skipped = f", {c['skipped']} not memories (introductions, pointers)" if c["skipped"] else ""
         return (f"{verb} {new} of {len(self.items)} items from {len(self.files)} files{where}"
-                f" ({c['pending_review']} waiting for review, {c['noop']} already present, {c['refused']} refused)")
+                f" ({c['pending_review']} waiting for review, {c['noop']} already present, {c['refused']} refused"
+                f"{skipped})")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -124,10 +151,15 @@ class _File:
     depth: int = 0
     paths: list[str] = field(default_factory=list)
     pinned: bool = False
+    boundary: Path | None = None  # resolved: imports stay inside it (the repository, else the root)
 
     @property
     def rel(self) -> str:
         return self.path.relative_to(self.root).as_posix()
+
+    @property
+    def limit(self) -> Path:
+        return self.boundary or self.root
 
 
 def _root_of(file: Path) -> Path:
@@ -136,6 +168,28 @@ def _root_of(file: Path) -> Path:
         if parent.name in _MARKERS:
             return parent.parent
     return file.parent
+
+
+def _repository(root: Path) -> Path | None:
+    """The nearest folder at or above ``root`` that holds ``.git`` (a folder or a worktree's file), or None."""
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _nested(folder: Path) -> list[Path]:
+    """AGENTS.md, CLAUDE.md and GEMINI.md in the sub-folders of ``folder`` (module docstring), sorted."""
+    import os
+
+    found = []
+    base = len(folder.parts)
+    for top, dirs, files in os.walk(folder):
+        depth = len(Path(top).parts) - base
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_WALKED and depth < NESTED_DEPTH)
+        if depth:
+            found.extend(Path(top) / name for name in rules.NESTED if name in files)
+    return sorted(found)
 
 
 def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File], list[str]]:
@@ -152,6 +206,7 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
         if path.is_dir():
             found = dict.fromkeys(p.resolve() for pattern in rules.DISCOVER for p in sorted(path.glob(pattern))
                                   if p.is_file())
+            found.update(dict.fromkeys(p.resolve() for p in _nested(path) if p.is_file()))
             outside = [p for p in found if path not in p.parents]
             warnings.extend(f"skipped {p}: a link that leads outside {given}" for p in outside)
             files = [(p, path) for p in found if p not in outside]
@@ -168,7 +223,11 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
             if kind == "markdown" and file.suffix.lower() not in rules.IMPORTABLE_SUFFIXES:
                 raise UsageProblem(f"cannot import {given}: not a rule file",
                                    hint="give Markdown rule files, .cursor/rules/*.mdc, or JSON Lines from export")
-            out.append(_File(file, root, kind, personal if file.name == "CLAUDE.local.md" else default))
+            folder = file.parent.relative_to(root).as_posix()
+            under = [f"{folder}/**"] if file.name in rules.NESTED and folder != "." \
+                and not folder.startswith((".claude", ".gemini")) else []
+            out.append(_File(file, root, kind, personal if file.name == "CLAUDE.local.md" else default,
+                             paths=under, boundary=_repository(root) or root))
     return out, warnings
 
 
@@ -177,13 +236,46 @@ def _resolve_import(src: _File, target: str) -> tuple[Path | None, str | None]:
     looks_like_path = "/" in target or "." in target or target.startswith("~")
     raw = Path(target).expanduser() if target.startswith("~") else Path(target)
     path = (raw if raw.is_absolute() else src.path.parent / raw).resolve()
-    if src.root != path and src.root not in path.parents:
-        return None, "it is outside the import root" if looks_like_path else None
+    if src.limit != path and src.limit not in path.parents:
+        where = "the repository" if src.boundary not in (None, src.root) or (src.limit / ".git").exists() \
+            else "the import root"
+        return None, f"it is outside {where}" if looks_like_path else None
     if not path.is_file():
         return None, "no such file" if looks_like_path else None
     if path.suffix.lower() not in rules.IMPORTABLE_SUFFIXES:
         return None, "not a Markdown or text file"
     return path, None
+
+
+def planned_id(anchor_ms: int, number: int, key: str) -> str:
+    """The id an imported memory gets: a ULID whose time is ``anchor_ms + number``
+    milliseconds (the store's last commit, then file order) and whose random part is the
+    SHA-256 of its idempotency key, so a dry run and the real run that follows agree.
+
+    Args:
+        anchor_ms: milliseconds since the epoch (:func:`_anchor`).
+        number: the item's place in the import (0, 1, …).
+        key: its idempotency key.
+    """
+    from ulid import ULID
+
+    stamp = max(0, min(anchor_ms + number, 2**48 - 1))
+    return str(ULID.from_bytes(stamp.to_bytes(6, "big") + hashlib.sha256(key.encode("utf-8")).digest()[:10])).lower()
+
+
+def _anchor(ctx: Ctx) -> int:
+    """Milliseconds since the epoch that the ids of one import start at: the store's last
+    commit (the same for a dry run and the run after it), else the start of today (UTC)."""
+    from memcli.errors import GitFailed
+
+    try:
+        head = ctx.git().head_time()
+    except GitFailed:
+        head = None
+    if head is None:
+        day = ctx.now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return int(day.timestamp()) * 1000
+    return head * 1000 + 1
 
 
 def _key(scope: str, source: str, text: str) -> str:
@@ -225,8 +317,9 @@ def _gate_of(err: MemcliError) -> str:
 class _Collector:
     """Reads the files of one import into drafts for ``write_batch``, following ``@path`` imports."""
 
-    def __init__(self, result: ImportResult) -> None:
+    def __init__(self, result: ImportResult, anchor: int = 0) -> None:
         self.result = result
+        self.anchor = anchor  # milliseconds: where the planned ids start (planned_id)
         self.drafts: list[tuple[ImportedItem, Any]] = []  # the item to report, and the write_batch item
         self.seen: set[Path] = set()
 
@@ -270,15 +363,22 @@ class _Collector:
         parsed = rules.parse_rule_file(src.kind, text, src.rel)
         self.result.warnings.extend(parsed.warnings)
         info = {"source": src.rel, "kind": src.kind, "items": len(parsed.items)}
-        info.update({k: v for k, v in (("description", parsed.description), ("paths", parsed.paths),
-                                       ("pinned", parsed.pinned)) if v})
+        info.update({k: v for k, v in (("description", parsed.description), ("paths", parsed.paths or src.paths),
+                                       ("pinned", parsed.pinned), ("skipped", len(parsed.skipped))) if v})
         self.result.files.append(info)
-        for item in parsed.items:
+        for item in sorted([*parsed.items, *parsed.skipped], key=lambda i: i.line):
+            if item.skipped:
+                self.add(ImportedItem(src.rel, item.line, "skipped", SKIPPED[item.skipped or "pointer"],
+                                      gate=item.skipped, scope=src.scope, text=item.text))
+                continue
             paths, pinned = item.paths or list(src.paths), item.pinned or src.pinned
-            opts = WriteOptions(scope=src.scope, category=RULE_CATEGORY, tags=item.tags, paths=paths, pinned=pinned,
-                                source_type="admin_edit", run_id=None, source=src.rel, line=item.line,
-                                idempotency_key=_key(src.scope, src.rel, item.text))
-            self.add(ImportedItem(src.rel, item.line, "", "", scope=src.scope, text=item.text), (item.text, opts))
+            key = _key(src.scope, src.rel, item.text)
+            opts = WriteOptions(scope=src.scope, category=item.category, importance=item.importance, tags=item.tags,
+                                paths=paths, pinned=pinned, source_type="admin_edit", run_id=None, source=src.rel,
+                                line=item.line, idempotency_key=key,
+                                memory_id=planned_id(self.anchor, len(self.drafts), key))
+            self.add(ImportedItem(src.rel, item.line, "", "", scope=src.scope, text=item.text, category=item.category,
+                                  importance=item.importance), (item.text, opts))
         for line, target in parsed.imports:
             path, why = _resolve_import(src, target)
             if path is not None and src.depth >= rules.MAX_IMPORT_DEPTH:
@@ -286,8 +386,9 @@ class _Collector:
             if why:
                 self.result.warnings.append(f"{src.rel}:{line}: not following @{target}: {why}")
             elif path is not None:
-                self.visit(_File(path, src.root, "claude", src.scope, src.depth + 1,
-                                 list(parsed.paths or src.paths), parsed.pinned or src.pinned))
+                root = src.root if src.root == path or src.root in path.parents else src.limit
+                self.visit(_File(path, root, "gemini" if src.kind == "gemini" else "claude", src.scope, src.depth + 1,
+                                 list(parsed.paths or src.paths), parsed.pinned or src.pinned, src.boundary))
 
 
 def import_rules(ctx: Ctx, paths: list[Path], scope: str | None = None, apply: bool = True) -> ImportResult:
@@ -314,7 +415,7 @@ def import_rules(ctx: Ctx, paths: list[Path], scope: str | None = None, apply: b
         check_write_scope(scope, ctx.actor)
     queue, warnings = _targets(ctx, paths, scope)
     result = ImportResult(dry_run=not apply, warnings=warnings)
-    collector = _Collector(result)
+    collector = _Collector(result, _anchor(ctx))
     for src in queue:
         collector.visit(src)
     outcomes, result.commit = write_batch(ctx, "import", [d for _, d in collector.drafts], dry_run=not apply)
@@ -353,39 +454,118 @@ def export_memories(ctx: Ctx, all_statuses: bool = False, scopes: list[str] | No
     return sorted(memories, key=lambda m: (m.created_at or ctx.now, m.id))
 
 
+@dataclass
+class ExportResult:
+    """What :func:`export_rules` made.
+
+    Attributes:
+        files: the files (``agents.rules_render.RuleOutput``), main file first; one for stdout and ``jsonl``.
+        left_out: personal memories left out of a shared Markdown file.
+        unscoped: memories with ``paths`` written without them (stdout, or globs the format cannot say).
+    """
+
+    files: list[Any]
+    left_out: int = 0
+    unscoped: int = 0
+
+    @property
+    def text(self) -> str:
+        """The main file's text (what stdout gets)."""
+        return self.files[0].text if self.files else ""
+
+
 def export_rules(ctx: Ctx, fmt: str = "claude-md", all_statuses: bool = False, scopes: list[str] | None = None,
-                 personal: bool = False) -> tuple[str, int]:
-    """The caller's memories as a rule file.
+                 personal: bool = False, project: bool = False) -> ExportResult:
+    """The caller's memories as rule files.
 
     ``CLAUDE.md`` and ``AGENTS.md`` are usually committed and shared, so the Markdown
     formats leave out personal scopes (``user:*``, ``session:*``) unless ``personal`` is
     set or such a scope is asked for with ``scopes``; included, they follow the shared ones
-    under a heading that names them as personal (for ``CLAUDE.local.md``). ``jsonl`` (a
-    lossless backup for ``import``) keeps every scope read.
+    in the main file under a heading that names them as personal (for ``CLAUDE.local.md``).
+    ``jsonl`` (a lossless backup for ``import``) keeps every scope read.
 
     Args:
-        fmt: ``claude-md`` (default), ``agents-md`` or ``jsonl`` (see ``agents.rules.render``).
+        fmt: ``claude-md`` (default), ``agents-md``, ``cursor`` or ``jsonl`` (``agents.rules_render``).
         all_statuses, scopes: see :func:`export_memories`.
         personal: include personal scopes in a Markdown export.
-
-    Returns:
-        ``(text, personal memories left out)``.
+        project: lay the export out as the files of a project (``agents.rules_render.layout``:
+            ``paths`` kept in ``.claude/rules``, nested ``AGENTS.md``, ``.cursor/rules``);
+            else one file, whose memories with ``paths`` are written without them.
 
     Raises:
         ValidationFailed: unknown format; and the errors of :func:`export_memories`.
+        UsageProblem: ``cursor`` without ``project`` (Cursor rules are several files).
     """
+    from memcli.agents import rules_render
+
     check_choice("format", fmt, rules.FORMATS)
+    if fmt == "cursor" and not project:
+        raise UsageProblem("--format cursor writes several .cursor/rules/*.mdc files, not one",
+                           hint="give the project folder with --dir DIR")
     memories = export_memories(ctx, all_statuses, scopes)
     if fmt == "jsonl":
-        return rules.render(memories, fmt, ctx.now), 0
+        return ExportResult([rules_render.RuleOutput("memories.jsonl", rules_render.render(memories, fmt, ctx.now),
+                                                     len(memories), main=True)])
     mine = [m for m in memories if m.scope.startswith(("user:", "session:"))]
     shared = [m for m in memories if m not in mine]
     asked = personal or any(s.startswith(("user:", "session:")) for s in scopes or [])
-    text = rules.render(shared, fmt, ctx.now) if shared or not (asked and mine) else ""
+    placed = shared if not project else [m for m in shared if not m.paths]
+    if fmt == "cursor":
+        files, unplaced = rules_render.layout(shared + (mine if asked else []), fmt, ctx.now)
+        return ExportResult(files, 0 if asked else len(mine), 0)
+    if project and fmt == "agents-md":
+        _, unplaced = rules_render.layout(shared, fmt, ctx.now)
+        placed = placed + unplaced
+    text = rules_render.render(placed, fmt, ctx.now) if placed or not (asked and mine) else ""
     if asked and mine:
         names = ", ".join(sorted({m.scope for m in mine}))
         text += (("\n" if text else "") + f"<!-- Personal memories ({names}): keep them out of a shared file, "
                  "e.g. in CLAUDE.local.md. -->\n\n# Personal (" + names + ")\n"
-                 + rules.render(mine, fmt, ctx.now).split("\n", 1)[1])
-        return text, 0
-    return text, len(mine)
+                 + rules_render.render(mine, fmt, ctx.now).split("\n", 1)[1])
+    count = len(placed) + (len(mine) if asked else 0)
+    if not project:
+        main = rules_render.RuleOutput(rules_render.MAIN[fmt], text, count, main=True)
+        return ExportResult([main], 0 if asked else len(mine), sum(1 for m in shared if m.paths))
+    files, unplaced = rules_render.layout(shared, fmt, ctx.now, main=placed + (mine if asked else []), main_text=text)
+    return ExportResult(files, 0 if asked else len(mine), len(unplaced))
+
+
+def write_export(result: ExportResult, folder: Path, main: Path | None = None) -> list[tuple[Path, Any]]:
+    """Write an export's files: the main file to ``main`` (default: its place in ``folder``), the
+    others to their places in ``folder``; each atomically.
+
+    A file memcli did not write (no ``agents.rules.GENERATED`` header) is never overwritten,
+    except the main file a person named with ``--output``.
+
+    Returns:
+        ``(path written, agents.rules_render.RuleOutput)`` pairs, in order.
+
+    Raises:
+        UsageProblem: a file in the way was not written by memcli, or a file cannot be
+            written; checked for every file before any is written.
+    """
+    from memcli.store.files import atomic_write
+
+    plan = [(main if (out.main and main is not None) else folder / out.path, out) for out in result.files]
+    for path, out in plan:
+        if out.main and main is not None:
+            continue
+        try:
+            held = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        except OSError:
+            held = None
+        if held is not None and rules.GENERATED not in held:
+            raise UsageProblem(f"{path} exists and memcli did not write it; not overwriting it",
+                               hint="move it aside, or export elsewhere with --dir DIR or --output FILE")
+        if path.exists() and not path.is_file():
+            raise UsageProblem(f"{path} is not a regular file", hint="export elsewhere with --dir DIR")
+    written = []
+    for path, out in plan:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path.resolve(), out.text.encode("utf-8"))
+        except OSError as err:
+            raise UsageProblem(f"cannot write {path}: {err.strerror or err}",
+                               hint="give a writable --output FILE or --dir DIR") from None
+        written.append((path, out))
+    return written

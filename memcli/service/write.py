@@ -7,6 +7,7 @@ the user to commit). If the commit fails, the files are restored: an error write
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +46,7 @@ class WriteOptions:
     allow_secret: list[str] = field(default_factory=list)  # secret kinds a person let through (CLI only)
     actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
     cross_project: bool = False  # a personal memory for every workspace (``remember --all-projects``)
+    memory_id: str | None = None  # the id to give it, chosen by the caller (``import``: the ids its dry run shows)
 
 
 @dataclass
@@ -318,6 +320,13 @@ def _new_id(ctx: Ctx) -> str:
                                hint="check $MEMCLI_NOW") from None
 
 
+def _chosen_id(ctx: Ctx, memory_id: str | None) -> str | None:
+    """``memory_id`` when it is a well-formed id no memory of the store holds, else None (a new one is made)."""
+    if not memory_id or not re.fullmatch(r"[0-9a-hjkmnp-tv-z]{26}", memory_id):
+        return None
+    return None if any(m.id == memory_id for m in ctx.catalog().by_prefix(memory_id)) else memory_id
+
+
 def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> Memory:
     """Gate 1, validation: build the record or raise ValidationFailed/ScopeViolation."""
     model.check_text(text)
@@ -338,8 +347,8 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     paths = model.check_labels("paths", opts.paths or (list(base.paths) if base else []))
     body = text.replace("\r\n", "\n").strip() + "\n"
     return Memory(
-        id=_new_id(ctx), scope=scope, body=body, category=category, subject=subject or None,
-        status="active", importance=importance,
+        id=_chosen_id(ctx, opts.memory_id) or _new_id(ctx), scope=scope, body=body, category=category,
+        subject=subject or None, status="active", importance=importance,
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
         provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id, at=ctx.now,
