@@ -24,8 +24,9 @@ English and Chinese, with its sources):
   piece of content"), ``goal``. Each cue of a category's section that matches adds
   :data:`START_WEIGHT` (a ``^`` cue or anchored regular expression) or :data:`ANY_WEIGHT`; each
   cue of its ``heading`` section found in an enclosing heading adds :data:`HEADING_WEIGHT`. The
-  highest total wins, ties in the order of :data:`ORDER`; with no cue at all the item is a
-  ``preference``: a line of a rule file is a rule unless it reads otherwise.
+  highest total wins, ties in the order of :data:`ORDER`; with no cue at all (or only
+  headings that disagree) the item is a ``preference``: a line of a rule file is a rule
+  unless it reads otherwise; a table is then a ``fact`` (reference data).
 * **Importance**: :data:`BASE_IMPORTANCE`; 4 with an ``[emphasis]`` cue in the item (all-caps
   MUST, NEVER, ALWAYS, DO NOT …; 必须, 禁止, 务必 …) or an ``[emphasis heading]`` cue in a
   heading ("## Important"); 5 with a ``[strong]`` cue (IMPORTANT, CRITICAL; 重要, 关键). Claude
@@ -249,8 +250,9 @@ def category(text: str, tags: list[str] | None = None) -> tuple[str, tuple[str, 
     if "```" in text or "~~~" in text:  # "Run the tests with:" and its fence
         scores["procedure"] += START_WEIGHT
     best = max(ORDER, key=lambda name: (scores[name], -ORDER.index(name)))
-    if not scores[best]:
-        return DEFAULT_CATEGORY, ()
+    tied = [name for name in ORDER if scores[name] == scores[best]]
+    if not scores[best] or (scores[best] <= HEADING_WEIGHT and len(tied) > 1):  # headings alone disagree
+        return ("fact" if raw.lstrip().startswith("|") else DEFAULT_CATEGORY), ()  # a table is reference data
     return best, tuple(name for name in ORDER if scores[name] == scores[best])
 
 

@@ -71,11 +71,13 @@ def export(
     if result.left_out:
         context.warnings.append(f"left out {result.left_out} personal memories (user:*, session:*), since {format_} "
                                 "files are usually shared; --personal includes them, marked")
-    if result.unscoped:
-        how = "with --dir DIR or --output FILE" if output is None and folder is None else "in this format"
-        context.warnings.append(f"{result.unscoped} memories with paths are written without them: their globs cannot "
-                                f"be said {how} (claude-md keeps them in .claude/rules/*.md, agents-md in the "
-                                "AGENTS.md of their folder, cursor in .cursor/rules/*.mdc)")
+    if result.unscoped and output is None and folder is None:
+        context.warnings.append(f"{result.unscoped} memories with paths are written without them on stdout; --dir DIR "
+                                "or --output FILE keeps their paths (claude-md in .claude/rules/*.md, agents-md in "
+                                "the AGENTS.md of their folder, cursor in .cursor/rules/*.mdc)")
+    elif result.unscoped:
+        context.warnings.append(f"{result.unscoped} memories with paths are in the main file without them: {format_} "
+                                "can only scope a folder (a nested AGENTS.md), and their globs name none")
     flush_warnings(context)
     if output is None and folder is None:
         emit({"format": format_, "output": None, "text": result.text}, result.text)

@@ -182,7 +182,7 @@ def _nested(folder: Path) -> list[Path]:
     """AGENTS.md, CLAUDE.md and GEMINI.md in the sub-folders of ``folder`` (module docstring), sorted."""
     import os
 
-    found = []
+    found: list[Path] = []
     base = len(folder.parts)
     for top, dirs, files in os.walk(folder):
         depth = len(Path(top).parts) - base
@@ -241,7 +241,12 @@ def _resolve_import(src: _File, target: str) -> tuple[Path | None, str | None]:
             else "the import root"
         return None, f"it is outside {where}" if looks_like_path else None
     if not path.is_file():
-        return None, "no such file" if looks_like_path else None
+        if not looks_like_path:
+            return None, None
+        base = src.root if src.root in path.parents else src.limit
+        shown = path.relative_to(base).as_posix() if base in path.parents else str(path)
+        return None, "no such file" if shown == target.lstrip("./") else \
+            f"no such file {shown} (an @import is relative to the file that holds it)"
     if path.suffix.lower() not in rules.IMPORTABLE_SUFFIXES:
         return None, "not a Markdown or text file"
     return path, None
