@@ -38,6 +38,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memcli import testpoint
 from memcli.errors import GitFailed, HistoryConflict
 from memcli.githistory import History
 
@@ -121,11 +122,8 @@ def texts_of(repo: History, paths: list[str]) -> set[str]:
     from memcli import frontmatter
     from memcli.errors import InvalidMemoryFile
 
-    out = repo._run("log", "--all", "--format=", "--raw", "--no-abbrev", "--no-renames", "--", *(
-        f":(top){p}" for p in paths))
-    blobs = {h for line in out.splitlines() if line.startswith(":") for h in line.split()[2:4] if h.strip("0")}
     texts: set[str] = set()
-    for blob in blobs:
+    for blob in blobs_of(repo, paths):
         data = repo._run("cat-file", "blob", blob, binary=True)
         try:
             body = frontmatter.parse(data, "history", round_trip=False).body
@@ -133,6 +131,46 @@ def texts_of(repo: History, paths: list[str]) -> set[str]:
             body = data.decode("utf-8", "replace")
         texts.add(body.replace("\r\n", "\n").strip())
     return {t for t in texts if t}
+
+
+def blobs_of(repo: History, paths: list[str]) -> set[str]:
+    """The hashes of every version of ``paths`` that any ref's history holds (the objects a purge must remove)."""
+    if not paths:
+        return set()
+    out = repo._run("log", "--all", "--format=", "--raw", "--no-abbrev", "--no-renames", "--", *(
+        f":(top){p}" for p in paths))
+    return {h for line in out.splitlines() if line.startswith(":") for h in line.split()[2:4] if h.strip("0")}
+
+
+def still_held(repo: History, memory_id: str, texts: set[str], blobs: set[str]) -> str | None:
+    """What of the memory the repository still holds after a purge, in a few words; None when nothing.
+
+    Checked: a file of the id in any ref's history (:func:`paths_of`), one of its old
+    versions (``blobs``, from :func:`blobs_of` before the rewrite) still in the object store
+    (reachable or not, reflogs included), and a text (the needles :func:`scrub` removes) in a
+    commit or tag message of any ref.
+    """
+    held = paths_of(repo, memory_id, None)
+    if held:
+        return f"the file {held[0]} in old commits"
+    if blobs:
+        status, out, _ = repo._raw("cat-file", "--batch-check", input="".join(f"{b}\n" for b in sorted(blobs)).encode())
+        if any(not line.endswith(b" missing") for line in out.splitlines() if line.strip()):
+            return "old versions of its file in the object store (reflogs or unpruned objects)"
+    messages = repo._run("log", "--all", "--format=%B") + repo._run("for-each-ref", "--format=%(contents)",
+                                                                     "refs/tags")
+    if any(needle in messages for needle in _needles(texts)):
+        return "its text in a commit or tag message"
+    return None
+
+
+def _needles(texts: set[str] | list[str]) -> list[str]:
+    """The strings :func:`scrub` replaces wherever they appear, longest first."""
+    needles = set()
+    for t in texts:
+        first = t.splitlines()[0] if t else ""
+        needles.update({t, t[:BODY_CHARS], first, first[:LINE_CHARS]})
+    return sorted((n for n in needles if len(n) >= MIN_LITERAL_CHARS), key=len, reverse=True)
 
 
 def scrub(message: bytes, memory_id: str, texts: list[str]) -> bytes:
@@ -164,11 +202,7 @@ def scrub(message: bytes, memory_id: str, texts: list[str]) -> bytes:
         else:
             lines = [f"- {memory_id}: {PURGED}" if line.startswith(f"- {memory_id}:") else line for line in lines]
         text = "\n".join(lines)
-    needles = set()
-    for t in texts:
-        first = t.splitlines()[0] if t else ""
-        needles.update({t, t[:BODY_CHARS], first, first[:LINE_CHARS]})
-    for needle in sorted((n for n in needles if len(n) >= MIN_LITERAL_CHARS), key=len, reverse=True):
+    for needle in _needles(texts):
         text = text.replace(needle, PURGED)
     return text.encode("utf-8", "surrogateescape")
 
@@ -190,6 +224,8 @@ def rewrite(repo: History, paths: list[str], memory_id: str, texts: set[str], wo
     """
     import subprocess
 
+    if not paths:  # --invert-paths with no --path would keep nothing: never run it so
+        raise ValueError("rewrite() needs at least one path")
     top = repo.toplevel()
     marker = Path(repo._run("rev-parse", "--path-format=absolute", "--git-common-dir")) / "filter-repo" / "already_ran"
     marker.unlink(missing_ok=True)
@@ -199,8 +235,11 @@ def rewrite(repo: History, paths: list[str], memory_id: str, texts: set[str], wo
     marker.unlink(missing_ok=True)
     if proc.returncode != 0:
         lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
-        raise GitFailed(f"git-filter-repo failed: {lines[-1] if lines else proc.returncode}",
-                        hint="the purge commit was made; check `git log` and `git status`, then retry")
+        raise GitFailed(f"git-filter-repo failed: {lines[-1] if lines else proc.returncode}; the purge commit "
+                        "was made but history still holds the text",
+                        hint=f"run `memcli purge {memory_id} --history --yes` again to finish (`memcli doctor` "
+                             "names the unfinished purge)")
+    testpoint.reached("rewrite:filtered")
     for ref in repo._run("for-each-ref", "--format=%(refname)", "refs/original/").splitlines():
         repo._run("update-ref", "-d", ref)
     try:
@@ -223,7 +262,12 @@ def _main() -> None:
         argv += ["--path", path]
     args = fr.FilteringOptions.parse_args(argv)
     texts = job["texts"]
-    fr.RepoFilter(args, message_callback=lambda message: scrub(message, job["id"], texts)).run()
+
+    def callback(message: bytes) -> bytes:
+        testpoint.reached("rewrite:filtering-child")
+        return scrub(message, job["id"], texts)
+
+    fr.RepoFilter(args, message_callback=callback).run()
 
 
 if __name__ == "__main__":

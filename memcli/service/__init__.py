@@ -198,6 +198,8 @@ class Ctx:
                 done = f"an unfinished write could not be finished yet ({err.message}); `memcli doctor` retries"
             if done:
                 self.warnings.append(done)
+        if refresh:
+            self._settle()
         if self._catalog is None or refresh:
             try:
                 self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
@@ -222,6 +224,32 @@ class Ctx:
                     self.warnings.append(f"skipped {len(problems) - MAX_PROBLEM_WARNINGS} more unreadable files; "
                                          "list them with `memcli doctor`")
         return self._catalog
+
+    def _settle(self) -> None:
+        """Before a writer reads (it holds the workspace lock): roll back a ``sync`` merge a kill
+        interrupted (``service.sync_recover``), and name a ``purge --history`` left unfinished
+        (finishing it rewrites history, which only that purge or ``doctor --fix`` may do).
+        Two ``stat`` calls when there is nothing to do."""
+        cache = self.ws.root / ".cache"
+        from memcli.service import journal
+
+        if (cache / journal.SYNC).exists():
+            from memcli.errors import MemcliError
+            from memcli.service.sync_recover import roll_back
+
+            try:
+                done = roll_back(self)
+            except MemcliError as err:
+                done = f"an interrupted sync could not be rolled back yet ({err.message}); `memcli doctor --fix` " \
+                    "retries"
+            if done:
+                self.warnings.append(done)
+        if (cache / journal.PURGE).exists():
+            from memcli.service.purge import pending_line
+
+            record = journal.load(self, journal.PURGE)
+            if record and isinstance(record.get("id"), str) and pending_line(record) not in self.warnings:
+                self.warnings.append(pending_line(record))
 
     def bound(self, started: float | None = None) -> None:
         """Give this command's index sync a deadline (hooks, ``context``): ``SYNC_SHARE`` of

@@ -103,13 +103,13 @@ def repository(ctx: Ctx, fix: bool) -> list[str]:
     from memcli.errors import GitFailed, MemcliError
     from memcli.service import journal
 
+    notes = unfinished(ctx, fix)
     if not ctx.ws.config.autocommit:
-        return []
+        return notes
     try:
         repo = ctx.git()
     except GitFailed:
-        return []
-    notes: list[str] = []
+        return notes
     if journal.pending(ctx):
         try:
             with ctx.ws.lock():
@@ -133,6 +133,50 @@ def repository(ctx: Ctx, fix: bool) -> list[str]:
             notes.append(f"git's {lock} is {age:.0f} s old and {why}: it blocks every commit; "
                          + ("remove it if no git is running (`rm " + str(lock) + "`)" if running
                             else "`memcli doctor --fix` removes it"))
+    return notes
+
+
+def unfinished(ctx: Ctx, fix: bool) -> list[str]:
+    """Name the operations a kill left half-done beyond one commit; with ``fix``, finish or roll them back.
+
+    A ``sync`` merge (``service.sync_recover``) is rolled back (``memcli sync`` merges again);
+    a ``purge --history`` (``service.purge``) is finished: history no longer holds the text.
+    The workspace and the person's own stores are looked at.
+
+    Returns:
+        One line per operation found (what it is and which command settles it) or settled.
+    """
+    from memcli.errors import MemcliError
+    from memcli.service import journal, purge, sync_recover
+
+    notes: list[str] = []
+    for store in (ctx, *ctx.personal_stores()):
+        record = journal.load(store, journal.SYNC)
+        if record is None:
+            continue
+        where = "" if store is ctx else f"your personal store {store.ws.root}: "
+        if not fix:
+            notes.append(where + sync_recover.pending_line(store, record))
+            continue
+        try:
+            with store.ws.lock():
+                done = sync_recover.roll_back(store)
+        except MemcliError as err:
+            done = f"an interrupted `sync` merge could not be rolled back yet: {err.line()}"
+        else:
+            done = done and done + "; `memcli sync` merges again"
+        if done:
+            notes.append(where + done)
+    found = purge.pending(ctx)
+    if found is not None and not fix:
+        notes.append(purge.pending_line(found[1]))
+    elif found is not None:
+        try:
+            result = purge.purge(ctx, found[1]["id"], history=True)
+        except MemcliError as err:
+            notes.append(f"an unfinished `purge --history` of {found[1]['id']} could not be finished: {err.line()}")
+        else:
+            notes += [result.message, *result.warnings]
     return notes
 
 

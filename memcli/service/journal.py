@@ -119,6 +119,51 @@ def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
     return f"rolled back an unfinished {when}: {restored} of {len(files)} files restored, nothing committed"
 
 
+# --- records of longer operations (purge --history, a sync's merge) ------------------
+
+#: The record of a ``purge --history`` between its first step and its last (``service.purge``).
+PURGE = "unfinished-purge.json"
+#: The record of a ``sync`` merge in progress, with the branch's commit before it (``service.sync_recover``).
+SYNC = "unfinished-sync.json"
+
+
+def save(ctx: Ctx, name: str, record: dict) -> None:
+    """Write the record ``name`` (:data:`PURGE`, :data:`SYNC`) atomically in the cache folder, with
+    this process's id and the time added, before the operation's first step.
+
+    Raises:
+        StorageFailed: it cannot be written (the operation has not started).
+    """
+    from memcli.store.files import atomic_write
+
+    record = {**record, "pid": os.getpid(), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    atomic_write(ctx.ws.cache / name, json.dumps(record).encode("utf-8"))
+
+
+def load(ctx: Ctx, name: str) -> dict | None:
+    """The record ``name``, or None when there is none (an unreadable one is removed and None returned)."""
+    path = ctx.ws.root / ".cache" / name
+    try:
+        record = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        drop(ctx, name)
+        return None
+    if not isinstance(record, dict):
+        drop(ctx, name)
+        return None
+    return record
+
+
+def drop(ctx: Ctx, name: str) -> None:
+    """Remove the record ``name``: its operation finished, or was rolled back."""
+    try:
+        (ctx.ws.root / ".cache" / name).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def _drop_temp_files(ctx: Ctx, files: dict) -> None:
     """Remove the temporary files (``.NAME.*.tmp``) an interrupted ``atomic_write`` left beside ``files``."""
     for rel in files:

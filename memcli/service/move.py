@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memcli import gitlog
+from memcli import gitlog, testpoint
 from memcli.config import CONFIG_NAME, load_config, new_workspace_id
 from memcli.policy.owner import owner_of
 from memcli.service import Ctx
@@ -67,6 +67,7 @@ def move_personal(ctx: Ctx) -> list[str]:
             if writes:
                 apply(store, writes, OP, mine, [], trailers={"Moved-From": ctx.ws.config.workspace_id})
             store.catalog(refresh=True)
+    testpoint.reached("move:stored")  # a kill here: the next `doctor --fix` finds them stored and removes them
     if mine:
         with ctx.ws.lock():
             apply(ctx, {ctx.ws.root / m.path: None for m in mine}, OP, mine, [], with_text=False)
@@ -97,13 +98,11 @@ def _give_id(ctx: Ctx) -> str:
     text = (text[:header.end()] + line + text[header.end():] if header
             else f"[workspace]\n# The workspace's stable id: it names each person's own store of their personal "
                  f"scopes.\n{line}\n{text}")
-    from memcli.store.files import atomic_write
+    from memcli.service.write import apply
 
-    with ctx.ws.lock():
-        atomic_write(path, text.encode("utf-8"))
-        if ctx.ws.config.autocommit:
-            gitlog.GitRepo(ctx.ws.root).commit([path], gitlog.message("init", "workspace id", {"Op": "init"}),
-                                               actor=ctx.actor)
+    with ctx.ws.lock():  # journaled as every write: a kill between the file and its commit is undone or completed
+        apply(ctx, {path: text.encode("utf-8")}, "init", [], [], edits_checked=True,
+              message=gitlog.message("init", "workspace id", {"Op": "init"}))
     ctx.ws.config = load_config(path)
     ctx._stores = None
     return f"gave this workspace the id {new_id} ([workspace] id in {CONFIG_NAME}): it names your personal store"

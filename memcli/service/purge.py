@@ -25,10 +25,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memcli import model
-from memcli.errors import UsageProblem
+from memcli import model, testpoint
+from memcli.errors import MemcliError, UsageProblem
 from memcli.model import Memory
-from memcli.service import Ctx
+from memcli.service import Ctx, journal
 from memcli.service.write import apply, rewrite
 
 
@@ -71,26 +71,51 @@ class PurgeResult:
 def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
     """Delete a memory's file in one commit (op ``purge``); with ``history``, also from every commit.
 
+    With ``history``, a record of the purge (``.cache/unfinished-purge.json``: id, paths, the
+    texts and old blob hashes to remove) is written before the first step and removed only
+    when history no longer holds the text (``gitrewrite.still_held``). A purge a kill
+    interrupted is finished by running it again with the same id, even though the memory's
+    file is gone by then, or by ``memcli doctor --fix`` (``service.doctor.unfinished``).
+
     Args:
-        ref: id or unique prefix of a visible memory, whatever its status.
+        ref: id or unique prefix of a visible memory, whatever its status; with ``history``,
+            also the id of a purge a kill interrupted.
         history: rewrite the repository's history (every ref) to remove the file and the
             text from all commits and messages; expire reflogs and garbage-collect; and
             delete the raw session transcript a summary was made from (module docstring).
 
     Raises:
-        MemoryNotFound, AmbiguousId: ``ref`` names no visible memory.
+        MemoryNotFound, AmbiguousId: ``ref`` names no visible memory (nor an unfinished purge).
         UsageProblem: ``history`` with ``[git] autocommit = false``.
         HistoryConflict: ``history`` while tracked files have uncommitted changes, with a
             stash, or with several work trees (nothing is written).
-        GitFailed: git-filter-repo is missing (nothing written) or failed (the purge commit stays).
+        GitFailed: git-filter-repo is missing (nothing written) or failed, or history still
+            holds the text afterwards (the purge commit stays and so does the record:
+            running the purge again finishes it).
         WorkspaceLocked, GitLocked: nothing is written.
     """
     from memcli import gitrewrite
     from memcli.service.session import transcript_archive
 
+    found = pending(ctx, ref) if history else None
+    if history and found is None and pending(ctx) is not None:  # another purge a kill interrupted: it goes first,
+        earlier = purge(ctx, pending(ctx)[1]["id"], history=True)  # its record would be overwritten otherwise
+        ctx.warnings += [earlier.message, *earlier.warnings]
+    if history:
+        if found is not None:
+            store, record = found
+            with store.ws.lock():
+                store.catalog(refresh=True)  # a purge commit a kill interrupted is completed or undone first
+                if pending_line(record) in ctx.warnings:  # it is being finished now
+                    ctx.warnings.remove(pending_line(record))
+                if not any(m.id == record["id"] for m in store.catalog().by_prefix(record["id"])):
+                    return _finish(ctx, store, record)
+            # the memory is still there: the kill came before the purge commit; purge it from the start
     workspace, ctx = ctx, ctx.owner(ref)  # a personal memory is purged in the person's own store
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
+        if found is not None and pending_line(found[1]) in ctx.warnings:  # this purge takes it over
+            ctx.warnings.remove(pending_line(found[1]))
         item = ctx.resolve(ref)
         memory = item.memory
         transcript = transcript_archive(ctx.ws.root, memory.provenance)
@@ -103,26 +128,31 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
             gitrewrite.check_rewritable(repo)
             paths = gitrewrite.paths_of(repo, memory.id, item.file)
             texts = gitrewrite.texts_of(repo, paths) | {memory.text}
+            record = {"op": "purge", "id": memory.id, "scope": memory.scope, "path": memory.path, "paths": paths,
+                      "texts": sorted(texts), "blobs": sorted(gitrewrite.blobs_of(repo, paths)),
+                      "transcript": [transcript[0], str(transcript[1])] if transcript and not sharers else None,
+                      "workspace": _workspace_part(workspace, memory, texts) if ctx is not workspace else None}
+            journal.save(ctx, journal.PURGE, record)
+            testpoint.reached("purge:journaled")
         writes: dict[Path, bytes | None] = {item.file: None}
         changed = _prune_links(ctx, memory, writes)
-        commit = apply(ctx, writes, "purge", [memory], changed, with_text=False)
+        try:
+            commit = apply(ctx, writes, "purge", [memory], changed, with_text=False)
+        except MemcliError:
+            if history:  # nothing was written: there is no purge to finish
+                journal.drop(ctx, journal.PURGE)
+            raise
         result = PurgeResult(memory, f"purged {memory.id} ({memory.scope}): its file is deleted", changed, commit)
         if changed:
             result.message += f"; links pruned in {', '.join(changed)}"
         if history:
-            done = gitrewrite.rewrite(repo, paths, memory.id, texts, ctx.ws.root)
-            _drop_index(ctx)
-            result.history, result.commit, result.removed_paths = True, done.head, done.paths
-            result.message += "; removed from every commit and commit message"
-            result.warnings = _warnings(done)
-            if ctx is not workspace:  # moved out of the workspace by `doctor --fix`: its history held it
-                result.message += _from_workspace_history(workspace, memory, texts, result)
+            testpoint.reached("purge:committed")
+            _erase(workspace, ctx, record, result)
         else:
             result.message += " (old commits still hold it; `--history` removes it from them)"
         if transcript:
             result.transcript = transcript[0]
             if history and not sharers:
-                transcript[1].unlink(missing_ok=True)
                 result.transcript_deleted = True
                 result.message += f"; its raw session transcript {transcript[0]} is deleted"
             elif history:
@@ -135,18 +165,113 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
     return result
 
 
-def _from_workspace_history(workspace: Ctx, memory: Memory, texts: set[str], result: PurgeResult) -> str:
-    """Remove a personal memory from the project workspace's history too, where it lay before
-    ``doctor --fix`` moved it to the person's store (``service.move``); '' when it never did."""
+def pending(ctx: Ctx, ref: str | None = None) -> tuple[Ctx, dict] | None:
+    """The record of an unfinished ``purge --history`` in the workspace or one of the person's
+    own stores, as ``(store, record)``; with ``ref``, only one whose id is ``ref`` or starts
+    with it (4 characters or more). None when there is none."""
+    from memcli.service import check_ref
+
+    wanted = None
+    if ref is not None:
+        try:
+            wanted = check_ref(ref)
+        except MemcliError:
+            return None
+    for store in (ctx, *ctx.personal_stores()):
+        record = journal.load(store, journal.PURGE)
+        if not record or not isinstance(record.get("id"), str):
+            continue
+        if wanted is None or record["id"] == wanted or (len(wanted) >= 4 and record["id"].startswith(wanted)):
+            return store, record
+    return None
+
+
+def pending_line(record: dict) -> str:
+    """One line naming an unfinished purge, for ``doctor`` and the warnings of other writes."""
+    return (f"an unfinished `purge --history` of {record['id']} (started {record.get('at', 'at an unknown time')}, "
+            f"stopped before it finished): git history may still hold its text; "
+            f"`memcli purge {record['id']} --history --yes` or `memcli doctor --fix` finishes it")
+
+
+def _finish(workspace: Ctx, store: Ctx, record: dict) -> PurgeResult:
+    """Finish a purge a kill interrupted after its purge commit; the caller holds ``store``'s lock."""
+    from memcli import gitrewrite
+
+    repo = store.history()
+    gitrewrite.check_rewritable(repo)
+    memory = Memory(record["id"], str(record.get("scope", "")), "", path=str(record.get("path", "")))
+    result = PurgeResult(memory, f"finished the purge of {memory.id} that was interrupted "
+                                 f"({record.get('at', 'at an unknown time')}): its file was deleted",
+                         commit=repo._run("rev-parse", "HEAD"))
+    _erase(workspace, store, record, result)
+    if record.get("transcript"):
+        result.transcript, result.transcript_deleted = record["transcript"][0], True
+        result.message += f"; its raw session transcript {record['transcript'][0]} is deleted"
+    return result
+
+
+def _erase(workspace: Ctx, ctx: Ctx, record: dict, result: PurgeResult) -> None:
+    """The history part of a purge (from the record): rewrite, drop the index, delete the raw transcript,
+    rewrite the workspace's history too when the memory lay there; check that nothing holds the text;
+    remove the record. The caller holds ``ctx``'s lock.
+
+    Raises:
+        HistoryConflict, GitFailed: the record stays; running the purge again finishes it.
+    """
+    from memcli import gitrewrite
+    from memcli.errors import GitFailed
+
+    memory_id, texts, repo = record["id"], set(record["texts"]), ctx.history()
+    paths = sorted(set(record["paths"]) | set(gitrewrite.paths_of(repo, memory_id, None)))
+    blobs = set(record["blobs"]) | gitrewrite.blobs_of(repo, paths)
+    done = gitrewrite.rewrite(repo, paths, memory_id, texts | gitrewrite.texts_of(repo, paths), ctx.ws.root)
+    testpoint.reached("purge:rewritten")
+    _drop_index(ctx)
+    result.history, result.commit, result.removed_paths = True, done.head, done.paths
+    result.message += "; removed from every commit and commit message"
+    result.warnings = _warnings(done)
+    if record.get("transcript"):
+        Path(record["transcript"][1]).unlink(missing_ok=True)
+    checks = [(repo, blobs)]
+    part = record.get("workspace")
+    if part:  # moved out of the workspace by `doctor --fix`: its history held it
+        result.message += _from_workspace_history(workspace, memory_id, part["paths"], texts | set(part["texts"]),
+                                                  result)
+        checks.append((workspace.history(), set(part["blobs"])))
+    for held_in, old in checks:
+        what = gitrewrite.still_held(held_in, memory_id, texts, old)
+        if what:
+            raise GitFailed(f"the purge of {memory_id} is not finished: {held_in.toplevel()} still holds {what}",
+                            hint=f"run `memcli purge {memory_id} --history --yes` again (`memcli doctor --fix` "
+                                 "finishes it too)")
+    journal.drop(ctx, journal.PURGE)
+
+
+def _workspace_part(workspace: Ctx, memory: Memory, texts: set[str]) -> dict | None:
+    """What the project workspace's history holds of a personal memory that ``doctor --fix`` moved
+    out of it (``service.move``): ``{"paths", "texts", "blobs"}``, or None when it never lay there."""
     from memcli import gitrewrite
 
     repo = workspace.history()
-    held = gitrewrite.paths_of(repo, memory.id, None)  # the files of that id the workspace's commits hold
+    held = gitrewrite.paths_of(repo, memory.id, None)
     if not held:
-        return ""
+        return None
+    return {"paths": held, "texts": sorted(gitrewrite.texts_of(repo, held) - texts),
+            "blobs": sorted(gitrewrite.blobs_of(repo, held))}
+
+
+def _from_workspace_history(workspace: Ctx, memory_id: str, paths: list[str], texts: set[str],
+                            result: PurgeResult) -> str:
+    """Remove a personal memory from the project workspace's history too, where it lay (at ``paths``,
+    and wherever else its id's files are) before ``doctor --fix`` moved it to the person's store
+    (``service.move``)."""
+    from memcli import gitrewrite
+
+    repo = workspace.history()
+    held = sorted(set(paths) | set(gitrewrite.paths_of(repo, memory_id, None)))
     with workspace.ws.lock():
         gitrewrite.check_rewritable(repo)
-        done = gitrewrite.rewrite(repo, held, memory.id, texts | gitrewrite.texts_of(repo, held), workspace.ws.root)
+        done = gitrewrite.rewrite(repo, held, memory_id, texts | gitrewrite.texts_of(repo, held), workspace.ws.root)
         _drop_index(workspace)
     result.removed_paths += done.paths
     result.warnings += _warnings(done)

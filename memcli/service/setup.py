@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memcli import gitlog
+from memcli import gitlog, testpoint
 from memcli.config import CONFIG_NAME
 from memcli.errors import MemcliError, WorkspaceInvalid
 from memcli.store.workspace import create_files, find_root
@@ -54,12 +54,26 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     from memcli.service.sync import ensure_merge_driver
 
     attributes = ensure_merge_driver(root)  # per clone: a fresh clone's `memcli init` registers it too
-    if not created and not attributes:
+    first = created or not attributes and unfinished_init(root)  # a kill came between the files and the commit
+    if not first and not attributes:
         return root, False, None, None
+    testpoint.reached("init:written")
     repo = gitlog.GitRepo(root)
-    msg = gitlog.message("init", "workspace" if created else "register the memory merge driver", {"Op": "init"})
-    commit = repo.commit([root / CONFIG_NAME, *attributes] if created else attributes, msg, actor="memcli")
+    msg = gitlog.message("init", "workspace" if first else "register the memory merge driver", {"Op": "init"})
+    files = [root / CONFIG_NAME, *attributes] if created else (
+        [root / CONFIG_NAME, *([root / ".gitattributes"] if (root / ".gitattributes").exists() else [])] if first
+        else attributes)
+    commit = repo.commit(files, msg, actor="memcli")
     return root, created, commit, None
+
+
+def unfinished_init(root: Path) -> bool:
+    """True when ``root``'s ``memcli.toml`` is on disk but was never committed (git's ``HEAD`` does not
+    hold it): the ``init`` that wrote it was stopped before its first commit, which the next ``init``
+    (or the creation of a personal store) then makes."""
+    repo = gitlog.GitRepo(root)
+    status, _, _ = repo._raw("cat-file", "-e", f"HEAD:{repo.top_rel(root / CONFIG_NAME)}")
+    return (root / CONFIG_NAME).is_file() and status != 0
 
 
 def _code_root(path: Path) -> bool:

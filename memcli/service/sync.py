@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memcli import gitlog
+from memcli import gitlog, testpoint
 from memcli.errors import GitFailed, MemcliError, SyncStopped
 
 #: Fetch-merge-push rounds before giving up on a remote that keeps moving.
@@ -43,14 +43,15 @@ def driver_command() -> str:
     return f"{shlex.quote(str(Path(sys.executable).absolute()))} -m memcli merge-file %O %A %B %P"
 
 
-def ensure_merge_driver(root: Path) -> list[Path]:
+def ensure_merge_driver(root: Path, write: bool = True) -> list[Path]:
     """Register memcli's merge driver for the repository holding workspace ``root``.
 
-    Writes ``root/.gitattributes`` (adding :data:`ATTRIBUTES_LINE` when missing) and sets
+    Writes ``root/.gitattributes`` (adding :data:`ATTRIBUTES_LINE` when missing; with
+    ``write`` False the caller writes :func:`attributes_text` itself, journaled) and sets
     ``merge.memcli.name`` and ``merge.memcli.driver`` in the repository's git config.
 
     Returns:
-        The files changed on disk (for the caller to commit): ``[.gitattributes]`` or ``[]``.
+        The files changed (or to change) on disk, for the caller to commit: ``[.gitattributes]`` or ``[]``.
 
     Raises:
         GitFailed: git config cannot be written.
@@ -61,17 +62,27 @@ def ensure_merge_driver(root: Path) -> list[Path]:
         repo._run("config", "merge.memcli.name", "memcli memory files (field by field)")
         repo._run("config", "merge.memcli.driver", driver_command())
     attributes = root / ".gitattributes"
+    data = attributes_text(root)
+    if data is None:
+        return []
+    if write:
+        from memcli.store.files import atomic_write
+
+        atomic_write(attributes, data)
+    return [attributes]
+
+
+def attributes_text(root: Path) -> bytes | None:
+    """The bytes ``root/.gitattributes`` needs to hold :data:`ATTRIBUTES_LINE`, or None when it holds it
+    (or cannot be read)."""
+    attributes = root / ".gitattributes"
     try:
         text = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
     except (OSError, UnicodeDecodeError):
-        return []
+        return None
     if ATTRIBUTES_LINE in text.splitlines():
-        return []
-    from memcli.store.files import atomic_write
-
-    atomic_write(attributes, (text + ("" if not text or text.endswith("\n") else "\n") + ATTRIBUTES_LINE + "\n")
-                 .encode("utf-8"))
-    return [attributes]
+        return None
+    return (text + ("" if not text or text.endswith("\n") else "\n") + ATTRIBUTES_LINE + "\n").encode("utf-8")
 
 
 @dataclass
@@ -220,14 +231,30 @@ def _check_state(git: _Git, ctx) -> str:  # noqa: ANN001
     return branch
 
 
-def _merge(git: _Git, remote_ref: str, message: str) -> None:
+def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None:  # noqa: ANN001
+    """``git merge`` of ``remote_ref``, recorded first (``service.sync_recover``) so that a kill
+    half-way is rolled back by the next command; a failed merge is aborted.
+
+    Raises:
+        SyncStopped: a true conflict or another merge failure (aborted: nothing changed).
+    """
+    from memcli.service import journal
+
+    journal.save(ctx, journal.SYNC, {"op": "sync", "branch": branch, "incomingRef": remote_ref,
+                                     "head": git.out("rev-parse", "HEAD"),
+                                     "incoming": git.out("rev-parse", remote_ref)})
+    testpoint.reached("sync:merging")
     proc = git.run("merge", "--no-edit", "-m", message, remote_ref)
     if proc.returncode == 0:
+        testpoint.reached("sync:merged")
+        journal.drop(ctx, journal.SYNC)
         return
     conflicted = git.run("diff", "--name-only", "--diff-filter=U").stdout.split()
     said = [line.removeprefix("memcli: ") for line in (proc.stdout + proc.stderr).splitlines()
             if line.startswith("memcli: conflict")]
-    git.run("merge", "--abort")
+    if git.run("merge", "--abort").returncode == 0 or not git.run("rev-parse", "-q", "--verify",
+                                                                   "MERGE_HEAD").stdout.strip():
+        journal.drop(ctx, journal.SYNC)
     if not conflicted and "unrelated histories" in proc.stderr:  # two `memcli init`s made two memory branches
         raise SyncStopped(f"this store and {remote_ref} were started apart (two `memcli init`s, no common commit); "
                           "nothing changed",
@@ -280,18 +307,37 @@ def _sync_store(ctx, remote: str | None, deadline: float | None) -> SyncResult: 
         except TimeoutError:
             if git.run("rev-parse", "-q", "--verify", "MERGE_HEAD").returncode == 0:
                 subprocess.run(["git", "merge", "--abort"], cwd=ctx.ws.root, capture_output=True)
+            from memcli.service import journal
+
+            if journal.load(ctx, journal.SYNC) is not None:  # the merge was stopped half-way: undo it now
+                from memcli.service.sync_recover import roll_back
+
+                roll_back(ctx)
             raise SyncStopped(f"sync did not finish within its deadline of {deadline:g} s; nothing is half-merged",
                               hint="run `memcli sync` again without --deadline") from None
 
 
 def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN001
+    from memcli.service.sync_recover import roll_back
+
+    undone = roll_back(ctx)  # a merge a kill interrupted: put back as HEAD has it, then merged again below
+    if undone:
+        ctx.warnings.append(undone)
     branch = _check_state(git, ctx)
     remote = _remote_for(git, branch, wanted)
-    changed = ensure_merge_driver(ctx.ws.root)
-    if changed:
-        repo = ctx.git()
-        repo.commit(changed, gitlog.message("sync", "register the memory merge driver", {"Op": "sync"}),
-                    actor=ctx.actor)
+    changed = ensure_merge_driver(ctx.ws.root, write=False)
+    data = attributes_text(ctx.ws.root) if changed else None
+    if data is not None and ctx.ws.config.autocommit:  # journaled: a kill never leaves it written but uncommitted
+        from memcli.service.write import apply
+
+        apply(ctx, {changed[0]: data}, "sync", [], [], edits_checked=True,
+              message=gitlog.message("sync", "register the memory merge driver", {"Op": "sync"}))
+    elif data is not None:  # autocommit = false: the driver's line is committed all the same, as ever
+        from memcli.store.files import atomic_write
+
+        atomic_write(changed[0], data)
+        ctx.git().commit(changed, gitlog.message("sync", "register the memory merge driver", {"Op": "sync"}),
+                         actor=ctx.actor)
     result = SyncResult(remote, branch)
     tracking = f"refs/remotes/{remote}/{branch}"
     for attempt in range(1, ATTEMPTS + 1):
@@ -303,7 +349,7 @@ def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN
         has_remote = git.run("rev-parse", "-q", "--verify", tracking).returncode == 0
         if has_remote and git.run("merge-base", "--is-ancestor", tracking, "HEAD").returncode != 0:
             result.received += int(git.out("rev-list", "--count", f"HEAD..{tracking}"))
-            _merge(git, tracking, gitlog.message("sync", f"merge {remote}/{branch}", {"Op": "sync"}))
+            _merge(ctx, git, tracking, branch, gitlog.message("sync", f"merge {remote}/{branch}", {"Op": "sync"}))
         ahead = int(git.out("rev-list", "--count", f"{tracking}..HEAD")) if has_remote else \
             int(git.out("rev-list", "--count", "HEAD"))
         if not ahead:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from memcli import frontmatter, gitlog, model
-from memcli.errors import (HiddenText, HistoryConflict, ReviewRefused, SecretDetected, SubjectConflict,
-                           ValidationFailed, WrongStatus)
+from memcli.errors import (HiddenText, HistoryConflict, MemcliError, ReviewRefused, SecretDetected,
+                           SubjectConflict, ValidationFailed, WrongStatus)
 from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
@@ -88,7 +88,8 @@ GIT_YEARS = (1970, 2099)
 
 
 def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
-          trailers: dict[str, str] | None = None, with_text: bool = True, edits_checked: bool = False) -> str | None:
+          trailers: dict[str, str] | None = None, with_text: bool = True, edits_checked: bool = False,
+          message: str | None = None) -> str | None:
     """Write files atomically and commit them once; restore them all if anything fails.
 
     With ``[git] autocommit = true``, a file to rewrite or delete that git tracks and that
@@ -105,6 +106,8 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
         with_text: put the memory text in the message body (``purge`` does not).
         edits_checked: the caller has already left out files with uncommitted edits
             (:func:`edited_by_hand`, under the same lock), so git is not asked again.
+        message: the whole commit message, for a write of files that are not memories
+            (``memcli.toml``, ``.gitattributes``; ``memories`` is then empty).
 
     Returns:
         The commit hash, or None with ``autocommit = false``.
@@ -117,6 +120,30 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
         UnsafeGitState: a detached HEAD or an operation in progress (rebase, merge …); nothing is written.
         GitLocked, GitFailed: nothing is left written.
     """
+    try:
+        return _apply(ctx, writes, op, memories, related, trailers, with_text, edits_checked, message)
+    except MemcliError as err:
+        raise nothing_written(err) from None
+
+
+def nothing_written(err: MemcliError) -> MemcliError:
+    """``err`` with "nothing was written" added to its message when it does not say so already.
+
+    For an error a write raised after restoring every file (``apply``): the person must know
+    that no half of the change is left behind, whatever git said (a hook refusing the ref
+    update, a lock, a failed recovery of an earlier interrupted write).
+    """
+    if "nothing was written" not in err.message and "nothing written" not in err.message:
+        err.message += "; nothing was written"
+        if err.hint is None:
+            err.hint = "check the repository (`git status`), then retry"
+        err.args = (err.line(),)
+    return err
+
+
+def _apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
+           trailers: dict[str, str] | None, with_text: bool, edits_checked: bool, message: str | None) -> str | None:
+    """:func:`apply`, without the wording of its errors."""
     from memcli import gitcommit
     from memcli.service import journal
 
@@ -146,7 +173,7 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
                 atomic_write(path, data)
         commit = None
         if repo is not None:
-            commit = repo.commit(list(writes), _message(ctx, op, memories, related, trailers, with_text),
+            commit = repo.commit(list(writes), message or _message(ctx, op, memories, related, trailers, with_text),
                                  actor=ctx.actor, timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now),
                                  on_commit=lambda new, checksum: journal.mark(ctx, new, checksum))
     except BaseException:
@@ -158,7 +185,8 @@ def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Me
         journal.clear(ctx)
         raise
     journal.clear(ctx)
-    ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
+    if memories:
+        ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
     return commit
 
 
