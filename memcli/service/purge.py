@@ -3,7 +3,11 @@
 A plain purge deletes the memory's file in one commit whose message holds no text; old
 commits still hold it (``git log -p``), which is what makes it reversible with ``undo``.
 ``--history`` then rewrites every commit of the repository so that neither the file nor
-the text remain anywhere (see ``memcli.gitrewrite``).
+the text remain anywhere (see ``memcli.gitrewrite``). Its record
+(``.cache/unfinished-purge.json``: the id, its paths, texts and old blob hashes, so the
+text is kept there until the erasure is done, and only there) lives from before the first
+step until history no longer holds the text, so a purge a kill stopped is finished by the
+same purge again, or by ``doctor --fix``.
 
 A session summary (``compact --transcript``) names its raw transcript in its provenance
 (``source: archive/transcripts/<sha256>.jsonl.gz``, git-ignored, secrets and all).
@@ -108,8 +112,10 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
                 store.catalog(refresh=True)  # a purge commit a kill interrupted is completed or undone first
                 if pending_line(record) in ctx.warnings:  # it is being finished now
                     ctx.warnings.remove(pending_line(record))
-                if not any(m.id == record["id"] for m in store.catalog().by_prefix(record["id"])):
-                    return _finish(ctx, store, record)
+                current = journal.load(store, journal.PURGE)  # read again under the lock: its writer may have
+                gone = not any(m.id == record["id"] for m in store.catalog().by_prefix(record["id"]))  # finished
+                if current is not None and current.get("id") == record["id"] and gone:
+                    return _finish(ctx, store, current)
             # the memory is still there: the kill came before the purge commit; purge it from the start
     workspace, ctx = ctx, ctx.owner(ref)  # a personal memory is purged in the person's own store
     with ctx.ws.lock():
@@ -188,6 +194,10 @@ def pending(ctx: Ctx, ref: str | None = None) -> tuple[Ctx, dict] | None:
 
 def pending_line(record: dict) -> str:
     """One line naming an unfinished purge, for ``doctor`` and the warnings of other writes."""
+    from memcli.gitcommit import _alive
+
+    if _alive(int(record.get("pid", 0))):
+        return f"a `purge --history` of {record['id']} is in progress (process {record.get('pid')})"
     return (f"an unfinished `purge --history` of {record['id']} (started {record.get('at', 'at an unknown time')}, "
             f"stopped before it finished): git history may still hold its text; "
             f"`memcli purge {record['id']} --history --yes` or `memcli doctor --fix` finishes it")

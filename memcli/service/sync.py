@@ -5,7 +5,10 @@ memcli's field-by-field merge driver, :mod:`memcli.policy.merge`) and pushes the
 under the workspace lock so that no memcli write lands half-way. It never force-pushes
 and never rewrites a commit: when the remote moved between the fetch and the push, it
 fetches and merges again (at most :data:`ATTEMPTS` times). A true conflict aborts the
-merge (``git merge --abort``), so nothing is left half-merged, and names the files.
+merge (``git merge --abort``), so nothing is left half-merged, and names the files. The
+merge is recorded before it starts (``.cache/unfinished-sync.json``): a sync killed in the
+middle of it is rolled back by the next sync, the next write or ``doctor --fix``
+(:mod:`memcli.service.sync_recover`).
 
 The merge driver is registered per clone by ``memcli init`` (and again by every ``sync``):
 ``.gitattributes`` (committed) maps ``memories/**/*.md`` to ``merge=memcli``, and the
