@@ -98,36 +98,34 @@ def test_purge_history_killed_at_every_step_is_finished_by_the_next_purge_or_doc
 
 
 def test_an_unfinished_purge_is_named_by_doctor_and_other_writes_and_finished_under_a_prefix(ws, run):
-    memory = _remember(ws, "The release signing key lives in the vault named ochre-lantern")
-    assert _killed(["purge", memory["id"], "--history", "--yes"], {ENV: "purge:committed"}) == -signal.SIGKILL
-    lost = run("purge", memory["id"], "--yes")  # the file is gone: only a history purge can finish it
-    assert lost.code == 4, lost
+    memory_id = "01ochre0000000000000000001"
+    _hand_memory(ws, memory_id, "The release signing key lives in the vault named ochre-lantern")
+    assert _killed(["purge", memory_id, "--history", "--yes"], {ENV: "purge:committed"}) == -signal.SIGKILL
     doctor = run("doctor")
     assert doctor.code == 0, doctor
-    assert f"repository: an unfinished `purge --history` of {memory['id']}" in doctor.out, doctor
-    assert f"`memcli purge {memory['id']} --history --yes` or `memcli doctor --fix` finishes it" in doctor.out
+    assert f"repository: an unfinished `purge --history` of {memory_id}" in doctor.out, doctor
+    assert f"`memcli purge {memory_id} --history --yes` or `memcli doctor --fix` finishes it" in doctor.out
     other = run("remember", "An unrelated note written after the kill")
     assert other.code == 0, other
-    assert f"unfinished `purge --history` of {memory['id']}" in other.err
-    before = run("purge", memory["id"][:10], "--history", "--yes")  # a prefix, as the person typed it first
+    assert f"unfinished `purge --history` of {memory_id}" in other.err
+    before = run("purge", memory_id[:10], "--history", "--yes")  # a prefix, as the person typed it first
     assert before.code == 0, before
-    assert before.out.startswith(f"finished the purge of {memory['id']}"), before
+    assert before.out.startswith(f"finished the purge of {memory_id}"), before
     assert "unfinished" not in before.err and "history was rewritten" in before.err
     assert "ochre-lantern" not in git(ws, "log", "--all", "-p")
-    assert "unfinished" not in run("doctor").out
+    assert not (ws / ".cache" / "unfinished-purge.json").exists()
 
 
 def test_a_purge_refused_by_git_before_its_commit_leaves_no_record(ws, run):
-    memory = _remember(ws, "The build cache bucket is called violet-harbour")
+    rel = _hand_memory(ws, "01violet000000000000000001", "The build cache bucket is called violet-harbour")
     hook = ws / ".git" / "hooks" / "reference-transaction"
     hook.write_text('#!/bin/sh\n[ "$1" = prepared ] && { echo "refused by policy" >&2; exit 1; }\nexit 0\n')
     hook.chmod(0o755)
-    refused = run("purge", memory["id"], "--history", "--yes")
+    refused = run("purge", "01violet000000000000000001", "--history", "--yes")
     hook.unlink()
     assert refused.code == 10 and "nothing was written" in refused.err, refused
-    assert (ws / memory["path"]).exists()
+    assert (ws / rel).exists() and git(ws, "status", "--porcelain") == ""
     assert not (ws / ".cache" / "unfinished-purge.json").exists()
-    assert "unfinished" not in run("doctor").out
 
 
 # --- sync ---------------------------------------------------------------------------------------

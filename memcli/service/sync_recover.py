@@ -44,8 +44,9 @@ def pending_line(ctx: Ctx, record: dict) -> str:
     if _alive(int(record.get("pid", 0))):
         return f"a {what} is in progress (process {record.get('pid')})"
     restore, keep = _plan(ctx, record)
-    left = f"{len(restore) + len(keep)} of its files are left in the working tree or staged" if restore or keep \
-        else "nothing of it is left in the working tree"
+    count = len(restore) + len(keep)
+    left = (f"{count} file{'' if count == 1 else 's'} of it left in the working tree or staged" if count
+            else "nothing of it is left in the working tree")
     return (f"a {what} was interrupted (started {record.get('at', 'at an unknown time')}, process "
             f"{record.get('pid')} stopped before it finished): {left}; `memcli sync` rolls it back and merges "
             "again, `memcli doctor --fix` rolls it back")
