@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 
 from memcli import __version__
 from memcli.errors import MemcliError, MemoryNotFound
-from memcli.mcp.tools import Settings, Tools
+from memcli.mcp.tools import LIMITS, Settings, Tools
 
 #: What an error text shows instead of an argument that looks like a secret.
 HIDDEN = "<value not shown: it looks like a secret>"
@@ -108,22 +108,29 @@ class WriteResult(TypedDict):
     warnings: list[str]
 
 
-Id = Annotated[str, Field(description="The memory's id, or a unique prefix of 4 or more characters.")]
-Text = Annotated[str, Field(description="The memory: one self-contained statement in plain words, at most a few "
-                                        "sentences. Never a secret, a log or a transcript.")]
-WriteScope = Annotated[str | None, Field(description="Where it goes: one of the server's scopes (project, "
-                                                     "user:<person>, global, channel:<name> …). Default: the "
-                                                     "workspace's write scope.")]
+Id = Annotated[str, Field(max_length=LIMITS["memory_id"],
+                          description="The memory's id, or a unique prefix of 4 or more characters.")]
+Text = Annotated[str, Field(max_length=LIMITS["text"], description="The memory: one self-contained statement in "
+                            "plain words, at most a few sentences. Never a secret, a log or a transcript.")]
+WriteScope = Annotated[str | None, Field(max_length=LIMITS["scope"], description="Where it goes: one of the server's "
+                                         "scopes (project, user:<person>, global, channel:<name> …). Default: the "
+                                         "workspace's write scope.")]
 Category = Annotated[Literal["preference", "fact", "decision", "procedure", "feedback", "goal", "episode",
                              "summary", "glossary"] | None, Field(description="Kind of memory; default fact.")]
-Subject = Annotated[str | None, Field(description="Conflict key such as js.package-manager: a new active memory "
-                                                  "replaces the one holding the same subject in its scope.")]
+Subject = Annotated[str | None, Field(max_length=LIMITS["subject"], description="Conflict key such as "
+                                      "js.package-manager: a new active memory replaces the one holding the same "
+                                      "subject in its scope.")]
 Importance = Annotated[int | None, Field(ge=1, le=5, description="1 (low) to 5 (high); default 3.")]
-Tags = Annotated[list[str] | None, Field(description="Free labels.")]
-Paths = Annotated[list[str] | None, Field(description="File globs the memory is about, e.g. web/**.")]
-Ttl = Annotated[str | None, Field(description="Time to live: 30d, 12h, 2w, 1y (or give expire_at).")]
-ExpireAt = Annotated[str | None, Field(description="Expiry: a date (00:00 UTC) or an RFC 3339 time.")]
-IdemKey = Annotated[str | None, Field(description="A key for retries: a repeat with the same key writes nothing.")]
+Tags = Annotated[list[Annotated[str, Field(max_length=LIMITS["tag"])]] | None,
+                 Field(max_length=LIMITS["tags"], description="Free labels.")]
+Paths = Annotated[list[Annotated[str, Field(max_length=LIMITS["path"])]] | None,
+                  Field(max_length=LIMITS["paths"], description="File globs the memory is about, e.g. web/**.")]
+Ttl = Annotated[str | None, Field(max_length=LIMITS["ttl"],
+                                  description="Time to live: 30d, 12h, 2w, 1y (or give expire_at).")]
+ExpireAt = Annotated[str | None, Field(max_length=LIMITS["expire_at"],
+                                       description="Expiry: a date (00:00 UTC) or an RFC 3339 time.")]
+IdemKey = Annotated[str | None, Field(max_length=LIMITS["idempotency_key"],
+                                      description="A key for retries: a repeat with the same key writes nothing.")]
 
 
 def _client_name(ctx: Context | None) -> str | None:
@@ -200,9 +207,21 @@ class MemcliServer(MCPServer):
                     where = ".".join(str(p) for p in problem["loc"]) or "arguments"
                     parts.append(f"{where}: {problem['msg']}")
                 line = f"invalid arguments for {name}: {'; '.join(parts)}; see the tool's input schema (tools/list)"
-            else:
-                line = str(exc)  # an unknown tool: "Unknown tool: NAME"
+                # the line holds no argument value (include_input=False), so none is scanned: a
+                # value refused for its length (up to the 1 MiB a message may hold) costs nothing more
+                raise ToolError(_safe(line, [name])) from None
+            line = str(exc)  # an unknown tool: "Unknown tool: NAME"
             raise ToolError(_safe(line, [name, *(arguments or {}).values()])) from None
+
+    async def run_stdio_async(self) -> None:
+        """As ``MCPServer.run_stdio_async``, over :func:`memcli.mcp.stdio.stdio_transport`: a message
+        over its size limit, not JSON or not JSON-RPC is answered with an error instead of being
+        dropped (the SDK's transport leaves the client waiting for its timeout)."""
+        from memcli.mcp.stdio import stdio_transport
+
+        lowlevel = self._lowlevel_server  # MCPServer's own server, as its run_stdio_async uses it (mcp 2.x)
+        async with stdio_transport() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     async def list_resources(self) -> list[MCPResource]:
         """Every memory the server may read, as ``memcli://memory/{id}``; none when there is no workspace."""
@@ -238,16 +257,22 @@ def build(settings: Settings) -> MemcliServer:
         "asked (do not take a weak first hit as the answer). Modes: ranked (words, typo tolerant), fuzzy, "
         "grep (a regular expression)."))
     def recall(
-        query: Annotated[str, Field(description="Words to search for (a regular expression in grep mode).")],
+        query: Annotated[str, Field(max_length=LIMITS["query"],
+                                    description="Words to search for (a regular expression in grep mode).")],
         limit: Annotated[int, Field(ge=1, le=1000, description="Most results to return (top-k).")] = 10,
         mode: Annotated[Literal["ranked", "fuzzy", "grep"], Field(description="Search mode.")] = "ranked",
-        scopes: Annotated[list[str] | None, Field(description="Search only these of the server's scopes.")] = None,
+        scopes: Annotated[list[Annotated[str, Field(max_length=LIMITS["scope"])]] | None,
+                          Field(max_length=LIMITS["scopes"], description="Search only these of the server's "
+                                                                          "scopes.")] = None,
         category: Category = None,
-        tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
-        subject: Annotated[str | None, Field(description="Only this subject.")] = None,
-        path: Annotated[str | None, Field(description="Only memories whose paths globs match this file.")] = None,
+        tag: Annotated[str | None, Field(max_length=LIMITS["tag"], description="Only memories with this tag.")]
+        = None,
+        subject: Annotated[str | None, Field(max_length=LIMITS["subject"], description="Only this subject.")]
+        = None,
+        path: Annotated[str | None, Field(max_length=LIMITS["path"],
+                                          description="Only memories whose paths globs match this file.")] = None,
         statuses: Annotated[list[Literal["active", "pending_review", "superseded", "rejected", "archived"]] | None,
-                            Field(description="Statuses to include; default active only.")] = None,
+                            Field(max_length=5, description="Statuses to include; default active only.")] = None,
         include_expired: Annotated[bool, Field(description="Include memories past their expireAt.")] = False,
     ) -> RecallResult:
         return _call(tools.recall, query, limit=limit, mode=mode, scopes=scopes, category=category, tag=tag,
@@ -259,7 +284,8 @@ def build(settings: Settings) -> MemcliServer:
         "Call it once at the start of a task when no memory was given to you, or after your context was "
         "compacted. Returns the block's text and the ids it holds."))
     def context(
-        query: Annotated[str | None, Field(description="Words that pull relevant memories forward.")] = None,
+        query: Annotated[str | None, Field(max_length=LIMITS["query"],
+                                           description="Words that pull relevant memories forward.")] = None,
         budget: Annotated[int | None, Field(ge=200, le=100_000, description="Characters at most (default 8000).")]
         = None,
     ) -> ContextResult:

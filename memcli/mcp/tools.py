@@ -32,6 +32,13 @@ _NOT_NAME = re.compile(r"[^a-z0-9._-]+")
 MAX_AGENT = 40
 #: Environment variables read at start (the command's options win over them).
 ENV_SCOPES, ENV_AGENT, ENV_READ_ONLY = "MEMCLI_MCP_SCOPES", "MEMCLI_MCP_AGENT", "MEMCLI_MCP_READ_ONLY"
+#: Size limits of the tools' arguments, in characters (strings) and items (lists): published in the
+#: input schemas (``maxLength``, ``maxItems``) and checked by the SDK's argument validation before a
+#: tool does any other work (docs/mcp.md lists them). Each is the CLI's own limit where it has one:
+#: a query ``service.read.MAX_QUERY``, a text ``model.MAX_BODY_CHARS``, a subject
+#: ``model.MAX_SUBJECT_CHARS``, an id ``model.check_id``'s 64, an idempotency key the gate's 200.
+LIMITS = {"query": 2_000, "text": 20_000, "memory_id": 64, "scope": 80, "scopes": 20, "subject": 200,
+          "tag": 200, "tags": 50, "path": 1_024, "paths": 50, "ttl": 32, "expire_at": 64, "idempotency_key": 200}
 #: The CLI's hint for an id that names no visible memory (``Ctx.resolve``), repeated word for word.
 _NOT_FOUND_HINT = "list ids with `memcli list` or search with `memcli recall WORDS`"
 
