@@ -30,7 +30,11 @@ class Grep:
 
     Uses the ``regex`` package (imported here, so only in grep mode) in its ``V0`` mode,
     which accepts Python ``re`` syntax, for its ``timeout`` argument: a pattern such as
-    ``(a|aa)+$`` backtracks exponentially and would otherwise never return.
+    ``(a|aa)+$`` backtracks exponentially and would otherwise never return. The pattern is
+    first compiled by the standard ``re`` module, so that only Python ``re`` syntax is taken:
+    ``regex``'s own extensions include recursion (``(?R)``, ``(?1)``, ``(?&name)``), and a
+    pattern that recurses before it consumes a character grows ``regex``'s stack to 1.5 GB
+    before it fails with ``MemoryError``, on the first memory it looks at.
 
     Args:
         pattern: the regular expression.
@@ -41,12 +45,17 @@ class Grep:
     """
 
     def __init__(self, pattern: str, budget: float = GREP_BUDGET) -> None:
+        import re
+
         import regex
 
         try:
+            re.compile(pattern)  # Python re syntax only (see above); cached by re
             self._regex = regex.compile(pattern, flags=regex.V0)
-        except (regex.error, ValueError, OverflowError) as err:
-            raise UsageProblem(f"invalid regular expression {pattern!r}: {err}",
+        except (re.error, regex.error, ValueError, OverflowError, RecursionError, MemoryError) as err:
+            from memcli.policy.secrets import shown
+
+            raise UsageProblem(f"invalid regular expression {shown(pattern, 60)}: {err}",
                                hint="check the pattern (Python re syntax)") from None
         self._budget = budget
         self._deadline = time.process_time() + budget
@@ -64,6 +73,9 @@ class Grep:
             return self._regex.search(text, timeout=left) is not None
         except TimeoutError:
             raise UsageProblem(f"the regular expression took too long (over {self._budget:g} s) and was stopped",
+                               hint="simplify it, e.g. avoid nested quantifiers like (a+)+") from None
+        except (MemoryError, RecursionError):
+            raise UsageProblem("the regular expression cannot be run: matching it ran out of memory",
                                hint="simplify it, e.g. avoid nested quantifiers like (a+)+") from None
 
 

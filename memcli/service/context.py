@@ -21,11 +21,11 @@ import subprocess
 from pathlib import Path
 
 from memcli.agents.context import FOOTER_RESERVE, Block, render
-from memcli.errors import ValidationFailed
+from memcli.errors import UsageProblem, ValidationFailed
 from memcli.index import Query
 from memcli.model import Memory, check_choice
 from memcli.service import Ctx
-from memcli.service.read import retriever
+from memcli.service.read import MAX_QUERY, retriever
 
 #: Memories considered for the block at most; 8,000 characters hold far fewer.
 POOL = 400
@@ -257,7 +257,11 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
 
     Raises:
         ValidationFailed: budget below ``MIN_BUDGET`` characters or format unknown.
+        UsageProblem: ``query`` is longer than ``service.read.MAX_QUERY`` characters (as for ``recall``).
     """
+    if query is not None and len(query) > MAX_QUERY:
+        raise UsageProblem(f"the query is {len(query):,} characters long; context takes at most {MAX_QUERY:,}",
+                           hint="pass the few words that matter")
     size = ctx.ws.config.context_budget if budget is None else budget
     if size < MIN_BUDGET:
         raise ValidationFailed(f"budget {size} is too small: use at least {MIN_BUDGET} characters")

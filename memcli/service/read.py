@@ -100,7 +100,8 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
                  actor=ctx.actor, **times)
 
 
-#: Characters a ranked or fuzzy query may have (the prompt hook searches a prompt's first 2,000).
+#: Characters a query (or ``--grep`` pattern) may have (the prompt hook searches a prompt's first 2,000;
+#: the MCP tools publish it as ``maxLength``).
 MAX_QUERY = 2_000
 
 
@@ -114,14 +115,19 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: R
             :func:`semantic_retriever`'s, or the MCP server's hybrid one.
 
     Raises:
-        UsageProblem: blank query, a ranked or fuzzy query over ``MAX_QUERY`` characters, or a
-            regex that does not compile.
+        UsageProblem: blank query, a query (or regular expression) over ``MAX_QUERY`` characters,
+            or a regular expression that does not compile or cannot be run (``index.scan.Grep``).
     """
     if not text or not text.strip():
         raise UsageProblem("the query is empty", hint="give words to search for, or use `memcli list`")
-    if len(text) > MAX_QUERY and mode != "grep":
-        raise UsageProblem(f"the query is {len(text):,} characters long; recall takes at most {MAX_QUERY:,}",
-                           hint="search on the few words that matter")
+    if len(text) > MAX_QUERY:
+        what = "regular expression" if mode == "grep" else "query"
+        raise UsageProblem(f"the {what} is {len(text):,} characters long; recall takes at most {MAX_QUERY:,}",
+                           hint="search on the few words that matter" if mode != "grep" else "shorten the pattern")
+    if mode == "grep":
+        from memcli.index.scan import Grep
+
+        Grep(text)  # a pattern that cannot be run is refused before the index is opened
     hits = (using if using is not None else retriever(ctx)).search(build_query(ctx, text, filters, mode))
     if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
