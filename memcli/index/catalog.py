@@ -9,13 +9,12 @@ and returns an :class:`IndexCatalog`; when the index cannot be used it returns a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Protocol
 
 from memcli.errors import InvalidMemoryFile
 from memcli.index import Retriever
-from memcli.model import Memory, from_dict, normalise_text
+from memcli.model import Memory, normalise_text
 from memcli.store.files import MemoryFiles, Scan, visible_problems
 
 LIVE = ("active", "pending_review")
@@ -117,30 +116,87 @@ class ScanCatalog:
         """Nothing to keep in step: the next command scans the files again."""
 
 
+#: What reading a row of the index raises when the row was edited outside memcli (a NULL, a
+#: wrong type, a bad JSON column): ``IndexCatalog`` then checks the rows and rebuilds the damaged ones.
+def _damage() -> tuple[type[BaseException], ...]:
+    import sqlite3
+
+    return (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError, IndexError)
+
+
 class IndexCatalog:
     """A catalog over the synced FTS5 index.
 
+    The index is a cache: a read that trips on one of its rows (a row edited by hand, in
+    SQLite, so that it no longer holds what a sync writes) has the rows checked
+    (``IndexDB.damaged``); the damaged ones are rebuilt from their files, a warning says so,
+    and the read runs again. When they cannot be rebuilt (a read-only cache), this command
+    is served from the files. A read that trips on a sound index is a bug: it raises.
+
     Args:
         index: an opened and synced ``IndexDB``.
+        report: what its sync did (``SyncReport``).
+        files: the workspace's ``memories/`` tree, to rebuild rows from.
+        warnings: the command's list of warnings, which receives the line about a repair.
     """
 
-    def __init__(self, index, report) -> None:  # noqa: ANN001 - IndexDB and SyncReport, imported lazily
+    def __init__(self, index, report, files: MemoryFiles | None = None,  # noqa: ANN001 - IndexDB, SyncReport
+                 warnings: list[str] | None = None) -> None:
         self.index = index
         self.db = index.db
         self.report = report
+        self.files = files
+        self.warnings = [] if warnings is None else warnings
+        self._scan: ScanCatalog | None = None  # the files, once damaged rows could not be rebuilt
+        #: How many times damaged rows were rebuilt during this command.
+        self.repaired = 0
+
+    def _read(self, on_index, on_files):  # noqa: ANN001, ANN202 - two callables giving the same answer
+        """``on_index()``; after damaged rows that could not be rebuilt, ``on_files(scan_catalog)`` (see the class)."""
+        if self._scan is None:
+            try:
+                return on_index()
+            except _damage():
+                if not self._repair():
+                    raise
+                self.repaired += 1
+            if self._scan is None:
+                return on_index()
+        return on_files(self._scan)
+
+    def _repair(self) -> bool:
+        """Rebuild the damaged rows from their files; False when no row is damaged (the error is a bug)."""
+        from memcli.index.db import IndexUnavailable
+
+        damaged = self.index.damaged()
+        if not damaged or self.files is None:
+            return False
+        what = f"{len(damaged)} damaged row{'s' * (len(damaged) != 1)} (changed outside memcli)"
+        try:
+            self.index.repair(damaged)
+        except IndexUnavailable as err:
+            self.warnings.append(f"the search index held {what} and could not be repaired ({err}); "
+                                 "searching the files directly (run `memcli index rebuild`)")
+            self._scan = ScanCatalog(self.files.scan())
+            return True
+        self.warnings.append(f"the search index held {what}; {'they were' if len(damaged) > 1 else 'it was'} "
+                             "rebuilt from the files")
+        return True
 
     def refresh(self, paths: list[Path]) -> None:
         """See :class:`Catalog`; delegates to ``IndexDB.refresh``."""
-        self.index.refresh(paths)
+        if self._scan is None:
+            self.index.refresh(paths)
 
     def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
         """Count a recall of ``ids`` (hits, last recalled) in the cache; best effort, never raises."""
         import sqlite3
 
+        from memcli.index.db import BUSY_TIMEOUT_MS
         from memcli.timeutil import format_instant
 
-        from memcli.index.db import BUSY_TIMEOUT_MS
-
+        if self._scan is not None:
+            return
         try:
             self.db.execute("PRAGMA busy_timeout = 50")  # statistics never make a recall wait
             self.db.execute("BEGIN IMMEDIATE")
@@ -156,43 +212,80 @@ class IndexCatalog:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def _records(self, sql: str, params: tuple) -> list[Memory]:
-        return [from_dict(json.loads(r)) for (r,) in self.db.execute(sql, params)]
+        from memcli.index.db import decode
+
+        return [decode(r) for (r,) in self.db.execute(sql, params)]
 
     def retriever(self) -> Retriever:
-        """The FTS5 retriever."""
-        from memcli.index.search import FtsRetriever
-
-        return FtsRetriever(self.index)
+        """The FTS5 retriever, guarded as every read of this catalog (see the class)."""
+        return _Guarded(self)
 
     def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
         """See :class:`Catalog`."""
-        found = self.index.problems()
+        found = self._read(self.index.problems, lambda scan: scan.problems(actor=None))
         return found if actor is None else visible_problems(found, actor)
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        return self._records("SELECT record FROM docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
-                             (prefix, prefix + "\uffff"))
+        return self._read(lambda: self._records("SELECT record FROM docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
+                                                (prefix, prefix + "\uffff")),
+                          lambda scan: scan.by_prefix(prefix))
 
     def by_idempotency_key(self, key: str, scope: str) -> Memory | None:
         """See :class:`Catalog`."""
-        found = self._records("SELECT record FROM docs WHERE idem = ? AND scope = ? ORDER BY created, id LIMIT 1",
-                              (key, scope))
-        return found[0] if found else None
+        def on_index() -> Memory | None:
+            found = self._records("SELECT record FROM docs WHERE idem = ? AND scope = ? ORDER BY created, id LIMIT 1",
+                                  (key, scope))
+            return found[0] if found else None
+        return self._read(on_index, lambda scan: scan.by_idempotency_key(key, scope))
 
     def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
         """See :class:`Catalog`."""
-        statuses = "('active', 'pending_review')" if include_pending else "('active')"
-        return dict(self.db.execute(f"SELECT id, norm FROM docs WHERE scope = ? AND status IN {statuses}", (scope,)))
+        def on_index() -> dict[str, str]:
+            statuses = "('active', 'pending_review')" if include_pending else "('active')"
+            found = dict(self.db.execute(f"SELECT id, norm FROM docs WHERE scope = ? AND status IN {statuses}",
+                                         (scope,)))
+            if not all(isinstance(v, str) for v in found.values()):
+                raise TypeError("a row's norm is not text")
+            return found
+        return self._read(on_index, lambda scan: scan.live_texts(scope, include_pending))
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        return self._records("SELECT record FROM docs WHERE scope = ? AND subject = ? COLLATE NOCASE AND status = 'active'",
-                             (scope, subject))
+        sql = "SELECT record FROM docs WHERE scope = ? AND subject = ? COLLATE NOCASE AND status = 'active'"
+        return self._read(lambda: self._records(sql, (scope, subject)),
+                          lambda scan: scan.active_with_subject(scope, subject))
 
     def with_status(self, status: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        return self._records("SELECT record FROM docs WHERE status = ? ORDER BY created, id", (status,))
+        return self._read(lambda: self._records("SELECT record FROM docs WHERE status = ? ORDER BY created, id",
+                                                (status,)),
+                          lambda scan: scan.with_status(status))
+
+
+class _Guarded:
+    """The retriever of an :class:`IndexCatalog`: the FTS5 retriever's ``search`` and ``count``
+    through the catalog's guard (see :class:`IndexCatalog`)."""
+
+    def __init__(self, catalog: IndexCatalog) -> None:
+        self.catalog = catalog
+        self._fts = None
+        self._made = -1  # the catalog's ``repaired`` count when ``_fts`` was made: its caches predate a repair
+
+    def _retriever(self):  # noqa: ANN202 - search.FtsRetriever
+        from memcli.index.search import FtsRetriever
+
+        if self._fts is None or self._made != self.catalog.repaired:
+            self._fts, self._made = FtsRetriever(self.catalog.index), self.catalog.repaired
+        return self._fts
+
+    def search(self, query):  # noqa: ANN001, ANN201 - see index.Retriever
+        """See :class:`memcli.index.Retriever`."""
+        return self.catalog._read(lambda: self._retriever().search(query), lambda scan: scan.retriever().search(query))
+
+    def count(self, query) -> int:  # noqa: ANN001 - see index.Retriever
+        """See :class:`memcli.index.Retriever`."""
+        return self.catalog._read(lambda: self._retriever().count(query), lambda scan: scan.retriever().count(query))
 
 
 def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=None,  # noqa: ANN001
@@ -228,7 +321,7 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
             index.reader = reader
             report = index.sync(progress, deadline, wait)
             _explain(report, files, cache, warnings, deadline is not None)
-            return IndexCatalog(index, report)
+            return IndexCatalog(index, report, files, warnings)
         except IndexUnavailable as err:
             broken = any(s in str(err) for s in ("not a database", "malformed", "corrupt"))
             if attempt == 1 and broken:

@@ -159,6 +159,50 @@ def file_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+class DamagedRow(ValueError):
+    """A row of the index does not hold what a sync writes (it was edited outside memcli)."""
+
+
+def decode(record: object) -> Memory:
+    """The memory a row's ``record`` column holds, checked as a sync writes it.
+
+    Raises:
+        DamagedRow: the column is not a memory's JSON, or a field has a type or value no
+            memory file gives (a NULL scope, a text that is a number, an importance of "high").
+    """
+    from memcli.model import CATEGORIES, STATUSES, check_importance, check_scope, from_dict
+
+    try:
+        memory = from_dict(json.loads(record))  # type: ignore[arg-type]
+        check_scope(memory.scope)
+        check_importance(memory.importance)
+        sound = (isinstance(memory.id, str) and memory.status in STATUSES and memory.category in CATEGORIES
+                 and isinstance(memory.text, str) and isinstance(memory.subject, str | None)
+                 and all(isinstance(v, str) for v in (*memory.tags, *memory.paths)))
+    except Exception as err:  # noqa: BLE001 - whatever a record makes fail, it is not one a sync wrote
+        raise DamagedRow(f"a record of the index is damaged ({type(err).__name__})") from None
+    if not sound:
+        raise DamagedRow("a record of the index is damaged (a field of the wrong type)")
+    return memory
+
+
+def score(value: object) -> float:
+    """A score computed from a row's columns; a NULL or text in them makes it no number.
+
+    Raises:
+        DamagedRow: ``value`` is not a number.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DamagedRow("a column of the index is damaged (a score is not a number)")
+    return value
+
+
+def _inside(path: object) -> bool:
+    """Whether ``path`` is a row path a sync writes: relative, under ``memories/``, without ``..``."""
+    return (isinstance(path, str) and path.startswith(MEMORIES + "/") and "\\" not in path
+            and ".." not in path.split("/"))
+
+
 def walk(files: MemoryFiles, deadline: float | None = None) -> dict[str, tuple[int, int]] | None:
     """Every memory file as ``absolute path -> (changed_ns, size)``; hidden entries skipped;
     None when ``deadline`` (a ``time.monotonic()`` instant) passed before the walk ended.
@@ -396,7 +440,7 @@ class IndexDB:
                          reverse=True)
         if self.reader:
             changed.sort(key=lambda p: reading_order(p, self.reader))  # stable: newest first within each
-        vanished = [p for p in known if p not in disk and not (self.files.root / p).exists()]
+        vanished = [p for p in known if p not in disk and (not _inside(p) or not (self.files.root / p).exists())]
         if not changed and not vanished:
             self._save_snapshot(absolute)
             return
@@ -607,6 +651,49 @@ class IndexDB:
                 memory.provenance.idempotency_key, normalise_text(memory.text),
                 json.dumps(memory.tags, ensure_ascii=False), search_text,
                 json.dumps(memory.to_dict(), ensure_ascii=False))
+
+    # --- damaged rows (a hand-edited index) ---------------------------------------------
+
+    def damaged(self) -> list[str]:
+        """Paths of the rows that do not hold what a sync writes: a ``record`` that is not a
+        memory's JSON, a column that differs from it (a NULL, another type, another value),
+        or a path outside ``memories/``. Reads every row: for a read that tripped, not for
+        every command.
+        """
+        bad = []
+        rows = self.db.execute("SELECT path, id, scope, status, category, subject, importance, pinned, created, "
+                               "updated, expire, idem, norm, tags, search_text, record FROM docs "
+                               "WHERE id IS NOT NULL OR record IS NOT NULL OR scope IS NOT NULL")
+        for path, *columns in rows:
+            try:
+                sound = tuple(columns) == self._columns(decode(columns[-1])) and _inside(path)
+            except Exception:  # noqa: BLE001 - whatever a row makes fail, it is not a row a sync wrote
+                sound = False
+            if not sound:
+                bad.append(path)
+        return bad
+
+    def repair(self, paths: list[str]) -> SyncReport:
+        """Rebuild these rows from their files: each is marked changed (no hash), so the sync
+        that follows reads its file again, and a row whose file is gone is removed.
+
+        Raises:
+            IndexUnavailable: the database cannot be written (a read-only cache folder).
+        """
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            for path in paths:
+                if _inside(path):
+                    self.db.execute("UPDATE docs SET hash = '', changed_ns = -1 WHERE path = ?", (path,))
+                else:  # a path no walk gives: no sync would ever remove it
+                    self._delete(path)
+            self.db.execute("COMMIT")
+        except sqlite3.Error as err:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise IndexUnavailable(f"cannot repair the index: {err}") from None
+        self.snapshot_path.unlink(missing_ok=True)
+        return self.sync()
 
     # --- reading -----------------------------------------------------------------------
 

@@ -40,10 +40,11 @@ import re
 from datetime import datetime
 
 from memcli.index import Hit, Query, path_specificity, paths_match
-from memcli.index.db import IndexDB
+from memcli.index.db import IndexDB, decode
+from memcli.index.db import score as number
 from memcli.index.query import Word, analyse, content, other_forms
 from memcli.index.tokenize import match_expression, normalise, quote_term, stem, surface_words, tokens
-from memcli.model import Memory, from_dict
+from memcli.model import Memory
 
 TIERS = ("exact", "fuzzy", "partial", "substring")
 FUZZY_CUTOFF = 75
@@ -154,7 +155,7 @@ class FtsRetriever:
         for record, score, relevance, body, subject, tags, text in self.db.execute(sql, params):
             memory = _memory(record)
             if memory.id not in exclude:
-                hits.append(Hit(memory, score, tier, {"bm25": relevance, "tier": TIERS.index(tier)}))
+                hits.append(Hit(memory, number(score), tier, {"bm25": relevance, "tier": TIERS.index(tier)}))
                 self._docs[memory.id] = (f"{body} | {subject} | {tags}".split(), text or "")
         return hits[:limit]
 
@@ -301,7 +302,7 @@ class FtsRetriever:
         sql = (f"SELECT d.record, (0.8 + 0.1 * d.importance) FROM docs d WHERE {where}"
                f" AND (instr(d.search_text, :needle) > 0{about})"
                " ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
-        hits = [Hit(_memory(r), s, "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
+        hits = [Hit(_memory(r), number(s), "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
         if path:  # the narrowest glob first (index.path_specificity), a mention in the text as a glob of its own
             named = normalise(params["file"])
 
@@ -427,7 +428,8 @@ def _slip(a: str, b: str) -> bool:
 
 
 def _memory(record: str) -> Memory:
-    return from_dict(json.loads(record))
+    """The memory of a row's ``record`` (``db.decode``: a damaged row raises ``db.DamagedRow``)."""
+    return decode(record)
 
 
 def _explain(hits: list[Hit], now: datetime) -> list[Hit]:
