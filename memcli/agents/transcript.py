@@ -59,10 +59,13 @@ INJECTED_TAGS = (
     "session_context", "hook_context", "state_snapshot",
 )
 _TAGS = "|".join(re.escape(t) for t in INJECTED_TAGS)
-#: A closed tag block, or an opening tag never closed (then everything after it goes).
-_INJECTED = re.compile(rf"<({_TAGS})(?:\s[^>]*)?>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+#: A closed tag block, or an opening tag never closed (then everything after it goes). A tag's
+#: attributes end at the next ``<`` and hold at most 1,000 characters: unbounded, each ``<tag``
+#: without its ``>`` was scanned to the end of the text, and 100 KB of them took 2.5 s (quadratic).
+_INJECTED = re.compile(rf"<({_TAGS})(?:\s[^<>]{{0,1000}})?>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
 #: The same, HTML-escaped (Gemini CLI escapes ``<`` and ``>`` of a hook's ``additionalContext``).
-_ESCAPED = re.compile(rf"&lt;({_TAGS})(?:\s(?:(?!&gt;).)*)?&gt;.*?(?:&lt;/\1\s*&gt;|\Z)", re.DOTALL | re.IGNORECASE)
+_ESCAPED = re.compile(rf"&lt;({_TAGS})(?:\s(?:(?!&gt;|&lt;).){{0,1000}})?&gt;.*?(?:&lt;/\1\s*&gt;|\Z)",
+                      re.DOTALL | re.IGNORECASE)
 _NOTICE = re.compile(r"^\s*\[Request interrupted by user[^\]]*\]\s*$", re.MULTILINE)
 #: Text a client puts in a user-role message on its own; a message that starts so is not the
 #: person's (Claude Code's command caveat in old transcripts, a compaction summary without its

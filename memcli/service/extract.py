@@ -223,6 +223,72 @@ def read_transcript_bytes(path: Path) -> bytes:
     return raw
 
 
+#: The most of a transcript's first line kept with its tail (its session record: Codex's
+#: ``session_meta``, Gemini's header), in bytes.
+FIRST_LINE_BYTES = 64 * 1024
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB" if size < 10 * 2**20 else f"{size / 2**20:.0f} MB"
+
+
+def read_transcript_tail(path: Path, budget: int) -> tuple[bytes, int, int]:
+    """A transcript's first line and its last ``budget`` bytes (from the first line that
+    starts in them), for a hook that must not read a whole long session.
+
+    Each line in between is replaced by an empty line (a newline), so that the lines read
+    keep their numbers (and candidates their idempotency keys, which may hold a line
+    number); blank lines are skipped by every reader. A file of at most ``budget`` bytes
+    is read whole, as by :func:`read_transcript_bytes`.
+
+    Args:
+        budget: bytes of the end of the file to read (more than 0).
+
+    Returns:
+        The bytes to parse, the bytes left out, and the file's size in bytes.
+
+    Raises:
+        ValidationFailed: as :func:`read_transcript_bytes`.
+    """
+    import os
+
+    check_transcript(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise _os_error(path, err) from None
+    try:
+        info = os.fstat(fd)
+        _refuse(path, info)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            if info.st_size <= budget:
+                raw = handle.read(MAX_TRANSCRIPT_BYTES + 1)
+                if len(raw) > MAX_TRANSCRIPT_BYTES:
+                    raise _too_large(path, len(raw))
+                return raw, 0, len(raw)
+            first = handle.read(FIRST_LINE_BYTES)
+            end = first.find(b"\n")
+            head = first[:end] if end >= 0 else b""
+            start = info.st_size - budget
+            handle.seek(start)
+            tail = handle.read(budget)
+            cut = tail.find(b"\n")
+            tail = tail[cut + 1:] if cut >= 0 else b""
+            handle.seek(len(head) + 1)
+            skipped, left = 0, start + cut + 1 - (len(head) + 1)
+            while left > 0:  # the lines left out, counted so that the ones read keep their numbers
+                chunk = handle.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                skipped += chunk.count(b"\n")
+                left -= len(chunk)
+    except OSError as err:
+        raise _os_error(path, err) from None
+    finally:
+        os.close(fd)
+    return head + b"\n" * (skipped + 1) + tail, info.st_size - len(head) - len(tail), info.st_size
+
+
 def parse_transcript(path: Path, raw: bytes, deadline: float | None = None) -> Transcript:
     """Parse a transcript's raw bytes (UTF-8 with or without BOM; undecodable bytes replaced).
 
@@ -269,7 +335,8 @@ def idempotency_key(session: str, turn: Turn, index: int) -> str:
 
 
 def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None = None,
-            deadline: float | None = None) -> ExtractResult:
+            deadline: float | None = None, tail: int | None = None,
+            max_candidates: int | None = None) -> ExtractResult:
     """Find candidate memories in a transcript and send them through the write gates.
 
     Args:
@@ -278,6 +345,10 @@ def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None =
         scope: where the memories go; default ``[scopes] write`` from the configuration.
         deadline: a ``time.monotonic()`` instant; reading and the gates stop once it has passed,
             and nothing is written (a hook's budget). None: no limit.
+        tail: read only the transcript's first line and its last ``tail`` bytes
+            (:func:`read_transcript_tail`; a hook's budget); None: the whole file.
+        max_candidates: send only the last this many candidates through the gates (a hook's
+            budget; a warning counts the others); None: all of them.
 
     Raises:
         ValidationFailed: the transcript cannot be read, or ``scope`` is malformed.
@@ -290,7 +361,15 @@ def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None =
 
     path = Path(path)
     target = gates.check_write_scope(scope if scope is not None else ctx.ws.config.write_scope, ctx.actor)
-    transcript = read_transcript(path, deadline)
+    notes: list[str] = []
+    if tail is None:
+        transcript = read_transcript(path, deadline)
+    else:
+        raw, left, size = read_transcript_tail(path, tail)
+        transcript = parse_transcript(path, raw, deadline)
+        if left:
+            notes.append(f"read the first line and the last {_mb(tail)} of the {_mb(size)} transcript (what a hook "
+                         f"reads); run `memcli extract --apply {path}` to read all of it")
     session = transcript.session_id or path.name.removesuffix(".jsonl").removesuffix(".json")
     found: list[tuple[Turn, Candidate]] = []
     items: list[tuple[str, WriteOptions]] = []
@@ -301,12 +380,16 @@ def extract(ctx: Ctx, path: Path | str, apply: bool = False, scope: str | None =
             items.append((candidate.text, WriteOptions(
                 scope=target, category=candidate.category, importance=candidate.importance,
                 source_type="user_said", run_id=run, idempotency_key=idempotency_key(run, turn, index))))
+    if max_candidates is not None and len(found) > max_candidates:
+        notes.append(f"looked at the last {max_candidates} of {len(found)} candidates (what a hook sends through "
+                     f"the gates); run `memcli extract --apply {path}` for the others")
+        found, items = found[-max_candidates:], items[-max_candidates:]
     if deadline is not None and time.monotonic() > deadline:
         raise DeadlineReached(transcript.lines)
     results, commit = write_batch(ctx, OP, items, dry_run=not apply, deadline=deadline) if items else ([], None)
     result = ExtractResult(str(path), transcript.format, session, apply, len(transcript.turns),
                            transcript.lines, transcript.skipped_lines, transcript.unknown_lines, commit=commit,
-                           warnings=list(transcript.warnings), dropped=transcript.dropped)
+                           warnings=[*notes, *transcript.warnings], dropped=transcript.dropped)
     planned = {r.memory.id: n for n, r in enumerate(results, 1) if isinstance(r, WriteResult) and r.outcome != "noop"}
     for (turn, candidate), outcome in zip(found, results):
         result.candidates.append(_decided(turn, candidate, outcome, apply, planned))

@@ -57,6 +57,16 @@ PROMPT_STANDOUT = 0.15
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
 EXTRACT_SECONDS = {"pre-compact": 20.0, "session-end": 6.0}
+#: What pre-compact and session-end read of a transcript, so that their work stays well inside
+#: their deadline whatever the session's length (a 200,000-line transcript kept a hook busy to
+#: its 20 s deadline, and then nothing was written): extraction reads the first line and the
+#: last ``HOOK_TRANSCRIPT_BYTES`` and sends at most the last ``HOOK_CANDIDATES`` candidates
+#: through the gates (earlier turns were read by the hooks of earlier compactions); the
+#: session summary, which needs the whole session, is left to ``memcli compact --transcript``
+#: for a transcript over ``HOOK_SUMMARY_BYTES``. Each cut is said in a warning.
+HOOK_TRANSCRIPT_BYTES = 2 * 1024 * 1024
+HOOK_CANDIDATES = 100
+HOOK_SUMMARY_BYTES = 8 * 1024 * 1024
 #: Characters the memories added before one tool call may take.
 TOOL_BUDGET = 1_500
 #: Memories added before one tool call at most.
@@ -452,7 +462,8 @@ def _extract(ctx, transcript: Path, run: HookRun, deadline: float) -> None:  # n
     """Extract from the transcript (``extract --apply``) by ``deadline``; a warning says what was written."""
     from memcli.service.extract import extract
 
-    result = extract(ctx, transcript, apply=True, scope=None, deadline=deadline)
+    result = extract(ctx, transcript, apply=True, scope=None, deadline=deadline, tail=HOOK_TRANSCRIPT_BYTES,
+                     max_candidates=HOOK_CANDIDATES)
     run.warnings.extend(result.warnings)
     if result.applied and result.accepted:
         run.warnings.append(result.message())
@@ -466,6 +477,12 @@ def _summarize(ctx, transcript: Path, run: HookRun, deadline: float) -> None:  #
     """
     from memcli.service.session import compact_session
 
+    size = transcript.stat().st_size
+    if size > HOOK_SUMMARY_BYTES:
+        run.warnings.append(f"no session summary: the transcript is {size / 2**20:.0f} MB, more than the "
+                            f"{HOOK_SUMMARY_BYTES // 2**20} MB a hook summarises (run `memcli compact --transcript "
+                            f"{transcript}`)")
+        return
     result = compact_session(ctx, transcript, deadline=deadline)
     run.warnings.extend(result.warnings)
     if result.write.outcome != "noop":
