@@ -80,10 +80,15 @@ def _indexes(root: Path) -> list[Path]:
 
 
 def test_a_hand_edited_row_is_rebuilt_and_recall_and_list_answer(ws: Path, tmp_path: Path, run) -> None:  # noqa: ANN001
+    import time
+
+    from memcli.index.db import RACY_NS
     from memcli.service import Ctx
     from memcli.service.read import Filters, list_memories, recall
 
     assert run("remember", TEXT).code == 0
+    time.sleep(RACY_NS / 1e9 + 0.2)  # a file this recent is read again by every sync (racy mtime): let it settle
+    assert run("list").code == 0
     (index,) = _indexes(tmp_path)
     good = tmp_path / "good.sqlite3"
     with sqlite3.connect(index) as db, sqlite3.connect(good) as copy:
