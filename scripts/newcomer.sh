@@ -49,8 +49,10 @@ expect "$out" "initialised memcli workspace" "memcli init --branch"
 expect "$out" "remembered:" "memcli remember"
 expect "$out" "<memcli-context>" "memcli context"
 expect "$out" "make test" "memcli context shows the remembered procedure"
-grep -q "\"command\": \"$work/pipx/venvs/memcli/bin/memcli hook claude" "$work/my-project/.claude/settings.json" \
-  || fail "hook install: the command is not the absolute path of the installed memcli"
+grep -q '"command": "sh -c ' "$work/my-project/.claude/settings.json" \
+  || fail "hook install: the shared settings file does not run the launcher that finds memcli"
+! grep -q "$work" "$work/my-project/.claude/settings.json" "$work/my-project/.mcp.json" \
+  || fail "hook install / mcp install: a shared file holds a path of this machine"
 step "hook check with PATH=/usr/bin:/bin"
 out="$(cd "$work/my-project" && env -i HOME="$HOME" PATH=/usr/bin:/bin "$work/bin/memcli" hook check claude 2>&1)" \
   || fail "hook check: $out"

@@ -1,5 +1,6 @@
-"""`hook install` like a tool (issue 9 point 1): absolute command paths, earlier handlers
-replaced, --local/--user, settings files it cannot merge refused, symlinks written through,
+"""`hook install` like a tool (issue 9 point 1): the launcher in shared files and absolute
+command paths in personal ones (issue 19 item 6), earlier handlers replaced, --local/--user,
+settings files it cannot merge refused, symlinks written through,
 and `hook check` running every hook as the agent would (PATH=/usr/bin:/bin)."""
 
 import json
@@ -12,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from memcli.agents.launcher import PREFIX
+
 SCRIPT = str(Path(sys.executable).absolute().parent / "memcli")
+
+
+def shared(*args: str) -> str:
+    """The command a shared file runs: the launcher, then memcli's arguments."""
+    return shlex.join([*PREFIX, *args])
 CLAUDE_EVENTS = ["SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "PreToolUse"]  # Codex: the same
 
 
@@ -32,11 +40,15 @@ def proj(project: Path, run) -> Path:
     return project
 
 
-def test_install_writes_the_absolute_path_of_this_memcli(proj, run):
+def test_install_writes_the_launcher_in_shared_files_and_this_memcli_in_personal_ones(proj, run):
     result = run("hook", "install", "claude", cwd=proj)
     assert result.code == 0 and result.err == "", result
     found = commands(settings(proj / ".claude" / "settings.json"))
     assert list(found) == CLAUDE_EVENTS
+    assert found["SessionStart"] == [shared("hook", "claude", "session-start")]
+    assert "added SessionStart: memcli hook claude session-start\n" in result.out
+    assert run("hook", "install", "claude", "--local", cwd=proj).code == 0
+    found = commands(settings(proj / ".claude" / "settings.local.json"))
     assert found["SessionStart"] == [f"{shlex.quote(SCRIPT)} hook claude session-start"]
     assert all(cmds[0].startswith(SCRIPT + " hook claude ") for cmds in found.values())
 
@@ -73,9 +85,9 @@ def test_reinstall_replaces_bare_and_moved_commands_and_says_which_paths_are_gon
     assert "UserPromptSubmit hook ran /gone/venv/bin/memcli, which no longer exists" in warnings[0]
     assert "PreCompact hook ran /gone/py thon, which no longer exists" in warnings[1]
     found = commands(settings(path))
-    assert found["SessionStart"] == ["echo keep-me", f"{SCRIPT} hook claude session-start"]
+    assert found["SessionStart"] == ["echo keep-me", shared("hook", "claude", "session-start")]
     for event in CLAUDE_EVENTS:
-        assert sum(c.startswith(SCRIPT) for c in found[event]) == 1, found
+        assert sum(c.startswith(shared()) for c in found[event]) == 1, found
     again = run("hook", "install", "claude", cwd=proj)
     assert again.code == 0 and again.err == "" and "nothing to change" in again.out
 
@@ -275,12 +287,12 @@ def test_hook_check_in_a_moved_install_fails_until_install_runs_again(proj, run,
     venv = tmp_path / "oldvenv" / "bin"
     venv.mkdir(parents=True)
     shutil.copy(SCRIPT, venv / "memcli")
-    run("hook", "install", "claude", cwd=proj)
-    path = proj / ".claude" / "settings.json"
+    run("hook", "install", "claude", "--local", cwd=proj)  # a personal file: this memcli's absolute path
+    path = proj / ".claude" / "settings.local.json"
     path.write_text(path.read_text(encoding="utf-8").replace(SCRIPT, str(venv / "memcli")), encoding="utf-8")
     shutil.rmtree(tmp_path / "oldvenv")
     assert run("hook", "check", "claude", cwd=proj).code == 18
-    fixed = run("hook", "install", "claude", cwd=proj)
+    fixed = run("hook", "install", "claude", "--local", cwd=proj)
     assert fixed.err.count("which no longer exists") == 5
     assert run("hook", "check", "claude", cwd=proj).code == 0
 

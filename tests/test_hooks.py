@@ -16,6 +16,15 @@ SAMPLE = Path(__file__).parent.parent / "sample_workspace"
 MEMCLI_SCRIPT = Path(sys.executable).absolute().parent / "memcli"
 
 
+def shared(*args: str) -> str:
+    """The command a shared settings file runs: the launcher that finds memcli, then its arguments."""
+    import shlex
+
+    from memcli.agents.launcher import PREFIX
+
+    return shlex.join([*PREFIX, *args])
+
+
 def start(run, cwd: Path, **env) -> "object":
     payload = json.dumps({**START, "cwd": str(cwd)})
     return run("hook", "claude", "session-start", input=payload, cwd=cwd, env=env)
@@ -161,9 +170,9 @@ def test_install_twice_keeps_other_hooks_and_adds_ours_once(tmp_path, run):
     data = json.loads(settings.read_text(encoding="utf-8"))
     assert data["permissions"] == OTHER_HOOKS["permissions"]
     assert data["hooks"]["PreToolUse"][0] == OTHER_HOOKS["hooks"]["PreToolUse"][0]  # theirs kept, ours after it
-    assert [h["command"] for h in data["hooks"]["PreToolUse"][1]["hooks"]] == [f"{MEMCLI_SCRIPT} hook claude pre-tool-use"]
+    assert [h["command"] for h in data["hooks"]["PreToolUse"][1]["hooks"]] == [shared("hook", "claude", "pre-tool-use")]
     commands = [h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"]]
-    assert commands.count("echo hi") == 1 and commands.count(f"{MEMCLI_SCRIPT} hook claude session-start") == 1
+    assert commands.count("echo hi") == 1 and commands.count(shared("hook", "claude", "session-start")) == 1
     for event in ("UserPromptSubmit", "PreCompact", "SessionEnd"):
         assert len(data["hooks"][event]) == 1
     removed = run("hook", "uninstall", "claude", cwd=project)
@@ -194,8 +203,12 @@ def test_install_pins_an_explicit_workspace(tmp_path, run, ws):
     assert result.code == 0
     data = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))
     command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    assert command == f"{MEMCLI_SCRIPT} -w {ws} hook claude session-start"
+    assert command == shared("-w", "ws", "hook", "claude", "session-start")  # shared: relative to the project
     assert "nothing to change" in run("-w", str(ws), "hook", "install", "claude", cwd=tmp_path).out
+    assert run("-w", str(ws), "hook", "install", "claude", "--local", cwd=tmp_path).code == 0
+    data = json.loads((tmp_path / ".claude" / "settings.local.json").read_text(encoding="utf-8"))
+    personal = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert personal == f"{MEMCLI_SCRIPT} -w {ws} hook claude session-start"
 
 
 def test_hook_fast_path_equals_typer_path(ws, run):

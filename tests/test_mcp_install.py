@@ -29,6 +29,13 @@ def assert_absolute_memcli(entry: dict) -> None:
     assert "mcp" in entry["args"]
 
 
+def assert_launcher(entry: dict) -> None:
+    """A shared file's entry: the launcher that finds memcli (no path of this machine)."""
+    from memcli.agents.launcher import PREFIX
+
+    assert [entry["command"], *entry["args"][:3]] == list(PREFIX) and "mcp" in entry["args"]
+
+
 def test_claude_project_and_user_entries_keep_everything_else(project: Path, tmp_path: Path) -> None:
     mcp_json = project / ".mcp.json"
     original = {"mcpServers": {"other": {"command": "/usr/bin/other", "args": []}}, "note": "kept"}
@@ -40,7 +47,7 @@ def test_claude_project_and_user_entries_keep_everything_else(project: Path, tmp
     assert data["note"] == "kept" and data["mcpServers"]["other"] == original["mcpServers"]["other"]
     entry = data["mcpServers"]["memcli"]
     assert entry["type"] == "stdio"
-    assert_absolute_memcli(entry)
+    assert_launcher(entry)
     assert result.json()["data"]["changes"] == ["added mcpServers.memcli"]
     assert install(project, "claude").json()["data"]["changes"] == []  # twice: no change, no write
     removed = run_memcli("--json", "mcp", "uninstall", "claude", cwd=project)
@@ -53,6 +60,7 @@ def test_claude_project_and_user_entries_keep_everything_else(project: Path, tmp
     user_before = claude_json.read_text(encoding="utf-8")
     assert install(project, "claude", "--user", "--scope", "user:alice", "--read-only").code == 0
     data = json.loads(claude_json.read_text(encoding="utf-8"))
+    assert_absolute_memcli(data["mcpServers"]["memcli"])
     assert data["numStartups"] == 3 and data["projects"] == {"/x": {}}
     assert data["mcpServers"]["memcli"]["args"][-4:] == ["mcp", "--scope", "user:alice", "--read-only"]
     assert claude_json.stat().st_mode & 0o777 == 0o600
@@ -61,13 +69,13 @@ def test_claude_project_and_user_entries_keep_everything_else(project: Path, tmp
 
 
 def test_a_file_made_by_install_is_removed_by_uninstall_and_a_workspace_is_pinned(project: Path, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
+    ws = project / "ws"
     assert run_memcli("init", str(ws)).code == 0
     settings = project / ".gemini" / "settings.json"
     assert run_memcli("-w", str(ws), "mcp", "install", "gemini", cwd=project).code == 0
     entry = json.loads(settings.read_text(encoding="utf-8"))["mcpServers"]["memcli"]
-    assert_absolute_memcli(entry)
-    assert entry["args"][entry["args"].index("-w") + 1] == str(ws)
+    assert_launcher(entry)
+    assert entry["args"][entry["args"].index("-w") + 1] == "ws"  # shared: relative to the project
     assert run_memcli("mcp", "uninstall", "gemini", cwd=project).code == 0
     assert not settings.exists()
 
@@ -93,7 +101,7 @@ def test_codex_toml_keeps_comments_and_uninstall_gives_the_file_back(project: Pa
 
     local = install(project, "codex")  # a trusted project's .codex/config.toml
     assert local.code == 0 and "trusted" in local.json()["warnings"][0]
-    assert tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["memcli"]
+    assert_launcher(tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["memcli"])
 
 
 def test_a_symlink_is_written_through(project: Path, tmp_path: Path) -> None:

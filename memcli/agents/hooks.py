@@ -88,17 +88,36 @@ class HookCommand:
 
     @property
     def executable(self) -> str:
-        """The file the shell runs first (``memcli``, or the Python interpreter)."""
+        """The file the shell runs first (``memcli``, the Python interpreter, or ``sh``)."""
         return self.program[0]
+
+    @property
+    def through_launcher(self) -> bool:
+        """True for the launcher of shared files (``sh -c SCRIPT memcli …``)."""
+        from memcli.agents.launcher import is_launcher
+
+        return is_launcher(self.program)
+
+    @property
+    def short(self) -> str:
+        """The command as a person reads it: ``memcli [-w PATH] hook AGENT EVENT``."""
+        import shlex
+
+        words = ["memcli"] if self.through_launcher else list(self.program)
+        words += ["-w", self.workspace] if self.workspace else []
+        return shlex.join([*words, "hook", self.agent, self.event])
 
 
 def parse_command(command: object) -> HookCommand | None:
     """Read ``command`` as memcli's hook command, or None when it is something else.
 
     Recognises what every memcli version wrote: ``memcli [-w PATH] hook AGENT EVENT`` with a
-    bare or absolute ``memcli`` (quoted or not), and ``PYTHON -m memcli …``.
+    bare or absolute ``memcli`` (quoted or not), ``PYTHON -m memcli …``, and the launcher of
+    shared files, ``sh -c SCRIPT memcli …`` (``agents.launcher``).
     """
     import shlex
+
+    from memcli.agents.launcher import is_launcher
 
     if not isinstance(command, str):
         return None
@@ -106,7 +125,9 @@ def parse_command(command: object) -> HookCommand | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    if len(words) >= 3 and words[1:3] == ["-m", "memcli"]:
+    if len(words) >= 4 and is_launcher(words[:4]):
+        program, rest = tuple(words[:4]), words[4:]
+    elif len(words) >= 3 and words[1:3] == ["-m", "memcli"]:
         program, rest = tuple(words[:3]), words[3:]
     elif words and words[0].rsplit("/", 1)[-1] == "memcli":
         program, rest = (words[0],), words[1:]
@@ -303,7 +324,9 @@ def merge(settings: dict, agent: str, commands: dict[str, str]) -> tuple[dict, l
         if agent == "claude" and MATCHERS.get(event):
             group = {"matcher": MATCHERS[event], **group}
         groups.append(group)
-        changes.append(f"{'updated' if current else 'added'} {name}: {command}")
+        parsed = parse_command(command)
+        shown = parsed.short if parsed is not None and parsed.through_launcher else command
+        changes.append(f"{'updated' if current else 'added'} {name}: {shown}")
     return out, changes
 
 

@@ -72,7 +72,9 @@ def _install(agent: str, user: bool, local: bool, remove: bool) -> None:
     result = do_install(agent, where, _project(), workspace, remove=remove)
     for message in result.pop("warnings"):
         warn(message)
-    lines = [f"{result['path']}: {c}" for c in result["changes"]] or [f"{result['path']}: nothing to change"]
+    lines = [f"{result['path']} ({result['kind']})"]
+    lines += [f"  {c}" for c in result["changes"]] or ["  nothing to change"]
+    lines += [f"launcher: {line}" for line in result["personal"]]
     lines += [f"next: {step}" for step in result["next"]]
     emit(result, "\n".join(lines))
 
@@ -81,9 +83,12 @@ def _install(agent: str, user: bool, local: bool, remove: bool) -> None:
 def install(agent: Agent, user: User = False, local: Local = False, json_: JsonOpt = False) -> None:
     """Add memcli's hooks to the agent's settings, keeping everything already there (idempotent).
 
-    The commands name this memcli by its absolute path, so they run whatever the agent's
-    PATH; installing again after an upgrade or a move replaces memcli's earlier entries.
-    A settings file memcli cannot merge into safely is refused (exit 5) and left as it is."""
+    The project's file is shared (teams commit it), so its commands name no path of this
+    machine: a short sh launcher finds memcli (~/.local/share/memcli/bin/memcli, which this
+    command writes on each machine, then PATH, then ~/.local/bin). --local and --user files
+    are yours and name this memcli by its absolute path. Installing again after an upgrade
+    or a move replaces memcli's earlier entries. A settings file memcli cannot merge into
+    safely is refused (exit 5) and left as it is."""
     _install(agent, user, local, remove=False)
 
 

@@ -62,20 +62,28 @@ def _install(agent: str, user: bool, remove: bool, scope=None, as_agent=None, re
     if not remove:
         Settings.start(GLOBALS.workspace, GLOBALS.actor, scope, as_agent, read_only)  # refuse bad options now
     workspace = GLOBALS.workspace or os.environ.get("MEMCLI_WORKSPACE")
-    args = service.server_args(workspace, GLOBALS.actor, scope or [], as_agent, read_only)
+    args = service.server_args(workspace, GLOBALS.actor, scope or [], as_agent, read_only,
+                               shared_in=None if user or remove else project)
     result = service.install(agent, user, project, args, remove=remove)
     for note in result["notes"]:
         warn(note)
     verb = "removed from" if remove else "registered in"
     text = f"memcli MCP server {verb} {result['path']}" if result["changes"] else \
         f"nothing to change in {result['path']}"
+    text += f" ({result['kind']})" + "".join(f"\nlauncher: {line}" for line in result["personal"])
     emit(result, text)
 
 
 @mcp_app.command("install")
 def install(agent: AgentA, user: UserO = False, scope: ScopeO = None, as_agent: AgentO = None,
             read_only: ReadOnlyO = False, json_: JsonOpt = False) -> None:
-    """Register `memcli mcp` with an agent (absolute command path; other servers and keys are kept)."""
+    """Register `memcli mcp` with an agent, keeping its other servers and keys.
+
+    The project's file (.mcp.json, .codex/config.toml, .gemini/settings.json) is shared, so
+    its entry names no path of this machine: `sh -c` runs a short launcher that finds memcli
+    (~/.local/share/memcli/bin/memcli, which this command writes, then PATH, then
+    ~/.local/bin). With --user the entry goes into your own file with this memcli's
+    absolute path."""
     _install(agent, user, False, scope, as_agent, read_only)
 
 

@@ -9,8 +9,12 @@ for Claude Code 2.1.332, by ``claude mcp list`` in ``scripts/mcp-inspector-check
 | Codex | ``.codex/config.toml`` ``[mcp_servers.memcli]`` (read in a trusted project only) | ``~/.codex/config.toml`` (``$CODEX_HOME`` if set) |
 | Gemini CLI | ``.gemini/settings.json`` ``mcpServers`` (read in a trusted folder only) | ``~/.gemini/settings.json`` |
 
-The entry runs the installing memcli by its absolute path, so the agent's ``PATH`` does
-not matter. The merge keeps every other key and server; TOML is edited with ``tomlkit``,
+A project's file is shared (teams commit it), so its entry names no path of this machine:
+it runs ``sh -c SCRIPT memcli …`` (``agents.launcher``), which finds memcli on each
+teammate's machine, and the install writes this machine's personal launcher
+(``service.launcher.record``); a pinned workspace is written relative to the project (the
+agents start servers in the project folder). A user's file names the installing memcli
+by its absolute path. Either way the agent's ``PATH`` does not matter. The merge keeps every other key and server; TOML is edited with ``tomlkit``,
 which keeps comments and layout, so ``uninstall`` gives back the file as it was (and
 deletes a file that held nothing else). A file that cannot be merged safely (not valid
 JSON or TOML, not an object, ``mcpServers`` not an object) is refused with one line and
@@ -65,9 +69,22 @@ def server_command() -> tuple[str, list[str]]:
 
 
 def server_args(workspace: str | None, actor: str | None, scopes: list[str], agent: str | None,
-                read_only: bool) -> list[str]:
-    """The arguments after the program: global options, ``mcp``, and the server's own options."""
-    args = ["-w", str(Path(workspace).absolute())] if workspace else []
+                read_only: bool, shared_in: Path | None = None) -> list[str]:
+    """The arguments after the program: global options, ``mcp``, and the server's own options.
+
+    Args:
+        shared_in: the project folder when the entry goes into its shared file: the workspace
+            is then written relative to it.
+
+    Raises:
+        UsageProblem: a shared file and a workspace outside the project (exit 2).
+    """
+    from memcli.service.hook_install import shared_workspace
+
+    if workspace and shared_in is not None:
+        args = ["-w", shared_workspace(workspace, shared_in)]
+    else:
+        args = ["-w", str(Path(workspace).absolute())] if workspace else []
     args += ["--actor", actor] if actor else []
     args.append("mcp")
     for scope in scopes:
@@ -209,23 +226,41 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
         remove: take memcli's entry out; a file left with nothing else is deleted.
 
     Returns:
-        ``{"agent", "path", "changes", "entry", "notes"}``.
+        ``{"agent", "path", "shared", "kind", "changes", "entry", "notes", "personal"}``:
+        ``shared`` is True for the project's file (meant to be committed; its entry runs the
+        launcher), ``personal`` the personal launcher written.
 
     Raises:
         UsageProblem: unknown agent (exit 2).
         ValidationFailed: the file cannot be merged safely; it is left untouched (exit 5).
     """
+    from memcli.agents import launcher
+    from memcli.service.launcher import record, where_label
+
     path = config_path(agent, user, project)
     text = _read(path)
-    program, lead = server_command()
+    if user:
+        program, lead = server_command()
+    else:
+        program, *lead = launcher.words([])
     entry = None if remove else entry_for(agent, program, [*lead, *args])
     edit = _toml_edit if agent == "codex" else _json_edit
     new_text, change = edit(path, text, entry)
+    personal = []
+    if not user and not remove:
+        try:
+            written = record()
+        except OSError as err:
+            raise ValidationFailed(f"the personal launcher cannot be written ({err.strerror}); {path} was left "
+                                   "as it is", hint="check the permissions of ~/.local/share/memcli, then run the command again") \
+                from None
+        personal = [written] if written else []
     if change is not None:
         _write(path, new_text)
     notes = [] if remove or change is None or (agent, user) not in NOTES else [NOTES[(agent, user)]]
-    return {"agent": agent, "path": str(path), "changes": [change] if change else [], "entry": entry,
-            "notes": notes}
+    kind = where_label("personal" if user else "shared")
+    return {"agent": agent, "path": str(path), "shared": not user, "kind": kind,
+            "changes": [change] if change else [], "entry": entry, "notes": notes, "personal": personal}
 
 
 def project_folder() -> Path:

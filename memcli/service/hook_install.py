@@ -3,10 +3,13 @@
 The settings shapes come from INTEGRATIONS.md (three levels: event -> matcher group ->
 handler); the pure shape check, merge and removal live in ``memcli.agents.hooks``.
 
-The commands written name the memcli that installs them by its absolute path (the console
-script next to ``sys.executable``, else ``sys.executable -m memcli``), so the hooks run
-whatever the agent's ``PATH`` (CASES.md R9: after the README's set-up memcli lives only in a
-virtual environment, and a bare ``memcli`` fails with ``/bin/sh: 1: memcli: not found``).
+A shared file (the project's, meant to be committed) never names this machine's memcli: its
+commands run the launcher of ``agents.launcher`` (``sh -c SCRIPT memcli hook AGENT EVENT``),
+which finds memcli on every teammate's machine, and the install writes this machine's
+personal launcher (``service.launcher.record``) so the hooks run whatever the agent's ``PATH``
+(CASES.md R9 and T11: after the README's set-up memcli may live only in a virtual
+environment, where a bare ``memcli`` fails with ``/bin/sh: 1: memcli: not found``). A
+personal file (``--local``, ``--user``) names the installing memcli by its absolute path.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 from pathlib import Path
 
 from memcli.agents import hooks as formats
+from memcli.agents import launcher
 from memcli.errors import MemcliError, SettingsUnmergeable, UsageProblem
+from memcli.service.launcher import memcli_program, record, where_label
 
 #: Where each agent keeps its hooks: the project's file, Claude Code's personal
 #: (git-ignored) ``settings.local.json``, and the user's file under the home folder.
@@ -48,27 +52,46 @@ def settings_path(agent: str, where: str, project: Path) -> Path:
     return (Path.home() if where == "user" else project) / FILES[agent][where]
 
 
-def memcli_program() -> list[str]:
-    """The words that start this memcli from any ``PATH``: its console script, by absolute path.
+def command(agent: str, event: str, workspace: str | None, shared: bool = False,
+            project: Path | None = None) -> str:
+    """The shell command of one hook, quoted for sh.
 
-    The script next to ``sys.executable`` is the one pip, pipx and ``uv tool`` install into
-    the same environment; without one (``pip install --user``, a source tree), the
-    interpreter itself runs ``-m memcli``. Symbolic links are not resolved: a virtual
-    environment's ``python`` is a link to the base interpreter, which lacks memcli.
+    Personal files: ``/abs/memcli [-w /abs/ws] hook AGENT EVENT``. Shared files (``shared``):
+    ``sh -c SCRIPT memcli [-w REL] hook AGENT EVENT``, the workspace relative to ``project``
+    (see :func:`shared_workspace`).
+
+    Raises:
+        UsageProblem: a shared file and a workspace outside ``project`` (exit 2).
     """
-    interpreter = Path(sys.executable).absolute()
-    script = interpreter.parent / "memcli"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [str(interpreter), "-m", "memcli"]
-
-
-def command(agent: str, event: str, workspace: str | None) -> str:
-    """The shell command of one hook: ``/abs/memcli [-w /abs/ws] hook AGENT EVENT``, quoted for sh."""
-    words = memcli_program()
+    pin = []
     if workspace:
-        words += ["-w", str(Path(workspace).absolute())]
-    return shlex.join([*words, "hook", agent, event])
+        pin = ["-w", shared_workspace(workspace, project or Path.cwd()) if shared else str(Path(workspace).absolute())]
+    tail = [*pin, "hook", agent, event]
+    return shlex.join(launcher.words(tail) if shared else [*memcli_program(), *tail])
+
+
+def shared_workspace(workspace: str, project: Path) -> str:
+    """``workspace`` as a shared file may pin it: relative to the project folder (``.`` for the
+    project itself), since the agents run hooks and MCP servers in the project folder.
+
+    Raises:
+        UsageProblem: the workspace is outside the project: no path names it on every
+            teammate's machine (exit 2).
+    """
+    folder = Path(workspace).expanduser().absolute()
+    top = project.absolute()
+    try:
+        relative = folder.relative_to(top)
+    except ValueError:
+        try:
+            relative = Path(os.path.realpath(folder)).relative_to(os.path.realpath(top))
+        except ValueError:
+            raise UsageProblem(f"the workspace {folder} is outside the project {top}, so a shared settings file "
+                               "cannot name it on a teammate's machine",
+                               hint="add --user (or --local for Claude Code) to pin it in your own settings, or "
+                                    "drop -w/MEMCLI_WORKSPACE to let the hooks find memcli.toml from the project up") \
+                from None
+    return relative.as_posix() or "."
 
 
 def read_settings(path: Path) -> dict:
@@ -117,7 +140,9 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
 
     Keeps every other key and handler; replaces memcli's earlier handlers (a bare
     ``memcli``, a path that moved); running it twice changes nothing the second time. A
-    symbolic link to the settings file is written through: the link stays a link.
+    symbolic link to the settings file is written through: the link stays a link. The
+    project's file is shared, so it gets the launcher (no path of this machine), and this
+    machine's personal launcher is written or refreshed (:func:`service.launcher.record`).
 
     Args:
         agent: ``claude``, ``codex`` or ``gemini``.
@@ -128,7 +153,9 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
         remove: take memcli's entries out instead.
 
     Returns:
-        ``{"path", "changes": [...], "warnings": [...], "next": [...]}``: warnings when the
+        ``{"path", "shared", "kind", "changes": [...], "personal": [...], "warnings": [...],
+        "next": [...]}``: ``shared`` is True for the project's file (meant to be committed),
+        ``kind`` says so in words, ``personal`` the personal launcher written; warnings when the
         hooks will find no workspace (see :func:`unfound_workspace`) or when a program an
         earlier install wrote no longer exists; ``next``, what the person must still do for
         the agent to run the hooks (Codex and Gemini CLI trust).
@@ -136,11 +163,13 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
     Raises:
         SettingsUnmergeable: the file cannot be merged into safely, or cannot be written
             (exit 5; untouched).
-        UsageProblem: ``local`` for Codex or Gemini CLI (exit 2).
+        UsageProblem: ``local`` for Codex or Gemini CLI, or a pinned workspace outside the
+            project for the shared file (exit 2).
     """
     from memcli.store.files import atomic_write
 
     path = settings_path(agent, where, project)
+    shared = where == "project"
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     settings = read_settings(target)
     warnings = [f"{path}: the {name} hook ran {cmd.executable}, which no longer exists; "
@@ -150,8 +179,18 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
     if remove:
         updated, changes = formats.remove(settings)
     else:
-        commands = {event: command(agent, event, workspace) for event in formats.SUPPORTED[agent]}
+        commands = {event: command(agent, event, workspace, shared, project) for event in formats.SUPPORTED[agent]}
         updated, changes = formats.merge(settings, agent, commands)
+    personal = []
+    if shared and not remove:
+        try:
+            written = record()
+        except OSError as err:
+            raise SettingsUnmergeable(f"the personal launcher cannot be written ({err.strerror}); the hooks in {path} "
+                                      "were left as they are",
+                                      hint="check the permissions of ~/.local/share/memcli, then run the command "
+                                           "again") from None
+        personal = [written] if written else []
     if changes:
         mode = target.stat().st_mode & 0o7777 if target.exists() else None
         try:
@@ -162,7 +201,8 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
             raise SettingsUnmergeable(f"{target}: cannot be written ({err.strerror}); it was left as it is",
                                       hint="check the folder's permissions, then run the command again") from None
     problem = None if remove else unfound_workspace(project, workspace)
-    return {"path": str(path), "changes": changes, "warnings": warnings + ([problem] if problem else []),
+    return {"path": str(path), "shared": shared, "kind": where_label("shared" if shared else "personal"),
+            "changes": changes, "personal": personal, "warnings": warnings + ([problem] if problem else []),
             "next": [] if remove else trust_steps(agent, where, project)}
 
 
