@@ -159,3 +159,10 @@ def test_a_pinned_workspace_is_relative_in_a_shared_file_and_refused_outside_it(
     assert not (project / ".gemini").exists()
     personal = run_memcli("-w", str(outside), "mcp", "install", "gemini", "--user", cwd=project)
     assert personal.code == 0 and "(personal: yours only)" in personal.out
+
+
+def test_an_actor_is_refused_in_a_shared_mcp_file_and_kept_in_a_personal_one(project):
+    refused = run_memcli("--actor", "alice@example.invalid", "mcp", "install", "claude", cwd=project)
+    assert refused.code == 2 and refused.err.count("\n") == 1 and "every teammate" in refused.err, refused
+    assert not (project / ".mcp.json").exists()
+    assert run_memcli("--actor", "alice@example.invalid", "mcp", "install", "claude", "--user", cwd=project).code == 0

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 #: The personal launcher, relative to the home folder.
 PERSONAL = ".local/share/memcli/bin/memcli"
-#: The ``sh -c`` script a shared file runs; ``$@`` holds memcli's arguments.
-SCRIPT = (f'for m in "$HOME/{PERSONAL}" "$(command -v memcli)" "$HOME/.local/bin/memcli"; do '
-          '[ -x "$m" ] && exec "$m" "$@"; done; '
-          'echo "memcli: not found (looked in ~/' + PERSONAL.rsplit('/', 1)[0]
-          + ', PATH, ~/.local/bin): install it, then run memcli hook install here once" >&2; exit 127')
+#: The ``sh -c`` script a shared file runs; ``$@`` holds memcli's arguments. No brackets or
+#: parentheses (``test``, backquotes): the agents' logs show a hook's command in ``[…]`` or
+#: ``(…)``, and scripts/real-agents.py reads those lines.
+SCRIPT = (f'for m in "$HOME/{PERSONAL}" "`command -v memcli`" "$HOME/.local/bin/memcli"; do '
+          'test -x "$m" && exec "$m" "$@"; done; '
+          'echo "memcli: not found in ~/' + PERSONAL.rsplit('/', 1)[0]
+          + ', on PATH or in ~/.local/bin: install it, then run memcli hook install here once" >&2; exit 127')
 #: The words before memcli's own arguments: ``sh -c SCRIPT memcli`` (``memcli`` becomes ``$0``).
 PREFIX = ("sh", "-c", SCRIPT, "memcli")
 

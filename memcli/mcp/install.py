@@ -14,8 +14,8 @@ it runs ``sh -c SCRIPT memcli …`` (``agents.launcher``), which finds memcli on
 teammate's machine, and the install writes this machine's personal launcher
 (``service.launcher.record``); a pinned workspace is written relative to the project (the
 agents start servers in the project folder). A user's file names the installing memcli
-by its absolute path. Either way the agent's ``PATH`` does not matter. The merge keeps every other key and server; TOML is edited with ``tomlkit``,
-which keeps comments and layout, so ``uninstall`` gives back the file as it was (and
+by its absolute path. Either way the agent's ``PATH`` does not matter. The merge keeps
+every other key and server; TOML is edited with ``tomlkit``, which keeps comments and layout, so ``uninstall`` gives back the file as it was (and
 deletes a file that held nothing else). A file that cannot be merged safely (not valid
 JSON or TOML, not an object, ``mcpServers`` not an object) is refused with one line and
 left untouched. A symbolic link is written through: its target is updated, the link stays.
@@ -77,10 +77,13 @@ def server_args(workspace: str | None, actor: str | None, scopes: list[str], age
             is then written relative to it.
 
     Raises:
-        UsageProblem: a shared file and a workspace outside the project (exit 2).
+        UsageProblem: a shared file and a workspace outside the project, or an actor (exit 2).
     """
     from memcli.service.hook_install import shared_workspace
 
+    if actor and shared_in is not None:
+        raise UsageProblem(f"--actor {actor} in the project's shared file would make every teammate act as {actor}",
+                           hint="add --user to pin it in your own configuration")
     if workspace and shared_in is not None:
         args = ["-w", shared_workspace(workspace, shared_in)]
     else:
@@ -252,7 +255,8 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
             written = record()
         except OSError as err:
             raise ValidationFailed(f"the personal launcher cannot be written ({err.strerror}); {path} was left "
-                                   "as it is", hint="check the permissions of ~/.local/share/memcli, then run the command again") \
+                                   "as it is",
+                                   hint="check the permissions of ~/.local/share/memcli, then run the command again") \
                 from None
         personal = [written] if written else []
     if change is not None:

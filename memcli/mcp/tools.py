@@ -69,7 +69,7 @@ class Settings:
 
     Attributes:
         workspace: ``--workspace``, else found as the CLI finds it (``$MEMCLI_WORKSPACE``, then upwards).
-        actor: the person (``--actor``, else ``$MEMCLI_ACTOR``, else the login name): owner of ``user:<actor>``.
+        actor: the person (``--actor``, else ``$MEMCLI_ACTOR``, else git's ``user.email``): owner of ``user:<actor>``.
         scopes: the scopes the server reads and writes (``--scope``, else ``$MEMCLI_MCP_SCOPES``,
             comma-separated); empty means the workspace's ``[scopes] read``.
         agent: the provenance actor of its writes (``--agent``, else ``$MEMCLI_MCP_AGENT``);

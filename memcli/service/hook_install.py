@@ -222,17 +222,20 @@ def trust_steps(agent: str, where: str, project: Path) -> list[str]:
     Seen with Codex CLI 0.171 and Gemini CLI 0.61 (INTEGRATIONS.md): Codex runs hooks only
     in a trusted project and only once the person has reviewed and trusted them in
     ``/hooks`` (untrusted hooks are skipped without a word); Gemini CLI loads a project's
-    hooks only in a trusted folder.
+    hooks only in a trusted folder, and runs none before an auth method is configured (exit
+    41, "Please set an Auth method", seen with Gemini CLI 0.61).
     """
     if agent == "codex":
         folder = f"trust the project {project} when Codex asks (or set trust_level = \"trusted\" for it " \
                  f"in ~/.codex/config.toml), then " if where == "project" else ""
         return [f"Codex runs these hooks only once you trust them: start `codex`, {folder}open `/hooks`, "
                 "review memcli's hooks and trust them (until then Codex skips them silently)"]
+    auth = ("Gemini CLI runs no hook before an auth method is set (it exits 41, \"Please set an Auth method\"): "
+            "start `gemini` once and sign in, or set GEMINI_API_KEY")
     if agent == "gemini" and where == "project":
         return [f"Gemini CLI loads project hooks only in a trusted folder: start `gemini` in {project} and "
-                "trust the folder when asked (or with `/permissions`)"]
-    return []
+                "trust the folder when asked (or with `/permissions`)", auth]
+    return [auth] if agent == "gemini" else []
 
 
 def unfound_workspace(project: Path, workspace: str | None) -> str | None:
