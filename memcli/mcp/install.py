@@ -16,9 +16,9 @@ teammate's machine, and the install writes this machine's personal launcher
 agents start servers in the project folder). A user's file names the installing memcli
 by its absolute path. Either way the agent's ``PATH`` does not matter. The merge keeps
 every other key and server; TOML is edited with ``tomlkit``, which keeps comments and
-layout, so ``uninstall`` gives back the file as it was (and deletes a file that held nothing else). A file that cannot be merged safely (not valid
-JSON or TOML, not an object, ``mcpServers`` not an object) is refused with one line and
-left untouched. A symbolic link is written through: its target is updated, the link stays.
+layout, so ``uninstall`` gives back the file as it was (and deletes a file that held
+nothing else). A file that cannot be merged safely (not valid JSON or TOML, not an object,
+``mcpServers`` not an object) is refused with one line and left untouched. A symbolic link is written through: its target is updated, the link stays.
 """
 
 from __future__ import annotations
