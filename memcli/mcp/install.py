@@ -18,7 +18,8 @@ by its absolute path. Either way the agent's ``PATH`` does not matter. The merge
 every other key and server; TOML is edited with ``tomlkit``, which keeps comments and
 layout, so ``uninstall`` gives back the file as it was (and deletes a file that held
 nothing else). A file that cannot be merged safely (not valid JSON or TOML, not an object,
-``mcpServers`` not an object) is refused with one line and left untouched. A symbolic link is written through: its target is updated, the link stays.
+``mcpServers`` not an object) is refused with one line and left untouched. A symbolic
+link is written through: its target is updated, the link stays.
 """
 
 from __future__ import annotations
