@@ -16,6 +16,11 @@ from memcli.errors import ValidationFailed
 from memcli.timeutil import OutOfCalendar, format_instant, parse_instant, to_utc
 
 CATEGORIES = ("preference", "fact", "decision", "procedure", "feedback", "goal", "episode", "summary", "glossary")
+#: Words developers reach for that are not categories, and the category a memory so labelled
+#: is written as (the word becomes a tag, so ``--tag gotcha`` finds it): a gotcha or pitfall
+#: is a surprising fact about the code or its tools ("the staging database listens on 5433").
+CATEGORY_ALIASES = {"gotcha": "fact", "gotchas": "fact", "pitfall": "fact", "pitfalls": "fact",
+                    "caveat": "fact", "trap": "fact"}
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived")
 SOURCE_TYPES = ("user_said", "tool_result", "model_derived", "admin_edit")
 #: Scope kinds without a name, and kinds that take ``kind:name``.

@@ -101,8 +101,10 @@ def uninstall(agent: Agent, user: User = False, local: Local = False, json_: Jso
 @hook_app.command("check")
 def check(agent: Annotated[str | None, typer.Argument(help="claude, codex or gemini (default: all).")] = None,
           json_: JsonOpt = False) -> None:
-    """Run every installed memcli hook as the agent would (its stdin JSON, PATH=/usr/bin:/bin,
-    the installed timeout) and print pass or fail per event. Exit 18 if any fails or none is installed."""
+    """Run every installed memcli hook as the agent would, and print pass or fail per event.
+
+    Each runs with its event's stdin JSON, PATH=/usr/bin:/bin and the installed timeout.
+    Exit 18 if any fails or none is installed."""
     from memcli.errors import HookCheckFailed
     from memcli.service.hook_check import check as do_check
 

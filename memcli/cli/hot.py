@@ -80,7 +80,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
             if answered != "lexical":
                 out.insert(5, f"{h.parts['cosine']:.2f}" if "cosine" in h.parts else "-")
             return out
-        table(title, columns, [cells(h) for h in hits])
+        table(title, columns, [cells(h) for h in hits], header=True)
     elif hits:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
               [row(h.memory, context.now) for h in hits])

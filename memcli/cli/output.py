@@ -85,9 +85,12 @@ def one_line(text: str, width: int = 100) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    """Print rows: a rich table on a terminal, else tab-separated lines (no header)."""
+def table(title: str, columns: list[str], rows: list[list[str]], header: bool = False) -> None:
+    """Print rows: a rich table on a terminal, else tab-separated lines, led by the column
+    names when ``header`` (output read by a person, such as ``recall --explain``)."""
     if not is_terminal():
+        if header:
+            sys.stdout.write("\t".join(columns) + "\n")
         for row in rows:
             sys.stdout.write("\t".join(one_line(c, 400) for c in row) + "\n")
         return

@@ -54,7 +54,9 @@ def export(
                                                                       "over a file memcli did not write.")] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Export your memories as agents' rule files (paths kept) or as JSON Lines for import.
+    """Export your memories as agents' rule files (paths kept) or JSON Lines.
+
+    JSON Lines is lossless, for `memcli import`.
 
     Markdown bullets by category; with --dir or --output, memories with paths go to
     .claude/rules/*.md (paths:), the AGENTS.md of their folder, or .cursor/rules/*.mdc (globs:).

@@ -12,7 +12,8 @@ from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, warn
 
 Scope = Annotated[Optional[str], typer.Option("--scope", "-s", help="global, project, user:NAME, agent:NAME, …")]
-Category = Annotated[Optional[str], typer.Option("--category", "-c", help="preference, fact, decision, procedure, …")]
+Category = Annotated[Optional[str], typer.Option("--category", "-c", help="preference, fact, decision, procedure, … "
+                                                  "(a gotcha or pitfall: fact, tagged so).")]
 Subject = Annotated[Optional[str], typer.Option("--subject", help="Conflict key: one active memory per scope and subject.")]
 Importance = Annotated[Optional[int], typer.Option("--importance", "-i", help="1 (low) to 5 (high); default 3.")]
 Tags = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A label; repeat for several.")]

@@ -171,11 +171,17 @@ class Plan:
         conflicts: subject conflicts left for the person to resolve.
         changes: memory id -> the front-matter keys to change (``status``, ``updatedAt``,
             ``supersededBy``, ``supersedes``, ``merged`` …), ready for ``frontmatter.update``.
+        waiting: ``(id, when)`` of each superseded or rejected memory younger than the
+            retention, with the instant (aware UTC) it becomes due, soonest first: why a
+            compaction may have nothing to do yet.
+        retention_text: the retention as configured (``"90d"``), for messages.
     """
 
     actions: list[Action] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waiting: list[tuple[str, datetime]] = field(default_factory=list)
+    retention_text: str = "90d"
 
 
 def plan(memories: list[Memory], settings: Settings, now: datetime) -> Plan:
@@ -190,7 +196,7 @@ def plan(memories: list[Memory], settings: Settings, now: datetime) -> Plan:
     Returns:
         The :class:`Plan`; empty ``actions`` when there is nothing to do.
     """
-    result = Plan()
+    result = Plan(retention_text=settings.retention_text)
     ordered = sorted(memories, key=_age)
     stamp = {"status": "archived", "updatedAt": now}
     for memory in ordered:
@@ -204,6 +210,12 @@ def plan(memories: list[Memory], settings: Settings, now: datetime) -> Plan:
             reason = f"{memory.status} {age.days} days ago (retention {settings.retention_text})"
             result.actions.append(Action("retire", [memory.id], memory.scope, reason, memory.text))
             result.changes[memory.id] = dict(stamp)
+        elif memory.status in RETIRED:
+            try:
+                result.waiting.append((memory.id, (memory.updated_at or memory.created_at or now) + settings.retention))
+            except OverflowError:  # due after the end of the calendar: never
+                pass
+    result.waiting.sort(key=lambda pair: pair[1])
     live = [m for m in ordered if m.served(now)]
     merged: set[str] = set()
     possible: list[Conflict] = []

@@ -57,8 +57,10 @@ class CompactResult:
     commit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: ``actions``, ``conflicts``, ``skipped``, ``applied``, ``commit``."""
+        """JSON-ready form: ``actions``, ``conflicts``, ``skipped``, ``applied``, ``commit``, and
+        ``waiting`` (``[{"id", "due"}]``: superseded or rejected memories not yet old enough to retire)."""
         return {"actions": [a.to_dict() for a in self.plan.actions],
+                "waiting": [{"id": i, "due": when.isoformat().replace("+00:00", "Z")} for i, when in self.plan.waiting],
                 "conflicts": [c.to_dict() for c in self.plan.conflicts],
                 "skipped": [s.to_dict() for s in self.skipped], "applied": self.applied, "commit": self.commit}
 
@@ -80,6 +82,19 @@ class CompactResult:
         out.append(self.summary())
         return out
 
+    def why_nothing(self) -> str:
+        """Why a plan has no action: what compaction looks for, and when the first superseded or
+        rejected memory becomes old enough to retire (``[compact] retention``)."""
+        retention = self.plan.retention_text
+        base = (f"nothing has expired, no two active memories are duplicates, and no superseded or rejected "
+                f"memory is older than [compact] retention ({retention})")
+        if not self.plan.waiting:
+            return base
+        count, first = len(self.plan.waiting), self.plan.waiting[0][1].date().isoformat()
+        if count == 1:
+            return f"{base}; the one superseded or rejected memory retires on {first}"
+        return f"{base}; {count} superseded or rejected memories wait, the first retires on {first}"
+
     def summary(self) -> str:
         """The last line: counts, and the commit (or what to run next)."""
         counts: dict[str, int] = {}
@@ -90,7 +105,7 @@ class CompactResult:
         tail = ", ".join([*parts, *extra])
         if not self.plan.actions:
             quiet = [e for e in extra if not e.startswith("0 ")]
-            return "nothing to compact" + (f" ({', '.join(quiet)})" if quiet else "")
+            return "nothing to compact" + (f" ({', '.join(quiet)})" if quiet else "") + ": " + self.why_nothing()
         if self.commit:
             return f"compacted: {tail}; commit {self.commit[:12]}"
         if self.applied:
@@ -134,6 +149,8 @@ def compact(ctx: Ctx, scopes: list[str] | None = None, apply: bool = False) -> C
         joined.plan.actions += result.plan.actions
         joined.plan.conflicts += result.plan.conflicts
         joined.plan.changes.update(result.plan.changes)
+        joined.plan.waiting = sorted(joined.plan.waiting + result.plan.waiting, key=lambda pair: pair[1])
+        joined.plan.retention_text = result.plan.retention_text
         joined.skipped += result.skipped
         joined.commit = joined.commit or result.commit
     return joined

@@ -81,6 +81,13 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
     statuses = tuple(check_choice("status", s.strip(), STATUSES)
                      for value in filters.statuses for s in value.split(",") if s.strip()) or ("active",)
     if filters.category is not None:
+        from memcli.model import CATEGORY_ALIASES
+
+        word = filters.category.strip().lower()
+        if word in CATEGORY_ALIASES:
+            raise ValidationFailed(f"invalid category {word!r}: memcli writes a {word.removesuffix('s')} as "
+                                   f"category {CATEGORY_ALIASES[word]!r} tagged {word.removesuffix('s')!r}",
+                                   hint=f"use --tag {word.removesuffix('s')}")
         check_choice("category", filters.category, CATEGORIES)
     if not 1 <= filters.limit <= MAX_LIMIT:
         raise ValidationFailed(f"invalid limit {filters.limit}: use 1 to {MAX_LIMIT}")

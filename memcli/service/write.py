@@ -360,8 +360,15 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     model.check_text(text)
     scope = gates.check_write_scope(opts.scope if opts.scope is not None
                                     else (base.scope if base else ctx.ws.config.write_scope), ctx.actor)
-    category = model.check_choice("category", opts.category if opts.category is not None
-                                  else (base.category if base else "fact"), model.CATEGORIES)
+    category = opts.category if opts.category is not None else (base.category if base else "fact")
+    alias = category.strip().lower() if isinstance(category, str) else None
+    extra_tags = []
+    if alias in model.CATEGORY_ALIASES:
+        category, word = model.CATEGORY_ALIASES[alias], alias.removesuffix("s")
+        extra_tags.append(word)
+        ctx.warnings.append(f"category {alias!r} is not one of memcli's: written as {category!r} tagged {word!r} "
+                            f"(find it with --tag {word})")
+    category = model.check_choice("category", category, model.CATEGORIES)
     importance = model.check_importance(opts.importance if opts.importance is not None
                                         else (base.importance if base else 3))
     subject = opts.subject if opts.subject is not None else (base.subject if base else None)
@@ -371,7 +378,8 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     for label, value in (("run id", opts.run_id), ("idempotency key", opts.idempotency_key)):
         if value is not None and (not value.strip() or len(value) > 200 or "\n" in value):
             raise ValidationFailed(f"invalid {label}: use one line of at most 200 characters")
-    tags = model.check_labels("tags", opts.tags or (list(base.tags) if base else []))
+    tags = model.check_labels("tags", list(dict.fromkeys([*(opts.tags or (list(base.tags) if base else [])),
+                                                          *extra_tags])))
     paths = model.check_labels("paths", opts.paths or (list(base.paths) if base else []))
     body = text.replace("\r\n", "\n").strip() + "\n"
     return Memory(

@@ -1,0 +1,100 @@
+"""Issue 19 item 10, the small ones: `recall --explain` labels its columns, `--help` never cuts a
+summary mid-clause, exit 130 is documented (and given), `compact` says why it has nothing to do,
+and `gotcha`/`pitfall` are taken as `fact` with a tag."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import run_memcli
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_recall_explain_prints_a_header_when_piped(ws):
+    assert run_memcli("remember", "nginx reload needs a config test first").code == 0
+    result = run_memcli("recall", "--explain", "nginx")
+    assert result.code == 0, result
+    header, first = result.out.splitlines()[:2]
+    assert header.split("\t") == ["id", "match", "score", "bm25", "coverage", "importance", "recency", "text"]
+    assert len(first.split("\t")) == len(header.split("\t")) and "nginx" in first
+    assert "\tmatch\t" not in run_memcli("recall", "nginx").out  # plain recall stays header-less for scripts
+
+
+def test_no_help_summary_is_cut_mid_clause():
+    """`memcli --help` once showed "Export your memories as CLAUDE.md/AGENTS.md bullets by"."""
+    import typer
+
+    from memcli.cli.app import app
+
+    def clause(text: str) -> str:  # the first sentence up to ":" or ";", parentheses dropped
+        text = re.split(r"\.\s|\.$", " ".join((text or "").split("\n\n", 1)[0].split()), maxsplit=1)[0]
+        text = re.split(r"[:;](?![^(]*\))", text, maxsplit=1)[0]
+        return re.sub(r"\s*\([^()]*\)", "", text).strip()
+
+    root = typer.main.get_command(app)
+    for group in ([], ["hook"], ["index"], ["mcp"]):
+        command = root
+        for word in group:
+            command = command.commands[word]
+        shown = run_memcli(*group, "--help", env={"COLUMNS": "80"}).out.split("Commands:", 1)[1]
+        for line in shown.splitlines():
+            if not line.strip():
+                continue
+            name, summary = line.split(None, 1)
+            summary = re.sub(r"\s*\([^()]*\)", "", summary.strip())
+            whole = clause(command.commands[name].help)
+            rest = whole[len(summary):] if whole.startswith(summary) else None
+            assert rest is not None and (rest == "" or rest.startswith(",")), (group, name, summary, whole)
+
+
+def test_exit_130_is_in_the_table_and_the_generated_docs(ws):
+    from memcli.errors import EXIT_CODES
+
+    assert "Ctrl-C" in EXIT_CODES[130]
+    assert f"| 130 | {EXIT_CODES[130]} |" in (ROOT / "docs" / "reference" / "exit-codes.md").read_text(encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "memcli", "remember", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # it waits for the text on stdin
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, (proc.returncode, err)
+    assert not list((ws / "memories").rglob("*.md"))
+
+
+def test_compact_says_why_it_has_nothing_to_do(ws):
+    first = run_memcli("--json", "remember", "Deploy with make deploy.").json()["data"]["id"]
+    then = {"MEMCLI_NOW": "2026-05-01T00:00:00Z"}
+    assert run_memcli("supersede", first, "Deploy with make release.", env=then).code == 0
+    result = run_memcli("compact", env={"MEMCLI_NOW": "2026-05-02T00:00:00Z"})
+    assert result.code == 0, result
+    assert result.out.startswith("nothing to compact: nothing has expired")
+    assert "[compact] retention (90d)" in result.out
+    assert "retires on 2026-07-30" in result.out, result.out
+    data = run_memcli("--json", "compact", env={"MEMCLI_NOW": "2026-05-02T00:00:00Z"}).json()["data"]
+    assert data["waiting"] == [{"id": first, "due": "2026-07-30T00:00:00Z"}]
+    due = run_memcli("compact", env={"MEMCLI_NOW": "2026-07-30T00:00:01Z"})
+    assert f"retire {first}" in due.out
+
+
+def test_gotcha_and_pitfall_are_facts_with_a_tag(ws):
+    result = run_memcli("--json", "remember", "The staging database listens on 5433, not 5432.", "--category", "gotcha")
+    assert result.code == 0, result
+    memory = result.json()["data"]
+    shown = run_memcli("--json", "show", memory["id"]).json()["data"]
+    assert shown["category"] == "fact" and shown["tags"] == ["gotcha"], shown
+    assert "written as 'fact' tagged 'gotcha'" in result.json()["warnings"][0]
+    assert run_memcli("remember", "Never run tox in parallel here.", "-c", "Pitfall").code == 0
+    assert len(run_memcli("list", "--tag", "pitfall").out.splitlines()) == 1
+    refused = run_memcli("list", "--category", "gotcha")
+    assert refused.code == 5 and "use --tag gotcha" in refused.err and refused.err.count("\n") == 1
+    bogus = run_memcli("remember", "x y z", "--category", "bogus")
+    assert bogus.code == 5 and "use one of: preference, fact" in bogus.err
