@@ -53,10 +53,13 @@ class Watchdog:
         self._wake = threading.Event()
         threading.Thread(target=self._watch, name="memcli-hook-deadline", daemon=True).start()
 
-    def move(self, deadline: float, before_exit: Callable[[], None] | None = None) -> None:
-        """Use ``deadline`` seconds (the workspace's ``[hooks] deadline``) from now on, and
-        call ``before_exit`` (it must not raise) if the watchdog answers."""
+    def move(self, deadline: float, before_exit: Callable[[], None] | None = None, answer: str | None = None) -> None:
+        """Use ``deadline`` seconds (the workspace's ``[hooks] deadline``) from now on, call
+        ``before_exit`` (it must not raise) if the watchdog answers, and answer ``answer``
+        then, when given (the session is known now: a prompt's once-per-session note)."""
         self._before_exit = before_exit
+        if answer is not None:
+            self._answer = answer
         self._deadline = deadline
         self._at = self._started + deadline * GUARD_SHARE
         self._wake.set()

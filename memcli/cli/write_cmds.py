@@ -93,14 +93,16 @@ def init(
     if in_tree and branch is not None:
         raise UsageProblem("--in-tree and --branch exclude each other", hint="give one of them")
 
-    root, created, commit, on_branch = do_init(path, hidden, branch, in_tree)
+    root, created, commit, on_branch, taken = do_init(path, hidden, branch, in_tree)
     text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
+    if taken:
+        text = f"took the project's memory: {taken}; workspace {root} (nothing new was created)"
     if not created and (branch is not None or in_tree or hidden):
         text += "; the layout options change nothing for a workspace that exists (move its files by hand)"
     if created and on_branch:
         text += (f" on its own branch {on_branch} (ignored by the code's git; memory never follows code branches"
                  + ("; `memcli init --in-tree` keeps it as a folder of the code instead)" if branch is None else ")"))
-    emit({"root": str(root), "created": created, "commit": commit, "branch": on_branch}, text)
+    emit({"root": str(root), "created": created, "commit": commit, "branch": on_branch, "taken": taken}, text)
 
 
 @app.command()

@@ -76,6 +76,13 @@ TOOL_LIMIT = 3
 TOOL_POOL = 200
 #: How a hook's warning starts when it cannot open the workspace (``memcli hook check`` looks for it).
 UNSERVED = "no memories for this session:"
+#: What a prompt or tool hook that runs out of its ``[hooks] deadline`` puts in the agent's
+#: context, once per session (the person otherwise learns of it only on stderr, which the
+#: agents do not show): the block is fenced as every block is.
+LATE_PROMPT_NOTE = ("<memcli-context>\nmemcli could not search this project's memories in time for this request "
+                    "(the machine is busy, or the search index is still being built in the background), so none "
+                    "were added; this note comes once per session. Search them with `memcli recall WORDS`."
+                    "\n</memcli-context>\n")
 #: SessionStart sources after which the session's summary comes back.
 RESTARTS = ("compact", "resume")
 
@@ -98,6 +105,41 @@ class HookRun:
 def _session_file(ctx, session_id: str) -> Path:  # noqa: ANN001
     digest = hashlib.sha256(session_id.encode()).hexdigest()[:24]
     return ctx.ws.cache / "sessions" / f"{digest}.json"
+
+
+def _late_file(ctx, session_id: str) -> Path:  # noqa: ANN001
+    """The mark that this session has had :data:`LATE_PROMPT_NOTE` (beside its seen-list)."""
+    return _session_file(ctx, session_id).with_suffix(".late")
+
+
+def late_answer(ctx, agent: str, event: str, session_id: str) -> tuple[str, Callable[[], None]]:  # noqa: ANN001
+    """What a read hook answers if its deadline comes first, and what to do then.
+
+    ``session-start`` answers ``cli.watchdog.LATE_NOTE`` (set by the caller); a prompt or tool
+    hook answers :data:`LATE_PROMPT_NOTE` the first time in a session and nothing after
+    (a mark in the workspace cache, removed at session end), so the person learns why
+    memory was missing without a note on every prompt.
+
+    Returns:
+        ``(the agent's stdout, a function to call before exiting)``: the function starts the
+        background index build and marks the note as given; it never raises.
+    """
+    try:
+        noted = bool(session_id) and _late_file(ctx, session_id).exists()
+    except (OSError, MemcliError):  # MemcliError: no usable cache folder
+        noted = False
+    note = "" if noted else LATE_PROMPT_NOTE
+
+    def before_exit() -> None:
+        _background_build(ctx)
+        if note and session_id:
+            from memcli.store.files import atomic_write
+
+            try:
+                atomic_write(_late_file(ctx, session_id), b"")
+            except (OSError, MemcliError):
+                pass
+    return formats.answer(agent, event, note), before_exit
 
 
 def _seen(ctx, session_id: str) -> set[str]:  # noqa: ANN001
@@ -131,9 +173,11 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
         workspace: ``--workspace``, if given; else ``$MEMCLI_WORKSPACE``, else found from the
             hook's ``cwd``.
         actor: ``--actor``, if given.
-        on_open: called once the workspace is open with its ``[hooks] deadline`` (seconds)
-            and a function that leaves the index to a background build (what the CLI's
-            ``Watchdog`` keeps and calls if it answers first).
+        on_open: called once the workspace is open with its ``[hooks] deadline`` (seconds),
+            a function that leaves the index to a background build, and for a prompt or
+            tool hook the answer to give if the deadline comes first (:func:`late_answer`;
+            None for the others): what the CLI's ``Watchdog`` keeps, and uses if it
+            answers first.
     """
     from memcli.agents.tools import files_of
 
@@ -146,7 +190,11 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     try:
         ctx = _open(workspace, actor, payload.cwd)
         if on_open is not None:
-            on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx))
+            if event in ("user-prompt-submit", "pre-tool-use"):
+                late, before_exit = late_answer(ctx, agent, event, payload.session_id)
+                on_open(ctx.ws.config.hook_deadline, before_exit, late)
+            else:
+                on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx), None)
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
         context = _dispatch(ctx, event, payload, run)
@@ -227,6 +275,7 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
     _after_session(ctx, event, payload, run)
     if event == "session-end" and payload.session_id:
         _session_file(ctx, payload.session_id).unlink(missing_ok=True)
+        _late_file(ctx, payload.session_id).unlink(missing_ok=True)
     return ""
 
 

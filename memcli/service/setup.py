@@ -11,7 +11,7 @@ from memcli.store.workspace import create_files, find_root
 
 
 def init(path: Path, hidden: bool = False, branch: str | None = None,
-         in_tree: bool = False) -> tuple[Path, bool, str | None, str | None]:
+         in_tree: bool = False) -> tuple[Path, bool, str | None, str | None, str | None]:
     """Create a workspace at ``path`` and, when it is outside any work tree, a git repository.
 
     At the root of a code repository (``path`` is the top of a git work tree that holds no
@@ -20,8 +20,11 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     code branches (issue 12). ``in_tree`` (``--in-tree``) or ``hidden`` keep it as a folder of the code repository.
 
     Returns:
-        ``(root, created, commit, branch)``: ``created`` False when one was already there;
-        ``branch`` the memory branch the store is on, None for a folder.
+        ``(root, created, commit, branch, taken)``: ``created`` False when one was already
+        there (a memory branch checked out from the clone's remote included); ``branch`` the
+        memory branch the store is on, None for a folder; ``taken`` a sentence naming the
+        existing memory branch this call checked out and how many memory files it holds
+        (a teammate's clone), else None.
 
     Raises:
         WorkspaceInvalid: the folder cannot be written.
@@ -35,7 +38,8 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
 
         branch = DEFAULT_BRANCH
     if branch is not None:
-        return (*_init_branch(path, branch), branch)
+        root, created, commit, taken = _init_branch(path, branch)
+        return root, created, commit, branch, taken
     try:
         outer = find_root(cwd=path.absolute().parent)
     except MemcliError:
@@ -56,7 +60,7 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     attributes = ensure_merge_driver(root)  # per clone: a fresh clone's `memcli init` registers it too
     first = created or not attributes and unfinished_init(root)  # a kill came between the files and the commit
     if not first and not attributes:
-        return root, False, None, None
+        return root, False, None, None, None
     testpoint.reached("init:written")
     repo = gitlog.GitRepo(root)
     msg = gitlog.message("init", "workspace" if first else "register the memory merge driver", {"Op": "init"})
@@ -64,7 +68,7 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
         [root / CONFIG_NAME, *([root / ".gitattributes"] if (root / ".gitattributes").exists() else [])] if first
         else attributes)
     commit = repo.commit(files, msg, actor="memcli")
-    return root, created, commit, None
+    return root, created, commit, None, None
 
 
 def unfinished_init(root: Path) -> bool:
@@ -93,8 +97,9 @@ def _code_root(path: Path) -> bool:
         return False
 
 
-def _init_branch(path: Path, name: str) -> tuple[Path, bool, str | None]:
-    """``init --branch``: the project store on the orphan branch ``name`` (``service.branch``)."""
+def _init_branch(path: Path, name: str) -> tuple[Path, bool, str | None, str | None]:
+    """``init --branch``: the project store on the orphan branch ``name`` (``service.branch``):
+    ``(root, created, commit, taken)``, ``taken`` saying which existing branch was checked out."""
     from memcli.service.branch import attach, _toplevel
 
     top = _toplevel(path.absolute()) if path.exists() else None
@@ -102,4 +107,7 @@ def _init_branch(path: Path, name: str) -> tuple[Path, bool, str | None]:
         raise WorkspaceInvalid(f"{path} is not inside a git repository, so there is no code branch to keep memory "
                                "apart from", hint="run a plain `memcli init` for a standalone store")
     folder, done = attach(top, name, create=True)
-    return folder, done != "already checked out", None
+    if done.startswith("checked out"):  # the branch was there (a teammate's, from the remote): nothing made
+        count = sum(1 for _ in (folder / "memories").rglob("*.md")) if (folder / "memories").is_dir() else 0
+        return folder, False, None, f"{done}: {count} memory file{'' if count == 1 else 's'}"
+    return folder, done != "already checked out", None, None
