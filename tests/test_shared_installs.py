@@ -109,6 +109,7 @@ def test_a_teammate_with_memcli_elsewhere_passes_hook_check(shared_repo, tmp_pat
     assert "memcli hook install" in failed.stdout
     installed = memcli("hook", "install", "claude")
     assert installed.returncode == 0 and "nothing to change" in installed.stdout, installed
+    assert "no memcli workspace" not in installed.stderr  # the hooks check out the memory branch
     assert str(memcli2) in installed.stdout  # the personal launcher names this machine's memcli
     assert git(clone, "status", "--porcelain") == ""  # the shared file is as committed
     check = memcli("hook", "check", "claude")

@@ -243,7 +243,8 @@ def unfound_workspace(project: Path, workspace: str | None) -> str | None:
 
     A hook without ``-w`` looks for ``memcli.toml`` (or ``.memcli/memcli.toml``) from the
     agent's working folder up (``store.workspace.find_root``), so a workspace in a
-    subfolder of the project, or none at all, is never found.
+    subfolder of the project, or none at all, is never found; in a clone whose repository
+    holds the memory branch (local or from the remote) the first hook checks it out.
 
     Args:
         project: the project folder the agent runs in.
@@ -257,6 +258,15 @@ def unfound_workspace(project: Path, workspace: str | None) -> str | None:
         find_root(cwd=project)
         return None
     except MemcliError:
-        return (f"no memcli workspace in {project} or a folder above it, so the hooks will find none: "
-                f"run `memcli init` (or `memcli init --hidden`) there, or pin one with "
-                f"`memcli -w PATH hook install ...` (or MEMCLI_WORKSPACE=PATH memcli hook install ...)")
+        pass
+    from memcli.service.branch import DEFAULT_BRANCH, _has_ref, _remote_ref, _toplevel
+
+    try:  # a teammate's clone: the first hook checks out the project's memory branch (branch.attach_from)
+        top = _toplevel(project)
+        if top is not None and (_has_ref(top, f"refs/heads/{DEFAULT_BRANCH}") or _remote_ref(top, DEFAULT_BRANCH)):
+            return None
+    except MemcliError:
+        pass
+    return (f"no memcli workspace in {project} or a folder above it, so the hooks will find none: "
+            f"run `memcli init` (or `memcli init --hidden`) there, or pin one with "
+            f"`memcli -w PATH hook install ...` (or MEMCLI_WORKSPACE=PATH memcli hook install ...)")
