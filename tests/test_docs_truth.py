@@ -68,19 +68,25 @@ def test_each_install_writes_the_documented_file_and_events(tmp_path, page, kind
             assert "memcli" in json.loads(written.read_text(encoding="utf-8"))["mcpServers"]
 
 
-def cited_elsewhere(page: Path, name: str, files: list[str]) -> bool:
+def cited_elsewhere(page: Path, name: str, files: list[str], quoted: bool = False) -> bool:
     """True when the Markdown file ``name`` that ``page`` mentions is neither in the repository,
-    nor an agent's rule file (the names ``memcli import`` reads), nor an example file name."""
+    nor an agent's rule file (the names ``memcli import`` reads), nor an example: a lower-case
+    name in a code span (``quoted``: `` `docs/x.md` ``, `` `handnote.md` ``), or a bare one."""
     from memcli.agents.rules import DISCOVER
 
     name = name.removeprefix("./").removeprefix("~/")
     base = name.rsplit("/", 1)[-1]
     if (page.parent / name).exists() or (ROOT / name).exists() or any(f.endswith("/" + name) for f in files):
         return False
+    from fnmatch import fnmatch
+
     rule_names = {pattern.rsplit("/", 1)[-1] for pattern in DISCOVER if "*" not in pattern}
-    if base in rule_names or base.endswith(".instructions.md"):
+    if base in rule_names or any(fnmatch(name, p.replace("**/", "*")) for p in DISCOVER) or \
+            base.endswith(".instructions.md"):
         return False
-    return "/" in name or not base.islower()  # `handnote.md`, an id's file: an example, not a document
+    if base.islower() and (quoted or "/" not in name):  # `handnote.md`, "See `docs/x.md`": examples
+        return False
+    return True
 
 
 def test_docs_cite_no_file_outside_the_repository():
@@ -90,14 +96,17 @@ def test_docs_cite_no_file_outside_the_repository():
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         assert not re.search(r"\bSPEC\b", text), f"{page.name} cites the spec, which is not in the repository"
+        quoted = {t for span in re.findall(r"`([^`]+)`", text) for t in re.findall(r"~?[\w./-]*\w\.md\b", span)}
         for token in set(re.findall(r"~?[\w./-]*\w\.md\b", text)):
             for name in re.split(r"(?<=\.md)/", token):  # "CLAUDE.md/AGENTS.md"
-                assert not cited_elsewhere(page, name, files), f"{page.name} cites {name}, not in the repository"
+                assert not cited_elsewhere(page, name, files, token in quoted), \
+                    f"{page.name} cites {name}, not in the repository"
 
 
 def test_the_citation_check_catches_the_spec():
     page = ROOT / "README.md"
     assert cited_elsewhere(page, "SPEC.md", []) and cited_elsewhere(page, "docs/nowhere.md", [])
+    assert cited_elsewhere(page, "SPEC.md", [], quoted=True) and not cited_elsewhere(page, "docs/x.md", [], quoted=True)
     assert not cited_elsewhere(page, "docs/hooks.md", []) and not cited_elsewhere(page, "~/.claude/CLAUDE.md", [])
 
 
