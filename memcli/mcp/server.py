@@ -380,6 +380,14 @@ def serve(settings: Settings, transport: str = "stdio", port: int = 8765) -> Non
     finally:
         if server.memcli.warm is not None:
             server.memcli.warm.close()  # its socket file goes with it
+    warm = server.memcli.warm
+    if warm is not None and warm.thread is not None and warm.thread.is_alive():
+        # the client closed stdin while the model loaded or embedded: ending the interpreter
+        # under onnxruntime's running thread printed "terminate called without an active
+        # exception" (C++ std::terminate at exit); every write is done, so end here
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _exit_on_signals(server: MemcliServer) -> None:
