@@ -133,7 +133,7 @@ def test_planted_secrets_are_redacted_in_hooks_recall_list_and_show(planted: Pat
                          "prompt": "which secret sample was planted by hand"})
     answer = run("hook", "claude", "user-prompt-submit", input=prompt, cwd=planted)
     assert answer.code == 0 and leaked(answer.out) == []
-    recall = run("--json", "recall", "secret sample planted", "--limit", "100")
+    recall = run("--json", "recall", "secret sample planted", "--limit", "500")
     assert recall.code == 0 and len(recall.json()["data"]["hits"]) == len(SAMPLES)
     assert leaked(recall.out) == []
     listed = run("--json", "list", "--limit", "500")
