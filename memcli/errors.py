@@ -34,6 +34,7 @@ EXIT_CODES: dict[int, str] = {
     17: "check failed: a memory file in the checked range breaks a rule (one line per problem)",
     18: "a hook check failed: an installed memcli hook did not run cleanly as its agent would run it",
     130: "interrupted: Ctrl-C (SIGINT), or a confirmation prompt aborted (128 + the signal's number, as shells say)",
+    141: "the output pipe was closed by its reader (`memcli recall X | head -1`): nothing more is printed (128 + SIGPIPE's 13, as git)",
     143: "ended by SIGTERM (128 + 15), as an agent ends its MCP server",
 }
 

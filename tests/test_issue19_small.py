@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import run_memcli
 
 ROOT = Path(__file__).parent.parent
@@ -98,3 +99,15 @@ def test_gotcha_and_pitfall_are_facts_with_a_tag(ws):
     assert refused.code == 5 and "use --tag gotcha" in refused.err and refused.err.count("\n") == 1
     bogus = run_memcli("remember", "x y z", "--category", "bogus")
     assert bogus.code == 5 and "use one of: preference, fact" in bogus.err
+
+
+@pytest.mark.parametrize("args", [("recall", "deploy"), ("list",), ("--json", "list"), ("show", "ID")])
+def test_a_closed_output_pipe_ends_quietly_with_141(ws, run, args) -> None:  # noqa: ANN001
+    # `memcli recall X | head -1` ended in "internal error: BrokenPipeError" (exit 1), and
+    # commands through typer in a silent exit 1 (its click's answer to EPIPE)
+    written = run("--json", "remember", "Deploys go out on Tuesdays; the deploy script warms the cache.").json()
+    args = tuple(written["data"]["id"] if a == "ID" else a for a in args)
+    proc = subprocess.Popen([sys.executable, "-m", "memcli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and err == "", err

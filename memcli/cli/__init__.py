@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         status = 0
     try:
         sys.stdout.flush()
+    except BrokenPipeError:  # what was left in the buffer met a closed pipe
+        status = 0 if output.STATE.command in NEVER_FAIL else _pipe_closed()
     finally:
         _record(head, started, status)
     if output.STATE.fast_exit:  # a read hook has answered and the event is logged
@@ -156,6 +158,11 @@ def _run_typer(args: list[str]) -> int:
     except typer.Abort:
         print("memcli: aborted", file=sys.stderr)
         return 130
+    except SystemExit:
+        # typer's (its vendored click's) answer to a closed pipe: stdout wrapped, then exit 1
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            return _pipe_closed()
+        raise
     except typer.TyperException as err:
         message, hint = _usage_line(err)
         output.error("usage", message, hint, 2)
@@ -249,6 +256,8 @@ def _guarded(run) -> int:  # noqa: ANN001
     except KeyboardInterrupt:
         print("memcli: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _pipe_closed()
     except OSError as err:
         refused = _storage_refusal(err)
         if refused is None:
@@ -261,6 +270,18 @@ def _guarded(run) -> int:  # noqa: ANN001
         return 5
     except Exception as err:  # noqa: BLE001 - the one place that turns bugs into exit 1
         return _internal(err)
+
+
+def _pipe_closed() -> int:
+    """The reader of stdout went away (``memcli recall X | head -1``): end quietly with 141,
+    the status a shell gives git killed by SIGPIPE. stdout is pointed at /dev/null first, so
+    the interpreter's last flush raises nothing more (Python's documentation, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 def _storage_refusal(err: OSError):  # noqa: ANN202 - StorageFailed | None
