@@ -291,7 +291,7 @@ class GitRepo:
             status, out, _ = self._raw("rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}")
             if status == 0:
                 return out.decode().strip()
-        from memcli.policy.secrets import shown
+        from memcli.text.secrets import shown
 
         raise RevisionNotFound(f"unknown revision {shown(text)}: no such commit, branch or tag in this repository",
                                hint="list commits with `memcli log` or `git log --oneline`")

@@ -383,7 +383,7 @@ def check_labels(key: str, values: object) -> list[str]:
 
 def _show(value: object) -> str:
     """A rejected value as an error may show it: secrets removed, hidden characters stripped, cut short."""
-    from memcli.policy.secrets import shown
+    from memcli.text.secrets import shown
 
     return shown(value)
 

@@ -16,7 +16,7 @@ import pytest
 from memcli import model
 from memcli.agents.context import neutralise
 from memcli.errors import ValidationFailed
-from memcli.policy.secrets import find_secrets
+from memcli.text.secrets import find_secrets
 
 PEM = "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END RSA PRIVATE KEY-----"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -1,4 +1,4 @@
-"""Tests for the sensitive-data gate, memcli.policy.secrets.
+"""Tests for the sensitive-data gate, memcli.text.secrets.
 
 Token-shaped examples are assembled at run time so the file itself does not look like
 it leaks credentials to secret scanners.
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcli.policy.secrets import KINDS, SecretFinding, find_secrets
+from memcli.text.secrets import KINDS, SecretFinding, find_secrets
 
 GH_TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "F6g7H8"  # ghp_ + 36 alphanumerics
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -12,10 +12,10 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-
 from fixtures.secrets.corpus import NEAR_MISSES, PUTTY_BODY, SAMPLES, SECRETS
-from memcli.policy.hidden import scan_view
-from memcli.policy.secrets import KINDS, SLUGS, find_secrets
+
+from memcli.text.hidden import scan_view
+from memcli.text.secrets import KINDS, SLUGS, find_secrets
 
 KEY_MATERIAL = ("MIIEpAIBAAKCAQEA", "b3BlbnNzaC1rZXktdjEAAAAA", "MHcCAQEEI", "Encryption: none", "MIIEowIBAAKCAQEA",
                 "MIIFHDBOBgkqhkiG9w0BBQ0w", PUTTY_BODY)

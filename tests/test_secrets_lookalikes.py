@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memcli.policy import confusables
-from memcli.policy.hidden import scan_view
-from memcli.policy.secrets import find_secrets, redact, secret_spans
+from memcli.text import confusables
+from memcli.text.hidden import scan_view
+from memcli.text.secrets import find_secrets, redact, secret_spans
 
 BODY = "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xYz123"  # 36 characters, a made-up token body
 
@@ -70,7 +70,7 @@ def test_detect_secrets_loads_memclis_plugins_as_its_own(tmp_path: Path) -> None
     """The widened plugins are detect-secrets plugins: its own CLI runs them from the file."""
     import json
 
-    import memcli.policy.secrets.plugins as plugins
+    import memcli.text.secrets.plugins as plugins
 
     key = tmp_path / "deploy.ppk"
     key.write_text("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n"

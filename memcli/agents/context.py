@@ -54,13 +54,13 @@ def neutralise(text: str) -> str:
     rules; the service layer has already run the full scan, ``service/redact.py``), so that
     removing hidden characters can never join the parts of a split token back together.
     Then ANSI escape sequences and invisible characters (``_ANSI``, ``_INVISIBLE`` and every
-    hidden character of ``policy.hidden``: tag characters, variation selectors, soft hyphens)
+    hidden character of ``text.hidden``: tag characters, variation selectors, soft hyphens)
     are removed, so none can hide a tag; a lone carriage return becomes a newline; then
     tag-like openers and chat-template tokens (``<|im_start|>``, ``<|endoftext|>``: ``<|``
     becomes ``‹|``) are defused and code fences broken.
     """
-    from memcli.policy.hidden import strip_hidden
-    from memcli.policy.secrets import redact
+    from memcli.text.hidden import strip_hidden
+    from memcli.text.secrets import redact
 
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = redact(text, full=False)

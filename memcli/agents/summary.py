@@ -10,7 +10,7 @@ no ``tool_use``, no reply the client made up). Lines of one assistant message (s
 (``model.FORBIDDEN_CHARS``: control characters such as a terminal's escape codes).
 
 Secrets never get past :func:`read_conversation`: in a line of a message that holds a
-secret (``policy.secrets.secret_spans``, run on the whole message, so that an AWS secret
+secret (``text.secrets.secret_spans``, run on the whole message, so that an AWS secret
 key found through the key id on its line counts even when the two sit in different
 sentences), each sentence that holds one is replaced, in place, by ``[withheld: KIND]``;
 the other sentences stay as they were. Only a private key goes further: from its
@@ -142,7 +142,7 @@ class RuleSummary:
 
 def withhold(text: str) -> tuple[str, int]:
     """``text`` without its secrets (see the module docstring), and how many were found."""
-    from memcli.policy.secrets import PEM, secret_spans
+    from memcli.text.secrets import PEM, secret_spans
 
     spans = secret_spans(text)
     if not spans:
@@ -178,7 +178,7 @@ def withhold(text: str) -> tuple[str, int]:
 def _withhold_line(line: str, spans: list[tuple[int, int, str]]) -> str:
     """``line`` with each sentence that holds one of ``spans`` (offsets in ``line``) replaced
     by ``[withheld: KIND]``; the marker alone when a secret cannot be placed in a sentence."""
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     cut: list[tuple[int, int, str]] = []  # (start, end, kind) of the sentences withheld
     at = 0
@@ -327,7 +327,7 @@ def scrub(text: str) -> tuple[str, int]:
     """``text`` without the lines that hold a secret, and how many lines went (a last check:
     what :func:`read_conversation` kept is already free of them, but joining lines can
     make a pattern, such as an AWS key id and its secret, meet)."""
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     dropped = 0
     while True:

@@ -221,7 +221,7 @@ def _usage_message(err: Exception) -> str:
     """
     import re
 
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     message = getattr(err, "format_message", err.__str__)()
     offending = getattr(err, "option_name", None)
@@ -248,7 +248,7 @@ def _guarded(run) -> int:  # noqa: ANN001
     try:
         return run()
     except MemcliError as err:
-        from memcli.policy.secrets import redact
+        from memcli.text.secrets import redact
 
         # The last guard: whatever a message quotes, no secret-looking span is printed.
         output.error(err.code, redact(err.message), redact(err.hint) if err.hint else err.hint, err.exit_code)

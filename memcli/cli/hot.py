@@ -37,10 +37,10 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
            limit: int = 10, sessions: bool = False) -> None:
     """``memcli recall``: search and print the hits (see the command's help for each option)."""
     from memcli.index.hybrid import describe
-    from memcli.policy.secrets import shown
     from memcli.service.read import check_mode, recall_data, semantic_retriever
     from memcli.service.read import recall as do_recall
     from memcli.service.semantic import COMMAND_BUDGET
+    from memcli.text.secrets import shown
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
@@ -95,7 +95,7 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
     from memcli.errors import MemcliError, UsageProblem
 
     if fmt not in ("text", "markdown", "json"):
-        from memcli.policy.secrets import shown
+        from memcli.text.secrets import shown
 
         raise UsageProblem(f"unknown --format {shown(fmt)}", hint="use text, markdown or json")
     try:

@@ -43,7 +43,7 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
     from memcli.service.write import WriteOptions
 
     if on_conflict not in (None, "supersede", "fail"):
-        from memcli.policy.secrets import shown
+        from memcli.text.secrets import shown
 
         raise UsageProblem(f"invalid --on-conflict {shown(on_conflict)}", hint="use supersede or fail")
     return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,

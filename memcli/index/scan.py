@@ -53,7 +53,7 @@ class Grep:
             re.compile(pattern)  # Python re syntax only (see above); cached by re
             self._regex = regex.compile(pattern, flags=regex.V0)
         except (re.error, regex.error, ValueError, OverflowError, RecursionError, MemoryError) as err:
-            from memcli.policy.secrets import shown
+            from memcli.text.secrets import shown
 
             raise UsageProblem(f"invalid regular expression {shown(pattern, 60)}: {err}",
                                hint="check the pattern (Python re syntax)") from None

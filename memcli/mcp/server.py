@@ -147,7 +147,7 @@ def _safe(text: str, values: list[Any]) -> str:
 
     What remains is checked once more; a text that still holds a secret is replaced whole.
     """
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     for value in values:
         if isinstance(value, list):

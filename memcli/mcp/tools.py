@@ -58,7 +58,7 @@ def agent_name(raw: str | None) -> str | None:
     name = _NOT_NAME.sub("-", raw.strip().lower()).strip("-._")[:MAX_AGENT].strip("-._")
     if not name:
         return None
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     return None if find_secrets(raw) or find_secrets(name) else name
 

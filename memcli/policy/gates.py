@@ -9,6 +9,7 @@ from __future__ import annotations
 from memcli.errors import ScopeViolation, SecretDetected
 from memcli.model import Memory, check_scope, normalise_text
 
+
 def personal_owner(scope: str) -> str | None:
     """The owner of a personal scope (``user:alice`` -> ``alice``), else None."""
     kind, _, name = scope.partition(":")
@@ -139,7 +140,7 @@ def check_memory(memory: Memory, *more: tuple[str, str | None], allow: tuple[str
 
     Raises:
         SecretDetected: naming the field, the kind and where in the value (never the secret).
-        HiddenText: a value holds an invisible character (:mod:`memcli.policy.hidden`).
+        HiddenText: a value holds an invisible character (:mod:`memcli.text.hidden`).
     """
     person = memory.provenance.source_type in ("user_said", "admin_edit")
     allow = (allow or tuple(memory.provenance.allow_secret)) if person else ()
@@ -164,8 +165,8 @@ def _where(text: str, where: str, line: int, column: int) -> str:
 def _refuse(text: str | None, where: str, allow: tuple[str, ...] = ()) -> None:
     """Raise SecretDetected or HiddenText for ``text``; ``where`` names the value (``"the run id"``)."""
     from memcli.errors import HiddenText
-    from memcli.policy.hidden import find_hidden
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.hidden import find_hidden
+    from memcli.text.secrets import find_secrets
 
     text = text or ""
     findings = [f for f in find_secrets(text) if f.slug not in allow]

@@ -60,7 +60,7 @@ def parse_range(spec: str | None) -> tuple[str, str | None]:
         return "HEAD", None
     spec = spec.strip()
     if "..." in spec or spec.count("..") > 1:
-        from memcli.policy.secrets import shown
+        from memcli.text.secrets import shown
 
         raise UsageProblem(f"cannot read the range {shown(spec)}", hint="give REV or FROM..TO, e.g. HEAD~3..HEAD")
     if ".." not in spec:

@@ -429,7 +429,7 @@ def _decided(turn: Turn, candidate: Candidate, outcome: WriteResult | MemcliErro
 
 def _withheld(text: str) -> str:
     """``text`` cut where its first secret starts, so that showing it never echoes the secret."""
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     findings = find_secrets(text)
     if not findings:

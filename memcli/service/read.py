@@ -97,7 +97,7 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
         try:
             times[name] = parse_instant(value) if value is not None else None  # "" is an error, not "no filter"
         except ValueError:
-            from memcli.policy.secrets import shown
+            from memcli.text.secrets import shown
 
             raise ValidationFailed(f"--{name.replace('_', '-')}: {shown(value)} is not a date or RFC 3339 time") from None
     scopes = ctx.scopes(filters.scopes or None) + (["session:*"] if filters.sessions else [])
@@ -166,7 +166,7 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
         answered: which retriever answered (``index.hybrid.describe``).
     """
     from memcli.index import strength
-    from memcli.policy.secrets import redact
+    from memcli.text.secrets import redact
 
     answer = strength(hits)
     return {"query": redact(query, full=False), "mode": mode, "answer": answer,

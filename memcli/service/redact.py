@@ -4,13 +4,13 @@ Files that never passed the write gate (written by hand, pulled from a teammate,
 from an old revision) can hold secrets. Every read channel (``context``, the hooks,
 ``recall``, ``list``, ``show``, ``export``, the MCP tools built on them) passes the memories
 it returns through :func:`redact_memories`, which replaces each secret-looking span of the
-text with ``[secret removed: KIND]`` (``policy.secrets.marker``), before anything strips the
+text with ``[secret removed: KIND]`` (``text.secrets.marker``), before anything strips the
 hidden characters, so the parts of a split token are never joined back together; then
 ANSI escapes, control characters and hidden characters are removed
-(``policy.hidden.printable``), so a hand-written file cannot drive the terminal or reach a
+(``text.hidden.printable``), so a hand-written file cannot drive the terminal or reach a
 rule file (``export``) with invisible text.
 
-A full scan loads detect-secrets (about 0.1 s, see ``policy/secrets/detector.py``), too
+A full scan loads detect-secrets (about 0.1 s, see ``text/secrets/detector.py``), too
 slow for every hook. The result of a scan is a pure function of the text, so it is kept in
 a memo in the workspace's cache folder (``secret-scan.sqlite``): SHA-256 of the text and of
 the rule-set version -> the spans. A text is scanned in full once; later reads look it up.
@@ -98,7 +98,7 @@ class ScanMemo:
 
 def text_spans(texts: list[str], folder: Path | None) -> list[list[tuple[int, int, str]]]:
     """The secret spans of each of ``texts`` (full scan, through the memo in ``folder``)."""
-    from memcli.policy.secrets import secret_spans
+    from memcli.text.secrets import secret_spans
 
     if not texts:
         return []
@@ -127,16 +127,16 @@ def redact_texts(texts: list[str], folder: Path | None) -> list[str]:
     For what the audit trail shows (``log``, ``history``, ``diff``, ``show --at``): old
     versions and commit messages never passed today's gate, or passed it by an override.
     """
-    from memcli.policy.hidden import printable
-    from memcli.policy.secrets import redact
+    from memcli.text.hidden import printable
+    from memcli.text.secrets import redact
 
     return [printable(redact(t, spans) if spans else t) for t, spans in zip(texts, text_spans(texts, folder))]
 
 
 def redact_text(text: str, folder: Path | None, allow: tuple[str, ...] = ()) -> str:
     """One text with its secrets replaced by markers (see :func:`redact_memories`)."""
-    from memcli.policy.hidden import printable
-    from memcli.policy.secrets import redact
+    from memcli.text.hidden import printable
+    from memcli.text.secrets import redact
 
     (spans,) = text_spans([text], folder)
     return printable(redact(text, spans, allow=allow) if spans else text)
@@ -144,7 +144,7 @@ def redact_text(text: str, folder: Path | None, allow: tuple[str, ...] = ()) -> 
 
 def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]:
     """``memories`` with every secret in their text, subject, tags and paths replaced by a marker,
-    and escapes, control and hidden characters removed (``policy.hidden.printable``).
+    and escapes, control and hidden characters removed (``text.hidden.printable``).
 
     Args:
         memories: records about to be shown; they are not changed (redacted copies are
@@ -154,8 +154,8 @@ def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]
     Returns:
         A list as long as ``memories``, in the same order.
     """
-    from memcli.policy.hidden import printable
-    from memcli.policy.secrets import redact
+    from memcli.text.hidden import printable
+    from memcli.text.secrets import redact
 
     def label(value: str) -> str:  # a short field: memcli's own rules only (no import cost)
         return printable(redact(value, full=False))

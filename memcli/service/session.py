@@ -116,11 +116,11 @@ def program_name(command: str) -> str:
     word (``shlex``-split; split on white space when it cannot be), never its arguments.
 
     ``"/usr/bin/llm -m gpt --key sk-…"`` gives ``"llm"``. A name that itself holds a secret
-    (``policy.secrets``) gives ``"[withheld]"``; an empty command gives ``""``.
+    (``text.secrets``) gives ``"[withheld]"``; an empty command gives ``""``.
     """
     import shlex
 
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     try:
         words = shlex.split(command)
@@ -283,7 +283,7 @@ def _span(conversation: rules.Conversation) -> str:
 def _summary(conversation: rules.Conversation, found: rules.RuleSummary, keep_recent: int, header: str,
              summarizer: str | None, timeout: float) -> tuple[str, str, str | None]:
     """``(body, summarizer used, why the command was not used)``; see the module docstring."""
-    from memcli.policy.secrets import find_secrets
+    from memcli.text.secrets import find_secrets
 
     reason = None
     if summarizer is not None:

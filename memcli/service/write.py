@@ -268,7 +268,7 @@ def _allowed_kinds(opts: WriteOptions) -> list[str]:
     """
     if not opts.allow_secret:
         return []
-    from memcli.policy.secrets import SLUGS
+    from memcli.text.secrets import SLUGS
 
     if opts.source_type not in ("user_said", "admin_edit"):
         raise ValidationFailed("--allow-secret is a person's override: an agent or tool write cannot use it",

@@ -113,8 +113,8 @@ def slug(text: str, limit: int = 40) -> str:
     replaced by its marker and hidden characters dropped first, so that folding full-width
     letters to ASCII (``ＡＫＩＡ…`` -> ``akia…``) can never put a secret in a file name.
     """
-    from memcli.policy.hidden import scan_view
-    from memcli.policy.secrets import redact
+    from memcli.text.hidden import scan_view
+    from memcli.text.secrets import redact
 
     text = scan_view(redact(text))[0]
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()

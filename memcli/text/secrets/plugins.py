@@ -5,7 +5,7 @@ Each class subclasses the detect-secrets plugin it widens and keeps that plugin'
 plugin interface detect-secrets documents for custom plugins (``RegexBasedDetector``: a
 ``secret_type`` and a ``denylist`` of compiled patterns; ``docs/plugins.md`` upstream).  They
 can be given to detect-secrets' own CLI as they are
-(``detect-secrets scan --plugin memcli/policy/secrets/plugins.py``); memcli calls them from
+(``detect-secrets scan --plugin memcli/text/secrets/plugins.py``); memcli calls them from
 ``detector.py`` like the upstream plugins, only in a full scan, so importing this module
 costs nothing more than detect-secrets itself.
 

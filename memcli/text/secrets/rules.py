@@ -422,7 +422,7 @@ def candidates(text: str) -> list[tuple[int, int, int, str]]:
     """Every match of memcli's own rules in ``text``: ``(priority, start, end, kind)``, overlapping.
 
     A lower priority wins an overlap (a token's own rule 0, Chinese ids 1, cards 2, SSNs 3,
-    assignments and prose 4); ``memcli.policy.secrets`` merges these with the other sources.
+    assignments and prose 4); ``memcli.text.secrets`` merges these with the other sources.
     """
     # (priority, start, end, kind): lower priority wins an overlap.
     cands: list[tuple[int, int, int, str]] = []

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memcli.policy import confusables
+from memcli.text import confusables
 
 #: Every hidden character in one class: the Cf ranges of Unicode 15 (U+00AD, U+0600-0605,
 #: U+061C, U+06DD, U+070F, U+0890-0891, U+08E2, U+180E, U+200B-200F, U+202A-202E,
@@ -138,7 +138,7 @@ def scan_view(text: str, *, fold: bool = False) -> tuple[str, list[int] | None]:
     return becomes a newline) and combining marks (categories Mn, Me) are dropped; every
     other character is replaced by its NFKC form (full-width ``Ａ`` -> ``A``, ``ﬁ`` -> ``fi``).
     With ``fold``, each look-alike letter is then replaced by the ASCII one it imitates
-    (Cyrillic ``р`` -> ``p``; :func:`memcli.policy.confusables.fold`, UTS #39 skeleton).
+    (Cyrillic ``р`` -> ``p``; :func:`memcli.text.confusables.fold`, UTS #39 skeleton).
 
     Returns:
         ``(view, offsets)``: ``offsets[j]`` is the index in ``text`` of the character that

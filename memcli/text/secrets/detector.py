@@ -22,10 +22,10 @@ from functools import cache
 #: ``(module, class)`` of each plugin used, and the memcli kind and slug of what it finds; a module
 #: without a dot is one of ``detect_secrets.plugins``; memcli's own widen two of them (``plugins.py``).
 PLUGINS: tuple[tuple[str, str, str, str], ...] = (
-    ("memcli.policy.secrets.plugins", "PrivateKeyDetector", "private key", "private-key"),  # + PuTTY v3, lax SSH2
+    ("memcli.text.secrets.plugins", "PrivateKeyDetector", "private key", "private-key"),  # + PuTTY v3, lax SSH2
     ("aws", "AWSKeyDetector", "AWS access key id", "aws-key-id"),
     ("artifactory", "ArtifactoryDetector", "Artifactory credentials", "artifactory-token"),
-    ("memcli.policy.secrets.plugins", "AzureStorageKeyDetector", "Azure storage account key",
+    ("memcli.text.secrets.plugins", "AzureStorageKeyDetector", "Azure storage account key",
      "azure-storage-key"),  # + any spelling of AccountKey
     ("cloudant", "CloudantDetector", "Cloudant credentials", "cloudant-credentials"),
     ("discord", "DiscordBotTokenDetector", "Discord bot token", "discord-token"),

@@ -10,10 +10,10 @@ Three sources of rules, merged:
 * memcli's own rules (``rules.py``): AWS secret keys by context, cards (Luhn), national
   ids, passwords and assignments in prose, in English and Chinese.
 
-Every scan runs over :func:`memcli.policy.hidden.scan_view` of the text: NFKC-normalised,
+Every scan runs over :func:`memcli.text.hidden.scan_view` of the text: NFKC-normalised,
 with zero-width and other hidden characters, ANSI escapes and combining marks removed, so a
 token split by U+200B or written in full-width letters is found; a full scan also folds
-look-alike letters to the ASCII ones they imitate (``policy/confusables.py``, UTS #39), so a
+look-alike letters to the ASCII ones they imitate (``text/confusables.py``, UTS #39), so a
 ``ghр_`` token with a Cyrillic ``р`` is found.  A span found there covers, in the original
 text, every character from the first to the last one it was made of.
 
@@ -28,10 +28,10 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
-from memcli.policy.secrets import rules, tokens
-from memcli.policy.secrets.rules import (ANTHROPIC, AWS_KEY_ID, AWS_SECRET, BEARER, CARD, CN_ID, GENERIC,
-                                         GITHUB, GOOGLE, JWT, OPENAI, PASSWORD, PEM, SLACK, SSN, STRIPE,
-                                         URL_PASSWORD)
+from memcli.text.secrets import rules, tokens
+from memcli.text.secrets.rules import (ANTHROPIC, AWS_KEY_ID, AWS_SECRET, BEARER, CARD, CN_ID, GENERIC,
+                                       GITHUB, GOOGLE, JWT, OPENAI, PASSWORD, PEM, SLACK, SSN, STRIPE,
+                                       URL_PASSWORD)
 
 __all__ = ["ANTHROPIC", "AWS_KEY_ID", "AWS_SECRET", "BEARER", "CARD", "CN_ID", "GENERIC", "GITHUB", "GOOGLE",
            "JWT", "KINDS", "OPENAI", "PASSWORD", "PEM", "SLACK", "SSN", "STRIPE", "URL_PASSWORD", "SecretFinding",
@@ -46,7 +46,7 @@ _OWN_SLUGS = {
 
 
 def _all_slugs() -> dict[str, str]:
-    from memcli.policy.secrets.detector import kinds as detector_kinds
+    from memcli.text.secrets.detector import kinds as detector_kinds
 
     out = dict(_OWN_SLUGS)
     for kind, slug, _ in tokens.TOKEN_RULES:
@@ -116,7 +116,7 @@ def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
     """Where the secrets of ``text`` are: ``(start, end, kind)`` offsets into ``text``, sorted, not overlapping.
 
     Args:
-        text: any text; it is scanned as :func:`memcli.policy.hidden.scan_view` gives it.
+        text: any text; it is scanned as :func:`memcli.text.hidden.scan_view` gives it.
         full: also run detect-secrets' plugins and fold look-alike letters (a write; a
             read of a text never scanned).  ``False`` runs only memcli's own rules on the
             NFKC view: no import cost, for hot-path redaction as a second line of defence.
@@ -126,7 +126,7 @@ def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
         wins (a token's own rule over the digit rules over the generic assignment rules).
         A private key's span is its ``-----BEGIN`` line only, not the whole block.
     """
-    from memcli.policy.hidden import original_span, scan_view
+    from memcli.text.hidden import original_span, scan_view
 
     view, offsets = scan_view(text, fold=full)
     cands: list[tuple[float, int, int, str]] = list(rules.candidates(view))
@@ -134,7 +134,7 @@ def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
         cands.extend((0, m.start(), m.end(), kind) for m in regex.finditer(view))
     cands.extend((4, start, end, kind) for start, end, kind in tokens.command_spans(view))
     if full:
-        from memcli.policy.secrets import detector
+        from memcli.text.secrets import detector
 
         cands.extend((_DETECTOR_PRIORITY, s, e, k) for s, e, k in detector.spans(view, _detector_placeholder))
     if not cands:
@@ -225,7 +225,7 @@ def shown(value: object, limit: int = 24, *, full: bool = True) -> str:
     quoted (``repr``) and cut to ``limit`` characters with ``…``.  ``full=False`` skips
     detect-secrets (for a hot-path message such as ``recall``'s table title).
     """
-    from memcli.policy.hidden import strip_hidden
+    from memcli.text.hidden import strip_hidden
 
     text = value if isinstance(value, str) else str(value)
     text = strip_hidden(redact(text[:400], full=full))
