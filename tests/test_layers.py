@@ -1,0 +1,150 @@
+"""Imports run one way, down the layers of docs/development.md ("Layers").
+
+Every module of ``memcli/`` is parsed with :mod:`ast` (nothing is imported), and every
+``import memcli…`` / ``from memcli… import …`` / relative import, at module level or inside
+a function, is mapped to the unit it reaches: a sub-package of ``memcli`` (``memcli.service``)
+or a top-level module (``memcli.model``).  An import inside one unit is free; one between two
+units must go to a lower layer than the importer's.  No two units import each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "memcli"
+
+#: The layers, top first (docs/development.md, "Layers").  A unit may import only units of a
+#: lower layer; two units of one layer do not import each other.
+LAYERS: list[tuple[str, ...]] = [
+    ("memcli.__main__",),                                   # ``python -m memcli``
+    ("memcli.cli",),                                        # entry: typer app and the fast path
+    ("memcli.mcp",),                                        # entry: the MCP server (``memcli mcp`` starts it)
+    ("memcli.service",),                                    # the operations
+    ("memcli.index",),                                      # the search index (reads through store, policy)
+    ("memcli.policy", "memcli.store", "memcli.agents", "memcli.changes",
+     "memcli.gitrewrite"),                                  # the domain; git below, one module over another
+    ("memcli.githistory", "memcli.gitcommit"),            # history and commits, on GitRepo
+    ("memcli.gitlog",),                                     # sealed git: GitRepo, log
+    ("memcli.config",),                                     # settings (config.toml)
+    ("memcli.model", "memcli.frontmatter"),                 # the record and its file format
+    ("memcli.text",),                                       # text rules: secrets, hidden characters
+    ("memcli", "memcli.errors", "memcli.timeutil", "memcli.yamlfast", "memcli.testpoint"),  # pure helpers
+]
+
+#: Imports that run up today, (importer, imported) by module.  This list only shrinks: the
+#: test fails when one is no longer made, so remove it from here when the code is fixed.
+KNOWN_EXCEPTIONS: set[tuple[str, str]] = {
+    # gitlog <-> gitcommit: GitRepo reads gitcommit.STATE_MARKERS and delegates commit() to
+    # it, while gitcommit runs through GitRepo (issue 20, point 1: one memcli/git/ package).
+    ("memcli.gitlog", "memcli.gitcommit"),
+}
+
+
+class Import(NamedTuple):
+    """One intra-package import: importer module, line, imported module."""
+
+    importer: str
+    line: int
+    imported: str
+
+
+def module_name(path: Path) -> str:
+    """``memcli/service/write.py`` -> ``memcli.service.write``; a package's ``__init__`` is the package."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path) -> list[Import]:
+    """Every import of a memcli module made anywhere in ``path`` (``name`` is its module name)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [Import(name, node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "memcli"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the module's package, one level up per extra dot
+                base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "memcli":
+                continue
+            for alias in node.names:  # ``from memcli import gitlog`` imports the module memcli.gitlog
+                sub = f"{target}.{alias.name}"
+                found.append(Import(name, node.lineno, sub if sub in MODULES else target))
+    return sorted(set(found))  # one per (line, module), whatever the names
+
+
+def unit_of(module: str) -> str:
+    """The layer unit of a module: ``memcli.service.write`` -> ``memcli.service``; ``memcli.model`` as is."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+ALL_IMPORTS = [imp for name, path in MODULES.items() for imp in imports_of(name, path)]
+CROSSING = [imp for imp in ALL_IMPORTS if unit_of(imp.importer) != unit_of(imp.imported)]
+
+
+def _where(imp: Import) -> str:
+    return f"{MODULES[imp.importer].relative_to(ROOT)}:{imp.line}: {imp.importer} imports {imp.imported}"
+
+
+def test_every_unit_has_a_layer():
+    missing = sorted({unit_of(m) for m in MODULES} - RANK.keys())
+    assert not missing, f"add these to LAYERS here and in docs/development.md: {missing}"
+    stale = sorted(RANK.keys() - {unit_of(m) for m in MODULES})
+    assert not stale, f"LAYERS names units that no longer exist: {stale}"
+
+
+def test_imports_go_down_the_layers():
+    wrong = [_where(imp) + f" (layer {RANK[unit_of(imp.importer)]} -> {RANK[unit_of(imp.imported)]})"
+             for imp in CROSSING
+             if RANK[unit_of(imp.imported)] <= RANK[unit_of(imp.importer)]
+             and (unit_of(imp.importer), unit_of(imp.imported)) not in KNOWN_EXCEPTIONS]
+    assert not wrong, "imports that do not go down a layer (docs/development.md, Layers):\n" + "\n".join(wrong)
+
+
+def test_no_two_units_import_each_other():
+    edges: dict[tuple[str, str], list[Import]] = defaultdict(list)
+    for imp in CROSSING:
+        edges[unit_of(imp.importer), unit_of(imp.imported)].append(imp)
+    cycles = [f"{a} <-> {b}:\n  " + "\n  ".join(_where(i) for i in edges[a, b] + edges[b, a])
+              for (a, b) in sorted(edges) if a < b and (b, a) in edges
+              and (a, b) not in KNOWN_EXCEPTIONS and (b, a) not in KNOWN_EXCEPTIONS]
+    assert not cycles, "units that import each other:\n" + "\n".join(cycles)
+
+
+@pytest.mark.parametrize("pair", sorted(KNOWN_EXCEPTIONS))
+def test_known_exceptions_are_still_needed(pair):
+    made = [imp for imp in CROSSING if (unit_of(imp.importer), unit_of(imp.imported)) == pair]
+    assert made, f"{pair[0]} no longer imports {pair[1]}: remove it from KNOWN_EXCEPTIONS"
+    assert RANK[unit_of(pair[1])] <= RANK[unit_of(pair[0])], f"{pair} goes down already: remove it"
+
+
+def test_text_rules_import_nothing_else_of_memcli():
+    out = [_where(imp) for imp in ALL_IMPORTS
+           if unit_of(imp.importer) == "memcli.text" and unit_of(imp.imported) != "memcli.text"]
+    assert not out, "memcli/text/ must import nothing else of memcli:\n" + "\n".join(out)
+
+
+def test_the_scanner_sees_every_kind_of_import(tmp_path):
+    # the parser itself: module level, in a function, from-import of a module, relative
+    (tmp_path / "memcli" / "pkg").mkdir(parents=True)
+    src = tmp_path / "memcli" / "pkg" / "mod.py"
+    src.write_text("import memcli.model\nfrom memcli import errors\n"
+                   "def f():\n    from .. import timeutil\n    from .sibling import x\n    import os\n")
+    got = imports_of("memcli.pkg.mod", src)
+    assert [(i.line, i.imported) for i in got] == [
+        (1, "memcli.model"), (2, "memcli.errors"), (4, "memcli.timeutil"), (5, "memcli.pkg.sibling")]
