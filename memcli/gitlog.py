@@ -319,8 +319,14 @@ class GitRepo:
 
         try:  # GitPython's wrapper
             out = git.Git(str(self.workspace)).log(f"--format={ENTRY_FORMAT}%x1e", *which)
-        except git.GitCommandError:
-            return []  # no commits yet
+        except git.GitCommandError as err:
+            said = str(err.stderr or "").strip().strip("'").removeprefix("stderr: ").strip().strip("'")
+            if "does not have any commits yet" in said or "unknown revision or path" in said and "HEAD" in said:
+                return []  # no commits yet
+            # a missing or damaged object: never "no history", which would read as an empty audit trail
+            raise GitFailed(f"git log failed: {first_line(said) or err.status}",
+                            hint="the repository may be damaged: run `git fsck`, then fetch the missing objects "
+                                 "from a clone or a remote") from None
         entries = []
         for record in out.split("\x1e"):
             fields = record.strip("\n").split("\x1f")

@@ -412,3 +412,16 @@ def test_classify_link_changes():
     assert _kinds(a, _memory(), "purge") == [("unlinked", "bob", None, ["link to 01old removed (purged)"])]
     assert _kinds(_memory(), a, "rollback") == [("relinked", "bob", None, ["link to 01old added", "by rollback"])]
     assert _kinds(a, _memory(), None)[0][0] == "edited by hand"
+
+
+def test_log_with_a_missing_commit_object_says_so(ws, run) -> None:  # noqa: ANN001
+    # GitPython's error was turned into [] and `memcli log` exited 0 with no entries: an
+    # audit trail that reads as empty when the repository is damaged
+    for text in ("Deploys go out on Tuesdays.", "Use pnpm for the web packages."):
+        assert run("remember", text).code == 0
+    commit = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    (ws / ".git" / "objects" / commit[:2] / commit[2:]).unlink()
+    result = run("log")
+    assert result.code == 10 and result.out == "", result
+    assert f"git log failed: Could not read {commit}" in result.err and "git fsck" in result.err
+    assert len(result.err.strip().splitlines()) == 1
