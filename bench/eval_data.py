@@ -15,7 +15,8 @@ from __future__ import annotations
 MEMORIES = {
     "db-port": "The local Postgres database listens on port 5433, not the default 5432.",
     "migrations": "Run database migrations with `make migrate`; it wraps `alembic upgrade head`.",
-    "migrations-new": "Create a new migration with `alembic revision --autogenerate -m MESSAGE` and review the generated file.",
+    "migrations-new": "Create a new migration with `alembic revision --autogenerate -m MESSAGE` and review the "
+                      "generated file.",
     "pytest-fixtures": "pytest fixtures live in tests/conftest.py",
     "pytest-parallel": "Run the test suite in parallel with `pytest -n 4`; CI uses -n 2.",
     "pytest-markers": "Slow tests are marked @pytest.mark.slow and skipped locally with `-m 'not slow'`.",
@@ -52,7 +53,8 @@ MEMORIES = {
     "api-versioning": "Public API routes are versioned under /v2; /v1 is frozen and only gets security fixes.",
     "pagination": "List endpoints paginate with cursors, never with offset and limit.",
     "rate-limit": "The public API is rate limited to 100 requests per minute per token.",
-    "graphql": "The GraphQL schema is generated from the Python types with strawberry; run `make schema` after changing them.",
+    "graphql": "The GraphQL schema is generated from the Python types with strawberry; run `make schema` after "
+               "changing them.",
     "frontend-state": "The web app keeps server state in TanStack Query, not in Redux.",
     "css": "Styles use Tailwind utility classes; avoid writing new CSS files.",
     "i18n": "User-facing strings go through the t() helper; translations live in web/locales/.",
@@ -167,7 +169,8 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
                         ("部署回归测试", "zh-deploy"), ("告警值班", "zh-monitor"), ("合并审核", "zh-review"),
                         ("テストデータリセット", "ja-sandbox"), ("本番デプロイ", "ja-deploy"), ("캐시", "ko-build")],
     "identifiers": [("gen-itgc", "zh-auth"), ("api/generated", "codegen"), ("SENTRY_DSN", "sentry"),
-                    ("deploy.yml", "deploy-prod"), ("select_related", "perf-n1"), ("tests/conftest.py", "pytest-fixtures"),
+                    ("deploy.yml", "deploy-prod"), ("select_related", "perf-n1"),
+                    ("tests/conftest.py", "pytest-fixtures"),
                     (".nvmrc", "node-version"), ("cleanup-nightly", "cron"), ("/v2", "api-versioning"),
                     ("uv lock", "deps-pin"), ("eu-west-1", "k8s"), ("secret/app/", "secrets-vault")],
 }

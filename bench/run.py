@@ -274,7 +274,8 @@ def table(rows: list[Row], markdown: bool) -> str:
     for r in rows:
         ok = r.memcli is not None and not r.memcli.failures
         ratio = f"{r.memcli.median / r.rg.median:.1f}×" if ok and r.rg and not r.rg.failures else "—"
-        body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli), f"{r.memcli.peak_mb:.0f}" if ok and r.memcli.peak_mb else "—",
+        body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli),
+                     f"{r.memcli.peak_mb:.0f}" if ok and r.memcli.peak_mb else "—",
                      rg_cell(r.rg), ratio, r.target, r.met])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -25,7 +25,8 @@ EXIT_CODES: dict[int, str] = {
     10: "git failed (the files were restored; nothing was written)",
     11: "a memory file cannot be parsed (path, line and reason are given)",
     12: "unknown git revision (a commit, branch or tag that the workspace's repository does not hold)",
-    13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the same files",
+    13: "history conflict: a write, undo or rollback refused because later commits or uncommitted edits touch the "
+        "same files",
     14: "unsafe git state: a detached HEAD, or a rebase, merge, cherry-pick, revert, bisect or `git am` in progress "
         "(nothing was written)",
     15: "the disk refused a write (no space left, read-only, over quota or no permission); nothing was written",
@@ -34,7 +35,8 @@ EXIT_CODES: dict[int, str] = {
     17: "check failed: a memory file in the checked range breaks a rule (one line per problem)",
     18: "a hook check failed: an installed memcli hook did not run cleanly as its agent would run it",
     130: "interrupted: Ctrl-C (SIGINT), or a confirmation prompt aborted (128 + the signal's number, as shells say)",
-    141: "the output pipe was closed by its reader (`memcli recall X | head -1`): nothing more is printed (128 + SIGPIPE's 13, as git)",
+    141: "the output pipe was closed by its reader (`memcli recall X | head -1`): nothing more is printed "
+         "(128 + SIGPIPE's 13, as git)",
     143: "ended by SIGTERM (128 + 15), as an agent ends its MCP server",
 }
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from memcli.errors import GitFailed
 from memcli.gitlog import ENTRY_FORMAT, Entry, GitRepo, Touched, first_line, parse_entry
 
-
 #: The most paths passed to git as arguments; longer lists go by stdin or a folder-wide query.
 PATHSPEC_ARGS = 200
 

@@ -536,9 +536,11 @@ def _plain_data(key: str, value: object, depth: int = 0) -> None:
         for v in value:
             _plain_data(key, v, depth + 1)
     elif not isinstance(value, _PLAIN) or type(value).__name__.startswith("Tagged"):
-        kind = "binary data" if isinstance(value, (bytes, bytearray)) else "a set" if isinstance(value, (set, frozenset)) \
+        kind = "binary data" if isinstance(value, (bytes, bytearray)) \
+            else "a set" if isinstance(value, (set, frozenset)) \
             else f"a YAML tag ({getattr(getattr(value, 'tag', None), 'value', None) or type(value).__name__})"
-        raise ValidationFailed(f"{key}: holds {kind}; memcli reads only plain strings, numbers, dates, lists and mappings")
+        raise ValidationFailed(f"{key}: holds {kind}; memcli reads only plain strings, numbers, dates, lists and "
+                               "mappings")
 
 
 def _one_item(value: object) -> object:

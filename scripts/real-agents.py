@@ -9,9 +9,10 @@ Usage (from a checkout, with memcli installed in its .venv)::
 
 The pinned CLIs of ``scripts/agent-clis.txt`` are installed by ``scripts/install-agent-clis.sh``
 (into ``$MEMCLI_AGENT_PREFIX``, default ``.cache/agent-clis/``, reused while the versions match). Each
-CLI runs in a throw-away project (a git repository, ``memcli init`` at its root: the memory branch in ``.memcli/``, two memories, ``memcli
-hook install``) with a private ``HOME``, no login and no API key, and with ``PATH`` set to
-``/usr/bin:/bin`` plus node's folder only, so a hook that needs memcli on ``PATH`` fails.
+CLI runs in a throw-away project (a git repository, ``memcli init`` at its root: the memory branch in
+``.memcli/``, two memories, ``memcli hook install``) with a private ``HOME``, no login and no API key,
+and with ``PATH`` set to ``/usr/bin:/bin`` plus node's folder only, so a hook that needs memcli on
+``PATH`` fails.
 
 What makes each CLI fire its hooks without a real model (seen with the pinned versions):
 
@@ -186,7 +187,8 @@ def claude(run: Run, bin_dir: Path, env: dict, project: Path, model: ModelSim) -
                   f"(resume exit {second.returncode})")
     context = re.search(r"Hook SessionStart \([^)]*memcli[^)]*\) provided additionalContext \((\d+) chars\)", log)
     run.check(bool(context), "claude SessionStart additionalContext",
-              f"debug log: provided additionalContext ({context.group(1)} chars)" if context else "not in the debug log")
+              f"debug log: provided additionalContext ({context.group(1)} chars)" if context
+              else "not in the debug log")
     attached = [r for r in _jsonl(transcript) if r.get("type") == "attachment"
                 and (r.get("attachment") or {}).get("type") == "hook_additional_context"
                 and MARK in json.dumps(r["attachment"].get("content"))]
@@ -221,7 +223,8 @@ def codex(run: Run, bin_dir: Path, env: dict, project: Path, stub: Stub) -> None
         run.check(ok, f"codex {event} hook", f"codex printed 'hook: {event} Completed'" if ok else
                   f"exit {done.returncode}; {' | '.join(line for line in output.splitlines() if 'hook' in line)[:300]}")
     rollouts = sorted(glob.glob(str(home / ".codex" / "sessions" / "*" / "*" / "*" / "rollout-*.jsonl")))
-    developer = [r for path in rollouts for r in _jsonl(Path(path)) if (r.get("payload") or {}).get("role") == "developer"
+    developer = [r for path in rollouts for r in _jsonl(Path(path))
+                 if (r.get("payload") or {}).get("role") == "developer"
                  and "<memcli-context>" in json.dumps(r["payload"]) and MARK in json.dumps(r["payload"])]
     run.check(bool(developer), "codex context reached the session",
               f"rollout {Path(rollouts[-1]).name}: developer message with <memcli-context> and {MARK!r}"

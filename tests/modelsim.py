@@ -173,7 +173,8 @@ class Request:
         """The passages Claude Code added for ``event``'s hooks, in order: each from its line
         "EVENT hook additional context: " (``PreToolUse`` also matches ``PreToolUse:Read``) to the
         blank lines that end it (Claude Code joins its sections with two newlines and a hook's
-        context ends with one; trailing white space dropped), wherever it is: a system message, or the end of a user message."""
+        context ends with one; trailing white space dropped), wherever it is: a system message, or
+        the end of a user message."""
         pattern = re.compile(rf"(?:^|\n)({re.escape(event)}(?::\S+)? hook additional context: .*?)(?=\n\n\n|\Z)",
                              re.DOTALL)
         return [m.group(1).rstrip() for text in self.texts() for m in pattern.finditer(text)]

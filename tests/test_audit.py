@@ -78,14 +78,14 @@ def test_diff_range_names_each_change_in_words_with_the_text(ws, run, scripted):
     assert f"expired {ids['C']} (project): expireAt 2027-01-04T00:00:00Z passed" in out
     # each change is followed by the memory's text, indented
     lines = out.splitlines()
-    assert lines[lines.index(next(l for l in lines if l.startswith(f"superseded {ids['A']}"))) + 1] \
+    assert lines[lines.index(next(line for line in lines if line.startswith(f"superseded {ids['A']}"))) + 1] \
         == "    Use pnpm, not npm, in this repo"
-    assert lines[lines.index(next(l for l in lines if l.startswith(f"expired {ids['C']}"))) + 1] \
+    assert lines[lines.index(next(line for line in lines if line.startswith(f"expired {ids['C']}"))) + 1] \
         == "    Feature freeze until the 2.0 release ships"
     # A was added before the range: not named as added here
     assert f"added {ids['A']}" not in out and f"proposed {ids['B']}" not in out
     # grouped by memory: B's two changes are next to each other
-    b_lines = [i for i, l in enumerate(lines) if ids["B"] in l and not l.startswith(" ")]
+    b_lines = [i for i, line in enumerate(lines) if ids["B"] in line and not line.startswith(" ")]
     assert b_lines == [b_lines[0], b_lines[0] + 2]
 
 
@@ -199,7 +199,7 @@ def test_history_show_at_and_log_after_remember_then_supersede(ws, run):
 
     result = run("history", old[:8], env=at(3))
     assert result.code == 0, result
-    rows = [l for l in result.out.splitlines() if l[:10].isalnum() and " status " in l]
+    rows = [line for line in result.out.splitlines() if line[:10].isalnum() and " status " in line]
     assert len(rows) == 2
     assert "alice  remember  status active: added" in rows[0]
     assert "alice  supersede  status superseded: superseded: by " + new in rows[1]

@@ -93,7 +93,8 @@ def test_plain_init_at_a_code_repositorys_root_is_the_memory_branch(project: Pat
 
 
 def test_in_tree_hidden_or_a_subfolder_keep_memory_in_the_code_tree(tmp_path: Path) -> None:
-    for name, args, config in (("in-tree", ["--in-tree"], "memcli.toml"), ("hidden", ["--hidden"], ".memcli/memcli.toml"),
+    for name, args, config in (("in-tree", ["--in-tree"], "memcli.toml"),
+                               ("hidden", ["--hidden"], ".memcli/memcli.toml"),
                                ("sub", ["mem"], "mem/memcli.toml")):
         repo = _fresh_repo(tmp_path / name)
         init = run_memcli("--json", "init", *args, cwd=repo)

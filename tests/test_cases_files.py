@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git
 
+from conftest import git
 from memcli import frontmatter
 from memcli.store.files import MemoryFiles
 
@@ -173,7 +173,8 @@ F6 = b"---\nid: expire6\nexpireAt: 2025-06-02\n---\nThe freeze ends with June.\n
 @pytest.mark.parametrize("now, expired", [("2025-06-02T03:00:00Z", True), ("2025-06-01T23:00:00Z", False)])
 def test_f6_date_only_expiry_same_in_every_zone(ws, run, tz, offset, now, expired):
     # the zone is real here: otherwise the test could not tell the rules apart
-    probe = subprocess.run([sys.executable, "-c", "import time; print(time.strftime('%z', time.localtime(1748833200)))"],
+    probe = subprocess.run([sys.executable, "-c",
+                            "import time; print(time.strftime('%z', time.localtime(1748833200)))"],
                            capture_output=True, text=True, env={"TZ": tz}).stdout.strip()
     assert probe == offset
     put(ws, "expire6.md", F6)

@@ -136,7 +136,8 @@ def test_m3_log_leaves_out_another_users_personal_memories(run, three_scopes):
     ids = [e["trailers"]["id"] for e in run("--json", "log").json()["data"]["entries"] if "id" in e["trailers"]]
     assert project in ids and alice in ids and bob not in ids
     assert run("--json", "log", bob).code == 4
-    as_bob = [e["trailers"].get("id") for e in run("--json", "log", env={"MEMCLI_ACTOR": "bob"}).json()["data"]["entries"]]
+    entries = run("--json", "log", env={"MEMCLI_ACTOR": "bob"}).json()["data"]["entries"]
+    as_bob = [e["trailers"].get("id") for e in entries]
     assert bob in as_bob and alice not in as_bob
 
 

@@ -74,7 +74,8 @@ def _hand_written(ws: Path, name: str, text: str) -> None:
 
 @pytest.mark.parametrize("name,text,words", [
     ("01m8aaaaaaaaaaaaaaaaaaaaa1-token.md",
-     "---\nscope: project\n---\nThe deploy token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + "\n", "holds a GitHub token"),
+     "---\nscope: project\n---\nThe deploy token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + "\n",
+     "holds a GitHub token"),
     ("01m8aaaaaaaaaaaaaaaaaaaaa2-bad.md", "---\ntags: [#a, #b]\n---\nBroken tags\n", "01m8aaaaaaaaaaaaaaaaaaaaa2"),
     ("01m8aaaaaaaaaaaaaaaaaaaaa3-agent.md",
      "---\nscope: project\nstatus: active\nprovenance:\n  sourceType: model_derived\n  actor: claude\n---\n"

@@ -71,7 +71,8 @@ def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_p
     assert any(line.startswith("archive 01m8kknct4sgy9gwa4xbn8bt49 (project): expired 2026-10-01 — ") for line in lines)
     assert "retire 01m0f6c3m0md6nfjp4s43njmdr (task:fts5-index): superseded 105 days ago (retention 90d) — " \
            "Use the unicode61 tokenizer for every language in the FTS5 index." in lines
-    assert any(line.startswith("retire 01m1ha4mc0y0vwqmyexjyy099d (task:fts5-index): rejected 102 days ago") for line in lines)
+    assert any(line.startswith("retire 01m1ha4mc0y0vwqmyexjyy099d (task:fts5-index): rejected 102 days ago")
+               for line in lines)
     assert any(line.startswith("merge 01m5css8r0jfr4kjqp65dhpch5 into 01m1k7y5m0m0xhgspbq3n6jrzr (task:fts5-index): "
                                "exact duplicate — ") for line in lines)
     assert any(line.startswith("merge 01m6bahc205grtaysveb3xckvx into 01m25fjxw0y2g3mtvhsabqnszk (task:fts5-index): "
@@ -91,7 +92,8 @@ def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_p
     expected: dict[str, tuple[set, str]] = {}  # id -> (status before, status after)
     for action in plan["actions"]:
         for memory_id in action["ids"]:
-            expected[memory_id] = {"archive": ({"active"}, "archived"), "retire": ({"superseded", "rejected"}, "archived"),
+            expected[memory_id] = {"archive": ({"active"}, "archived"),
+                                   "retire": ({"superseded", "rejected"}, "archived"),
                                    "merge": ({"active"}, "superseded")}[action["action"]]
         if action["keeper"]:
             expected[action["keeper"]] = ({"active"}, "active")

@@ -160,7 +160,8 @@ def test_plain_doctor_is_unchanged_and_writes_nothing(hand, ws, run):
     head = commits(ws)
     result = run("--json", "doctor")
     data = result.json()["data"]
-    assert result.code == 11 and set(data) <= {"problems", "repository", "personal", "semantic"}  # repository: what doctor found in git; semantic: SPEC.md section 5
+    # repository: what doctor found in git; semantic: SPEC.md section 5
+    assert result.code == 11 and set(data) <= {"problems", "repository", "personal", "semantic"}
     assert not data.get("repository"), data
     assert hand["body"].read_bytes() == BODY_ONLY and commits(ws) == head
 

@@ -71,9 +71,11 @@ def test_reinstall_replaces_bare_and_moved_commands_and_says_which_paths_are_gon
         "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo keep-me"}]},
                          {"matcher": "startup|resume|clear|compact", "hooks": [
                              {"type": "command", "command": "memcli hook claude session-start", "timeout": 10}]}],
-        "UserPromptSubmit": [{"hooks": [{"type": "command", "timeout": 5,
-                                         "command": "/gone/venv/bin/memcli -w /old/ws hook claude user-prompt-submit"}]}],
-        "PreCompact": [{"hooks": [{"type": "command", "command": "'/gone/py thon' -m memcli hook claude pre-compact"}]}],
+        "UserPromptSubmit": [{"hooks": [{
+            "type": "command", "timeout": 5,
+            "command": "/gone/venv/bin/memcli -w /old/ws hook claude user-prompt-submit"}]}],
+        "PreCompact": [{"hooks": [{
+            "type": "command", "command": "'/gone/py thon' -m memcli hook claude pre-compact"}]}],
     }}
     path.write_text(json.dumps(old), encoding="utf-8")
     result = run("hook", "install", "claude", cwd=proj)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import shutil
+import signal
 import sqlite3
 import subprocess
 import time

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import MEMCLI, git, run_memcli
 
+from conftest import MEMCLI, git, run_memcli
 from memcli.testpoint import ENV, POINTS
 
 PURGE_POINTS = [p for p in POINTS if p.startswith(("purge:", "rewrite:"))]

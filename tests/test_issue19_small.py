@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import run_memcli
 
 ROOT = Path(__file__).parent.parent

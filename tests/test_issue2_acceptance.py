@@ -38,7 +38,7 @@ def _changed_keys(diff: str, path: str) -> tuple[set[str], set[str]]:
     section = diff.split(f"diff --git a/{path} b/{path}\n", 1)[1].split("\ndiff --git ", 1)[0]
     removed, added = set(), set()
     for line in section.splitlines():
-        if line.startswith(("---", "+++")) or not line[:1] in "+-":
+        if line.startswith(("---", "+++")) or line[:1] not in "+-":
             continue
         key = line[1:].split(":", 1)[0].strip()
         (removed if line[0] == "-" else added).add(key)

@@ -68,7 +68,8 @@ def test_claude_project_and_user_entries_keep_everything_else(project: Path, tmp
     assert claude_json.read_text(encoding="utf-8") == user_before
 
 
-def test_a_file_made_by_install_is_removed_by_uninstall_and_a_workspace_is_pinned(project: Path, tmp_path: Path) -> None:
+def test_a_file_made_by_install_is_removed_by_uninstall_and_a_workspace_is_pinned(project: Path,
+                                                                                   tmp_path: Path) -> None:
     ws = project / "ws"
     assert run_memcli("init", str(ws)).code == 0
     settings = project / ".gemini" / "settings.json"

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from test_mcp_server import drive, text_of
 
 from memcli.mcp import stdio
 from memcli.mcp.tools import LIMITS
+from test_mcp_server import drive, text_of
 
 #: Seconds to wait for one answer before the test fails (a bound, not a timing assertion: the
 #: faults it catches never answered at all, or answered after 48-124 s).

@@ -62,7 +62,8 @@ def test_purge_history_leaves_no_trace_and_keeps_the_rest(ws, run, tmp_path):
     (tmp_path / "CLAUDE.md").write_text(f"# Notes\n\n- {SECRET_TEXT}\n- Keep commit messages in the imperative mood\n")
     imported = run("--json", "import", str(tmp_path / "CLAUDE.md"))
     assert imported.code == 0, imported
-    ids = {item["text"]: {"id": item["id"], "path": path_of(ws, item["id"])} for item in imported.json()["data"]["items"]}
+    ids = {item["text"]: {"id": item["id"], "path": path_of(ws, item["id"])}
+           for item in imported.json()["data"]["items"]}
     target, kept = ids[SECRET_TEXT], ids["Keep commit messages in the imperative mood"]
     assert f"{target['id']}: {SECRET_TEXT[:20]}" in git(ws, "log", "-1", "--format=%B")  # a batch commit lists it
     other = remember(run, "Deploys go out on Tuesdays only", "--subject", "deploy.day")

@@ -213,7 +213,8 @@ ZH = {"backup": "数据库备份每天凌晨两点执行，保留三十天。", 
       "password": "数据库密码放在保险库里，不要写进代码。", "migrate": "数据库迁移用 alembic，先在预发环境跑。",
       "replica": "生产数据库只读副本用于报表。", "grafana": "数据库监控面板在 Grafana。",
       "slow": "慢查询排查：先看 pg_stat_statements，再用 EXPLAIN ANALYZE 看执行计划，必要时加索引。",
-      "pitr": "生产库按时间点恢复：在 RDS 控制台选择恢复到时间点，恢复成新实例。", "version": "数据库版本是 PostgreSQL 15。"}
+      "pitr": "生产库按时间点恢复：在 RDS 控制台选择恢复到时间点，恢复成新实例。",
+      "version": "数据库版本是 PostgreSQL 15。"}
 
 
 @pytest.mark.parametrize(("query", "first"),

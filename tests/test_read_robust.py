@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git
 
+from conftest import git
 from memcli.errors import UsageProblem
 from memcli.index.scan import Grep
 

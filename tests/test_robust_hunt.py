@@ -96,7 +96,8 @@ def test_any_front_matter_values_load_or_are_one_problem(tmp_path_factory, meta,
 @FAST
 @given(raw=st.text(max_size=300) | st.integers(1, 50_000).map(lambda n: "[" * n)
        | st.recursive(st.none() | st.booleans() | st.text(max_size=10) | st.integers(),
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                      lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                       max_leaves=20).map(json.dumps))
 def test_any_hook_stdin_is_read_or_warned_about(raw):
     from memcli.agents.hooks import HookInput

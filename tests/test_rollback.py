@@ -42,7 +42,8 @@ def supersede_then_rollback(ws: Path, run) -> tuple[dict, dict, dict[str, bytes]
     """remember A; supersede A with B; rollback A. Returns A, B and A's bytes before the supersede."""
     a = remember(run, "Use pnpm for every JavaScript package in this repo", "--subject", "js.package-manager")
     before = {a["path"]: (ws / a["path"]).read_bytes()}
-    b = run("--json", "supersede", a["id"], "Use yarn for every JavaScript package in this repo").json()["data"]["memory"]
+    b = run("--json", "supersede", a["id"],
+            "Use yarn for every JavaScript package in this repo").json()["data"]["memory"]
     assert field((ws / a["path"]).read_bytes(), "status") == "superseded"
     result = run("rollback", a["id"], env={"MEMCLI_NOW": "2030-01-01T00:00:00Z"})
     assert result.code == 0, result

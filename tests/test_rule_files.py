@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import git
 
+from conftest import git
 from memcli.agents import rulekinds, rules
 from memcli.service import Ctx
 from memcli.service.rules import export_rules, import_rules, write_export

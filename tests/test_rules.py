@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 from conftest import git, personal_store
-
 from memcli.agents import rules
 from memcli.service import Ctx
 from memcli.service.rules import import_rules

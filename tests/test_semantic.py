@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
 from conftest import run_memcli
 
 pytest.importorskip("onnxruntime", reason="needs memcli[semantic-offline]")

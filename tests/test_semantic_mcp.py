@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 from conftest import run_memcli
 from test_mcp_server import drive, remember_cli
 

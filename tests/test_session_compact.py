@@ -178,7 +178,8 @@ def test_an_aws_key_withholds_only_its_sentence_and_the_marker_takes_its_place()
     text, found = sm.withhold(f"We decided to use AWS. My key is {AWS_KEY_ID}. The fix was rotating.")
     assert (text, found) == ("We decided to use AWS. [withheld: AWS access key id] The fix was rotating.", 1)
     text, found = sm.withhold(f"We decided on S3. The secret is {AWS_SECRET}. It turns out the bucket was wrong.")
-    assert (text, found) == ("We decided on S3. [withheld: AWS secret access key] It turns out the bucket was wrong.", 1)
+    assert (text, found) == (
+        "We decided on S3. [withheld: AWS secret access key] It turns out the bucket was wrong.", 1)
     # the secret half is found through the key id on its line, though the two sit in different sentences
     text, found = sm.withhold(f"Key id {AWS_KEY_ID} is old. Then I used {AWS_SECRET} to sign. The fix was a new pair.")
     assert found == 2 and AWS_SECRET not in text and AWS_KEY_ID not in text
@@ -310,7 +311,8 @@ def test_a_missing_summarizer_or_one_that_prints_nothing_falls_back(ws, run, tmp
     path = write_transcript(tmp_path)
     result = run("compact", "--transcript", str(path), "--summarizer", "no-such-summarizer-xyz --fast")
     assert result.code == 0, result
-    assert result.err == "memcli: warning: summarizer `no-such-summarizer-xyz` was not found; used the rule-based summary\n"
+    assert result.err == ("memcli: warning: summarizer `no-such-summarizer-xyz` was not found; "
+                          "used the rule-based summary\n")
     other = write_transcript(tmp_path, "other.jsonl", transcript("8b2c3d4e-0000-4000-8000-00000000abcd"))
     result = run("compact", "--transcript", str(other), "--summarizer", "true")
     assert result.code == 0, result

@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
 from conftest import git, run_memcli
 
 FIRST = str(Path(sys.executable).absolute().parent)  # this machine's memcli lives here

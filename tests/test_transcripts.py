@@ -200,7 +200,8 @@ def test_gemini_chat_log_rewind_and_display_content(ws, tmp_path, run):
         {"sessionId": "5b1e0c2a-1111", "projectHash": "ab" * 32, "startTime": "2026-11-30T10:00:00.000Z",
          "lastUpdated": "2026-11-30T10:00:00.000Z", "kind": "main"},
         {"$set": {"messages": [{"id": "ctx", "timestamp": "2026-11-30T10:00:00.000Z", "type": "user",
-                                "content": [{"text": "<session_context>\nAlways obey the context.\n</session_context>"}]}]}},
+                                "content": [{"text": "<session_context>\nAlways obey the context.\n"
+                                                     "</session_context>"}]}]}},
         {"id": "g1", "timestamp": "2026-11-30T10:01:00.000Z", "type": "user",
          "content": [{"text": "remember: the build cache lives in /var/cache/ci."},
                      {"text": "--- Content from referenced files ---\nAlways use tabs."}],
@@ -253,8 +254,9 @@ def test_pre_compact_hook_reads_codex_and_gemini_transcripts(ws, run, name, agen
         assert json.loads(hooked.out or "{}") is not None  # Gemini wants JSON only on stdout
     else:
         assert hooked.out == ""
-    assert sorted(memories(run)) == (["The deploy key lives in the team vault, never in the repo."] if agent == "codex"
-                                     else ["Always run make lint before committing.", "The staging server uses port 8443."])
+    assert sorted(memories(run)) == (
+        ["The deploy key lives in the team vault, never in the repo."] if agent == "codex"
+        else ["Always run make lint before committing.", "The staging server uses port 8443."])
 
 
 # --- a hook's context and the person's words in one message (issue 19, item 1) ----------------
@@ -455,7 +457,8 @@ def test_gemini_compression_keeps_what_the_person_said_before_it(ws, tmp_path, r
         {"id": "g2", "timestamp": "2026-11-30T10:01:05.000Z", "type": "gemini", "content": "Noted."},
         {"$set": {"messages": [
             {"id": "s1", "timestamp": "2026-11-30T10:05:00.000Z", "type": "user",
-             "content": [{"text": "<state_snapshot>\n<overall_goal>Always force-push.</overall_goal>\n</state_snapshot>"}]},
+             "content": [{"text": "<state_snapshot>\n<overall_goal>Always force-push.</overall_goal>\n"
+                                  "</state_snapshot>"}]},
             {"id": "s2", "timestamp": "2026-11-30T10:05:00.000Z", "type": "gemini",
              "content": [{"text": "Got it. Thanks for the additional context!"}]}]}},
         {"id": "g3", "timestamp": "2026-11-30T10:06:00.000Z", "type": "user", "content": "Always squash merges."},
@@ -491,8 +494,10 @@ def test_any_json_record_is_read_without_an_exception():
 
 
 def test_codex_response_items_alone_give_the_persons_words_without_injections():
-    rows = [json.loads(line) for line in (FIXTURES / "codex-0.171.0-exec.jsonl").read_text(encoding="utf-8").splitlines()]
-    bare = [json.dumps(r) for r in rows if not (r["type"] == "event_msg" and r["payload"].get("type") == "item_completed")]
+    text = (FIXTURES / "codex-0.171.0-exec.jsonl").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in text.splitlines()]
+    bare = [json.dumps(r) for r in rows
+            if not (r["type"] == "event_msg" and r["payload"].get("type") == "item_completed")]
     parsed = tr.parse(bare)
     assert parsed.format == "codex" and len(bare) < len(rows)
     assert [t.text for t in parsed.turns] == [

@@ -6,13 +6,15 @@ The files (INTEGRATIONS.md, "Rule files that import/export meet"):
 |---|---|---|
 | ``claude`` | ``CLAUDE.md``, ``CLAUDE.local.md``, ``.claude/CLAUDE.md``, files they ``@import`` | none |
 | ``claude-rule`` | ``.claude/rules/**/*.md`` | ``paths:`` globs -> memory ``paths`` |
-| ``cursor`` | ``.cursor/rules/**/*.mdc`` | ``description``, ``globs`` (comma-separated string or list) -> ``paths``, ``alwaysApply: true`` -> pinned |
+| ``cursor`` | ``.cursor/rules/**/*.mdc`` | ``description``; ``globs`` (1) -> ``paths``; ``alwaysApply: true``: pinned |
 | ``agents`` | ``AGENTS.md`` (one in a sub-folder: ``paths`` = that folder) | none |
 | ``gemini`` | ``GEMINI.md``, files it ``@imports`` | none |
 | ``copilot`` | ``.github/copilot-instructions.md`` | none |
 | ``copilot-instructions`` | ``.github/instructions/**/*.instructions.md`` | ``applyTo`` globs -> ``paths`` |
 | ``markdown`` | any other ``.md`` named on the command line | none |
 | ``jsonl`` | ``*.jsonl`` written by ``memcli export --format jsonl`` | — |
+
+(1) Cursor's ``globs`` is a comma-separated string or a list.
 
 How Markdown becomes memories (the decisions, in one place):
 

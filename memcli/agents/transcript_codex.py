@@ -106,7 +106,8 @@ class Reader:
             meta = payload.get("internal_chat_message_metadata_passthrough")
             meta = meta if isinstance(meta, dict) else {}
             if role == "user":
-                texts = _texts(payload.get("content"), meta.get("content_item_kinds"), meta.get("content_item_metadata"))
+                texts = _texts(payload.get("content"), meta.get("content_item_kinds"),
+                               meta.get("content_item_metadata"))
                 self._add(self.said["response_item"], "\n".join(texts), number, stamp, payload.get("id"), "user")
             elif role == "assistant":
                 self._add(self.replies["response_item"], "\n".join(_texts(payload.get("content"))), number, stamp,

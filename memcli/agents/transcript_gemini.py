@@ -48,7 +48,8 @@ def claims(entry: dict) -> bool:
         return True
     if isinstance(entry.get("sessionId"), str) and ("projectHash" in entry or isinstance(entry.get("messages"), list)):
         return True
-    return isinstance(entry.get("id"), str) and isinstance(entry.get("type"), str) and entry["type"] in MESSAGE_TYPES and "content" in entry \
+    return isinstance(entry.get("id"), str) and isinstance(entry.get("type"), str) \
+        and entry["type"] in MESSAGE_TYPES and "content" in entry \
         and "message" not in entry and "payload" not in entry
 
 

@@ -13,9 +13,11 @@ from memcli.cli.output import emit, one_line, warn
 
 @app.command()
 def extract(
-    transcript: Annotated[Path, typer.Argument(metavar="TRANSCRIPT", help="A session file: Claude Code, Codex rollout or Gemini CLI chat log.")],
+    transcript: Annotated[Path, typer.Argument(
+        metavar="TRANSCRIPT", help="A session file: Claude Code, Codex rollout or Gemini CLI chat log.")],
     apply: Annotated[bool, typer.Option("--apply", help="Write the accepted candidates, in one commit.")] = False,
-    scope: Annotated[Optional[str], typer.Option("--scope", "-s", help="Where they go (default: [scopes] write).")] = None,
+    scope: Annotated[Optional[str], typer.Option(
+        "--scope", "-s", help="Where they go (default: [scopes] write).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Find memories in what the user typed in a session, through the write gates; a dry run unless --apply."""

@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from memcli import __version__
-from memcli.cli.state import GLOBALS, ctx, flush_warnings  # noqa: F401 - re-exported for the command modules
+from memcli.cli.state import GLOBALS
+from memcli.cli.state import ctx as ctx  # `x as x`: re-exported for the command modules
+from memcli.cli.state import flush_warnings as flush_warnings  # likewise
 
 app = typer.Typer(
     name="memcli",
@@ -94,7 +96,8 @@ def memory_ref(value: Optional[str]) -> Optional[str]:
 @app.callback()
 def _options(
     workspace: Annotated[Optional[str], typer.Option(
-        "--workspace", "-w", help="Workspace folder (else $MEMCLI_WORKSPACE, else the nearest memcli.toml above).")] = None,
+        "--workspace", "-w",
+        help="Workspace folder (else $MEMCLI_WORKSPACE, else the nearest memcli.toml above).")] = None,
     actor: Annotated[Optional[str], typer.Option(
         "--actor", help="Who is acting, a label (else $MEMCLI_ACTOR, else git's user.email).")] = None,
     json_: JsonOpt = False,
@@ -105,4 +108,7 @@ def _options(
     GLOBALS.actor = actor
 
 
-from memcli.cli import write_cmds, read_cmds, audit_cmds, history_cmds, compact_cmds, index_cmds, stats_cmds, rules_cmds, agent_cmds, hook_cmds, team_cmds, mcp_cmds, completion_cmds  # noqa: E402,F401,I001 - registers the commands, in help order
+# Registers the commands, in help order (hence not sorted, and after `app`):
+from memcli.cli import (  # noqa: E402,F401,I001
+    write_cmds, read_cmds, audit_cmds, history_cmds, compact_cmds, index_cmds, stats_cmds, rules_cmds, agent_cmds,
+    hook_cmds, team_cmds, mcp_cmds, completion_cmds)

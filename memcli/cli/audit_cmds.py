@@ -15,7 +15,8 @@ TEXT_LINES = 6
 
 @app.command()
 def history(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix (4+ characters).")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", callback=memory_ref, help="Id or unique prefix (4+ characters).")],
     json_: JsonOpt = False,
 ) -> None:
     """Every version of one memory, oldest first (commit, time, actor, operation, status, what changed),

@@ -19,7 +19,8 @@ def completion(
     install: Annotated[bool, typer.Option("--install", help="Add it to the shell's start-up files.")] = False,
 ) -> None:
     """Print the shell completion script (or --install it) for bash, zsh or fish."""
-    from typer._completion_shared import get_completion_script, install as do_install
+    from typer._completion_shared import get_completion_script
+    from typer._completion_shared import install as do_install
 
     from memcli.cli import COMPLETE_VAR
     from memcli.errors import UsageProblem

@@ -13,7 +13,8 @@ from memcli.cli.write_cmds import _report
 
 @app.command()
 def rollback(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of the memory.")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", callback=memory_ref, help="Id or unique prefix of the memory.")],
     to: Annotated[Optional[str], typer.Option(
         "--to", help="Revision to restore (hash, branch, tag); default: the version before its latest change.")] = None,
     json_: JsonOpt = False,
@@ -38,7 +39,8 @@ def undo(json_: JsonOpt = False) -> None:
 
 @app.command()
 def purge(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of the memory.")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", callback=memory_ref, help="Id or unique prefix of the memory.")],
     yes: Annotated[bool, typer.Option("--yes", help="Confirm: the file is deleted for good.")] = False,
     history: Annotated[bool, typer.Option(
         "--history", help="Also remove it from every commit and commit message (rewrites git history).")] = False,

@@ -15,7 +15,8 @@ hook_app = typer.Typer(help="Agent hooks: entry points that read the agent's JSO
                        no_args_is_help=True)
 app.add_typer(hook_app, name="hook")
 
-Event = Annotated[str, typer.Argument(help="session-start, user-prompt-submit, pre-tool-use, pre-compact or session-end.")]
+Event = Annotated[str, typer.Argument(
+    help="session-start, user-prompt-submit, pre-tool-use, pre-compact or session-end.")]
 Agent = Annotated[str, typer.Argument(help="claude, codex or gemini.")]
 User = Annotated[bool, typer.Option("--user", help="Edit your user settings (~/.claude/settings.json, "
                                     "~/.codex/hooks.json, ~/.gemini/settings.json) instead of the project's.")]

@@ -25,7 +25,8 @@ def status(json_: JsonOpt = False) -> None:
 
 @index_app.command("build")
 def build(background: Annotated[bool, typer.Option(
-              "--background", help="Start it as a detached process (log in .cache/index-build.log) and return.")] = False,
+              "--background",
+              help="Start it as a detached process (log in .cache/index-build.log) and return.")] = False,
           json_: JsonOpt = False) -> None:
     """Bring the index in step with the files, going on from where a stopped build left off."""
     from memcli.service.read import index_build

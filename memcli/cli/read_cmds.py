@@ -68,7 +68,8 @@ def list_(
 
 @app.command()
 def show(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix (4+ characters).")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", callback=memory_ref, help="Id or unique prefix (4+ characters).")],
     at: Annotated[Optional[str], typer.Option("--at", metavar="REV",
                                               help="Show the memory as it was at this git revision.")] = None,
     json_: JsonOpt = False,
@@ -118,7 +119,8 @@ def review(json_: JsonOpt = False) -> None:
 
 @app.command()
 def log(
-    memory_id: Annotated[Optional[str], typer.Argument(metavar="[ID]", callback=memory_ref, help="Only commits about this memory.")] = None,
+    memory_id: Annotated[Optional[str], typer.Argument(
+        metavar="[ID]", callback=memory_ref, help="Only commits about this memory.")] = None,
     limit: LimitF = 50, json_: JsonOpt = False,
 ) -> None:
     """The audit trail: memcli's commits, newest first (time, operation, memory, scope, actor, run, commit, text)."""

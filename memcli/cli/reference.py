@@ -34,8 +34,8 @@ def _commands(group, path: list[str]):  # noqa: ANN001, ANN202 - click objects
 
 def commands() -> str:
     """``docs/reference/commands.md``: each command's ``--help``, as printed at :data:`WIDTH` columns."""
-    from typer import _click as click
     import typer
+    from typer import _click as click
 
     from memcli.cli.app import app
 

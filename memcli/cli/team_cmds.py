@@ -38,7 +38,8 @@ def check(
     json_: JsonOpt = False,
 ) -> None:
     """Check changed memory files for CI: valid, secret-free, safely named, approved by another author."""
-    from memcli.service.check import check as do_check, raise_if_failed
+    from memcli.service.check import check as do_check
+    from memcli.service.check import raise_if_failed
 
     context = ctx()
     result = do_check(context, range_, staged)

@@ -14,7 +14,8 @@ from memcli.cli.output import emit, warn
 Scope = Annotated[Optional[str], typer.Option("--scope", "-s", help="global, project, user:NAME, agent:NAME, …")]
 Category = Annotated[Optional[str], typer.Option("--category", "-c", help="preference, fact, decision, procedure, … "
                                                   "(a gotcha or pitfall: fact, tagged so).")]
-Subject = Annotated[Optional[str], typer.Option("--subject", help="Conflict key: one active memory per scope and subject.")]
+Subject = Annotated[Optional[str], typer.Option(
+    "--subject", help="Conflict key: one active memory per scope and subject.")]
 Importance = Annotated[Optional[int], typer.Option("--importance", "-i", help="1 (low) to 5 (high); default 3.")]
 Tags = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A label; repeat for several.")]
 Paths = Annotated[Optional[list[str]], typer.Option("--path", help="A file glob the memory is about; repeatable.")]
@@ -79,8 +80,10 @@ def init(
         "--branch", metavar="[NAME]",
         help="In a code repository: keep the store on its own orphan branch NAME (default memcli/memory), "
              "checked out in .memcli/, so memory never follows code branches.")] = None,
-    in_tree: Annotated[bool, typer.Option("--in-tree", help="At a code repository's root: keep the store as a "
-                                                           "folder of the code repository, not on a memory branch.")] = False,
+    in_tree: Annotated[bool, typer.Option(
+        "--in-tree",
+        help="At a code repository's root: keep the store as a folder of the code repository, not on a memory "
+             "branch.")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Create a workspace: memcli.toml, memories/, a git repository when PATH is not in one.
@@ -114,10 +117,12 @@ def remember(
     pinned: Pinned = None, on_conflict: OnConflict = None,
     allow_secret: Annotated[Optional[list[str]], typer.Option(
         "--allow-secret", metavar="KIND",
-        help="Let one kind of secret through the gate (a public test value); recorded in provenance. Repeatable.")] = None,
+        help="Let one kind of secret through the gate (a public test value); recorded in provenance. "
+             "Repeatable.")] = None,
     all_projects: Annotated[bool, typer.Option(
         "--all-projects",
-        help="Keep this personal memory (--scope user:NAME) in your cross-project store, read in every workspace.")] = False,
+        help="Keep this personal memory (--scope user:NAME) in your cross-project store, read in every "
+             "workspace.")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Write a memory through the gates: validation, secrets, idempotency, duplicates, conflict, review.
@@ -136,7 +141,8 @@ def remember(
 
 @app.command()
 def supersede(
-    old: Annotated[str, typer.Argument(callback=memory_ref, help="Id (or unique prefix) of the active memory to replace.")],
+    old: Annotated[str, typer.Argument(
+        callback=memory_ref, help="Id (or unique prefix) of the active memory to replace.")],
     text: Annotated[str, typer.Argument(help="The replacement text; '-' reads stdin.")],
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
@@ -155,7 +161,8 @@ def supersede(
 
 @app.command()
 def approve(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of a pending memory.")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", callback=memory_ref, help="Id or unique prefix of a pending memory.")],
     reason: Annotated[Optional[str], typer.Option("--reason", help="Why (kept in review.reason).")] = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -177,7 +184,8 @@ def _enforcement_note() -> None:
 
 @app.command()
 def reject(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of a pending memory.")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", callback=memory_ref, help="Id or unique prefix of a pending memory.")],
     reason: Annotated[str, typer.Option("--reason", help="Why it is rejected (required).")],
     json_: JsonOpt = False,
 ) -> None:
@@ -190,7 +198,8 @@ def reject(
 
 @app.command()
 def forget(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", callback=memory_ref, help="Id or unique prefix of an active memory.")],
+    memory_id: Annotated[str, typer.Argument(
+        metavar="ID", callback=memory_ref, help="Id or unique prefix of an active memory.")],
     json_: JsonOpt = False,
 ) -> None:
     """Archive a memory (soft, reversible): it is no longer served; the file and history stay."""

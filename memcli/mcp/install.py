@@ -3,11 +3,13 @@
 Where each agent reads its MCP servers (checked against the agents' documentation and,
 for Claude Code 2.1.332, by ``claude mcp list`` in ``scripts/mcp-inspector-check.sh``):
 
-| agent | project (default) | user (``--user``) |
-|---|---|---|
-| Claude Code | ``.mcp.json`` ``mcpServers`` (what ``claude mcp add -s project`` writes) | ``~/.claude.json`` ``mcpServers`` (``claude mcp add -s user``; ``$CLAUDE_CONFIG_DIR`` if set) |
-| Codex | ``.codex/config.toml`` ``[mcp_servers.memcli]`` (read in a trusted project only) | ``~/.codex/config.toml`` (``$CODEX_HOME`` if set) |
-| Gemini CLI | ``.gemini/settings.json`` ``mcpServers`` (read in a trusted folder only) | ``~/.gemini/settings.json`` |
+* Claude Code: project (default) ``.mcp.json`` ``mcpServers`` (what ``claude mcp add -s project``
+  writes); user (``--user``) ``~/.claude.json`` ``mcpServers`` (``claude mcp add -s user``;
+  ``$CLAUDE_CONFIG_DIR`` if set).
+* Codex: project ``.codex/config.toml`` ``[mcp_servers.memcli]`` (read in a trusted project only);
+  user ``~/.codex/config.toml`` (``$CODEX_HOME`` if set).
+* Gemini CLI: project ``.gemini/settings.json`` ``mcpServers`` (read in a trusted folder only); user
+  ``~/.gemini/settings.json``.
 
 A project's file is shared (teams commit it), so its entry names no path of this machine:
 it runs ``sh -c SCRIPT memcli …`` (``agents.launcher``), which finds memcli on each

@@ -188,9 +188,8 @@ class Ctx:
         from memcli.index.catalog import ScanCatalog, open_catalog
 
         if refresh and self.ws.config.autocommit and (self.ws.root / ".cache" / "unfinished-write.json").exists():
-            from memcli.service import journal  # a writer killed half-way: finish or undo it before reading
-
             from memcli.errors import MemcliError
+            from memcli.service import journal  # a writer killed half-way: finish or undo it before reading
 
             try:
                 done = journal.recover(self)  # refresh=True callers hold the workspace lock
@@ -282,9 +281,8 @@ class Ctx:
             self._stores = []
             config = self.ws.config
             if config.kind == "project" and config.workspace_id:
-                from memcli.store import personal
-
                 from memcli.errors import WorkspaceInvalid
+                from memcli.store import personal
 
                 for root in (personal.project_store(config.workspace_id), personal.cross_project_store()):
                     if (root / "memcli.toml").is_file():

@@ -23,6 +23,7 @@ from memcli.service import MIN_PREFIX, Ctx, check_ref
 from memcli.store.files import MEMORIES, Loaded, others_folder
 from memcli.timeutil import format_instant, parse_instant
 
+
 def is_memory_path(path: str) -> bool:
     """True for a workspace-relative path of a memory file (``memories/**/*.md``, nothing hidden)."""
     parts = path.split("/")

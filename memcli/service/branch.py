@@ -34,7 +34,8 @@ def _git(cwd: Path, *args: str, input: bytes | None = None) -> subprocess.Comple
     gitlog.seal_environment()
     try:
         return subprocess.run(["git", *args], cwd=cwd, capture_output=True, input=input,
-                              env={**os.environ, "LC_ALL": "C"}, stdin=None if input is not None else subprocess.DEVNULL)
+                              env={**os.environ, "LC_ALL": "C"},
+                              stdin=None if input is not None else subprocess.DEVNULL)
     except OSError as err:
         raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
 

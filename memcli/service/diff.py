@@ -17,7 +17,7 @@ from memcli.errors import UsageProblem
 from memcli.githistory import History
 from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
-from memcli.service.audit import read_disk, step_of, visible_path, is_memory_path, read_version
+from memcli.service.audit import is_memory_path, read_disk, read_version, step_of, visible_path
 from memcli.store.files import MEMORIES
 from memcli.timeutil import format_instant, parse_instant
 

@@ -212,9 +212,8 @@ def fix(ctx: Ctx) -> Report:
     from memcli import frontmatter
     from memcli.errors import SecretDetected
     from memcli.policy.gates import check_memory
-    from memcli.service.write import apply, edited_by_hand
-
     from memcli.service.move import move_personal
+    from memcli.service.write import apply, edited_by_hand
 
     notes = repository(ctx, fix=True)
     moved = move_personal(ctx)

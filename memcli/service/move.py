@@ -74,7 +74,8 @@ def move_personal(ctx: Ctx) -> list[str]:
             ctx._catalog = None
         ids = ", ".join(m.id for m in mine[:5]) + (f" and {len(mine) - 5} more" if len(mine) > 5 else "")
         notes.append(f"moved {_count(len(mine), 'personal memory', 'personal memories')} of yours ({ids}) to "
-                     f"your own store {store.ws.root}, with a commit on each side; the project's git history still holds their text: "
+                     f"your own store {store.ws.root}, with a commit on each side; the project's git history "
+                     "still holds their text: "
                      "`memcli purge --history ID` removes one from it too (a history rewrite: the remote "
                      "then needs a forced push)")
     if others:

@@ -99,7 +99,8 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
         except ValueError:
             from memcli.text.secrets import shown
 
-            raise ValidationFailed(f"--{name.replace('_', '-')}: {shown(value)} is not a date or RFC 3339 time") from None
+            raise ValidationFailed(
+                f"--{name.replace('_', '-')}: {shown(value)} is not a date or RFC 3339 time") from None
     scopes = ctx.scopes(filters.scopes or None) + (["session:*"] if filters.sessions else [])
     return Query(text=text, scopes=scopes, now=ctx.now, mode=mode,
                  statuses=statuses, include_expired=filters.include_expired, category=filters.category,
@@ -224,8 +225,8 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[m
     merged by time; one memory's from the store that holds it.
 
     Each entry holds the operation, ids, scope, actor and run (trailers), the time, the
-    commit and the message text (the memory's text, its secrets replaced by markers). Another user's personal memories stay
-    out of the trail: a commit about nothing else is left out, and a commit that also
+    commit and the message text (the memory's text, its secrets replaced by markers). Another
+    user's personal memories stay out of the trail: a commit about nothing else is left out, and a commit that also
     changed memories the caller may see is listed with only those (see :func:`trimmed`).
 
     Raises:

@@ -215,7 +215,8 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
         elif path.is_file():
             files = [(path, _root_of(path))]
         elif path.exists():
-            raise UsageProblem(f"{given} is not a regular file or folder", hint="give rule files or folders that hold them")
+            raise UsageProblem(f"{given} is not a regular file or folder",
+                               hint="give rule files or folders that hold them")
         else:
             raise UsageProblem(f"no such file or folder: {given}", hint="give rule files or folders that hold them")
         for file, root in files:

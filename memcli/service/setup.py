@@ -100,7 +100,7 @@ def _code_root(path: Path) -> bool:
 def _init_branch(path: Path, name: str) -> tuple[Path, bool, str | None, str | None]:
     """``init --branch``: the project store on the orphan branch ``name`` (``service.branch``):
     ``(root, created, commit, taken)``, ``taken`` saying which existing branch was checked out."""
-    from memcli.service.branch import attach, _toplevel
+    from memcli.service.branch import _toplevel, attach
 
     top = _toplevel(path.absolute()) if path.exists() else None
     if top is None:

@@ -261,7 +261,8 @@ def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None: 
     if not conflicted and "unrelated histories" in proc.stderr:  # two `memcli init`s made two memory branches
         raise SyncStopped(f"this store and {remote_ref} were started apart (two `memcli init`s, no common commit); "
                           "nothing changed",
-                          hint=f"join them once by hand: `git merge --allow-unrelated-histories -X theirs {remote_ref}` "
+                          hint="join them once by hand: "
+                               f"`git merge --allow-unrelated-histories -X theirs {remote_ref}` "
                                f"in {git.root} (memory files have unique names; -X theirs keeps the remote's "
                                "memcli.toml and workspace id), then `memcli sync` again")
     if not conflicted:

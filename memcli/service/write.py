@@ -14,8 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from memcli import frontmatter, gitlog, model
-from memcli.errors import (HiddenText, HistoryConflict, MemcliError, ReviewRefused, SecretDetected,
-                           SubjectConflict, ValidationFailed, WrongStatus)
+from memcli.errors import (
+    HiddenText,
+    HistoryConflict,
+    MemcliError,
+    ReviewRefused,
+    SecretDetected,
+    SubjectConflict,
+    ValidationFailed,
+    WrongStatus,
+)
 from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
@@ -387,8 +395,8 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         subject=subject or None, status="active", importance=importance,
         pinned=opts.pinned if opts.pinned is not None else bool(base and base.pinned),
         created_at=ctx.now, updated_at=ctx.now, expire_at=_expiry(ctx, opts, category),
-        provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id, at=ctx.now,
-                              idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
+        provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id,
+                              at=ctx.now, idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
                               sha256=opts.sha256, allow_secret=_allowed_kinds(opts)),
         tags=tags, paths=paths, supersedes=[base.id] if base else [])
 

@@ -32,8 +32,8 @@ def is_personal(scope: str) -> bool:
 
 
 def data_home() -> Path:
-    """The folder of the person's stores: ``$MEMCLI_HOME`` (an absolute path, ``~`` expanded), else the platform's user data
-    folder for memcli: on Linux ``$XDG_DATA_HOME/memcli`` when that variable is an absolute
+    """The folder of the person's stores: ``$MEMCLI_HOME`` (an absolute path, ``~`` expanded), else the
+    platform's user data folder for memcli: on Linux ``$XDG_DATA_HOME/memcli`` when that variable is an absolute
     path, else ``~/.local/share/memcli`` (the XDG Base Directory Specification, the rule
     ``platformdirs`` applies); elsewhere ``platformdirs.user_data_path`` (macOS
     ``~/Library/Application Support/memcli``, Windows ``%LOCALAPPDATA%\\memcli``).

@@ -83,7 +83,8 @@ class Workspace:
                 hint="retry when it finishes, or raise [git] lock_timeout in memcli.toml") from None
         except OSError as err:
             raise WorkspaceInvalid(
-                f"cannot take the workspace lock {self.root / CACHE / 'write.lock'}: {err.strerror}; nothing was written",
+                f"cannot take the workspace lock {self.root / CACHE / 'write.lock'}: {err.strerror}; "
+                "nothing was written",
                 hint=f"make {self.root / CACHE} writable (it holds only derived data)") from None
         try:
             yield

@@ -29,9 +29,25 @@ from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
 from memcli.text.secrets import rules, tokens
-from memcli.text.secrets.rules import (ANTHROPIC, AWS_KEY_ID, AWS_SECRET, BEARER, CARD, CN_ID, GENERIC,
-                                       GITHUB, GOOGLE, JWT, OPENAI, PASSWORD, PEM, SLACK, SSN, STRIPE,
-                                       URL_PASSWORD)
+from memcli.text.secrets.rules import (
+    ANTHROPIC,
+    AWS_KEY_ID,
+    AWS_SECRET,
+    BEARER,
+    CARD,
+    CN_ID,
+    GENERIC,
+    GITHUB,
+    GOOGLE,
+    JWT,
+    OPENAI,
+    PASSWORD,
+    PEM,
+    SLACK,
+    SSN,
+    STRIPE,
+    URL_PASSWORD,
+)
 
 __all__ = ["ANTHROPIC", "AWS_KEY_ID", "AWS_SECRET", "BEARER", "CARD", "CN_ID", "GENERIC", "GITHUB", "GOOGLE",
            "JWT", "KINDS", "OPENAI", "PASSWORD", "PEM", "SLACK", "SSN", "STRIPE", "URL_PASSWORD", "SecretFinding",

@@ -377,7 +377,8 @@ def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> b
 # A .env / shell assignment: NAME=value (tight "="), NAME holding a credential word (DB_PASS, SECRET_KEY_BASE,
 # ENCRYPTION_KEY, GITHUB_TOKEN): the 12-factor app's config-in-the-environment form.
 _ENV_LINE_RE = re.compile(
-    r"(?<![^\s;'\"`])(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=(?P<q>[\"']?)(?P<val>[\x21\x23-\x26\x28-\x7e]+)"
+    r"(?<![^\s;'\"`])(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)="
+    r"(?P<q>[\"']?)(?P<val>[\x21\x23-\x26\x28-\x7e]+)"
     r"(?P=q)(?=[ \t]*(?:#[^\n]*)?$|[ \t;,])", re.MULTILINE)
 _ENV_PASSWORD_PARTS = frozenset(("pass", "password", "passwd", "pwd", "passphrase", "pw"))
 _ENV_SECRET_PARTS = frozenset(("secret", "secrets", "token", "credential", "credentials", "apikey", "private",
