@@ -14,6 +14,7 @@ rollback). Whether an edit was made "by hand" follows the commit: a commit witho
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -157,12 +158,13 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
         return []
     if (before is not None and before.memory is None) or (after is not None and after.memory is None):
         return [_unreadable(before, after, step)]
-    old = before.memory if before else None
-    new = after.memory if after else None
-    if new is None:
-        return [_change(old, "deleted", step, path=before.path, from_status=old.status,
+    if after is None:  # deleted; ``before`` is readable (both sides None and unreadable ones returned above)
+        assert before is not None and before.memory is not None
+        return [_change(before.memory, "deleted", step, path=before.path, from_status=before.memory.status,
                         details=[_deleted(step)])]
-    moved = before is not None and before.path != after.path
+    old = before.memory if before else None
+    new = after.memory
+    assert new is not None  # an unreadable side returned above
     if old is None:
         kind = ("undone" if step.op == "undo" else "rolled back" if step.op == "rollback" else "restored"
                 if step.op in RESTORE_OPS else "proposed" if new.status == "pending_review" else "added")
@@ -173,7 +175,7 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
             details.append(step.undo() if kind == "undone" else step.how())
         return [_change(new, kind, step, to_status=new.status, details=details)]
     out: list[Change] = []
-    if moved:
+    if before is not None and before.path != after.path:  # moved
         out.append(_change(new, "moved", step, details=[f"{before.path} → {after.path}",
                                                         *([step.how()] if step.op is None else [])]))
     if old.status != new.status:
@@ -212,7 +214,7 @@ def classify(before: Version | None, after: Version | None, step: Step) -> list[
     return out
 
 
-def link_changes(old: Memory, new: Memory, step: Step, skip: set[str] = frozenset()) -> list[str]:
+def link_changes(old: Memory, new: Memory, step: Step, skip: AbstractSet[str] = frozenset()) -> list[str]:
     """The supersede links one version added or removed, in words (ids in ``skip`` left out).
 
     ``link to 01ab… removed`` (``(purged)`` when a purge pruned it), ``link to 01ab… added``,
@@ -306,6 +308,7 @@ def _unreadable(before: Version | None, after: Version | None, step: Step) -> Ch
     """A change where one side does not parse: say which side and why, never guess."""
     good = (after.memory if after and after.memory else before.memory if before and before.memory else None)
     bad = after if after is not None and after.memory is None else before
+    assert bad is not None, "one side does not parse"
     side = "after" if bad is after else "before"
     stem = bad.path.rsplit("/", 1)[-1].removesuffix(".md")
     kind, details = "unreadable", [f"the version {side} this change cannot be parsed: {bad.error}"]

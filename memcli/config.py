@@ -205,7 +205,7 @@ NEVER = "never"
 
 
 #: ``(section, key)`` -> ``(Config attribute, type)``; docs/reference/configuration.md lists them.
-KEYS = {
+KEYS: dict[tuple[str, str], tuple[str, type | tuple[type, ...]]] = {
     ("workspace", "id"): ("workspace_id", str),
     ("workspace", "kind"): ("kind", str),
     ("scopes", "read"): ("read_scopes", list),

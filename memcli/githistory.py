@@ -134,7 +134,7 @@ class History(GitRepo):
         out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
         found = [entry[3:] for entry in out.split("\0") if len(entry) > 3 and not (committed_only and entry[0] == "A")]
         if many:
-            wanted = {self.top_rel(p) for p in paths}
+            wanted = {self.top_rel(p) for p in paths or []}
             found = [f for f in found if f.rstrip("/") in wanted]
         return found
 

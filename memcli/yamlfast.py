@@ -20,6 +20,7 @@ Tests: tests/test_yamlfast.py compares both loaders on a Hypothesis corpus.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -56,9 +57,13 @@ _RESOLVERS = [
 _FRACTION = re.compile(r"\.([0-9]*)")
 #: PyYAML built without libyaml has no ``CSafeLoader``: every text is then refused (read by ruamel).
 _BASE = getattr(yaml, "CSafeLoader", None)
+if TYPE_CHECKING:  # mypy needs a static base; CSafeLoader has SafeLoader's interface
+    _LoaderBase = yaml.SafeLoader
+else:
+    _LoaderBase = _BASE or yaml.SafeLoader
 
 
-class _Loader(_BASE or yaml.SafeLoader):
+class _Loader(_LoaderBase):
     """``CSafeLoader`` with YAML 1.2 resolvers and ruamel's 1.2 constructors."""
 
     yaml_implicit_resolvers: dict = {}

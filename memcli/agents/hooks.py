@@ -21,6 +21,7 @@ Pure: no file or process I/O here; the service reads and writes the files.
 from __future__ import annotations
 
 import json
+from typing import overload
 
 AGENTS = ("claude", "codex", "gemini")
 #: event name on the command line -> the agent's hook event name (Claude Code's and Codex's;
@@ -188,6 +189,12 @@ class HookInput:
                    tool_name=text("tool_name"), tool_input=_whole(data.get("tool_input"))), None
 
 
+@overload
+def _whole(value: str) -> str: ...
+@overload
+def _whole(value: object) -> object: ...
+
+
 def _whole(value: object) -> object:
     """``value`` with every lone surrogate in its strings (JSON allows ``"\\udcff"``, and UTF-8
     cannot encode it: a session id or a file path holding one failed the hook) made U+FFFD."""
@@ -240,7 +247,7 @@ def ours(settings: dict) -> list[tuple[str, dict]]:
 
     The file must have passed :func:`shape_problem`.
     """
-    found = []
+    found: list[tuple[str, dict]] = []
     for name, groups in (settings.get("hooks") or {}).items():
         for group in groups:
             found.extend((name, h) for h in group.get("hooks", []) if is_ours(h))
@@ -320,7 +327,7 @@ def merge(settings: dict, agent: str, commands: dict[str, str]) -> tuple[dict, l
         if current == [wanted]:
             continue
         _drop_ours(groups)
-        group = {"hooks": [wanted]}
+        group: dict[str, object] = {"hooks": [wanted]}
         if agent == "claude" and MATCHERS.get(event):
             group = {"matcher": MATCHERS[event], **group}
         groups.append(group)

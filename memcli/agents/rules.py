@@ -325,7 +325,7 @@ def parse_markdown(text: str, source: str, first_line: int = 1, tags: list[str] 
             continue
         if follow_imports:
             imports.extend((lineno, t) for t in find_imports(raw))
-        if inside:  # inside a list item: nested items and continuation paragraphs
+        if inside and current is not None:  # inside a list item: nested items and continuation paragraphs
             rest = raw[current.indent:]
             nested = _BULLET.match(rest)
             if nested and nested.group(3):
@@ -374,10 +374,10 @@ def parse_markdown(text: str, source: str, first_line: int = 1, tags: list[str] 
         fence[3].lines.extend(fence[2])
     items = []
     for block in blocks:
-        body = "\n".join(block.lines).strip()
-        if not body:
+        item_text = "\n".join(block.lines).strip()
+        if not item_text:
             continue
-        items.append(RuleItem(body, source, block.line, list(dict.fromkeys(block.tags))))
+        items.append(RuleItem(item_text, source, block.line, list(dict.fromkeys(block.tags))))
     return items, imports
 
 
@@ -438,7 +438,7 @@ def parse_jsonl(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple
             continue
         try:
             value = json.loads(line)
-        except ValueError as err:
+        except json.JSONDecodeError as err:  # what json.loads raises for a str that is not JSON
             problems.append((number, f"not JSON ({err.msg})"))
             continue
         if isinstance(value, dict):

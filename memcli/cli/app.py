@@ -34,7 +34,7 @@ def _metavar(self, ctx, *, usage: bool = False) -> str:  # noqa: ANN001
     return f"[{name}]" if usage and not self.required and not name.startswith("[") else name
 
 
-typer.core.TyperArgument.make_metavar = _metavar
+typer.core.TyperArgument.make_metavar = _metavar  # type: ignore[method-assign]  # typer offers no hook for it
 
 
 def _summary(self, limit: int = 45) -> str:  # noqa: ANN001
@@ -64,8 +64,8 @@ def _summary(self, limit: int = 45) -> str:  # noqa: ANN001
     return text.strip()
 
 
-typer.core.TyperCommand.get_short_help_str = _summary
-typer.core.TyperGroup.get_short_help_str = _summary
+typer.core.TyperCommand.get_short_help_str = _summary  # type: ignore[method-assign]  # likewise
+typer.core.TyperGroup.get_short_help_str = _summary  # type: ignore[method-assign]  # likewise
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON envelope (schema memcli/v1).")]

@@ -12,6 +12,8 @@ paths call the same functions in ``memcli.cli.hot``.
 
 from __future__ import annotations
 
+from typing import Any  # an option's value: str, bool, int or list[str], by its kind in the table
+
 #: Global options: name -> takes a value.
 GLOBAL_OPTIONS = {"--workspace": True, "-w": True, "--actor": True, "--json": False}
 
@@ -36,7 +38,7 @@ COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
 POSITIONALS = {"recall": 1, "context": 0, "hook": 2}
 
 
-def parse(argv: list[str]) -> tuple[str, dict[str, object], dict[str, object], list[str]] | None:
+def parse(argv: list[str]) -> tuple[str, dict[str, Any], dict[str, Any], list[str]] | None:
     """Split ``argv`` into (command, global options, command options, positionals), or None.
 
     None means "not for the fast path": typer must parse it.
@@ -48,7 +50,7 @@ def parse(argv: list[str]) -> tuple[str, dict[str, object], dict[str, object], l
     if i >= len(argv) or argv[i] not in COMMANDS:
         return None
     command, table = argv[i], COMMANDS[argv[i]]
-    options: dict[str, object] = {}
+    options: dict[str, Any] = {}
     positionals: list[str] = []
     i += 1
     while i < len(argv):
@@ -78,10 +80,10 @@ def parse(argv: list[str]) -> tuple[str, dict[str, object], dict[str, object], l
     return command, globals_, options, positionals
 
 
-def _globals(argv: list[str]) -> tuple[dict[str, object], int] | None:
+def _globals(argv: list[str]) -> tuple[dict[str, Any], int] | None:
     """The global options at the start of ``argv`` and the index of the first other word, or
     None when one of them is not a global option this parser knows."""
-    globals_: dict[str, object] = {}
+    globals_: dict[str, Any] = {}
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
         name, value, i = _take(argv, i, GLOBAL_OPTIONS)
@@ -91,7 +93,7 @@ def _globals(argv: list[str]) -> tuple[dict[str, object], int] | None:
     return globals_, i
 
 
-def _take(argv: list[str], i: int, spec: dict[str, bool]) -> tuple[str | None, object, int]:
+def _take(argv: list[str], i: int, spec: dict[str, bool]) -> tuple[str | None, Any, int]:
     """Read one option at ``argv[i]``: ``--name``, ``--name value`` or ``--name=value``."""
     arg = argv[i]
     name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
@@ -106,7 +108,7 @@ def _take(argv: list[str], i: int, spec: dict[str, bool]) -> tuple[str | None, o
     return name, argv[i + 1], i + 2
 
 
-def _index_status(argv: list[str]) -> dict[str, object] | None:
+def _index_status(argv: list[str]) -> dict[str, Any] | None:
     """The global options of ``[GLOBAL OPTIONS] index status [--json]``, or None for anything else."""
     lead = _globals(argv)
     if lead is None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from memcli.cli import hot
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, one_line, table
+
+if TYPE_CHECKING:
+    from memcli.service.audit import ShownAt
+    from memcli.service.read import Shown
 
 ScopeF = Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Read only these scopes; repeatable.")]
 StatusF = Annotated[Optional[list[str]], typer.Option("--status", help="Statuses to include (default active).")]
@@ -76,6 +80,7 @@ def show(
 ) -> None:
     """Show one memory, whatever its status; expired and superseded ones are marked. --at REV: a past version."""
     context = ctx()
+    shown: ShownAt | Shown
     if at is not None:
         from memcli.service.audit import show_at
 
@@ -168,7 +173,7 @@ def doctor(
     fixed_lines += [f"not fixed {path}: {reason}" for path, reason in report.refused]
     fixed_lines += [f"skipped {path}: {reason}" for path, reason in report.skipped]
     problem_lines = [f"{p.path}:{p.lineno}: {p.reason}" if p.lineno else f"{p.path}: {p.reason}" for p in problems]
-    data = {"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems],
+    data: dict[str, Any] = {"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems],
             "repository": report.repository}
     fixed_lines = [f"repository: {line}" for line in report.repository] + report.moved + fixed_lines
     data["personal"] = report.moved

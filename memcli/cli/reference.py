@@ -44,9 +44,15 @@ def commands() -> str:
            "Every command's `--help`. Global options (`-w/--workspace`, `--actor`, `--json`) go before "
            "or after the command.\n"]
     for path, command in _commands(root, ["memcli"]):
-        ctx = None
-        for depth, name in enumerate(path):
-            node = root if depth == 0 else ctx.command.get_command(ctx, name)
+        ctx: click.Context | None = None
+        for name in path:
+            if ctx is None:
+                node = root
+            else:  # a command above another is a group
+                assert isinstance(ctx.command, typer.core.TyperGroup)
+                found = ctx.command.get_command(ctx, name)
+                assert found is not None, name
+                node = found
             ctx = click.Context(node, info_name=name, parent=ctx, terminal_width=WIDTH, max_content_width=WIDTH,
                                 **{k: v for k, v in node.context_settings.items() if k != "max_content_width"})
         out.append(f"\n## `{' '.join(path)}`\n\n```text\n{command.get_help(ctx).rstrip()}\n```\n")

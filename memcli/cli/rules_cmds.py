@@ -84,8 +84,13 @@ def export(
     if output is None and folder is None:
         emit({"format": format_, "output": None, "text": result.text}, result.text)
         return
-    written = write_export(result, (folder or output.parent).resolve() if folder or output else Path.cwd(),
-                           output)
+    if folder:
+        base = folder.resolve()
+    elif output:
+        base = output.parent.resolve()
+    else:
+        base = Path.cwd()
+    written = write_export(result, base, output)
     files = [{"path": str(path), "memories": out.memories, "paths": out.paths} for path, out in written]
     emit({"format": format_, "output": str(output or folder), "files": files},
          "\n".join(f"exported ({format_}) {out.memories} memories to {path}"

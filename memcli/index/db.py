@@ -438,8 +438,9 @@ class IndexDB:
         changed = sorted((p for p, stat in disk.items()
                           if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4]),
                          reverse=True)
-        if self.reader:
-            changed.sort(key=lambda p: reading_order(p, self.reader))  # stable: newest first within each
+        reader = self.reader
+        if reader:
+            changed.sort(key=lambda p: reading_order(p, reader))  # stable: newest first within each
         vanished = [p for p in known if p not in disk and (not _inside(p) or not (self.files.root / p).exists())]
         if not changed and not vanished:
             self._save_snapshot(absolute)

@@ -30,7 +30,9 @@ Importing this module imports neither numpy nor a model.
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memcli.index import Hit, Query, Retriever
@@ -93,7 +95,8 @@ class HybridRetriever:
         if found is None:
             return hits
         self.answered = self.name
-        return combine(hits, *found, limit=query.limit)
+        ranked, scores = found
+        return combine(hits, ranked, scores, limit=query.limit)
 
 
 def combine(hits: list[Hit], ranked: list[tuple[Memory, float]], scores: dict[str, float], limit: int) -> list[Hit]:
@@ -123,18 +126,20 @@ def combine(hits: list[Hit], ranked: list[tuple[Memory, float]], scores: dict[st
     return (rest + mixed)[:limit]
 
 
-def _parts(catalog) -> list[tuple[object, str, object]]:  # noqa: ANN001
+def _parts(catalog) -> list[tuple[sqlite3.Connection, str, Callable[[Memory], Memory]]]:  # noqa: ANN001
     """``(sqlite connection, index path, place)`` of each indexed store of ``catalog``
     (``place(memory) -> memory`` gives another store's memory its absolute path); none for a
     catalog that scans the files."""
     own = getattr(catalog, "parts", None)
     if own is not None:  # index.merged.MergedCatalog
-        out = []
+        out: list[tuple[sqlite3.Connection, str, Callable[[Memory], Memory]]] = []
         for part in own:
             index = getattr(part.catalog, "index", None)
             if index is not None:
-                out.append((index.db, str(index.path),
-                            lambda m, p=part: catalog._placed(p, [m])[0]))  # noqa: SLF001 - registers its store
+                def place(m: Memory, p: object = part) -> Memory:
+                    return catalog._placed(p, [m])[0]  # noqa: SLF001 - registers its store
+
+                out.append((index.db, str(index.path), place))
         return out
     index = getattr(catalog, "index", None)
     return [] if index is None else [(index.db, str(index.path), lambda m: m)]
@@ -222,6 +227,8 @@ class RemoteSemantic:
             return None
         reply = ask(self.path, {"search": query.text, "query": query_to_json(query), "limit": limit,
                                 "also": list(also)}, left)
+        if reply is None:  # no answer in time
+            return None
         try:
             hits = [(str(i), float(s)) for i, s in reply["hits"]]
             extra = {str(i): float(s) for i, s in reply.get("also", {}).items()}

@@ -266,14 +266,14 @@ class FtsRetriever:
                 hit.parts["coverage"], hit.parts["held"] = 1.0, float(len(forms))
             return
         total = max(1, self.db.execute("SELECT count(*) FROM docs WHERE id IS NOT NULL").fetchone()[0])
-        weights: list[float | None] = []
+        idf: list[float | None] = []
         groups = [f + c for f, c in zip(forms, fixes)]
         for alternatives in groups:
             held = min(total, sum(min(self._held(t) for t in _unquote(a)) for a in alternatives))
-            weights.append(max(MIN_IDF, math.log(1 + (total - held + 0.5) / (held + 0.5))) if held else None)
-        known = [w for w in weights if w is not None]
+            idf.append(max(MIN_IDF, math.log(1 + (total - held + 0.5) / (held + 0.5))) if held else None)
+        known = [w for w in idf if w is not None]
         unknown = UNKNOWN_WEIGHT * (sum(known) / len(known) if known else 1.0)
-        weights = [unknown if w is None else w for w in weights]
+        weights = [unknown if w is None else w for w in idf]
         whole = sum(weights) or 1.0
         for hit in hits:
             if hit.match == "exact":

@@ -96,13 +96,14 @@ def query_from_json(data: object) -> Query:
             raise ValueError(f"query.{name} must be a string")
         return value
 
-    def moment(name: str) -> datetime | None:
+    def instant(name: str) -> datetime:
         value = data.get(name)
-        if value is None and name != "now":
-            return None
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ValueError(f"query.{name} must be a number")
         return datetime.fromtimestamp(value, timezone.utc)
+
+    def moment(name: str) -> datetime | None:
+        return None if data.get(name) is None else instant(name)
 
     def strings(name: str) -> list[str]:
         value = data.get(name)
@@ -113,7 +114,7 @@ def query_from_json(data: object) -> Query:
     limit = data.get("limit", 20)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
         raise ValueError("query.limit must be 1 to 1000")
-    return Query(text=text("text", True) or "", scopes=strings("scopes"), now=moment("now"),
+    return Query(text=text("text", True) or "", scopes=strings("scopes"), now=instant("now"),
                  mode=text("mode") or "ranked", statuses=tuple(strings("statuses")),
                  include_expired=data.get("include_expired") is True, category=text("category"), tag=text("tag"),
                  subject=text("subject"), limit=limit, path=text("path"), created_after=moment("created_after"),

@@ -20,9 +20,12 @@ import uuid
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcli.errors import MemoryNotFound, ReviewRefused, ScopeViolation
+
+if TYPE_CHECKING:  # annotation only: the warm model process is started by the server
+    from memcli.service.semantic import Warm
 
 #: The provenance actor when neither the configuration nor the client names the agent.
 DEFAULT_AGENT = "mcp-client"
@@ -132,7 +135,7 @@ class Tools:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         #: The long-lived model (``service.semantic.Warm``) when the server started one, else None.
-        self.warm = None
+        self.warm: Warm | None = None
 
     # --- opening a fresh context per call --------------------------------------------
 

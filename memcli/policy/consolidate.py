@@ -200,7 +200,7 @@ def plan(memories: list[Memory], settings: Settings, now: datetime) -> Plan:
     ordered = sorted(memories, key=_age)
     stamp = {"status": "archived", "updatedAt": now}
     for memory in ordered:
-        if memory.status == "active" and memory.is_expired(now):
+        if memory.status == "active" and memory.expire_at is not None and memory.is_expired(now):
             result.actions.append(Action("archive", [memory.id], memory.scope,
                                          f"expired {memory.expire_at.date().isoformat()}", memory.text))
             result.changes[memory.id] = dict(stamp)
@@ -424,7 +424,8 @@ def _merge(result: Plan, keeper: Memory, group: list[tuple[Memory, str]], now: d
     subject = next((m.subject for m in others if m.subject), None)
     if keeper.subject is None and subject is not None:
         changes["subject"] = subject
-    expiry = None if any(m.expire_at is None for m in members) else max(m.expire_at for m in members)
+    expiries = [m.expire_at for m in members if m.expire_at is not None]
+    expiry = max(expiries) if len(expiries) == len(members) else None
     if expiry != keeper.expire_at:
         changes["expireAt"] = expiry  # None removes the key
     for key, attr in (("tags", "tags"), ("paths", "paths")):

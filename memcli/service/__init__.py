@@ -10,6 +10,7 @@ import getpass
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import Literal, overload
 
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed, WorkspaceNotFound
 from memcli.model import Memory, check_id, check_scope
@@ -291,6 +292,11 @@ class Ctx:
                         except WorkspaceInvalid as err:  # one broken store never stops the others
                             self.warnings.append(f"your personal store is not read: {err.message}")
         return self._stores
+
+    @overload
+    def store_for(self, scope: str, cross_project: bool = False, create: Literal[True] = True) -> "Ctx": ...
+    @overload
+    def store_for(self, scope: str, cross_project: bool = False, *, create: bool) -> "Ctx | None": ...
 
     def store_for(self, scope: str, cross_project: bool = False, create: bool = True) -> "Ctx | None":
         """The context whose store holds ``scope``: this one, or for a personal scope

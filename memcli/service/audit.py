@@ -222,8 +222,8 @@ def history(ctx: Ctx, ref: str) -> History:
     out.chain = chain(ctx, latest) if latest else []
     from memcli.service.redact import cache_of, for_reader, redact_texts
 
-    for version, text in zip(out.versions, redact_texts([v.text for v in out.versions], cache_of(ctx))):
-        version.text = first_line(text)  # old versions never passed today's gate; cut only once redacted
+    for entry, text in zip(out.versions, redact_texts([v.text for v in out.versions], cache_of(ctx))):
+        entry.text = first_line(text)  # old versions never passed today's gate; cut only once redacted
     if out.current is not None:
         (out.current,) = for_reader(ctx, [out.current])
     return out

@@ -104,7 +104,10 @@ def _changed(git: _Git, old: str | None, new: str | None) -> list[str]:
     if old is None and new is not None:
         return git.lines("ls-tree", "-r", "--name-only", new, "--", "memories")
     args = ["diff", "--name-only", "--no-renames", "--diff-filter=AMRTC", "--relative"]
-    args += ["--cached", old] if new is None and old else (["--cached"] if new is None else [old, new])
+    if new is None:
+        args += ["--cached", old] if old else ["--cached"]
+    elif old is not None:  # (old None with a new commit: the ls-tree above)
+        args += [old, new]
     return git.lines(*args, "--", "memories")
 
 

@@ -199,10 +199,18 @@ def _expiries(ctx: Ctx, repo: History, result: DiffResult,
     held = [span for versions in spans.values() for span in versions]
     held += [(read_version(ctx, p, d, result.to_at), result.from_at, result.to_at) for p, d in zip(paths, datas)]
     for version, since, until in held:
-        memory = version.memory if version else None
+        if version is None:  # the file did not exist then
+            continue
+        memory = version.memory
         if memory and memory.id not in said and ctx.may_see(memory) and expired_between(memory, since, until):
             said.add(memory.id)
             result.changes.append(expiry(memory, version.path))
+
+
+def _time_of(change: Change) -> datetime:
+    """When a change of a diff happened: each has a time (its commit's, or its ``expireAt``)."""
+    assert change.at is not None, change
+    return change.at
 
 
 def _grouped(changes: list[Change]) -> list[Change]:
@@ -210,6 +218,6 @@ def _grouped(changes: list[Change]) -> list[Change]:
     groups: dict[str, list[Change]] = {}
     for change in changes:
         groups.setdefault(change.id, []).append(change)
-    ordered = [sorted(group, key=lambda c: c.at) for group in groups.values()]  # stable: commit order on ties
-    ordered.sort(key=lambda group: group[0].at)
+    ordered = [sorted(group, key=_time_of) for group in groups.values()]  # stable: commit order on ties
+    ordered.sort(key=lambda group: _time_of(group[0]))
     return [c for group in ordered for c in group]

@@ -99,9 +99,11 @@ def check(agent: str | None, project: Path) -> list[Check]:
 def stdin_for(agent: str, event_name: str, project: Path) -> dict:
     """The JSON the agent sends a hook for ``event_name`` (fields from INTEGRATIONS.md and
     Codex's embedded input schemas; the transcript path names a file that does not exist)."""
-    payload = {"session_id": SESSION_ID, "transcript_path": str(project / ".memcli-hook-check.jsonl"),
-               "cwd": str(project), "hook_event_name": event_name}
-    extra = {"SessionStart": {"source": "startup"}, "UserPromptSubmit": {"prompt": "memcli hook check"},
+    payload: dict[str, object] = {
+        "session_id": SESSION_ID, "transcript_path": str(project / ".memcli-hook-check.jsonl"),
+        "cwd": str(project), "hook_event_name": event_name}
+    extra: dict[str, dict[str, object]] = {
+             "SessionStart": {"source": "startup"}, "UserPromptSubmit": {"prompt": "memcli hook check"},
              "BeforeAgent": {"prompt": "memcli hook check"}, "PreCompact": {"trigger": "manual"},
              "PreCompress": {"trigger": "manual"}, "SessionEnd": {"reason": "exit" if agent == "gemini" else "other"},
              "PreToolUse": {"tool_name": "Read", "tool_input": {"file_path": str(project / "README.md")},
@@ -125,8 +127,8 @@ def run_one(agent: str, event_name: str, entry: dict, path: Path, project: Path)
     try:
         proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=project, env=env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    except OSError as err:
-        return verdict(False, f"could not start /bin/sh ({err.strerror})", None)
+    except OSError as failed:
+        return verdict(False, f"could not start /bin/sh ({failed.strerror})", None)
     try:
         out, err = proc.communicate(stdin, timeout=seconds)
     except subprocess.TimeoutExpired:

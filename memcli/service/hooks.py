@@ -163,7 +163,7 @@ def _remember_seen(ctx, session_id: str, ids: set[str]) -> None:  # noqa: ANN001
 
 
 def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str | None,
-             on_open: Callable[[float, Callable[[], None]], None] | None = None) -> HookRun:
+             on_open: Callable[[float, Callable[[], None], str | None], None] | None = None) -> HookRun:
     """Answer one hook call; never raises.
 
     Args:

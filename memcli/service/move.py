@@ -47,6 +47,8 @@ def move_personal(ctx: Ctx) -> list[str]:
         notes.append(_give_id(ctx))
     mine = [m for m in personal if owner_of(m) == ctx.actor]
     others = len(personal) - len(mine)
+    workspace_id = ctx.ws.config.workspace_id
+    assert workspace_id is not None, "given above when missing"
     if mine:
         store = ctx.store_for(mine[0].scope)
         with store.ws.lock():
@@ -65,7 +67,7 @@ def move_personal(ctx: Ctx) -> list[str]:
                              "remove the one you do not want)")
                 mine = [m for m in mine if m not in differ]
             if writes:
-                apply(store, writes, OP, mine, [], trailers={"Moved-From": ctx.ws.config.workspace_id})
+                apply(store, writes, OP, mine, [], trailers={"Moved-From": workspace_id})
             store.catalog(refresh=True)
     testpoint.reached("move:stored")  # a kill here: the next `doctor --fix` finds them stored and removes them
     if mine:

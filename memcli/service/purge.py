@@ -102,8 +102,9 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
     from memcli.service.session import transcript_archive
 
     found = pending(ctx, ref) if history else None
-    if history and found is None and pending(ctx) is not None:  # another purge a kill interrupted: it goes first,
-        earlier = purge(ctx, pending(ctx)[1]["id"], history=True)  # its record would be overwritten otherwise
+    interrupted = pending(ctx) if history and found is None else None
+    if interrupted is not None:  # another purge a kill interrupted: it goes first,
+        earlier = purge(ctx, interrupted[1]["id"], history=True)  # its record would be overwritten otherwise
         ctx.warnings += [earlier.message, *earlier.warnings]
     if history:
         if found is not None:

@@ -91,7 +91,7 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
         check_choice("category", filters.category, CATEGORIES)
     if not 1 <= filters.limit <= MAX_LIMIT:
         raise ValidationFailed(f"invalid limit {filters.limit}: use 1 to {MAX_LIMIT}")
-    times = {}
+    times: dict[str, Any] = {}  # Query's keyword arguments of the same names
     for name in ("created_after", "created_before", "updated_after", "updated_before"):
         value = getattr(filters, name)
         try:

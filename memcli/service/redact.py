@@ -72,7 +72,7 @@ class ScanMemo:
                 rows = self.db.execute(
                     f"SELECT digest, spans FROM scan WHERE digest IN ({','.join('?' * len(part))})", part)
                 for digest, spans in rows:
-                    found[bytes(digest)] = [tuple(s) for s in json.loads(spans)]  # type: ignore[misc]
+                    found[bytes(digest)] = [tuple(s) for s in json.loads(spans)]
         except (sqlite3.Error, ValueError, TypeError):
             return {}
         return found

@@ -118,9 +118,9 @@ def relink(ctx: Ctx, restored: Memory, current: Memory, earlier: Callable[[Memor
                 edit.drop_subject = True
             links.unmerged.append(keeper.id)
         for other in others.values():
-            edit = edits.get(other.id)
+            planned = edits.get(other.id)
             holds = (subject and other.scope == restored.scope and (other.subject or "").casefold() == subject
-                     and not (edit and edit.drop_subject))
+                     and not (planned and planned.drop_subject))
             replaced = other.id not in links.unmerged and (
                 rid in other.supersedes or other.id in current.superseded_by or other.id in restored.supersedes)
             if other.status == "active" and (holds or replaced):

@@ -83,6 +83,7 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         if data == item.file.read_bytes() or _same(old.memory, current):
             return WriteResult("rollback", current, "noop", f"{current.id} is already as at {label}; nothing to do")
         restored = old.memory
+        assert rev is not None, "a version was read at rev"
         gates.check_memory(restored)
         writes: dict[Path, bytes | None] = {}
         links = relink(ctx, restored, current,

@@ -200,7 +200,8 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
     """
     default = scope or ctx.ws.config.write_scope
     personal = scope or f"user:{ctx.actor}"
-    out, warnings = [], []
+    out: list[_File] = []
+    warnings: list[str] = []
     for given in paths:
         path = given.expanduser().resolve()
         if path.is_dir():
@@ -357,6 +358,7 @@ class _Collector:
             try:
                 if reason:
                     raise ValidationFailed(reason)
+                assert data is not None, "each line is a record or a problem"
                 record = _record(data)
             except ValidationFailed as err:
                 self.add(ImportedItem(src.rel, line, "refused", err.line(), "validation"))

@@ -22,10 +22,15 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcli.index import Query, Retriever
 from memcli.service import Ctx
+
+if TYPE_CHECKING:  # annotations only: the model's modules load numpy
+    from memcli.index.embed import Embedder
+    from memcli.index.hybrid import HybridRetriever
+    from memcli.index.warm import Server
 
 #: The least score at which a live memory is named as close to one being written ("close
 #: to ID: supersede it?"). Measured on the old→new pairs of bench/semantic_probe.py: see
@@ -65,13 +70,13 @@ class Warm:
         self.workspace = workspace
         self.actor = actor
         self.serve = serve
-        self.embedder = None
+        self.embedder: Embedder | None = None
         self.reason = "loading"
         self.ready = threading.Event()
         self.stop = threading.Event()
         self.work = threading.Event()
         self.queries: dict = {}
-        self.server = None
+        self.server: Server | None = None
         self.paths: list[Path] = []
         self.lock = threading.Lock()
         self.serving = threading.Lock()  # close() and the loader's bind of the socket, one at a time
@@ -157,28 +162,36 @@ class Warm:
 
     # --- the socket's handlers ------------------------------------------------------
 
+    def _model(self) -> Embedder:
+        """The loaded model: the handlers are served only once :meth:`_load` set it."""
+        assert self.embedder is not None, "served before the model loaded"
+        return self.embedder
+
     def _ping(self) -> dict[str, Any]:
-        return {"model": self.embedder.model_id, "name": self.embedder.name}
+        embedder = self._model()
+        return {"model": embedder.model_id, "name": embedder.name}
 
     def _embed(self, text: str) -> tuple[str, bytes]:
         import numpy as np
 
-        return self.embedder.model_id, np.asarray(self.embedder.embed([text[:20_000]])[0], dtype="<f4").tobytes()
+        embedder = self._model()
+        return embedder.model_id, np.asarray(embedder.embed([text[:20_000]])[0], dtype="<f4").tobytes()
 
     def _search(self, text: str, query: Query, limit: int, also: list[str]) -> dict[str, Any]:
         from memcli.index.hybrid import LocalSemantic
         from memcli.index.vectors import search
 
-        vector = LocalSemantic(None, self.embedder, self.queries).vector(text[:20_000])
+        embedder = self._model()
+        vector = LocalSemantic(None, embedder, self.queries).vector(text[:20_000])
         query.text = text
         hits: list[tuple[str, float]] = []
         extra: dict[str, float] = {}
         for path, db in self._indexes():
-            top, more = search(db, str(path), self.embedder, query, vector, limit, also)
+            top, more = search(db, str(path), embedder, query, vector, limit, also)
             hits += top
             extra.update(more)
         hits.sort(key=lambda item: -item[1])
-        return {"model": self.embedder.model_id, "name": self.embedder.name,
+        return {"model": embedder.model_id, "name": embedder.name,
                 "hits": [[i, round(s, 5)] for i, s in hits[:limit]], "also": {i: round(s, 5) for i, s in extra.items()}}
 
     def _indexes(self):  # noqa: ANN202 - an iterator of (Path, sqlite3.Connection)
@@ -260,7 +273,7 @@ def _connect(path: Path) -> sqlite3.Connection | None:
         return None
 
 
-def warm_for(ctx: Ctx, lexical: Retriever | None = None, budget: float | None = None) -> Retriever | None:
+def warm_for(ctx: Ctx, lexical: Retriever | None = None, budget: float | None = None) -> HybridRetriever | None:
     """For a hook or a one-shot command: the hybrid retriever of a warm process of this
     workspace, or None (no process answers, ``[search] semantic = "off"``, or no index).
 

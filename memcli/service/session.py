@@ -330,11 +330,12 @@ def transcript_archive(root: Path, provenance: Provenance) -> tuple[str, Path] |
         ``(path relative to the workspace, absolute path)``, or None when the memory names no
         archived transcript or the file is gone.
     """
-    found = _ARCHIVE_SOURCE.fullmatch(provenance.source or "")
+    source = provenance.source or ""
+    found = _ARCHIVE_SOURCE.fullmatch(source)
     if found is None or found.group(1) != provenance.sha256:
         return None
-    target = root / provenance.source
-    return (provenance.source, target) if target.is_file() else None
+    target = root / source
+    return (source, target) if target.is_file() else None
 
 
 def _keep(ctx: Ctx, raw: bytes, digest: str) -> bool:

@@ -106,7 +106,9 @@ def _init_branch(path: Path, name: str) -> tuple[Path, bool, str | None, str | N
     if top is None:
         raise WorkspaceInvalid(f"{path} is not inside a git repository, so there is no code branch to keep memory "
                                "apart from", hint="run a plain `memcli init` for a standalone store")
-    folder, done = attach(top, name, create=True)
+    attached = attach(top, name, create=True)
+    assert attached is not None, "attach(create=True) finds or makes the branch"
+    folder, done = attached
     if done.startswith("checked out"):  # the branch was there (a teammate's, from the remote): nothing made
         count = sum(1 for _ in (folder / "memories").rglob("*.md")) if (folder / "memories").is_dir() else 0
         return folder, False, None, f"{done}: {count} memory file{'' if count == 1 else 's'}"

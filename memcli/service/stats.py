@@ -105,14 +105,15 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
     memories: list[Memory] = [m for status in STATUSES for m in catalog.with_status(status) if ctx.may_see(m)]
     horizon = shift_clamped(ctx.now, timedelta(days=days))
     active = [m for m in memories if m.status == "active" and m.expire_at is not None]
-    soon = sorted((m for m in active if ctx.now < m.expire_at <= horizon), key=lambda m: (m.expire_at, m.id))
+    soon = sorted(((m, m.expire_at) for m in active if m.expire_at is not None and ctx.now < m.expire_at <= horizon),
+                  key=lambda pair: (pair[1], pair[0].id))
     log = events.read(ctx.ws.root, EVENTS_WINDOW)
     return Stats(
         days=days, total=len(memories),
         by_scope=_counts([m.scope for m in memories]),
         by_status=_counts([m.status for m in memories]),
         by_category=_counts([m.category for m in memories]),
-        expiring=[{"id": m.id, "scope": m.scope, "expireAt": format_instant(m.expire_at)} for m in soon],
+        expiring=[{"id": m.id, "scope": m.scope, "expireAt": format_instant(at)} for m, at in soon],
         expired=sum(1 for m in active if m.is_expired(ctx.now)),
         pending_review=sum(1 for m in memories if m.status == "pending_review"),
         unreadable=len(catalog.problems(actor=ctx.actor)),

@@ -8,6 +8,7 @@ the user to commit). If the commit fails, the files are restored: an error write
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -95,7 +96,7 @@ class WriteResult:
 GIT_YEARS = (1970, 2099)
 
 
-def apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
+def apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
           trailers: dict[str, str] | None = None, with_text: bool = True, edits_checked: bool = False,
           message: str | None = None) -> str | None:
     """Write files atomically and commit them once; restore them all if anything fails.
@@ -149,7 +150,7 @@ def nothing_written(err: MemcliError) -> MemcliError:
     return err
 
 
-def _apply(ctx: Ctx, writes: dict[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
+def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
            trailers: dict[str, str] | None, with_text: bool, edits_checked: bool, message: str | None) -> str | None:
     """:func:`apply`, without the wording of its errors."""
     from memcli import gitcommit
@@ -415,8 +416,8 @@ def check_session_owner(ctx: Ctx, scope: str) -> None:
     if not is_session(scope):
         return
     search = ctx.catalog().retriever()
-    wanted = dict(text="", scopes=[scope], now=ctx.now, statuses=model.STATUSES, include_expired=True, limit=1)
-    every, mine = Query(**wanted), Query(**wanted, actor=ctx.actor)
+    every, mine = (Query(text="", scopes=[scope], now=ctx.now, statuses=model.STATUSES, include_expired=True, limit=1,
+                         actor=actor) for actor in (None, ctx.actor))
     if search.count(every) > search.count(mine):
         raise ScopeViolation(f"cannot write to {scope}: it is another person's session",
                              hint=f"write to your own session or to user:{ctx.actor}")
@@ -514,7 +515,7 @@ def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None 
     return result
 
 
-def write_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory],
+def write_batch(ctx: Ctx, op: str, items: Sequence[tuple[str, WriteOptions] | Memory],
                 dry_run: bool = False, deadline: float | None = None) -> tuple[list, str | None]:
     """Send many memories through the gates under one lock and commit the accepted ones once.
 
@@ -562,7 +563,7 @@ def _item_store(ctx: Ctx, item: tuple[str, WriteOptions] | Memory) -> Ctx:
         return ctx  # its own gates report it
 
 
-def _one_store_batch(ctx: Ctx, op: str, items: list[tuple[str, WriteOptions] | Memory],
+def _one_store_batch(ctx: Ctx, op: str, items: Sequence[tuple[str, WriteOptions] | Memory],
                      dry_run: bool, deadline: float | None) -> tuple[list, str | None]:
     """:func:`write_batch` within one store."""
     import time

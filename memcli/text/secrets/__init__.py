@@ -121,7 +121,9 @@ def marker(kind: str) -> str:
 
 def _public_test_value(text: str, start: int, end: int, kind: str) -> bool:
     allowed = PUBLIC_TEST_VALUES.get(kind)
-    return bool(allowed) and "".join(c for c in text[start:end] if c.isdigit()) in allowed
+    if not allowed:
+        return False
+    return "".join(c for c in text[start:end] if c.isdigit()) in allowed
 
 
 def _detector_placeholder(value: str) -> bool:
