@@ -320,3 +320,20 @@ def test_a_move_of_personal_memories_killed_between_its_two_commits_is_finished_
     assert git(ws, "status", "--porcelain") == "" and git(store, "status", "--porcelain") == ""
     listed = run("--json", "list", "--scope", "user:alice")
     assert [m["path"] for m in listed.json()["data"]["memories"]].count(str(store / path)) == 1
+
+
+def test_a_remember_killed_inside_update_ref_leaves_no_lock_that_blocks_the_next(ws, run):
+    # a kill that took `git update-ref` with it left refs/heads/main.lock: the recovery
+    # completed or rolled back the write, but every later write failed on "cannot lock ref"
+    # (a rare instant of tests/test_robust_kill.py's random kills)
+    hook = ws / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(KILL_HOOK, encoding="utf-8")
+    hook.chmod(0o755)
+    _killed(["remember", "A write killed while git moves the branch."], env={"MEMCLI_TEST_KILL_MERGE": "1"})
+    hook.unlink()
+    branch = git(ws, "symbolic-ref", "HEAD").strip()
+    assert (ws / ".git" / f"{branch}.lock").exists()  # the state the kill left
+    after = run("remember", "The write after the kill succeeds.")
+    assert after.code == 0, after
+    assert not (ws / ".git" / f"{branch}.lock").exists()
+    assert git(ws, "status", "--porcelain", "--", "memories") == ""

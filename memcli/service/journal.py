@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -98,6 +99,10 @@ def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
     repo = repo or ctx.git()
     checksum = bytes.fromhex(record["checksum"]) if record.get("checksum") else None
     when = f"{op} of {record.get('at', 'an unknown time')} (process {pid}, which stopped before it finished)"
+    # a git the writer ran and the kill took with it (``update-ref``) may have left its ref
+    # lock: every later write would fail on it ("cannot lock ref 'HEAD'")
+    ref = _branch_ref(repo)
+    drop_stale_locks(repo, started_at(record), ("HEAD.lock", *([f"{ref}.lock"] if ref else [])), f"the {when}")
     if gitcommit.recover(repo, pid, record.get("new"), checksum, list(files)):
         clear(ctx)
         _drop_temp_files(ctx, files)
@@ -117,6 +122,53 @@ def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
     _drop_temp_files(ctx, files)
     clear(ctx)
     return f"rolled back an unfinished {when}: {restored} of {len(files)} files restored, nothing committed"
+
+
+def started_at(record: dict) -> float:
+    """The POSIX time an operation's record says it started (its ``at``), less 2 seconds for
+    the file system's timestamp grain; now when the record holds none (then no file is older)."""
+    try:
+        return datetime.fromisoformat(str(record.get("at"))).timestamp() - 2
+    except ValueError:
+        return time.time()
+
+
+def _branch_ref(repo) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
+    """The full name of the branch ``HEAD`` points to (``refs/heads/main``), or None."""
+    status, out, _ = repo._raw("symbolic-ref", "-q", "HEAD")
+    return out.decode().strip() or None if status == 0 else None
+
+
+def drop_stale_locks(repo, since: float, names: tuple[str, ...], when: str) -> None:  # noqa: ANN001
+    """Remove the git lock files ``names`` (``repo.git_path`` names: ``HEAD.lock``,
+    ``refs/heads/main.lock``…) changed at or after ``since`` (POSIX seconds): those a git
+    process killed with an interrupted operation left. Only when no git process runs in the
+    repository (``gitcommit.git_processes``); an older lock is not this operation's and stays.
+
+    Raises:
+        GitFailed: such a lock is there and a git process is running (or processes cannot
+            be listed), naming the lock and how to remove it.
+    """
+    from memcli.errors import GitFailed
+    from memcli.gitcommit import git_processes
+
+    locks = []
+    for name in names:
+        path = repo.git_path(name)
+        try:
+            if path.stat().st_mtime >= since:
+                locks.append(path)
+        except OSError:
+            continue
+    if not locks:
+        return
+    running = git_processes(repo)
+    if running:
+        raise GitFailed(f"cannot recover {when} yet: {locks[0]} is held"
+                        + (f" by running git process {running[0]}" if running != [-1] else ""),
+                        hint=f"when no git runs in the store, remove it (`rm {locks[0]}`) and retry")
+    for path in locks:
+        path.unlink(missing_ok=True)
 
 
 # --- records of longer operations (purge --history, a sync's merge) ------------------

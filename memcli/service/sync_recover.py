@@ -108,39 +108,16 @@ def roll_back(ctx: Ctx) -> str | None:
 
 def _drop_stale_locks(repo, record: dict, when: str) -> None:  # noqa: ANN001 - gitlog.GitRepo
     """Remove the lock files the killed ``git merge`` left (the index's, ``HEAD``'s, the branch's):
-    those made since the sync started, when no git process runs in the repository.
+    those made since the sync started, when no git process runs in the repository
+    (``journal.drop_stale_locks``).
 
     Raises:
         GitFailed: such a lock is there and a git process is running (or processes cannot be listed).
     """
-    import time
-    from datetime import datetime
+    from memcli.service.journal import drop_stale_locks, started_at
 
-    from memcli.errors import GitFailed
-    from memcli.gitcommit import git_processes
-
-    try:
-        since = datetime.fromisoformat(str(record.get("at"))).timestamp() - 2
-    except ValueError:
-        since = time.time()
     names = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", f"refs/heads/{record.get('branch', '')}.lock")
-    locks = []
-    for name in names:
-        path = repo.git_path(name)
-        try:
-            if path.stat().st_mtime >= since:
-                locks.append(path)
-        except OSError:
-            continue
-    if not locks:
-        return
-    running = git_processes(repo)
-    if running:
-        raise GitFailed(f"cannot roll back {when} yet: {locks[0]} is held"
-                        + (f" by running git process {running[0]}" if running != [-1] else ""),
-                        hint=f"when no git runs in the store, remove it (`rm {locks[0]}`) and retry")
-    for path in locks:
-        path.unlink(missing_ok=True)
+    drop_stale_locks(repo, started_at(record), names, when)
 
 
 def _plan(ctx: Ctx, record: dict) -> tuple[list[str], list[str]]:
