@@ -203,24 +203,8 @@ def read_transcript_bytes(path: Path) -> bytes:
     Raises:
         ValidationFailed: as :func:`check_transcript`, or the file cannot be read.
     """
-    import os
-
-    check_transcript(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as err:
-        raise _os_error(path, err) from None
-    try:
-        _refuse(path, os.fstat(fd))
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(MAX_TRANSCRIPT_BYTES + 1)
-    except OSError as err:
-        raise _os_error(path, err) from None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_TRANSCRIPT_BYTES:  # it grew after the check
-        raise _too_large(path, len(raw))
-    return raw
+    # a file past MAX_TRANSCRIPT_BYTES is refused before it is read: a "tail" of that size is all of it
+    return read_transcript_tail(path, MAX_TRANSCRIPT_BYTES)[0]
 
 
 #: The most of a transcript's first line kept with its tail (its session record: Codex's

@@ -136,7 +136,7 @@ def started_at(record: dict) -> float:
 def _branch_ref(repo) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
     """The full name of the branch ``HEAD`` points to (``refs/heads/main``), or None."""
     status, out, _ = repo._raw("symbolic-ref", "-q", "HEAD")
-    return out.decode().strip() or None if status == 0 else None
+    return (out.decode().strip() or None) if status == 0 else None
 
 
 def drop_stale_locks(repo, since: float, names: tuple[str, ...], when: str) -> None:  # noqa: ANN001
