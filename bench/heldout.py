@@ -17,6 +17,9 @@ with its category, importance, paths and pinned flag), then measures on one spli
   keys that are wanted or fair, of all injected), micro recall (wanted keys injected, of
   all wanted), the prompts with a want that got nothing and the want=[] prompts that got
   something;
+* in a session: the session start's block, then the prompt's, in one session per prompt:
+  the share of wanted keys in either (what the agent holds when it answers; the prompt hook
+  leaves out what the session start gave);
 * the before-tool hook (``run_hook("claude", "pre-tool-use", …)``, each event in a fresh
   session): which wanted keys were delivered, and the position of the most specific one
   (``want[0]``) in what was delivered.
@@ -266,6 +269,33 @@ def score_prompts(workspace: Path, prompts: list[data.Prompt]) -> PromptScore:
 
 
 @dataclass
+class SessionScore:
+    """What the agent holds when it answers a prompt in a real session: the session start's
+    block, then the prompt hook's (which leaves out what the session start gave)."""
+
+    prompts: int
+    recall: float
+    at_start: int
+    from_prompt: int
+    wanted: int
+
+
+def score_sessions(workspace: Path, prompts: list[data.Prompt]) -> SessionScore:
+    """Each prompt after a session start in the same fresh session: the share of wanted keys
+    in either block (the memories in the agent's context when it answers)."""
+    found = at_start = from_prompt = wanted = 0
+    for n, (prompt, want, _) in enumerate(prompts):
+        session = f"heldout-session-{n}"
+        start, _ = call_hook(workspace, "session-start", session, {"source": "startup"})
+        given, _ = call_hook(workspace, "user-prompt-submit", session, {"prompt": prompt})
+        wanted += len(want)
+        at_start += sum(k in start for k in want)
+        from_prompt += sum(k in given and k not in start for k in want)
+        found += sum(k in start or k in given for k in want)
+    return SessionScore(len(prompts), found / wanted if wanted else 1.0, at_start, from_prompt, wanted)
+
+
+@dataclass
 class ToolResult:
     """One before-tool event: what was delivered and where the most specific memory sat."""
 
@@ -321,7 +351,7 @@ def fmt(value: float | None) -> str:
 
 
 def report(split: str, kinds: list[KindScore], prompts: PromptScore, tools: ToolScore,
-           verbose: bool) -> str:
+           verbose: bool, sessions: SessionScore | None = None) -> str:
     """The printed result."""
     lines = [f"split: {split}, memories: {len(data.MEMORIES)}", "",
              "ranked recall (top 10); weak = recall's answer is weak or none (index.strength)",
@@ -352,6 +382,10 @@ def report(split: str, kinds: list[KindScore], prompts: PromptScore, tools: Tool
             if r.noise or r.missed:
                 lines.append(f"      {r.prompt!r}: given {', '.join(r.given) or '-'}"
                              f"; noise {', '.join(r.noise) or '-'}; missed {', '.join(r.missed) or '-'}")
+    if sessions is not None:
+        lines += ["", "in context when the agent answers (session start, then the prompt, one session each)",
+                  (f"  recall {sessions.recall:.3f}  (of {sessions.wanted} wanted: {sessions.at_start} in the"
+                   f" session start's block, {sessions.from_prompt} more from the prompt hook)")]
     lines += ["", f"before-tool hook (pre-tool-use), {tools.events} events",
               (f"  wanted delivered {tools.want_delivered}/{tools.wanted}"
                f"  most specific first {tools.specific_first}, missing {tools.specific_missing}"
@@ -405,16 +439,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             kinds = score_queries(ctx, retriever(warm), queries)  # builds the index first
             prompt_score = score_prompts(workspace, prompts)
+            session_score = score_sessions(workspace, prompts)
             tool_score = score_tools(workspace, tools)
         finally:
             if warm is not None:
                 warm.close()
     if warm is not None:
         print(f"retriever: hybrid ({warm.embedder.name}); hooks ask it over its socket\n")
-    print(report(args.split, kinds, prompt_score, tool_score, args.verbose))
+    print(report(args.split, kinds, prompt_score, tool_score, args.verbose, session_score))
     if args.json:
-        args.json.write_text(json.dumps(to_json(args.split, args.semantic, kinds, prompt_score,
-                                                tool_score), ensure_ascii=False, indent=1) + "\n",
+        out = to_json(args.split, args.semantic, kinds, prompt_score, tool_score)
+        out["sessions"] = asdict(session_score)
+        args.json.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n",
                              encoding="utf-8")
     return 0
 

@@ -53,6 +53,13 @@ PROMPT_WARM_BUDGET = 0.6
 #: out, at least ``PROMPT_STANDOUT`` above the next one.
 PROMPT_STANDOUT_COSINE = 0.3
 PROMPT_STANDOUT = 0.15
+#: With a warm model and weak lexical evidence (``index.hybrid.combine`` then orders hits by
+#: their fused score, coverage and cosine combined): the first ``PROMPT_FUSED_RANK`` fused
+#: hits are kept from a fused score of ``PROMPT_FUSED`` when within ``PROMPT_FUSED_GAP`` of
+#: the best one (set on the tune and heldout prompt splits; reported on ``fresh``).
+PROMPT_FUSED = 0.3
+PROMPT_FUSED_RANK = 2
+PROMPT_FUSED_GAP = 0.06
 #: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
@@ -420,8 +427,11 @@ def chosen(hits: list, words: list, floor: float) -> list:
     one common word stays out). With a warm model (hybrid retrieval), a hit is also kept on
     its meaning: a ``cosine`` of at least ``PROMPT_COSINE`` and within ``PROMPT_COSINE_GAP``
     of the best one, or, for the closest memory, at least ``PROMPT_STANDOUT_COSINE`` and
-    ``PROMPT_STANDOUT`` above the next one. Thresholds were set on the tune split of ``bench/heldout_data.py`` and
-    are reported on its held-out split (docs/search.md).
+    ``PROMPT_STANDOUT`` above the next one; when the lexical evidence is weak and the hits
+    are ordered by their fused score, the first ``PROMPT_FUSED_RANK`` of them from
+    ``PROMPT_FUSED`` and within ``PROMPT_FUSED_GAP`` of the best. Thresholds were set on the
+    tune and heldout prompt splits of ``bench/heldout_data.py`` and are reported on its
+    fresh split (docs/search.md).
 
     Args:
         hits: ranked recall hits (``index.Hit``), best first.
@@ -436,8 +446,12 @@ def chosen(hits: list, words: list, floor: float) -> list:
     cosines = sorted((h.parts.get("cosine", -1.0) for h in hits), reverse=True)
     close = cosines[0]
     standout = len(cosines) < 2 or close - cosines[1] >= PROMPT_STANDOUT
+    fused = [h for h in hits if h.match == "semantic" or "lexical" in h.parts][:PROMPT_FUSED_RANK]
+    fused_floor = max(PROMPT_FUSED, max((h.score for h in fused), default=0.0) - PROMPT_FUSED_GAP)
 
     def kept(hit) -> bool:  # noqa: ANN001 - a Hit
+        if any(hit is h for h in fused) and hit.score >= fused_floor:
+            return True
         if hit.match != "semantic" and _share(hit, words) >= floor and _held(hit, words) >= need \
                 and hit.parts.get("lexical", hit.score) >= PROMPT_MIN_SCORE * best:
             return True
