@@ -85,6 +85,9 @@ prompt_floor = 0.35
 # index it serves what is indexed by half of this time and leaves the rest of
 # the build to one background process. Keep it well under the installed timeouts (5 s).
 deadline = 2.0
+# Let the session-start hook run `memcli stale --quiet` in the background when the code's
+# HEAD moved since the last verdicts, so the reads mark memories whose code moved.
+stale = true
 
 [search]
 # The semantic retriever (recall by meaning, a local embedding model): "auto" (on when
@@ -127,6 +130,7 @@ class Config:
 
     __slots__ = ("read_scopes", "write_scope", "shared_scopes", "allow_self_approve", "near_duplicate",
                  "on_conflict", "autocommit", "lock_timeout", "context_budget", "hook_extract", "hook_summarize",
+                 "hook_stale",
                  "hook_deadline", "sync_session_start", "sync_session_end", "sync_deadline", "prompt_floor",
                  "compact_retention", "compact_near_duplicate", "ttl", "unknown", "workspace_id", "kind",
                  "search_semantic", "search_model")
@@ -135,6 +139,7 @@ class Config:
                  shared_scopes: list[str] | None = None, allow_self_approve: bool = False, near_duplicate: int = 90,
                  on_conflict: str = "supersede", autocommit: bool = True, lock_timeout: float = 10.0,
                  context_budget: int = 8000, hook_extract: bool = False, hook_summarize: bool = False,
+                 hook_stale: bool = True,
                  hook_deadline: float = 2.0, sync_session_start: bool = False, sync_session_end: bool = False,
                  sync_deadline: float = 3.0, prompt_floor: float = 0.35, compact_retention: str = "90d",
                  compact_near_duplicate: int = 95, ttl: dict[str, str] | None = None,
@@ -151,6 +156,7 @@ class Config:
         self.context_budget = context_budget
         self.hook_extract = hook_extract
         self.hook_summarize = hook_summarize
+        self.hook_stale = hook_stale
         self.hook_deadline = hook_deadline
         self.sync_session_start = sync_session_start
         self.sync_session_end = sync_session_end
@@ -219,6 +225,7 @@ KEYS: dict[tuple[str, str], tuple[str, type | tuple[type, ...]]] = {
     ("context", "budget"): ("context_budget", int),
     ("hooks", "extract"): ("hook_extract", bool),
     ("hooks", "summarize"): ("hook_summarize", bool),
+    ("hooks", "stale"): ("hook_stale", bool),
     ("hooks", "deadline"): ("hook_deadline", (int, float)),
     ("sync", "session_start"): ("sync_session_start", bool),
     ("sync", "session_end"): ("sync_session_end", bool),

@@ -29,8 +29,13 @@ NAMED_SCOPES = ("user", "agent", "session", "task", "channel")
 #: Key order for files memcli writes (SPEC.md section 2 example).
 KEY_ORDER = (
     "id", "scope", "category", "subject", "status", "importance", "pinned", "createdAt", "updatedAt",
-    "expireAt", "provenance", "review", "tags", "paths", "supersedes", "supersededBy", "merged",
+    "expireAt", "provenance", "review", "tags", "paths", "anchor", "supersedes", "supersededBy", "merged",
 )
+#: The keys of ``anchor`` (the code commit a memory was written against, and what it points
+#: at: ``policy.pointers``), and the most names each list may hold.
+ANCHOR_LISTS = ("files", "symbols", "commands")
+MAX_ANCHOR_NAMES = 50
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
 MAX_BODY_CHARS = 20_000
 MAX_SUBJECT_CHARS = 200
 
@@ -88,13 +93,15 @@ class Memory:
     exactly as in the file (line endings normalised to ``\\n`` for display only by callers);
     a leading byte order mark is dropped. ``importance`` is 1-5. ``merged`` lists the
     memories ``compact`` merged into this one: ``{"id", "sourceType", "actor", "runId",
-    "at"}`` each. A list argument left None becomes a fresh empty list, ``provenance`` a
+    "at"}`` each. ``anchor`` is None or ``{"commit": hex, "files"?, "symbols"?, "commands"?}``
+    (the code commit the memory was written against and what it points at; SPEC.md
+    section 11). A list argument left None becomes a fresh empty list, ``provenance`` a
     fresh :class:`Provenance`.
     """
 
     __slots__ = ("id", "scope", "body", "category", "subject", "status", "importance", "pinned", "created_at",
                  "updated_at", "expire_at", "provenance", "supersedes", "superseded_by", "review", "tags", "paths",
-                 "path", "merged")
+                 "path", "merged", "anchor")
 
     def __init__(self, id: str, scope: str, body: str, category: str = "fact", subject: str | None = None,
                  status: str = "active", importance: int = 3, pinned: bool = False,
@@ -102,7 +109,8 @@ class Memory:
                  expire_at: datetime | None = None, provenance: Provenance | None = None,
                  supersedes: list[str] | None = None, superseded_by: list[str] | None = None,
                  review: dict[str, Any] | None = None, tags: list[str] | None = None, paths: list[str] | None = None,
-                 path: str = "", merged: list[dict[str, Any]] | None = None) -> None:
+                 path: str = "", merged: list[dict[str, Any]] | None = None,
+                 anchor: dict[str, Any] | None = None) -> None:
         self.id = id
         self.scope = scope
         # A byte order mark is an encoding artefact (stdin from some editors), never text.
@@ -123,6 +131,7 @@ class Memory:
         self.paths = [] if paths is None else paths
         self.path = path
         self.merged = [] if merged is None else merged
+        self.anchor = anchor
 
     def with_(self, **changes: Any) -> Memory:
         """A new record with ``changes`` (field name -> value); the other fields are shared, not copied.
@@ -169,6 +178,8 @@ class Memory:
         }
         if self.merged:
             out["merged"] = _jsonable(self.merged)
+        if self.anchor:
+            out["anchor"] = _jsonable(self.anchor)
         if at is not None:
             out["expired"] = self.is_expired(at)
         return out
@@ -511,6 +522,7 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
         paths=key("paths", lambda v: check_labels("paths", _one_item(v)), []),
         path=path,
         merged=_merged(meta.get("merged")),
+        anchor=check_anchor(meta.get("anchor")),
     )
 
 
@@ -547,6 +559,42 @@ def _one_item(value: object) -> object:
     """A one-item list for a lone string where a list is expected: ``supersededBy: ID`` is how
     people write one link by hand (YAML's ``[ID]``); anything else is returned as it is."""
     return [value] if isinstance(value, str) else value
+
+
+def check_anchor(value: object) -> dict[str, Any] | None:
+    """The ``anchor`` mapping, checked: ``commit`` a hexadecimal commit id (7 to 64 digits),
+    and optionally ``files``, ``symbols``, ``commands``: lists of at most
+    ``MAX_ANCHOR_NAMES`` one-line strings; ``confirmedBy`` (a name) and ``confirmedAt`` (a
+    time) after ``memcli confirm``. None stays None.
+
+    Raises:
+        ValidationFailed: anything else (the message names the key).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("commit"), str) \
+            or not _COMMIT.match(value["commit"]):
+        raise ValidationFailed("anchor: expected a mapping with commit: a commit id (7 to 64 hexadecimal digits)")
+    out: dict[str, Any] = {"commit": value["commit"]}
+    for key in ANCHOR_LISTS:
+        names = value.get(key)
+        if names is None:
+            continue
+        if not isinstance(names, list) or len(names) > MAX_ANCHOR_NAMES or not all(
+                isinstance(n, str) and n and len(n) <= 300 and "\n" not in n for n in names):
+            raise ValidationFailed(f"anchor.{key}: expected a list of at most {MAX_ANCHOR_NAMES} names")
+        out[key] = list(names)
+    if value.get("confirmedBy") is not None:
+        if not isinstance(value["confirmedBy"], str) or not _NAME.match(value["confirmedBy"]):
+            raise ValidationFailed("anchor.confirmedBy: expected a name")
+        out["confirmedBy"] = value["confirmedBy"]
+    if value.get("confirmedAt") is not None:
+        out["confirmedAt"] = _instant("anchor.confirmedAt", value["confirmedAt"])
+    unknown = sorted(set(value) - {"commit", "confirmedBy", "confirmedAt", *ANCHOR_LISTS})
+    if unknown:
+        raise ValidationFailed(f"anchor: unknown key {unknown[0]!r} (known: commit, {', '.join(ANCHOR_LISTS)}, "
+                               "confirmedBy, confirmedAt)")
+    return out
 
 
 def _merged(value: object) -> list[dict[str, Any]]:
@@ -600,7 +648,7 @@ def to_mapping(memory: Memory) -> dict[str, Any]:
         "expireAt": memory.expire_at, "provenance": prov, "review": memory.review,
         "tags": memory.tags or None, "paths": memory.paths or None,
         "supersedes": memory.supersedes or None, "supersededBy": memory.superseded_by or None,
-        "merged": memory.merged or None,
+        "merged": memory.merged or None, "anchor": memory.anchor or None,
     }
     return {k: values[k] for k in KEY_ORDER if values[k] is not None}
 
@@ -627,4 +675,5 @@ def from_dict(data: dict[str, Any]) -> Memory:
         supersedes=list(data.get("supersedes") or []), superseded_by=list(data.get("supersededBy") or []),
         review=data.get("review"), tags=list(data.get("tags") or []), paths=list(data.get("paths") or []),
         path=data.get("path", ""),
-        merged=[{**m, "at": when(m.get("at"))} if "at" in m else dict(m) for m in data.get("merged") or []])
+        merged=[{**m, "at": when(m.get("at"))} if "at" in m else dict(m) for m in data.get("merged") or []],
+        anchor=data.get("anchor"))

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("memcli.index",),                                      # the search index (reads through store, policy)
     ("memcli.policy", "memcli.store", "memcli.agents", "memcli.changes",
      "memcli.gitrewrite"),                                  # the domain; git below, one module over another
-    ("memcli.githistory", "memcli.gitcommit"),            # history and commits, on GitRepo
+    ("memcli.githistory", "memcli.gitcommit", "memcli.gitcode"),  # history, commits, the code repository
     ("memcli.gitlog",),                                     # sealed git: GitRepo, log
     ("memcli.config",),                                     # settings (config.toml)
     ("memcli.model", "memcli.frontmatter"),                 # the record and its file format

@@ -267,13 +267,15 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
         raise ValidationFailed(f"budget {size} is too small: use at least {MIN_BUDGET} characters")
     check_choice("format", fmt, ("text", "markdown", "json"))
     from memcli.service.redact import for_reader
+    from memcli.service.stale_notes import notes as stale_notes
 
     lead = [_leading(m, size, fmt) for m in lead or ()]
     pool, total = candidates(ctx, query, folder, exclude, lead)
+    notes = stale_notes(ctx)  # memories whose code moved: marked, and after the others
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
         shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
-        block = render(shown, size, fmt, total)
+        block = render(shown, size, fmt, total, notes)
         if size - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
     return block

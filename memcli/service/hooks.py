@@ -268,6 +268,11 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
         lead = _session_summary(ctx, payload.session_id) if payload.source in RESTARTS else []
         block = context(ctx, None, None, "text", folder=folder, lead=lead)
         _remember_seen(ctx, payload.session_id, set(block.included))
+        if ctx.ws.config.hook_stale:
+            from memcli.service.stale_notes import code_moved, spawn_refresh
+
+            if code_moved(ctx):  # the code moved since the last verdicts: judge again, after this answer
+                spawn_refresh(ctx)
         return block.text
     if event == "pre-tool-use":
         seen = _seen(ctx, payload.session_id)
@@ -342,7 +347,9 @@ def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[
     # folder; then by how narrow the glob is (its folder's before the whole tree's); among
     # equals, the browse order (pinned, importance, recency)
     ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
-    return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found))
+    from memcli.service.stale_notes import notes
+
+    return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx))
 
 
 #: How a memory's text may name a file, strongest first: its whole path
@@ -398,8 +405,10 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
     floor = ctx.ws.config.prompt_floor if floor is None else floor
     using = semantic_retriever(ctx, PROMPT_WARM_BUDGET)  # a warm process's model, else lexical
     hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)), using=using)
+    from memcli.service.stale_notes import notes
+
     return render([h.memory for h in chosen(hits, words, floor) if h.memory.id not in seen][:PROMPT_LIMIT],
-                  PROMPT_BUDGET)
+                  PROMPT_BUDGET, notes=notes(ctx))
 
 
 def prompt_words(text: str) -> list:

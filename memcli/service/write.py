@@ -130,9 +130,14 @@ def apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: list
         GitLocked, GitFailed: nothing is left written.
     """
     try:
-        return _apply(ctx, writes, op, memories, related, trailers, with_text, edits_checked, message)
+        commit = _apply(ctx, writes, op, memories, related, trailers, with_text, edits_checked, message)
     except MemcliError as err:
         raise nothing_written(err) from None
+    if memories or related:
+        from memcli.service.stale_notes import drop
+
+        drop(ctx, [m.id for m in memories] + list(related))  # their verdicts no longer hold
+    return commit
 
 
 def nothing_written(err: MemcliError) -> MemcliError:
@@ -399,7 +404,15 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id,
                               at=ctx.now, idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
                               sha256=opts.sha256, allow_secret=_allowed_kinds(opts)),
-        tags=tags, paths=paths, supersedes=[base.id] if base else [])
+        tags=tags, paths=paths, supersedes=[base.id] if base else [], anchor=_anchor(ctx, body, paths))
+
+
+def _anchor(ctx: Ctx, text: str, paths: list[str]) -> dict[str, Any] | None:
+    """The new memory's ``anchor`` (``service.stale.anchor_for``): the code commit it is
+    written against, found once per command and store."""
+    from memcli.service.stale import anchor_for
+
+    return anchor_for(ctx, text, paths)
 
 
 def check_session_owner(ctx: Ctx, scope: str) -> None:
@@ -754,7 +767,58 @@ def approve(ctx: Ctx, ref: str, reason: str | None = None) -> WriteResult:
             raise ReviewRefused(f"{memory.id} was written by you ({ctx.actor}); a different reviewer must approve it",
                                 hint="ask another person, or set [review] allow_self_approve = true")
     review = {"by": ctx.actor, "at": ctx.now, "decision": "approved", **({"reason": reason} if reason else {})}
-    return _transition(ctx, ref, "approve", ("pending_review",), {"status": "active", "review": review}, not_self)
+    changes: dict[str, Any] = {"status": "active", "review": review}
+
+    def checked(memory: Memory) -> None:  # the approver checks it against today's code: anchored now
+        not_self(memory)
+        anchor = _anchor(ctx.owner(ref), memory.text, memory.paths)
+        if anchor is not None:
+            changes["anchor"] = anchor
+    return _transition(ctx, ref, "approve", ("pending_review",), changes, checked)
+
+
+def confirm(ctx: Ctx, refs: list[str]) -> WriteResult:
+    """Re-anchor active memories a person has checked against today's code (``memcli
+    confirm``): each gets a fresh ``anchor`` at the code's ``HEAD`` with ``confirmedBy`` and
+    ``confirmedAt``, all in one commit, so ``memcli stale`` no longer lists them.
+
+    Raises:
+        NotFound, AmbiguousId: a reference names no memory, or several.
+        WrongStatus: a memory is not active.
+        ValidationFailed: no memory given, or a memory lives in a store with no code
+            repository (the person's own store, a store outside git).
+        WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+    """
+    from memcli.service.stale import anchor_for
+
+    if not refs:
+        raise ValidationFailed("confirm needs at least one memory id", hint="list candidates with `memcli stale`")
+    with ctx.ws.lock():
+        ctx.catalog(refresh=True)
+        writes: dict[Path, bytes | None] = {}
+        memories: list[Memory] = []
+        for ref in dict.fromkeys(refs):
+            item = ctx.resolve(ref)
+            memory = item.memory
+            if memory.status != "active":
+                raise WrongStatus(f"{memory.id} is {memory.status}; confirm needs active",
+                                  hint=f"see it with `memcli show {memory.id}`")
+            if Path(memory.path).is_absolute():
+                raise ValidationFailed(f"{memory.id} is in your own store, which has no code to anchor to",
+                                       hint="only project memories are anchored to the code")
+            anchor = anchor_for(ctx, memory.text, memory.paths)
+            if anchor is None:
+                raise ValidationFailed(f"{memory.id}: this workspace has no code commit to anchor to",
+                                       hint="commit the code first (memcli anchors to its HEAD)")
+            anchor.update({"confirmedBy": ctx.actor, "confirmedAt": ctx.now})
+            writes[item.file] = rewrite(item, {"anchor": anchor, "updatedAt": ctx.now})
+            memory.anchor = anchor
+            memories.append(memory)
+        commit = apply(ctx, writes, "confirm", memories, [])
+    names = ", ".join(m.id for m in memories)
+    return WriteResult("confirm", memories[0], "updated",
+                       f"confirmed {names} against the code at {memories[0].anchor['commit'][:10]}"
+                       if memories[0].anchor else f"confirmed {names}", commit=commit)
 
 
 def reject(ctx: Ctx, ref: str, reason: str) -> WriteResult:

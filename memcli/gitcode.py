@@ -1,0 +1,197 @@
+"""git: questions about the code repository a store's memories are about (issue 23).
+
+The memory store and the code may be one repository (an in-tree store) or two worktrees of
+one (the memory branch: the code is the main worktree). Everything here reads; nothing
+writes. Each function is one git process, whatever the number of names asked about
+(names go on stdin), so ``memcli stale`` costs a handful of processes per distinct anchor
+commit, not one per memory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from memcli.errors import GitFailed
+
+
+def _git(top: Path, *args: str, input: bytes | None = None) -> tuple[int, bytes]:  # noqa: A002
+    """``git ARGS`` in ``top``: (status, stdout). Raises GitFailed when git cannot be started."""
+    from memcli.gitlog import seal_environment  # not at import: the session start reads head_cheap
+
+    seal_environment()
+    try:
+        proc = subprocess.run(["git", "-c", "core.quotePath=false", *args], cwd=top, capture_output=True,
+                              input=input, env={**os.environ, "LC_ALL": "C"},
+                              stdin=None if input is not None else subprocess.DEVNULL)
+    except OSError as err:
+        raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+    return proc.returncode, proc.stdout
+
+
+def head(top: Path) -> str | None:
+    """The full hash of ``HEAD`` in ``top``, or None before the first commit (or outside git)."""
+    status, out = _git(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return out.decode().strip() if status == 0 and out.strip() else None
+
+
+def head_cheap(top: Path) -> str | None:
+    """``HEAD``'s hash read from the files under ``top/.git`` (no process: the hooks' check
+    whether the code moved since the last verdicts); None when it cannot be read that way
+    (a linked worktree, a detached or packed state it does not know): callers then keep
+    what they have."""
+    git = top / ".git"
+    try:
+        text = (git / "HEAD").read_text(encoding="ascii").strip()
+        if not text.startswith("ref: "):
+            return text if len(text) >= 40 else None
+        ref = text[5:].strip()
+        loose = git / ref
+        if loose.is_file():
+            return loose.read_text(encoding="ascii").strip() or None
+        for line in (git / "packed-refs").read_text(encoding="ascii").splitlines():
+            if line.endswith(" " + ref):
+                return line.split(" ", 1)[0]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def is_commit(top: Path, rev: str) -> bool:
+    """True when ``rev`` names a commit in ``top``'s repository."""
+    return _git(top, "cat-file", "-e", f"{rev}^{{commit}}")[0] == 0
+
+
+def files(top: Path, rev: str) -> list[str]:
+    """Every tracked file of commit ``rev`` (paths from the top, ``/`` separators).
+
+    Raises:
+        GitFailed: ``rev`` is no commit here.
+    """
+    status, out = _git(top, "ls-tree", "-r", "-z", "--name-only", "--full-tree", rev)
+    if status != 0:
+        raise GitFailed(f"git ls-tree {rev[:12]} failed")
+    return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+
+
+def moves(top: Path, old: str, new: str, paths: list[str]) -> dict[str, tuple[str, str | None]]:
+    """What became of ``paths`` of commit ``old`` by commit ``new`` (git's rename detection):
+    ``{path: ("renamed", new_path) | ("deleted", None)}``; unchanged paths are left out."""
+    if not paths:
+        return {}
+    status, out = _git(top, "diff", "-M", "-z", "--name-status", old, new, "--", *(f":(literal){p}" for p in paths))
+    found: dict[str, tuple[str, str | None]] = {}
+    if status != 0:
+        return found
+    fields = out.decode("utf-8", "replace").split("\0")
+    i = 0
+    while i < len(fields) - 1:
+        kind = fields[i]
+        if kind.startswith("R") and i + 2 < len(fields):
+            found[fields[i + 1]] = ("renamed", fields[i + 2])
+            i += 3
+        elif kind.startswith("D"):
+            found[fields[i + 1]] = ("deleted", None)
+            i += 2
+        else:
+            i += 2
+    if any(kind == "deleted" for kind, _ in found.values()):  # a rename out of the pathspec: ask again, whole tree
+        status, out = _git(top, "diff", "-M", "-z", "--name-status", "--diff-filter=R", old, new)
+        if status == 0:
+            fields = out.decode("utf-8", "replace").split("\0")
+            for i in range(0, len(fields) - 2, 3):
+                if fields[i].startswith("R") and found.get(fields[i + 1], ("",))[0] == "deleted":
+                    found[fields[i + 1]] = ("renamed", fields[i + 2])
+    return found
+
+
+def last_change(top: Path, old: str, new: str, path: str) -> str | None:
+    """The short hash of the last commit after ``old`` up to ``new`` that removed or renamed
+    ``path`` (its evidence), or None."""
+    status, out = _git(top, "log", "-1", "--format=%h", "--diff-filter=DR", f"{old}..{new}", "--",
+                       f":(literal){path}")
+    text = out.decode().strip()
+    return text if status == 0 and text else None
+
+
+def words_present(top: Path, rev: str, words: list[str]) -> set[str]:
+    """Which of ``words`` occur as whole words in some tracked text file of ``rev`` (one
+    ``git grep -F -w -o`` with the words on stdin)."""
+    if not words:
+        return set()
+    patterns = "\n".join(words).encode() + b"\n"
+    status, out = _git(top, "grep", "-I", "-F", "-w", "-o", "-h", "-f", "-", rev, input=patterns)
+    if status not in (0, 1):
+        return set()
+    wanted = set(words)
+    return {w for w in out.decode("utf-8", "replace").split("\n") if w in wanted}
+
+
+def blobs(top: Path, rev: str, paths: list[str]) -> dict[str, bytes]:
+    """The contents of ``paths`` at ``rev`` (one ``git cat-file --batch``); missing ones left out."""
+    if not paths:
+        return {}
+    request = "".join(f"{rev}:{p}\n" for p in paths).encode()
+    status, out = _git(top, "cat-file", "--batch", input=request)
+    found: dict[str, bytes] = {}
+    at = 0
+    for path in paths:
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split(b" ")
+        at = end + 1
+        if len(header) != 3 or header[1] != b"blob":
+            continue
+        size = int(header[2])
+        found[path] = out[at:at + size]
+        at += size + 1
+    return found
+
+
+def first_parent_times(top: Path, rev: str = "HEAD") -> list[tuple[int, str]]:
+    """``(committer time, hash)`` of ``rev``'s first-parent history, oldest first (to find the
+    code commit a memory without an anchor was written against, by its time)."""
+    status, out = _git(top, "log", "--first-parent", "--format=%ct %H", rev)
+    if status != 0:
+        return []
+    pairs = []
+    for line in out.decode().splitlines():
+        stamp, _, sha = line.partition(" ")
+        if stamp.isdigit() and sha:
+            pairs.append((int(stamp), sha))
+    return pairs[::-1]
+
+
+def code_of(folder: Path) -> tuple[Path, str | None] | None:
+    """The code repository a store at ``folder`` is about, and its ``HEAD``: for a linked
+    worktree (the memory branch) the main worktree, else the work tree holding ``folder``
+    (an in-tree store; a store in a repository of its own is its own "code", where nothing a
+    memory names will have resolved). None outside git. One process, two when ``HEAD`` of a
+    main worktree cannot be read from its files."""
+    status, out = _git(folder, "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel")
+    lines = out.decode("utf-8", "replace").splitlines()
+    if status != 0 or len(lines) < 2:
+        return None
+    common, top = Path(lines[0]), Path(lines[1])
+    main = common.parent if common.name == ".git" else None
+    if main is not None and main.resolve() != top.resolve():
+        return main, head_cheap(main) or head(main)
+    return top, head_cheap(top) or head(top)
+
+
+def main_worktree(top: Path) -> Path | None:
+    """The main worktree's folder when ``top`` is a linked worktree (``git worktree add``), else None."""
+    status, out = _git(top, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if status != 0:
+        return None
+    common = Path(out.decode().strip())
+    main = common.parent if common.name == ".git" else None
+    return main if main is not None and main.resolve() != top.resolve() else None
+
+
+def toplevel(folder: Path) -> Path | None:
+    """The top of the work tree holding ``folder``, or None outside git."""
+    status, out = _git(folder, "rev-parse", "--show-toplevel")
+    return Path(out.decode().strip()) if status == 0 and out.strip() else None

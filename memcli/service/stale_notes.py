@@ -1,0 +1,93 @@
+"""The verdicts of ``memcli stale`` as the reads use them (the hot path: one small file read).
+
+``service.stale`` judges and writes the cache; this module only reads it (``notes`` for the
+context block and the hooks), forgets verdicts a write made obsolete (``drop``), and tells the
+session start whether the code moved since (``code_moved``), so it can judge again in the
+background (``spawn_refresh``). It imports nothing heavy: the hooks load it on every start.
+"""
+
+from __future__ import annotations
+
+import json
+
+from memcli.service import Ctx
+
+STALE_FILE = "stale.json"
+CHECKED_FILE = "stale-checked.json"
+VERSION = 1
+
+
+def load(ctx: Ctx, name: str, head: str | None) -> dict[str, dict]:
+    """The cached ``{id: {...}}`` of the cache file ``name``, when it was written at ``head``
+    (any ``head`` when None); empty when missing, damaged or of another ``HEAD``."""
+    try:
+        data = json.loads((ctx.ws.root / ".cache" / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != VERSION or (head is not None and data.get("head") != head):
+        return {}
+    memories = data.get("memories")
+    return memories if isinstance(memories, dict) else {}
+
+
+def notes(ctx: Ctx) -> dict[str, str]:
+    """``{id: "may be outdated: …"}`` of the memories the last verdicts found stale (one
+    small file read; empty when there are none or no verdicts yet). For the context block,
+    the hooks and MCP."""
+    return {i: str(v.get("note", "")) for i, v in load(ctx, STALE_FILE, None).items() if v.get("note")}
+
+
+def code_moved(ctx: Ctx) -> bool:
+    """True when the code's ``HEAD`` (read from its files, no process) differs from the one
+    the cached verdicts were made at, or there are none (the session start then refreshes
+    them in the background). False when it cannot tell cheaply."""
+    from memcli.gitcode import head_cheap
+
+    root = ctx.ws.root
+    top = root.parent if root.name == ".memcli" else root
+    head = head_cheap(top)
+    if head is None:
+        return False
+    try:
+        data = json.loads((root / ".cache" / STALE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    return not isinstance(data, dict) or data.get("head") != head
+
+
+def drop(ctx: Ctx, ids: list[str]) -> None:
+    """Forget the verdicts of ``ids`` (a write changed them: confirmed, superseded, edited),
+    so no read marks them until ``memcli stale`` judges them again. One small file read
+    when there are verdicts; never raises."""
+    path = ctx.ws.root / ".cache" / STALE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    memories = data.get("memories") if isinstance(data, dict) else None
+    if not isinstance(memories, dict) or not any(i in memories for i in ids):
+        return
+    from memcli.store.files import atomic_write
+
+    data["memories"] = {k: v for k, v in memories.items() if k not in ids}
+    try:
+        atomic_write(path, json.dumps(data, ensure_ascii=False).encode())
+    except OSError:
+        pass
+
+
+def spawn_refresh(ctx: Ctx) -> bool:
+    """Start ``memcli stale --quiet`` detached (its output discarded); True when
+    started. Never raises."""
+    import os
+    import subprocess
+    import sys
+
+    try:
+        subprocess.Popen([sys.executable, "-m", "memcli", "--workspace", str(ctx.ws.root), "stale", "--quiet"],
+                         cwd=ctx.ws.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
+                         env={**os.environ, "MEMCLI_ACTOR": ctx.actor})
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,220 @@
+"""Memories that know their code (issue 23): anchors at write, `memcli stale`, marks, `confirm`.
+
+Real git repositories (a code repository with the store on the memory branch, and an
+in-tree store), the real CLI in subprocesses; the pointer rules are tested in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+RETRY = "".join(f"    step_{n} = attempt * {n}  # one step of the backoff schedule\n" for n in range(40))
+CASE = ("Payment retries go through `retry_with_backoff` in src/payments/retry.py; run `make e2e` after "
+        "changing it")
+
+
+def commit_all(top: Path, message: str) -> None:
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", message)
+
+
+@pytest.fixture(params=["branch", "in-tree"])
+def code(request: pytest.FixtureRequest, tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # noqa: ANN001
+    """A code repository with a store (on the memory branch, or in the same tree) and two memories."""
+    top = tmp_path / "proj"
+    (top / "src" / "payments").mkdir(parents=True)
+    (top / "src" / "payments" / "retry.py").write_text(f"def retry_with_backoff(attempt):\n{RETRY}", encoding="utf-8")
+    (top / "src" / "other.py").write_text("def other():\n    return 1\n", encoding="utf-8")
+    (top / "Makefile").write_text("e2e:\n\tpytest e2e\ntest:\n\tpytest\n", encoding="utf-8")
+    git(tmp_path, "init", "-q", str(top))
+    commit_all(top, "code")
+    args = ["init", str(top)] + (["--branch"] if request.param == "branch" else [])
+    assert run(*args).code == 0
+    monkeypatch.chdir(top)
+    monkeypatch.delenv("MEMCLI_WORKSPACE", raising=False)
+    return top
+
+
+def remember(run, *args: str) -> str:  # noqa: ANN001
+    result = run("--json", "remember", *args)
+    assert result.code == 0, result
+    return result.json()["data"]["id"]
+
+
+def move_the_code(top: Path) -> None:
+    """Rename the file, rename the function, drop the make target: one commit."""
+    git(top, "mv", "src/payments/retry.py", "src/payments/backoff.py")
+    path = top / "src" / "payments" / "backoff.py"
+    path.write_text(path.read_text(encoding="utf-8").replace("retry_with_backoff", "backoff_schedule"),
+                    encoding="utf-8")
+    (top / "Makefile").write_text("test:\n\tpytest\n", encoding="utf-8")
+    commit_all(top, "rename the retry module")
+
+
+def memory_file(top: Path, memory_id: str) -> Path:
+    return next(p for p in top.rglob(f"{memory_id}*.md") if ".git" not in p.parts)
+
+
+def memcli_commits(top: Path) -> int:
+    store = top / ".memcli" if (top / ".memcli").is_dir() else top
+    return int(git(store, "rev-list", "--count", "HEAD").strip())
+
+
+def test_the_case_is_listed_with_its_evidence_and_marked_then_confirm_clears_it(code: Path, run) -> None:  # noqa: ANN001
+    case = remember(run, CASE, "--path", "src/payments/**")
+    untouched = remember(run, "src/other.py returns 1 from other()")
+    anchor = memory_file(code, case).read_text(encoding="utf-8")
+    head = git(code, "rev-parse", "HEAD").strip()
+    assert f"commit: {head}" in anchor and "retry_with_backoff" in anchor and "make e2e" in anchor
+    assert json.loads(run("--json", "stale").out)["data"]["stale"] == []  # nothing moved yet
+
+    move_the_code(code)
+    data = run("--json", "stale").json()["data"]
+    assert [v["id"] for v in data["stale"]] == [case]  # the memory about src/other.py is not listed
+    reasons = {(r["kind"], r["name"]): r for r in data["stale"][0]["reasons"]}
+    renamed = reasons[("renamed", "src/payments/retry.py")]
+    assert renamed["now"] == "src/payments/backoff.py"
+    assert renamed["commit"] == git(code, "rev-parse", "--short", "HEAD").strip()
+    assert ("identifier", "retry_with_backoff") in reasons
+    assert ("command", "make e2e") in reasons
+
+    block = run("context").out
+    lines = [line for line in block.splitlines() if line.startswith("- [")]
+    assert untouched in lines[0] and case in lines[1]  # marked, and after the fresh one
+    assert "may be outdated: src/payments/retry.py was renamed to src/payments/backoff.py in" in lines[1]
+
+    before = memcli_commits(code)
+    result = run("confirm", case)
+    assert result.code == 0, result
+    assert memcli_commits(code) == before + 1
+    assert f"commit: {git(code, 'rev-parse', 'HEAD').strip()}" in memory_file(code, case).read_text(encoding="utf-8")
+    assert "may be outdated" not in run("context").out  # the write dropped its verdict
+    assert run("--json", "stale").json()["data"]["stale"] == []
+
+
+def test_supersede_writes_a_fresh_anchored_memory_in_one_commit(code: Path, run) -> None:  # noqa: ANN001
+    case = remember(run, CASE, "--path", "src/payments/**")
+    move_the_code(code)
+    assert [v["id"] for v in run("--json", "stale").json()["data"]["stale"]] == [case]
+    before = memcli_commits(code)
+    result = run("--json", "supersede", case, "Payment retries go through `backoff_schedule` in "
+                 "src/payments/backoff.py; run `make test` after changing it")
+    assert result.code == 0, result
+    assert memcli_commits(code) == before + 1
+    new = result.json()["data"]["id"]
+    assert f"commit: {git(code, 'rev-parse', 'HEAD').strip()}" in memory_file(code, new).read_text(encoding="utf-8")
+    assert run("--json", "stale").json()["data"]["stale"] == []
+    assert "may be outdated" not in run("context").out
+
+
+def test_a_deleted_file_a_glob_that_matches_nothing_and_names_that_never_resolved(code: Path, run) -> None:  # noqa: ANN001
+    glob = remember(run, "Payment code lives under src/payments/", "--path", "src/payments/**")
+    product = remember(run, "Server state goes through TanStack Query and `useQueryClient`; see docs/never.md")
+    git(code, "rm", "-q", "-r", "src/payments")
+    commit_all(code, "drop payments")
+    stale = {v["id"]: v for v in run("--json", "stale").json()["data"]["stale"]}
+    assert set(stale) == {glob}  # names that never resolved at the anchor are never judged
+    kinds = {(r["kind"], r["name"]) for r in stale[glob]["reasons"]}
+    assert ("deleted", "src/payments/") in kinds and ("no-match", "src/payments/**") in kinds
+    assert product not in stale
+
+
+def test_a_memory_without_an_anchor_is_anchored_at_the_code_commit_before_it_was_written(code: Path, run) -> None:  # noqa: ANN001
+    case = remember(run, CASE)
+    path = memory_file(code, case)
+    text = path.read_text(encoding="utf-8")
+    start = text.index("anchor:")
+    end = text.index("---", start)
+    path.write_text(text[:start] + text[end:], encoding="utf-8")  # as written before anchors existed
+    store = path.parents[3]
+    commit_all(store, "an older memory")
+    time.sleep(1.1)  # the rename's commit is later than the memory's createdAt (whole seconds)
+    move_the_code(code)
+    data = run("--json", "stale").json()["data"]["stale"]
+    assert [v["id"] for v in data] == [case] and data[0]["lazy"] is True
+    assert any(r["kind"] == "renamed" for r in data[0]["reasons"])
+
+
+def test_the_session_start_judges_again_in_the_background_when_the_code_moved(code: Path, run) -> None:  # noqa: ANN001
+    case = remember(run, CASE)
+    run("stale")
+    move_the_code(code)
+    payload = json.dumps({"session_id": "s1", "cwd": str(code), "hook_event_name": "SessionStart",
+                          "source": "startup"})
+    assert run("hook", "claude", "session-start", input=payload).code == 0
+    store = code / ".memcli" if (code / ".memcli").is_dir() else code
+    head = git(code, "rev-parse", "HEAD").strip()
+    for _ in range(200):  # the background run's result, read when it is there (no timing asserted)
+        try:
+            data = json.loads((store / ".cache" / "stale.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        if data.get("head") == head:
+            break
+        time.sleep(0.1)
+    assert data.get("head") == head and case in data["memories"]
+    assert "may be outdated" in run("context").out
+
+
+def test_a_malformed_anchor_is_one_clear_line(code: Path, run) -> None:  # noqa: ANN001
+    case = remember(run, CASE)
+    path = memory_file(code, case)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("anchor:\n  commit: ", "anchor:\n  commit: not-a-commit-"), encoding="utf-8")
+    result = run("doctor")
+    assert result.code == 11 and "anchor: expected a mapping with commit" in result.out, result
+
+
+def test_confirm_refuses_what_it_cannot_anchor(ws: Path, run) -> None:  # noqa: ANN001
+    result = run("confirm", "nosuchid")
+    assert result.code == 4 and "Traceback" not in result.err, result
+    assert run("confirm").code == 2  # no id: a usage error
+
+
+# --- the pointer rules (in-process) --------------------------------------------------------
+
+@pytest.mark.parametrize("text, files, symbols, commands", [
+    (CASE, ["src/payments/retry.py"], ["retry_with_backoff"], ["make e2e"]),
+    ("前端文案统一放在 web/src/locales/zh-CN.json 中，不要在组件里硬编码中文。",
+     ["web/src/locales/zh-CN.json"], [], []),
+    ("迁移前先运行 `make migrate`，配置见 api/settings.py 里的 DATABASE_URL。", ["api/settings.py"],
+     ["DATABASE_URL"], ["make migrate"]),
+    ("Locally, copy .env.example to .env; never commit .env.", [".env.example", ".env"], [], []),
+    ("See https://github.com/acme/app/blob/main/docs/setup.md; not https://example.com/a/b.py", ["docs/setup.md"], [],
+     []),
+    ("pnpm test runs Vitest; pnpm install --frozen-lockfile; npm run build; just fmt", [], [],
+     ["just fmt", "npm run build", "pnpm test"]),
+    ("debit/credit and and/or, e.g. v1.4.0 on python:3.12-slim with TanStack Query", [], [], []),
+    ("Call `PaymentClient.refund()` or get_session() from api/db.py", ["api/db.py"],
+     ["PaymentClient", "refund", "get_session"], []),
+])
+def test_pointers_found_in_english_and_chinese(text: str, files: list[str], symbols: list[str],
+                                              commands: list[str]) -> None:
+    from memcli.policy.pointers import find
+
+    found = find(text)
+    assert (found.files, found.identifiers, sorted(found.commands)) == (files, symbols, sorted(commands))
+
+
+def test_the_pointer_rules_are_data_and_compile() -> None:
+    import tomllib
+
+    from memcli.policy.pointers import RULES, _rules
+
+    assert tomllib.loads(RULES.read_text(encoding="utf-8"))["files"]["extensions"]
+    assert _rules()["file"] and _rules()["identifier"] and _rules()["command"]
+
+
+def test_head_cheap_agrees_with_git(code: Path) -> None:
+    from memcli.gitcode import head_cheap
+
+    assert head_cheap(code) == git(code, "rev-parse", "HEAD").strip()
+    git(code, "pack-refs", "--all")
+    assert head_cheap(code) == git(code, "rev-parse", "HEAD").strip()
+
