@@ -185,9 +185,12 @@ class FtsRetriever:
             return _explain(exact or self._substring(query), query.now)
         slips = {h.memory.id for h in exact if _stemmed_typo(self._docs[h.memory.id][1], words)}
         hits = [h for h in exact if h.memory.id not in slips]
+        if len(hits) >= query.limit:  # exact hits fill the limit: no typo correction can add one
+            self._coverage(hits, forms, [[] for _ in words])
+            return _explain(hits[: query.limit], query.now)
         fixes = [self._corrections(w) for w in words]
         groups = [f + c for f, c in zip(forms, fixes)]
-        if len(hits) < query.limit and (slips or any(fixes)):
+        if slips or any(fixes):
             hits += self._run(query, match_expression(groups, "AND"), "fuzzy", {h.memory.id for h in hits},
                               query.limit - len(hits))
         if len(hits) < query.limit and (len(words) > 1 or len(words[0].tokens) > 1 and words[0].cjk):
@@ -421,10 +424,21 @@ def _stemmed_typo(text: str, words: list[Word]) -> bool:
 
 
 def _slip(a: str, b: str) -> bool:
-    """One letter wrong, missing, extra or swapped inside a word (not a suffix added)."""
-    from rapidfuzz.distance import OSA
+    """One letter wrong, missing, extra or swapped inside a word (not a suffix added).
 
-    return not (a.startswith(b) or b.startswith(a)) and OSA.distance(a, b) == 1
+    That is an optimal-string-alignment (restricted Damerau-Levenshtein) distance of exactly
+    1, checked directly: one substitution, one insertion or deletion, or two adjacent letters
+    swapped (no ``rapidfuzz`` import for a check that exact hits make on every recall).
+    """
+    if a.startswith(b) or b.startswith(a) or abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while a[i] == b[i]:  # a differing position exists: neither is a prefix of the other
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i + 1:i + 2] == b[i:i + 1] and a[i:i + 1] == b[i + 1:i + 2]
+                                          and a[i + 2:] == b[i + 2:])
+    return a[i + 1:] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1:]
 
 
 def _memory(record: str) -> Memory:

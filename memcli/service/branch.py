@@ -17,10 +17,13 @@ is never overwritten), because ``git worktree add --orphan`` needs git 2.42.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memcli.errors import GitFailed, WorkspaceInvalid, WorkspaceNotFound
+
+if TYPE_CHECKING:
+    import subprocess
 
 DEFAULT_BRANCH = "memcli/memory"
 #: The worktree folder at the project root; ``store.workspace.find_root`` finds
@@ -29,6 +32,8 @@ FOLDER = ".memcli"
 
 
 def _git(cwd: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    import subprocess  # not at import either: a hook outside a memory branch starts no process
+
     from memcli import gitlog  # not at import: the hooks import this module on every start
 
     gitlog.seal_environment()

@@ -17,7 +17,6 @@ The rendering (fence, budget, neutralising) is ``memcli.agents.context``.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from memcli.agents.context import FOOTER_RESERVE, Block, render
@@ -72,6 +71,8 @@ def tracked_files(folder: Path, workspace: Path) -> list[str]:
 def _git_fields(folder: Path, args: list[str], workspace: Path) -> list[str]:
     """The NUL-separated fields git prints for ``git ARGS -- .`` in ``folder``, the workspace's
     own files left out (:func:`_excludes`); empty outside git or when git fails."""
+    import subprocess  # only when some memory has ``paths``: a block without them starts no process
+
     try:
         proc = subprocess.run(["git", *args, "--", ".", *_excludes(folder, workspace)], cwd=folder,
                               capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
@@ -161,6 +162,8 @@ def _toplevel(folder: Path | None) -> Path | None:
     """git's top level of the work tree holding ``folder`` (resolved), or None."""
     if folder is None:
         return None
+    import subprocess
+
     try:
         proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, timeout=5,
                               stdin=subprocess.DEVNULL, env=_git_env())

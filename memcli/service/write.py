@@ -201,7 +201,21 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
     journal.clear(ctx)
     if memories:
         ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
+        record_scans(ctx, memories)
     return commit
+
+
+def record_scans(ctx: Ctx, memories: list[Memory]) -> None:
+    """Keep the secret scan of each written memory's text in ``ctx``'s scan memo
+    (``service/redact.py``), so the next read of it neither scans it again nor loads the rules.
+
+    The write's gate has just scanned the same text (``text.secrets`` keeps that scan for the
+    process), so this costs a look-up. A memo that cannot be written is skipped (the next
+    read scans the text, as it would have).
+    """
+    from memcli.service.redact import cache_of, text_spans
+
+    text_spans([m.text for m in memories], cache_of(ctx))
 
 
 def edited_by_hand(ctx: Ctx, paths: list[Path], repo=None) -> list[Path]:  # noqa: ANN001 - History
@@ -562,6 +576,8 @@ def write_batch(ctx: Ctx, op: str, items: Sequence[tuple[str, WriteOptions] | Me
             for number, result in zip(numbers, done):
                 results[number] = result
             commit = commit or made
+            if store is not ctx:  # read through the workspace's catalog, and its scan memo
+                record_scans(ctx, [r.memory for r in done if isinstance(r, WriteResult) and r.outcome != "noop"])
         return results, commit
     return _one_store_batch(ctx, op, items, dry_run, deadline)
 
@@ -679,7 +695,11 @@ def remember(ctx: Ctx, text: str, opts: WriteOptions) -> WriteResult:
         ValidationFailed, ScopeViolation, SecretDetected, SubjectConflict, WorkspaceLocked,
         GitLocked, GitFailed: as their names say; nothing is written.
     """
-    return _gate(store_of(ctx, opts, text=text), "remember", text, opts)
+    store = store_of(ctx, opts, text=text)
+    result = _gate(store, "remember", text, opts)
+    if store is not ctx:  # read through the workspace's catalog, and its scan memo
+        record_scans(ctx, [result.memory])
+    return result
 
 
 def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteResult:
@@ -703,7 +723,10 @@ def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteRes
     if old.memory.status != "active":
         raise WrongStatus(f"{old.memory.id} is {old.memory.status}, only an active memory can be superseded",
                           hint=f"see it with `memcli show {old.memory.id}`")
-    return _gate(ctx, "supersede", text, opts, base=old)
+    result = _gate(ctx, "supersede", text, opts, base=old)
+    if ctx is not workspace:  # read through the workspace's catalog, and its scan memo
+        record_scans(workspace, [result.memory])
+    return result
 
 
 # --- status changes on one memory -------------------------------------------------------

@@ -10,6 +10,12 @@ Three sources of rules, merged:
 * memcli's own rules (``rules.py``): AWS secret keys by context, cards (Luhn), national
   ids, passwords and assignments in prose, in English and Chinese.
 
+Before any rule runs, a prefilter (``prefilter.py``) looks for the parts every match of a
+rule contains (a token's prefix, an assignment's keyword, a run of digits): only the rules
+that can match are run, and their modules imported, so ordinary memory text compiles no
+rule and never imports detect-secrets.  It only skips rules that cannot match: a scan finds
+what it would find without it (``tests/test_secrets_prefilter.py``).
+
 Every scan runs over :func:`memcli.text.hidden.scan_view` of the text: NFKC-normalised,
 with zero-width and other hidden characters, ANSI escapes and combining marks removed, so a
 token split by U+200B or written in full-width letters is found; a full scan also folds
@@ -26,10 +32,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from typing import NamedTuple
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING, NamedTuple
 
-from memcli.text.secrets import rules, tokens
-from memcli.text.secrets.rules import (
+from memcli.text.secrets.kinds import (
     ANTHROPIC,
     AWS_KEY_ID,
     AWS_SECRET,
@@ -61,7 +67,9 @@ _OWN_SLUGS = {
 }
 
 
+@cache
 def _all_slugs() -> dict[str, str]:
+    from memcli.text.secrets import tokens
     from memcli.text.secrets.detector import kinds as detector_kinds
 
     out = dict(_OWN_SLUGS)
@@ -74,10 +82,20 @@ def _all_slugs() -> dict[str, str]:
     return out
 
 
-#: kind -> slug (``"GitHub token"`` -> ``"github-token"``), for markers and ``--allow-secret``.
-SLUGS: dict[str, str] = _all_slugs()
-KINDS: tuple[str, ...] = tuple(SLUGS)
-"""Every kind ``find_secrets`` can report (human names, as error messages use them)."""
+if TYPE_CHECKING:
+    #: kind -> slug (``"GitHub token"`` -> ``"github-token"``), for markers and ``--allow-secret``.
+    SLUGS: dict[str, str]
+    #: Every kind ``find_secrets`` can report (human names, as error messages use them).
+    KINDS: tuple[str, ...]
+
+
+def __getattr__(name: str) -> object:
+    """``SLUGS`` and ``KINDS``, made on first use (they need ``tokens.py``'s table, whose rules compile)."""
+    if name == "SLUGS":
+        return _all_slugs()
+    if name == "KINDS":
+        return tuple(_all_slugs())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Public test values that are not secrets: Stripe's documented test card, and the SSA's
 #: example numbers (078-05-1120, printed on a 1938 wallet insert; 219-09-9999, in an ad).
@@ -111,7 +129,7 @@ class SecretFinding(NamedTuple):
 
 def slug_of(kind: str) -> str:
     """The short name of a kind (``"GitHub token"`` -> ``"github-token"``)."""
-    return SLUGS.get(kind) or "-".join(kind.lower().split())
+    return _all_slugs().get(kind) or "-".join(kind.lower().split())
 
 
 def marker(kind: str) -> str:
@@ -127,6 +145,8 @@ def _public_test_value(text: str, start: int, end: int, kind: str) -> bool:
 
 
 def _detector_placeholder(value: str) -> bool:
+    from memcli.text.secrets import rules
+
     return rules._placeholder(value, value)  # noqa: SLF001 - one placeholder rule for every source
 
 
@@ -144,19 +164,36 @@ def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
         wins (a token's own rule over the digit rules over the generic assignment rules).
         A private key's span is its ``-----BEGIN`` line only, not the whole block.
     """
+    return list((_cached_scan if len(text) <= _CACHED_CHARS else _scan)(text, full))
+
+
+#: Texts up to this many characters keep their scan in a per-process cache (a write's gate
+#: and its scan memo ask about the same text; a render neutralises the same lines again).
+_CACHED_CHARS = 20_000
+
+
+def _scan(text: str, full: bool, screen: bool = True) -> tuple[tuple[int, int, str], ...]:
+    """:func:`secret_spans` as a tuple; ``screen=False`` runs every rule, as if the prefilter
+    (``prefilter.py``) let every text through (the reference its tests compare with)."""
     from memcli.text.hidden import original_span, scan_view
+    from memcli.text.secrets.prefilter import screen as prefilter
 
     view, offsets = scan_view(text, fold=full)
-    cands: list[tuple[float, int, int, str]] = list(rules.candidates(view))
-    for kind, _slug, regex in tokens.TOKEN_RULES:
-        cands.extend((0, m.start(), m.end(), kind) for m in regex.finditer(view))
-    cands.extend((4, start, end, kind) for start, end, kind in tokens.command_spans(view))
-    if full:
+    own, plugins = prefilter(view, plugins=full) if screen else (True, None)
+    cands: list[tuple[float, int, int, str]] = []
+    if own:
+        from memcli.text.secrets import rules, tokens
+
+        cands.extend(rules.candidates(view))
+        for kind, _slug, regex in tokens.TOKEN_RULES:
+            cands.extend((0, m.start(), m.end(), kind) for m in regex.finditer(view))
+        cands.extend((4, start, end, kind) for start, end, kind in tokens.command_spans(view))
+    if full and (plugins is None or plugins):
         from memcli.text.secrets import detector
 
-        cands.extend((_DETECTOR_PRIORITY, s, e, k) for s, e, k in detector.spans(view, _detector_placeholder))
+        cands.extend((_DETECTOR_PRIORITY, s, e, k) for s, e, k in detector.spans(view, _detector_placeholder, plugins))
     if not cands:
-        return []
+        return ()
     # Kept spans never overlap, so sorted by start they are sorted by end too: a new span
     # overlaps a kept one iff it overlaps the last kept span starting before its end.
     starts: list[int] = []
@@ -174,7 +211,10 @@ def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
         if _public_test_value(view, start, end, kind):
             continue
         out.append((*original_span(offsets, start, end), kind))
-    return out
+    return tuple(out)
+
+
+_cached_scan = lru_cache(maxsize=256)(_scan)
 
 
 def find_secrets(text: str, *, full: bool = True) -> list[SecretFinding]:

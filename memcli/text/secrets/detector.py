@@ -12,7 +12,9 @@ documented plugin interface), each kind mapped to a memcli kind.  Left out on pu
   placeholders and local defaults (``postgres://user:password@``, ``postgres:postgres``).
 
 Importing detect-secrets costs about 0.1 s (it imports ``requests``), so this module is
-loaded only by a full scan: a write, or the first read of a text (see ``service/redact.py``).
+loaded only by a full scan (a write, or the first read of a text, see ``service/redact.py``),
+and a plugin is imported only when ``prefilter.py`` says it can match the text: most memory
+text loads none.
 """
 
 from __future__ import annotations
@@ -52,15 +54,18 @@ _SLACK_WEBHOOK = "Slack webhook URL"
 
 
 @cache
-def _plugins() -> list[tuple[object, str]]:
-    """The plugin instances with their memcli kind (imported on first use)."""
+def _plugin(index: int) -> tuple[object, str]:
+    """Plugin ``index`` of ``PLUGINS``, instantiated, with its memcli kind (imported on first use)."""
     from importlib import import_module
 
-    out = []
-    for module, name, kind, _slug in PLUGINS:
-        cls = getattr(import_module(module if "." in module else f"detect_secrets.plugins.{module}"), name)
-        out.append((cls(), kind))
-    return out
+    module, name, kind, _slug = PLUGINS[index]
+    cls = getattr(import_module(module if "." in module else f"detect_secrets.plugins.{module}"), name)
+    return cls(), kind
+
+
+def _plugins(names: frozenset[str] | None = None) -> list[tuple[object, str]]:
+    """The plugin instances with their memcli kind, in ``PLUGINS`` order: all, or those whose class is in ``names``."""
+    return [_plugin(i) for i, entry in enumerate(PLUGINS) if names is None or entry[1] in names]
 
 
 def _kind(kind: str, match: str) -> str:
@@ -76,7 +81,7 @@ def _kind(kind: str, match: str) -> str:
     return kind
 
 
-def spans(text: str, placeholder) -> list[tuple[int, int, str]]:  # noqa: ANN001 - str -> bool
+def spans(text: str, placeholder, only: frozenset[str] | None = None) -> list[tuple[int, int, str]]:  # noqa: ANN001
     """``(start, end, kind)`` of every plugin match in ``text`` (already normalised for scanning).
 
     A span is the whole match of the plugin's pattern that produced the value it reports.
@@ -84,12 +89,17 @@ def spans(text: str, placeholder) -> list[tuple[int, int, str]]:  # noqa: ANN001
     Args:
         text: the text to scan; lines split on ``\\n``.
         placeholder: ``value -> bool``; values it accepts (``${TOKEN}``, ``<key>``) are dropped.
+        only: class names of the plugins to run (those ``prefilter.screen`` says can match);
+            None runs them all. A plugin left out is not imported.
     """
+    plugins = _plugins(only)
+    if not plugins:
+        return []
     out: list[tuple[int, int, str]] = []
     offset = 0
     for line in text.split("\n"):
         if len(line.strip()) >= 8:
-            for plugin, kind in _plugins():
+            for plugin, kind in plugins:
                 values = {v for v in plugin.analyze_string(line) if v and not placeholder(v)}  # type: ignore[attr-defined]
                 if not values:
                     continue

@@ -72,23 +72,25 @@ from __future__ import annotations
 
 import re
 
-PEM = "private key (PEM)"
-AWS_KEY_ID = "AWS access key id"
-AWS_SECRET = "AWS secret access key"
-GITHUB = "GitHub token"
-SLACK = "Slack token"
-OPENAI = "OpenAI API key"
-ANTHROPIC = "Anthropic API key"
-GOOGLE = "Google API key"
-STRIPE = "Stripe key"
-JWT = "JSON web token"
-CN_ID = "Chinese resident ID number"
-CARD = "payment card number"
-SSN = "US social security number"
-PASSWORD = "password"
-URL_PASSWORD = "password in a URL"
-BEARER = "bearer token"
-GENERIC = "generic API key/token assignment"
+from memcli.text.secrets.kinds import (
+    ANTHROPIC,
+    AWS_KEY_ID,
+    AWS_SECRET,
+    BEARER,
+    CARD,
+    CN_ID,
+    GENERIC,
+    GITHUB,
+    GOOGLE,
+    JWT,
+    OPENAI,
+    PASSWORD,
+    PEM,
+    SLACK,
+    SSN,
+    STRIPE,
+    URL_PASSWORD,
+)
 
 KINDS: tuple[str, ...] = (PEM, AWS_KEY_ID, AWS_SECRET, GITHUB, SLACK, OPENAI, ANTHROPIC, GOOGLE,
                           STRIPE, JWT, CN_ID, CARD, SSN, PASSWORD, URL_PASSWORD, BEARER, GENERIC)
