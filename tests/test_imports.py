@@ -101,7 +101,8 @@ SEARCH = frozenset(("memcli.index.query", "memcli.index.search"))
 #: The semantic retriever's client side (issue 18); tests run with ``MEMCLI_SEMANTIC=off``,
 #: else ``memcli.index.warm`` asks a warm process too.
 SEMANTIC = frozenset(("memcli.index.embed", "memcli.index.hybrid", "memcli.service.semantic"))
-CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context", "memcli.service.context"}
+CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context", "memcli.service.context",
+                    "memcli.service.stale_notes"}
 HOOK = CONTEXT | {"memcli.agents.hooks", "memcli.agents.tools", "memcli.cli.watchdog", "memcli.service.branch",
                   "memcli.service.hooks"}
 PROMPT = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we use pnpm?"}'

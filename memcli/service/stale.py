@@ -32,7 +32,7 @@ from typing import Any
 
 from memcli.model import Memory
 from memcli.service import Ctx
-from memcli.service.stale_notes import CHECKED_FILE, STALE_FILE, VERSION, load
+from memcli.service.stale_notes import CHECKED_FILE, STALE_FILE, STORE_ENTRIES, VERSION, load
 
 #: Files whose targets ``make``, ``just`` and the package managers' scripts name.
 MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
@@ -120,12 +120,6 @@ class Report:
 
 
 # --- anchoring -------------------------------------------------------------------------------
-
-
-#: What ``memcli init`` puts in a store of its own (and git's own folder): a repository
-#: holding nothing else has no code for its memories to be anchored to.
-STORE_ENTRIES = frozenset({".git", ".cache", ".gitattributes", ".gitignore", "archive", "memcli.toml", "memories",
-                           ".pre-commit-config.yaml", "README.md"})
 
 
 def code_of(ctx: Ctx) -> tuple[Path, str | None] | None:

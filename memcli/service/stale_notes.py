@@ -15,6 +15,10 @@ from memcli.service import Ctx
 STALE_FILE = "stale.json"
 CHECKED_FILE = "stale-checked.json"
 VERSION = 1
+#: What ``memcli init`` puts in a store of its own (and git's own folder): a repository
+#: holding nothing else has no code for its memories to be anchored to.
+STORE_ENTRIES = frozenset({".git", ".cache", ".gitattributes", ".gitignore", "archive", "memcli.toml", "memories",
+                           ".pre-commit-config.yaml", "README.md"})
 
 
 def load(ctx: Ctx, name: str, head: str | None) -> dict[str, dict]:
@@ -41,10 +45,17 @@ def code_moved(ctx: Ctx) -> bool:
     """True when the code's ``HEAD`` (read from its files, no process) differs from the one
     the cached verdicts were made at, or there are none (the session start then refreshes
     them in the background). False when it cannot tell cheaply."""
-    from memcli.gitcode import head_cheap
+    import os
 
     root = ctx.ws.root
     top = root.parent if root.name == ".memcli" else root
+    try:
+        if set(os.listdir(top)) <= STORE_ENTRIES:
+            return False  # a store with no code of its own
+    except OSError:
+        return False
+    from memcli.gitcode import head_cheap
+
     head = head_cheap(top)
     if head is None:
         return False
