@@ -73,7 +73,8 @@ def default_actor(root: Path | None = None) -> str:
 
     Characters a scope name cannot hold (``+``, spaces …) become ``-``, so the name always
     makes a valid ``user:<name>`` scope. The git lookup is one ``git config`` process
-    (a few milliseconds), run only when no ``--actor`` or ``$MEMCLI_ACTOR`` is given.
+    (a few milliseconds), run only when no ``--actor`` or ``$MEMCLI_ACTOR`` is given and
+    git's config files or environment changed since the last command (``memcli.git.identity``).
     """
     name = os.environ.get("MEMCLI_ACTOR")
     if name:
@@ -89,10 +90,14 @@ def default_actor(root: Path | None = None) -> str:
 
 
 def _git_identity(root: Path) -> str | None:
-    """git's name for the caller in ``root`` (``memcli.git.identity``)."""
+    """git's name for the caller in ``root`` (``memcli.git.identity``), cached in the workspace's ``.cache``."""
     from memcli.git.identity import configured
+    from memcli.store.workspace import CACHE
 
-    return configured(root)
+    cache = root / CACHE
+    # only into a real folder of the workspace (``store.workspace.cache_folder`` refuses links; a read creates none)
+    usable = cache.is_dir() and not cache.is_symlink()
+    return configured(root, cache / "git-identity.json" if usable else None)
 
 
 class Ctx:
