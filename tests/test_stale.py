@@ -212,7 +212,7 @@ def test_the_pointer_rules_are_data_and_compile() -> None:
 
 
 def test_head_cheap_agrees_with_git(code: Path) -> None:
-    from memcli.gitcode import head_cheap
+    from memcli.git.code import head_cheap
 
     assert head_cheap(code) == git(code, "rev-parse", "HEAD").strip()
     git(code, "pack-refs", "--all")

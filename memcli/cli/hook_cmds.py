@@ -43,9 +43,9 @@ def gemini(event: Event) -> None:
 
 
 def _project() -> Path:
-    import subprocess
+    from memcli.git import run as runner
 
-    proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    proc = runner.run(("rev-parse", "--show-toplevel"), text=True)
     return Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else Path.cwd()
 
 

@@ -272,12 +272,12 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
 
 def project_folder() -> Path:
     """The git top level of the current folder, else the current folder."""
-    import subprocess
+    from memcli.errors import GitFailed
+    from memcli.git import run as runner
 
     try:
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = runner.run(("rev-parse", "--show-toplevel"), text=True, timeout=10)
+    except GitFailed:  # no git, or past the deadline
         return Path.cwd()
     top = proc.stdout.strip()
     return Path(top) if proc.returncode == 0 and top else Path.cwd()

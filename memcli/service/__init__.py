@@ -73,7 +73,8 @@ def default_actor(root: Path | None = None) -> str:
 
     Characters a scope name cannot hold (``+``, spaces …) become ``-``, so the name always
     makes a valid ``user:<name>`` scope. The git lookup is one ``git config`` process
-    (a few milliseconds), run only when no ``--actor`` or ``$MEMCLI_ACTOR`` is given.
+    (a few milliseconds), run only when no ``--actor`` or ``$MEMCLI_ACTOR`` is given and
+    git's config files or environment changed since the last command (``memcli.git.identity``).
     """
     name = os.environ.get("MEMCLI_ACTOR")
     if name:
@@ -89,24 +90,14 @@ def default_actor(root: Path | None = None) -> str:
 
 
 def _git_identity(root: Path) -> str | None:
-    import re
-    import subprocess
+    """git's name for the caller in ``root`` (``memcli.git.identity``), cached in the workspace's ``.cache``."""
+    from memcli.git.identity import configured
+    from memcli.store.workspace import CACHE
 
-    # the repository-local variables of an enclosing git hook must not point git elsewhere
-    # (the rest of gitlog.LOCAL_ENV_VARS does not change what `git config` reads); the git
-    # layer itself is not imported on the hot path
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR",
-                                                           "GIT_CONFIG", "GIT_PREFIX")}
-    for key in ("user.email", "user.name"):
-        try:
-            proc = subprocess.run(["git", "config", "--get", key], cwd=root, capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL, timeout=5, env=env)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        value = re.sub(r"[^A-Za-z0-9._@-]+", "-", proc.stdout.strip()).strip("-.")
-        if proc.returncode == 0 and value:
-            return value[:64]
-    return None
+    cache = root / CACHE
+    # only into a real folder of the workspace (``store.workspace.cache_folder`` refuses links; a read creates none)
+    usable = cache.is_dir() and not cache.is_symlink()
+    return configured(root, cache / "git-identity.json" if usable else None)
 
 
 class Ctx:
@@ -318,9 +309,9 @@ class Ctx:
         found = next((c for c in self.personal_stores() if c.ws.root == root), None)
         if found is not None or not create:
             if found is not None and create and not (root / ".git").exists():
-                from memcli import gitlog
+                from memcli.git.repo import GitRepo
 
-                gitlog.GitRepo.init(root, own=True)
+                GitRepo.init(root, own=True)
                 self.warnings.append(f"your personal store {root} had lost its git repository; it has a new one "
                                      "(its earlier history is not in it)")
             return found
@@ -397,15 +388,15 @@ class Ctx:
                               hint="give more characters of the id (8 tell apart memories a second apart)")
         return self.load(items[0])
 
-    def git(self):  # noqa: ANN201 - memcli.gitlog.GitRepo, imported lazily (not on the read path)
+    def git(self):  # noqa: ANN201 - memcli.git.repo.GitRepo, imported lazily (not on the read path)
         """The repository holding the workspace."""
-        from memcli import gitlog
+        from memcli.git.repo import GitRepo
 
-        return gitlog.GitRepo(self.ws.root)
+        return GitRepo(self.ws.root)
 
-    def history(self):  # noqa: ANN201 - memcli.githistory.History, imported lazily
+    def history(self):  # noqa: ANN201 - memcli.git.history.History, imported lazily
         """The repository holding the workspace, with its history readers (old versions, commits per path)."""
-        from memcli.githistory import History
+        from memcli.git.history import History
 
         return History(self.ws.root)
 

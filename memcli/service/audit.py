@@ -1,6 +1,6 @@
 """The read side of the audit trail: ``history`` and ``show --at`` (SPEC.md section 4); ``diff`` is in ``service.diff``.
 
-Old versions come from git (``githistory.History.commits``, ``blobs``) and are parsed with
+Old versions come from git (``git.history.History.commits``, ``blobs``) and are parsed with
 memcli's own parsers (``MemoryFiles.load`` with the bytes), so a past version reads
 exactly as it would have been read then; :mod:`memcli.changes` names each change.
 Another user's personal memories stay out, as everywhere else (``Ctx.may_see``).
@@ -15,8 +15,8 @@ from typing import Any
 
 from memcli.changes import Change, Step, Version, classify, field_changes, first_line
 from memcli.errors import AmbiguousId, GitFailed, InvalidMemoryFile, MemoryNotFound, RevisionNotFound
-from memcli.githistory import History as Repo
-from memcli.gitlog import Entry
+from memcli.git.history import History as Repo
+from memcli.git.log import Entry
 from memcli.model import Memory
 from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import MIN_PREFIX, Ctx, check_ref

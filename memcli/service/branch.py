@@ -32,25 +32,17 @@ FOLDER = ".memcli"
 
 
 def _git(cwd: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
-    import subprocess  # not at import either: a hook outside a memory branch starts no process
+    from memcli.git import run as runner
 
-    from memcli import gitlog  # not at import: the hooks import this module on every start
-
-    gitlog.seal_environment()
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, input=input,
-                              env={**os.environ, "LC_ALL": "C"},
-                              stdin=None if input is not None else subprocess.DEVNULL)
-    except OSError as err:
-        raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+    runner.seal_environment()
+    return runner.run(args, cwd, input=input)
 
 
 def _out(cwd: Path, *args: str, input: bytes | None = None) -> str:
-    from memcli import gitlog
+    from memcli.git import run as runner
 
     proc = _git(cwd, *args, input=input)
-    if proc.returncode != 0:
-        raise GitFailed(f"git {args[0]} failed: {gitlog.first_line(proc.stderr) or proc.returncode}")
+    runner.check(proc, args)
     return proc.stdout.decode("utf-8", "replace").strip()
 
 
@@ -89,14 +81,15 @@ def _orphan(top: Path, name: str) -> None:
     for file_name, text in (("memcli.toml", new_toml()), (".gitattributes", ATTRIBUTES_LINE + "\n")):
         blob = _out(top, "hash-object", "-w", "--stdin", input=text.encode("utf-8"))
         entries.append(f"100644 blob {blob}\t{file_name}\n")
-    from memcli import gitlog
+    from memcli.git import log as gitlog
+    from memcli.git.run import first_line
 
     tree = _out(top, "mktree", input="".join(entries).encode("utf-8"))
     message = gitlog.message("init", "memory branch", {"Op": "init"})
     commit = _out(top, "commit-tree", tree, "-F", "-", input=message.encode("utf-8"))
     proc = _git(top, "update-ref", f"refs/heads/{name}", commit, "")
     if proc.returncode != 0:
-        raise GitFailed(f"cannot create the branch {name}: {gitlog.first_line(proc.stderr)}",
+        raise GitFailed(f"cannot create the branch {name}: {first_line(proc.stderr)}",
                         hint="choose another name with `memcli init --branch NAME`")
 
 

@@ -60,18 +60,18 @@ class _Git:
         self.root = ctx.ws.root
 
     def lines(self, *args: str) -> list[str]:
-        status, out, err = self.repo._raw(*args)
+        status, out, err = self.repo.raw(*args)
         if status != 0:
-            from memcli import gitlog
+            from memcli.git.run import first_line
 
-            said = gitlog.first_line(err)
+            said = first_line(err)
             named = next((a for a in reversed(args[1:]) if not a.startswith("-")), "").removesuffix("^{commit}")
             what = f"git {args[0]} failed: {said}" if said else f"no such revision: {named}"
             raise RevisionNotFound(what, hint="give a range such as origin/main..HEAD")
         return out.decode("utf-8", "replace").splitlines()
 
     def blob(self, spec: str) -> bytes | None:
-        status, out, _ = self.repo._raw("cat-file", "blob", spec)
+        status, out, _ = self.repo.raw("cat-file", "blob", spec)
         return out if status == 0 else None
 
     def mode(self, rev: str | None, path: str) -> str:
@@ -85,7 +85,7 @@ class _Git:
 def _range(git: _Git, spec: str | None, staged: bool) -> tuple[str | None, str | None, str]:
     """``(old, new, label)``: ``new`` None means the staged versions; ``old`` None: no parent."""
     if staged:
-        head = git.repo._raw("rev-parse", "-q", "--verify", "HEAD")[0] == 0
+        head = git.repo.raw("rev-parse", "-q", "--verify", "HEAD")[0] == 0
         return ("HEAD" if head else None), None, "staged changes"
     if not spec:
         return None, "HEAD", "every memory file at HEAD"

@@ -71,12 +71,12 @@ def tracked_files(folder: Path, workspace: Path) -> list[str]:
 def _git_fields(folder: Path, args: list[str], workspace: Path) -> list[str]:
     """The NUL-separated fields git prints for ``git ARGS -- .`` in ``folder``, the workspace's
     own files left out (:func:`_excludes`); empty outside git or when git fails."""
-    import subprocess  # only when some memory has ``paths``: a block without them starts no process
+    from memcli.errors import GitFailed
+    from memcli.git import run as runner
 
     try:
-        proc = subprocess.run(["git", *args, "--", ".", *_excludes(folder, workspace)], cwd=folder,
-                              capture_output=True, timeout=5, stdin=subprocess.DEVNULL, env=_git_env())
-    except (OSError, subprocess.TimeoutExpired):
+        proc = runner.run((*args, "--", ".", *_excludes(folder, workspace)), folder, timeout=5)
+    except GitFailed:  # no git, or past the deadline (GitTimedOut)
         return []
     return proc.stdout.decode("utf-8", "replace").split("\0") if proc.returncode == 0 else []
 
@@ -150,24 +150,17 @@ def project_path(name: str, cwd: Path | None, workspace: Path) -> str | None:
     return path.relative_to(root).as_posix()
 
 
-def _git_env() -> dict[str, str]:
-    """The environment without ``GIT_*`` variables, so that a hook run inside another
-    repository's git hook asks about the agent's project (SPEC.md section 1: sealed git)."""
-    import os
-
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-
-
 def _toplevel(folder: Path | None) -> Path | None:
     """git's top level of the work tree holding ``folder`` (resolved), or None."""
     if folder is None:
         return None
-    import subprocess
+    from memcli.errors import GitFailed
+    from memcli.git import run as runner
 
+    # sealed: a hook run inside another repository's git hook asks about the agent's project
     try:
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, timeout=5,
-                              stdin=subprocess.DEVNULL, env=_git_env())
-    except (OSError, subprocess.TimeoutExpired):
+        proc = runner.run(("rev-parse", "--show-toplevel"), folder, timeout=5)
+    except GitFailed:
         return None
     text = proc.stdout.decode("utf-8", "replace").strip()
     return Path(text).resolve() if proc.returncode == 0 and text else None

@@ -1,6 +1,6 @@
 """``memcli diff``: memory changes between two revisions, explained in words for a reviewer.
 
-The commits of the range are walked one by one (``githistory.History.commits``), so each
+The commits of the range are walked one by one (``git.history.History.commits``), so each
 change is named with the commit, operation and actor that made it; every version is
 parsed with memcli's own parsers (``service.audit.read_version``) and each pair handed to
 :func:`memcli.changes.classify`. Another user's personal memories stay out.
@@ -14,7 +14,7 @@ from typing import Any
 
 from memcli.changes import Change, Step, Version, classify, expired_between, expiry, purged_from_history
 from memcli.errors import UsageProblem
-from memcli.githistory import History
+from memcli.git.history import History
 from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
 from memcli.service.audit import is_memory_path, read_disk, read_version, step_of, visible_path
@@ -102,7 +102,7 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
     tracks: dict[str, _Track] = {}
     others: dict[str, None] = {}
 
-    def follow(step: Step, touched: list) -> None:  # noqa: ANN001 - gitlog.Touched
+    def follow(step: Step, touched: list) -> None:  # noqa: ANN001 - git.log.Touched
         for t in touched:
             if not is_memory_path(t.path):
                 others[t.path] = None

@@ -99,8 +99,8 @@ def repository(ctx: Ctx, fix: bool) -> list[str]:
     Returns:
         One line per thing found or done; empty when all is well (or there is no git).
     """
-    from memcli import gitcommit
     from memcli.errors import GitFailed, MemcliError
+    from memcli.git import commit as gitcommit
     from memcli.service import journal
 
     notes = unfinished(ctx, fix)

@@ -4,7 +4,7 @@ Before a committing write touches a file, ``begin`` records (in the git-ignored 
 folder, atomically) the writer's process id, the operation and every file's bytes before
 the write (``null`` for a file that did not exist). Just before the branch moves, ``mark``
 adds the new commit and the checksum of the next index the writer left in git's
-``index.lock`` (see ``memcli.gitcommit``). ``clear`` removes the record when the write
+``index.lock`` (see ``memcli.git.commit``). ``clear`` removes the record when the write
 is over, whether it committed or restored its files.
 
 A record whose writer is gone means the writer died mid-way. :func:`recover`, run under
@@ -71,7 +71,7 @@ def pending(ctx: Ctx) -> bool:
     return (ctx.ws.root / ".cache" / NAME).exists()
 
 
-def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
+def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - git.repo.GitRepo
     """Complete or roll back a write whose writer died; the caller holds the workspace lock.
 
     Args:
@@ -83,7 +83,7 @@ def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
     Raises:
         GitFailed: git cannot be run (the record stays for the next try).
     """
-    from memcli import gitcommit
+    from memcli.git import commit as gitcommit
     from memcli.store.files import atomic_write
 
     path = _path(ctx)
@@ -133,9 +133,9 @@ def started_at(record: dict) -> float:
         return time.time()
 
 
-def _branch_ref(repo) -> str | None:  # noqa: ANN001 - gitlog.GitRepo
+def _branch_ref(repo) -> str | None:  # noqa: ANN001 - git.repo.GitRepo
     """The full name of the branch ``HEAD`` points to (``refs/heads/main``), or None."""
-    status, out, _ = repo._raw("symbolic-ref", "-q", "HEAD")
+    status, out, _ = repo.raw("symbolic-ref", "-q", "HEAD")
     return (out.decode().strip() or None) if status == 0 else None
 
 
@@ -143,14 +143,14 @@ def drop_stale_locks(repo, since: float, names: tuple[str, ...], when: str) -> N
     """Remove the git lock files ``names`` (``repo.git_path`` names: ``HEAD.lock``,
     ``refs/heads/main.lock``…) changed at or after ``since`` (POSIX seconds): those a git
     process killed with an interrupted operation left. Only when no git process runs in the
-    repository (``gitcommit.git_processes``); an older lock is not this operation's and stays.
+    repository (``git.commit.git_processes``); an older lock is not this operation's and stays.
 
     Raises:
         GitFailed: such a lock is there and a git process is running (or processes cannot
             be listed), naming the lock and how to remove it.
     """
     from memcli.errors import GitFailed
-    from memcli.gitcommit import git_processes
+    from memcli.git.commit import git_processes
 
     locks = []
     for name in names:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memcli import gitlog, testpoint
+from memcli import testpoint
 from memcli.config import CONFIG_NAME, load_config, new_workspace_id
+from memcli.git import log as gitlog
 from memcli.policy.owner import owner_of
 from memcli.service import Ctx
 from memcli.store.personal import is_personal

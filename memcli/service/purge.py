@@ -3,7 +3,7 @@
 A plain purge deletes the memory's file in one commit whose message holds no text; old
 commits still hold it (``git log -p``), which is what makes it reversible with ``undo``.
 ``--history`` then rewrites every commit of the repository so that neither the file nor
-the text remain anywhere (see ``memcli.gitrewrite``). Its record
+the text remain anywhere (see ``memcli.git.rewrite``). Its record
 (``.cache/unfinished-purge.json``: the id, its paths, texts and old blob hashes, so the
 text is kept there until the erasure is done, and only there) lives from before the first
 step until history no longer holds the text, so a purge a kill stopped is finished by the
@@ -98,7 +98,7 @@ def purge(ctx: Ctx, ref: str, history: bool = False) -> PurgeResult:
             running the purge again finishes it).
         WorkspaceLocked, GitLocked: nothing is written.
     """
-    from memcli import gitrewrite
+    from memcli.git import rewrite as gitrewrite
     from memcli.service.session import transcript_archive
 
     found = pending(ctx, ref) if history else None
@@ -195,7 +195,7 @@ def pending(ctx: Ctx, ref: str | None = None) -> tuple[Ctx, dict] | None:
 
 def pending_line(record: dict) -> str:
     """One line naming an unfinished purge, for ``doctor`` and the warnings of other writes."""
-    from memcli.gitcommit import _alive
+    from memcli.git.commit import alive as _alive
 
     if _alive(int(record.get("pid", 0))):
         return f"a `purge --history` of {record['id']} is in progress (process {record.get('pid')})"
@@ -206,14 +206,14 @@ def pending_line(record: dict) -> str:
 
 def _finish(workspace: Ctx, store: Ctx, record: dict) -> PurgeResult:
     """Finish a purge a kill interrupted after its purge commit; the caller holds ``store``'s lock."""
-    from memcli import gitrewrite
+    from memcli.git import rewrite as gitrewrite
 
     repo = store.history()
     gitrewrite.check_rewritable(repo)
     memory = Memory(record["id"], str(record.get("scope", "")), "", path=str(record.get("path", "")))
     result = PurgeResult(memory, f"finished the purge of {memory.id} that was interrupted "
                                  f"({record.get('at', 'at an unknown time')}): its file was deleted",
-                         commit=repo._run("rev-parse", "HEAD"))
+                         commit=repo.run("rev-parse", "HEAD"))
     _erase(workspace, store, record, result)
     if record.get("transcript"):
         result.transcript, result.transcript_deleted = record["transcript"][0], True
@@ -229,8 +229,8 @@ def _erase(workspace: Ctx, ctx: Ctx, record: dict, result: PurgeResult) -> None:
     Raises:
         HistoryConflict, GitFailed: the record stays; running the purge again finishes it.
     """
-    from memcli import gitrewrite
     from memcli.errors import GitFailed
+    from memcli.git import rewrite as gitrewrite
 
     memory_id, texts, repo = record["id"], set(record["texts"]), ctx.history()
     paths = sorted(set(record["paths"]) | set(gitrewrite.paths_of(repo, memory_id, None)))
@@ -261,7 +261,7 @@ def _erase(workspace: Ctx, ctx: Ctx, record: dict, result: PurgeResult) -> None:
 def _workspace_part(workspace: Ctx, memory: Memory, texts: set[str]) -> dict | None:
     """What the project workspace's history holds of a personal memory that ``doctor --fix`` moved
     out of it (``service.move``): ``{"paths", "texts", "blobs"}``, or None when it never lay there."""
-    from memcli import gitrewrite
+    from memcli.git import rewrite as gitrewrite
 
     repo = workspace.history()
     held = gitrewrite.paths_of(repo, memory.id, None)
@@ -276,7 +276,7 @@ def _from_workspace_history(workspace: Ctx, memory_id: str, paths: list[str], te
     """Remove a personal memory from the project workspace's history too, where it lay (at ``paths``,
     and wherever else its id's files are) before ``doctor --fix`` moved it to the person's store
     (``service.move``)."""
-    from memcli import gitrewrite
+    from memcli.git import rewrite as gitrewrite
 
     repo = workspace.history()
     held = sorted(set(paths) | set(gitrewrite.paths_of(repo, memory_id, None)))

@@ -219,7 +219,7 @@ def review_queue(ctx: Ctx) -> list[Memory]:
     return for_reader(ctx, [m for m in ctx.catalog().with_status("pending_review") if ctx.may_see(m)])
 
 
-def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.gitlog.Entry]
+def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.git.log.Entry]
     """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
     The trail of every store the workspace reads (its own and the person's, ``Ctx.personal_stores``),
     merged by time; one memory's from the store that holds it.
@@ -248,11 +248,11 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[m
     return _log(ctx, ref, limit)
 
 
-def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.gitlog.Entry]
+def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.git.log.Entry]
     """:func:`log` of one store."""
     from memcli.service.audit import find_id
 
-    def visible(entry) -> bool:  # noqa: ANN001 - a gitlog.Entry
+    def visible(entry) -> bool:  # noqa: ANN001 - a git.log.Entry
         scopes = entry.trailers.get("scope", "").split()
         return not scopes or any(_mine(ctx, s, entry) for s in scopes)
 
@@ -267,17 +267,17 @@ def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[
     return [e if text == e.text else replace(e, text=text) for e, text in zip(entries, texts)]
 
 
-def _mine(ctx: Ctx, scope: str, entry) -> bool:  # noqa: ANN001 - a gitlog.Entry
+def _mine(ctx: Ctx, scope: str, entry) -> bool:  # noqa: ANN001 - a git.log.Entry
     """True for a scope of ``entry``'s ``Memcli-Scope`` trailer that the caller may see (``policy.owner``)."""
     return scope_in_commit_is_mine(scope, entry.trailers.get("actor") or entry.author, ctx.actor)
 
 
-def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - githistory.History, gitlog.Entry in and out
+def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - git.history.History, git.log.Entry in and out
     """``entry`` as the caller may see it: unchanged unless it names another user's personal scope.
 
     Then its ``Id``, ``Related`` and ``Run`` trailers keep only the caller's memories, its
     ``Scope`` trailer only the caller's scopes, its subject is made again from those
-    (``gitlog.summary``), and its text keeps only the ``- ID: first line`` lines of those
+    (``git.log.summary``), and its text keeps only the ``- ID: first line`` lines of those
     memories (a batch body; any other text is dropped, since it cannot be told apart).
     An id counts as the caller's when a file named for it that the commit touched lies
     outside other users' personal folders, or, when no such file is named, when the
@@ -285,7 +285,7 @@ def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - githistory.History
     of its owner: there the catalog's memory decides, else (the file is gone) the
     commit's actor (``policy.owner``).
     """
-    from memcli.gitlog import Entry, summary
+    from memcli.git.log import Entry, summary
     from memcli.store.files import MEMORIES, others_folder
 
     trailers = entry.trailers

@@ -15,8 +15,8 @@ from typing import Any
 
 from memcli import model
 from memcli.errors import HistoryConflict, InvalidMemoryFile, MemoryNotFound
-from memcli.githistory import History
-from memcli.gitlog import Entry
+from memcli.git.history import History
+from memcli.git.log import Entry
 from memcli.model import Memory
 from memcli.policy import gates
 from memcli.policy.owner import scope_in_commit_is_mine

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memcli import gitlog, testpoint
+from memcli import testpoint
 from memcli.config import CONFIG_NAME
 from memcli.errors import MemcliError, WorkspaceInvalid
+from memcli.git import log as gitlog
+from memcli.git.repo import GitRepo
 from memcli.store.workspace import create_files, find_root
 
 
@@ -53,7 +55,7 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     except OSError as err:
         raise WorkspaceInvalid(f"cannot create {path}: {err.strerror}", hint="choose a folder you can write to") \
             from None
-    gitlog.GitRepo.init(path)
+    GitRepo.init(path)
     root, created = create_files(path, hidden)
     from memcli.service.sync import ensure_merge_driver
 
@@ -62,7 +64,7 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     if not first and not attributes:
         return root, False, None, None, None
     testpoint.reached("init:written")
-    repo = gitlog.GitRepo(root)
+    repo = GitRepo(root)
     msg = gitlog.message("init", "workspace" if first else "register the memory merge driver", {"Op": "init"})
     files = [root / CONFIG_NAME, *attributes] if created else (
         [root / CONFIG_NAME, *([root / ".gitattributes"] if (root / ".gitattributes").exists() else [])] if first
@@ -75,8 +77,8 @@ def unfinished_init(root: Path) -> bool:
     """True when ``root``'s ``memcli.toml`` is on disk but was never committed (git's ``HEAD`` does not
     hold it): the ``init`` that wrote it was stopped before its first commit, which the next ``init``
     (or the creation of a personal store) then makes."""
-    repo = gitlog.GitRepo(root)
-    status, _, _ = repo._raw("cat-file", "-e", f"HEAD:{repo.top_rel(root / CONFIG_NAME)}")
+    repo = GitRepo(root)
+    status, _, _ = repo.raw("cat-file", "-e", f"HEAD:{repo.top_rel(root / CONFIG_NAME)}")
     return (root / CONFIG_NAME).is_file() and status != 0
 
 

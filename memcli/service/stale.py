@@ -123,13 +123,13 @@ class Report:
 
 
 def code_of(ctx: Ctx) -> tuple[Path, str | None] | None:
-    """The code repository of ``ctx``'s store and its ``HEAD`` (``gitcode.code_of``), or None
+    """The code repository of ``ctx``'s store and its ``HEAD`` (``git.code.code_of``), or None
     for a store with no code of its own: the person's own store, a store in a repository that
     holds only memcli's files (one folder listing tells), or outside git."""
     if ctx.ws.config.kind != "project":
         return None
     from memcli.errors import GitFailed
-    from memcli.gitcode import code_of as find
+    from memcli.git.code import code_of as find
 
     try:
         found = find(ctx.ws.root)
@@ -209,7 +209,7 @@ class _Tree:
 
 def _targets(top: Path, rev: str, tree: _Tree) -> dict[str, set[str]]:
     """``{"make": targets, "just": recipes, "npm": scripts}`` declared in the tracked files of ``rev``."""
-    from memcli.gitcode import blobs
+    from memcli.git.code import blobs
 
     makefiles = [p for p in tree.paths if p.rsplit("/", 1)[-1] in MAKEFILES or p.endswith(".mk")]
     justfiles = [p for p in tree.paths if p.rsplit("/", 1)[-1] in JUSTFILES]
@@ -244,7 +244,7 @@ class _Code:
     """The code at ``HEAD`` and at each anchor asked about, read once each."""
 
     def __init__(self, top: Path, head: str) -> None:
-        from memcli.gitcode import files
+        from memcli.git.code import files
 
         self.top = top
         self.head = head
@@ -254,7 +254,7 @@ class _Code:
 
     def tree(self, rev: str) -> _Tree:
         if rev not in self.trees:
-            from memcli.gitcode import files
+            from memcli.git.code import files
 
             self.trees[rev] = _Tree(files(self.top, rev))
         return self.trees[rev]
@@ -265,7 +265,7 @@ class _Code:
         return self.targets[rev]
 
     def present(self, rev: str, words: set[str]) -> set[str]:
-        from memcli.gitcode import words_present
+        from memcli.git.code import words_present
 
         known = self.words.setdefault(rev, set())
         asked = self.words.setdefault(rev + "?", set())
@@ -278,7 +278,7 @@ class _Code:
 
 def _judge(code: _Code, memory: Memory, anchor: str) -> list[Reason]:
     """The reasons ``memory`` (anchored at ``anchor``) may be outdated at ``code.head``."""
-    from memcli.gitcode import last_change, moves
+    from memcli.git.code import last_change, moves
 
     if anchor == code.head:
         return []
@@ -349,7 +349,7 @@ def verdicts(ctx: Ctx, ids: list[str] | None = None, refresh: bool = False) -> R
     top, head = found if found is not None else (None, None)
     if top is None or head is None:
         return Report(None if top is None else str(top), None, [Verdict(m.id, None) for m in memories])
-    from memcli.gitcode import first_parent_times, is_commit
+    from memcli.git.code import first_parent_times, is_commit
 
     checked = {} if refresh else load(ctx, CHECKED_FILE, head)
     code = _Code(top, head)

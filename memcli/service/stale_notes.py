@@ -54,7 +54,7 @@ def code_moved(ctx: Ctx) -> bool:
             return False  # a store with no code of its own
     except OSError:
         return False
-    from memcli.gitcode import head_cheap
+    from memcli.git.code import head_cheap
 
     head = head_cheap(top)
     if head is None:

@@ -18,7 +18,8 @@ def create_store(root: Path) -> bool:
         WorkspaceInvalid: the folder cannot be created or written.
         GitFailed, GitLocked: the first commit failed.
     """
-    from memcli import gitlog
+    from memcli.git.log import message as commit_message
+    from memcli.git.repo import GitRepo
     from memcli.store.workspace import create_files
 
     if (root / CONFIG_NAME).is_file():
@@ -30,8 +31,8 @@ def create_store(root: Path) -> bool:
     except OSError as err:
         raise WorkspaceInvalid(f"cannot create your personal store {root}: {err.strerror}",
                                hint="make the folder writable, or point $MEMCLI_HOME somewhere you can write") from None
-    gitlog.GitRepo.init(root, own=True)
+    GitRepo.init(root, own=True)
     created_root, _ = create_files(root, kind="personal")
-    message = gitlog.message("init", "personal store", {"Op": "init"})
-    gitlog.GitRepo(created_root).commit([created_root / CONFIG_NAME], message, actor="memcli")
+    message = commit_message("init", "personal store", {"Op": "init"})
+    GitRepo(created_root).commit([created_root / CONFIG_NAME], message, actor="memcli")
     return True

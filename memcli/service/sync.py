@@ -27,8 +27,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memcli import gitlog, testpoint
-from memcli.errors import GitFailed, MemcliError, SyncStopped
+from memcli import testpoint
+from memcli.errors import MemcliError, SyncStopped
+from memcli.git import log as gitlog
+from memcli.git import run as runner
+from memcli.git.repo import GitRepo
 
 #: Fetch-merge-push rounds before giving up on a remote that keeps moving.
 ATTEMPTS = 6
@@ -59,11 +62,11 @@ def ensure_merge_driver(root: Path, write: bool = True) -> list[Path]:
     Raises:
         GitFailed: git config cannot be written.
     """
-    repo = gitlog.GitRepo(root)
-    status, current, _ = repo._raw("config", "--get", "merge.memcli.driver")
+    repo = GitRepo(root)
+    status, current, _ = repo.raw("config", "--get", "merge.memcli.driver")
     if status != 0 or current.decode("utf-8", "replace").strip() != driver_command():
-        repo._run("config", "merge.memcli.name", "memcli memory files (field by field)")
-        repo._run("config", "merge.memcli.driver", driver_command())
+        repo.run("config", "merge.memcli.name", "memcli memory files (field by field)")
+        repo.run("config", "merge.memcli.driver", driver_command())
     attributes = root / ".gitattributes"
     data = attributes_text(root)
     if data is None:
@@ -121,9 +124,8 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResul
         atomic_write(ours, result.data)
         return DriverResult(True, [f"memcli: merged {path} field by field" + (
             f" ({'; '.join(result.notes)})" if result.notes else "")])
-    gitlog.seal_environment()
-    proc = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs", str(ours), str(base),
-                           str(theirs)], capture_output=True, stdin=subprocess.DEVNULL)
+    runner.seal_environment()
+    proc = runner.run(("merge-file", "-L", "ours", "-L", "base", "-L", "theirs", str(ours), str(base), str(theirs)))
     if result is None:
         return DriverResult(proc.returncode == 0, [reason] if proc.returncode else [])
     return DriverResult(False, [f"memcli: conflict in {path}: {'; '.join(result.conflicts)}"])
@@ -167,28 +169,19 @@ class _Git:
     """git in the store, with one deadline for the whole sync (seconds, monotonic clock)."""
 
     def __init__(self, root: Path, deadline: float | None) -> None:
-        gitlog.seal_environment()
+        runner.seal_environment()
         self.root = root
         self.until = None if deadline is None else time.monotonic() + deadline
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        left = None if self.until is None else self.until - time.monotonic()
-        if left is not None and left <= 0:
-            raise TimeoutError
-        env = {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0",
-               "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
-        try:
-            return subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True, env=env,
-                                  stdin=subprocess.DEVNULL, timeout=left)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError from None
-        except OSError as err:
-            raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+        env = {"GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
+        # past the deadline the runner raises GitTimedOut, a TimeoutError
+        return runner.run(args, self.root, env=env, deadline=self.until, text=True)
 
     def out(self, *args: str) -> str:
         proc = self.run(*args)
         if proc.returncode != 0:
-            raise GitFailed(f"git {args[0]} failed: {gitlog.first_line(proc.stderr) or proc.returncode}")
+            runner.check(proc, args)
         return proc.stdout.strip()
 
 
@@ -266,7 +259,7 @@ def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None: 
                                f"in {git.root} (memory files have unique names; -X theirs keeps the remote's "
                                "memcli.toml and workspace id), then `memcli sync` again")
     if not conflicted:
-        raise SyncStopped(f"git merge failed: {gitlog.first_line(proc.stderr) or proc.returncode}; "
+        raise SyncStopped(f"git merge failed: {runner.first_line(proc.stderr) or proc.returncode}; "
                           "the merge was aborted, nothing changed")
     named = "; ".join(said) if said else ", ".join(conflicted[:5])
     raise SyncStopped(f"a true conflict with {remote_ref}: {named}; the merge was aborted, nothing changed",
@@ -310,7 +303,7 @@ def _sync_store(ctx, remote: str | None, deadline: float | None) -> SyncResult: 
             return _sync_locked(ctx, git, remote)
         except TimeoutError:
             if git.run("rev-parse", "-q", "--verify", "MERGE_HEAD").returncode == 0:
-                subprocess.run(["git", "merge", "--abort"], cwd=ctx.ws.root, capture_output=True)
+                runner.run(("merge", "--abort"), ctx.ws.root)
             from memcli.service import journal
 
             if journal.load(ctx, journal.SYNC) is not None:  # the merge was stopped half-way: undo it now
@@ -348,7 +341,7 @@ def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN
         result.attempts = attempt
         fetched = git.run("fetch", "--quiet", remote, f"+refs/heads/{branch}:{tracking}")
         if fetched.returncode != 0 and "couldn't find remote ref" not in fetched.stderr:
-            raise SyncStopped(f"cannot fetch from {remote}: {gitlog.first_line(fetched.stderr)}",
+            raise SyncStopped(f"cannot fetch from {remote}: {runner.first_line(fetched.stderr)}",
                               hint="check the remote's URL (`git remote -v`) and your access to it")
         has_remote = git.run("rev-parse", "-q", "--verify", tracking).returncode == 0
         if has_remote and git.run("merge-base", "--is-ancestor", tracking, "HEAD").returncode != 0:
@@ -366,7 +359,7 @@ def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN
                 git.run("branch", f"--set-upstream-to={remote}/{branch}", branch)
             return result
         if not any(word in pushed.stdout + pushed.stderr for word in _REJECTED):
-            raise SyncStopped(f"{remote} refused the push: {gitlog.first_line(pushed.stderr) or pushed.returncode}",
+            raise SyncStopped(f"{remote} refused the push: {runner.first_line(pushed.stderr) or pushed.returncode}",
                               hint="check your access to the remote; nothing was lost locally")
         result.notes.append(f"{remote} moved during the sync; merging again")
         time.sleep(min(0.05 * attempt, 0.3))

@@ -38,7 +38,7 @@ _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 
 def pending_line(ctx: Ctx, record: dict) -> str:
     """One line naming the interrupted merge (``doctor``), with what :func:`roll_back` would do."""
-    from memcli.gitcommit import _alive
+    from memcli.git.commit import alive as _alive
 
     what = f"`sync` merge of {record.get('incomingRef', 'the remote branch')} into {record.get('branch', 'HEAD')}"
     if _alive(int(record.get("pid", 0))):
@@ -72,14 +72,14 @@ def roll_back(ctx: Ctx) -> str | None:
     _drop_stale_locks(repo, record, when)
     merge_head = repo.git_path("MERGE_HEAD")
     if merge_head.exists() and head == before:
-        if repo._raw("merge", "--abort")[0] == 0:
+        if repo.raw("merge", "--abort")[0] == 0:
             journal.drop(ctx, journal.SYNC)
             return f"aborted {when} (`git merge --abort`); nothing of it is left, local commits kept"
         for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):  # git refused: the paths below
             repo.git_path(name).unlink(missing_ok=True)
     if head != before or not before:
         journal.drop(ctx, journal.SYNC)
-        if head and incoming and repo._raw("merge-base", "--is-ancestor", incoming, head)[0] == 0:
+        if head and incoming and repo.raw("merge-base", "--is-ancestor", incoming, head)[0] == 0:
             return None  # the merge had committed: the kill came after it
         return f"{when} is no longer pending: HEAD moved since (nothing was changed)"
     restore, keep = _plan(ctx, record)
@@ -87,16 +87,16 @@ def roll_back(ctx: Ctx) -> str | None:
     listed = lambda paths: b"".join(os.fsencode(p) + b"\0" for p in paths)  # noqa: E731
     back = [p for p in restore if p in in_head]
     if back:
-        repo._raw("--literal-pathspecs", "checkout", before, "--pathspec-from-file=-", "--pathspec-file-nul",
+        repo.raw("--literal-pathspecs", "checkout", before, "--pathspec-from-file=-", "--pathspec-file-nul",
                   input=listed(back))
     new = [p for p in restore if p not in in_head]
     if new:
-        repo._raw("--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
+        repo.raw("--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
                   "--pathspec-file-nul", input=listed(new))
         for rel in new:
             (ctx.ws.root / rel).unlink(missing_ok=True)
     if keep:
-        repo._raw("--literal-pathspecs", "reset", "-q", before, "--pathspec-from-file=-", "--pathspec-file-nul",
+        repo.raw("--literal-pathspecs", "reset", "-q", before, "--pathspec-from-file=-", "--pathspec-file-nul",
                   input=listed(keep))
     journal.drop(ctx, journal.SYNC)
     line = f"rolled back {when}: {len(restore)} files back as HEAD {before[:12]} has them, local commits kept"
@@ -106,7 +106,7 @@ def roll_back(ctx: Ctx) -> str | None:
     return line
 
 
-def _drop_stale_locks(repo, record: dict, when: str) -> None:  # noqa: ANN001 - gitlog.GitRepo
+def _drop_stale_locks(repo, record: dict, when: str) -> None:  # noqa: ANN001 - git.repo.GitRepo
     """Remove the lock files the killed ``git merge`` left (the index's, ``HEAD``'s, the branch's):
     those made since the sync started, when no git process runs in the repository
     (``journal.drop_stale_locks``).
@@ -126,7 +126,7 @@ def _plan(ctx: Ctx, record: dict) -> tuple[list[str], list[str]]:
     before, incoming = str(record.get("head", "")), str(record.get("incoming", ""))
     if not before or not incoming or _rev(repo, "HEAD") != before:
         return [], []
-    status, out, _ = repo._raw("merge-base", before, incoming)
+    status, out, _ = repo.raw("merge-base", before, incoming)
     base = out.decode().strip() if status == 0 else ""
     # the paths the merge changes: those the incoming side changed and HEAD does not already hold
     paths = sorted(_changed(repo, before, incoming) & (_changed(repo, base, incoming) if base else
@@ -134,10 +134,10 @@ def _plan(ctx: Ctx, record: dict) -> tuple[list[str], list[str]]:
     if not paths:
         return [], []
     head_tree, incoming_tree = _tree(repo, before), _tree(repo, incoming)
-    status, out, _ = repo._raw("merge-tree", "--write-tree", "--no-messages", before, incoming)
+    status, out, _ = repo.raw("merge-tree", "--write-tree", "--no-messages", before, incoming)
     merged_tree = _tree(repo, out.decode().split("\n", 1)[0].strip()) if status in (0, 1) and out.strip() else {}
     staged: dict[str, set[str]] = {}
-    status, out, _ = repo._raw("ls-files", "-s", "-z", "--", *paths)
+    status, out, _ = repo.raw("ls-files", "-s", "-z", "--", *paths)
     for entry in out.decode("utf-8", "surrogateescape").split("\0"):
         if "\t" in entry:
             meta, path = entry.split("\t", 1)
@@ -160,14 +160,14 @@ def _plan(ctx: Ctx, record: dict) -> tuple[list[str], list[str]]:
     return restore, keep
 
 
-def _changed(repo, old: str, new: str) -> set[str]:  # noqa: ANN001 - gitlog.GitRepo
+def _changed(repo, old: str, new: str) -> set[str]:  # noqa: ANN001 - git.repo.GitRepo
     """Paths that differ between the commits ``old`` and ``new`` (no rename detection)."""
-    status, out, _ = repo._raw("diff", "--name-only", "-z", "--no-renames", old, new)
+    status, out, _ = repo.raw("diff", "--name-only", "-z", "--no-renames", old, new)
     return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p} if status == 0 else set()
 
 
-def _rev(repo, name: str) -> str:  # noqa: ANN001 - gitlog.GitRepo
-    status, out, _ = repo._raw("rev-parse", "-q", "--verify", f"{name}^{{commit}}")
+def _rev(repo, name: str) -> str:  # noqa: ANN001 - git.repo.GitRepo
+    status, out, _ = repo.raw("rev-parse", "-q", "--verify", f"{name}^{{commit}}")
     return out.decode().strip() if status == 0 else ""
 
 
@@ -175,7 +175,7 @@ def _tree(repo, rev: str) -> dict[str, str]:  # noqa: ANN001
     """``path -> blob`` of every file of ``rev`` (empty when it names nothing)."""
     if not rev:
         return {}
-    status, out, _ = repo._raw("ls-tree", "-r", "-z", "--full-tree", rev)
+    status, out, _ = repo.raw("ls-tree", "-r", "-z", "--full-tree", rev)
     found = {}
     for entry in out.decode("utf-8", "surrogateescape").split("\0") if status == 0 else []:
         if "\t" in entry:
@@ -188,7 +188,7 @@ def _hash(repo, path: Path) -> str | None:  # noqa: ANN001
     """The blob hash git would give the working-tree file, or None when there is none."""
     if not path.is_file() or path.is_symlink():
         return None
-    status, out, _ = repo._raw("hash-object", "--", str(path))
+    status, out, _ = repo.raw("hash-object", "--", str(path))
     return out.decode().strip() if status == 0 else None
 
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memcli import frontmatter, gitlog, model
+from memcli import frontmatter, model
 from memcli.errors import (
     HiddenText,
     HistoryConflict,
@@ -25,6 +25,7 @@ from memcli.errors import (
     ValidationFailed,
     WrongStatus,
 )
+from memcli.git import log as gitlog
 from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
@@ -158,7 +159,7 @@ def nothing_written(err: MemcliError) -> MemcliError:
 def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: list[Memory], related: list[str],
            trailers: dict[str, str] | None, with_text: bool, edits_checked: bool, message: str | None) -> str | None:
     """:func:`apply`, without the wording of its errors."""
-    from memcli import gitcommit
+    from memcli.git import commit as gitcommit
     from memcli.service import journal
 
     repo = ctx.history() if ctx.ws.config.autocommit else None

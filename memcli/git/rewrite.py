@@ -2,7 +2,7 @@
 
 The rewrite is done by git-filter-repo (PyPI ``git-filter-repo``), the tool git's own
 documentation recommends over ``git filter-branch``. It runs in a child process
-(``python -m memcli.gitrewrite``, the job as JSON on stdin), because filter-repo prints
+(``python -m memcli.git.rewrite``, the job as JSON on stdin), because filter-repo prints
 progress on stdout and keeps module-level state: memcli's own stdout stays clean.
 
 What it does, in the repository's top folder:
@@ -33,14 +33,14 @@ marker is removed so a later run is not taken for a continuation (which would pr
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memcli import testpoint
 from memcli.errors import GitFailed, HistoryConflict
-from memcli.githistory import History
+from memcli.git.history import History
+from memcli.git.run import environment
 
 #: What replaces the memory's text in commit messages.
 PURGED = "[text removed by memcli purge]"
@@ -94,10 +94,10 @@ def check_rewritable(repo: History) -> None:
         more = f" and {len(dirty) - 1} more" if len(dirty) > 1 else ""
         raise HistoryConflict(f"the repository has uncommitted changes ({dirty[0]}{more}); history rewrite refused",
                               hint="commit or discard them first: the rewrite resets the work tree to the new HEAD")
-    if repo._run("stash", "list"):
+    if repo.run("stash", "list"):
         raise HistoryConflict("the repository has stashed changes, which a history rewrite would lose",
                               hint="apply or drop them first (`git stash list`)")
-    trees = [line for line in repo._run("worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
+    trees = [line for line in repo.run("worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
     if len(trees) > 1:
         raise HistoryConflict(f"the repository has {len(trees)} work trees; history rewrite refused",
                               hint="remove the others first (`git worktree list`, `git worktree remove PATH`)")
@@ -110,7 +110,7 @@ def paths_of(repo: History, memory_id: str, current: Path | None) -> list[str]:
     personal store) and every committed file whose name starts with the id (memcli names
     files ``<id>[-slug].md``), wherever it lay.
     """
-    out = repo._run("-c", "core.quotePath=false", "log", "--all", "--format=", "--name-only", "--no-renames")
+    out = repo.run("-c", "core.quotePath=false", "log", "--all", "--format=", "--name-only", "--no-renames")
     found = {repo.top_rel(current)} if current is not None else set()
     found.update(name for name in out.splitlines() if Path(name).name.lower().startswith(memory_id + "-")
                  or Path(name).name.lower() == memory_id + ".md")
@@ -124,7 +124,7 @@ def texts_of(repo: History, paths: list[str]) -> set[str]:
 
     texts: set[str] = set()
     for blob in blobs_of(repo, paths):
-        data = repo._run("cat-file", "blob", blob, binary=True)
+        data = repo.run("cat-file", "blob", blob, binary=True)
         try:
             body = frontmatter.parse(data, "history", round_trip=False).body
         except InvalidMemoryFile:
@@ -137,7 +137,7 @@ def blobs_of(repo: History, paths: list[str]) -> set[str]:
     """The hashes of every version of ``paths`` that any ref's history holds (the objects a purge must remove)."""
     if not paths:
         return set()
-    out = repo._run("log", "--all", "--format=", "--raw", "--no-abbrev", "--no-renames", "--", *(
+    out = repo.run("log", "--all", "--format=", "--raw", "--no-abbrev", "--no-renames", "--", *(
         f":(top){p}" for p in paths))
     return {h for line in out.splitlines() if line.startswith(":") for h in line.split()[2:4] if h.strip("0")}
 
@@ -154,10 +154,10 @@ def still_held(repo: History, memory_id: str, texts: set[str], blobs: set[str]) 
     if held:
         return f"the file {held[0]} in old commits"
     if blobs:
-        status, out, _ = repo._raw("cat-file", "--batch-check", input="".join(f"{b}\n" for b in sorted(blobs)).encode())
+        status, out, _ = repo.raw("cat-file", "--batch-check", input="".join(f"{b}\n" for b in sorted(blobs)).encode())
         if any(not line.endswith(b" missing") for line in out.splitlines() if line.strip()):
             return "old versions of its file in the object store (reflogs or unpruned objects)"
-    messages = repo._run("log", "--all", "--format=%B") + repo._run("for-each-ref", "--format=%(contents)",
+    messages = repo.run("log", "--all", "--format=%B") + repo.run("for-each-ref", "--format=%(contents)",
                                                                      "refs/tags")
     if any(needle in messages for needle in _needles(texts)):
         return "its text in a commit or tag message"
@@ -227,11 +227,11 @@ def rewrite(repo: History, paths: list[str], memory_id: str, texts: set[str], wo
     if not paths:  # --invert-paths with no --path would keep nothing: never run it so
         raise ValueError("rewrite() needs at least one path")
     top = repo.toplevel()
-    marker = Path(repo._run("rev-parse", "--path-format=absolute", "--git-common-dir")) / "filter-repo" / "already_ran"
+    marker = Path(repo.run("rev-parse", "--path-format=absolute", "--git-common-dir")) / "filter-repo" / "already_ran"
     marker.unlink(missing_ok=True)
     job = json.dumps({"paths": paths, "id": memory_id, "texts": sorted(texts)})
-    proc = subprocess.run([sys.executable, "-m", "memcli.gitrewrite"], cwd=top, input=job, capture_output=True,
-                          text=True, env={**os.environ, "LC_ALL": "C"})
+    proc = subprocess.run([sys.executable, "-m", "memcli.git.rewrite"], cwd=top, input=job, capture_output=True,
+                          text=True, env=environment())
     marker.unlink(missing_ok=True)
     if proc.returncode != 0:
         lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
@@ -240,16 +240,16 @@ def rewrite(repo: History, paths: list[str], memory_id: str, texts: set[str], wo
                         hint=f"run `memcli purge {memory_id} --history --yes` again to finish (`memcli doctor` "
                              "names the unfinished purge)")
     testpoint.reached("rewrite:filtered")
-    for ref in repo._run("for-each-ref", "--format=%(refname)", "refs/original/").splitlines():
-        repo._run("update-ref", "-d", ref)
+    for ref in repo.run("for-each-ref", "--format=%(refname)", "refs/original/").splitlines():
+        repo.run("update-ref", "-d", ref)
     try:
-        repo._run("update-ref", "-d", "ORIG_HEAD")  # filter-repo's reset --hard left it on the old HEAD
+        repo.run("update-ref", "-d", "ORIG_HEAD")  # filter-repo's reset --hard left it on the old HEAD
     except GitFailed:
         pass
-    repo._run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-    repo._run("gc", "--prune=now", "--quiet")
-    return Rewritten(head=repo._run("rev-parse", "HEAD"), paths=paths,
-                     remotes=repo._run("remote").split(), project=top != workspace.resolve())
+    repo.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+    repo.run("gc", "--prune=now", "--quiet")
+    return Rewritten(head=repo.run("rev-parse", "HEAD"), paths=paths,
+                     remotes=repo.run("remote").split(), project=top != workspace.resolve())
 
 
 def _main() -> None:

@@ -1,26 +1,19 @@
-"""The git layer: a sealed environment, path-limited commits, the memcli log (SPEC.md section 1).
+"""The repository that holds a workspace: :class:`GitRepo` (SPEC.md section 1).
 
-Old versions and commits per path are read by ``memcli.githistory``; ``purge --history``
-rewrites history with ``memcli.gitrewrite``.
+Every call runs through the sealed runner (:mod:`memcli.git.run`): in the workspace folder
+(as ``git -C`` would), repository-local variables dropped, never prompting, git's messages
+in the C locale. Old versions and commits per path are read by :mod:`memcli.git.history`;
+commits are made by :mod:`memcli.git.commit`; ``purge --history`` rewrites history with
+:mod:`memcli.git.rewrite`.
 
-GitPython creates and finds repositories (``init``) and reads history. Every write
-runs the git command line directly, as a subprocess: importing GitPython alone costs
-about 80 ms (119 modules, measured here), a third of the 0.3 s that SPEC.md section 8
-allows ``remember`` with its commit. GitPython's pure-Python index
-(``index.add``/``index.commit``) is never used: on a 10,000-memory repository it costs
-about 0.45 s a commit against 0.05 s for git itself.
-
-Sealing: git reads repository-local variables (``git rev-parse --local-env-vars``:
-``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE`` …) that a surrounding hook or script
-may have set; every child (ours and GitPython's) inherits ``os.environ``, so this module
-removes them from the memcli process's own environment before the first git call.
-Every call runs in the workspace folder (as ``git -C`` would), never prompts, and reads
-git's messages in the C locale. When git has no identity configured, the commit is
-retried with the actor as author (``actor@memcli.invalid``).
+Every call is the git command line, as a subprocess (GitPython is not used: importing it
+alone cost about 80 ms, and its pure-Python index about 0.45 s a commit on a 10,000-memory
+repository against 0.05 s for git itself). When git has no identity configured, a commit
+is retried with the actor as author (``actor@memcli.invalid``).
 
 Commits are path-limited, with ``git commit --only`` semantics, and crash-safe: whatever
 the user has staged elsewhere stays staged and is not committed, and nothing of memcli's
-is ever left staged (``memcli.gitcommit`` builds the commit in a temporary index). No
+is ever left staged (``memcli.git.commit`` builds the commit in a temporary index). No
 hook runs, as with ``--no-verify``: the repository's pre-commit hooks are meant for the
 user's own code, not for memory files that memcli has already validated.
 """
@@ -29,78 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from memcli.errors import GitFailed
-
-#: Repository-local variables, as listed by ``git rev-parse --local-env-vars`` (git 2.39).
-LOCAL_ENV_VARS = (
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
-    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
-    "GIT_SHALLOW_FILE", "GIT_COMMON_DIR", "GIT_NAMESPACE",
-)
-TRAILER_PREFIX = "Memcli-"
-
-
-def seal_environment() -> None:
-    """Remove repository-local git variables from this process's environment; never prompt."""
-    for name in LOCAL_ENV_VARS:
-        os.environ.pop(name, None)
-    os.environ["GIT_TERMINAL_PROMPT"] = "0"
-    os.environ.setdefault("GIT_EDITOR", "true")
-
-
-@dataclass
-class Touched:
-    """A file a commit (or the working tree) changed: ``kind`` is git's letter (A, M, D, R, C, T).
-
-    ``path`` and ``old_path`` (renames and copies) are relative to the workspace.
-    """
-
-    kind: str
-    path: str
-    old_path: str | None = None
-
-
-@dataclass
-class Entry:
-    """One commit in ``git log``: hash, time, author, subject, ``Memcli-*`` trailers, message text.
-
-    ``trailers`` keys are lower case without the prefix (``op``, ``id``, ``actor`` …); empty
-    for a commit memcli did not make. ``text`` is the message body without its trailers
-    (memcli puts the memory's text there). ``touched`` is filled by :meth:`GitRepo.commits`.
-    """
-
-    commit: str
-    at: str
-    author: str
-    subject: str
-    trailers: dict[str, str]
-    text: str = ""
-    touched: list[Touched] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        """JSON-ready form."""
-        return {"commit": self.commit, "at": self.at, "author": self.author, "subject": self.subject,
-                "trailers": self.trailers, "text": self.text}
-
-
-#: ``git log`` format of an :class:`Entry`: six fields split by ``\x1f``.
-ENTRY_FORMAT = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1f%b"
-
-
-def parse_entry(fields: list[str]) -> Entry:
-    """An :class:`Entry` from the six fields of ``ENTRY_FORMAT``."""
-    fields = [f.strip("\n") for f in fields] + [""] * (6 - len(fields))
-    trailers = {}
-    for line in fields[4].splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.startswith(TRAILER_PREFIX):
-            trailers[key[len(TRAILER_PREFIX):].lower()] = value.strip()
-    body = [line for line in fields[5].splitlines() if not line.startswith(TRAILER_PREFIX)]
-    return Entry(fields[0], fields[1], fields[2], fields[3], trailers, "\n".join(body).strip())
+from memcli.git import run as runner
+from memcli.git.commit import STATE_MARKERS
+from memcli.git.log import ENTRY_FORMAT, Entry, parse_entry
+from memcli.git.run import first_line, seal_environment
 
 
 class GitRepo:
@@ -116,12 +45,10 @@ class GitRepo:
     def __init__(self, workspace: Path) -> None:
         seal_environment()
         self.workspace = workspace
-        from memcli.gitcommit import STATE_MARKERS
-
         names = ["index", *(name for name, _, _ in STATE_MARKERS), "rebase-apply/applying"]
         try:  # one git call: the per-worktree git folder and every path git keeps its state in
-            out = self._run("rev-parse", "--path-format=absolute", "--absolute-git-dir",
-                            *(arg for name in names for arg in ("--git-path", name)))
+            out = self.run("rev-parse", "--path-format=absolute", "--absolute-git-dir",
+                           *(arg for name in names for arg in ("--git-path", name)))
         except GitFailed:
             raise GitFailed(f"{workspace} is not inside a git repository",
                             hint="run `git init` there, or `memcli init` to set it up") from None
@@ -131,54 +58,50 @@ class GitRepo:
 
     @staticmethod
     def init(folder: Path, own: bool = False) -> bool:
-        """Run ``git init`` in ``folder`` unless it is already inside a work tree (GitPython).
+        """Run ``git init`` in ``folder`` unless it is already inside a work tree.
 
         Args:
+            folder: an existing folder, or one to create (with its parents).
             own: the folder gets a repository of its own unless it is the top of one, even
                 inside another work tree (a personal store under a home folder kept in git).
 
         Returns:
             True when a new repository was created.
+
+        Raises:
+            GitFailed: git cannot be run, or ``git init`` failed.
         """
         seal_environment()
-        import git
-
         if own:
             if (folder / ".git").exists():
                 return False
-            git.Repo.init(folder)
-            return True
-        try:
-            git.Repo(folder, search_parent_directories=True)
+        elif folder.is_dir() and runner.run(("rev-parse", "--git-dir"), folder).returncode == 0:
             return False
-        except git.InvalidGitRepositoryError:
-            git.Repo.init(folder)
-            return True
+        folder.mkdir(parents=True, exist_ok=True)
+        runner.output(("init", "-q"), folder)
+        return True
 
-    def _run(self, *args: str, env: dict | None = None, binary: bool = False):  # noqa: ANN202 - str, or bytes
-        """Run ``git ARGS`` in the workspace folder; stdout without the final newline.
+    def run(self, *args: str, env: dict[str, str] | None = None, binary: bool = False) -> Any:
+        """Run ``git ARGS`` in the workspace folder; its stdout without the final newline.
 
         Args:
-            binary: return stdout as bytes, exactly as git wrote it (file contents).
+            env: extra environment variables.
+            binary: return stdout as bytes, exactly as git wrote it (file contents); else text.
+
+        Returns:
+            ``str`` (``bytes`` with ``binary``).
 
         Raises:
-            GitFailed: git exited non-zero (the message is git's first error line).
+            GitFailed: git exited non-zero (the message is git's first error line) or cannot be started.
         """
-        import subprocess
-
-        try:
-            proc = subprocess.run(["git", *args], cwd=self.workspace, capture_output=True, text=not binary,
-                                  env={**os.environ, "LC_ALL": "C", **(env or {})}, stdin=subprocess.DEVNULL)
-        except OSError as err:
-            raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
-        if proc.returncode != 0:
-            raise GitFailed(f"git {args[0]} failed: {first_line(proc.stderr) or proc.returncode}")
+        proc = runner.run(args, self.workspace, env=env, text=not binary)
+        runner.check(proc, args)
         return proc.stdout if binary else proc.stdout.rstrip("\n")
 
     def git_path(self, name: str) -> Path:
         """Where git keeps ``name`` for this worktree (``git rev-parse --git-path NAME``)."""
         known = self._git_paths.get(name)
-        return known if known is not None else Path(self._run("rev-parse", "--path-format=absolute",
+        return known if known is not None else Path(self.run("rev-parse", "--path-format=absolute",
                                                               "--git-path", name))
 
     def index_path(self) -> Path:
@@ -199,12 +122,12 @@ class GitRepo:
                 "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
     def commit(self, paths: list[Path], message: str, *, actor: str, timeout: float = 10.0,
-               date: str | None = None, on_commit=None) -> str:  # noqa: ANN001
+               date: str | None = None, on_commit: Callable[[str, bytes], None] | None = None) -> str:
         """Commit exactly ``paths`` (added, changed or deleted) with ``message``, crash-safe.
 
         The shared index is written only by one rename at the end, with only ``paths``
         updated: what the user has staged stays staged and is not committed, and a kill
-        at any instant leaves nothing of memcli's staged (see ``memcli.gitcommit``).
+        at any instant leaves nothing of memcli's staged (see ``memcli.git.commit``).
 
         Args:
             paths: absolute paths inside the workspace.
@@ -214,7 +137,7 @@ class GitRepo:
             date: author and committer date (RFC 3339), so history follows memcli's clock
                 (``$MEMCLI_NOW``); git's own clock when None.
             on_commit: ``on_commit(commit, index_checksum)`` just before the branch moves,
-                for a journal that ``gitcommit.recover`` reads after a crash.
+                for a journal that ``memcli.git.commit.recover`` reads after a crash.
 
         Returns:
             The new commit's full hash (``HEAD``'s when the files already equal it).
@@ -225,11 +148,11 @@ class GitRepo:
             GitLocked: ``index.lock`` is held past ``timeout`` or is stale.
             GitFailed: git refused (the caller restores the files).
         """
-        from memcli import gitcommit
+        from memcli.git import commit as committing
 
         rels = [os.path.relpath(p, self.workspace) for p in paths]
         env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}
-        return gitcommit.commit(self, rels, message, env=env, fallback_env=self._fallback_identity(actor),
+        return committing.commit(self, rels, message, env=env, fallback_env=self._fallback_identity(actor),
                                 timeout=timeout, on_commit=on_commit)
 
     # --- paths and revisions ----------------------------------------------------------------
@@ -237,22 +160,35 @@ class GitRepo:
     def toplevel(self) -> Path:
         """The repository's top folder (the workspace itself, or the project holding it)."""
         if getattr(self, "_toplevel", None) is None:
-            self._toplevel = Path(self._run("rev-parse", "--show-toplevel"))
+            self._toplevel = Path(self.run("rev-parse", "--show-toplevel"))
         return self._toplevel
 
     def head_time(self) -> int | None:
         """The committer time of ``HEAD`` (seconds since the epoch), or None before the first commit."""
-        status, out, _ = self._raw("log", "-1", "--format=%ct", "HEAD")
+        status, out, _ = self.raw("log", "-1", "--format=%ct", "HEAD")
         text = out.decode("ascii", "replace").strip()
         return int(text) if status == 0 and text.isdigit() else None
+
+    def unborn(self) -> bool:
+        """True before the first commit: ``HEAD`` names a branch that does not exist yet.
+
+        A ``HEAD`` whose commit object is missing is not unborn (git still reads the ref).
+
+        Raises:
+            GitFailed: git cannot be started.
+        """
+        return self.raw("rev-parse", "-q", "--verify", "HEAD")[0] != 0
 
     def top_rel(self, path: Path) -> str:
         """``path`` relative to the top folder (for ``REV:PATH``); pathspecs are relative to the workspace."""
         return Path(os.path.relpath(path.parent.resolve() / path.name, self.toplevel())).as_posix()
 
-    def _raw(self, *args: str, input: bytes | None = None,  # noqa: A002
-             env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
+    def raw(self, *args: str, input: bytes | None = None,  # noqa: A002
+            env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
         """Run ``git ARGS`` in the workspace folder; ``(status, stdout bytes, stderr text)``, never raises on status.
+
+        For the commands whose non-zero status is an answer (``merge-base --is-ancestor``,
+        ``rev-parse --verify``, ``symbolic-ref -q``); the caller tells a failure apart.
 
         Args:
             input: bytes for git's stdin (path lists, messages: any size, never an argument).
@@ -261,21 +197,14 @@ class GitRepo:
         Raises:
             GitFailed: git cannot be started.
         """
-        import subprocess
-
-        try:
-            proc = subprocess.run(["git", "-c", "core.quotePath=false", *args], cwd=self.workspace,
-                                  capture_output=True, input=input, env={**os.environ, "LC_ALL": "C", **(env or {})},
-                                  stdin=None if input is not None else subprocess.DEVNULL)
-        except OSError as err:
-            raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+        proc = runner.run(args, self.workspace, input=input, env=env)
         return proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
 
     @property
     def prefix(self) -> str:
         """The workspace's folder relative to the repository's top (``""`` or ``"sub/dir/"``)."""
         if not hasattr(self, "_prefix"):
-            self._prefix = self._run("rev-parse", "--show-prefix")
+            self._prefix = self.run("rev-parse", "--show-prefix")
         return self._prefix
 
     def resolve(self, rev: str) -> str:
@@ -288,7 +217,7 @@ class GitRepo:
 
         text = (rev or "").strip()
         if text and not text.startswith("-") and "\n" not in text:
-            status, out, _ = self._raw("rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}")
+            status, out, _ = self.raw("rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}")
             if status == 0:
                 return out.decode().strip()
         from memcli.text.secrets import shown
@@ -297,7 +226,7 @@ class GitRepo:
                                hint="list commits with `memcli log` or `git log --oneline`")
 
     def log(self, path: Path | None = None, memory_id: str | None = None, limit: int = 50,
-            keep=None) -> list[Entry]:  # noqa: ANN001
+            keep: Callable[[Entry], bool] | None = None) -> list[Entry]:
         """memcli commits touching ``path`` (default: the workspace), newest first.
 
         Args:
@@ -315,18 +244,16 @@ class GitRepo:
             which = ["--fixed-strings", f"--grep={memory_id}"]
         elif path is None and not self.prefix:
             which = []
-        import git
-
-        try:  # GitPython's wrapper
-            out = git.Git(str(self.workspace)).log(f"--format={ENTRY_FORMAT}%x1e", *which)
-        except git.GitCommandError as err:
-            said = str(err.stderr or "").strip().strip("'").removeprefix("stderr: ").strip().strip("'")
+        proc = runner.run(("log", f"--format={ENTRY_FORMAT}%x1e", *which), self.workspace, text=True)
+        if proc.returncode != 0:
+            said = proc.stderr.strip()
             if "does not have any commits yet" in said or "unknown revision or path" in said and "HEAD" in said:
                 return []  # no commits yet
             # a missing or damaged object: never "no history", which would read as an empty audit trail
-            raise GitFailed(f"git log failed: {first_line(said) or err.status}",
+            raise GitFailed(f"git log failed: {first_line(said) or proc.returncode}",
                             hint="the repository may be damaged: run `git fsck`, then fetch the missing objects "
-                                 "from a clone or a remote") from None
+                                 "from a clone or a remote")
+        out = proc.stdout.rstrip("\n")
         entries = []
         for record in out.split("\x1e"):
             fields = record.strip("\n").split("\x1f")
@@ -344,32 +271,3 @@ class GitRepo:
             if len(entries) >= limit:
                 break
         return entries
-
-
-def summary(ids: list[str], scopes: list[str], actor: str) -> str:
-    """A commit subject's words after the operation: ``ID (SCOPES) by ACTOR``, or ``N memories (SCOPES) by ACTOR``."""
-    what = ids[0] if len(ids) == 1 else f"{len(ids)} memories"
-    return f"{what} ({' '.join(scopes)}) by {actor}"
-
-
-def message(op: str, summary: str, trailers: dict[str, str | None], body: str = "") -> str:
-    """A commit message: ``memcli: OP SUMMARY``, an optional body, then ``Memcli-*`` trailers."""
-    lines = [f"memcli: {op} {summary}".strip()]
-    if body.strip():
-        lines += ["", body.strip()]
-    lines += [""] + [f"{TRAILER_PREFIX}{k}: {v}" for k, v in trailers.items() if v]
-    return "\n".join(lines) + "\n"
-
-
-def first_line(text: str | bytes | None) -> str:
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if line and not line.startswith("stderr:"):
-            return line.removeprefix("fatal: ").removeprefix("error: ")
-        if line.startswith("stderr:"):
-            rest = line[len("stderr:"):].strip().strip("'")
-            if rest:
-                return rest.removeprefix("fatal: ").removeprefix("error: ")
-    return ""

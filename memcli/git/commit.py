@@ -34,9 +34,13 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from memcli.errors import GitFailed, GitLocked, UnsafeGitState
+from memcli.git.run import first_line
+
+if TYPE_CHECKING:
+    from memcli.git.repo import GitRepo
 
 #: Files and folders git keeps while an operation is in progress, and how to name it.
 #: Source: git's wt-status.c (``wt_status_get_state``) and ``git status`` messages.
@@ -56,7 +60,7 @@ LOCK_TAG = b"memcli "
 CHECKSUM_BYTES = 20
 
 
-def check_state(repo) -> str:  # noqa: ANN001 - gitlog.GitRepo
+def check_state(repo: GitRepo) -> str:
     """The checked-out branch (``refs/heads/…``) if the repository is safe to commit to.
 
     Raises:
@@ -69,7 +73,7 @@ def check_state(repo) -> str:  # noqa: ANN001 - gitlog.GitRepo
                 what, finish = "`git am`", "git am --continue` or `git am --abort"
             raise UnsafeGitState(f"{what} is in progress in {repo.toplevel()}; nothing was written",
                                  hint=f"finish it first (`{finish}`), then retry")
-    status, out, _ = repo._raw("symbolic-ref", "-q", "HEAD")
+    status, out, _ = repo.raw("symbolic-ref", "-q", "HEAD")
     if status != 0:
         raise UnsafeGitState(f"HEAD is detached in {repo.toplevel()} (no branch is checked out): "
                              "a commit there would be lost at the next checkout; nothing was written",
@@ -85,7 +89,7 @@ def lock_age(lock: Path) -> float | None:
         return None
 
 
-def _take_lock(repo, timeout: float) -> Path:  # noqa: ANN001
+def _take_lock(repo: GitRepo, timeout: float) -> Path:
     """Create git's ``index.lock`` exclusively, as git does; wait up to ``timeout`` seconds.
 
     Raises:
@@ -146,16 +150,16 @@ def _create_tagged(lock: Path, tag: Path) -> None:
         os.close(fd)
 
 
-def _temp_index(repo, kind: str, pid: int | None = None) -> Path:  # noqa: ANN001
+def _temp_index(repo: GitRepo, kind: str, pid: int | None = None) -> Path:
     return repo.git_dir / f"memcli-index.{pid or os.getpid()}.{kind}"
 
 
-def commit(repo, rels: list[str], message: str, *, env: dict[str, str], fallback_env: dict[str, str],  # noqa: ANN001
+def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str], fallback_env: dict[str, str],
            timeout: float, on_commit: Callable[[str, bytes], None] | None = None) -> str:
     """Commit exactly ``rels`` (workspace-relative; added, changed or deleted) with ``message``.
 
     Args:
-        repo: the ``gitlog.GitRepo``.
+        repo: the :class:`memcli.git.repo.GitRepo`.
         env: extra environment (author and committer dates).
         fallback_env: the identity to retry with when git has none configured.
         timeout: seconds to wait for another process's ``index.lock``.
@@ -171,9 +175,9 @@ def commit(repo, rels: list[str], message: str, *, env: dict[str, str], fallback
         GitFailed: git refused; ``HEAD`` and the index are as they were.
     """
     check_state(repo)
-    status, out, _ = repo._raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
+    status, out, _ = repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
     old = out.decode().strip() if status == 0 else None
-    sign = repo._raw("config", "--bool", "--get", "commit.gpgsign")[1].decode().strip() == "true"
+    sign = repo.raw("config", "--bool", "--get", "commit.gpgsign")[1].decode().strip() == "true"
     lock = _take_lock(repo, timeout)
     head_index, next_index = _temp_index(repo, "head"), _temp_index(repo, "next")
     listed = b"".join(os.fsencode(r) + b"\0" for r in rels)
@@ -216,23 +220,21 @@ def commit(repo, rels: list[str], message: str, *, env: dict[str, str], fallback
             Path(f"{path}.lock").unlink(missing_ok=True)
 
 
-def _plumb(repo, *args: str, index: Path | None = None, input: bytes | None = None,  # noqa: ANN001, A002
+def _plumb(repo: GitRepo, *args: str, index: Path | None = None, input: bytes | None = None,  # noqa: A002
            env: dict[str, str] | None = None) -> bytes:
     """Run one plumbing command; stdout bytes.
 
     Raises:
         GitFailed: git exited non-zero (its first error line) or cannot be started.
     """
-    from memcli.gitlog import first_line
-
     extra = {**(env or {}), **({"GIT_INDEX_FILE": str(index)} if index else {})}
-    status, out, err = repo._raw(*args, input=input, env=extra)
+    status, out, err = repo.raw(*args, input=input, env=extra)
     if status != 0:
         raise GitFailed(f"git {args[0]} failed: {first_line(err) or status}")
     return out
 
 
-def recover(repo, pid: int, new: str | None, checksum: bytes | None, rels: list[str]) -> bool:  # noqa: ANN001
+def recover(repo: GitRepo, pid: int, new: str | None, checksum: bytes | None, rels: list[str]) -> bool:
     """Finish or undo the git side of a commit whose writer (process ``pid``) died.
 
     The caller has the proof that the writer is gone: it holds the workspace lock the
@@ -252,10 +254,10 @@ def recover(repo, pid: int, new: str | None, checksum: bytes | None, rels: list[
     Raises:
         GitFailed: git cannot be run.
     """
-    status, out, _ = repo._raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
+    status, out, _ = repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
     head = out.decode().strip() if status == 0 else None
-    landed = bool(new) and head is not None and (
-        head == new or repo._raw("merge-base", "--is-ancestor", new, head)[0] == 0)
+    landed = new is not None and bool(new) and head is not None and (
+        head == new or repo.raw("merge-base", "--is-ancestor", new, head)[0] == 0)
     lock = repo.index_lock()
     try:
         held = lock.read_bytes()
@@ -276,20 +278,20 @@ def recover(repo, pid: int, new: str | None, checksum: bytes | None, rels: list[
     return landed
 
 
-def _sync_index(repo, rels: list[str]) -> None:  # noqa: ANN001
+def _sync_index(repo: GitRepo, rels: list[str]) -> None:
     """Put the shared index entries of ``rels`` back in step with ``HEAD`` where they differ."""
-    status, out, _ = repo._raw("diff", "--cached", "--name-only", "-z", "--relative", "HEAD")
+    status, out, _ = repo.raw("diff", "--cached", "--name-only", "-z", "--relative", "HEAD")
     if status != 0:
         return
     wanted = set(rels)
     stale = [p for p in out.decode("utf-8", "replace").split("\0") if p in wanted]
     if stale:
         listed = b"".join(os.fsencode(p) + b"\0" for p in stale)
-        repo._raw("--literal-pathspecs", "reset", "-q", "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
+        repo.raw("--literal-pathspecs", "reset", "-q", "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
                   input=listed)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether process ``pid`` exists (a reused id counts as alive: the safe answer)."""
     if pid <= 0 or pid == os.getpid():
         return pid == os.getpid()
@@ -302,7 +304,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def git_processes(repo) -> list[int]:  # noqa: ANN001
+def git_processes(repo: GitRepo) -> list[int]:
     """Process ids of running ``git`` commands whose folder is inside the repository (Linux ``/proc``).
 
     Returns:

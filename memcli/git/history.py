@@ -1,10 +1,14 @@
 """Reading git history for the audit trail, rollback, undo and doctor (SPEC.md sections 1 and 4).
 
-:class:`History` adds to :class:`memcli.gitlog.GitRepo` what the commands that look
+:class:`History` adds to :class:`memcli.git.repo.GitRepo` what the commands that look
 back need: old versions of files (``git cat-file --batch``), the files a commit or a
 range changed (renames detected), the commits that touched some paths with their
 ``Memcli-*`` trailers, and the uncommitted state of the work tree. Every call is a git
-subprocess in the sealed environment of ``gitlog``; GitPython is not imported.
+subprocess through the sealed runner (:mod:`memcli.git.run`).
+
+A look-up that finds nothing answers None (a root commit has no parent, a path was never
+committed, a file is absent from a commit); a git failure (a missing or damaged object, a
+repository git cannot read) raises :class:`memcli.errors.GitFailed`, never an empty answer.
 
 Paths given and returned are relative to the workspace unless a docstring says otherwise
 (the workspace may be a sub-folder of a project's repository).
@@ -16,7 +20,12 @@ import os
 from pathlib import Path
 
 from memcli.errors import GitFailed
-from memcli.gitlog import ENTRY_FORMAT, Entry, GitRepo, Touched, first_line, parse_entry
+from memcli.git.log import ENTRY_FORMAT, Entry, Touched, parse_entry
+from memcli.git.repo import GitRepo
+from memcli.git.run import first_line
+
+#: What git says when ``HEAD`` names a branch with no commit yet (``log``, ``rev-parse``).
+UNBORN = ("does not have any commits yet", "bad default revision", "unknown revision or path not in the working tree")
 
 #: The most paths passed to git as arguments; longer lists go by stdin or a folder-wide query.
 PATHSPEC_ARGS = 200
@@ -34,18 +43,34 @@ class History(GitRepo):
         return top_path[len(self.prefix):] if top_path.startswith(self.prefix) else None
 
     def parent(self, commit: str) -> str | None:
-        """The first parent of ``commit`` (a full hash), or None for a root commit."""
-        try:
-            return self._run("rev-parse", "--verify", "--quiet", f"{commit}^1")
-        except GitFailed:
-            return None
+        """The first parent of ``commit`` (a full hash), or None for a root commit.
+
+        Raises:
+            GitFailed: ``commit`` cannot be read (a missing or damaged object).
+        """
+        # --no-walk: only the commit itself is read (its parent's object need not be there);
+        # grafts, replacements and a shallow clone's boundary count as git counts them
+        status, out, err = self.raw("rev-list", "--no-walk", "--parents", "--end-of-options", commit, "--")
+        if status != 0:
+            raise GitFailed(f"cannot read commit {commit[:12]}: {first_line(err) or status}",
+                            hint="the repository may be damaged: run `git fsck`, then fetch the missing objects "
+                                 "from a clone or a remote")
+        hashes = out.decode("ascii", "replace").split()
+        return hashes[1] if len(hashes) > 1 else None
 
     def last_change(self, path: Path) -> str | None:
-        """The newest commit on ``HEAD`` that changed ``path``, or None (never committed)."""
-        try:
-            return self._run("log", "-1", "--format=%H", "--", os.path.relpath(path, self.workspace)) or None
-        except GitFailed:
-            return None  # no commits yet
+        """The newest commit on ``HEAD`` that changed ``path``, or None (never committed, or no commit yet).
+
+        Raises:
+            GitFailed: git cannot read the history (a missing or damaged object).
+        """
+        status, out, err = self.raw("log", "-1", "--format=%H", "--", os.path.relpath(path, self.workspace))
+        if status != 0:
+            if any(s in err for s in UNBORN) and self.unborn():
+                return None  # no commits yet
+            raise GitFailed(f"git log failed: {first_line(err) or status}",
+                            hint="the repository may be damaged: run `git fsck`")
+        return out.decode("ascii", "replace").strip() or None
 
     def entry(self, rev: str) -> Entry:
         """The commit ``rev`` (resolved first) as an :class:`Entry`, trailers included.
@@ -54,25 +79,36 @@ class History(GitRepo):
             RevisionNotFound: see :meth:`resolve`.
         """
         commit = self.resolve(rev)
-        out = self._run("show", "-s", f"--format={ENTRY_FORMAT}", commit)
+        out = self.run("show", "-s", f"--format={ENTRY_FORMAT}", commit)
         return parse_entry(out.split("\x1f"))
 
     def blob(self, commit: str, path: Path) -> bytes | None:
-        """The bytes of ``path`` (absolute) as committed in ``commit``, or None when it was absent."""
-        try:
-            return self._run("cat-file", "blob", f"{commit}:{self.top_rel(path)}", binary=True)
-        except GitFailed:
-            return None
+        """The bytes of ``path`` (absolute) as committed in ``commit``, or None when it was absent.
+
+        Raises:
+            GitFailed: ``commit`` cannot be read (see :meth:`blobs`).
+        """
+        return self._batch([(commit, self.top_rel(path))])[0]
 
     def blobs(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
         """The bytes of each ``(rev, workspace-relative path)`` at that revision; None where it is absent.
 
-        One ``git cat-file --batch`` process for all of them.
+        One ``git cat-file --batch`` process for all of them (and one ``--batch-check`` more
+        when some are absent, to tell an absent file from an unreadable revision).
+
+        Raises:
+            GitFailed: a revision asked about is a hash whose commit or tree git cannot read
+                (a missing or damaged object), or git failed. A name that resolves to
+                nothing (``HEAD`` before the first commit) reads as every file absent.
         """
+        return self._batch([(rev, f"{self.prefix}{path}") for rev, path in wanted])
+
+    def _batch(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
+        """:meth:`blobs` for paths relative to the repository's top."""
         if not wanted:
             return []
-        request = "".join(f"{rev}:{self.prefix}{path}\n" for rev, path in wanted).encode()
-        status, out, err = self._raw("cat-file", "--batch", input=request)
+        request = "".join(f"{rev}:{path}\n" for rev, path in wanted).encode()
+        status, out, err = self.raw("cat-file", "--batch", input=request)
         if status != 0:
             raise GitFailed(f"git cat-file failed: {first_line(err) or status}")
         found: list[bytes | None] = []
@@ -89,11 +125,34 @@ class History(GitRepo):
                 if len(header) == 3:
                     pos += int(header[2]) + 1
                 found.append(None)
+        self._check_readable(sorted({rev for (rev, _), data in zip(wanted, found) if data is None}))
         return found
+
+    def _check_readable(self, revs: list[str]) -> None:
+        """Raise GitFailed when a revision among ``revs`` names a commit (or tree) git cannot read.
+
+        "absent" from ``cat-file --batch`` is the same answer for a file not in the commit
+        and for a commit whose object is gone: the revision's own tree tells them apart. A
+        name that resolves to no object at all (``HEAD`` before the first commit) is not an error.
+        """
+        if not revs:
+            return
+        request = "".join(f"{rev}^{{tree}}\n" for rev in revs).encode()
+        status, out, err = self.raw("cat-file", "--batch-check", input=request)
+        if status != 0:
+            raise GitFailed(f"git cat-file failed: {first_line(err) or status}")
+        for rev, line in zip(revs, out.splitlines()):
+            if not line.endswith(b" missing"):
+                continue
+            hashed = len(rev) >= 40 and all(c in "0123456789abcdef" for c in rev.lower())
+            if hashed or self.raw("rev-parse", "-q", "--verify", "--end-of-options", rev)[0] == 0:
+                raise GitFailed(f"commit {rev[:12]} cannot be read: its object is missing or damaged",
+                                hint="the repository may be damaged: run `git fsck`, then fetch the missing "
+                                     "objects from a clone or a remote")
 
     def changed_files(self, commit: str) -> list[Path]:
         """Absolute paths of the files ``commit`` added, changed or deleted (against its first parent)."""
-        out = self._run("diff-tree", "-r", "--root", "--no-renames", "--no-commit-id", "--name-only", "-z", commit)
+        out = self.run("diff-tree", "-r", "--root", "--no-renames", "--no-commit-id", "--name-only", "-z", commit)
         top, real = self.toplevel(), self.workspace.resolve()
         paths = [top / name for name in out.split("\0") if name]
         # as paths under ``self.workspace`` as given (it may be reached through a symbolic link)
@@ -108,12 +167,12 @@ class History(GitRepo):
             under: a workspace-relative folder or path.
         """
         args = ["diff", "--name-status", "-M", old, *([new] if new else []), "--", under]
-        status, out, err = self._raw(*args)
+        status, out, err = self.raw(*args)
         if status != 0:
             raise GitFailed(f"git diff failed: {first_line(err) or status}")
         items = self._touched(out.decode("utf-8", "replace").splitlines())
         if new is None:
-            status, out, _ = self._raw("ls-files", "--others", "--exclude-standard", "--", under)
+            status, out, _ = self.raw("ls-files", "--others", "--exclude-standard", "--", under)
             items += [Touched("A", p) for p in out.decode("utf-8", "replace").splitlines() if p]
         return items
 
@@ -131,7 +190,7 @@ class History(GitRepo):
         many = len(rels) > PATHSPEC_ARGS
         limit = ["--", "."] if many else (["--", *rels] if rels else [])
         untracked = "--untracked-files=all" if paths and not committed_only else "--untracked-files=no"
-        out = self._run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
+        out = self.run("--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", untracked, *limit)
         found = [entry[3:] for entry in out.split("\0") if len(entry) > 3 and not (committed_only and entry[0] == "A")]
         if many:
             wanted = {self.top_rel(p) for p in paths or []}
@@ -154,11 +213,12 @@ class History(GitRepo):
         args = ["log", "--reverse", "-M", "--name-status", f"--format=\x1e{ENTRY_FORMAT}\x1f",
                 *(["--all"] if all_refs else []), *([rev_range] if rev_range else []),
                 *(["--fixed-strings", f"--grep={grep}"] if grep else []), "--", *paths]
-        status, out, err = self._raw(*args)
+        status, out, err = self.raw(*args)
         if status != 0:
-            if rev_range is None and not all_refs:
+            if rev_range is None and not all_refs and any(s in err for s in UNBORN) and self.unborn():
                 return []  # an unborn branch: no history yet
-            raise GitFailed(f"git log failed: {first_line(err) or status}")
+            raise GitFailed(f"git log failed: {first_line(err) or status}",
+                            hint="the repository may be damaged: run `git fsck`")
         entries = []
         for record in out.decode("utf-8", "replace").split("\x1e")[1:]:
             fields = record.split("\x1f")
@@ -169,7 +229,7 @@ class History(GitRepo):
 
     def files(self, rev: str, under: str = ".") -> list[str]:
         """Workspace-relative paths of every file under ``under`` at revision ``rev``."""
-        status, out, err = self._raw("ls-tree", "-r", "--name-only", "--full-name", rev, "--", under)
+        status, out, err = self.raw("ls-tree", "-r", "--name-only", "--full-name", rev, "--", under)
         if status != 0:
             raise GitFailed(f"git ls-tree failed: {first_line(err) or status}")
         return [p for p in (self._local(line) for line in out.decode("utf-8", "replace").splitlines()) if p]
@@ -181,7 +241,7 @@ class History(GitRepo):
             rev: search the files of this revision; None: the working tree, untracked files included.
         """
         args = ["grep", "-l", "--full-name", "-F", "-e", pattern, *([rev] if rev else ["--untracked"]), "--", under]
-        status, out, err = self._raw(*args)
+        status, out, err = self.raw(*args)
         if status not in (0, 1):
             raise GitFailed(f"git grep failed: {first_line(err) or status}")
         paths = []
@@ -203,7 +263,7 @@ class History(GitRepo):
             GitFailed: git failed for another reason.
         """
         try:
-            out = self._run("-c", "core.quotePath=false", "log", "--diff-filter=A", "--relative",
+            out = self.run("-c", "core.quotePath=false", "log", "--diff-filter=A", "--relative",
                             "--format=%x1e%aI", "--name-only", "--", folder)
         except GitFailed as err:
             if "does not have any commits" in err.message or "bad default revision" in err.message:

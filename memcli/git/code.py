@@ -9,24 +9,23 @@ commit, not one per memory.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 from memcli.errors import GitFailed
 
+#: Seconds one question to the code repository may take (a grep of a large tree included).
+TIMEOUT = 60.0
+
 
 def _git(top: Path, *args: str, input: bytes | None = None) -> tuple[int, bytes]:  # noqa: A002
-    """``git ARGS`` in ``top``: (status, stdout). Raises GitFailed when git cannot be started."""
-    from memcli.gitlog import seal_environment  # not at import: the session start reads head_cheap
+    """``git ARGS`` in ``top`` through the sealed runner: (status, stdout).
 
-    seal_environment()
-    try:
-        proc = subprocess.run(["git", "-c", "core.quotePath=false", *args], cwd=top, capture_output=True,
-                              input=input, env={**os.environ, "LC_ALL": "C"},
-                              stdin=None if input is not None else subprocess.DEVNULL)
-    except OSError as err:
-        raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+    Raises:
+        GitFailed: git cannot be started; GitTimedOut: it took more than ``TIMEOUT`` seconds.
+    """
+    from memcli.git import run as runner  # not at import: the session start reads head_cheap only
+
+    proc = runner.run(args, top, input=input, timeout=TIMEOUT)
     return proc.returncode, proc.stdout
 
 

@@ -1,0 +1,78 @@
+"""memcli's commit records: the ``Memcli-*`` trailers, messages, and commits read from ``git log``.
+
+Pure: nothing here runs git. :meth:`memcli.git.repo.GitRepo.log` and
+:class:`memcli.git.history.History` read commits with :data:`ENTRY_FORMAT` and parse them
+with :func:`parse_entry`; the writers build messages with :func:`message`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TRAILER_PREFIX = "Memcli-"
+
+
+@dataclass
+class Touched:
+    """A file a commit (or the working tree) changed: ``kind`` is git's letter (A, M, D, R, C, T).
+
+    ``path`` and ``old_path`` (renames and copies) are relative to the workspace.
+    """
+
+    kind: str
+    path: str
+    old_path: str | None = None
+
+
+@dataclass
+class Entry:
+    """One commit in ``git log``: hash, time, author, subject, ``Memcli-*`` trailers, message text.
+
+    ``trailers`` keys are lower case without the prefix (``op``, ``id``, ``actor`` …); empty
+    for a commit memcli did not make. ``text`` is the message body without its trailers
+    (memcli puts the memory's text there). ``touched`` is filled by ``History.commits``.
+    """
+
+    commit: str
+    at: str
+    author: str
+    subject: str
+    trailers: dict[str, str]
+    text: str = ""
+    touched: list[Touched] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"commit": self.commit, "at": self.at, "author": self.author, "subject": self.subject,
+                "trailers": self.trailers, "text": self.text}
+
+
+#: ``git log`` format of an :class:`Entry`: six fields split by ``\x1f``.
+ENTRY_FORMAT = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1f%b"
+
+
+def parse_entry(fields: list[str]) -> Entry:
+    """An :class:`Entry` from the six fields of ``ENTRY_FORMAT``."""
+    fields = [f.strip("\n") for f in fields] + [""] * (6 - len(fields))
+    trailers = {}
+    for line in fields[4].splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.startswith(TRAILER_PREFIX):
+            trailers[key[len(TRAILER_PREFIX):].lower()] = value.strip()
+    body = [line for line in fields[5].splitlines() if not line.startswith(TRAILER_PREFIX)]
+    return Entry(fields[0], fields[1], fields[2], fields[3], trailers, "\n".join(body).strip())
+
+
+def summary(ids: list[str], scopes: list[str], actor: str) -> str:
+    """A commit subject's words after the operation: ``ID (SCOPES) by ACTOR``, or ``N memories (SCOPES) by ACTOR``."""
+    what = ids[0] if len(ids) == 1 else f"{len(ids)} memories"
+    return f"{what} ({' '.join(scopes)}) by {actor}"
+
+
+def message(op: str, summary: str, trailers: dict[str, str | None], body: str = "") -> str:
+    """A commit message: ``memcli: OP SUMMARY``, an optional body, then ``Memcli-*`` trailers."""
+    lines = [f"memcli: {op} {summary}".strip()]
+    if body.strip():
+        lines += ["", body.strip()]
+    lines += [""] + [f"{TRAILER_PREFIX}{k}: {v}" for k, v in trailers.items() if v]
+    return "\n".join(lines) + "\n"

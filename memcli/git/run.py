@@ -1,0 +1,160 @@
+"""The sealed git runner: the one place in memcli that starts a ``git`` process.
+
+Every git command memcli runs goes through :func:`run` (``tests/test_git_sealed.py`` fails on
+a ``subprocess`` call that runs git anywhere else in ``memcli/``). Each call:
+
+* runs in a given folder (as ``git -C`` would), with stdin closed unless bytes are given,
+  so git never waits on a terminal; ``GIT_TERMINAL_PROMPT=0`` and ``GIT_EDITOR=true``;
+* drops the repository-local variables (``git rev-parse --local-env-vars``: ``GIT_DIR``,
+  ``GIT_WORK_TREE``, ``GIT_INDEX_FILE`` …) that a surrounding hook or script may have set,
+  so git asks about the folder given and nothing else (SPEC.md section 1, sealed git);
+* reads git's messages in the C locale (``LC_ALL=C``) and its paths unquoted
+  (``-c core.quotePath=false``);
+* may have a deadline: past it the process is killed and :class:`GitTimedOut` raised.
+
+Failures map to memcli's errors: git that cannot be started, or a command that exits
+non-zero where the caller asks for its output (:func:`check`), raise
+:class:`memcli.errors.GitFailed` (exit 10) with git's first error line.
+
+This module is on the hot path (the session-start hook lists the project's changed files,
+the actor may need ``git config``): it imports no more than :mod:`os` at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from memcli.errors import GitFailed
+
+if TYPE_CHECKING:
+    import subprocess
+
+#: Repository-local variables, as listed by ``git rev-parse --local-env-vars`` (git 2.39).
+LOCAL_ENV_VARS = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
+    "GIT_SHALLOW_FILE", "GIT_COMMON_DIR", "GIT_NAMESPACE",
+)
+#: Options given to every command, before the subcommand.
+BASE_ARGS = ("git", "-c", "core.quotePath=false")
+
+
+class GitTimedOut(GitFailed, TimeoutError):
+    """A git command did not finish before its deadline (it was killed). Exit 10, like any git failure."""
+
+
+def seal_environment() -> None:
+    """Remove repository-local git variables from this process's own environment; never prompt.
+
+    :func:`run` never passes them to git whether or not this was called; sealing the
+    process matters for the children that run git on their own (git-filter-repo in
+    ``memcli.git.rewrite``, the merge driver that git starts during ``sync``).
+    """
+    for name in LOCAL_ENV_VARS:
+        os.environ.pop(name, None)
+    os.environ["GIT_TERMINAL_PROMPT"] = "0"
+    os.environ.setdefault("GIT_EDITOR", "true")
+
+
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a git child gets: this process's, sealed, in the C locale, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in LOCAL_ENV_VARS}
+    env.setdefault("GIT_EDITOR", "true")
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(extra or {})
+    return env
+
+
+def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | str | None = None,  # noqa: A002
+        env: dict[str, str] | None = None, timeout: float | None = None, deadline: float | None = None,
+        text: bool = False) -> "subprocess.CompletedProcess[Any]":
+    """Run ``git ARGS`` in the folder ``cwd`` (a path; None: the current folder), sealed.
+
+    Args:
+        args: git's arguments after ``git`` (global options such as ``--literal-pathspecs`` first).
+        input: bytes (or text, with ``text``) for git's stdin: path lists, messages, any size.
+        env: extra environment variables (``GIT_INDEX_FILE``, dates, an identity).
+        timeout: seconds git may take.
+        deadline: a ``time.monotonic()`` instant git must finish by (the nearer of the two counts).
+        text: stdout and stderr as text (UTF-8, undecodable bytes replaced, universal newlines);
+            else stdout is bytes and stderr too.
+
+    Returns:
+        The finished process (``returncode``, ``stdout``, ``stderr``); a non-zero status is not
+        an error here (see :func:`check`).
+
+    Raises:
+        GitFailed: git cannot be started (not installed, not on ``PATH``, ``cwd`` missing).
+        GitTimedOut: the deadline passed (git was killed).
+    """
+    import subprocess
+
+    limit = timeout
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        limit = left if limit is None else min(limit, left)
+    if limit is not None and limit <= 0:
+        raise GitTimedOut(f"git {subcommand(args)} was not started: its deadline had passed")
+    decoding: dict[str, Any] = {"encoding": "utf-8", "errors": "replace"} if text else {}
+    try:
+        return subprocess.run([*BASE_ARGS, *args], cwd=cwd, capture_output=True, input=input, env=environment(env),
+                              stdin=None if input is not None else subprocess.DEVNULL, timeout=limit, **decoding)
+    except subprocess.TimeoutExpired:
+        raise GitTimedOut(f"git {subcommand(args)} did not finish within {limit:.3g} s and was stopped",
+                          hint="retry; if it keeps happening, check the repository (`git fsck`) and the remote")
+    except OSError as err:
+        if cwd is not None and not os.path.isdir(cwd):
+            raise GitFailed(f"cannot run git in {cwd}: {err.strerror}") from None
+        raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+
+
+def check(proc: "subprocess.CompletedProcess[Any]", args: tuple[str, ...] | list[str], what: str = "") -> None:
+    """Raise :class:`GitFailed` (``git SUBCOMMAND failed: FIRST ERROR LINE``) unless ``proc`` exited 0.
+
+    Args:
+        what: words to put after the message (``; nothing was written``).
+    """
+    if proc.returncode != 0:
+        raise GitFailed(f"git {subcommand(args)} failed: {first_line(proc.stderr) or proc.returncode}{what}")
+
+
+def output(args: tuple[str, ...] | list[str], cwd: Any = None, **kwargs: Any) -> str:
+    """git's stdout as text without the final newline; see :func:`run` for the arguments.
+
+    Raises:
+        GitFailed: git cannot be started or exited non-zero (its first error line).
+    """
+    proc = run(args, cwd, text=True, **kwargs)
+    check(proc, args)
+    return proc.stdout.rstrip("\n")
+
+
+def subcommand(args: tuple[str, ...] | list[str]) -> str:
+    """The git subcommand in ``args`` (``log`` in ``-c x=y --no-pager log -1``), for messages."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-c", "-C"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return args[0] if args else ""
+
+
+def first_line(text: str | bytes | None) -> str:
+    """git's first error line, without ``fatal:`` / ``error:`` (and GitPython-style ``stderr:`` wrapping)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line and not line.startswith("stderr:"):
+            return line.removeprefix("fatal: ").removeprefix("error: ")
+        if line.startswith("stderr:"):
+            rest = line[len("stderr:"):].strip().strip("'")
+            if rest:
+                return rest.removeprefix("fatal: ").removeprefix("error: ")
+    return ""
