@@ -218,3 +218,17 @@ def test_head_cheap_agrees_with_git(code: Path) -> None:
     git(code, "pack-refs", "--all")
     assert head_cheap(code) == git(code, "rev-parse", "HEAD").strip()
 
+
+
+def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path) -> None:
+    """pallets/itsdangerous's history (tests/fixtures/repos/itsdangerous.bundle, BSD-3-Clause):
+    memories anchored at old commits, every verdict checked against git (bench/stale_replay.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import stale_replay
+
+    out = stale_replay.replay(stale_replay.DEFAULT, tmp_path, anchors=6, per_files=8, per_symbols=4)
+    assert out["mismatches"] == [], out["mismatches"]
+    assert out["verdicts"].get("renamed", 0) >= 1 and out["verdicts"].get("deleted", 0) >= 1, out
+    assert out["checks"] == out["agree"] and out["memories"] >= 60

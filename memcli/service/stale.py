@@ -200,6 +200,11 @@ class _Tree:
         last = clean.rsplit("/", 1)[-1]
         return [p for p in self.by_name.get(last, []) if p == clean or p.endswith("/" + clean)]
 
+    def exact(self, name: str) -> bool:
+        """True when ``name`` is itself a tracked path or folder (not only the end of one)."""
+        clean = name.strip("/")
+        return clean in self.paths or clean in self.folders
+
     def matches(self, glob: str) -> bool:
         """True when ``glob`` (a ``paths`` entry) matches some tracked file."""
         from memcli.index import paths_match
@@ -278,14 +283,18 @@ class _Code:
 
 def _judge(code: _Code, memory: Memory, anchor: str) -> list[Reason]:
     """The reasons ``memory`` (anchored at ``anchor``) may be outdated at ``code.head``."""
-    from memcli.git.code import last_change, moves
+    from memcli.git.code import follow, last_change, moves
 
     if anchor == code.head:
         return []
     files, identifiers, commands = _pointed(memory)
     now = code.tree(code.head)
     reasons: list[Reason] = []
-    gone = [f for f in files if not now.resolve(f)]
+    exact_now = [f for f in files if now.exact(f)]
+    gone = [f for f in files if f not in exact_now and not now.resolve(f)]
+    loose = [f for f in files if f not in exact_now and f not in gone]  # only the end of some path now
+    if loose:  # "Makefile" was the top folder's at the anchor; a docs/Makefile now does not make it still there
+        gone += [f for f in loose if code.tree(anchor).exact(f)]
     globs = [g for g in memory.paths if any(c in g for c in "*?[{") and not now.matches(g)]
     missing_words = set(identifiers) - code.present(code.head, set(identifiers))
     declared_now = code.declared(code.head)
@@ -294,7 +303,11 @@ def _judge(code: _Code, memory: Memory, anchor: str) -> list[Reason]:
         return []
     then = code.tree(anchor)
     old_paths = {f: then.resolve(f) for f in gone}
-    moved = moves(code.top, anchor, code.head, [p.rstrip("/") for ps in old_paths.values() for p in ps])
+    wanted = [p.rstrip("/") for ps in old_paths.values() for p in ps[:1]]
+    moved = moves(code.top, anchor, code.head, wanted)
+    unpaired = [p for p in wanted if moved.get(p, ("deleted",))[0] == "deleted"]
+    if unpaired:  # renamed long ago and much edited since: follow it commit by commit
+        moved.update(follow(code.top, anchor, code.head, unpaired))
     for name in gone:
         for path in old_paths[name][:1]:
             kind, new = moved.get(path.rstrip("/"), ("deleted", None))
