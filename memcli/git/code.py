@@ -114,7 +114,7 @@ def follow(top: Path, old: str, new: str, paths: list[str]) -> dict[str, tuple[s
                        f"{old}..{new}")
     if status != 0:
         return {}
-    current = {p: p for p in paths}
+    current: dict[str, str | None] = {p: p for p in paths}
     fields = [f for f in out.decode("utf-8", "replace").replace("\x01", "\0").split("\0")]
     i = 0
     while i < len(fields):
