@@ -162,6 +162,71 @@ def words_present(top: Path, rev: str, words: list[str]) -> set[str]:
     return {w for w in out.decode("utf-8", "replace").split("\n") if w in wanted}
 
 
+def existing(top: Path, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which ``(rev, path)`` pairs name a file or folder at ``rev`` (one ``cat-file --batch-check``)."""
+    if not pairs:
+        return set()
+    request = "".join(f"{rev}:{path}\n" for rev, path in pairs).encode()
+    status, out = _git(top, "cat-file", "--batch-check", input=request)
+    lines = out.decode("utf-8", "replace").splitlines()
+    return {pair for pair, line in zip(pairs, lines) if not line.endswith(" missing")}
+
+
+def commits_known(top: Path, revs: list[str]) -> set[str]:
+    """Which of ``revs`` are commits here (one ``cat-file --batch-check``)."""
+    if not revs:
+        return set()
+    request = "".join(f"{rev}^{{commit}}\n" for rev in revs).encode()
+    status, out = _git(top, "cat-file", "--batch-check", input=request)
+    lines = out.decode("utf-8", "replace").splitlines()
+    return {rev for rev, line in zip(revs, lines) if " commit " in line}
+
+
+def path_events(top: Path, old: str, new: str) -> list[tuple[str, list[tuple[str, str, str | None]]]]:
+    """Each first-parent commit after ``old`` up to ``new``, oldest first, with its renames and
+    deletions (each commit's own rename detection): ``[(hash, [("R", old, new) | ("D", path,
+    None) | ("A", path, None)])]``. One ``git log``."""
+    status, out = _git(top, "log", "--reverse", "--first-parent", "-M", "-z", "--name-status",
+                       "--diff-filter=RDA", "--format=%x01%H", f"{old}..{new}")
+    if status != 0:
+        return []
+    commits: list[tuple[str, list[tuple[str, str, str | None]]]] = []
+    fields = out.decode("utf-8", "replace").split("\0")
+    i = 0
+    while i < len(fields):
+        field = fields[i].lstrip("\n")
+        if field.startswith("\x01"):
+            commits.append((field[1:].strip(), []))
+            i += 1
+        elif field.startswith("R") and i + 2 < len(fields) and commits:
+            commits[-1][1].append(("R", fields[i + 1], fields[i + 2]))
+            i += 3
+        elif field[:1] in ("D", "A") and i + 1 < len(fields) and commits:
+            commits[-1][1].append((field[:1], fields[i + 1], None))
+            i += 2
+        else:
+            i += 1
+    return commits
+
+
+def words_at(top: Path, revs: list[str], words: list[str]) -> dict[str, set[str]]:
+    """Which of ``words`` occur as whole words in each of ``revs`` (one ``git grep`` over them all)."""
+    if not words or not revs:
+        return {}
+    patterns = "\n".join(words).encode() + b"\n"
+    status, out = _git(top, "grep", "-I", "-F", "-w", "-o", "-f", "-", *revs, input=patterns)
+    found: dict[str, set[str]] = {rev: set() for rev in revs}
+    if status not in (0, 1):
+        return found
+    wanted = set(words)
+    for line in out.decode("utf-8", "replace").split("\n"):
+        rev, _, rest = line.partition(":")
+        word = rest.rsplit(":", 1)[-1]
+        if rev in found and word in wanted:
+            found[rev].add(word)
+    return found
+
+
 def blobs(top: Path, rev: str, paths: list[str]) -> dict[str, bytes]:
     """The contents of ``paths`` at ``rev`` (one ``git cat-file --batch``); missing ones left out."""
     if not paths:

@@ -256,6 +256,16 @@ class _Code:
         self.trees: dict[str, _Tree] = {head: _Tree(files(top, head))}
         self.targets: dict[str, dict[str, set[str]]] = {}
         self.words: dict[str, set[str]] = {}
+        self.times: dict[str, int] | None = None  # first-parent position of each commit, read once
+
+    def oldest(self, anchors: list[str]) -> str:
+        """The oldest of ``anchors`` on ``HEAD``'s first-parent history (the first when none is)."""
+        from memcli.git.code import first_parent_times
+
+        if self.times is None:
+            self.times = {sha: n for n, (_, sha) in enumerate(first_parent_times(self.top, self.head))}
+        ranked = sorted((self.times[a], a) for a in set(anchors) if a in self.times)
+        return ranked[0][1] if ranked else anchors[0]
 
     def tree(self, rev: str) -> _Tree:
         if rev not in self.trees:
@@ -281,45 +291,112 @@ class _Code:
         return known & words
 
 
-def _judge(code: _Code, memory: Memory, anchor: str) -> list[Reason]:
-    """The reasons ``memory`` (anchored at ``anchor``) may be outdated at ``code.head``."""
-    from memcli.git.code import follow, last_change, moves
+class _Fates:
+    """What became of paths along the first-parent history up to ``HEAD``, from one ``git log``
+    (``git.code.path_events``), for any anchor on that history."""
 
-    if anchor == code.head:
-        return []
-    files, identifiers, commands = _pointed(memory)
+    def __init__(self, top: Path, oldest: str, head: str) -> None:
+        from memcli.git.code import path_events
+
+        self.order: dict[str, int] = {oldest: 0}
+        self.events: dict[str, list[tuple[int, str, str | None, str]]] = {}
+        for n, (commit, changes) in enumerate(path_events(top, oldest, head), start=1):
+            self.order[commit] = n
+            for kind, path, new in changes:
+                self.events.setdefault(path, []).append((n, kind, new, commit[:7]))
+
+    def of(self, anchor: str, path: str) -> tuple[str, str | None, str | None] | None:
+        """``("renamed", new path, commit)``, ``("deleted", None, commit)``, ``("kept", path,
+        None)``, or None when ``anchor`` is not on the first-parent history read."""
+        at = self.order.get(anchor)
+        if at is None:
+            return None
+        current, commit, moved = path, None, False
+        while True:
+            later = [e for e in self.events.get(current, []) if e[0] > at and e[1] in ("R", "D")]
+            if not later:
+                break
+            at, kind, new, commit = later[0]
+            if kind == "D":
+                return "deleted", None, commit
+            current, moved = str(new), True
+        return ("renamed", current, commit) if moved and current != path else ("kept", path, None)
+
+
+def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[Reason]]:
+    """The reasons each memory of ``items`` (``(memory, anchor)``) may be outdated at
+    ``code.head``, in a fixed number of git processes for the whole batch: the tree, the
+    identifiers and the declared targets at ``HEAD``; which names existed at their anchors
+    (one ``cat-file --batch-check``); what became of the gone ones (one ``git log`` of the
+    first-parent history); which missing identifiers occurred at their anchors (one ``git
+    grep`` over those anchors). Anchors with a glob or a command to check are read one by one
+    (a tree, the Makefiles)."""
+    from memcli.git.code import existing, last_change, moves, words_at
+
     now = code.tree(code.head)
-    reasons: list[Reason] = []
-    exact_now = [f for f in files if now.exact(f)]
-    gone = [f for f in files if f not in exact_now and not now.resolve(f)]
-    loose = [f for f in files if f not in exact_now and f not in gone]  # only the end of some path now
-    if loose:  # "Makefile" was the top folder's at the anchor; a docs/Makefile now does not make it still there
-        gone += [f for f in loose if code.tree(anchor).exact(f)]
-    globs = [g for g in memory.paths if any(c in g for c in "*?[{") and not now.matches(g)]
-    missing_words = set(identifiers) - code.present(code.head, set(identifiers))
+    pointed = {m.id: _pointed(m) for m, _ in items}
+    present = code.present(code.head, {w for _, words, _ in pointed.values() for w in words})
     declared_now = code.declared(code.head)
-    missing_commands = [c for c in commands if _command_kind(c)[1] not in declared_now[_command_kind(c)[0]]]
-    if not (gone or globs or missing_words or missing_commands):
-        return []
-    then = code.tree(anchor)
-    old_paths = {f: then.resolve(f) for f in gone}
-    wanted = [p.rstrip("/") for ps in old_paths.values() for p in ps[:1]]
-    moved = moves(code.top, anchor, code.head, wanted)
-    unpaired = [p for p in wanted if moved.get(p, ("deleted",))[0] == "deleted"]
-    if unpaired:  # renamed long ago and much edited since: follow it commit by commit
-        moved.update(follow(code.top, anchor, code.head, unpaired))
-    for name in gone:
-        for path in old_paths[name][:1]:
-            kind, new = moved.get(path.rstrip("/"), ("deleted", None))
-            reasons.append(Reason(kind, name, new, last_change(code.top, anchor, code.head, path.rstrip("/"))))
-    reasons += [Reason("no-match", g) for g in globs if then.matches(g)]
-    for word in sorted(code.present(anchor, missing_words) if missing_words else set()):
-        reasons.append(Reason("identifier", word))
-    if missing_commands:
-        declared_then = code.declared(anchor)
-        reasons += [Reason("command", c) for c in missing_commands
-                    if _command_kind(c)[1] in declared_then[_command_kind(c)[0]]]
-    return reasons
+    todo: list[tuple[Memory, str, list[str], list[str], set[str], list[str]]] = []
+    for memory, anchor in items:
+        if anchor == code.head:
+            continue
+        files, identifiers, commands = pointed[memory.id]
+        gone = [f for f in files if not now.exact(f)]  # checked below: suffix matches and the anchor
+        globs = [g for g in memory.paths if any(c in g for c in "*?[{") and not now.matches(g)]
+        missing_words = set(identifiers) - present
+        missing_commands = [c for c in commands if _command_kind(c)[1] not in declared_now[_command_kind(c)[0]]]
+        if gone or globs or missing_words or missing_commands:
+            todo.append((memory, anchor, gone, globs, missing_words, missing_commands))
+    if not todo:
+        return {}
+    there = existing(code.top, [(a, f.strip("/")) for _, a, gone, _, _, _ in todo for f in gone])
+    out: dict[str, list[Reason]] = {}
+    fates: _Fates | None = None
+    anchors_words = sorted({a for _, a, _, _, words, _ in todo if words})
+    words_then = words_at(code.top, anchors_words, sorted({w for _, _, _, _, ws, _ in todo for w in ws}))
+    for memory, anchor, gone, globs, missing_words, missing_commands in todo:
+        reasons: list[Reason] = []
+        for name in gone:
+            clean = name.strip("/")
+            if (anchor, clean) in there:
+                path = clean  # that very path existed at the anchor and is not there now
+            elif now.resolve(name):
+                continue  # written as the end of a path, and some path still ends so
+            else:
+                found = code.tree(anchor).resolve(name)  # the end of a path at the anchor
+                if not found:
+                    continue  # never resolved: never judged
+                path = found[0].rstrip("/")
+            if fates is None:
+                fates = _Fates(code.top, code.oldest([a for _, a, *_ in todo]), code.head)
+            folder = path in code.tree(anchor).folders
+            inside = next((f for f in sorted(code.tree(anchor).paths) if f.startswith(path + "/")), None) \
+                if folder else None
+            probe = inside or path  # a folder's fate is the fate of a file it held
+            fate = fates.of(anchor, probe)
+            if fate is None:  # an anchor off the first-parent history: one diff from it
+                kind, new = moves(code.top, anchor, code.head, [probe]).get(probe, ("deleted", None))
+                fate = (kind, new, last_change(code.top, anchor, code.head, probe))
+            if inside is not None:
+                rest = inside[len(path) + 1:]
+                if fate[0] == "renamed" and fate[1]:
+                    moved_to = fate[1][:-len(rest) - 1] if fate[1].endswith("/" + rest) else fate[1].rsplit("/", 1)[0]
+                    fate = ("renamed", moved_to + "/", fate[2])
+                elif fate[0] == "kept":
+                    fate = ("deleted", None, None)
+            if fate[0] != "kept":
+                reasons.append(Reason(fate[0], name, fate[1], fate[2]))
+        if globs:
+            reasons += [Reason("no-match", g) for g in globs if code.tree(anchor).matches(g)]
+        reasons += [Reason("identifier", w) for w in sorted(missing_words & words_then.get(anchor, set()))]
+        if missing_commands:
+            declared_then = code.declared(anchor)
+            reasons += [Reason("command", c) for c in missing_commands
+                        if _command_kind(c)[1] in declared_then[_command_kind(c)[0]]]
+        if reasons:
+            out[memory.id] = reasons
+    return out
 
 
 def _lazy_anchor(times: list[tuple[int, str]], memory: Memory) -> str | None:
@@ -362,13 +439,13 @@ def verdicts(ctx: Ctx, ids: list[str] | None = None, refresh: bool = False) -> R
     top, head = found if found is not None else (None, None)
     if top is None or head is None:
         return Report(None if top is None else str(top), None, [Verdict(m.id, None) for m in memories])
-    from memcli.git.code import first_parent_times, is_commit
+    from memcli.git.code import commits_known, first_parent_times
 
     checked = {} if refresh else load(ctx, CHECKED_FILE, head)
     code = _Code(top, head)
     times: list[tuple[int, str]] | None = None
     report = Report(str(top), head, [])
-    known_commits: dict[str, bool] = {}
+    judged: list[tuple[Memory, str, bool, str]] = []
     for memory in memories:
         anchor = (memory.anchor or {}).get("commit")
         lazy = anchor is None
@@ -385,11 +462,13 @@ def verdicts(ctx: Ctx, ids: list[str] | None = None, refresh: bool = False) -> R
             report.verdicts.append(Verdict(memory.id, anchor, lazy, [Reason(**{k: r.get(k) for k in (
                 "kind", "name", "now", "commit")}) for r in cached.get("reasons", [])], key))
             continue
-        if anchor not in known_commits:
-            known_commits[anchor] = is_commit(top, anchor)
-        reasons = _judge(code, memory, anchor) if known_commits[anchor] else []
+        judged.append((memory, anchor, lazy, key))
+    known = commits_known(top, sorted({a for _, a, _, _ in judged}))
+    reasons = _judge_all(code, [(m, a) for m, a, _, _ in judged if a in known])
+    for memory, anchor, lazy, key in judged:
         report.checked += 1
-        report.verdicts.append(Verdict(memory.id, anchor, lazy, reasons, key))
+        report.verdicts.append(Verdict(memory.id, anchor, lazy, reasons.get(memory.id, []), key))
+    report.verdicts.sort(key=lambda v: v.id)
     if not ids:
         _save(ctx, report)
     return report

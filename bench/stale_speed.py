@@ -1,0 +1,143 @@
+"""What `memcli stale` and its marks cost: a code repository of 10k commits and 10k anchored memories.
+
+    python bench/stale_speed.py [--memories 10000] [--commits 10000] [--files 2000] [--repeat 5]
+
+Builds (with ``git fast-import``) a code repository of ``--commits`` commits over ``--files``
+Python files, each defining a few functions, then a store on the memory branch holding
+``--memories`` memories, each naming one file and one function and anchored at a commit
+spread over the history; the last commit renames a hundred files and removes a hundred
+functions. Measures, whole processes, medians of ``--repeat``:
+
+* ``memcli stale --refresh`` (every memory judged) and ``memcli stale`` right after (the
+  verdicts cached at this ``HEAD``);
+* the Claude Code session-start hook with the verdicts in the cache (marks shown) beside the
+  same hook with ``.cache/stale.json`` removed (no marks), in alternating rounds.
+
+Numbers, not assertions (docs/benchmark.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STAMP = "2026-01-01T00:00:00Z"
+
+
+def fast_import(top: Path, commits: int, files: int) -> None:
+    """``commits`` commits, the i-th rewriting ``src/mod{i % files}.py``; the last renames and drops."""
+    lines: list[str] = []
+
+    def blob(text: str) -> None:
+        data = text.encode()
+        lines.append(f"data {len(data)}\n")
+        lines.append(data.decode() + "\n")
+
+    for i in range(commits):
+        n = i % files
+        lines.append("commit refs/heads/main\n")
+        lines.append(f"committer Bench <bench@example.invalid> {1_600_000_000 + i * 60} +0000\n")
+        blob(f"commit {i}")
+        body = "".join(f"def fn_{n}_{k}(x):\n    return x + {i}\n" for k in range(3))
+        lines.append(f"M 100644 inline src/mod{n}.py\n")
+        blob(body)
+    lines.append("commit refs/heads/main\n")
+    lines.append(f"committer Bench <bench@example.invalid> {1_600_000_000 + commits * 60} +0000\n")
+    blob("rename a hundred modules, drop a hundred functions")
+    for n in range(100):
+        lines.append(f"R src/mod{n}.py src/renamed{n}.py\n")
+    for n in range(100, 200):
+        lines.append(f"M 100644 inline src/mod{n}.py\n")
+        blob("".join(f"def other_{n}_{k}(x):\n    return x\n" for k in range(3)))
+    subprocess.run(["git", "init", "-q", "-b", "main", str(top)], check=True)
+    subprocess.run(["git", "-C", str(top), "fast-import", "--quiet"], input="".join(lines).encode(), check=True)
+    subprocess.run(["git", "-C", str(top), "reset", "-q", "--hard", "main"], check=True)
+
+
+def memcli(top: Path, *args: str, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "memcli", *args], cwd=top, capture_output=True, env=env,
+                          input=json.dumps({"session_id": "s", "cwd": str(top), "hook_event_name": "SessionStart",
+                                            "source": "startup"}).encode())
+    if proc.returncode != 0:
+        raise SystemExit(f"memcli {' '.join(args)} failed: {proc.stderr.decode()[:300]}")
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--commits", type=int, default=10_000)
+    parser.add_argument("--files", type=int, default=2_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
+    env |= {"MEMCLI_ACTOR": "bench", "MEMCLI_SEMANTIC": "off"}
+    with tempfile.TemporaryDirectory(prefix="memcli-stale-") as tmp:
+        top = Path(tmp) / "code"
+        started = time.perf_counter()
+        fast_import(top, args.commits, args.files)
+        subprocess.run([sys.executable, "-m", "memcli", "init", "--branch"], cwd=top, check=True, capture_output=True,
+                       env=env)
+        (top / ".memcli" / "memcli.toml").write_text(
+            (top / ".memcli" / "memcli.toml").read_text(encoding="utf-8").replace("stale = true", "stale = false"),
+            encoding="utf-8")  # the hook measured here must not start a background run
+        commits = subprocess.run(["git", "-C", str(top), "rev-list", "--first-parent", "--reverse", "main"],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        folder = top / ".memcli" / "memories" / "project"
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(args.memories):
+            n = i % args.files
+            anchor = commits[min(len(commits) - 2, max(n, (i * 7919) % (len(commits) - 1)))]
+            (folder / f"m{i:06d}.md").write_text(
+                f"---\nid: m{i:06d}\nscope: project\nstatus: active\ncreatedAt: {STAMP}\nupdatedAt: {STAMP}\n"
+                f"anchor:\n  commit: {anchor}\n  files: [src/mod{n}.py]\n  symbols: [fn_{n}_{i % 3}]\n---\n"
+                f"Module src/mod{n}.py: call `fn_{n}_{i % 3}` for case {i}.\n", encoding="utf-8")
+        subprocess.run(["git", "-C", str(top / ".memcli"), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(top / ".memcli"), "-c", "user.name=b", "-c", "user.email=b@example.invalid",
+                        "commit", "-q", "-m", "memories"], check=True)
+        memcli(top, "index", "build", env=env)
+        print(f"built {args.commits} commits, {args.files} files, {args.memories} memories in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        cold = [memcli(top, "stale", "--refresh", "--quiet", env=env) for _ in range(max(1, args.repeat // 2))]
+        warm = [memcli(top, "stale", "--quiet", env=env) for _ in range(args.repeat)]
+        report = json.loads(subprocess.run([sys.executable, "-m", "memcli", "--json", "stale"], cwd=top,
+                                           capture_output=True, env=env, check=True).stdout)["data"]
+        cache = top / ".memcli" / ".cache" / "stale.json"
+        kept = cache.read_bytes()
+        marked, plain = [], []
+        for _ in range(args.repeat):
+            cache.write_bytes(kept)
+            marked.append(memcli(top, "hook", "claude", "session-start", env=env))
+            cache.unlink()
+            plain.append(memcli(top, "hook", "claude", "session-start", env=env))
+        cache.write_bytes(kept)
+        shutil.rmtree(top / ".memcli" / ".cache" / "sessions", ignore_errors=True)
+
+    def ms(values: list[float]) -> str:
+        return f"median {statistics.median(values) * 1000:.0f} ms (min {min(values) * 1000:.0f}, n={len(values)})"
+
+    kinds: dict[str, int] = {}
+    for verdict in report["stale"]:
+        for reason in verdict["reasons"]:
+            kinds[reason["kind"]] = kinds.get(reason["kind"], 0) + 1
+    print(f"stale memories: {len(report['stale'])} of {report['memories']}; reasons {kinds}; "
+          f"e.g. {report['stale'][0]['note'] if report['stale'] else '-'}")
+    print(f"memcli stale --refresh (every memory judged): {ms(cold)}")
+    print(f"memcli stale (cached at this HEAD):            {ms(warm)}")
+    print(f"session-start hook, marks in the cache:        {ms(marked)}")
+    print(f"session-start hook, no verdicts:               {ms(plain)}")
+    print(f"difference of the medians: {(statistics.median(marked) - statistics.median(plain)) * 1000:+.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
