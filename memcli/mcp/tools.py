@@ -27,7 +27,7 @@ from memcli.errors import MemoryNotFound, ReviewRefused, ScopeViolation
 if TYPE_CHECKING:  # annotation only: the warm model process is started by the server
     from memcli.service.semantic import Warm
 
-#: The provenance actor when neither the configuration nor the client names the agent.
+#: The provenance actor when the configuration names no agent (a client's own name is never used).
 DEFAULT_AGENT = "mcp-client"
 #: Characters kept from a client's self-given name (clientInfo.name) for the provenance actor.
 _NOT_NAME = re.compile(r"[^a-z0-9._-]+")
@@ -76,7 +76,7 @@ class Settings:
         scopes: the scopes the server reads and writes (``--scope``, else ``$MEMCLI_MCP_SCOPES``,
             comma-separated); empty means the workspace's ``[scopes] read``.
         agent: the provenance actor of its writes (``--agent``, else ``$MEMCLI_MCP_AGENT``);
-            None means the client's ``clientInfo.name``.
+            None means ``DEFAULT_AGENT`` (never the client's ``clientInfo.name``).
         read_only: offer no write tools (``--read-only``, or ``$MEMCLI_MCP_READ_ONLY=1``).
         run_id: provenance ``runId`` of every write this server makes (one per server process).
     """
@@ -128,8 +128,8 @@ class Tools:
     """The operations of the MCP server. Every method opens its own service context.
 
     Methods return JSON-ready dicts and raise ``MemcliError`` subclasses, whose one-line
-    ``line()`` the server sends back as the tool error. ``agent`` arguments name the
-    client for provenance (see :func:`agent_name`); the configured agent wins.
+    ``line()`` the server sends back as the tool error. The ``client`` arguments (the
+    client's ``clientInfo.name``) never become the provenance actor: only the configured agent does.
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -219,7 +219,11 @@ class Tools:
         return concrete[0]
 
     def _agent(self, client: str | None) -> str:
-        return self.settings.agent or agent_name(client) or DEFAULT_AGENT
+        """The provenance actor of a write: the configured agent (``--agent``, ``$MEMCLI_MCP_AGENT``),
+        else ``DEFAULT_AGENT``. Never the client's ``clientInfo.name`` (``client``, ignored): a
+        client can call itself anything, "bob" included (issue 22 point 3)."""
+        del client
+        return self.settings.agent or DEFAULT_AGENT
 
     def _writable(self) -> None:
         if self.settings.read_only:

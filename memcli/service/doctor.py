@@ -76,10 +76,12 @@ def check(ctx: Ctx) -> Report:
     notes = repository(ctx, fix=False)
     report = Report(ctx.catalog().problems(actor=ctx.actor), repository=notes)
     if ctx.ws.config.kind == "project":
-        from memcli.store.personal import is_personal
+        from memcli.policy.owner import owner_of
+        from memcli.service import move
 
-        mine = [m for m in ctx.catalog().with_status("active") if is_personal(m.scope) and ctx.may_see(m)
-                and not Path(m.path).is_absolute()]
+        mine = [m for m in move.in_tree(ctx) if m.status == "active" and owner_of(m) == ctx.actor]
+        if ctx.ws.config.workspace_id:  # a planted file is listed as a problem, never offered a move
+            mine = move.unfinished(ctx, mine)
         if mine:
             what, it = (("1 personal memory of yours is", "it") if len(mine) == 1
                         else (f"{len(mine)} personal memories of yours are", "them"))
