@@ -38,6 +38,9 @@ MAX_ANCHOR_NAMES = 50
 _COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
 MAX_BODY_CHARS = 20_000
 MAX_SUBJECT_CHARS = 200
+#: Write bounds of a memory's labels (issue 22 point 8; the MCP tools publish the same in their
+#: schemas): at most this many tags of at most this many characters each, and the same for paths.
+MAX_TAGS, MAX_TAG_CHARS, MAX_PATHS, MAX_PATH_CHARS = 50, 200, 50, 1_024
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -390,6 +393,24 @@ def check_labels(key: str, values: object) -> list[str]:
     for value in values:
         check_chars(f"invalid {key}: a value", value)
     return [str(v) for v in values]
+
+
+def check_label_bounds(tags: list[str], paths: list[str]) -> None:
+    """The write bounds of a memory's labels (:data:`MAX_TAGS` … :data:`MAX_PATH_CHARS`): checked when
+    memcli writes (``service.write``), never when it reads a file someone wrote.
+
+    Raises:
+        ValidationFailed: too many tags or paths, or one too long; the message gives the count and the limit.
+    """
+    for key, values, most, longest in (("tags", tags, MAX_TAGS, MAX_TAG_CHARS),
+                                       ("paths", paths, MAX_PATHS, MAX_PATH_CHARS)):
+        if len(values) > most:
+            raise ValidationFailed(f"too many {key}: {len(values)}, over the limit of {most}",
+                                   hint=f"keep the {most} that matter most")
+        long = next((v for v in values if isinstance(v, str) and len(v) > longest), None)
+        if long is not None:
+            raise ValidationFailed(f"a {key[:-1]} has {len(long)} characters, over the limit of {longest}",
+                                   hint=f"shorten it to at most {longest} characters")
 
 
 def _show(value: object) -> str:

@@ -23,6 +23,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("MEMCLI_", "GIT_")):
             monkeypatch.delenv(name, raising=False)
+    for name in ("CLAUDECODE", "CODEX_THREAD_ID", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "GEMINI_CLI"):
+        monkeypatch.delenv(name, raising=False)  # run inside an agent, a test's write would be the agent's
     home = tmp_path / "home"
     home.mkdir()
     (home / ".gitconfig").write_text(

@@ -60,7 +60,8 @@ def test_check_allows_self_approval_when_configured(ws: Path) -> None:
     git("commit", "-qam", "allow self approval", cwd=ws)
     start = git("rev-parse", "HEAD", cwd=ws)
     mid = propose(ws, "Cache the wheels in CI")
-    assert run_memcli("-w", str(ws), "--actor", "bob", "approve", mid).code == 0
+    # the reviewer's name is the approving commit's author (issue 22: review.by is compared with it)
+    assert run_memcli("-w", str(ws), "--actor", "test@example.invalid", "approve", mid).code == 0
     assert run_memcli("-w", str(ws), "check", f"{start}..HEAD").code == 0
 
 
@@ -121,7 +122,9 @@ def test_the_same_checks_run_through_pre_commit(ws: Path) -> None:
     as_author(ws, "pat@example.com")
     mid = propose(ws, "Pin the Node version in .nvmrc")
     path = next((ws / "memories").rglob(f"{mid}*.md"))
-    path.write_text(path.read_text().replace("status: pending_review", "status: active"))  # approved by hand
+    # approved by hand, with the review record an approval carries (issue 22: it names the approving author)
+    path.write_text(path.read_text().replace("status: pending_review", "status: active\nreview:\n  by: rae\n"
+                                             "  decision: approved"))
     git("add", "-A", cwd=ws)
     refused = subprocess.run(["git", "commit", "-qm", "approve by hand"], cwd=ws, capture_output=True, text=True,
                              env={**__import__("os").environ, **env_home})

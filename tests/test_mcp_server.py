@@ -103,7 +103,7 @@ def test_remember_recall_supersede_recall_returns_only_the_new_text(ws: Path) ->
         written = first.structured_content
         assert written["outcome"] == "created" and written["commit"]
         assert written["memory"]["provenance"]["sourceType"] == "model_derived"
-        assert written["memory"]["provenance"]["actor"] == "test-client"  # from clientInfo.name
+        assert written["memory"]["provenance"]["actor"] == "mcp-client"  # never from clientInfo.name (issue 22)
         assert written["memory"]["provenance"]["runId"].startswith("mcp-")
         old_id = written["id"]
         found = (await client.call_tool("recall", {"query": "blue-green deploys"})).structured_content
@@ -177,7 +177,7 @@ def test_a_project_write_waits_in_pending_review_and_errors_carry_the_cli_line(w
         assert (await client.call_tool("recall", {"query": "API services"})).structured_content["hits"] == []
         pending = (await client.call_tool("review", {})).structured_content["pending"]
         assert [p["id"] for p in pending] == [written["id"]]
-        assert pending[0]["provenance"]["actor"] == "test-client"
+        assert pending[0]["provenance"]["actor"] == "mcp-client"
         default = (await client.call_tool("remember", {"text": "Releases are tagged vYYYY.MM"})).structured_content
         assert default["memory"]["scope"] == "project" and default["outcome"] == "pending_review"
 
@@ -319,3 +319,14 @@ def test_bad_start_options_are_one_line_errors(ws: Path) -> None:
         result = run_memcli("-w", str(ws), "mcp", *args, input="")
         assert result.code == code and words in result.err and result.err.count("\n") == 1, (args, result)
         assert result.out == ""
+
+
+def test_a_client_calling_itself_bob_does_not_become_the_actor(ws: Path) -> None:
+    """Issue 22 point 3: clientInfo.name is whatever a client says; bob's own approval of his agent's
+    write must not look like a second person's."""
+    async def steps(client: ClientSession) -> None:
+        written = await client.call_tool("remember", {"text": "Release notes live in CHANGES.md", "scope": "project"})
+        assert not written.is_error, text_of(written)
+        assert written.structured_content["memory"]["provenance"]["actor"] == "mcp-client"
+
+    drive(ws, steps, actor="bob", name="bob")

@@ -204,7 +204,9 @@ def test_doctor_fix_never_overwrites_the_stores_own_copy(ws: Path, run):
     kept.write_text(kept.read_text(encoding="utf-8").replace("LOSE-ME v1", "LOSE-ME v2 important edit"),
                     encoding="utf-8")
     fixed = run("doctor", "--fix")
-    assert fixed.code == 0 and "not moved, your store already holds another version" in fixed.out, fixed
+    # the workspace has an id now: a personal file in its tree is never moved, nor served (issue 22)
+    assert fixed.code == 11 and "a personal scope (user:alice) in the shared tree: never served" in fixed.out, fixed
+    assert "moved" not in fixed.out
     assert "v2 important edit" in kept.read_text(encoding="utf-8")
     undone = run("undo")  # the next undoable change is not the workspace id (an init commit)
     assert "workspace id" not in undone.out

@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     """
     started = time.perf_counter()
     from memcli.cli import fast, output
+    from memcli.store.personal import private_umask
+
+    private_umask()  # the person's stores, indexes and git objects are theirs alone (issue 22 point 6)
 
     args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
     if not _words(args) and "--version" not in args and not os.environ.get(COMPLETE_VAR):

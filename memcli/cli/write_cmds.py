@@ -21,7 +21,9 @@ Tags = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A label;
 Paths = Annotated[Optional[list[str]], typer.Option("--path", help="A file glob the memory is about; repeatable.")]
 Ttl = Annotated[Optional[str], typer.Option("--ttl", help="Time to live: 30d, 12h, 2w, 1y.")]
 ExpireAt = Annotated[Optional[str], typer.Option("--expire-at", help="Expiry: a date (00:00 UTC) or RFC 3339 time.")]
-Source = Annotated[str, typer.Option("--source-type", help="user_said, tool_result, model_derived, admin_edit.")]
+Source = Annotated[Optional[str], typer.Option(
+    "--source-type", help="user_said, tool_result, model_derived, admin_edit. Default: user_said, or model_derived "
+                          "when an agent's shell tool runs memcli (CLAUDECODE, CODEX_THREAD_ID, GEMINI_CLI).")]
 RunId = Annotated[Optional[str], typer.Option("--run-id", help="Session or run that produced it (provenance).")]
 IdemKey = Annotated[Optional[str], typer.Option("--idempotency-key", help="A repeat with the same key writes nothing.")]
 Pinned = Annotated[Optional[bool], typer.Option(
@@ -47,6 +49,14 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
         from memcli.text.secrets import shown
 
         raise UsageProblem(f"invalid --on-conflict {shown(on_conflict)}", hint="use supersede or fail")
+    if source_type is None:  # an agent's shell tool runs memcli: its write is the agent's (issue 22)
+        import os
+
+        from memcli.agents.callers import default_source_type
+
+        source_type, note = default_source_type(os.environ)
+        if note:
+            warn(note)
     return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,
                         tags=tags or [], paths=paths or [], ttl=ttl, expire_at=expire_at, source_type=source_type,
                         run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict)
@@ -113,7 +123,7 @@ def remember(
     text: Annotated[str, typer.Argument(help="The memory text; '-' reads it from stdin.")],
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
-    source_type: Source = "user_said", run_id: RunId = None, idempotency_key: IdemKey = None,
+    source_type: Source = None, run_id: RunId = None, idempotency_key: IdemKey = None,
     pinned: Pinned = None, on_conflict: OnConflict = None,
     allow_secret: Annotated[Optional[list[str]], typer.Option(
         "--allow-secret", metavar="KIND",
@@ -146,7 +156,7 @@ def supersede(
     text: Annotated[str, typer.Argument(help="The replacement text; '-' reads stdin.")],
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
-    source_type: Source = "user_said", run_id: RunId = None, idempotency_key: IdemKey = None,
+    source_type: Source = None, run_id: RunId = None, idempotency_key: IdemKey = None,
     pinned: Pinned = None, json_: JsonOpt = False,
 ) -> None:
     """Replace a memory: write the new one and mark the old superseded, linked both ways, in one commit."""

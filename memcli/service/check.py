@@ -9,19 +9,27 @@ the checked range it asks:
 * is it free of secrets (the write gate's ``gates.check_memory``)?
 * is it safely named (a regular file ``memories/<scope path>/…/<id>[-slug].md``, the
   folder matching its scope; no symbolic link)?
-* if it is in a shared scope (``[scopes] shared``) and became ``active`` from
-  ``pending_review``, was that done in a commit whose git author differs from the author
-  of the commit that proposed it (unless ``[review] allow_self_approve``)? And a memory
-  written by an agent or a tool (``model_derived``, ``tool_result``) into a shared scope
-  may not arrive ``active`` without review.
+* is its scope shared? A personal scope (``user:*``, ``session:*``) in a project's tree is
+  refused: it belongs in its owner's own store, and a teammate must not plant one;
+* is its ``provenance`` the one its first version wrote (it never changes)?
+* if it is an agent's or a tool's write (``model_derived``, ``tool_result``) in a shared
+  scope (``[scopes] shared``) and is ``active``: did it become active, whatever its status
+  before, only by a valid approval (``policy.review.judge_activation``: from
+  ``pending_review``, author = committer, another person than its proposer unless
+  ``[review] allow_self_approve``, ``review.by`` naming the approving commit's author)? A
+  return from ``archived``/``superseded`` to a validly approved text (a rollback) is one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from memcli.errors import CheckFailed, InvalidMemoryFile, MemcliError, RevisionNotFound
+
+if TYPE_CHECKING:
+    from memcli.policy.review import Identity
 
 #: Provenance of writes that must pass review in a shared scope (SPEC.md section 3, gate 6).
 NEEDS_REVIEW = ("model_derived", "tool_result")
@@ -56,8 +64,11 @@ class CheckResult:
 
 class _Git:
     def __init__(self, ctx) -> None:  # noqa: ANN001
+        from memcli.store.files import MemoryFiles
+
         self.repo = ctx.git()
         self.root = ctx.ws.root
+        self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
 
     def lines(self, *args: str) -> list[str]:
         status, out, err = self.repo.raw(*args)
@@ -154,7 +165,7 @@ def _check_file(ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | N
     if data is None:
         return []
     try:
-        loaded = ctx.ws.files.load(ctx.ws.root / rel, data=data, mtime=0)
+        loaded = git.files.load(ctx.ws.root / rel, data=data, mtime=0)
     except InvalidMemoryFile as err:
         return [Problem(rel, "valid", err.reason + (f" (line {err.lineno})" if err.lineno else ""))]
     memory = loaded.memory
@@ -165,54 +176,95 @@ def _check_file(ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | N
         problems.append(Problem(rel, "secret", err.message.removeprefix("refused: ")))
     if not PurePosixPath(rel).name.startswith(memory.id):
         problems.append(Problem(rel, "path", f"the file name does not start with its id {memory.id}"))
-    config = ctx.ws.config
-    if memory.status == "active" and gates.review_required(memory.scope, memory.provenance.source_type,
-                                                           config.shared_scopes):
-        problems.extend(_review_problems(ctx, git, rel, full, memory, old, new))
+    problems.extend(_scope_problems(ctx, rel, memory))
+    problems.extend(_history_problems(ctx, git, rel, full, memory, new))
     return problems
 
 
-def _status_at(git: _Git, rev: str, full: str) -> str | None:
-    data = git.blob(f"{rev}:{full}")
-    if data is None:
-        return None
-    from memcli import frontmatter
+def _scope_problems(ctx, rel: str, memory) -> list[Problem]:  # noqa: ANN001
+    """A personal scope (``user:*``, ``session:*``) in a project's shared tree: refused (its
+    owner's memory lives in their own store; a teammate's commit must not plant one)."""
+    from memcli.store.personal import is_personal
 
-    try:
-        meta = frontmatter.parse(data, full, round_trip=False).meta
-    except MemcliError:
-        return None
-    return str(meta.get("status", "active")) if isinstance(meta, dict) else None
+    parts = PurePosixPath(rel).parts
+    if ctx.ws.config.kind != "project" or not (is_personal(memory.scope) or parts[1:2] in (("user",), ("session",))):
+        return []
+    return [Problem(rel, "scope", f"a personal scope ({memory.scope}) in the shared tree: personal memory belongs "
+                    "in its owner's own store, never in the project repository (remove it with git rm)")]
 
 
-def _review_problems(ctx, git: _Git, rel: str, full: str, memory, old: str | None,  # noqa: ANN001
-                     new: str | None) -> list[Problem]:
-    """An agent's shared-scope memory is active: it must have been approved by someone else."""
-    history = git.lines("log", "--format=%H%x00%ae", "--reverse", *([new] if new else ["HEAD"]), "--", rel)
-    commits = [tuple(row.split("\x00", 1)) for row in history if "\x00" in row]
+def _identity(text: str) -> "Identity":
+    from memcli.policy import review
+
+    name, _, rest = text.partition("<")
+    return review.Identity(name.strip(), rest.split(">", 1)[0].strip())
+
+
+def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> list:  # noqa: ANN001
+    """Every version of the file up to ``new`` (oldest first; the staged one last when ``new`` is None)."""
+    from memcli.policy import review
+
+    history = git.lines("log", "--no-renames", "--format=%H%x00%an <%ae>%x00%cn <%ce>", "--reverse",
+                        *([new] if new else ["HEAD"]), "--", rel)
+    out = []
+    for row in history:
+        parts = row.split("\x00")
+        if len(parts) != 3:
+            continue
+        sha, author, committer = parts
+        data = git.blob(f"{sha}:{full}")
+        loaded = None
+        if data is not None:
+            try:
+                loaded = git.files.load(ctx.ws.root / rel, data=data, mtime=0).memory
+            except MemcliError:
+                loaded = None
+        out.append(review.Version(sha, loaded, _identity(author), _identity(committer)))
     if new is None:  # the staged version is about to be committed by the current git identity
-        email = git.lines("var", "GIT_AUTHOR_IDENT")[0].rsplit(">", 1)[0].split("<", 1)[-1]
-        commits.append(("staged", email))
-    if not commits:
+        author = git.lines("var", "GIT_AUTHOR_IDENT")[0].rsplit(">", 1)[0] + ">"
+        committer = git.lines("var", "GIT_COMMITTER_IDENT")[0].rsplit(">", 1)[0] + ">"
+        out.append(review.Version("staged", memory, _identity(author), _identity(committer)))
+    return out
+
+
+def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> list[Problem]:  # noqa: ANN001
+    """The rules over the file's history (``policy.review``): provenance never changes after the
+    first version, and a memory that needs review became active only by a valid approval."""
+    from memcli.policy import gates, review
+
+    versions = [v for v in _versions(ctx, git, rel, full, memory, new) if v.memory is not None]
+    if not versions:
         return []
-    proposer = commits[0][1]
-    approver = None
-    previous = None
-    for sha, email in commits:
-        status = _status_at(git, sha, full) if sha != "staged" else memory.status
-        if status == "active" and previous == "pending_review":
-            approver = (sha, email)
-        elif status == "active" and previous is None and sha == commits[0][0]:
-            return [Problem(rel, "review", f"an {memory.provenance.source_type} memory in the shared scope "
-                            f"{memory.scope!r} arrived active without review")]
+    first = versions[0]
+    assert first.memory is not None
+    problems = []
+    for version in versions[1:]:
+        assert version.memory is not None
+        changed = review.provenance_changes(first.memory, version.memory)
+        if changed:
+            problems.append(Problem(rel, "provenance", f"provenance ({', '.join(changed)}) changed in "
+                                    f"{version.where()}; provenance is written once, by the first version"))
+            break
+    shared = ctx.ws.config.shared_scopes
+    if memory.status != "active" or not any(gates.review_required(v.memory.scope, v.memory.provenance.source_type,
+                                                                  shared) for v in versions if v.memory):
+        return problems
+    previous: str | None = None
+    approved = None  # the version at the last valid approval
+    verdict: str | None = None
+    for version in versions:
+        assert version.memory is not None
+        status = version.memory.status
+        if status == "active" and previous != "active":
+            verdict = review.judge_activation(version, previous, first.author, ctx.ws.config.allow_self_approve)
+            if verdict is None:
+                approved = version.memory
+            elif review.restores_approved(version.memory, previous, approved):
+                verdict = None
         previous = status
-    if approver is None:
-        return []
-    if approver[1].lower() == proposer.lower() and not ctx.ws.config.allow_self_approve:
-        where = "the staged change" if approver[0] == "staged" else f"commit {approver[0][:12]}"
-        return [Problem(rel, "review", f"approved in {where} by its own proposer ({proposer}); "
-                        "a second person must approve it")]
-    return []
+    if verdict is not None:
+        problems.append(Problem(rel, "review", verdict))
+    return problems
 
 
 def raise_if_failed(result: CheckResult) -> None:

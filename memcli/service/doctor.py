@@ -73,19 +73,50 @@ class Report:
 def check(ctx: Ctx) -> Report:
     """Files that cannot be served, with path, line and reason (none in another user's personal folder),
     after :func:`repository` has looked at (and repaired) the git side."""
-    notes = repository(ctx, fix=False)
+    notes = repository(ctx, fix=False) + exposure(ctx, fix=False)
     report = Report(ctx.catalog().problems(actor=ctx.actor), repository=notes)
     if ctx.ws.config.kind == "project":
-        from memcli.store.personal import is_personal
+        from memcli.policy.owner import owner_of
+        from memcli.service import move
 
-        mine = [m for m in ctx.catalog().with_status("active") if is_personal(m.scope) and ctx.may_see(m)
-                and not Path(m.path).is_absolute()]
+        mine = [m for m in move.in_tree(ctx) if m.status == "active" and owner_of(m) == ctx.actor]
+        if ctx.ws.config.workspace_id:  # a planted file is listed as a problem, never offered a move
+            mine = move.unfinished(ctx, mine)
         if mine:
             what, it = (("1 personal memory of yours is", "it") if len(mine) == 1
                         else (f"{len(mine)} personal memories of yours are", "them"))
             report.moved.append(f"{what} kept in this workspace, where a push publishes {it}: "
                                 f"`memcli doctor --fix` moves {it} to your own store")
     return report
+
+
+def exposure(ctx: Ctx, fix: bool) -> list[str]:
+    """Folders and files others may read in the person's own stores (memories, index, git objects)
+    and in the project's ``.cache/`` (``store.personal.too_open``); with ``fix`` they become 0700
+    folders and 0600 files (issue 22 point 6).
+
+    Returns:
+        One line per place with wider modes (or per place repaired); empty when all are private.
+    """
+    from memcli.store import personal
+
+    places = [(store.ws.root, "your personal store") for store in ctx.personal_stores()]
+    if ctx.ws.config.kind == "personal":
+        places.append((ctx.ws.root, "this personal store"))
+    places.append((ctx.ws.root / ".cache", "the workspace's cache (index, statistics)"))
+    notes = []
+    for root, what in places:
+        wide = personal.too_open(root)
+        if not wide:
+            continue
+        example = f"{wide[0]} is {oct(wide[0].lstat().st_mode & 0o777)[2:]}"
+        if fix:
+            done = personal.make_private(wide)
+            notes.append(f"made {done} folders and files of {what} {root} private to you (0700 folders, 0600 files)")
+        else:
+            notes.append(f"{len(wide)} folders and files of {what} {root} are open to other users ({example}): "
+                         "`memcli doctor --fix` makes them private (0700 folders, 0600 files)")
+    return notes
 
 
 def repository(ctx: Ctx, fix: bool) -> list[str]:
@@ -215,7 +246,7 @@ def fix(ctx: Ctx) -> Report:
     from memcli.service.move import move_personal
     from memcli.service.write import apply, edited_by_hand
 
-    notes = repository(ctx, fix=True)
+    notes = repository(ctx, fix=True) + exposure(ctx, fix=True)
     moved = move_personal(ctx)
     with ctx.ws.lock():
         catalog = ctx.catalog(refresh=True)

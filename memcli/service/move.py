@@ -8,6 +8,12 @@ byte and at the same relative path, into the caller's store of this workspace
 (``store.personal``): one commit there, then one commit in the project that deletes them
 (its message names ids and scopes, never the text). Other people's personal memories
 cannot be moved from here (their stores are on their machines): they are counted.
+
+Only a workspace from before the store split (no ``[workspace] id`` when ``doctor --fix``
+starts) has its personal memories moved. Once a workspace has an id, a personal scope's file
+in its tree is one someone committed there (a teammate can plant ``memories/user/alice/…``):
+it is never served (``store.files.PLANTED``) and never moved into a person's store; the one
+exception is a move a kill interrupted, whose file the store already holds byte for byte.
 """
 
 from __future__ import annotations
@@ -39,14 +45,17 @@ def move_personal(ctx: Ctx) -> list[str]:
 
     if ctx.ws.config.kind != "project":
         return []
-    scan = ctx.ws.files.scan()
-    personal = [m for m in scan.memories if is_personal(m.scope)]
+    personal = in_tree(ctx)
     if not personal:
         return []
     notes = []
-    if not ctx.ws.config.workspace_id:
+    legacy = not ctx.ws.config.workspace_id
+    if legacy:
         notes.append(_give_id(ctx))
     mine = [m for m in personal if owner_of(m) == ctx.actor]
+    if not legacy:  # only the rest of an interrupted move: the store holds the same bytes
+        mine = unfinished(ctx, mine)
+        personal = mine
     others = len(personal) - len(mine)
     workspace_id = ctx.ws.config.workspace_id
     assert workspace_id is not None, "given above when missing"
@@ -86,6 +95,31 @@ def move_personal(ctx: Ctx) -> list[str]:
         notes.append(f"{_count(others, 'personal memory', 'personal memories')} of other people {stay} in this "
                      "workspace: each owner's `memcli doctor --fix` moves theirs to their own store")
     return notes
+
+
+def in_tree(ctx: Ctx) -> list:
+    """The personal-scope memories (``user:*``, ``session:*``) whose files are in the project tree,
+    read as written (``MemoryFiles`` not shared: the served tree refuses them)."""
+    from memcli.store.files import MemoryFiles
+
+    return [m for m in MemoryFiles(ctx.ws.root).scan().memories if is_personal(m.scope)]
+
+
+def unfinished(ctx: Ctx, mine: list) -> list:
+    """Those of ``mine`` (the caller's in-tree personal memories) that the caller's store already
+    holds byte for byte at the same path: a move a kill stopped between its two commits."""
+    store = ctx.store_for(mine[0].scope, create=False) if mine else None
+    if store is None:
+        return []
+    out = []
+    for memory in mine:
+        target = store.ws.root / memory.path
+        try:
+            if target.read_bytes() == (ctx.ws.root / memory.path).read_bytes():
+                out.append(memory)
+        except OSError:
+            continue
+    return out
 
 
 def _count(number: int, one: str, many: str) -> str:

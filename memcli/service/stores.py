@@ -32,6 +32,8 @@ def create_store(root: Path) -> bool:
         raise WorkspaceInvalid(f"cannot create your personal store {root}: {err.strerror}",
                                hint="make the folder writable, or point $MEMCLI_HOME somewhere you can write") from None
     GitRepo.init(root, own=True)
+    # git's own rule for the repository, whatever umask a later git run has: files 0600, folders 0700
+    GitRepo(root).raw("config", "core.sharedRepository", "0600")
     created_root, _ = create_files(root, kind="personal")
     message = commit_message("init", "personal store", {"Op": "init"})
     GitRepo(created_root).commit([created_root / CONFIG_NAME], message, actor="memcli")

@@ -130,6 +130,7 @@ def apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: list
         UnsafeGitState: a detached HEAD or an operation in progress (rebase, merge …); nothing is written.
         GitLocked, GitFailed: nothing is left written.
     """
+    _check_file_sizes(ctx, writes)
     try:
         commit = _apply(ctx, writes, op, memories, related, trailers, with_text, edits_checked, message)
     except MemcliError as err:
@@ -139,6 +140,21 @@ def apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: list
 
         drop(ctx, [m.id for m in memories] + list(related))  # their verdicts no longer hold
     return commit
+
+
+def _check_file_sizes(ctx: Ctx, writes: Mapping[Path, bytes | None]) -> None:
+    """No memory file is written that memcli would then read only in part (``store.files.MAX_FILE_BYTES``).
+
+    Raises:
+        ValidationFailed: a memory file over the limit; nothing is written.
+    """
+    from memcli.store.files import MAX_FILE_BYTES, MEMORIES
+
+    for path, data in writes.items():
+        if data is not None and len(data) > MAX_FILE_BYTES and MEMORIES in path.parts:
+            raise ValidationFailed(f"the memory file would have {len(data):,} bytes, over the {MAX_FILE_BYTES // 1024} "
+                                   "KiB memcli reads; nothing was written",
+                                   hint="shorten the text, tags or paths")
 
 
 def nothing_written(err: MemcliError) -> MemcliError:
@@ -407,9 +423,11 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     for label, value in (("run id", opts.run_id), ("idempotency key", opts.idempotency_key)):
         if value is not None and (not value.strip() or len(value) > 200 or "\n" in value):
             raise ValidationFailed(f"invalid {label}: use one line of at most 200 characters")
-    tags = model.check_labels("tags", list(dict.fromkeys([*(opts.tags or (list(base.tags) if base else [])),
-                                                          *extra_tags])))
-    paths = model.check_labels("paths", opts.paths or (list(base.paths) if base else []))
+    tags = list(dict.fromkeys([*(opts.tags or (list(base.tags) if base else [])), *extra_tags]))
+    paths = opts.paths or (list(base.paths) if base else [])
+    model.check_label_bounds(tags, list(paths))  # counts first: 36,000 tags are refused before any other work
+    tags = model.check_labels("tags", tags)
+    paths = model.check_labels("paths", paths)
     body = text.replace("\r\n", "\n").strip() + "\n"
     return Memory(
         id=_chosen_id(ctx, opts.memory_id) or _new_id(ctx), scope=scope, body=body, category=category,

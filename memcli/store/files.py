@@ -28,6 +28,9 @@ HIDDEN_HOLDER = "a file of another user's personal scope"
 #: may hold, ``model.MAX_BODY_CHARS``): a larger hand-written file is served and indexed up
 #: to here, with a warning, so one 48 MB file cannot slow every session start.
 MAX_FILE_BYTES = 256 * 1024
+#: The reason of a personal scope's file found in a shared tree (``MemoryFiles(shared=True)``).
+PLANTED = ("a personal scope ({scope}) in the shared tree: never served, as a teammate may have committed it; "
+           "personal memory lives in its owner's own store (remove the file with git rm)")
 #: How the reason of a file served only in part begins (it is a warning, not a skipped file).
 PARTIAL = "served in part: "
 _KINDS = ((stat.S_ISDIR, "a folder named like a memory file"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -222,11 +225,16 @@ class MemoryFiles:
 
     Args:
         root: the workspace folder (the one holding ``memcli.toml``).
+        shared: the tree is a project's shared one whose personal scopes live in each person's own
+            store (a workspace with an id, ``store.personal``): a file of a personal scope
+            (``user:*``, ``session:*``) found in it is refused as unreadable (:data:`PLANTED`),
+            so it is never served as anyone's, and ``doctor`` names it.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, shared: bool = False) -> None:
         self.root = root
         self.base = root / MEMORIES
+        self.shared = shared
 
     def rel(self, path: Path) -> str:
         """``path`` relative to the workspace root, with ``/`` separators."""
@@ -327,6 +335,8 @@ class MemoryFiles:
             if not round_trip:  # only the round-trip reading knows line numbers
                 doc = frontmatter.parse(raw, rel, True)
             raise InvalidMemoryFile(rel, err.message, frontmatter.line_of(doc, key)) from None
+        if self.shared and memory.scope.startswith(("user:", "session:")):  # store.personal.is_personal
+            raise InvalidMemoryFile(rel, PLANTED.format(scope=memory.scope))
         warning = None
         if truncated:
             warning = (f"{PARTIAL}the file is over the {MAX_FILE_BYTES // 1024} KiB that memcli reads; "

@@ -17,6 +17,7 @@ history, index and lock.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -66,3 +67,54 @@ def project_store(workspace_id: str) -> Path:
 def cross_project_store() -> Path:
     """The root of the person's cross-project store (read in every workspace)."""
     return data_home() / CROSS_PROJECT
+
+
+#: Modes of what is private to the person (issue 22 point 6): folders and files of a personal store
+#: (its memories, its index, its git objects) and of a project's ``.cache/``.
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+#: The process umask memcli runs under (``cli.main``): whatever the person's umask, nothing memcli or
+#: its git children create is readable by others.
+PRIVATE_UMASK = 0o077
+
+
+def private_umask() -> None:
+    """Add :data:`PRIVATE_UMASK` to the process umask (it only ever narrows what the person set)."""
+    old = os.umask(PRIVATE_UMASK)
+    os.umask(old | PRIVATE_UMASK)
+
+
+def too_open(root: Path) -> list[Path]:
+    """Folders and files under ``root`` (``root`` included) that others may read, write or enter:
+    any group or other permission bit. Links are not followed and never listed.
+
+    Args:
+        root: a personal store, or a project's cache folder; missing: nothing.
+    """
+    out: list[Path] = []
+    if not root.is_dir() or root.is_symlink():
+        return out
+    for folder, dirs, names in os.walk(root):
+        for path in (Path(folder), *(Path(folder, n) for n in names)):
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o077:
+                out.append(path)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+    return out
+
+
+def make_private(paths: list[Path]) -> int:
+    """Give each of ``paths`` (from :func:`too_open`) :data:`PRIVATE_DIR` or :data:`PRIVATE_FILE`,
+    keeping the owner's own bits (an executable git hook stays executable). Returns how many changed."""
+    done = 0
+    for path in paths:
+        try:
+            mode = os.lstat(path).st_mode
+            own = stat.S_IMODE(mode) & 0o700
+            os.chmod(path, (own | 0o700) if stat.S_ISDIR(mode) else (own | 0o600))
+            done += 1
+        except OSError:
+            continue
+    return done

@@ -42,8 +42,9 @@ class Workspace:
 
     @property
     def files(self) -> MemoryFiles:
-        """The ``memories/`` tree."""
-        return MemoryFiles(self.root)
+        """The ``memories/`` tree; a project's with an id is shared (``MemoryFiles(shared=True)``:
+        a personal scope's file in it is never served)."""
+        return MemoryFiles(self.root, shared=self.config.kind == "project" and bool(self.config.workspace_id))
 
     @property
     def cache(self) -> Path:
