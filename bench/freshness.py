@@ -5,7 +5,8 @@
     python bench/freshness.py --ws /tmp/memcli-bench/ws-10000 [--repeat 9] [--memcli memcli]
 
 Each figure is the median (min-max) wall time of ``--repeat`` runs after one warm-up run,
-run one after the other (so each run but the first follows another read, as in a session).
+run one after the other with ``--gap`` seconds between them (0: each read right after the
+previous one, which then may wait for the full walk the previous read started).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import subprocess
 import time
 from pathlib import Path
 
+GAP = 0.0
+
 
 def timed(cmd: list[str], cwd: Path, repeat: int, stdin: str | None = None, between=None) -> list[float]:  # noqa: ANN001
     out = []
     for i in range(repeat + 1):
         if between is not None:
             between()
+        time.sleep(GAP)
         start = time.perf_counter()
         subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, text=True, check=False)
         if i:
@@ -42,10 +46,14 @@ def main() -> None:
     parser.add_argument("--ws", required=True, type=Path)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--memcli", default="memcli")
+    parser.add_argument("--gap", type=float, default=0.0,
+                        help="seconds of idle before each run (0: one read right after another)")
     args = parser.parse_args()
+    global GAP
+    GAP = args.gap
     ws, m = args.ws, args.memcli
     env_actor = ["--actor", "alice"]
-    print(f"load {os.getloadavg()[0]:.2f}; {ws}")
+    print(f"load {os.getloadavg()[0]:.2f}; {ws}; gap {GAP:g} s")
     show("python -c 'import sqlite3'", timed(["python3", "-c", "import sqlite3"], ws, args.repeat))
     show("recall zanzibarflux", timed([m, *env_actor, "recall", "zanzibarflux"], ws, args.repeat))
     show("recall deploy --json", timed([m, *env_actor, "recall", "deploy", "--json"], ws, args.repeat))
@@ -63,7 +71,7 @@ def main() -> None:
     show("recall right after a remember", timed([m, *env_actor, "recall", "zanzibarflux"], ws,
                                                  max(3, args.repeat // 3), between=write))
     if shutil.which("strace"):
-        proc = subprocess.run(["strace", "-f", "-c", "-e", "trace=newfstatat,openat,statx", m, *env_actor,
+        proc = subprocess.run(["strace", "-c", "-e", "trace=newfstatat,openat,statx", m, *env_actor,
                                "recall", "zanzibarflux"], cwd=ws, capture_output=True, text=True, check=False)
         lines = [line for line in proc.stderr.splitlines() if any(k in line for k in ("newfstatat", "openat",
                                                                                         "statx", "total"))]

@@ -665,7 +665,7 @@ class IndexDB:
 
         lock = FileLock(str(path), timeout=wait)
         try:
-            lock.acquire()
+            lock.acquire(poll_interval=0.005)  # a read waiting for the walk after the last one: 5 ms steps, not 50
         except Timeout:
             return None
         except OSError as err:
