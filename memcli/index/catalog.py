@@ -416,5 +416,5 @@ def incomplete(catalog: object) -> str | None:
 
 def remove_index(path: Path) -> None:
     """Delete the index file and its WAL and shared-memory companions."""
-    for suffix in ("", "-wal", "-shm", "-journal", ".snapshot"):
+    for suffix in ("", "-wal", "-shm", "-journal", ".snapshot", ".folders"):
         Path(str(path) + suffix).unlink(missing_ok=True)
