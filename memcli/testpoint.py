@@ -25,6 +25,7 @@ POINTS = (
     "sync:merged",  # `git merge` finished; the record not yet dropped
     "init:written",  # init: memcli.toml and .gitattributes written, not committed
     "move:stored",  # doctor --fix: personal memories committed in the person's store, not yet removed here
+    "fresh:walking",  # the full walk a read started after its answer (index.fresh), before it walks
 )
 
 

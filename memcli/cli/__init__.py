@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> None:
         status = 0 if output.STATE.command in NEVER_FAIL else _pipe_closed()
     finally:
         _record(head, started, status)
+        if "memcli.index.fresh" in sys.modules:  # a read answered: record it, start the walk it owes
+            sys.modules["memcli.index.fresh"].run_after_answer()
     if output.STATE.fast_exit:  # a read hook has answered and the event is logged
         try:
             sys.stderr.flush()

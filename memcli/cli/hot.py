@@ -60,7 +60,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
             chosen.include_expired, chosen.limit = True, 1
             if do_recall(context, query, chosen, mode):
                 hint = " (an expired memory matches: add --include-expired to see it)"
-        print(f"no memories match the query{hint}", file=sys.stderr)
+        print(f"{data['note'] or 'no memories match the query'}{hint}", file=sys.stderr)
     else:
         if data["answer"] == "weak":
             print(f"memcli: note: {data['note']}", file=sys.stderr)

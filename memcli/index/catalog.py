@@ -289,8 +289,14 @@ class _Guarded:
 
 
 def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=None,  # noqa: ANN001
-                 deadline: float | None = None, wait: float | None = None, reader: str | None = None) -> Catalog:
+                 deadline: float | None = None, wait: float | None = None, reader: str | None = None,
+                 full: bool = False, kept: dict | None = None) -> Catalog:
     """Open and sync the index; fall back to scanning the files if it cannot be used.
+
+    A read (``full`` False) syncs with ``IndexDB.quick_sync`` (no walk of every file, see
+    ``memcli.index.fresh``) and queues, for once its answer is out
+    (``fresh.run_after_answer``), the record of its start and the full walk it owes; a
+    writer, ``index status`` and ``doctor`` (``full``) walk every file first.
 
     A corrupt index file (not a database, malformed) is deleted and rebuilt once, since
     the index is only a cache. Any other failure (a read-only folder) serves this
@@ -306,6 +312,9 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
             reach are left to one background build (``memcli.index.build.spawn_build``).
         wait: seconds to wait for another process's build (default ``db.LOCK_WAIT``).
         reader: the caller's name: a sync cut short by ``deadline`` has indexed their files first.
+        full: walk every file (see above).
+        kept: a long-lived process's opened indexes (index path -> ``IndexDB``): the one of
+            this store is used and kept open there, instead of opened for this command.
     """
     from memcli.index.db import INDEX_NAME, LOCK_WAIT, IndexDB, IndexUnavailable
 
@@ -317,12 +326,24 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
         wait = max(0.0, min(wait, deadline - time.monotonic()))
     for attempt in (1, 2):
         try:
-            index = IndexDB(files, path)
+            index = kept.get(path) if kept is not None else None
+            if index is None:
+                index = IndexDB(files, path)
+                if kept is not None:
+                    kept[path] = index
             index.reader = reader
-            report = index.sync(progress, deadline, wait)
+            if full:
+                report = index.sync(progress, deadline, wait)
+            else:
+                report = index.quick_sync(progress, deadline, wait)
+                _owe(files.root, index)
             _explain(report, files, cache, warnings, deadline is not None)
             return IndexCatalog(index, report, files, warnings)
         except IndexUnavailable as err:
+            if kept is not None:
+                dropped = kept.pop(path, None)
+                if dropped is not None:
+                    dropped.close()
             broken = any(s in str(err) for s in ("not a database", "malformed", "corrupt"))
             if attempt == 1 and broken:
                 warnings.append(f"the search index was corrupt ({err}); rebuilding it from the files")
@@ -331,6 +352,20 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
             warnings.append(f"search index unavailable ({err}); searching the files directly")
             break
     return ScanCatalog(files.scan())
+
+
+def _owe(root: Path, index) -> None:  # noqa: ANN001 - IndexDB
+    """Queue what a read owes once it has answered: the record of its start and, unless it
+    walked every file itself, the full walk (``memcli.index.fresh``)."""
+    from memcli.index import fresh
+
+    started, path, walked = index.read_started, index.path, index.walked
+
+    def work() -> None:
+        fresh.finish_read(path.parent, started)
+        if not walked:
+            fresh.walk_after(root, path)
+    fresh.after_answer(work)
 
 
 def _explain(report, files: MemoryFiles, cache: Path, warnings: list[str], background: bool) -> None:  # noqa: ANN001
@@ -353,7 +388,33 @@ def _explain(report, files: MemoryFiles, cache: Path, warnings: list[str], backg
                             f"not indexed yet ({rest}); this answer may miss memories")
 
 
+def incomplete(catalog: object) -> str | None:
+    """One line saying why ``catalog`` (a merged one: any of its stores) may miss memories
+    this read should see: an index still being built, or not checked against the files
+    within the read's deadline, or held by another process's build; None when complete
+    (issue 21 point 5: a partial answer says so, in the answer)."""
+    parts = [p.catalog for p in getattr(catalog, "parts", ())] or [catalog]
+    pending, files, unchecked, busy = 0, 0, False, False
+    for part in parts:
+        report = getattr(part, "report", None)
+        if report is None:
+            continue
+        if report.pending > 0:
+            pending, files = pending + report.pending, files + report.files
+        unchecked |= report.pending < 0
+        busy |= report.busy
+    if pending:
+        return (f"answered from a partial index: {pending} of {files} memory files are not indexed yet "
+                "(being indexed in the background); this answer may miss memories")
+    if unchecked:
+        return "answered before the index was checked against the files; this answer may miss the newest changes"
+    if busy:
+        return ("answered while another memcli process updates the index; this answer may miss the newest "
+                "changes")
+    return None
+
+
 def remove_index(path: Path) -> None:
     """Delete the index file and its WAL and shared-memory companions."""
-    for suffix in ("", "-wal", "-shm", "-journal", ".snapshot"):
+    for suffix in ("", "-wal", "-shm", "-journal", ".snapshot", ".folders"):
         Path(str(path) + suffix).unlink(missing_ok=True)

@@ -203,19 +203,33 @@ def _inside(path: object) -> bool:
             and ".." not in path.split("/"))
 
 
-def walk(files: MemoryFiles, deadline: float | None = None) -> dict[str, tuple[int, int]] | None:
+def walk(files: MemoryFiles, deadline: float | None = None,
+         folders: dict[str, tuple[int, int]] | None = None) -> dict[str, tuple[int, int]] | None:
     """Every memory file as ``absolute path -> (changed_ns, size)``; hidden entries skipped;
     None when ``deadline`` (a ``time.monotonic()`` instant) passed before the walk ended.
+    ``folders``, when given, receives every folder listed as ``absolute path -> (mtime_ns,
+    inode)`` (``fresh.folder_key``), taken before the folder is listed.
 
     ``changed_ns`` is the inode change time (ctime), not the modification time: ``touch -r``,
     ``cp -p`` or ``rsync -t`` can set a file's mtime back, never its ctime. A symbolic link
     is listed by its own ``lstat`` and never followed.
 
-    The hot loop of every command: one ``scandir`` per folder and one ``stat`` per file.
+    The full walk (writes, `index status`, the walk after a read): one ``scandir`` per folder and one ``stat`` per file.
     """
+    return walk_from(str(files.base), deadline, folders)
+
+
+def walk_from(stack_base: str, deadline: float | None = None,
+              folders: dict[str, tuple[int, int]] | None = None) -> dict[str, tuple[int, int]] | None:
+    """:func:`walk` from the folder ``stack_base`` (an absolute path)."""
     out: dict[str, tuple[int, int]] = {}
-    stack_base = str(files.base)
     stack = [stack_base]
+    if folders is not None:
+        try:
+            info = os.lstat(stack_base)
+            folders[stack_base] = (info.st_mtime_ns, info.st_ino)
+        except OSError:
+            pass
     while stack:
         if deadline is not None and len(out) >= SMALL_WALK and time.monotonic() >= deadline:
             return None
@@ -232,9 +246,14 @@ def walk(files: MemoryFiles, deadline: float | None = None) -> dict[str, tuple[i
                             out[entry.path] = (info.st_ctime_ns, info.st_size)
                         elif entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
+                            if folders is not None:
+                                info = entry.stat(follow_symlinks=False)
+                                folders[entry.path] = (info.st_mtime_ns, info.st_ino)
                     except OSError:
                         continue
         except OSError:
+            if folders is not None:
+                folders.pop(folder, None)  # no key: the walk after each read lists it again
             if folder != stack_base:  # an unlistable folder is one reported problem (read_file says why)
                 try:
                     info = os.lstat(folder)
@@ -314,8 +333,13 @@ class IndexDB:
         #: other people's personal folders last (see :func:`reading_order`).
         self.reader: str | None = None
         self.snapshot_path = path.with_name(path.name + ".snapshot")
-        try:
-            self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        #: ``time.time_ns()`` when the last :meth:`quick_sync` began (``fresh.finish_read`` records it).
+        self.read_started = 0
+        #: Whether the last :meth:`quick_sync` walked every file (no walk is then owed).
+        self.walked = False
+        try:  # one connection per thread at a time: a warm server serialises its calls
+            self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                      check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             self.db.execute("PRAGMA synchronous = NORMAL")
@@ -360,8 +384,8 @@ class IndexDB:
     # --- sync --------------------------------------------------------------------------
 
     def sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
-             wait: float = LOCK_WAIT) -> SyncReport:
-        """Bring the index in step with the files (see the module docstring).
+             wait: float = LOCK_WAIT, locked: bool = False) -> SyncReport:
+        """Bring the index in step with the files by a walk of every file (see the module docstring).
 
         Args:
             progress: called as ``progress(done, total)`` while changed files are read.
@@ -369,40 +393,263 @@ class IndexDB:
                 (after at least one), commits, and reports the rest as ``pending``. A sync
                 of at most ``SMALL_SYNC`` changed files ignores it.
             wait: seconds to wait for another process's build lock; then ``busy``.
+            locked: the caller holds the build lock already (``fresh.spawn_walk``'s child).
 
         Raises:
             IndexUnavailable: the database could not be read or written.
         """
         try:
-            return self._sync(progress, deadline, wait)
+            return self._sync(progress, deadline, wait, locked)
         except sqlite3.Error as err:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise IndexUnavailable(f"sync failed: {err}") from None
 
-    def _sync(self, progress: Callable[[int, int], None] | None, deadline: float | None, wait: float) -> SyncReport:
+    def quick_sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
+                   wait: float = LOCK_WAIT) -> SyncReport:
+        """Bring the index in step with what a read must see, without a walk of every file
+        (``memcli.index.fresh``): the folders' mtimes, the racy files, and a full walk only
+        when one is owed (a read answered since the last full walk began) and none runs.
+
+        Sets ``self.read_started`` (``time.time_ns()`` at the start): the caller records it
+        with ``fresh.finish_read`` once the answer is out, and starts the walk it owes.
+        Arguments and errors as :meth:`sync`.
+        """
+        try:
+            return self._quick(progress, deadline, wait)
+        except sqlite3.Error as err:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise IndexUnavailable(f"sync failed: {err}") from None
+
+    def _sync(self, progress: Callable[[int, int], None] | None, deadline: float | None, wait: float,
+              locked: bool = False) -> SyncReport:
         lock_path = self.path.with_name(BUILD_LOCK)
         lock = None
-        if build_running(lock_path):  # wait for it before walking: a walk of 100,000 files takes seconds
+        if not locked and build_running(lock_path):  # wait for it before walking: 100,000 files take seconds
             lock = self._build_lock(lock_path, wait)
             if lock is None:
                 return SyncReport(busy=True)
         try:
-            absolute = walk(self.files, deadline)
+            began = time.time_ns()
+            folders: dict[str, tuple[int, int]] = {}
+            absolute = walk(self.files, deadline, folders)
             if absolute is None:  # a hook's deadline came first (a huge tree, a loaded machine)
                 return SyncReport(pending=-1)
             report = SyncReport(files=len(absolute))
-            if self._snapshot() == absolute:
+            snapshot = self._snapshot()
+            if snapshot == absolute:
+                self._walked(began, folders, report.files)
                 return report
-            if lock is None:
+            if lock is None and not locked:
                 lock = self._build_lock(lock_path, wait)
                 if lock is None:
                     report.busy = True
                     return report
-                if self._snapshot() == absolute:  # another process synced while this one waited
+                snapshot = self._snapshot()
+                if snapshot == absolute:  # another process synced while this one waited
+                    self._walked(began, folders, report.files)
                     return report
-            self._sync_locked(absolute, report, progress, deadline)
+            if self._sync_locked(absolute, report, progress, deadline, snapshot):
+                self._walked(began, folders, report.files)
             return report
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _walked(self, began: int, folders: dict[str, tuple[int, int]], files: int) -> None:
+        """Record a complete full walk that began at ``began`` (``time.time_ns()``) and saw
+        ``folders`` and ``files`` memory files: the folder state of ``memcli.index.fresh``,
+        with the racy rows."""
+        from memcli.index import fresh
+
+        old = fresh.load_state(self.path, self.generation)
+        if old is not None and old.walked_ns > began:
+            return  # a later walk has recorded itself meanwhile
+        root = self.files.root
+        racy = [str(root / p) for (p,) in self.db.execute(
+            "SELECT path FROM docs WHERE changed_ns + ? >= synced_ns", (RACY_NS,))]
+        fresh.save_state(self.path, fresh.FolderState(self.generation, began, folders, racy, files))
+
+    def _quick(self, progress: Callable[[int, int], None] | None, deadline: float | None,
+               wait: float) -> SyncReport:
+        from memcli.index import fresh
+
+        self.read_started = time.time_ns()
+        self.walked = False
+        cache = self.path.parent
+        lock_path = self.path.with_name(BUILD_LOCK)
+        state = fresh.load_state(self.path, self.generation)
+        if state is not None and state.inline:
+            state = None  # a small store: walked whole, here
+        elif state is not None and fresh.last_read(cache) > state.walked_ns:
+            if not build_running(lock_path):
+                state = None  # the walk that read owed never ran: walk here
+            else:  # it runs: wait for it (it began after that read did)
+                lock = self._build_lock(lock_path, wait)
+                if lock is None:
+                    return SyncReport(busy=True)
+                lock.release()
+                state = fresh.load_state(self.path, self.generation)
+                if state is not None and fresh.last_read(cache) > state.walked_ns:
+                    state = None
+        if state is None:
+            report = self._sync(progress, deadline, wait)
+            if report.complete:
+                self.walked = True
+            return report
+        return self._check(state, progress, deadline, wait)
+
+    def _check(self, state, progress: Callable[[int, int], None] | None, deadline: float | None,  # noqa: ANN001
+               wait: float) -> SyncReport:
+        """The hot path of :meth:`quick_sync` over ``state`` (a ``fresh.FolderState``)."""
+        from memcli.index import fresh
+
+        report = SyncReport()
+        moved: list[str] = []
+        for folder, key in state.folders.items():
+            try:
+                if fresh.folder_key(os.lstat(folder)) != key:
+                    moved.append(folder)
+            except OSError:
+                moved.append(folder)
+        if not moved and not state.racy:
+            return report
+        root = self.files.root
+        prefix = len(str(root)) + 1
+        disk: dict[str, tuple[int, int]] = {}  # absolute path -> (ctime_ns, size), of the folders listed
+        keys: dict[str, tuple[int, int]] = {}  # the new keys of the folders listed
+        gone: list[str] = []  # folders that are no more
+        scanned: set[str] = set()
+        known: dict[str, tuple] = {}
+        for folder in moved:
+            if folder in scanned:
+                continue
+            try:
+                info = os.lstat(folder)
+                if not os.path.isdir(folder) or os.path.islink(folder):
+                    raise FileNotFoundError(folder)
+            except OSError:
+                gone.append(folder)
+                known.update(self._rows_under(folder[prefix:].replace(os.sep, "/"), deep=True))
+                continue
+            # a folder the state knows: list its own files (its known subfolders have their own key)
+            keys[folder] = fresh.folder_key(info)
+            scanned.add(folder)
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        name = entry.name
+                        if name[0] == ".":
+                            continue
+                        if name.endswith(".md"):
+                            st = entry.stat(follow_symlinks=False)
+                            disk[entry.path] = (st.st_ctime_ns, st.st_size)
+                        elif entry.is_dir(follow_symlinks=False) and entry.path not in state.folders:
+                            sub: dict[str, tuple[int, int]] = {}  # a new folder: walked whole
+                            disk.update(walk_from(entry.path, folders=sub) or {})
+                            keys.update(sub)
+                            scanned.update(sub)
+                            known.update(self._rows_under(entry.path[prefix:].replace(os.sep, "/"), deep=True))
+            except OSError:  # an unlistable folder is a problem row, as a full walk records it: walk in full
+                report = self._sync(progress, deadline, wait)
+                if report.complete:
+                    self.walked = True
+                return report
+            known.update(self._rows_under(folder[prefix:].replace(os.sep, "/"), deep=False))
+        for path in state.racy:
+            if os.path.dirname(path) in scanned or any(path.startswith(g + os.sep) for g in gone):
+                continue
+            try:
+                st = os.lstat(path)
+                disk[path] = (st.st_ctime_ns, st.st_size)
+            except OSError:
+                pass
+            rel = path[prefix:].replace(os.sep, "/")
+            row = self.db.execute("SELECT path, changed_ns, size, hash, created, synced_ns FROM docs WHERE path = ?",
+                                  (rel,)).fetchone()
+            if row is not None:
+                known[row[0]] = row[1:]
+        rel_disk = _relative(disk, root)
+        changed = [p for p, stat in rel_disk.items() if p not in known or known[p][:2] != stat]
+        vanished = [p for p in known if p not in rel_disk and (not _inside(p) or not (root / p).exists())]
+        settle: list[str] = []
+        racy: list[str] = []
+        now = time.time_ns()
+        for p, stat in rel_disk.items():  # same stat, hashed too soon after its change: hash it again
+            row = known.get(p)
+            if row is None or row[:2] != stat or row[0] + RACY_NS < row[4]:
+                continue
+            try:
+                data, _, _ = read_file(root / p, p)
+            except InvalidMemoryFile:
+                changed.append(p)
+                continue
+            if file_hash(data) != row[2]:
+                changed.append(p)
+            elif now > row[0] + RACY_NS:
+                settle.append(p)
+            else:
+                racy.append(str(root / p))
+        if not changed and not vanished and not settle:
+            if keys or gone or racy != state.racy:
+                self._save_checked(state, keys, gone, racy, wait=0.0)
+            return report
+        lock = self._build_lock(self.path.with_name(BUILD_LOCK), wait)
+        if lock is None:
+            report.busy = True
+            return report
+        try:
+            changed.sort(reverse=True)
+            reader = self.reader
+            if reader:
+                changed.sort(key=lambda p: reading_order(p, reader))
+            done = self._apply_changes(changed, vanished, known, report, progress, deadline)
+            if settle:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.executemany("UPDATE docs SET synced_ns = ? WHERE path = ?", [(now, p) for p in settle])
+                self.db.execute("COMMIT")
+            if report.changed or report.touched:
+                self.snapshot_path.unlink(missing_ok=True)  # the full walk compares every row again
+            if done:
+                racy += [str(root / p) for p in changed]
+                self._save_checked(state, keys, gone, racy, wait=None)
+            else:
+                report.files = self.db.execute("SELECT count(*) FROM docs").fetchone()[0] + report.pending
+        finally:
+            lock.release()
+        return report
+
+    def _rows_under(self, folder: str, deep: bool) -> dict[str, tuple]:
+        """The rows of the files in ``folder`` (workspace-relative), ``deep``: in its subfolders too."""
+        low, high = folder + "/", folder + "0"  # "0" follows "/" in code point order
+        rows = self.db.execute("SELECT path, changed_ns, size, hash, created, synced_ns FROM docs "
+                               "WHERE path >= ? AND path < ?", (low, high))
+        return {r[0]: r[1:] for r in rows if deep or "/" not in r[0][len(low):]}
+
+    def _save_checked(self, state, keys: dict[str, tuple[int, int]], gone: list[str], racy: list[str],  # noqa: ANN001
+                      wait: float | None) -> None:
+        """Save the folder state after a hot check: ``keys`` replace the folders listed, ``gone``
+        (and everything under them) leave, ``racy`` is the new racy list. ``wait`` 0: only if the
+        build lock is free now (else the next read lists those folders again); None: it is held."""
+        from memcli.index import fresh
+
+        lock = None
+        if wait is not None:
+            lock = self._build_lock(self.path.with_name(BUILD_LOCK), wait)
+            if lock is None:
+                return
+        try:
+            current = fresh.load_state(self.path, self.generation)
+            if current is None:
+                return
+            folders = current.folders
+            for folder in gone:
+                for name in [f for f in folders if f == folder or f.startswith(folder + os.sep)]:
+                    del folders[name]
+            folders.update(keys)
+            current.racy = sorted(set(racy))
+            fresh.save_state(self.path, current)
         finally:
             if lock is not None:
                 lock.release()
@@ -418,7 +665,7 @@ class IndexDB:
 
         lock = FileLock(str(path), timeout=wait)
         try:
-            lock.acquire()
+            lock.acquire(poll_interval=0.005)  # a read waiting for the walk after the last one: 5 ms steps, not 50
         except Timeout:
             return None
         except OSError as err:
@@ -426,16 +673,34 @@ class IndexDB:
         return lock
 
     def _sync_locked(self, absolute: dict[str, tuple[int, int]], report: SyncReport,
-                     progress: Callable[[int, int], None] | None, deadline: float | None) -> None:
-        """The sync under the build lock: the change list, then batches of ``BATCH`` files."""
+                     progress: Callable[[int, int], None] | None, deadline: float | None,
+                     snapshot: dict | None = None) -> bool:
+        """The sync under the build lock: the change list, then batches of ``BATCH`` files;
+        True when every change was taken in. With the ``snapshot`` the index agreed with,
+        only the rows of the files whose ``stat`` differs from it are compared (a write's own
+        file, marked racy there, no longer makes the next walk read every row)."""
         disk = _relative(absolute, self.files.root)
-        known = {row[0]: row[1:] for row in self.db.execute(
-            "SELECT path, changed_ns, size, hash, created, synced_ns FROM docs")}
+        columns = "SELECT path, changed_ns, size, hash, created, synced_ns FROM docs"
+        differ = None
+        if snapshot is not None:
+            differ = [p for p, stat in absolute.items() if snapshot.get(p) != stat]
+            differ += [p for p in snapshot if p not in absolute]
+        if differ is not None and len(differ) <= SMALL_SYNC:
+            rel = _relative(dict.fromkeys(differ, (0, 0)), self.files.root)
+            known: dict[str, tuple] = {}
+            for path in rel:
+                row = self.db.execute(columns + " WHERE path = ?", (path,)).fetchone()
+                if row is not None:
+                    known[row[0]] = row[1:]
+            disk_known = {p: disk[p] for p in rel if p in disk}
+        else:
+            known = {row[0]: row[1:] for row in self.db.execute(columns)}
+            disk_known = disk
         # The reader's own folders first, then the shared ones, other people's last; newest
         # first within each (project/ by month, descending): a build stopped half-way by a
         # hook's deadline serves what this reader sees, recent work first. The order changes no result: an id
         # held by two files goes to the smaller path whichever is read first (``_insert_row``).
-        changed = sorted((p for p, stat in disk.items()
+        changed = sorted((p for p, stat in disk_known.items()
                           if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4]),
                          reverse=True)
         reader = self.reader
@@ -444,7 +709,16 @@ class IndexDB:
         vanished = [p for p in known if p not in disk and (not _inside(p) or not (self.files.root / p).exists())]
         if not changed and not vanished:
             self._save_snapshot(absolute)
-            return
+            return True
+        if not self._apply_changes(changed, vanished, known, report, progress, deadline):
+            return False
+        self._save_snapshot(absolute)
+        return True
+
+    def _apply_changes(self, changed: list[str], vanished: list[str], known: dict[str, tuple], report: SyncReport,
+                       progress: Callable[[int, int], None] | None, deadline: float | None) -> bool:
+        """Delete the ``vanished`` rows and read the ``changed`` files, in batches of ``BATCH``
+        (``known``: their rows before); False when ``deadline`` stopped it (``report.pending``)."""
         gone_hashes = {known[p][2] for p in vanished}
         if len(changed) <= SMALL_SYNC:
             deadline = None
@@ -464,12 +738,12 @@ class IndexDB:
                 in_batch = 0
                 if late and done < len(changed):
                     report.pending = len(changed) - done
-                    return
+                    return False
                 if done < len(changed):
                     self.db.execute("BEGIN IMMEDIATE")
-        if in_batch:  # only vanished files
+        if in_batch or not changed:  # only vanished files
             self._commit_batch(report)
-        self._save_snapshot(absolute)
+        return True
 
     def _commit_batch(self, report: SyncReport) -> None:
         """End one batch: settle id contests, note the change, commit (a killed build keeps it)."""
@@ -510,6 +784,12 @@ class IndexDB:
             self.snapshot_path.unlink(missing_ok=True)
         else:
             self._save_snapshot(snapshot)
+        from memcli.index import fresh
+
+        state = fresh.load_state(self.path, self.generation)
+        if state is not None:  # hashed just now: the next reads hash them again until they settle
+            state.racy = sorted({*state.racy, *(str(p) for p in paths if p.exists())})
+            fresh.save_state(self.path, state)
 
     def _note_change(self, kind: str, files: int) -> None:
         """Remember, inside the open transaction, when the index last changed and how many

@@ -54,11 +54,13 @@ class RecallResult(TypedDict):
     """Hits, best first: each a memory (id, scope, category, status, text, tags, paths, provenance, times)
     with its score and how it matched (exact, fuzzy, partial, substring, semantic; regex in grep mode).
     ``answer`` says whether they answer the query (strong; weak: they share only some words with it;
-    none), ``note`` why not, and ``retriever`` which retriever answered: ``lexical`` or ``hybrid (MODEL)``."""
+    none), ``note`` why not, ``partial`` why the index may miss memories (still being built), and
+    ``retriever`` which retriever answered: ``lexical`` or ``hybrid (MODEL)``."""
     query: str
     mode: str
     answer: str
     note: str | None
+    partial: str | None
     retriever: str
     hits: list[dict[str, Any]]
     warnings: list[str]
@@ -248,6 +250,9 @@ def build(settings: Settings) -> MemcliServer:
     from memcli.service.semantic import Warm
 
     tools.warm = Warm(settings.workspace, settings.actor).start()  # reads [search] semantic itself
+    from memcli.index import fresh
+
+    fresh.set_walker(fresh.Walker().kick)  # the walk a call owes runs in this process, not in a child
 
     @server.tool(annotations=READ, description=(
         "Search the long-term memory of this project and person. Call it before deciding something a past "
@@ -382,6 +387,7 @@ def serve(settings: Settings, transport: str = "stdio", port: int = 8765) -> Non
     finally:
         if server.memcli.warm is not None:
             server.memcli.warm.close()  # its socket file goes with it
+        server.memcli.close()
     warm = server.memcli.warm
     if warm is not None and warm.thread is not None and warm.thread.is_alive():
         # the client closed stdin while the model loaded or embedded: ending the interpreter

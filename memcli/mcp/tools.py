@@ -1,9 +1,12 @@
 """The MCP tools as plain functions over the service layer (no MCP SDK here).
 
-Each call opens a fresh service context (``Ctx.open``): the workspace, its configuration
-and the index are read again, so a file edited or deleted by hand, a ``git pull`` or a
-``memcli`` command run meanwhile is seen by the next call, and nothing cached can serve a
-stale or deleted memory. Writes go through ``service.write`` (the same six gates and the
+Each call gets its own service context (``Ctx.again``) over what the server keeps between
+calls: the workspace, its configuration (read again when ``memcli.toml`` changes), the
+actor and the opened index. The index is brought in step before every call as for any
+read (``memcli.index.fresh``, docs/search.md "Freshness": folder mtimes on the call's path,
+the full walk in a background thread after it), so a file edited or deleted by hand, a
+``git pull`` or a ``memcli`` command run meanwhile is seen within the same bound as the CLI,
+and the server's own writes at once. Writes go through ``service.write`` (the same six gates and the
 same workspace lock as the CLI) with ``sourceType: model_derived``.
 
 Scopes are fixed when the server starts (:class:`Settings`), never by a tool argument:
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -151,14 +155,26 @@ class Tools:
     """
 
     def __init__(self, settings: Settings) -> None:
+        import threading
+
         self.settings = settings
         #: The long-lived model (``service.semantic.Warm``) when the server started one, else None.
         self.warm: Warm | None = None
+        #: Calls run one at a time: they share the opened indexes (one SQLite connection each).
+        self._mutex = threading.Lock()
+        self._base = None  # the Ctx of the first call: workspace, configuration, actor, kept indexes
+        self._config_key: tuple | None = None  # the stat of memcli.toml that _base read
 
-    # --- opening a fresh context per call --------------------------------------------
+    # --- the warm context: kept between calls, freshness off the request path ----------
 
     def _open(self):  # noqa: ANN202 - (memcli.service.Ctx, list[str])
-        """A fresh ``Ctx`` whose read scopes are narrowed to the server's, and those scopes.
+        """A ``Ctx`` for one call whose read scopes are narrowed to the server's, and those scopes.
+
+        The workspace, its configuration (read again when ``memcli.toml`` changes), the
+        actor and the opened indexes are kept between calls (issue 21 point 2); the clock
+        and the warnings are the call's own. The index is brought in step as for any read
+        (``index.fresh``: the folders on the call's path, the full walk in this process's
+        background thread after it), and the server's own writes are taken in at once.
 
         Raises:
             WorkspaceNotFound, WorkspaceInvalid, ValidationFailed, ScopeViolation: as ``Ctx.open``.
@@ -166,23 +182,39 @@ class Tools:
         from memcli.policy.gates import readable_scopes
         from memcli.service import Ctx
 
-        ctx = Ctx.open(self.settings.workspace, self.settings.actor)
+        base = self._base
+        if base is None or self._config_key != _stat_key(base.ws.root / "memcli.toml"):
+            base = Ctx.open(self.settings.workspace, self.settings.actor)
+            base.kept = self._base.kept if self._base is not None else {}
+            self._base, self._config_key = base, _stat_key(base.ws.root / "memcli.toml")
+            ctx = base
+        else:
+            ctx = base.again()
         allowed = readable_scopes(ctx.ws.config.read_scopes, ctx.actor, self.settings.scopes or None)
         ctx.ws.config.read_scopes = allowed  # every query of this context reads these and no more
         return ctx, allowed
 
     def _call(self, work):  # noqa: ANN001, ANN202
-        """Run ``work(ctx, allowed)`` in a fresh context and close its index afterwards."""
-        ctx, allowed = self._open()
-        try:
-            return work(ctx, allowed)
-        finally:
-            index = getattr(ctx._catalog, "index", None)
-            if index is not None and hasattr(index, "close"):
+        """Run ``work(ctx, allowed)`` in the call's context; then record the read and ask the
+        background thread for the walk it owes (``index.fresh.run_after_answer``)."""
+        with self._mutex:
+            ctx, allowed = self._open()
+            try:
+                return work(ctx, allowed)
+            finally:
+                if "memcli.index.fresh" in sys.modules:
+                    sys.modules["memcli.index.fresh"].run_after_answer()
+
+    def close(self) -> None:
+        """Close the kept indexes (the server ends)."""
+        with self._mutex:
+            kept: dict = self._base.kept if self._base is not None else {}
+            for index in kept.values():
                 try:
                     index.close()
-                except Exception:  # noqa: BLE001 - closing never fails a call
+                except Exception:  # noqa: BLE001 - closing never fails
                     pass
+            kept.clear()
 
     @staticmethod
     def _resolve(ctx, allowed: list[str], ref: str):  # noqa: ANN001, ANN205 - memcli.store.files.Loaded
@@ -437,6 +469,15 @@ class Tools:
         out["close_to"] = close
         out["warnings"] += close_warnings(close)
         return out
+
+
+def _stat_key(path: Path) -> tuple | None:
+    """What tells that a file changed: ``(mtime_ns, ctime_ns, size, inode)``; None when it is missing."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
 def _written(ctx, result) -> dict[str, Any]:  # noqa: ANN001 - (Ctx, WriteResult)

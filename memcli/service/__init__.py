@@ -100,6 +100,30 @@ def _git_identity(root: Path) -> str | None:
     return configured(root, cache / "git-identity.json" if usable else None)
 
 
+def _clock() -> datetime:
+    """The command's clock (``timeutil.now``).
+
+    Raises:
+        ValidationFailed: ``$MEMCLI_NOW`` is malformed or out of the calendar.
+    """
+    try:
+        return clock_now()
+    except OutOfCalendar as err:
+        raise ValidationFailed(f"$MEMCLI_NOW: {err}", hint="give a time from 0001-01-01 to 9999-12-31 in UTC") \
+            from None
+    except ValueError:
+        raise ValidationFailed(f"$MEMCLI_NOW is not a date or RFC 3339 time: {os.environ.get('MEMCLI_NOW')!r}") \
+            from None
+
+
+def _config_notes(ws: Workspace) -> list[str]:
+    """The warning about unknown configuration keys, if any (a typo would otherwise be silently ignored)."""
+    if not ws.config.unknown:
+        return []
+    return [f"{ws.root / 'memcli.toml'}: unknown {', '.join(ws.config.unknown[:5])} (ignored; "
+            "the keys are listed in docs/reference/configuration.md)"]
+
+
 class Ctx:
     """Who is asking, where, and when.
 
@@ -114,7 +138,7 @@ class Ctx:
             (``memcli.index.build``); None: no deadline.
     """
 
-    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "_catalog", "_warned", "_stores")
+    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "kept", "_catalog", "_warned", "_stores")
 
     def __init__(self, ws: Workspace, actor: str, now: datetime, warnings: list[str] | None = None,
                  deadline: float | None = None) -> None:
@@ -123,6 +147,9 @@ class Ctx:
         self.now = now
         self.warnings = [] if warnings is None else warnings
         self.deadline = deadline
+        #: A long-lived process's opened indexes (index path -> ``IndexDB``), reused by
+        #: :meth:`catalog` instead of opened anew (the MCP server); None: one per command.
+        self.kept: dict | None = None
         self._catalog: object | None = None  # opened by catalog(), once per command
         self._warned = False  # the catalog's unreadable files were reported
         self._stores: list | None = None  # the person's own stores, found by personal_stores()
@@ -150,20 +177,23 @@ class Ctx:
         except ValidationFailed:
             raise ValidationFailed(f"invalid actor name {name[:60]!r}: use letters, digits, '.', '_', '@' or '-'",
                                    hint="set --actor or $MEMCLI_ACTOR to a plain name, e.g. alice") from None
-        try:
-            now = clock_now()
-        except OutOfCalendar as err:
-            raise ValidationFailed(f"$MEMCLI_NOW: {err}", hint="give a time from 0001-01-01 to 9999-12-31 in UTC") \
-                from None
-        except ValueError:
-            raise ValidationFailed(f"$MEMCLI_NOW is not a date or RFC 3339 time: {os.environ.get('MEMCLI_NOW')!r}") \
-                from None
-        if ws.config.unknown:  # a typo would otherwise be silently ignored
-            notes.append(f"{ws.root / 'memcli.toml'}: unknown {', '.join(ws.config.unknown[:5])} (ignored; "
-                         "the keys are listed in docs/reference/configuration.md)")
-        return cls(ws=ws, actor=name, now=now, warnings=notes)
+        now = _clock()
+        return cls(ws=ws, actor=name, now=now, warnings=notes + _config_notes(ws))
 
-    def catalog(self, refresh: bool = False, progress=None, wait: float | None = None):  # noqa: ANN001, ANN201
+    def again(self) -> "Ctx":
+        """A context for the next operation of a long-lived process (the MCP server): the same
+        workspace, configuration, actor and kept indexes (:attr:`kept`), the clock read again,
+        no warning carried over.
+
+        Raises:
+            ValidationFailed: ``$MEMCLI_NOW`` is malformed.
+        """
+        again = Ctx(ws=self.ws, actor=self.actor, now=_clock(), warnings=_config_notes(self.ws))
+        again.kept = self.kept
+        return again
+
+    def catalog(self, refresh: bool = False, progress=None, wait: float | None = None,  # noqa: ANN001, ANN201
+                full: bool = False):
         """The memories of the workspace (a ``memcli.index.catalog.Catalog``): the synced index,
         or a scan when the index is unusable.
 
@@ -172,6 +202,8 @@ class Ctx:
         ``wait``: seconds to wait for another process's index build (default
         ``memcli.index.db.LOCK_WAIT``); the sync stops at ``deadline`` when one is set,
         except for a writer's ``refresh``: the write gates need every file.
+        A writer's ``refresh`` and ``full`` (``index status``, ``doctor``) walk every file; a
+        read checks the folders instead (``memcli.index.fresh``: docs/search.md, "Freshness").
         Unreadable files the caller may hear about become warnings, once per command;
         read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
         personal folder is neither counted nor named).
@@ -195,13 +227,14 @@ class Ctx:
             try:
                 self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
                                              deadline=None if refresh else self.deadline, wait=wait,
-                                             reader=self.actor)
+                                             reader=self.actor, full=refresh or full, kept=self.kept)
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
             for store in self.personal_stores():
                 store.deadline = None if refresh else self.deadline  # a hook's deadline bounds every store's sync
-            others = [(c.ws.root, c.catalog(progress=progress, wait=wait)) for c in self.personal_stores()]
+            others = [(c.ws.root, c.catalog(progress=progress, wait=wait, full=refresh or full))
+                      for c in self.personal_stores()]
             if others:  # reads merge the person's own stores (issue 12)
                 from memcli.index.merged import MergedCatalog
 
@@ -343,6 +376,7 @@ class Ctx:
 
         store = Ctx(ws=Workspace(root=root, config=load_config(root / CONFIG_NAME)), actor=self.actor, now=self.now,
                     warnings=self.warnings, deadline=self.deadline)
+        store.kept = self.kept
         store._warned = True  # its unreadable files reach the reader through the merged catalog
         return store
 

@@ -268,10 +268,37 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     lead = [_leading(m, size, fmt) for m in lead or ()]
     pool, total = candidates(ctx, query, folder, exclude, lead)
     notes = stale_notes(ctx)  # memories whose code moved: marked, and after the others
+    from memcli.service.read import partial_note
+
+    partial = partial_note(ctx)
+    room = size - (len(partial) + 40 if partial else 0)  # the note's line, in any format
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
         shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
-        block = render(shown, size, fmt, total, notes)
-        if size - len(block.text) < FOOTER_RESERVE + MIN_LINE:
+        block = render(shown, room, fmt, total, notes)
+        if room - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
-    return block
+    return with_note(block, partial, fmt) if partial else block
+
+
+def with_note(block: Block, note: str, fmt: str) -> Block:
+    """``block`` with a one-line ``note`` after its header (issue 21 point 5: an answer from a
+    partial index says so in the block the agent reads); a block with no memory becomes the
+    header and the note alone. ``fmt``: ``text``, ``markdown`` or ``json`` (a ``partial`` key).
+    Adds at most ``len(note) + 40`` characters."""
+    import json
+
+    from memcli.agents.context import HEADER, TAG
+
+    line = f"memcli: {note}"
+    if fmt == "json":
+        data = json.loads(block.text) if block.text else {"memories": [], "omitted": block.omitted}
+        data["partial"] = note
+        return Block(json.dumps(data, ensure_ascii=False) + "\n", block.included, block.omitted)
+    if fmt == "markdown":
+        opening = f"## Memories from memcli\n\n_{HEADER}_\n\n"
+        text = block.text or opening
+        return Block(text.replace(opening, f"{opening}_{line}_\n\n", 1), block.included, block.omitted)
+    opening, closing = f"<{TAG}>\n{HEADER}\n", f"</{TAG}>\n"
+    text = block.text or opening + closing
+    return Block(text.replace(opening, f"{opening}{line}\n", 1), block.included, block.omitted)

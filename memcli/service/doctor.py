@@ -74,7 +74,7 @@ def check(ctx: Ctx) -> Report:
     """Files that cannot be served, with path, line and reason (none in another user's personal folder),
     after :func:`repository` has looked at (and repaired) the git side."""
     notes = repository(ctx, fix=False) + exposure(ctx, fix=False)
-    report = Report(ctx.catalog().problems(actor=ctx.actor), repository=notes)
+    report = Report(ctx.catalog(full=True).problems(actor=ctx.actor), repository=notes)
     if ctx.ws.config.kind == "project":
         from memcli.policy.owner import owner_of
         from memcli.service import move

@@ -156,6 +156,7 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
 
     Keys: ``query`` (redacted), ``mode``, ``answer`` (``strong``, ``weak`` or ``none``:
     ``index.strength``), ``note`` (a sentence for a weak or missing answer, else None),
+    ``partial`` (:func:`partial_note`: why the index this answer came from may miss memories, else None),
     ``retriever`` (which retriever answered: ``lexical``, or ``hybrid (MODEL)``), and ``hits``
     (each memory's fields, ``score``, ``match``, and with ``explain`` the score's factors).
 
@@ -170,12 +171,24 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
     from memcli.text.secrets import redact
 
     answer = strength(hits)
-    return {"query": redact(query, full=False), "mode": mode, "answer": answer,
-            "note": {"weak": WEAK_NOTE, "none": NONE_NOTE}.get(answer),
-            "retriever": answered,
+    partial = partial_note(ctx)
+    note = {"weak": WEAK_NOTE, "none": NONE_NOTE}.get(answer)
+    if answer == "none" and partial:
+        note = f"{NONE_NOTE} in what is indexed so far"
+    return {"query": redact(query, full=False), "mode": mode, "answer": answer, "note": note,
+            "partial": partial, "retriever": answered,
             "hits": [{**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match,
                       **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})}
                      for h in hits]}
+
+
+def partial_note(ctx: Ctx) -> str | None:
+    """One line when this command's index was not complete (a build in progress, the deadline
+    hit during its sync, another process's build held the index): the answer came from what is
+    indexed (``index.catalog.incomplete``); None when it was complete or no catalog was opened."""
+    from memcli.index.catalog import incomplete
+
+    return incomplete(ctx._catalog) if ctx._catalog is not None else None
 
 
 def list_memories(ctx: Ctx, filters: Filters) -> list[Memory]:
@@ -320,7 +333,7 @@ def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - git.history.Histor
 
 def index_status(ctx: Ctx) -> dict[str, Any]:
     """Index freshness and size; ``backend`` says whether the index or a file scan is in use."""
-    return _status(ctx, ctx.catalog())
+    return _status(ctx, ctx.catalog(full=True))
 
 
 def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
@@ -361,7 +374,7 @@ def index_build(ctx: Ctx, progress=None, background: bool = False) -> dict[str, 
 
         cache = ctx.ws.cache
         return {"backend": "background", "started": spawn_build(ctx.ws.root, cache), "log": str(cache / LOG_NAME)}
-    return _status(ctx, ctx.catalog(progress=progress))
+    return _status(ctx, ctx.catalog(progress=progress, full=True))
 
 
 class _build_lock:  # noqa: N801 - used as a context manager, like a function

@@ -1,0 +1,127 @@
+"""Hand changes are seen within the documented bound without a walk of every file on the
+hot path (issue 21 point 1; docs/search.md, "Freshness"): a change that moves its folder's
+mtime (a file added, deleted, renamed or replaced) is seen by the next read; an edit in
+place, which moves no folder, by the read after the next one at the latest (the first read
+starts the full walk once it has answered, the second waits for it).
+
+Real workspaces, the real CLI (``python -m memcli recall``) in subprocesses; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+#: Seconds after which a file memcli hashed is no longer "racy" (``memcli.index.db.RACY_NS``):
+#: the tests wait this long so that a change is found by the folder check or the full walk,
+#: not by the re-hash of recent files.
+SETTLE = 2.2
+
+
+def recall(run, *words: str) -> list[dict]:  # noqa: ANN001
+    result = run("--json", "recall", *words)
+    assert result.code == 0 and "Traceback" not in result.err, result
+    return result.json()["data"]["hits"]
+
+
+def texts(run, *words: str) -> list[str]:  # noqa: ANN001
+    return [h["text"] for h in recall(run, *words)]
+
+
+@pytest.fixture(autouse=True)
+def large_store_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read takes the path of a large store (``index.fresh.INLINE_WALK``: a store of a
+    few files is otherwise walked whole by every read)."""
+    monkeypatch.setenv("MEMCLI_TEST_INLINE_WALK", "0")
+
+
+@pytest.fixture
+def settled(ws: Path, run) -> dict[str, Path]:  # noqa: ANN001
+    """Three memories, indexed and older than the racy window; ``word -> file``."""
+    out = {}
+    for word in ("alpha", "bravo", "charlie"):
+        made = run("--json", "remember", f"The {word} service listens on port 1234.")
+        assert made.code == 0, made
+        out[word] = next((ws / "memories").rglob(f"{made.json()['data']['id']}*.md"))
+    time.sleep(SETTLE)
+    assert texts(run, "alpha")  # the hot path settles the racy rows; its walk runs after it
+    assert texts(run, "bravo")
+    return out
+
+
+def _put_back(folder: Path, info: os.stat_result) -> None:
+    os.utime(folder, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_read(settled, run) -> None:  # noqa: ANN001
+    path = settled["alpha"]
+    folder = path.parent.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("port 1234", "port 9876 zulu"), encoding="utf-8")
+    _put_back(path.parent, folder)
+    assert path.parent.stat().st_mtime_ns == folder.st_mtime_ns
+    recall(run, "zulu")  # at most this one answer may miss it
+    assert texts(run, "zulu") == ["The alpha service listens on port 9876 zulu."]
+    assert texts(run, "alpha") == ["The alpha service listens on port 9876 zulu."]
+
+
+def test_a_hand_added_file_is_seen_by_the_next_read(settled, run) -> None:  # noqa: ANN001
+    source = settled["bravo"]
+    copy = source.with_name("01zzzzzzzzzzzzzzzzzzzzzzzz-added.md")
+    text = source.read_text(encoding="utf-8").replace(source.name.split("-")[0], copy.name.split("-")[0])
+    copy.write_text(text.replace("bravo", "yankee"), encoding="utf-8")
+    assert texts(run, "yankee") == ["The yankee service listens on port 1234."]
+
+
+def test_a_hand_deleted_file_is_gone_from_the_next_read(settled, run) -> None:  # noqa: ANN001
+    settled["charlie"].unlink()
+    assert texts(run, "charlie") == []
+    assert texts(run, "bravo")
+
+
+def test_a_renamed_file_is_found_at_its_new_path_by_the_next_read(ws: Path, settled, run) -> None:  # noqa: ANN001
+    source = settled["bravo"]
+    target_folder = ws / "memories" / "project" / "moved"
+    target_folder.mkdir()
+    target = target_folder / source.name
+    source.rename(target)
+    hits = recall(run, "bravo")
+    assert [h["path"] for h in hits] == [target.relative_to(ws).as_posix()]
+    same = settled["charlie"].with_name(settled["charlie"].name.replace(".md", "-renamed.md"))
+    settled["charlie"].rename(same)  # within its folder
+    assert [h["path"] for h in recall(run, "charlie")] == [same.relative_to(ws).as_posix()]
+
+
+def test_a_file_replaced_by_a_same_size_file_in_the_same_second_is_seen(settled, run) -> None:  # noqa: ANN001
+    path = settled["alpha"]
+    info, folder = path.stat(), path.parent.stat()
+    replacement = path.with_name(".replacement")
+    replacement.write_text(path.read_text(encoding="utf-8").replace("alpha", "omega"), encoding="utf-8")
+    assert replacement.stat().st_size == info.st_size
+    os.utime(replacement, ns=(info.st_atime_ns, info.st_mtime_ns))  # same size, same mtime
+    os.replace(replacement, path)
+    _put_back(path.parent, folder)
+    recall(run, "omega")  # at most this one answer may miss it
+    assert texts(run, "omega") == ["The omega service listens on port 1234."]
+    assert texts(run, "alpha") == []
+    # and rewritten in place, same size and mtime again, the folder's mtime put back
+    info, folder = path.stat(), path.parent.stat()
+    path.write_bytes(path.read_bytes().replace(b"omega", b"sigma"))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    _put_back(path.parent, folder)
+    recall(run, "sigma")
+    assert texts(run, "sigma") == ["The sigma service listens on port 1234."]
+    assert texts(run, "omega") == []
+
+
+def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled, ws: Path, run) -> None:  # noqa: ANN001
+    """The walk a read owes is done by the next read itself when none runs (a killed child)."""
+    path = settled["bravo"]
+    folder = path.parent.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("1234", "5555"), encoding="utf-8")
+    _put_back(path.parent, folder)
+    read = run("--json", "recall", "5555", env={"MEMCLI_TEST_KILL_AT": "fresh:walking"})  # its walk dies
+    assert read.code == 0, read
+    assert texts(run, "5555") == ["The bravo service listens on port 5555."]
