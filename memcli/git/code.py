@@ -162,14 +162,16 @@ def words_present(top: Path, rev: str, words: list[str]) -> set[str]:
     return {w for w in out.decode("utf-8", "replace").split("\n") if w in wanted}
 
 
-def existing(top: Path, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Which ``(rev, path)`` pairs name a file or folder at ``rev`` (one ``cat-file --batch-check``)."""
+def existing(top: Path, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """``{(rev, path): "blob" | "tree"}`` for the pairs that name a file or folder at ``rev``
+    (one ``cat-file --batch-check``)."""
     if not pairs:
-        return set()
+        return {}
     request = "".join(f"{rev}:{path}\n" for rev, path in pairs).encode()
     status, out = _git(top, "cat-file", "--batch-check", input=request)
     lines = out.decode("utf-8", "replace").splitlines()
-    return {pair for pair, line in zip(pairs, lines) if not line.endswith(" missing")}
+    return {pair: line.split(" ")[1] for pair, line in zip(pairs, lines)
+            if not line.endswith(" missing") and len(line.split(" ")) >= 2}
 
 
 def commits_known(top: Path, revs: list[str]) -> set[str]:

@@ -295,13 +295,15 @@ class _Fates:
     """What became of paths along the first-parent history up to ``HEAD``, from one ``git log``
     (``git.code.path_events``), for any anchor on that history."""
 
-    def __init__(self, top: Path, oldest: str, head: str) -> None:
+    def __init__(self, top: Path, oldest: str, head: str, order: dict[str, int]) -> None:
         from memcli.git.code import path_events
 
-        self.order: dict[str, int] = {oldest: 0}
+        self.order = order  # first-parent position of every commit (``_Code.times``)
         self.events: dict[str, list[tuple[int, str, str | None, str]]] = {}
-        for n, (commit, changes) in enumerate(path_events(top, oldest, head), start=1):
-            self.order[commit] = n
+        for commit, changes in path_events(top, oldest, head):
+            n = order.get(commit)
+            if n is None:
+                continue
             for kind, path, new in changes:
                 self.events.setdefault(path, []).append((n, kind, new, commit[:7]))
 
@@ -369,8 +371,9 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
                     continue  # never resolved: never judged
                 path = found[0].rstrip("/")
             if fates is None:
-                fates = _Fates(code.top, code.oldest([a for _, a, *_ in todo]), code.head)
-            folder = path in code.tree(anchor).folders
+                fates = _Fates(code.top, code.oldest([a for _, a, *_ in todo]), code.head, code.times or {})
+            folder = there.get((anchor, path)) == "tree" or (
+                (anchor, path) not in there and path in code.tree(anchor).folders)
             inside = next((f for f in sorted(code.tree(anchor).paths) if f.startswith(path + "/")), None) \
                 if folder else None
             probe = inside or path  # a folder's fate is the fate of a file it held
