@@ -141,8 +141,11 @@ def run(argv: list[str]) -> bool:
         return False
 
     command, globals_, options, positionals = parsed
-    if command == "hook" and positionals[0] not in ("claude", "codex", "gemini"):
-        return False
+    if command == "hook":
+        from memcli.agents.registry import known
+
+        if not known(positionals[0]):  # `hook install AGENT`, `hook check`, a typo: typer's
+            return False
     GLOBALS.workspace = globals_.get("--workspace", globals_.get("-w"))
     GLOBALS.actor = globals_.get("--actor")
     options.pop("json", None)  # already read by main from argv

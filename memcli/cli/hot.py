@@ -122,22 +122,22 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
 
 def hook(agent: str, event: str) -> None:
     """``memcli hook AGENT EVENT``: answer on stdout in the agent's format, warnings on stderr; exit 0."""
-    from memcli.agents.hooks import SUPPORTED
+    from memcli.agents.registry import get
     from memcli.cli.state import GLOBALS
     from memcli.cli.watchdog import GUARDED, LATE_NOTE, Watchdog
     from memcli.service.hooks import run_hook
 
-    if event not in SUPPORTED.get(agent, ()):
+    supported = get(agent).supported  # only this agent's module is imported
+    if event not in supported:
         print(f"memcli: warning: {agent} has no {event!r} hook in memcli "
-              f"(use {', '.join(SUPPORTED.get(agent, ()))})", file=sys.stderr)
+              f"(use {', '.join(supported)})", file=sys.stderr)
         return
     guard = None
     if event in GUARDED:  # the deadline holds even when the work cannot finish in time
-        from memcli.agents.hooks import answer
         from memcli.config import Config
         from memcli.service import process_started
 
-        late = answer(agent, event, LATE_NOTE if event == "session-start" else "")
+        late = get(agent).answer(event, LATE_NOTE if event == "session-start" else "")
         guard = Watchdog(late, process_started(), Config().hook_deadline)  # the default: no config read yet
     raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor, guard.move if guard else None)
