@@ -389,7 +389,8 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
     """
     from memcli.agents.context import render
     from memcli.agents.transcript import strip_injected
-    from memcli.service.read import Filters, recall, semantic_retriever
+    from memcli.filters import Filters
+    from memcli.service.read import recall, semantic_retriever
 
     # Gemini CLI's BeforeAgent prompt may carry the session start's <hook_context> (memcli's
     # own block among it); only the person's words are searched
