@@ -65,3 +65,21 @@ def test_the_mcp_tools_take_the_filters_by_their_table_names(ws: Path, run):
     assert tools.recall("pnpm", tag="other")["hits"] == []
     with pytest.raises(TypeError, match="takes no filter sessions"):
         tools.recall("pnpm", sessions=True)
+
+
+def test_recall_and_context_have_one_result_shape_in_the_cli_json_and_the_mcp_tools(ws: Path, run):
+    """``service.read.recall_data`` and ``Block.to_dict``: the MCP result is the CLI's ``data``
+    plus the call's ``warnings`` (the CLI puts them in its envelope)."""
+    from memcli.mcp.tools import Settings, Tools
+
+    assert run("remember", "Use pnpm for every package", "--tag", "js").code == 0
+    tools = Tools(Settings(workspace=str(ws)))
+    cli = run("--json", "recall", "pnpm").json()["data"]
+    mcp = tools.recall("pnpm")
+    assert mcp.pop("warnings") == []
+    assert mcp == cli
+    assert set(run("--json", "recall", "pnpm", "--explain").json()["data"]["hits"][0]) == set(cli["hits"][0]) | {
+        "explain"}  # the richer shape: --explain adds each hit's factors
+    cli = run("--json", "context").json()["data"]
+    mcp = tools.context()
+    assert mcp.pop("warnings") == [] and mcp == cli and set(cli) == {"text", "included", "omitted"}

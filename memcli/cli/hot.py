@@ -120,12 +120,14 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
         block = build(opened, query, budget, fmt, folder=folder)
         flush_warnings(opened)
     except MemcliError as err:
+        from memcli.agents.context import Block
+
         warn(f"no context: {err.line()}")
-        emit({"text": "", "included": [], "omitted": 0})
+        emit(Block("", [], 0).to_dict())
         return
     if not block.text and block.omitted:
         warn(f"the budget holds none of the {block.omitted} memories; raise --budget")
-    emit({"text": block.text, "included": block.included, "omitted": block.omitted}, block.text or None)
+    emit(block.to_dict(), block.text or None)
 
 
 def hook(agent: str, event: str) -> None:

@@ -266,8 +266,7 @@ class Tools:
             except OSError:
                 folder = None
             block = context(ctx, query, budget, "text", folder=folder)
-            return {"text": block.text, "included": list(block.included), "omitted": block.omitted,
-                    "warnings": list(ctx.warnings)}
+            return {**block.to_dict(), "warnings": list(ctx.warnings)}
         return self._call(work)
 
     def show(self, memory_id: str) -> dict[str, Any]:
