@@ -101,7 +101,7 @@ HOT_BASE = frozenset((
 REDACTION = frozenset(("memcli.text", "memcli.text.confusables", "memcli.text.hidden", "memcli.text.secrets",
                        "memcli.text.secrets.kinds", "memcli.text.secrets.prefilter"))
 #: A ranked search.
-SEARCH = frozenset(("memcli.index.query", "memcli.index.search"))
+SEARCH = frozenset(("memcli.index.query", "memcli.index.search", "memcli.filters"))
 #: The semantic retriever's client side (issue 18); tests run with ``MEMCLI_SEMANTIC=off``,
 #: else ``memcli.index.warm`` asks a warm process too.
 SEMANTIC = frozenset(("memcli.index.embed", "memcli.index.hybrid", "memcli.service.semantic"))
@@ -117,19 +117,26 @@ TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read
 #: filled, so it corrects. The tool hook's file has no working folder to resolve it in, so
 #: it asks git nothing.
 HOT_COMMANDS = (
-    (("recall", "pnpm", "-n", "1"), None, HOT_BASE | SEARCH | REDACTION | SEMANTIC, {"Stemmer"}, False),
+    (("recall", "pnpm", "-n", "1"), None,
+     HOT_BASE | SEARCH | REDACTION | SEMANTIC | {"memcli.agents", "memcli.agents.injection"}, {"Stemmer"}, False),
     (("context",), None, HOT_BASE | REDACTION | CONTEXT | {"memcli.agents.injection"}, set(), False),
-    (("hook", "claude", "session-start"), "{}", HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection"}, set(),
+    (("hook", "claude", "session-start"), "{}",
+     HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection", "memcli.agents.registry", "memcli.agents.claude"}, set(),
      False),
-    (("hook", "codex", "session-start"), "{}", HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection"}, set(),
+    (("hook", "codex", "session-start"), "{}",
+     HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection", "memcli.agents.registry", "memcli.agents.codex"}, set(),
      False),
-    (("hook", "gemini", "session-start"), "{}", HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection"}, set(),
+    (("hook", "gemini", "session-start"), "{}",
+     HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection", "memcli.agents.registry", "memcli.agents.gemini"}, set(),
      False),
     (("hook", "claude", "user-prompt-submit"), PROMPT,
      HOT_BASE | REDACTION | HOOK | SEMANTIC - {"memcli.index.hybrid"} | {"memcli.agents.transcript",
-                                                                       "memcli.agents.injection"},
+                                                                       "memcli.agents.injection",
+                                                                       "memcli.agents.registry",
+                                                                       "memcli.agents.claude"},
      {"Stemmer", "rapidfuzz"}, False),
-    (("hook", "claude", "pre-tool-use"), TOOL, HOT_BASE | HOOK - SEARCH, set(), False),
+    (("hook", "claude", "pre-tool-use"), TOOL,
+     HOT_BASE | HOOK - SEARCH | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude"}, set(), False),
 )
 
 

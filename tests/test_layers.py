@@ -32,7 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("memcli.config",),                                     # settings (config.toml)
     ("memcli.model", "memcli.frontmatter"),                 # the record and its file format
     ("memcli.text",),                                       # text rules: secrets, hidden characters
-    ("memcli", "memcli.errors", "memcli.timeutil", "memcli.yamlfast", "memcli.testpoint"),  # pure helpers
+    ("memcli", "memcli.errors", "memcli.timeutil", "memcli.yamlfast", "memcli.testpoint",
+     "memcli.filters"),                                     # pure helpers; the read filters' table
 ]
 
 #: Imports that run up today, (importer, imported) by module.  This list only shrinks: the

@@ -86,6 +86,11 @@ class Block:
         self.included = included
         self.omitted = omitted
 
+    def to_dict(self) -> dict[str, object]:
+        """The result of ``context`` as the CLI's ``--json`` and the MCP ``context`` tool give it
+        (one shape): ``text``, ``included`` (ids), ``omitted`` (how many the budget left out)."""
+        return {"text": self.text, "included": list(self.included), "omitted": self.omitted}
+
 
 @lru_cache(maxsize=4096)
 def instruction_like(text: str) -> bool:

@@ -1,19 +1,13 @@
-"""Agent hook formats: reading a hook's stdin, answering in the agent's format, settings files.
+"""The hook protocol the agents share: reading a hook's stdin, answering, the settings files.
 
-Sources (INTEGRATIONS.md, from each tool's public documentation):
-
-* Claude Code: stdin JSON with ``session_id``, ``transcript_path``, ``cwd``,
-  ``hook_event_name`` and per-event fields (``source``, ``prompt``, ``trigger``,
-  ``reason``); context goes in ``{"hookSpecificOutput": {"hookEventName": E,
-  "additionalContext": TEXT}}`` (a top-level ``additionalContext`` is ignored); output
-  is capped at 10,000 characters; settings in ``.claude/settings.json`` with three
-  levels: event -> matcher group (``matcher``, ``hooks``) -> handler (``type``,
-  ``command``, ``timeout`` in seconds).
-* Codex: the same three-level shape in ``.codex/hooks.json``; for SessionStart plain
-  stdout becomes context, and stdout whose first non-blank character is ``{`` or ``[``
-  must be valid JSON.
-* Gemini CLI: hooks in ``.gemini/settings.json`` with ``timeout`` in milliseconds;
-  stdout must be JSON only, context in ``hookSpecificOutput.additionalContext``.
+Claude Code defined it and Codex and Gemini CLI follow it (INTEGRATIONS.md): stdin JSON with
+``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and per-event fields
+(``source``, ``prompt``, ``trigger``, ``reason``, ``tool_name``, ``tool_input``); context in
+``{"hookSpecificOutput": {"hookEventName": E, "additionalContext": TEXT}}``; settings files
+with three levels: event -> matcher group (``matcher``, ``hooks``) -> handler (``type``,
+``command``, ``timeout``). Where an agent differs (event names, timeout unit, plain-text
+answers, matchers, files) its module says so (``agents.claude``, ``agents.codex``,
+``agents.gemini``, found through ``agents.registry``).
 
 Pure: no file or process I/O here; the service reads and writes the files.
 """
@@ -21,11 +15,13 @@ Pure: no file or process I/O here; the service reads and writes the files.
 from __future__ import annotations
 
 import json
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-AGENTS = ("claude", "codex", "gemini")
-#: event name on the command line -> the agent's hook event name (Claude Code's and Codex's;
-#: Gemini CLI's differ, see ``GEMINI_NAMES``).
+if TYPE_CHECKING:
+    from memcli.agents.registry import Agent
+
+#: memcli's event words -> the hook event names of Claude Code and Codex, which most agents
+#: share; an agent's own names are its ``Agent.events`` (``agents.registry``).
 EVENTS = {
     "session-start": "SessionStart",
     "user-prompt-submit": "UserPromptSubmit",
@@ -33,39 +29,24 @@ EVENTS = {
     "session-end": "SessionEnd",
     "pre-tool-use": "PreToolUse",
 }
-#: Gemini CLI's names where they differ: BeforeAgent runs once per prompt, PreCompress
-#: before its compression (the mapping of ``gemini hooks migrate --from-claude``).
-GEMINI_NAMES = {"user-prompt-submit": "BeforeAgent", "pre-compact": "PreCompress"}
-#: which events each agent's hooks get from memcli. Codex CLI 0.171 and Gemini CLI 0.61
-#: fire all four (seen with the real CLIs, scripts/real-agents.py). Codex's PreToolUse
-#: also takes ``hookSpecificOutput.additionalContext`` (its embedded output schema).
-SUPPORTED = {
-    "claude": ("session-start", "user-prompt-submit", "pre-compact", "session-end", "pre-tool-use"),
-    "codex": ("session-start", "user-prompt-submit", "pre-compact", "session-end", "pre-tool-use"),
-    "gemini": ("session-start", "user-prompt-submit", "pre-compact", "session-end"),
-}
-#: Claude Code's matchers per event (INTEGRATIONS.md); None: the event takes no matcher.
-MATCHERS = {"session-start": "startup|resume|clear|compact", "pre-compact": "manual|auto",
-            "pre-tool-use": "Read|Edit|MultiEdit|Write|NotebookEdit"}
-#: seconds each hook may take (Gemini's settings want milliseconds).
+#: seconds each hook may take (an agent may differ: ``Agent.timeouts``, ``Agent.timeout_scale``).
 TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10, "pre-tool-use": 5}
-#: Codex 0.171 clamps a SessionEnd hook's timeout to 3 s (it warns "clamping SessionEnd hook
-#: timeout to 3s"), so memcli installs 3 s there rather than a number that is not kept.
-CODEX_TIMEOUTS = {"session-end": 3}
 #: the words of a memcli hook command after the program: global options, then ``hook AGENT EVENT``.
 _GLOBAL_OPTIONS = {"-w": 1, "--workspace": 1, "--actor": 1}
 
 
 def event_name(agent: str, event: str) -> str:
     """The agent's name for ``event`` (``user-prompt-submit`` is Gemini CLI's ``BeforeAgent``)."""
-    return (GEMINI_NAMES.get(event) if agent == "gemini" else None) or EVENTS[event]
+    from memcli.agents.registry import get
+
+    return get(agent).event_name(event)
 
 
 def timeout(agent: str, event: str) -> int:
-    """The ``timeout`` memcli installs for ``event``: seconds, milliseconds for Gemini CLI."""
-    if agent == "gemini":
-        return TIMEOUTS[event] * 1000
-    return CODEX_TIMEOUTS.get(event, TIMEOUTS[event]) if agent == "codex" else TIMEOUTS[event]
+    """The ``timeout`` memcli installs for ``event``, in the agent's unit (milliseconds for Gemini CLI)."""
+    from memcli.agents.registry import get
+
+    return get(agent).timeout(event)
 
 
 class HookCommand:
@@ -75,7 +56,7 @@ class HookCommand:
         program: how it starts memcli: ``("/venv/bin/memcli",)``, ``("/venv/bin/python", "-m",
             "memcli")`` or the bare ``("memcli",)`` of older installs.
         workspace: the ``-w`` it pins, or None.
-        agent: ``claude``, ``codex`` or ``gemini``.
+        agent: the agent's name (``agents.registry``).
         event: the event word (``session-start`` …).
     """
 
@@ -139,7 +120,9 @@ def parse_command(command: object) -> HookCommand | None:
         if rest[0] in ("-w", "--workspace"):
             workspace = rest[1]
         rest = rest[2:]
-    if len(rest) < 3 or rest[0] != "hook" or rest[1] not in AGENTS:
+    from memcli.agents.registry import known
+
+    if len(rest) < 3 or rest[0] != "hook" or not known(rest[1]):
         return None
     return HookCommand(program, workspace, rest[1], rest[2])
 
@@ -209,15 +192,21 @@ def _whole(value: object) -> object:
 
 
 def answer(agent: str, event: str, context: str) -> str:
-    """The hook's stdout for ``context`` (possibly empty) in the agent's format.
+    """The hook's stdout for ``context`` (possibly empty) in ``agent``'s format (``Agent.answer``)."""
+    from memcli.agents.registry import get
 
-    Claude Code and Gemini CLI get one JSON object naming the event in the agent's words
-    (Gemini CLI wants JSON only and reads ``hookSpecificOutput.additionalContext``); Codex
-    gets the plain block for SessionStart and UserPromptSubmit (which starts with ``<``,
-    never ``{`` or ``[``), or nothing, and the JSON object for any other event that takes
-    context (its PreToolUse output schema has ``hookSpecificOutput.additionalContext``).
-    Events that take no context (``pre-compact``, ``session-end``) answer with an empty
-    stdout, which every agent accepts (Codex's output schemas for them have no context field).
+    return get(agent).answer(event, context)
+
+
+def standard_answer(agent: Agent, event: str, context: str) -> str:
+    """The answer most agents take (Claude Code's format, which Codex and Gemini CLI follow).
+
+    One JSON object naming the event in the agent's words, context in
+    ``hookSpecificOutput.additionalContext`` (Gemini CLI wants JSON only and reads it there);
+    for the agent's ``plain_events`` the plain block (Codex's SessionStart and
+    UserPromptSubmit: it starts with ``<``, never ``{`` or ``[``), or nothing. Events that
+    take no context (``pre-compact``, ``session-end``) answer with an empty stdout, which
+    every agent accepts (Codex's output schemas for them have no context field).
     ``pre-tool-use`` answers nothing when it adds no context, else
     ``hookSpecificOutput.additionalContext`` for Claude and Codex alike: never a
     ``permissionDecision``, so the tool call is neither blocked nor allowed by memcli.
@@ -226,9 +215,9 @@ def answer(agent: str, event: str, context: str) -> str:
         return ""
     if event in ("pre-compact", "session-end"):
         return ""
-    if agent == "codex" and event in ("session-start", "user-prompt-submit"):
+    if event in agent.plain_events:
         return context
-    payload = {"hookSpecificOutput": {"hookEventName": event_name(agent, event), "additionalContext": context}}
+    payload = {"hookSpecificOutput": {"hookEventName": agent.event_name(event), "additionalContext": context}}
     return json.dumps(payload, ensure_ascii=False) + "\n"
 
 
@@ -309,18 +298,21 @@ def merge(settings: dict, agent: str, commands: dict[str, str]) -> tuple[dict, l
 
     Args:
         settings: the file's JSON object, which passed :func:`shape_problem` (not modified).
-        agent: ``claude``, ``codex`` or ``gemini``.
+        agent: the agent's name (``agents.registry``): its event names, timeouts and matchers.
         commands: event on the command line -> the command to run.
 
     Returns:
         ``(new settings, changes)``: one line per event added or updated; empty when the
         file already held exactly these handlers (idempotent).
     """
+    from memcli.agents.registry import get
+
+    own = get(agent)
     out = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
     changes = []
     for event, command in commands.items():
-        name = event_name(agent, event)
+        name = own.event_name(event)
         groups = hooks.setdefault(name, [])
         wanted = handler(agent, event, command)
         current = [h for g in groups for h in g["hooks"] if is_ours(h)]
@@ -328,8 +320,8 @@ def merge(settings: dict, agent: str, commands: dict[str, str]) -> tuple[dict, l
             continue
         _drop_ours(groups)
         group: dict[str, object] = {"hooks": [wanted]}
-        if agent == "claude" and MATCHERS.get(event):
-            group = {"matcher": MATCHERS[event], **group}
+        if own.matchers.get(event):
+            group = {"matcher": own.matchers[event], **group}
         groups.append(group)
         parsed = parse_command(command)
         shown = parsed.short if parsed is not None and parsed.through_launcher else command

@@ -105,7 +105,7 @@ class Conversation:
     Attributes:
         messages: user and assistant messages, in file order.
         session_id: the session's id, or None.
-        format: the transcript's format (``agents.transcript.FORMATS``), or None.
+        format: the transcript's format (``agents.registry.transcript_formats``), or None.
         lines: non-blank lines read; objects: those that held a JSON object; skipped_lines:
             those that are not a JSON object.
         withheld: secrets found in the messages (and kept out of ``messages``).

@@ -1,10 +1,11 @@
 """Session transcripts of coding agents: the person's own words and the assistant's replies. Pure.
 
-Three formats are read (INTEGRATIONS.md; none is officially documented, each reader says
-which source it follows): Claude Code session files (``agents.transcript_claude``), Codex
-rollout files (``agents.transcript_codex``) and Gemini CLI chat logs, JSON Lines or the
-older single JSON document (``agents.transcript_gemini``). The format is recognised from
-the first record that one of them claims (:func:`detect`); records before it count as
+Each agent of ``agents.registry`` names its reader (``Agent.transcript``; INTEGRATIONS.md:
+none of the formats is officially documented, each reader says which source it follows):
+Claude Code session files (``agents.transcript_claude``), Codex rollout files
+(``agents.transcript_codex``) and Gemini CLI chat logs, JSON Lines or the older single JSON
+document (``agents.transcript_gemini``). The format is recognised from the first record
+that one of them claims (:func:`detect`); records before it count as
 unknown. A file in which no record is claimed has no format (``Transcript.format`` is
 None): the caller says so (``service.extract``), it does not report "0 candidates".
 
@@ -38,11 +39,6 @@ from dataclasses import dataclass, field
 #: A line longer than this (characters) is skipped with a warning: no one types 16 MiB, and
 #: reading such a line (a pasted binary, a runaway tool result) costs memory for nothing.
 MAX_LINE_CHARS = 16 * 1024 * 1024
-#: The formats read, as named in messages.
-FORMATS = {"claude": "Claude Code session (~/.claude/projects/<project>/<session>.jsonl)",
-           "codex": "Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)",
-           "gemini": "Gemini CLI chat log (~/.gemini/tmp/<project>/chats/session-*.jsonl or .json)"}
-
 #: Tags whose content a client wrote, not the person.
 INJECTED_TAGS = (
     # Claude Code: slash commands and their output, `!` shell mode, reminders, hook output,
@@ -201,20 +197,27 @@ def entries(lines: Iterable[str], tally: Transcript, deadline: float | None = No
         yield number, entry
 
 
-def detect(entry: dict) -> str | None:
-    """The format that claims one record: ``codex``, ``gemini``, ``claude``, or None."""
-    from memcli.agents import transcript_claude, transcript_codex, transcript_gemini
+def _readers() -> list[tuple[str, object]]:
+    """``(agent name, transcript module)`` of every agent with a reader, in claiming order
+    (``Agent.transcript_rank``: Codex's and Gemini CLI's before Claude Code's looser claim)."""
+    from memcli.agents.registry import agents
 
-    for name, reader in (("codex", transcript_codex), ("gemini", transcript_gemini), ("claude", transcript_claude)):
-        if reader.claims(entry):
+    ranked = sorted((a for a in agents() if a.transcript is not None), key=lambda a: a.transcript_rank)
+    return [(a.name, a.transcript_module()) for a in ranked]
+
+
+def detect(entry: dict) -> str | None:
+    """The format that claims one record: an agent's name (``codex``, ``gemini``, ``claude``), or None."""
+    for name, reader in _readers():
+        if reader.claims(entry):  # type: ignore[attr-defined]
             return name
     return None
 
 
-def _reader(name: str):  # noqa: ANN202 - one of the transcript_* modules' Reader classes
-    from memcli.agents import transcript_claude, transcript_codex, transcript_gemini
+def _reader(name: str):  # noqa: ANN202 - the Reader class of the agent's transcript module
+    from memcli.agents.registry import get
 
-    return {"claude": transcript_claude, "codex": transcript_codex, "gemini": transcript_gemini}[name].Reader
+    return get(name).transcript_module().Reader
 
 
 def parse(lines: Iterable[str], deadline: float | None = None) -> Transcript:

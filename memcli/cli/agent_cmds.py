@@ -7,14 +7,19 @@ from typing import Annotated, Optional
 
 import typer
 
+from memcli.agents.registry import transcript_formats
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
 from memcli.cli.output import emit, one_line, warn
+
+#: What each agent's transcript is called (``Agent.transcript_label`` without its place).
+_LABELS = [label.split(" (")[0] for label in transcript_formats().values()]
+_KINDS = ", ".join(_LABELS[:-1]) + f" or {_LABELS[-1]}" if len(_LABELS) > 1 else "".join(_LABELS)
 
 
 @app.command()
 def extract(
     transcript: Annotated[Path, typer.Argument(
-        metavar="TRANSCRIPT", help="A session file: Claude Code, Codex rollout or Gemini CLI chat log.")],
+        metavar="TRANSCRIPT", help=f"A session file: {_KINDS}.")],
     apply: Annotated[bool, typer.Option("--apply", help="Write the accepted candidates, in one commit.")] = False,
     scope: Annotated[Optional[str], typer.Option(
         "--scope", "-s", help="Where they go (default: [scopes] write).")] = None,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any  # an option's value: str, bool, int or list[str], by its kind in the table
 
+from memcli.filters import FILTERS
+
 #: Global options: name -> takes a value.
 GLOBAL_OPTIONS = {"--workspace": True, "-w": True, "--actor": True, "--json": False}
 
@@ -21,13 +23,8 @@ GLOBAL_OPTIONS = {"--workspace": True, "-w": True, "--actor": True, "--json": Fa
 COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
     "recall": {
         "--fuzzy": ("fuzzy", "flag"), "--grep": ("grep", "flag"), "--explain": ("explain", "flag"),
-        "--scope": ("scope", "list"), "-s": ("scope", "list"), "--status": ("status", "list"),
-        "--category": ("category", "str"), "-c": ("category", "str"), "--tag": ("tag", "str"),
-        "-t": ("tag", "str"), "--subject": ("subject", "str"), "--path": ("path", "str"),
-        "--created-after": ("created_after", "str"), "--created-before": ("created_before", "str"),
-        "--updated-after": ("updated_after", "str"), "--updated-before": ("updated_before", "str"),
-        "--include-expired": ("include_expired", "flag"), "--limit": ("limit", "int"), "-n": ("limit", "int"),
-        "--sessions": ("sessions", "flag"), "--json": ("json", "flag"),
+        **{option: (f.keyword, f.kind) for f in FILTERS for option in f.options},  # the read filters
+        "--json": ("json", "flag"),
     },
     "context": {
         "--query": ("query", "str"), "-q": ("query", "str"), "--budget": ("budget", "int"),
@@ -141,8 +138,11 @@ def run(argv: list[str]) -> bool:
         return False
 
     command, globals_, options, positionals = parsed
-    if command == "hook" and positionals[0] not in ("claude", "codex", "gemini"):
-        return False
+    if command == "hook":
+        from memcli.agents.registry import known
+
+        if not known(positionals[0]):  # `hook install AGENT`, `hook check`, a typo: typer's
+            return False
     GLOBALS.workspace = globals_.get("--workspace", globals_.get("-w"))
     GLOBALS.actor = globals_.get("--actor")
     options.pop("json", None)  # already read by main from argv

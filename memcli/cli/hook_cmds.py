@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from memcli.agents.registry import agents, names, require
 from memcli.cli import hot
 from memcli.cli.app import JsonOpt, app
 from memcli.cli.output import emit, warn
@@ -15,31 +16,36 @@ hook_app = typer.Typer(help="Agent hooks: entry points that read the agent's JSO
                        no_args_is_help=True)
 app.add_typer(hook_app, name="hook")
 
+
+def _either(words: list[str]) -> str:
+    """``a, b or c``."""
+    return ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+_LOCAL = [a for a in agents() if "local" in a.settings]
 Event = Annotated[str, typer.Argument(
     help="session-start, user-prompt-submit, pre-tool-use, pre-compact or session-end.")]
-Agent = Annotated[str, typer.Argument(help="claude, codex or gemini.")]
-User = Annotated[bool, typer.Option("--user", help="Edit your user settings (~/.claude/settings.json, "
-                                    "~/.codex/hooks.json, ~/.gemini/settings.json) instead of the project's.")]
-Local = Annotated[bool, typer.Option("--local", help="Claude Code only: edit .claude/settings.local.json "
-                                     "(yours, git-ignored) instead of the shared .claude/settings.json.")]
+Agent = Annotated[str, typer.Argument(help=f"{_either(list(names()))}.")]
+User = Annotated[bool, typer.Option("--user", help="Edit your user settings ("
+                                    + ", ".join(dict.fromkeys(f"~/{a.settings['user']}" for a in agents()))
+                                    + ") instead of the project's.")]
+Local = Annotated[bool, typer.Option("--local", help=f"{_either([a.title for a in _LOCAL])} only: edit "
+                                     + _either([a.settings["local"] for a in _LOCAL])
+                                     + " (yours, git-ignored) instead of the shared "
+                                     + _either([a.settings["project"] for a in _LOCAL]) + ".")]
 
 
-@hook_app.command("claude")
-def claude(event: Event) -> None:
-    """Claude Code hook (stdin: the hook JSON; stdout: hookSpecificOutput). Always exits 0."""
-    hot.hook("claude", event)
+def _hook_command(name: str, doc: str) -> None:
+    """Add ``memcli hook NAME EVENT``: the agent's hook entry point (the fast path takes it first)."""
+    def command(event: Event) -> None:
+        hot.hook(name, event)
+    command.__name__ = command.__qualname__ = name.replace("-", "_")
+    command.__doc__ = doc
+    hook_app.command(name)(command)
 
 
-@hook_app.command("codex")
-def codex(event: Event) -> None:
-    """Codex hook (stdout: the plain context block). Always exits 0."""
-    hot.hook("codex", event)
-
-
-@hook_app.command("gemini")
-def gemini(event: Event) -> None:
-    """Gemini CLI hook (stdout: JSON only). Always exits 0."""
-    hot.hook("gemini", event)
+for _agent_ in agents():
+    _hook_command(_agent_.name, _agent_.hook_help)
 
 
 def _project() -> Path:
@@ -50,12 +56,12 @@ def _project() -> Path:
 
 
 def _agent(agent: str) -> str:
-    from memcli.agents.hooks import AGENTS
-    from memcli.errors import UsageProblem
+    """``agent`` when the registry knows it.
 
-    if agent not in AGENTS:
-        raise UsageProblem(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(AGENTS)}")
-    return agent
+    Raises:
+        UsageProblem: an unknown agent (exit 2).
+    """
+    return require(agent).name
 
 
 def _install(agent: str, user: bool, local: bool, remove: bool) -> None:
@@ -100,7 +106,7 @@ def uninstall(agent: Agent, user: User = False, local: Local = False, json_: Jso
 
 
 @hook_app.command("check")
-def check(agent: Annotated[str | None, typer.Argument(help="claude, codex or gemini (default: all).")] = None,
+def check(agent: Annotated[str | None, typer.Argument(help=f"{_either(list(names()))} (default: all).")] = None,
           json_: JsonOpt = False) -> None:
     """Run every installed memcli hook as the agent would, and print pass or fail per event.
 

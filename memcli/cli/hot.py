@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from memcli.cli.output import STATE, emit, is_terminal, one_line, table, warn
 from memcli.cli.state import ctx, flush_warnings
+
+if TYPE_CHECKING:
+    from memcli.filters import Filters
 
 
 def row(memory, now) -> list[str]:  # noqa: ANN001
@@ -19,23 +23,28 @@ def row(memory, now) -> list[str]:  # noqa: ANN001
     return [memory.id, memory.scope, memory.category, status, one_line(memory.text)]
 
 
-def filters(scope=None, status=None, category=None, tag=None, subject=None, path=None,  # noqa: ANN001, ANN201
-            created_after=None, created_before=None, updated_after=None, updated_before=None,
-            include_expired: bool = False, limit: int = 10, sessions: bool = False):
-    """The ``Filters`` of ``recall`` and ``list`` from their command-line options."""
-    from memcli.service.read import Filters
-
-    return Filters(scopes=scope or [], statuses=status or [], category=category, tag=tag, subject=subject,
-                   include_expired=include_expired, limit=limit, path=path, created_after=created_after,
-                   created_before=created_before, updated_after=updated_after, updated_before=updated_before,
-                   sessions=sessions)
+#: ``recall``'s ``--limit`` when none is given.
+RECALL_LIMIT = 10
 
 
-def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool = False, scope=None,  # noqa: ANN001
-           status=None, category=None, tag=None, subject=None, path=None, created_after=None,
-           created_before=None, updated_after=None, updated_before=None, include_expired: bool = False,
-           limit: int = 10, sessions: bool = False) -> None:
-    """``memcli recall``: search and print the hits (see the command's help for each option)."""
+def filters(**options: Any) -> Filters:
+    """The ``Filters`` of ``recall`` and ``list`` from their command-line options (keywords of
+    ``memcli.filters.FILTERS``: ``scope``, ``status``, ``limit`` …; None: the filter's default).
+
+    Raises:
+        TypeError: a keyword that names no filter.
+    """
+    from memcli.filters import Filters
+
+    return Filters.from_options(**options)
+
+
+def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool = False, **options: Any) -> None:
+    """``memcli recall``: search and print the hits (see the command's help for each option).
+
+    Args:
+        options: the read filters by their command-line keywords (``memcli.filters.FILTERS``).
+    """
     from memcli.index.hybrid import describe
     from memcli.service.read import check_mode, recall_data, semantic_retriever
     from memcli.service.read import recall as do_recall
@@ -44,8 +53,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
 
     context = ctx()
     mode = check_mode(fuzzy, grep)
-    chosen = filters(scope, status, category, tag, subject, path, created_after, created_before, updated_after,
-                     updated_before, include_expired, limit, sessions)
+    chosen = filters(**{"limit": RECALL_LIMIT, **options})
     using = semantic_retriever(context, COMMAND_BUDGET) if mode == "ranked" else None
     hits = do_recall(context, query, chosen, mode, using=using)
     answered = describe(using)
@@ -56,7 +64,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
         return
     if not hits:
         hint = ""
-        if not include_expired and mode != "grep":
+        if not chosen.include_expired and mode != "grep":
             chosen.include_expired, chosen.limit = True, 1
             if do_recall(context, query, chosen, mode):
                 hint = " (an expired memory matches: add --include-expired to see it)"
@@ -112,32 +120,34 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
         block = build(opened, query, budget, fmt, folder=folder)
         flush_warnings(opened)
     except MemcliError as err:
+        from memcli.agents.context import Block
+
         warn(f"no context: {err.line()}")
-        emit({"text": "", "included": [], "omitted": 0})
+        emit(Block("", [], 0).to_dict())
         return
     if not block.text and block.omitted:
         warn(f"the budget holds none of the {block.omitted} memories; raise --budget")
-    emit({"text": block.text, "included": block.included, "omitted": block.omitted}, block.text or None)
+    emit(block.to_dict(), block.text or None)
 
 
 def hook(agent: str, event: str) -> None:
     """``memcli hook AGENT EVENT``: answer on stdout in the agent's format, warnings on stderr; exit 0."""
-    from memcli.agents.hooks import SUPPORTED
+    from memcli.agents.registry import get
     from memcli.cli.state import GLOBALS
     from memcli.cli.watchdog import GUARDED, LATE_NOTE, Watchdog
     from memcli.service.hooks import run_hook
 
-    if event not in SUPPORTED.get(agent, ()):
+    supported = get(agent).supported  # only this agent's module is imported
+    if event not in supported:
         print(f"memcli: warning: {agent} has no {event!r} hook in memcli "
-              f"(use {', '.join(SUPPORTED.get(agent, ()))})", file=sys.stderr)
+              f"(use {', '.join(supported)})", file=sys.stderr)
         return
     guard = None
     if event in GUARDED:  # the deadline holds even when the work cannot finish in time
-        from memcli.agents.hooks import answer
         from memcli.config import Config
         from memcli.service import process_started
 
-        late = answer(agent, event, LATE_NOTE if event == "session-start" else "")
+        late = get(agent).answer(event, LATE_NOTE if event == "session-start" else "")
         guard = Watchdog(late, process_started(), Config().hook_deadline)  # the default: no config read yet
     raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor, guard.move if guard else None)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from memcli.agents.registry import names
 from memcli.cli.app import JsonOpt, app
 from memcli.cli.output import emit, warn
 
@@ -20,7 +21,7 @@ ScopeO = Annotated[Optional[list[str]], typer.Option(
 AgentO = Annotated[Optional[str], typer.Option(
     "--agent", help="Provenance actor of its writes (else $MEMCLI_MCP_AGENT, else the client's name).")]
 ReadOnlyO = Annotated[bool, typer.Option("--read-only", help="Offer only the tools that read.")]
-AgentA = Annotated[str, typer.Argument(help="claude, codex or gemini.")]
+AgentA = Annotated[str, typer.Argument(help=", ".join(names()[:-1]) + f" or {names()[-1]}.")]
 UserO = Annotated[bool, typer.Option("--user", help="Edit your user configuration instead of the project's.")]
 
 

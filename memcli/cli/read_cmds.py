@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
@@ -15,55 +15,58 @@ if TYPE_CHECKING:
     from memcli.service.audit import ShownAt
     from memcli.service.read import Shown
 
-ScopeF = Annotated[Optional[list[str]], typer.Option("--scope", "-s", help="Read only these scopes; repeatable.")]
-StatusF = Annotated[Optional[list[str]], typer.Option("--status", help="Statuses to include (default active).")]
-CategoryF = Annotated[Optional[str], typer.Option("--category", "-c", help="Only this category.")]
-TagF = Annotated[Optional[str], typer.Option("--tag", "-t", help="Only memories with this tag.")]
-SubjectF = Annotated[Optional[str], typer.Option("--subject", help="Only this subject.")]
-ExpiredF = Annotated[bool, typer.Option("--include-expired", help="Include memories past their expireAt.")]
+F = TypeVar("F", bound=Callable[..., Any])
+
 LimitF = Annotated[int, typer.Option("--limit", "-n", help="At most this many results (top-k).")]
-SessionsF = Annotated[bool, typer.Option("--sessions", help="Also search your own session memories (session:*, "
-                                                            "e.g. summaries of past sessions).")]
-PathF = Annotated[Optional[str], typer.Option("--path", help="Only memories whose paths globs match this file.")]
-CreatedAfter = Annotated[Optional[str], typer.Option("--created-after", help="Created at or after (date or time).")]
-CreatedBefore = Annotated[Optional[str], typer.Option("--created-before", help="Created before (date or time).")]
-UpdatedAfter = Annotated[Optional[str], typer.Option("--updated-after", help="Updated at or after (date or time).")]
-UpdatedBefore = Annotated[Optional[str], typer.Option("--updated-before", help="Updated before (date or time).")]
+
+
+def with_filters(**defaults: Any) -> Callable[[F], F]:
+    """Give a command the read filters of ``memcli.filters.FILTERS`` as options, after its own
+    and before ``--json``; the command takes them as keyword arguments (``**filters``).
+
+    Args:
+        defaults: a default per filter keyword where the command's differs (``limit=100``).
+    """
+    import inspect
+
+    from memcli.filters import FILTERS
+
+    hints: dict[str, Any] = {"list": Optional[list[str]], "str": Optional[str], "int": int, "flag": bool}
+    added = [inspect.Parameter(f.keyword, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                               default=defaults.get(f.keyword, f.default),
+                               annotation=Annotated[hints[f.kind], typer.Option(*f.options, help=f.help)])
+             for f in FILTERS]
+
+    def wrap(func: F) -> F:
+        own = [p for p in inspect.signature(func, eval_str=True).parameters.values() if p.kind is not p.VAR_KEYWORD]
+        last = [p for p in own if p.name == "json_"]
+        setattr(func, "__signature__", inspect.Signature([*(p for p in own if p.name != "json_"), *added, *last]))
+        return func
+    return wrap
 
 
 @app.command()
+@with_filters(limit=hot.RECALL_LIMIT)
 def recall(
     query: Annotated[list[str], typer.Argument(
         help="Words to search for, quoted or not (a regular expression with --grep).")],
     fuzzy: Annotated[bool, typer.Option("--fuzzy", help="Approximate matching (typos).")] = False,
     grep: Annotated[bool, typer.Option("--grep", help="Treat QUERY as a regular expression.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each part of every score.")] = False,
-    scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
-    subject: SubjectF = None, path: PathF = None, created_after: CreatedAfter = None,
-    created_before: CreatedBefore = None, updated_after: UpdatedAfter = None, updated_before: UpdatedBefore = None,
-    include_expired: ExpiredF = False, limit: LimitF = 10, sessions: SessionsF = False, json_: JsonOpt = False,
+    json_: JsonOpt = False, **filters: Any,
 ) -> None:
     """Search memories in your scopes: ranked (BM25, importance, recency) by default, --fuzzy or --grep."""
-    hot.recall(" ".join(query), fuzzy=fuzzy, grep=grep, explain=explain, scope=scope, status=status, category=category,
-               tag=tag, subject=subject, path=path, created_after=created_after, created_before=created_before,
-               updated_after=updated_after, updated_before=updated_before, include_expired=include_expired,
-               limit=limit, sessions=sessions)
+    hot.recall(" ".join(query), fuzzy=fuzzy, grep=grep, explain=explain, **filters)
 
 
 @app.command("list")
-def list_(
-    scope: ScopeF = None, status: StatusF = None, category: CategoryF = None, tag: TagF = None,
-    subject: SubjectF = None, path: PathF = None, created_after: CreatedAfter = None,
-    created_before: CreatedBefore = None, updated_after: UpdatedAfter = None, updated_before: UpdatedBefore = None,
-    include_expired: ExpiredF = False, limit: LimitF = 100, sessions: SessionsF = False, json_: JsonOpt = False,
-) -> None:
+@with_filters(limit=100)
+def list_(json_: JsonOpt = False, **filters: Any) -> None:
     """List memories in your scopes, newest first (active and unexpired unless told otherwise)."""
     from memcli.service.read import list_memories
 
     context = ctx()
-    memories = list_memories(context, hot.filters(scope, status, category, tag, subject, path, created_after,
-                                                  created_before, updated_after, updated_before, include_expired, limit,
-                                                  sessions))
+    memories = list_memories(context, hot.filters(**filters))
     flush_warnings(context)
     emit({"memories": [m.to_dict(context.now) for m in memories]})
     if not _json():

@@ -1,15 +1,9 @@
 """``memcli mcp install|uninstall AGENT``: register the server where each agent looks for MCP servers.
 
-Where each agent reads its MCP servers (checked against the agents' documentation and,
-for Claude Code 2.1.332, by ``claude mcp list`` in ``scripts/mcp-inspector-check.sh``):
-
-* Claude Code: project (default) ``.mcp.json`` ``mcpServers`` (what ``claude mcp add -s project``
-  writes); user (``--user``) ``~/.claude.json`` ``mcpServers`` (``claude mcp add -s user``;
-  ``$CLAUDE_CONFIG_DIR`` if set).
-* Codex: project ``.codex/config.toml`` ``[mcp_servers.memcli]`` (read in a trusted project only);
-  user ``~/.codex/config.toml`` (``$CODEX_HOME`` if set).
-* Gemini CLI: project ``.gemini/settings.json`` ``mcpServers`` (read in a trusted folder only); user
-  ``~/.gemini/settings.json``.
+Where each agent reads its MCP servers is its module's ``mcp_config`` (``agents.registry``;
+checked against the agents' documentation and, for Claude Code 2.1.332, by ``claude mcp
+list`` in ``scripts/mcp-inspector-check.sh``): Claude Code's ``.mcp.json`` or ``~/.claude.json``,
+Codex's ``.codex/config.toml`` (TOML), Gemini CLI's ``.gemini/settings.json``.
 
 A project's file is shared (teams commit it), so its entry names no path of this machine:
 it runs ``sh -c SCRIPT memcli …`` (``agents.launcher``), which finds memcli on each
@@ -34,26 +28,23 @@ from typing import Any
 
 from memcli.errors import UsageProblem, ValidationFailed
 
-AGENTS = ("claude", "codex", "gemini")
 #: The server's name in every agent's configuration.
 NAME = "memcli"
 
 
 def config_path(agent: str, user: bool, project: Path) -> Path:
-    """The file memcli edits for ``agent``: the project's, or the user's with ``user``.
+    """The file memcli edits for ``agent`` (``Agent.mcp_config``): the project's, or the user's with ``user``.
 
     Raises:
-        UsageProblem: ``agent`` is not one of ``AGENTS`` (exit 2).
+        UsageProblem: ``agent`` is not an agent of the registry, or one without MCP support (exit 2).
     """
-    if agent not in AGENTS:
-        raise UsageProblem(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(AGENTS)}")
-    home = Path.home()
-    if agent == "claude":
-        return Path(os.environ.get("CLAUDE_CONFIG_DIR") or home) / ".claude.json" if user else project / ".mcp.json"
-    if agent == "codex":
-        return Path(os.environ.get("CODEX_HOME") or home / ".codex") / "config.toml" if user \
-            else project / ".codex" / "config.toml"
-    return (home if user else project) / ".gemini" / "settings.json"
+    from memcli.agents.registry import agents, require
+
+    own = require(agent)
+    if own.mcp_config is None:
+        having = ", ".join(a.name for a in agents() if a.mcp_config is not None)
+        raise UsageProblem(f"{own.title} takes no MCP server from memcli", hint=f"use one of: {having}")
+    return own.mcp_config(user, project)
 
 
 def server_command() -> tuple[str, list[str]]:
@@ -206,17 +197,10 @@ def _plain(item: Any) -> Any:
 
 def entry_for(agent: str, program: str, args: list[str]) -> dict[str, Any]:
     """memcli's server entry in ``agent``'s format (a stdio server: command and arguments)."""
-    if agent == "claude":
-        return {"type": "stdio", "command": program, "args": args, "env": {}}
-    return {"command": program, "args": args}
+    from memcli.agents.registry import get
 
-
-#: Said after an install, per agent and level, when the agent needs a step of its own.
-NOTES = {
-    ("claude", False): "Claude Code asks once before it starts a server from a project's .mcp.json",
-    ("codex", False): "Codex reads .codex/config.toml only in a project you have trusted",
-    ("gemini", False): "Gemini CLI reads .gemini/settings.json only in a folder you have trusted",
-}
+    make = get(agent).mcp_entry
+    return make(program, args) if make is not None else {"command": program, "args": args}
 
 
 def install(agent: str, user: bool, project: Path, args: list[str], remove: bool = False) -> dict[str, Any]:
@@ -225,7 +209,7 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
     Running it twice changes nothing the second time (no write).
 
     Args:
-        agent: ``claude``, ``codex`` or ``gemini``.
+        agent: the agent's name (``agents.registry``).
         user: edit the user's file instead of the project's.
         project: the project folder (the git top level, or the current folder).
         args: the server's arguments after the program (see :func:`server_args`).
@@ -241,6 +225,7 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
         ValidationFailed: the file cannot be merged safely; it is left untouched (exit 5).
     """
     from memcli.agents import launcher
+    from memcli.agents.registry import get
     from memcli.service.launcher import record, where_label
 
     path = config_path(agent, user, project)
@@ -250,7 +235,8 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
     else:
         program, *lead = launcher.words([])
     entry = None if remove else entry_for(agent, program, [*lead, *args])
-    edit = _toml_edit if agent == "codex" else _json_edit
+    own = get(agent)
+    edit = _toml_edit if own.mcp_format == "toml" else _json_edit
     new_text, change = edit(path, text, entry)
     personal = []
     if not user and not remove:
@@ -264,7 +250,7 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
         personal = [written] if written else []
     if change is not None:
         _write(path, new_text)
-    notes = [] if remove or change is None or (agent, user) not in NOTES else [NOTES[(agent, user)]]
+    notes = [] if remove or change is None or user or not own.mcp_note else [own.mcp_note]
     kind = where_label("personal" if user else "shared")
     return {"agent": agent, "path": str(path), "shared": not user, "kind": kind,
             "changes": [change] if change else [], "entry": entry, "notes": notes, "personal": personal}

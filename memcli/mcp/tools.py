@@ -281,27 +281,35 @@ class Tools:
 
     # --- reading ---------------------------------------------------------------------
 
-    def recall(self, query: str, limit: int = 10, mode: str = "ranked", scopes: list[str] | None = None,
-               category: str | None = None, tag: str | None = None, subject: str | None = None,
-               path: str | None = None, statuses: list[str] | None = None,
-               include_expired: bool = False) -> dict[str, Any]:
+    def recall(self, query: str, mode: str = "ranked", **filters: Any) -> dict[str, Any]:
         """Search (``memcli recall``): ranked BM25 x importance x recency, or ``fuzzy`` / ``grep`` mode.
+
+        Args:
+            filters: the read filters the tool takes (``memcli.filters.FILTERS`` marked ``mcp``),
+                by name: ``limit`` (default 10), ``scopes`` (narrowed to the server's),
+                ``statuses``, ``category``, ``tag``, ``subject``, ``path``, ``include_expired``.
 
         Raises:
             UsageProblem: blank query or bad regular expression; ValidationFailed: a bad filter;
-            ScopeViolation: a scope outside the server's.
+            ScopeViolation: a scope outside the server's. TypeError: a filter the tool does not take.
         """
+        from memcli.filters import BY_NAME, Filters
         from memcli.index.hybrid import describe
-        from memcli.service.read import Filters, recall, recall_data
+        from memcli.service.read import recall, recall_data
 
+        refused = sorted(name for name in filters if name not in BY_NAME or not BY_NAME[name].mcp)
+        if refused:
+            raise TypeError(f"the recall tool takes no filter {', '.join(refused)}")
+
+        statuses = filters.get("statuses")
         wanted = [s for s in statuses or [] if s != PENDING]
         if statuses and not wanted:
             raise ReviewRefused(PENDING_REFUSED, hint=PENDING_HINT)
 
         def work(ctx, allowed):  # noqa: ANN001, ANN202
-            chosen = Filters(scopes=self._narrow(allowed, ctx.actor, scopes), statuses=wanted,
-                             category=category, tag=tag, subject=subject, include_expired=include_expired,
-                             limit=limit, path=path)
+            given = {name: value for name, value in filters.items() if value is not None}
+            chosen = Filters(**{"limit": 10, **given, "scopes": self._narrow(allowed, ctx.actor, given.get("scopes")),
+                                "statuses": wanted})
             using = self.warm.retriever(ctx) if self.warm is not None and mode == "ranked" else None
             hits = [h for h in recall(ctx, query, chosen, mode, using=using) if h.memory.status != PENDING]
             data = recall_data(ctx, query, mode, hits, answered=describe(using))
@@ -320,8 +328,7 @@ class Tools:
             except OSError:
                 folder = None
             block = context(ctx, query, budget, "text", folder=folder)
-            return {"text": block.text, "included": list(block.included), "omitted": block.omitted,
-                    "warnings": list(ctx.warnings)}
+            return {**block.to_dict(), "warnings": list(ctx.warnings)}
         return self._call(work)
 
     def show(self, memory_id: str) -> dict[str, Any]:
@@ -367,7 +374,8 @@ class Tools:
 
     def memories(self) -> list[dict[str, Any]]:
         """Every served memory in the server's scopes, newest first (at most 1,000): the resource list."""
-        from memcli.service.read import MAX_LIMIT, Filters, list_memories
+        from memcli.filters import Filters
+        from memcli.service.read import MAX_LIMIT, list_memories
 
         def work(ctx, allowed):  # noqa: ANN001, ANN202
             return [labelled(m.to_dict(ctx.now)) for m in list_memories(ctx, Filters(limit=MAX_LIMIT))

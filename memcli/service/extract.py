@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli.agents.extract import Candidate, find_candidates
-from memcli.agents.transcript import FORMATS, DeadlineReached, Transcript, Turn, parse_text
+from memcli.agents.transcript import DeadlineReached, Transcript, Turn, parse_text
 from memcli.errors import MemcliError, SecretDetected, SubjectConflict, TranscriptFormatUnknown, ValidationFailed
 from memcli.policy import gates
 from memcli.service import Ctx
@@ -82,7 +82,7 @@ class ExtractResult:
 
     Attributes:
         path: the transcript read.
-        format: ``claude``, ``codex`` or ``gemini`` (``agents.transcript.FORMATS``); None for a
+        format: the agent's name (``claude``, ``codex``, ``gemini``: ``agents.registry``); None for a
             file that holds no record at all (empty, or only broken lines).
         session: its session id (the first ``sessionId``; the file name without ``.jsonl`` if none).
         applied: True with ``apply`` (writes allowed), False for a dry run.
@@ -143,9 +143,13 @@ class ExtractResult:
 #: The largest transcript memcli reads, in bytes (200 MB; a long Claude Code session is a few MB).
 #: A bigger file is refused before it is read, so that no command or hook fills the memory.
 MAX_TRANSCRIPT_BYTES = 200 * 1024 * 1024
-#: The hint of every error about the transcript file itself.
-TRANSCRIPT_HINT = ("give the path of a session file: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex "
-         "~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl or Gemini CLI ~/.gemini/tmp/<project>/chats/session-*.jsonl")
+
+
+def transcript_hint() -> str:
+    """The hint of every error about the transcript file itself (``agents.registry.transcript_hint``)."""
+    from memcli.agents.registry import transcript_hint as hint
+
+    return hint()
 
 
 def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
@@ -153,10 +157,10 @@ def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
     import stat
 
     if stat.S_ISDIR(info.st_mode):
-        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=TRANSCRIPT_HINT)
+        raise ValidationFailed(f"{path} is a folder, not a transcript file", hint=transcript_hint())
     if not stat.S_ISREG(info.st_mode):
         raise ValidationFailed(f"{path} is not a regular file (a FIFO, device or socket); it was not read",
-                               hint=TRANSCRIPT_HINT)
+                               hint=transcript_hint())
     if info.st_size > MAX_TRANSCRIPT_BYTES:
         raise _too_large(path, info.st_size)
 
@@ -169,11 +173,11 @@ def _too_large(path: Path, size: int) -> ValidationFailed:
 
 def _os_error(path: Path, err: OSError) -> ValidationFailed:
     if isinstance(err, FileNotFoundError):
-        return ValidationFailed(f"no transcript at {path}: the file does not exist", hint=TRANSCRIPT_HINT)
+        return ValidationFailed(f"no transcript at {path}: the file does not exist", hint=transcript_hint())
     if isinstance(err, PermissionError):
         return ValidationFailed(f"cannot read the transcript {path}: permission denied",
                                 hint="check the file's permissions")
-    return ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=TRANSCRIPT_HINT)
+    return ValidationFailed(f"cannot read the transcript {path}: {err.strerror or err}", hint=transcript_hint())
 
 
 def check_transcript(path: Path) -> None:
@@ -292,8 +296,11 @@ def parse_transcript(path: Path, raw: bytes, deadline: float | None = None) -> T
 
 def unknown_format(path: Path) -> TranscriptFormatUnknown:
     """The error for a file whose JSON records no known format writes; it names the formats read."""
+    from memcli.agents.registry import transcript_formats
+
     return TranscriptFormatUnknown(f"{path} is not a transcript format memcli reads (it reads: "
-                                   f"{'; '.join(FORMATS.values())})", hint="give the session file the agent wrote")
+                                   f"{'; '.join(transcript_formats().values())})",
+                                   hint="give the session file the agent wrote")
 
 
 def read_transcript(path: Path, deadline: float | None = None) -> Transcript:

@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memcli.agents import hooks as formats
+from memcli.agents.registry import get, names
 from memcli.errors import HookCheckFailed, MemcliError
-from memcli.service.hook_install import FILES, read_settings, settings_path
+from memcli.service.hook_install import read_settings, settings_path
 
 #: The environment a hook runs with here: nothing from the caller's shell but HOME.
 MINIMAL_PATH = "/usr/bin:/bin"
@@ -35,7 +36,7 @@ class Check:
     """One hook run: which, where from, and the verdict.
 
     Attributes:
-        agent: ``claude``, ``codex`` or ``gemini``.
+        agent: the agent's name (``agents.registry``).
         event: the agent's event name (``SessionStart``, ``BeforeAgent`` …).
         file: the settings file that holds the handler.
         command: the handler's command, as installed.
@@ -63,7 +64,7 @@ def check(agent: str | None, project: Path) -> list[Check]:
     """Run every memcli hook installed for ``agent`` (or every agent) as the agent would.
 
     Args:
-        agent: ``claude``, ``codex``, ``gemini``, or None for all three.
+        agent: an agent's name (``agents.registry``), or None for every agent.
         project: the project folder: the hooks' working folder and ``cwd``.
 
     Returns:
@@ -73,11 +74,11 @@ def check(agent: str | None, project: Path) -> list[Check]:
     Raises:
         HookCheckFailed: no memcli hook is installed for the agent(s) (exit 18).
     """
-    agents = [agent] if agent else list(formats.AGENTS)
+    agents = [agent] if agent else list(names())
     checks: list[Check] = []
     looked: list[str] = []
     for name in agents:
-        for where in FILES[name]:
+        for where in get(name).settings:
             path = settings_path(name, where, project)
             looked.append(str(path))
             if not path.exists():
@@ -92,25 +93,33 @@ def check(agent: str | None, project: Path) -> list[Check]:
     if not checks:
         who = agent or "any agent"
         raise HookCheckFailed(f"no memcli hooks installed for {who} (looked in {', '.join(looked)})",
-                              hint=f"run `memcli hook install {agent or 'claude'}` in the project")
+                              hint=f"run `memcli hook install {agent or names()[0]}` in the project")
     return checks
+
+
+#: The per-event fields of ``hook check``'s stdin, by memcli's event word (an agent adds or
+#: changes some: ``Agent.check_fields``).
+FIELDS: dict[str, dict[str, object]] = {
+    "session-start": {"source": "startup"}, "user-prompt-submit": {"prompt": "memcli hook check"},
+    "pre-compact": {"trigger": "manual"}, "session-end": {"reason": "other"},
+    "pre-tool-use": {"tool_name": "Read", "tool_input": {"file_path": "README.md"},
+                     "tool_use_id": "memcli-hook-check-tool"}}
 
 
 def stdin_for(agent: str, event_name: str, project: Path) -> dict:
     """The JSON the agent sends a hook for ``event_name`` (fields from INTEGRATIONS.md and
     Codex's embedded input schemas; the transcript path names a file that does not exist)."""
+    own = get(agent)
     payload: dict[str, object] = {
         "session_id": SESSION_ID, "transcript_path": str(project / ".memcli-hook-check.jsonl"),
         "cwd": str(project), "hook_event_name": event_name}
-    extra: dict[str, dict[str, object]] = {
-             "SessionStart": {"source": "startup"}, "UserPromptSubmit": {"prompt": "memcli hook check"},
-             "BeforeAgent": {"prompt": "memcli hook check"}, "PreCompact": {"trigger": "manual"},
-             "PreCompress": {"trigger": "manual"}, "SessionEnd": {"reason": "exit" if agent == "gemini" else "other"},
-             "PreToolUse": {"tool_name": "Read", "tool_input": {"file_path": str(project / "README.md")},
-                            "tool_use_id": "memcli-hook-check-tool"}}
-    payload.update(extra.get(event_name, {}))
-    if agent == "codex":
-        payload.update(model="memcli-check", permission_mode="default", turn_id="memcli-hook-check-turn")
+    word = own.event_word(event_name)
+    if word is not None:
+        payload.update(FIELDS.get(word, {}))
+        if word == "pre-tool-use":
+            payload["tool_input"] = {"file_path": str(project / "README.md")}
+        payload.update(own.check_fields.get(word, {}))
+    payload.update(own.check_fields.get("*", {}))
     return payload
 
 
@@ -158,13 +167,14 @@ def judge(agent: str, event_name: str, stdout: str) -> tuple[str | None, int]:
     text = stdout.strip()
     if not text:
         return None, 0
-    if agent == "codex" and text[0] not in "{[":
+    plain = bool(get(agent).plain_events)  # an agent that takes plain context (Codex) takes any plain text
+    if plain and text[0] not in "{[":
         return None, len(stdout)
     try:
         body = json.loads(text)
     except ValueError:
-        if agent == "codex":
-            return "stdout starts like JSON but is not valid JSON (Codex fails such a hook)", 0
+        if plain:
+            return f"stdout starts like JSON but is not valid JSON ({get(agent).title} fails such a hook)", 0
         return f"stdout is not JSON ({text[:60]!r}); the agent wants one JSON object", 0
     if not isinstance(body, dict):
         return "stdout is JSON but not an object", 0
@@ -179,9 +189,10 @@ def judge(agent: str, event_name: str, stdout: str) -> tuple[str | None, int]:
 
 
 def _timeout_seconds(agent: str, entry: dict) -> float:
-    """The handler's installed timeout in seconds (Gemini CLI's are in milliseconds); the
-    agents' default of 60 s when there is none."""
+    """The handler's installed timeout in seconds (``Agent.timeout_scale``: Gemini CLI's are in
+    milliseconds); the agents' default of 60 s when there is none."""
     value = entry.get("timeout")
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
         return 60.0
-    return value / 1000 if agent == "gemini" else float(value)
+    scale = get(agent).timeout_scale
+    return value / scale if scale != 1 else float(value)

@@ -21,35 +21,29 @@ from pathlib import Path
 
 from memcli.agents import hooks as formats
 from memcli.agents import launcher
+from memcli.agents.registry import agents, get
 from memcli.errors import MemcliError, SettingsUnmergeable, UsageProblem
 from memcli.service.launcher import memcli_program, record, where_label
 
-#: Where each agent keeps its hooks: the project's file, Claude Code's personal
-#: (git-ignored) ``settings.local.json``, and the user's file under the home folder.
-FILES = {
-    "claude": {"project": ".claude/settings.json", "local": ".claude/settings.local.json",
-               "user": ".claude/settings.json"},
-    "codex": {"project": ".codex/hooks.json", "user": ".codex/hooks.json"},
-    "gemini": {"project": ".gemini/settings.json", "user": ".gemini/settings.json"},
-}
-
 
 def settings_path(agent: str, where: str, project: Path) -> Path:
-    """The settings file memcli edits for ``agent``.
+    """The settings file memcli edits for ``agent`` (its ``Agent.settings``).
 
     Args:
-        agent: ``claude``, ``codex`` or ``gemini``.
-        where: ``project`` (shared with the team), ``local`` (Claude Code only: yours, in the
-            project) or ``user`` (yours, under the home folder).
+        agent: the agent's name (``agents.registry``).
+        where: ``project`` (shared with the team), ``local`` (yours, in the project: Claude
+            Code's ``settings.local.json``) or ``user`` (yours, under the home folder).
         project: the project folder (the git top level, or the current folder).
 
     Raises:
         UsageProblem: ``local`` for an agent without a local settings file (exit 2).
     """
-    if where not in FILES[agent]:
-        raise UsageProblem(f"--local is for Claude Code (.claude/settings.local.json); {agent} has no "
+    files = get(agent).settings
+    if where not in files:
+        having = [f"{a.title} ({a.settings['local']})" for a in agents() if "local" in a.settings]
+        raise UsageProblem(f"--local is for {', '.join(having)}; {agent} has no "
                            "local settings file", hint=f"use `memcli hook install {agent}` or add --user")
-    return (Path.home() if where == "user" else project) / FILES[agent][where]
+    return (Path.home() if where == "user" else project) / files[where]
 
 
 def command(agent: str, event: str, workspace: str | None, shared: bool = False,
@@ -145,7 +139,7 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
     machine's personal launcher is written or refreshed (:func:`service.launcher.record`).
 
     Args:
-        agent: ``claude``, ``codex`` or ``gemini``.
+        agent: the agent's name (``agents.registry``).
         where: ``project``, ``local`` or ``user`` (see :func:`settings_path`).
         project: the project folder (the git top level, or the current folder).
         workspace: a workspace path to pin in the commands (``-w``), or None to let the
@@ -163,7 +157,7 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
     Raises:
         SettingsUnmergeable: the file cannot be merged into safely, or cannot be written
             (exit 5; untouched).
-        UsageProblem: ``local`` for Codex or Gemini CLI, or a pinned workspace outside the
+        UsageProblem: ``local`` for an agent without a local file, or a pinned workspace outside the
             project for the shared file (exit 2).
     """
     from memcli.store.files import atomic_write
@@ -179,7 +173,7 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
     if remove:
         updated, changes = formats.remove(settings)
     else:
-        commands = {event: command(agent, event, workspace, shared, project) for event in formats.SUPPORTED[agent]}
+        commands = {event: command(agent, event, workspace, shared, project) for event in get(agent).supported}
         updated, changes = formats.merge(settings, agent, commands)
     personal = []
     if shared and not remove:
@@ -217,25 +211,10 @@ def _earlier(settings: dict) -> list[tuple[str, formats.HookCommand]]:
 
 
 def trust_steps(agent: str, where: str, project: Path) -> list[str]:
-    """What the person must do before the agent runs the hooks just installed.
-
-    Seen with Codex CLI 0.171 and Gemini CLI 0.61 (INTEGRATIONS.md): Codex runs hooks only
-    in a trusted project and only once the person has reviewed and trusted them in
-    ``/hooks`` (untrusted hooks are skipped without a word); Gemini CLI loads a project's
-    hooks only in a trusted folder, and runs none before an auth method is configured (exit
-    41, "Please set an Auth method", seen with Gemini CLI 0.61).
-    """
-    if agent == "codex":
-        folder = f"trust the project {project} when Codex asks (or set trust_level = \"trusted\" for it " \
-                 f"in ~/.codex/config.toml), then " if where == "project" else ""
-        return [f"Codex runs these hooks only once you trust them: start `codex`, {folder}open `/hooks`, "
-                "review memcli's hooks and trust them (until then Codex skips them silently)"]
-    auth = ("Gemini CLI runs no hook before an auth method is set (it exits 41, \"Please set an Auth method\"): "
-            "start `gemini` once and sign in, or set GEMINI_API_KEY")
-    if agent == "gemini" and where == "project":
-        return [f"Gemini CLI loads project hooks only in a trusted folder: start `gemini` in {project} and "
-                "trust the folder when asked (or with `/permissions`)", auth]
-    return [auth] if agent == "gemini" else []
+    """What the person must do before the agent runs the hooks just installed (``Agent.trust_steps``:
+    Codex's review in ``/hooks``, Gemini CLI's trusted folder and auth method)."""
+    steps = get(agent).trust_steps
+    return steps(where, project) if steps is not None else []
 
 
 def unfound_workspace(project: Path, workspace: str | None) -> str | None:

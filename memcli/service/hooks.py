@@ -174,7 +174,7 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     """Answer one hook call; never raises.
 
     Args:
-        agent: ``claude``, ``codex`` or ``gemini``.
+        agent: the agent's name (``agents.registry``): how its stdin is read and its answer written.
         event: ``session-start``, ``user-prompt-submit``, ``pre-tool-use``, ``pre-compact`` or ``session-end``.
         raw: the hook's stdin (the agent's JSON).
         workspace: ``--workspace``, if given; else ``$MEMCLI_WORKSPACE``, else found from the
@@ -186,9 +186,10 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
             None for the others): what the CLI's ``Watchdog`` keeps, and uses if it
             answers first.
     """
+    from memcli.agents.registry import get
     from memcli.agents.tools import files_of
 
-    payload, problem = formats.HookInput.parse(raw)
+    payload, problem = get(agent).read_input(raw)
     run = HookRun("", [problem] if problem else [])
     if event == "pre-tool-use" and not files_of(payload.tool_name, payload.tool_input):
         return run  # not a file tool (Codex runs it for every tool): nothing to open, nothing to add
@@ -395,7 +396,8 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
     """
     from memcli.agents.context import render
     from memcli.agents.transcript import strip_injected
-    from memcli.service.read import Filters, recall, semantic_retriever
+    from memcli.filters import Filters
+    from memcli.service.read import recall, semantic_retriever
 
     # Gemini CLI's BeforeAgent prompt may carry the session start's <hook_context> (memcli's
     # own block among it); only the person's words are searched

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memcli.errors import UsageProblem, ValidationFailed
+from memcli.filters import FILTERS, TIMES, Filters
 from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
 from memcli.policy.owner import scope_in_commit_is_mine
@@ -17,39 +18,6 @@ from memcli.service.redact import for_reader
 from memcli.timeutil import parse_instant
 
 MAX_LIMIT = 1000
-
-
-class Filters:
-    """Filters shared by ``recall`` and ``list`` (see :class:`memcli.index.Query`).
-
-    As given on the command line, checked by :func:`build_query`: ``statuses`` may hold
-    comma-separated lists, the times are RFC 3339 strings or dates. A list left None is a
-    fresh empty one (all readable scopes; ``active`` only). ``sessions``: also search the
-    caller's own session memories (``session:*``, summaries of past sessions).
-    """
-
-    __slots__ = ("scopes", "statuses", "category", "tag", "subject", "include_expired", "limit", "path",
-                 "created_after", "created_before", "updated_after", "updated_before", "sessions")
-
-    def __init__(self, scopes: list[str] | None = None, statuses: list[str] | None = None,
-                 category: str | None = None, tag: str | None = None, subject: str | None = None,
-                 include_expired: bool = False, limit: int = 20, path: str | None = None,
-                 created_after: str | None = None, created_before: str | None = None,
-                 updated_after: str | None = None, updated_before: str | None = None,
-                 sessions: bool = False) -> None:
-        self.scopes = [] if scopes is None else scopes
-        self.statuses = [] if statuses is None else statuses
-        self.category = category
-        self.tag = tag
-        self.subject = subject
-        self.include_expired = include_expired
-        self.limit = limit
-        self.path = path
-        self.created_after = created_after
-        self.created_before = created_before
-        self.updated_after = updated_after
-        self.updated_before = updated_before
-        self.sessions = sessions
 
 
 def retriever(ctx: Ctx) -> Retriever:
@@ -73,7 +41,7 @@ def semantic_retriever(ctx: Ctx, budget: float | None = None) -> Retriever:
 
 
 def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> Query:
-    """Validate filters and make a :class:`Query` limited to the caller's scopes.
+    """Validate filters (``memcli.filters``) and make a :class:`Query` limited to the caller's scopes.
 
     Raises:
         ValidationFailed, ScopeViolation: a filter value is not acceptable.
@@ -92,7 +60,7 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
     if not 1 <= filters.limit <= MAX_LIMIT:
         raise ValidationFailed(f"invalid limit {filters.limit}: use 1 to {MAX_LIMIT}")
     times: dict[str, Any] = {}  # Query's keyword arguments of the same names
-    for name in ("created_after", "created_before", "updated_after", "updated_before"):
+    for name in TIMES:
         value = getattr(filters, name)
         try:
             times[name] = parse_instant(value) if value is not None else None  # "" is an error, not "no filter"
@@ -102,10 +70,9 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
             raise ValidationFailed(
                 f"--{name.replace('_', '-')}: {shown(value)} is not a date or RFC 3339 time") from None
     scopes = ctx.scopes(filters.scopes or None) + (["session:*"] if filters.sessions else [])
-    return Query(text=text, scopes=scopes, now=ctx.now, mode=mode,
-                 statuses=statuses, include_expired=filters.include_expired, category=filters.category,
-                 tag=filters.tag, subject=filters.subject, limit=filters.limit, path=filters.path,
-                 actor=ctx.actor, **times)
+    passed = {f.name: getattr(filters, f.name) for f in FILTERS if f.query}  # checked above, or taken as they are
+    return Query(text=text, scopes=scopes, now=ctx.now, mode=mode, statuses=statuses, actor=ctx.actor,
+                 **passed, **times)
 
 
 #: Characters a query (or ``--grep`` pattern) may have (the prompt hook searches a prompt's first 2,000;
@@ -175,9 +142,12 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
     note = {"weak": WEAK_NOTE, "none": NONE_NOTE}.get(answer)
     if answer == "none" and partial:
         note = f"{NONE_NOTE} in what is indexed so far"
+    from memcli.agents.injection import instruction_like  # the label MCP and the context block show too
+
     return {"query": redact(query, full=False), "mode": mode, "answer": answer, "note": note,
             "partial": partial, "retriever": answered,
             "hits": [{**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match,
+                      "instructionLike": instruction_like(h.memory.text),
                       **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})}
                      for h in hits]}
 

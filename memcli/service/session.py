@@ -33,7 +33,7 @@ from memcli.agents import summary as rules
 from memcli.errors import UsageProblem, ValidationFailed
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS, Provenance, check_scope
 from memcli.service import Ctx
-from memcli.service.extract import TRANSCRIPT_HINT, read_transcript_bytes, unknown_format
+from memcli.service.extract import read_transcript_bytes, transcript_hint, unknown_format
 from memcli.service.write import WriteOptions, WriteResult, _gate, check_session_owner
 
 OP = "compact"
@@ -217,7 +217,7 @@ def compact_session(ctx: Ctx, path: Path | str, keep_recent: int = 10, summarize
     path = Path(path)
     raw = read_transcript_bytes(path)  # checked and capped as for `extract`
     conversation = rules.read_conversation(raw.decode("utf-8-sig", errors="replace"), deadline)
-    hint = TRANSCRIPT_HINT
+    hint = transcript_hint()
     if conversation.lines and conversation.skipped_lines == conversation.lines:
         which = "its only line is not" if conversation.lines == 1 else f"none of its {conversation.lines} lines is"
         raise ValidationFailed(f"{path} is not JSON Lines: {which} a JSON object", hint=hint)

@@ -1,0 +1,59 @@
+"""Gemini CLI: everything memcli knows about it (registered in ``agents.registry``).
+
+Sources (INTEGRATIONS.md; Gemini CLI 0.61, seen with the real CLI, ``scripts/real-agents.py``):
+
+* Hooks: Claude Code's three-level shape in ``.gemini/settings.json`` (project, or
+  ``~/.gemini/settings.json``) with ``timeout`` in milliseconds; stdout must be JSON only,
+  context in ``hookSpecificOutput.additionalContext``. Its event names differ where
+  ``gemini hooks migrate --from-claude`` maps them: BeforeAgent runs once per prompt,
+  PreCompress before its compression; no tool hook from memcli. SessionEnd's ``reason`` is
+  ``exit``.
+* It loads a project's hooks only in a trusted folder, and runs none before an auth method is
+  configured (exit 41, "Please set an Auth method").
+* Transcripts: chat logs ``~/.gemini/tmp/<project>/chats/session-*.jsonl`` or the older
+  ``.json`` (``agents.transcript_gemini``).
+* MCP: project ``.gemini/settings.json`` ``mcpServers`` (read in a trusted folder only); user
+  ``~/.gemini/settings.json``.
+* Its shell tool runs commands with ``GEMINI_CLI=1``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memcli.agents.registry import Agent
+
+EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "BeforeAgent", "pre-compact": "PreCompress",
+          "session-end": "SessionEnd"}
+
+
+def trust_steps(where: str, project: Path) -> list[str]:
+    """What the person must do before Gemini CLI runs the hooks (module docstring)."""
+    auth = ("Gemini CLI runs no hook before an auth method is set (it exits 41, \"Please set an Auth method\"): "
+            "start `gemini` once and sign in, or set GEMINI_API_KEY")
+    if where == "project":
+        return [f"Gemini CLI loads project hooks only in a trusted folder: start `gemini` in {project} and "
+                "trust the folder when asked (or with `/permissions`)", auth]
+    return [auth]
+
+
+def mcp_config(user: bool, project: Path) -> Path:
+    """``~/.gemini/settings.json`` with ``user``, else the project's ``.gemini/settings.json``."""
+    return (Path.home() if user else project) / ".gemini" / "settings.json"
+
+
+AGENT = Agent(
+    "gemini", "Gemini CLI", EVENTS,
+    hook_help="Gemini CLI hook (stdout: JSON only). Always exits 0.",
+    timeout_scale=1000,
+    check_fields={"session-end": {"reason": "exit"}},
+    settings={"project": ".gemini/settings.json", "user": ".gemini/settings.json"},
+    trust_steps=trust_steps,
+    transcript="memcli.agents.transcript_gemini",
+    transcript_label="Gemini CLI chat log (~/.gemini/tmp/<project>/chats/session-*.jsonl or .json)",
+    transcript_path="~/.gemini/tmp/<project>/chats/session-*.jsonl",
+    transcript_rank=20,
+    mcp_config=mcp_config,
+    mcp_note="Gemini CLI reads .gemini/settings.json only in a folder you have trusted",
+    tool_env=("GEMINI_CLI",),
+)
