@@ -161,8 +161,11 @@ def test_m3_show_of_another_users_memory_answers_as_unknown(run, three_scopes):
     assert run("--json", "show", bob, env={"MEMCLI_ACTOR": "bob"}).json()["data"]["status"] == "active"
 
 
-def test_m3_a_prefix_shared_with_a_hidden_memory_is_not_ambiguous(ws, run):
-    """An ambiguity error would reveal that a hidden memory exists: hidden ones are not counted."""
+def test_m3_a_prefix_shared_with_a_hidden_memory_is_not_ambiguous(shared_tree_ws, run):
+    """An ambiguity error would reveal that a hidden memory exists: hidden ones are not counted.
+    (A tree that keeps personal scopes: in a workspace with an id they live in each person's
+    own store, and a ``user:*`` file in the shared tree is never served, issue 22.)"""
+    ws = shared_tree_ws
     for owner in ("alice", "bob"):
         folder = ws / "memories" / "user" / owner
         folder.mkdir(parents=True)

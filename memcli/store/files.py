@@ -226,8 +226,9 @@ class MemoryFiles:
     Args:
         root: the workspace folder (the one holding ``memcli.toml``).
         shared: the tree is a project's shared one whose personal scopes live in each person's own
-            store (a workspace with an id, ``store.personal``): a file of a personal scope
-            (``user:*``, ``session:*``) found in it is refused as unreadable (:data:`PLANTED`),
+            store (a workspace with an id, ``store.personal``): a file of a ``user:*`` scope
+            found in it is refused as unreadable (:data:`PLANTED`; a ``session:*`` memory is
+            shown to its recorded owner only, ``policy.owner``),
             so it is never served as anyone's, and ``doctor`` names it.
     """
 
@@ -335,7 +336,7 @@ class MemoryFiles:
             if not round_trip:  # only the round-trip reading knows line numbers
                 doc = frontmatter.parse(raw, rel, True)
             raise InvalidMemoryFile(rel, err.message, frontmatter.line_of(doc, key)) from None
-        if self.shared and memory.scope.startswith(("user:", "session:")):  # store.personal.is_personal
+        if self.shared and memory.scope.startswith("user:"):  # a session's memory is its owner's (policy.owner)
             raise InvalidMemoryFile(rel, PLANTED.format(scope=memory.scope))
         warning = None
         if truncated:
