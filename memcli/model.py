@@ -198,7 +198,10 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list):
         return [_jsonable(v) for v in value]
     if isinstance(value, (datetime, date)):
-        return format_instant(to_utc(value))
+        try:
+            return format_instant(to_utc(value))
+        except (OutOfCalendar, OverflowError):  # a time past the calendar's edge once in UTC
+            return value.isoformat()
     return value
 
 
