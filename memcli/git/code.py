@@ -57,9 +57,6 @@ def head_cheap(top: Path) -> str | None:
     return None
 
 
-def is_commit(top: Path, rev: str) -> bool:
-    """True when ``rev`` names a commit in ``top``'s repository."""
-    return _git(top, "cat-file", "-e", f"{rev}^{{commit}}")[0] == 0
 
 
 def files(top: Path, rev: str) -> list[str]:
@@ -105,39 +102,6 @@ def moves(top: Path, old: str, new: str, paths: list[str]) -> dict[str, tuple[st
     return found
 
 
-def follow(top: Path, old: str, new: str, paths: list[str]) -> dict[str, tuple[str, str | None]]:
-    """What became of ``paths`` from ``old`` to ``new``, commit by commit along the first
-    parent (each commit's own rename detection: a file renamed long ago and much edited since,
-    which one diff from ``old`` to ``new`` cannot pair): ``{path: ("renamed", new_path) |
-    ("deleted", None)}``; paths still there under their name are left out. One ``git log``."""
-    status, out = _git(top, "log", "--reverse", "--first-parent", "-M", "-z", "--name-status", "--format=%x01",
-                       f"{old}..{new}")
-    if status != 0:
-        return {}
-    current: dict[str, str | None] = {p: p for p in paths}
-    fields = [f for f in out.decode("utf-8", "replace").replace("\x01", "\0").split("\0")]
-    i = 0
-    while i < len(fields):
-        kind = fields[i].strip("\n")
-        if kind.startswith("R") and i + 2 < len(fields):
-            for start, now in current.items():
-                if now == fields[i + 1]:
-                    current[start] = fields[i + 2]
-            i += 3
-        elif kind[:1] in ("D", "A", "M", "T", "C") and i + 1 < len(fields):
-            if kind.startswith("D"):
-                for start, now in current.items():
-                    if now == fields[i + 1]:
-                        current[start] = None
-            elif kind.startswith("A"):  # added again under a name one of them had
-                for start, now in current.items():
-                    if now is None and fields[i + 1] == start:
-                        current[start] = start
-            i += 3 if kind.startswith("C") else 2
-        else:
-            i += 1
-    return {start: ("deleted", None) if now is None else ("renamed", now)
-            for start, now in current.items() if now != start}
 
 
 def last_change(top: Path, old: str, new: str, path: str) -> str | None:
@@ -280,19 +244,3 @@ def code_of(folder: Path) -> tuple[Path, str | None] | None:
     if main is not None and main.resolve() != top.resolve():
         return main, head_cheap(main) or head(main)
     return top, head_cheap(top) or head(top)
-
-
-def main_worktree(top: Path) -> Path | None:
-    """The main worktree's folder when ``top`` is a linked worktree (``git worktree add``), else None."""
-    status, out = _git(top, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    if status != 0:
-        return None
-    common = Path(out.decode().strip())
-    main = common.parent if common.name == ".git" else None
-    return main if main is not None and main.resolve() != top.resolve() else None
-
-
-def toplevel(folder: Path) -> Path | None:
-    """The top of the work tree holding ``folder``, or None outside git."""
-    status, out = _git(folder, "rev-parse", "--show-toplevel")
-    return Path(out.decode().strip()) if status == 0 and out.strip() else None
