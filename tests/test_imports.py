@@ -118,7 +118,9 @@ TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read
 #: it asks git nothing.
 HOT_COMMANDS = (
     (("recall", "pnpm", "-n", "1"), None,
-     HOT_BASE | SEARCH | REDACTION | SEMANTIC | {"memcli.agents", "memcli.agents.injection"}, {"Stemmer"}, False),
+     HOT_BASE | SEARCH | REDACTION | SEMANTIC | {"memcli.agents", "memcli.agents.injection",
+                                                 "memcli.service.stale_notes"},
+     {"Stemmer"}, False),
     (("context",), None, HOT_BASE | REDACTION | CONTEXT | {"memcli.agents.injection"}, set(), False),
     (("hook", "claude", "session-start"), "{}",
      HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection", "memcli.agents.registry", "memcli.agents.claude"}, set(),

@@ -232,3 +232,62 @@ def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path) -> None:
     assert out["mismatches"] == [], out["mismatches"]
     assert out["verdicts"].get("renamed", 0) >= 1 and out["verdicts"].get("deleted", 0) >= 1, out
     assert out["checks"] == out["agree"] and out["memories"] >= 60
+
+
+def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code: Path, run) -> None:  # noqa: ANN001
+    """Issue 23 point 3: every read marks the memory (recall keeps its relevance order: a search
+    names what it wants), stats and doctor count it, ``review --stale`` lists it for a person."""
+    from memcli.mcp.tools import Settings, Tools
+
+    case = remember(run, CASE, "--path", "src/payments/**")
+    fresh = remember(run, "src/other.py returns 1 from other()")
+    move_the_code(code)
+    assert run("stale", "--quiet").code == 0
+    hits = {h["id"]: h for h in run("--json", "recall", "retry_with_backoff").json()["data"]["hits"]}
+    assert hits[case]["mayBeOutdated"].startswith("may be outdated: src/payments/retry.py was renamed")
+    assert "may be outdated" in run("recall", "retry_with_backoff").out  # the table's status column
+    assert run("--json", "recall", "other").json()["data"]["hits"][0]["mayBeOutdated"] is None
+
+    tools = Tools(Settings(workspace=str(code)))
+    try:
+        assert tools.recall("retry_with_backoff")["hits"][0]["mayBeOutdated"] == hits[case]["mayBeOutdated"]
+        assert tools.show(case)["memory"]["mayBeOutdated"] == hits[case]["mayBeOutdated"]
+        assert tools.show(fresh)["memory"]["mayBeOutdated"] is None
+        assert {m["id"]: m["mayBeOutdated"] for m in tools.memories()}[case] == hits[case]["mayBeOutdated"]
+    finally:
+        tools.close()
+
+    assert run("--json", "stats").json()["data"]["stale"] == 1
+    doctor = run("--json", "doctor")
+    assert doctor.json()["data"]["stale"] == [case]
+    assert "1 active memory may be outdated" in run("doctor").err
+    review = run("--json", "review", "--stale").json()["data"]
+    assert [v["id"] for v in review["stale"]] == [case] and review["stale"][0]["text"] == CASE
+    shown = run("review", "--stale")
+    assert shown.code == 0 and case in shown.out and "memcli confirm ID" in shown.err
+    assert run("confirm", case).code == 0
+    assert run("--json", "stats").json()["data"]["stale"] == 0
+    assert "no active memory is outdated" in run("review", "--stale").err
+
+
+def test_check_stale_fails_on_what_the_range_made_outdated_only(code: Path, run) -> None:  # noqa: ANN001
+    """``memcli check --stale OLD..NEW`` (opt-in, for a CI job): a problem for each memory the
+    range's code commits made outdated, none for one that was outdated before it."""
+    case = remember(run, CASE, "--path", "src/payments/**")
+    earlier = remember(run, "src/other.py returns 1 from other()")
+    (code / "src" / "other.py").unlink()
+    commit_all(code, "drop other.py")  # earlier is outdated from here on, before the range
+    before = git(code, "rev-parse", "HEAD").strip()
+    move_the_code(code)
+    plain = run("check")
+    assert plain.code == 0, plain  # without --stale, staleness is no failure
+    failed = run("check", "--stale", f"{before}..HEAD")
+    assert failed.code == 17 and case in failed.err and "was renamed to src/payments/backoff.py" in failed.err, failed
+    assert earlier not in failed.err
+    everything = run("check", "--stale")  # no range: whatever is outdated at HEAD
+    assert everything.code == 17 and case in everything.err and earlier in everything.err
+    assert run("check", "--stale", "HEAD..HEAD").code == 0  # an empty range makes nothing outdated
+    usage = run("check", "--stale", "--staged")
+    assert usage.code == 2 and "--stale judges code commits" in usage.err
+    missing = run("check", "--stale", "nosuchrev..HEAD")
+    assert missing.code != 0 and "nosuchrev" in missing.err and "Traceback" not in missing.err

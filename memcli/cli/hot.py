@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from memcli.filters import Filters
 
 
-def row(memory, now) -> list[str]:  # noqa: ANN001
-    """A table row for one memory: id, scope, category, status (expired marked), text."""
-    status = memory.status + (" (expired)" if memory.is_expired(now) else "")
+def row(memory, now, stale: bool = False) -> list[str]:  # noqa: ANN001
+    """A table row for one memory: id, scope, category, status (expired, and with ``stale``
+    "may be outdated", marked), text."""
+    status = memory.status + (" (expired)" if memory.is_expired(now) else "") + (" (may be outdated)" if stale else "")
     return [memory.id, memory.scope, memory.category, status, one_line(memory.text)]
 
 
@@ -91,7 +92,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
         table(title, columns, [cells(h) for h in hits], header=True)
     elif hits:
         table(f"recall {shown(query, full=False)}", ["id", "scope", "category", "status", "text"],
-              [row(h.memory, context.now) for h in hits])
+              [row(h.memory, context.now, bool(d["mayBeOutdated"])) for h, d in zip(hits, data["hits"])])
 
 
 def context(query: str | None = None, budget: int | None = None, fmt: str = "text") -> None:

@@ -106,11 +106,19 @@ def show(
 
 
 @app.command()
-def review(json_: JsonOpt = False) -> None:
-    """List memories waiting for review, with their provenance."""
+def review(
+    stale: Annotated[bool, typer.Option(
+        "--stale", help="List the active memories whose code moved (what `memcli stale` finds) instead: "
+                        "each needs a person to confirm or supersede it.")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """List memories waiting for review, with their provenance (--stale: memories whose code moved)."""
     from memcli.service.read import review_queue
 
     context = ctx()
+    if stale:
+        _review_stale(context)
+        return
     pending = review_queue(context)
     flush_warnings(context)
     emit({"pending": [m.to_dict(context.now) for m in pending]})
@@ -123,6 +131,27 @@ def review(json_: JsonOpt = False) -> None:
              one_line(m.text)] for m in pending])
         print("memcli: approve with `memcli approve ID`, reject with `memcli reject ID --reason ...`; "
               "`memcli check` in CI enforces that a second person (by git author) approves", file=sys.stderr)
+
+
+def _review_stale(context) -> None:  # noqa: ANN001 - memcli.service.Ctx
+    """``review --stale``: the verdicts of ``memcli stale`` (judged again where the code or the
+    memory changed) as a review list."""
+    from memcli.service.stale import verdicts
+
+    report = verdicts(context)
+    flush_warnings(context)
+    found = [(v, context.resolve(v.id).memory) for v in report.stale()]
+    emit({"stale": [{**v.to_dict(), "scope": m.scope, "text": m.text} for v, m in found], "head": report.head})
+    if _json():
+        return
+    if not found:
+        print("no active memory is outdated by the code" + (f" at {report.head[:10]}" if report.head else ""),
+              file=sys.stderr)
+        return
+    table("may be outdated", ["id", "scope", "why", "text"],
+          [[v.id, m.scope, "; ".join(r.line() for r in v.reasons), one_line(m.text)] for v, m in found])
+    print("memcli: after checking one against the code, `memcli confirm ID` re-anchors it and "
+          "`memcli supersede ID TEXT` replaces it", file=sys.stderr)
 
 
 @app.command()
@@ -181,6 +210,7 @@ def doctor(
     fixed_lines = [f"repository: {line}" for line in report.repository] + report.moved + fixed_lines
     data["personal"] = report.moved
     data["semantic"] = service.semantic(context)
+    data["stale"] = service.stale_ids(context)
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],
@@ -200,6 +230,11 @@ def doctor(
         if not problems:
             print("all memory files are readable", file=sys.stderr)
         print(service.semantic_line(data["semantic"]), file=sys.stderr)
+        if data["stale"]:
+            count = len(data["stale"])
+            print(f"memcli: {count} active memor{'y' if count == 1 else 'ies'} may be outdated (the code "
+                  f"{'it names' if count == 1 else 'they name'} moved): `memcli stale` lists the evidence, "
+                  "`memcli confirm ID` or `memcli supersede ID TEXT` mends each", file=sys.stderr)
     if problems or report.refused:
         raise typer.Exit(11 if problems else 6)
 

@@ -36,7 +36,8 @@ def stats(
     _section("totals", ["", ""], [["memories you may see", str(result.total)],
                                   ["pending review", str(result.pending_review)],
                                   ["active but expired", str(result.expired)],
-                                  ["unreadable files", str(result.unreadable)]])
+                                  ["unreadable files", str(result.unreadable)],
+                                  ["may be outdated (memcli stale)", str(result.stale)]])
     for title, counts in (("by scope", result.by_scope), ("by status", result.by_status),
                           ("by category", result.by_category)):
         _section(title, [title.split()[-1], "memories"], [[k, str(v)] for k, v in counts.items()])

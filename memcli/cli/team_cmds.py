@@ -35,6 +35,10 @@ def check(
     range_: Annotated[Optional[str], typer.Argument(
         metavar="[REV..REV]", help="Commits to check (default: every memory file at HEAD).")] = None,
     staged: Annotated[bool, typer.Option("--staged", help="Check the staged changes (for pre-commit).")] = False,
+    stale: Annotated[bool, typer.Option(
+        "--stale", help="Also fail on active memories the range's code commits made outdated (files renamed "
+                        "or deleted, identifiers or targets removed); without a range, on any outdated at HEAD.")]
+    = False,
     json_: JsonOpt = False,
 ) -> None:
     """Check changed memory files for CI: valid, secret-free, safely named, approved by another author."""
@@ -42,7 +46,7 @@ def check(
     from memcli.service.check import raise_if_failed
 
     context = ctx()
-    result = do_check(context, range_, staged)
+    result = do_check(context, range_, staged, stale)
     flush_warnings(context)
     if result.problems and not json_:
         for problem in result.problems:

@@ -35,6 +35,12 @@ def head(top: Path) -> str | None:
     return out.decode().strip() if status == 0 and out.strip() else None
 
 
+def resolve(top: Path, rev: str) -> str | None:
+    """The full hash of the commit ``rev`` names in ``top``, or None when it names none."""
+    status, out = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+    return out.decode().strip() if status == 0 and out.strip() else None
+
+
 def head_cheap(top: Path) -> str | None:
     """``HEAD``'s hash read from the files under ``top/.git`` (no process: the hooks' check
     whether the code moved since the last verdicts); None when it cannot be read that way

@@ -122,7 +122,7 @@ def _changed(git: _Git, old: str | None, new: str | None) -> list[str]:
     return git.lines(*args, "--", "memories")
 
 
-def check(ctx, spec: str | None = None, staged: bool = False) -> CheckResult:  # noqa: ANN001
+def check(ctx, spec: str | None = None, staged: bool = False, stale: bool = False) -> CheckResult:  # noqa: ANN001
     """Check the memory files changed in a range (see the module docstring).
 
     Args:
@@ -131,13 +131,23 @@ def check(ctx, spec: str | None = None, staged: bool = False) -> CheckResult:  #
             changes); None checks every memory file at HEAD and its whole history.
         staged: check the staged versions against HEAD (for a ``pre-commit`` hook); the
             approving author is then the git identity about to commit.
+        stale: also fail on the active memories the range made outdated in the code
+            (``service.stale.became_stale``: a file renamed or deleted, an identifier or a
+            target removed by the range's code commits); without a range, on every memory
+            outdated at ``HEAD``. Opt-in: a CI job of the code repository turns it on.
 
     Returns:
         A :class:`CheckResult`; the CLI exits with :class:`CheckFailed` when it holds problems.
 
     Raises:
         RevisionNotFound: a revision of the range is unknown.
+        UsageProblem: ``stale`` with ``staged`` (staleness comes with code commits, not a stage).
     """
+    if stale and staged:
+        from memcli.errors import UsageProblem
+
+        raise UsageProblem("--stale judges code commits, not staged changes",
+                           hint="give a range instead: memcli check --stale origin/main..HEAD")
     git = _Git(ctx)
     old, new, label = _range(git, spec, staged)
     result = CheckResult(label)
@@ -149,7 +159,22 @@ def check(ctx, spec: str | None = None, staged: bool = False) -> CheckResult:  #
         full = (prefix / rel).as_posix()
         spec_new = f":{full}" if new is None else f"{new}:{full}"
         result.problems.extend(_check_file(ctx, git, rel, spec_new, git.mode(new, rel), old, new, full))
+    if stale and new is not None:
+        result.problems.extend(_stale_problems(ctx, old if spec else None, new))
     return result
+
+
+def _stale_problems(ctx, old: str | None, new: str) -> list[Problem]:  # noqa: ANN001
+    """One problem per memory the code range ``old..new`` made outdated (rule ``stale``)."""
+    from memcli.service.stale import became_stale
+
+    problems = []
+    for verdict in became_stale(ctx, old, new):
+        memory = ctx.resolve(verdict.id).memory
+        problems.append(Problem(str(memory.path), "stale",
+                                f"{verdict.id} {verdict.note()} (after checking it: `memcli confirm {verdict.id}` "
+                                f"or `memcli supersede {verdict.id} TEXT`)"))
+    return problems
 
 
 def _check_file(ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | None,  # noqa: ANN001

@@ -316,6 +316,19 @@ def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:
     return dates
 
 
+def stale_ids(ctx: Ctx) -> list[str]:
+    """Ids of the active memories the last ``memcli stale`` found outdated, sorted (from its
+    cached verdicts: ``service.stale_notes``; none before it ran). Informational: it never
+    changes ``doctor``'s exit status, since stale memories are still served, marked."""
+    from memcli.service.stale_notes import notes
+
+    outdated = notes(ctx)
+    if not outdated:
+        return []
+    catalog = ctx.catalog()
+    return sorted(m.id for m in catalog.with_status("active") if m.id in outdated and ctx.may_see(m))
+
+
 def semantic(ctx: Ctx) -> dict[str, Any]:
     """The semantic retriever's state for ``doctor``: ``{"active": bool, "model": str | None,
     "reason": str, "warm": bool, "vectors": {"current", "memories"} | None}`` (SPEC.md section

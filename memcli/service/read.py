@@ -125,7 +125,10 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
     ``index.strength``), ``note`` (a sentence for a weak or missing answer, else None),
     ``partial`` (:func:`partial_note`: why the index this answer came from may miss memories, else None),
     ``retriever`` (which retriever answered: ``lexical``, or ``hybrid (MODEL)``), and ``hits``
-    (each memory's fields, ``score``, ``match``, and with ``explain`` the score's factors).
+    (each memory's fields, ``score``, ``match``, ``instructionLike``, ``mayBeOutdated``: the note
+    ``memcli stale`` left when the memory's code moved, else None; with ``explain`` the score's factors).
+    Hits keep their relevance order: a search names what it wants, so a stale hit is marked, not
+    moved (the context block and the hooks, which choose for the agent, put stale memories last).
 
     Args:
         query: the query as typed.
@@ -143,11 +146,13 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
     if answer == "none" and partial:
         note = f"{NONE_NOTE} in what is indexed so far"
     from memcli.agents.injection import instruction_like  # the label MCP and the context block show too
+    from memcli.service.stale_notes import notes as stale_notes
 
+    notes = stale_notes(ctx) if hits else {}
     return {"query": redact(query, full=False), "mode": mode, "answer": answer, "note": note,
             "partial": partial, "retriever": answered,
             "hits": [{**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match,
-                      "instructionLike": instruction_like(h.memory.text),
+                      "instructionLike": instruction_like(h.memory.text), "mayBeOutdated": notes.get(h.memory.id),
                       **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})}
                      for h in hits]}
 

@@ -477,6 +477,59 @@ def verdicts(ctx: Ctx, ids: list[str] | None = None, refresh: bool = False) -> R
     return report
 
 
+def became_stale(ctx: Ctx, old: str | None, new: str) -> list[Verdict]:
+    """The active memories outdated at the code revision ``new`` that were not at ``old``
+    (``memcli check --stale OLD..NEW``: a CI run fails on the memories a change made stale).
+
+    A memory anchored after ``old`` (its anchor is not on ``old``'s first-parent history)
+    was not stale there. With ``old`` None, every memory outdated at ``new`` is listed. The
+    verdicts are judged afresh (not read from the cache, which holds ``HEAD``'s) and not saved.
+
+    Args:
+        old, new: revisions of the code repository (``origin/main``, ``HEAD``, a hash).
+
+    Raises:
+        RevisionNotFound: a revision names no commit of the code repository.
+        GitFailed: git cannot be started.
+    """
+    from memcli.errors import RevisionNotFound
+    from memcli.git.code import commits_known, first_parent_times, resolve
+    from memcli.policy.gates import visible
+
+    found = code_of(ctx)
+    if found is None or found[1] is None:
+        return []
+    top = found[0]
+    shas = {}
+    for rev in (old, new):
+        if rev is None:
+            continue
+        sha = resolve(top, rev)
+        if sha is None:
+            raise RevisionNotFound(f"no such revision in the code repository: {rev}",
+                                   hint="give a range such as origin/main..HEAD")
+        shas[rev] = sha
+    scopes = ctx.scopes()
+    memories = sorted((m for m in ctx.catalog().with_status("active") if visible(m, scopes, ctx.actor)
+                       and not Path(m.path).is_absolute()), key=lambda m: m.id)
+    times = first_parent_times(top, shas[new])
+    items = []
+    for memory in memories:
+        anchor = (memory.anchor or {}).get("commit") or _lazy_anchor(times, memory)
+        if anchor is not None:
+            items.append((memory, anchor))
+    known = commits_known(top, sorted({a for _, a in items}))
+    items = [(m, a) for m, a in items if a in known]
+    at_new = _judge_all(_Code(top, shas[new]), items)
+    if old is None or not at_new:
+        before: dict[str, list[Reason]] = {}
+    else:
+        history = {sha for _, sha in first_parent_times(top, shas[old])}
+        before = _judge_all(_Code(top, shas[old]), [(m, a) for m, a in items if m.id in at_new and a in history])
+    anchors = dict((m.id, a) for m, a in items)
+    return [Verdict(i, anchors[i], False, reasons) for i, reasons in sorted(at_new.items()) if i not in before]
+
+
 # --- the cache -------------------------------------------------------------------------------
 
 

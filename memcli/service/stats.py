@@ -36,6 +36,7 @@ class Stats:
         pending_review: memories waiting in ``pending_review``.
         unreadable: memory files that cannot be served, outside other users' personal folders
             (``memcli doctor`` lists them).
+        stale: active memories the last ``memcli stale`` found outdated (their code moved).
         index: the index's status (see ``service.read.index_status``).
         latencies: per command: ``count``, ``median_ms``, ``p95_ms``, ``max_ms``.
         events: how many events the latencies were computed from.
@@ -50,6 +51,7 @@ class Stats:
     expired: int = 0
     pending_review: int = 0
     unreadable: int = 0
+    stale: int = 0
     index: dict[str, Any] = field(default_factory=dict)
     latencies: dict[str, dict[str, float]] = field(default_factory=dict)
     events: int = 0
@@ -59,7 +61,7 @@ class Stats:
         return {"memories": self.total, "byScope": self.by_scope, "byStatus": self.by_status,
                 "byCategory": self.by_category, "expiringWithinDays": self.days, "expiring": self.expiring,
                 "expired": self.expired, "pendingReview": self.pending_review, "unreadable": self.unreadable,
-                "index": self.index, "latencies": self.latencies, "events": self.events}
+                "stale": self.stale, "index": self.index, "latencies": self.latencies, "events": self.events}
 
 
 def _counts(values: list[str]) -> dict[str, int]:
@@ -97,6 +99,7 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
         ValidationFailed: ``days`` is negative or absurdly large.
     """
     from memcli.service.read import index_status
+    from memcli.service.stale_notes import notes
     from memcli.store import events
 
     if not 0 <= days <= MAX_DAYS:
@@ -108,6 +111,7 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
     soon = sorted(((m, m.expire_at) for m in active if m.expire_at is not None and ctx.now < m.expire_at <= horizon),
                   key=lambda pair: (pair[1], pair[0].id))
     log = events.read(ctx.ws.root, EVENTS_WINDOW)
+    outdated = notes(ctx)
     return Stats(
         days=days, total=len(memories),
         by_scope=_counts([m.scope for m in memories]),
@@ -117,4 +121,5 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
         expired=sum(1 for m in active if m.is_expired(ctx.now)),
         pending_review=sum(1 for m in memories if m.status == "pending_review"),
         unreadable=len(catalog.problems(actor=ctx.actor)),
+        stale=sum(1 for m in memories if m.status == "active" and m.id in outdated),
         index=index_status(ctx), latencies=latencies(log), events=len(log))
