@@ -78,11 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=10_000)
     parser.add_argument("--files", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", type=Path, help="Build the repository here and keep it (to profile).")
     args = parser.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
     env |= {"MEMCLI_ACTOR": "bench", "MEMCLI_SEMANTIC": "off"}
     with tempfile.TemporaryDirectory(prefix="memcli-stale-") as tmp:
-        top = Path(tmp) / "code"
+        top = (args.keep if args.keep else Path(tmp)) / "code"
         started = time.perf_counter()
         fast_import(top, args.commits, args.files)
         subprocess.run([sys.executable, "-m", "memcli", "init", "--branch"], cwd=top, check=True, capture_output=True,

@@ -7,6 +7,7 @@ in-tree store), the real CLI in subprocesses; the pointer rules are tested in-pr
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -291,3 +292,28 @@ def test_check_stale_fails_on_what_the_range_made_outdated_only(code: Path, run)
     assert usage.code == 2 and "--stale judges code commits" in usage.err
     missing = run("check", "--stale", "nosuchrev..HEAD")
     assert missing.code != 0 and "nosuchrev" in missing.err and "Traceback" not in missing.err
+
+
+def test_words_present_says_what_git_grep_says(tmp_path: Path) -> None:
+    """``git.code.words_present`` reads the tree's words itself (git grep with thousands of
+    fixed patterns is slow); it must agree with ``git grep -I -F -w`` on every kind of name
+    and file: text, binary, larger than it reads, names with non-word characters."""
+    from memcli.git import code as gitcode
+
+    top = tmp_path / "repo"
+    (top / "src").mkdir(parents=True)
+    (top / "src" / "a.py").write_text("def alpha_one():\n    return beta.gamma(x)  # é_delta\n", encoding="utf-8")
+    (top / "data.bin").write_bytes(b"\0binary_word\n")
+    (top / "big.txt").write_text("only_in_big\n" + "x" * (gitcode.READ_LIMIT + 10), encoding="utf-8")
+    git(tmp_path, "init", "-q", str(top))
+    commit_all(top, "code")
+    words = ["alpha_one", "alpha", "beta.gamma", "gamma", "binary_word", "only_in_big", "_delta", "delta",
+             "return", "missing_name", "a-b"]
+    expected = {w for w in words if subprocess.run(["git", "-C", str(top), "grep", "-q", "-I", "-F", "-w", "-e", w,
+                                                    "HEAD"]).returncode == 0}  # one word at a time: -o with
+    # several patterns prints only non-overlapping matches, so "gamma" inside "beta.gamma" would be lost
+    assert gitcode.words_present(top, "HEAD", words) == expected
+    assert {"alpha_one", "beta.gamma", "only_in_big", "_delta"} <= expected and "binary_word" not in expected
+    head = git(top, "rev-parse", "HEAD").strip()
+    assert gitcode.words_in(top, [(head, "src/a.py"), (head, "nope.py")], {"alpha_one", "gamma", "zeta"}) == {
+        head: {"alpha_one", "gamma"}}

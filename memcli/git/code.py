@@ -9,6 +9,7 @@ commit, not one per memory.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from memcli.errors import GitFailed
@@ -119,17 +120,89 @@ def last_change(top: Path, old: str, new: str, path: str) -> str | None:
     return text if status == 0 and text else None
 
 
+#: ``git grep -w``'s word characters (ASCII letters, digits, ``_``): a name made of them occurs
+#: as a whole word exactly where a maximal run of them equals it.
+_WORD = re.compile(rb"[A-Za-z0-9_]+")
+_SIMPLE = re.compile(r"[A-Za-z0-9_]+")
+#: Files larger than this (bytes) are left to ``git grep`` rather than read into memory.
+READ_LIMIT = 1 << 20
+#: ``git grep -I``: a file with a NUL byte in its first 8000 bytes is binary (git's own heuristic).
+BINARY_PROBE = 8000
+
+
+def _tokens(blob: bytes) -> set[bytes]:
+    """The whole words of a text file's contents; none for a binary one (as ``git grep -I``)."""
+    return set() if b"\0" in blob[:BINARY_PROBE] else set(_WORD.findall(blob))
+
+
 def words_present(top: Path, rev: str, words: list[str]) -> set[str]:
-    """Which of ``words`` occur as whole words in some tracked text file of ``rev`` (one
-    ``git grep -F -w -o`` with the words on stdin)."""
+    """Which of ``words`` occur as whole words in some tracked text file of ``rev``.
+
+    What ``git grep -I -F -w`` would say, found faster: the names made of word characters
+    are looked up among the words of every text file up to ``READ_LIMIT`` bytes (one ``git
+    ls-tree`` and one ``git cat-file --batch``), which takes time in the size of the tree,
+    not in the number of names times its lines (``git grep`` matches each line against each
+    pattern in turn: 23 s for 6,000 names over 2,000 files). The other names, and names not
+    found in the files read, are asked of ``git grep`` over what was not read (one process
+    each, when there are any)."""
     if not words:
         return set()
-    patterns = "\n".join(words).encode() + b"\n"
-    status, out = _git(top, "grep", "-I", "-F", "-w", "-o", "-h", "-f", "-", rev, input=patterns)
-    if status not in (0, 1):
-        return set()
-    wanted = set(words)
-    return {w for w in out.decode("utf-8", "replace").split("\n") if w in wanted}
+    simple = [w for w in words if _SIMPLE.fullmatch(w)]
+    found: set[str] = set()
+    rest = [w for w in words if not _SIMPLE.fullmatch(w)]
+    big: list[str] = []
+    if simple:
+        status, out = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev)
+        small: list[str] = []
+        for entry in out.split(b"\0") if status == 0 else []:
+            meta, _, name = entry.partition(b"\t")
+            parts = meta.split()
+            if len(parts) == 4 and parts[1] == b"blob":
+                path = name.decode("utf-8", "surrogateescape")
+                (small if parts[3].isdigit() and int(parts[3]) <= READ_LIMIT else big).append(path)
+        tokens: set[bytes] = set()
+        for blob in blobs(top, rev, small).values():
+            tokens |= _tokens(blob)
+        found = {w for w in simple if w.encode() in tokens}
+        if big:
+            rest += [w for w in simple if w not in found]
+    if rest:
+        patterns = "\n".join(rest).encode() + b"\n"
+        spec = ["--", *(f":(literal){p}" for p in big)] if big and not any(not _SIMPLE.fullmatch(w) for w in rest) \
+            else []
+        status, out = _git(top, "grep", "-I", "-F", "-w", "-o", "-h", "-f", "-", rev, *spec, input=patterns)
+        if status in (0, 1):
+            wanted = set(rest)
+            found |= {w for w in out.decode("utf-8", "replace").split("\n") if w in wanted}
+    return found
+
+
+def words_in(top: Path, pairs: list[tuple[str, str]], words: set[str]) -> dict[str, set[str]]:
+    """Which of ``words`` (names of word characters; others are never found here) occur as
+    whole words in the file ``path`` at ``rev``, for each ``(rev, path)`` of ``pairs``,
+    joined per ``rev`` (one ``git cat-file --batch``; missing files and binary ones give
+    nothing). The cheap first look before :func:`words_at` greps whole trees."""
+    found: dict[str, set[str]] = {}
+    if not pairs or not words:
+        return found
+    request = "".join(f"{rev}:{path}\n" for rev, path in pairs).encode()
+    status, out = _git(top, "cat-file", "--batch", input=request)
+    wanted = {w.encode(): w for w in words}
+    at = 0
+    for rev, _ in pairs:
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split(b" ")
+        at = end + 1
+        if len(header) != 3 or not header[2].isdigit():
+            continue
+        size = int(header[2])
+        blob = out[at:at + size]
+        at += size + 1
+        if header[1] == b"blob":
+            found.setdefault(rev, set()).update(wanted[t] for t in _tokens(blob) & wanted.keys())
+    return found
 
 
 def existing(top: Path, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:

@@ -333,7 +333,7 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
     first-parent history); which missing identifiers occurred at their anchors (one ``git
     grep`` over those anchors). Anchors with a glob or a command to check are read one by one
     (a tree, the Makefiles)."""
-    from memcli.git.code import existing, last_change, moves, words_at
+    from memcli.git.code import existing, last_change, moves
 
     now = code.tree(code.head)
     pointed = {m.id: _pointed(m) for m, _ in items}
@@ -355,8 +355,7 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
     there = existing(code.top, [(a, f.strip("/")) for _, a, gone, _, _, _ in todo for f in gone])
     out: dict[str, list[Reason]] = {}
     fates: _Fates | None = None
-    anchors_words = sorted({a for _, a, _, _, words, _ in todo if words})
-    words_then = words_at(code.top, anchors_words, sorted({w for _, _, _, _, ws, _ in todo for w in ws}))
+    words_then = _words_then(code, todo, pointed)
     for memory, anchor, gone, globs, missing_words, missing_commands in todo:
         reasons: list[Reason] = []
         for name in gone:
@@ -400,6 +399,28 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
         if reasons:
             out[memory.id] = reasons
     return out
+
+
+def _words_then(code: _Code, todo: list, pointed: dict[str, tuple[list[str], list[str], list[str]]]
+                ) -> dict[str, set[str]]:
+    """Which of each anchor's missing identifiers occurred there: first looked up in the files
+    the memories themselves name (one ``cat-file --batch`` for all anchors: where a memory's
+    identifier usually lives), then, for what is still unknown, one ``git grep`` over the
+    anchors that need it."""
+    from memcli.git.code import words_at, words_in
+
+    needed: dict[str, set[str]] = {}
+    named: dict[str, set[str]] = {}
+    for memory, anchor, _, _, words, _ in todo:
+        if words:
+            needed.setdefault(anchor, set()).update(words)
+            named.setdefault(anchor, set()).update(f.strip("/") for f in pointed[memory.id][0] if f.strip("/"))
+    pairs = [(anchor, path) for anchor in sorted(named) for path in sorted(named[anchor])]
+    found = words_in(code.top, pairs, {w for words in needed.values() for w in words})
+    unknown = {a: words - found.get(a, set()) for a, words in needed.items()}
+    rest = sorted(a for a, words in unknown.items() if words)
+    grepped = words_at(code.top, rest, sorted({w for a in rest for w in unknown[a]})) if rest else {}
+    return {a: found.get(a, set()) | (grepped.get(a, set()) & needed[a]) for a in needed}
 
 
 def _lazy_anchor(times: list[tuple[int, str]], memory: Memory) -> str | None:
@@ -539,8 +560,7 @@ def _save(ctx: Ctx, report: Report) -> None:
 
     checked = {v.id: {"key": v.key, "reasons": [r.to_dict() for r in v.reasons]} for v in report.verdicts
                if v.anchor}
-    stale = {v.id: {"note": v.note(), "reasons": [r.to_dict() for r in v.reasons]} for v in report.verdicts
-             if v.reasons}
+    stale = {v.id: {"note": v.note()} for v in report.verdicts if v.reasons}  # what the reads show, only
     cache = ctx.ws.root / ".cache"
     try:
         cache.mkdir(mode=0o700, exist_ok=True)

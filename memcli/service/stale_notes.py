@@ -15,6 +15,8 @@ from memcli.service import Ctx
 STALE_FILE = "stale.json"
 CHECKED_FILE = "stale-checked.json"
 VERSION = 1
+#: How much of the verdicts file ``code_moved`` reads: ``{"version": 1, "head": "<40 hex>"``.
+HEAD_BYTES = 128
 #: What ``memcli init`` puts in a store of its own (and git's own folder): a repository
 #: holding nothing else has no code for its memories to be anchored to.
 STORE_ENTRIES = frozenset({".git", ".cache", ".gitattributes", ".gitignore", "archive", "memcli.toml", "memories",
@@ -60,10 +62,11 @@ def code_moved(ctx: Ctx) -> bool:
     if head is None:
         return False
     try:
-        data = json.loads((root / ".cache" / STALE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with open(root / ".cache" / STALE_FILE, "rb") as cache:
+            start = cache.read(HEAD_BYTES)  # the head is written first: no need to parse the verdicts
+    except OSError:
         return True
-    return not isinstance(data, dict) or data.get("head") != head
+    return f'"head": "{head}"'.encode() not in start
 
 
 def drop(ctx: Ctx, ids: list[str]) -> None:
