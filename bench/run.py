@@ -1,7 +1,12 @@
 """Benchmark memcli against ripgrep on generated workspaces (SPEC.md section 8).
 
     python bench/run.py [--sizes 1000,10000,100000] [--repeat 7] [--workdir /tmp/memcli-bench] [--markdown]
-                        [--memcli PATH]
+                        [--memcli PATH] [--stale]
+
+``--stale`` adds the rows of issue 23: ``memcli stale`` over 10k anchored memories in a code
+repository of 10k commits (every memory judged, then the cached verdicts), and the session-start
+hook with the verdicts' marks beside the same hook without them (built by
+``bench/stale_speed.build``).
 
 memcli is measured as a user runs it: installed (not editable) from this checkout into
 ``<workdir>/venv``, so its bytecode is compiled once by pip, unless ``--memcli`` names
@@ -211,6 +216,41 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -
     return rows
 
 
+def stale_rows(workdir: Path, memcli: str, repeat: int, memories: int = 10_000, commits: int = 10_000) -> list[Row]:
+    """The ``--stale`` rows: ``stale --refresh``, ``stale`` cached, and the session-start hook
+    with and without marks, on a repository built once under ``workdir`` (kept for the next run)."""
+    import stale_speed
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
+    env |= {"MEMCLI_ACTOR": ACTOR, "MEMCLI_SEMANTIC": "off"}
+    top = workdir / f"stale-{memories}-{commits}" / "code"
+    ready = top.parent / MARKER_SUFFIX
+    if not ready.exists():
+        shutil.rmtree(top.parent, ignore_errors=True)
+        top.parent.mkdir(parents=True)
+        print(f"building the stale workload ({memories:,} memories, {commits:,} commits) ...", flush=True)
+        stale_speed.build(top, memories, commits, 2_000, [memcli], env)
+        ready.write_text("ok\n", encoding="utf-8")
+    rows: list[Row] = []
+
+    def add(label: str, stats: Stats) -> None:
+        rows.append(Row(memories, label, stats))
+        print(f"  {label}: {fmt_stats(stats)}", flush=True)
+
+    add(f"memcli stale --refresh ({commits:,} commits; every memory judged)",
+        series([memcli, "stale", "--refresh", "--quiet"], top, env, max(1, repeat // 3)))
+    add("memcli stale (verdicts cached at this HEAD)", series([memcli, "stale", "--quiet"], top, env, repeat))
+    cache = top / ".memcli" / ".cache" / "stale.json"
+    kept = cache.read_bytes()
+    hook = [memcli, "hook", "claude", "session-start"]
+    add("session-start hook, stale marks in the cache", series(hook, top, env, repeat,
+                                                               before=lambda i: cache.write_bytes(kept)))
+    add("session-start hook, no verdicts (same block)", series(hook, top, env, repeat,
+                                                               before=lambda i: cache.unlink(missing_ok=True)))
+    cache.write_bytes(kept)
+    return rows
+
+
 def fresh_clone_row(ws: Path, size: int, memcli: str, repeat: int) -> Row:
     """The "fresh clone session-start" figure (bench/fresh_clone.py): at 100,000 and more,
     session starts (each under `timeout 10`) until the index is complete; below, the
@@ -343,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"), help="where workspaces live")
     parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
     parser.add_argument("--memcli", help="memcli executable to measure (default: install this checkout)")
+    parser.add_argument("--stale", action="store_true", help="add the rows of `memcli stale` and its marks")
     args = parser.parse_args(argv)
     if shutil.which("rg") is None:
         sys.exit("need rg on PATH (apt-get install ripgrep)")
@@ -359,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         ws = ensure_workspace(args.workdir, size, memcli)
         print(f"size {size:,}: {args.repeat} runs + 1 warm-up per command", flush=True)
         rows += bench_size(ws, size, memcli, args.repeat, has_index)
+    if args.stale:
+        rows += stale_rows(args.workdir, memcli, args.repeat)
     print("\n" + table(rows, markdown=False))
     for row in rows:
         if row.size >= 100_000 and row.operation.startswith("recall") and row.memcli and not row.memcli.failures:

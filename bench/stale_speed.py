@@ -62,6 +62,31 @@ def fast_import(top: Path, commits: int, files: int) -> None:
     subprocess.run(["git", "-C", str(top), "reset", "-q", "--hard", "main"], check=True)
 
 
+def build(top: Path, memories: int, commits: int, files: int, memcli_cmd: list[str], env: dict[str, str]) -> None:
+    """The code repository at ``top`` (see :func:`fast_import`) and a store on its memory branch
+    with ``memories`` anchored memories, committed; ``[hooks] stale`` off, so that a measured
+    hook starts no background judging. ``memcli_cmd``: how to run memcli (an argv prefix)."""
+    fast_import(top, commits, files)
+    subprocess.run([*memcli_cmd, "init", "--branch"], cwd=top, check=True, capture_output=True, env=env)
+    config = top / ".memcli" / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("stale = true", "stale = false"), encoding="utf-8")
+    history = subprocess.run(["git", "-C", str(top), "rev-list", "--first-parent", "--reverse", "main"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    folder = top / ".memcli" / "memories" / "project"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(memories):
+        n = i % files
+        anchor = history[min(len(history) - 2, max(n, (i * 7919) % (len(history) - 1)))]
+        (folder / f"m{i:06d}.md").write_text(
+            f"---\nid: m{i:06d}\nscope: project\nstatus: active\ncreatedAt: {STAMP}\nupdatedAt: {STAMP}\n"
+            f"anchor:\n  commit: {anchor}\n  files: [src/mod{n}.py]\n  symbols: [fn_{n}_{i % 3}]\n---\n"
+            f"Module src/mod{n}.py: call `fn_{n}_{i % 3}` for case {i}.\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(top / ".memcli"), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(top / ".memcli"), "-c", "user.name=b", "-c", "user.email=b@example.invalid",
+                    "commit", "-q", "-m", "memories"], check=True)
+    subprocess.run([*memcli_cmd, "index", "build"], cwd=top, check=True, capture_output=True, env=env)
+
+
 def memcli(top: Path, *args: str, env: dict[str, str]) -> float:
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "memcli", *args], cwd=top, capture_output=True, env=env,
@@ -85,26 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memcli-stale-") as tmp:
         top = (args.keep if args.keep else Path(tmp)) / "code"
         started = time.perf_counter()
-        fast_import(top, args.commits, args.files)
-        subprocess.run([sys.executable, "-m", "memcli", "init", "--branch"], cwd=top, check=True, capture_output=True,
-                       env=env)
-        (top / ".memcli" / "memcli.toml").write_text(
-            (top / ".memcli" / "memcli.toml").read_text(encoding="utf-8").replace("stale = true", "stale = false"),
-            encoding="utf-8")  # the hook measured here must not start a background run
-        commits = subprocess.run(["git", "-C", str(top), "rev-list", "--first-parent", "--reverse", "main"],
-                                 capture_output=True, text=True, check=True).stdout.split()
-        folder = top / ".memcli" / "memories" / "project"
-        folder.mkdir(parents=True, exist_ok=True)
-        for i in range(args.memories):
-            n = i % args.files
-            anchor = commits[min(len(commits) - 2, max(n, (i * 7919) % (len(commits) - 1)))]
-            (folder / f"m{i:06d}.md").write_text(
-                f"---\nid: m{i:06d}\nscope: project\nstatus: active\ncreatedAt: {STAMP}\nupdatedAt: {STAMP}\n"
-                f"anchor:\n  commit: {anchor}\n  files: [src/mod{n}.py]\n  symbols: [fn_{n}_{i % 3}]\n---\n"
-                f"Module src/mod{n}.py: call `fn_{n}_{i % 3}` for case {i}.\n", encoding="utf-8")
-        subprocess.run(["git", "-C", str(top / ".memcli"), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(top / ".memcli"), "-c", "user.name=b", "-c", "user.email=b@example.invalid",
-                        "commit", "-q", "-m", "memories"], check=True)
+        build(top, args.memories, args.commits, args.files, [sys.executable, "-m", "memcli"], env)
         memcli(top, "index", "build", env=env)
         print(f"built {args.commits} commits, {args.files} files, {args.memories} memories in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
