@@ -10,12 +10,22 @@ and returns an :class:`IndexCatalog`; when the index cannot be used it returns a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from memcli.errors import InvalidMemoryFile
 from memcli.index import Retriever
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MemoryFiles, Scan, visible_problems
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+    from memcli.index import Hit, Query
+    from memcli.index.db import IndexDB, SyncReport
+    from memcli.index.search import FtsRetriever
+
+T = TypeVar("T")
 
 LIVE = ("active", "pending_review")
 
@@ -57,7 +67,7 @@ class Catalog(Protocol):
         """Every memory with this status."""
         ...
 
-    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+    def record_access(self, ids: list[str], at: datetime) -> None:
         """Count a recall of these ids (access statistics live in the cache only)."""
         ...
 
@@ -109,7 +119,7 @@ class ScanCatalog:
         """See :class:`Catalog`."""
         return [m for m in self.memories if m.status == status]
 
-    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+    def record_access(self, ids: list[str], at: datetime) -> None:
         """No statistics without the index."""
 
     def refresh(self, paths: list[Path]) -> None:
@@ -140,7 +150,7 @@ class IndexCatalog:
         warnings: the command's list of warnings, which receives the line about a repair.
     """
 
-    def __init__(self, index, report, files: MemoryFiles | None = None,  # noqa: ANN001 - IndexDB, SyncReport
+    def __init__(self, index: IndexDB, report: SyncReport, files: MemoryFiles | None = None,
                  warnings: list[str] | None = None) -> None:
         self.index = index
         self.db = index.db
@@ -151,7 +161,7 @@ class IndexCatalog:
         #: How many times damaged rows were rebuilt during this command.
         self.repaired = 0
 
-    def _read(self, on_index, on_files):  # noqa: ANN001, ANN202 - two callables giving the same answer
+    def _read(self, on_index: Callable[[], T], on_files: Callable[[ScanCatalog], T]) -> T:
         """``on_index()``; after damaged rows that could not be rebuilt, ``on_files(scan_catalog)`` (see the class)."""
         if self._scan is None:
             try:
@@ -188,7 +198,7 @@ class IndexCatalog:
         if self._scan is None:
             self.index.refresh(paths)
 
-    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+    def record_access(self, ids: list[str], at: datetime) -> None:
         """Count a recall of ``ids`` (hits, last recalled) in the cache; best effort, never raises."""
         import sqlite3
 
@@ -269,26 +279,27 @@ class _Guarded:
 
     def __init__(self, catalog: IndexCatalog) -> None:
         self.catalog = catalog
-        self._fts = None
+        self._fts: FtsRetriever | None = None
         self._made = -1  # the catalog's ``repaired`` count when ``_fts`` was made: its caches predate a repair
 
-    def _retriever(self):  # noqa: ANN202 - search.FtsRetriever
+    def _retriever(self) -> FtsRetriever:
         from memcli.index.search import FtsRetriever
 
         if self._fts is None or self._made != self.catalog.repaired:
             self._fts, self._made = FtsRetriever(self.catalog.index), self.catalog.repaired
         return self._fts
 
-    def search(self, query):  # noqa: ANN001, ANN201 - see index.Retriever
+    def search(self, query: Query) -> list[Hit]:
         """See :class:`memcli.index.Retriever`."""
         return self.catalog._read(lambda: self._retriever().search(query), lambda scan: scan.retriever().search(query))
 
-    def count(self, query) -> int:  # noqa: ANN001 - see index.Retriever
+    def count(self, query: Query) -> int:
         """See :class:`memcli.index.Retriever`."""
         return self.catalog._read(lambda: self._retriever().count(query), lambda scan: scan.retriever().count(query))
 
 
-def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=None,  # noqa: ANN001
+def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str],
+                 progress: Callable[[int, int], None] | None = None,
                  deadline: float | None = None, wait: float | None = None, reader: str | None = None,
                  full: bool = False, kept: dict | None = None) -> Catalog:
     """Open and sync the index; fall back to scanning the files if it cannot be used.
@@ -354,7 +365,7 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str], progress=
     return ScanCatalog(files.scan())
 
 
-def _owe(root: Path, index) -> None:  # noqa: ANN001 - IndexDB
+def _owe(root: Path, index: IndexDB) -> None:
     """Queue what a read owes once it has answered: the record of its start and, unless it
     walked every file itself, the full walk (``memcli.index.fresh``)."""
     from memcli.index import fresh
@@ -368,7 +379,7 @@ def _owe(root: Path, index) -> None:  # noqa: ANN001 - IndexDB
     fresh.after_answer(work)
 
 
-def _explain(report, files: MemoryFiles, cache: Path, warnings: list[str], background: bool) -> None:  # noqa: ANN001
+def _explain(report: SyncReport, files: MemoryFiles, cache: Path, warnings: list[str], background: bool) -> None:
     """Warn about an index that is not complete; start the background build a hook leaves."""
     if report.busy:
         warnings.append("the search index is being updated by another memcli process; this answer may miss "
