@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,8 +42,6 @@ from memcli.service import Ctx
 
 #: rapidfuzz ratio from which a new bullet of a section is taken as the edit of a gone one.
 EDIT_SIMILARITY = 60
-#: Where the harvest note waits for the next session start (in the workspace cache).
-NOTE_FILE = "harvest-note.json"
 #: Memories of one scope looked at to find earlier imports.
 PRIOR_LIMIT = 1_000_000
 
@@ -193,11 +190,6 @@ class AgentImportResult:
                 "items": [i.to_dict() for i in self.items]}
 
 
-def _home(var: str, default: Path) -> Path:
-    value = os.environ.get(var)
-    return Path(value).expanduser() if value else default
-
-
 def _project(cwd: Path | None) -> Path:
     """The project an agent runs in: git's top level above ``cwd`` (else ``cwd`` itself)."""
     folder = (cwd or Path.cwd()).resolve()
@@ -209,57 +201,20 @@ def _project(cwd: Path | None) -> Path:
 
 def stores_for(agent: str, cwd: Path | None = None) -> list[memstores.Store]:
     """The stores ``agent`` keeps for the project at ``cwd`` (default: the current folder) that
-    exist on disk.
-
-    Claude Code: ``$CLAUDE_CONFIG_DIR`` (else ``~/.claude``) ``/projects/<slug>/memory`` of the
-    folder, else of its git top level. Codex: ``$CODEX_HOME`` (else ``~/.codex``) ``/memories``.
-    Gemini CLI: ``~/.gemini/GEMINI.md`` and the project's ``tmp/<id>/memory`` with its inbox.
+    exist on disk (each agent's reader says where: ``agents.memstores.find``).
 
     Raises:
         UsageProblem: ``agent`` is not a known agent.
         UnknownStore: the agent keeps no store for this project (the message says where it looked).
     """
-    from memcli.agents.memstores import claude, codex, gemini
     from memcli.agents.registry import require
 
     title = require(agent).title
     folder = (cwd or Path.cwd()).resolve()
-    project = _project(folder)
-    looked: list[Path] = []
-    found: list[memstores.Store] = []
-    if agent == "claude":
-        base = _home("CLAUDE_CONFIG_DIR", Path.home() / ".claude")
-        for place in dict.fromkeys((claude.store_for(base, folder), claude.store_for(base, project))):
-            looked.append(place)
-            if place.is_dir():
-                found = [memstores.Store("claude-memory", place)]
-                break
-    elif agent == "codex":
-        place = codex.store_for(_home("CODEX_HOME", Path.home() / ".codex"))
-        looked.append(place)
-        if place.is_dir() and codex.recognise(place):
-            found = [memstores.Store("codex-memories", place)]
-    elif agent == "gemini":
-        base = Path.home() / ".gemini"
-        looked.append(base / gemini.GLOBAL)
-        if (base / gemini.GLOBAL).is_file():
-            found.append(memstores.Store("gemini-global", base, base / gemini.GLOBAL))
-        for root in dict.fromkeys((folder, project)):
-            memory = gemini.project_memory(base, root)
-            if memory is None:
-                looked.append(base / "projects.json")
-                continue
-            looked.append(memory)
-            if memory.is_dir():
-                found.append(memstores.Store("gemini-project", memory))
-                if (memory / gemini.INBOX).is_dir():
-                    found.append(memstores.Store("gemini-inbox", memory))
-                break
-    else:
-        raise UsageProblem(f"{title} keeps no memory store memcli reads", hint="use --agent claude, codex or gemini")
+    found, looked = memstores.find(agent, folder, _project(folder))
     if not found:
         raise memstores.UnknownStore(f"{title} keeps no memory for {folder} (looked in "
-                                     f"{', '.join(label(p) for p in dict.fromkeys(looked))})",
+                                     f"{', '.join(label(p) for p in looked)})",
                                      hint="run it from the project's folder, or give the store's path")
     return found
 
@@ -476,11 +431,12 @@ def harvest(ctx: Ctx, agent: str, cwd: Path | None, deadline: float | None = Non
         return None
     result = import_stores(ctx, stores, None, apply=True, apply_changes=True, apply_deletions=False,
                            command=f"memcli import --agent {agent}", cwd=cwd, deadline=deadline)
-    counts: dict[str, int] = {}
+    counts: dict[str, list] = {}  # store title -> [new, waiting for review, the agent's tag]
     for item in result.items:
         if item.outcome in ("created", "pending_review", "superseded"):
-            title = memstores.title_of(item.store)
-            counts[title] = counts.get(title, 0) + 1
+            held = counts.setdefault(memstores.title_of(item.store), [0, 0, memstores.actor_of(item.store)])
+            held[0] += 1
+            held[1] += item.outcome == "pending_review"
     offered = sum(1 for i in result.items if i.outcome == "offered")
     if counts or offered:
         _add_note(ctx, counts, offered, agent)
@@ -488,10 +444,12 @@ def harvest(ctx: Ctx, agent: str, cwd: Path | None, deadline: float | None = Non
 
 
 def _note_path(ctx: Ctx) -> Path:
-    return ctx.ws.cache / NOTE_FILE
+    from memcli.service.hooks import HARVEST_NOTE
+
+    return ctx.ws.cache / HARVEST_NOTE
 
 
-def _add_note(ctx: Ctx, counts: dict[str, int], offered: int, agent: str) -> None:
+def _add_note(ctx: Ctx, counts: dict[str, list], offered: int, agent: str) -> None:
     from memcli.store.files import atomic_write
 
     path = _note_path(ctx)
@@ -502,8 +460,9 @@ def _add_note(ctx: Ctx, counts: dict[str, int], offered: int, agent: str) -> Non
     if not isinstance(held, dict):
         held = {}
     mine = held.setdefault(ctx.actor, {"new": {}, "offered": {}})
-    for title, count in counts.items():
-        mine["new"][title] = mine["new"].get(title, 0) + count
+    for title, (count, pending, tag) in counts.items():
+        was = mine["new"].get(title) or [0, 0, tag]
+        mine["new"][title] = [was[0] + count, was[1] + pending, tag]
     if offered:
         mine["offered"][agent] = mine["offered"].get(agent, 0) + offered
     try:
@@ -536,9 +495,14 @@ def take_note(ctx: Ctx) -> str:
     except OSError:
         return ""
     lines = []
-    for title, count in sorted(dict(mine.get("new") or {}).items()):
-        lines.append(f"{count} new {'memory' if count == 1 else 'memories'} from {title}: review with "
-                     f"`memcli review` (yours are active in user:{ctx.actor}: `memcli list --scope user:{ctx.actor}`)")
+    for title, held in sorted(dict(mine.get("new") or {}).items()):
+        try:
+            count, pending, tag = int(held[0]), int(held[1]), str(held[2])
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
+        how = "review with `memcli review`" if pending else \
+            f"review with `memcli list --tag {tag}` (`memcli forget ID` drops one)"
+        lines.append(f"{count} new {'memory' if count == 1 else 'memories'} from {title}: {how}")
     for agent, count in sorted(dict(mine.get("offered") or {}).items()):
         lines.append(f"{count} memories the agent deleted from its own store: `memcli import --agent {agent}` "
                      "lists them, `--apply-changes` forgets them")

@@ -200,12 +200,10 @@ def recognise(path: Path) -> Store:
         UnknownStore: ``path`` is no store memcli knows (the message says what it looked
             for); also when it does not exist.
     """
-    from memcli.agents.memstores import claude, codex, gemini
-
     path = Path(os.path.abspath(path.expanduser()))
     if not path.exists():
         raise UnknownStore(f"no such file or folder: {path}", hint="give an agent's memory folder or file")
-    for module in (claude, codex, gemini):
+    for module in _modules():
         store = module.recognise(path)
         if store is not None:
             return store
@@ -213,6 +211,31 @@ def recognise(path: Path) -> Store:
                        hint="give Claude Code's ~/.claude/projects/<project>/memory, Codex's ~/.codex/memories, "
                             "Gemini CLI's ~/.gemini/GEMINI.md or ~/.gemini/tmp/<project>/memory, "
                             "or use --agent claude|codex|gemini")
+
+
+def _modules() -> list:
+    """The store reader of every agent that has one (``Agent.memory``), in the registry's order."""
+    from memcli.agents.registry import agents
+
+    return [module for agent in agents() if (module := agent.memory_module()) is not None]
+
+
+def find(agent: str, folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
+    """The stores ``agent`` keeps for the project at ``folder`` (its git top level
+    ``project``) that exist, and every place looked at (for a message when none does).
+
+    Raises:
+        UsageProblem: no agent has that name.
+        UnknownStore: the agent keeps no store memcli reads.
+    """
+    from memcli.agents.registry import require
+
+    found = require(agent)
+    module = found.memory_module()
+    if module is None:
+        raise UnknownStore(f"{found.title} keeps no memory store memcli reads",
+                           hint="give the store's path, or use --agent claude, codex or gemini")
+    return module.find(folder, project)
 
 
 def looks_like_store(path: Path) -> bool:
@@ -235,10 +258,9 @@ def read(store: Store, project: Path | None = None) -> Reading:
     A file that cannot be read is one ``skipped`` line; a store whose files hold nothing
     readable gives no entries, and the caller says so.
     """
-    from memcli.agents.memstores import claude, codex, gemini
+    from memcli.agents.registry import get
 
-    if store.kind == "claude-memory":
-        return claude.read(store)
-    if store.kind == "codex-memories":
-        return codex.read(store, project)
-    return gemini.read(store)
+    module = get(agent_of(store.kind)).memory_module()
+    assert module is not None, "a store kind belongs to an agent with a reader"
+    result: Reading = module.read(store, project)
+    return result

@@ -14,6 +14,7 @@ is the project's path with every character outside ``[a-zA-Z0-9]`` replaced by `
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -44,6 +45,17 @@ def store_for(claude_dir: Path, project: Path) -> Path:
         for folder in sorted(base.glob(name[:SLUG_MAX] + "-*")):
             return folder / "memory"
     return base / name / "memory"
+
+
+def find(folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
+    """The auto-memory folder of ``folder`` (else of its git top level ``project``), if it
+    exists, and the places looked at. The base is ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    looked = list(dict.fromkeys((store_for(base, folder), store_for(base, project))))
+    for place in looked:
+        if place.is_dir():
+            return [Store("claude-memory", place)], looked
+    return [], looked
 
 
 def _is_store(folder: Path) -> bool:
@@ -98,7 +110,7 @@ def split(text: str) -> tuple[dict[str, str] | None, str, int]:
     return fields, "\n".join(lines[end + 1:]), end + 2
 
 
-def read(store: Store) -> Reading:
+def read(store: Store, project: Path | None = None) -> Reading:
     """Every topic file of the folder as one entry (the index's lines are not memories)."""
     root = store.root
     entries: list[Entry] = []

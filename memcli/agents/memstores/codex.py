@@ -16,6 +16,7 @@ names a folder outside the project being imported for is left out (said in ``ski
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -39,6 +40,13 @@ _CWD = re.compile(r"cwd=([^;]+)")
 def store_for(codex_home: Path) -> Path:
     """The memories folder of a Codex home (it may not exist)."""
     return codex_home / "memories"
+
+
+def find(folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
+    """``$CODEX_HOME/memories`` (else ``~/.codex/memories``) if it is a store, and the place
+    looked at. Codex keeps one store for every project; :func:`read` keeps this project's blocks."""
+    place = store_for(Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser())
+    return ([Store("codex-memories", place)] if place.is_dir() and recognise(place) else []), [place]
 
 
 def recognise(path: Path) -> Store | None:

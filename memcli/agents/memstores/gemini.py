@@ -44,6 +44,25 @@ def project_memory(gemini_home: Path, project: Path) -> Path | None:
     return gemini_home / "tmp" / str(ident) / "memory" if isinstance(ident, str) and ident else None
 
 
+def find(folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
+    """``~/.gemini/GEMINI.md``, the project's private memory and its inbox, those that exist,
+    and the places looked at."""
+    base = Path.home() / ".gemini"
+    found: list[Store] = []
+    looked = [base / GLOBAL]
+    if (base / GLOBAL).is_file():
+        found.append(Store("gemini-global", base, base / GLOBAL))
+    for root in dict.fromkeys((folder, project)):
+        memory = project_memory(base, root)
+        looked.append(memory if memory is not None else base / "projects.json")
+        if memory is not None and memory.is_dir():
+            found.append(Store("gemini-project", memory))
+            if (memory / INBOX).is_dir():
+                found.append(Store("gemini-inbox", memory))
+            break
+    return found, list(dict.fromkeys(looked))
+
+
 def _is_home(folder: Path) -> bool:
     """Whether ``folder`` is a Gemini CLI home (``~/.gemini``), not a project's ``.gemini`` settings folder."""
     return folder.name == ".gemini" and (folder.parent == Path.home() or (folder / "projects.json").is_file()
@@ -66,7 +85,7 @@ def recognise(path: Path) -> Store | None:
     return None
 
 
-def read(store: Store) -> Reading:
+def read(store: Store, project: Path | None = None) -> Reading:
     """The entries of one Gemini store (see the module docstring)."""
     entries: list[Entry] = []
     files: list[Path] = []
