@@ -117,8 +117,9 @@ def share(
 @app.command()
 def export(
     format_: Annotated[str, typer.Option(
-        "--format", "-f", help="claude-md (default), agents-md, cursor (.cursor/rules/*.mdc, needs --dir) "
-                               "or jsonl (lossless).")] = "claude-md",
+        "--format", "-f", help="claude-md (default), agents-md, cursor (.cursor/rules/*.mdc, needs --dir), "
+                               "jsonl (lossless), or into an agent's own memory: claude-memory (the project's "
+                               "auto-memory folder), gemini-memory (~/.gemini/GEMINI.md).")] = "claude-md",
     personal: Annotated[bool, typer.Option("--personal", help="Include your personal scopes (user:*, session:*) "
                                                              "in a Markdown export, marked as such.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Every status, expired memories too.")] = False,
@@ -143,6 +144,19 @@ def export(
 
     if output is not None and folder is not None:
         raise UsageProblem("--output and --dir cannot be used together", hint="give one of them")
+    from memcli.service.agent_memory import NATIVE_FORMATS
+
+    if format_ in NATIVE_FORMATS:
+        if output is not None or personal or all_:
+            raise UsageProblem(f"--format {format_} writes into the agent's own memory: --output, --personal and "
+                               "--all do not apply", hint="give --scope to choose the scopes, --dir the project")
+        from memcli.service.agent_memory import export_native
+
+        context = ctx()
+        done = export_native(context, format_, scope, folder)
+        flush_warnings(context)
+        emit(done.to_dict(), done.message())
+        return
     if folder is not None and format_ == "jsonl":
         raise UsageProblem("--format jsonl writes one file", hint="give it with --output FILE")
     context = ctx()

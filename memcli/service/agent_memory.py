@@ -575,3 +575,115 @@ def share(ctx: Ctx, refs: list[str], scope: str = "project") -> ShareResult:
     order = {ref: n for n, ref in enumerate(refs)}
     result.results.sort(key=lambda pair: order.get(pair[0], 0))
     return result
+
+
+# --- export into the agents' own places ------------------------------------------------
+
+#: ``export --format`` values that write into an agent's own memory.
+NATIVE_FORMATS = ("claude-memory", "gemini-memory")
+
+
+@dataclass
+class NativeExport:
+    """What :func:`export_native` wrote.
+
+    Attributes:
+        files: ``(path, state)`` with state ``written``, ``unchanged`` or ``removed`` (an
+            earlier export of a memory no longer exported).
+        memories: how many memories the export holds.
+        left_out: memories left out because they came from that same store.
+    """
+
+    format: str
+    place: str
+    files: list[tuple[str, str]] = field(default_factory=list)
+    memories: int = 0
+    left_out: int = 0
+
+    def message(self) -> str:
+        """One line for a person."""
+        written = sum(1 for _, state in self.files if state != "unchanged")
+        extra = f"; left out {self.left_out} that came from this store" if self.left_out else ""
+        return (f"exported ({self.format}) {self.memories} memories to {self.place}: {written} files changed, "
+                f"{len(self.files) - written} unchanged{extra}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"format": self.format, "place": self.place, "memories": self.memories, "left_out": self.left_out,
+                "files": [{"path": p, "state": s} for p, s in self.files]}
+
+
+def _put(path: Path, text: str, out: NativeExport) -> None:
+    from memcli.store.files import atomic_write
+
+    try:
+        held = path.read_bytes() if path.is_file() else None
+        if held == text.encode("utf-8"):
+            out.files.append((label(path), "unchanged"))
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text.encode("utf-8"))
+    except OSError as err:
+        raise UsageProblem(f"cannot write {path}: {err.strerror or err}",
+                           hint="check the folder's permissions") from None
+    out.files.append((label(path), "written"))
+
+
+def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path | None = None) -> NativeExport:
+    """Write the caller's memories (default: ``user:<actor>``) into an agent's own memory, so an
+    agent without memcli's hooks still sees them; idempotent, and marked so an import of
+    that store never reads them back (``agents.memstores.MARK``).
+
+    ``claude-memory``: one topic file ``memcli_<id>.md`` per memory in the auto-memory folder
+    of the project at ``cwd`` (the one Claude Code has, else the folder's own), and their
+    pointer lines in a marked section of ``MEMORY.md`` (the CLI's own lines kept); earlier
+    exported files of memories no longer exported are removed. ``gemini-memory``: a marked
+    section of bullets in ``~/.gemini/GEMINI.md``, the rest of the file kept. Memories that
+    came from that same store are left out (they are there already).
+
+    Raises:
+        ValidationFailed, ScopeViolation: a scope is malformed or another user's.
+        UsageProblem: a file cannot be written.
+    """
+    from memcli.agents.memstores import MARK, claude, gemini, read_text
+    from memcli.service.rules import export_memories
+
+    memories = export_memories(ctx, False, scopes or [f"user:{ctx.actor}"])
+    folder = (cwd or Path.cwd()).resolve()
+    if fmt == "claude-memory":
+        found, looked = claude.find(folder, _project(folder))
+        place = found[0].root if found else looked[0]
+    else:
+        place = Path.home() / ".gemini"
+    own = label(place) + "/"
+    kept = [m for m in memories if not (m.provenance.source or "").startswith(own)]
+    out = NativeExport(fmt, label(place), memories=len(kept), left_out=len(memories) - len(kept))
+    if fmt == "gemini-memory":
+        path = place / gemini.GLOBAL
+        held = read_text(path) if path.is_file() else ""
+        lines = [f"- {' '.join(m.text.split())}" for m in kept]
+        _put(path, gemini.render_global(held, lines), out)
+        return out
+    wanted: dict[str, str] = {}
+    pointers = []
+    for m in kept:
+        name = f"{claude.EXPORT_PREFIX}{m.id}.md"
+        wanted[name] = claude.render_topic(m.id, m.scope, m.category, list(m.tags), m.text)
+        hook = " ".join(m.text.split())
+        pointers.append(f"- [{m.category}: {hook[:60]}]({name}) — {hook[:90]}")
+    for name, text in wanted.items():
+        _put(place / name, text, out)
+    for stale in sorted(place.glob(f"{claude.EXPORT_PREFIX}*.md")) if place.is_dir() else []:
+        try:
+            mine = any(MARK in line for line in read_text(stale).split("\n")[:12])
+        except OSError:
+            continue
+        if stale.name not in wanted and mine:
+            stale.unlink()
+            out.files.append((label(stale), "removed"))
+    index = place / claude.INDEX
+    held = read_text(index) if index.is_file() else ""
+    text = claude.render_index(held, pointers)
+    if text or index.is_file():
+        _put(index, text, out)
+    return out

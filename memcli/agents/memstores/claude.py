@@ -138,7 +138,7 @@ def read(store: Store, project: Path | None = None) -> Reading:
         except OSError as err:
             skipped.append((path.name, f"not read: {err}"))
             continue
-        if MARK in text.split("\n", 12)[-1] or any(MARK in line for line in text.split("\n")[:12]):
+        if any(MARK in line for line in text.split("\n")[:12]):
             skipped.append((path.name, "written by memcli's export: not read back"))
             continue
         fields, body, first = split(text)
@@ -156,3 +156,34 @@ def read(store: Store, project: Path | None = None) -> Reading:
             skipped.append((path.name, f"not in {INDEX}'s index (read anyway: {name})"))
         entries.append(Entry(path, path.name, words, first, category, tags, stable=True))
     return Reading("claude-memory", root, entries, files, skipped)
+
+
+#: memcli's category (or a tag) -> the auto-memory type an exported memory gets.
+EXPORT_TYPES = {"feedback": "feedback", "preference": "feedback", "procedure": "feedback"}
+#: The prefix of the topic files memcli exports (``memcli_<id>.md``).
+EXPORT_PREFIX = "memcli_"
+
+
+def render_topic(memory_id: str, scope: str, category: str, tags: list[str], text: str) -> str:
+    """One exported memory as a topic file in the CLI's own format, marked as memcli's."""
+    kind = "user" if "about-user" in tags else "reference" if "reference" in tags else \
+        EXPORT_TYPES.get(category, "project")
+    first = " ".join(text.split())
+    description = (first[:147] + "...") if len(first) > 150 else first
+    quoted = '"' + description.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return (f"---\nname: memcli-{memory_id}\ndescription: {quoted}\nmetadata:\n  type: {kind}\n---\n"
+            f"<!-- {MARK} from memory {memory_id} ({scope}); change it with memcli: `memcli export --format "
+            f"claude-memory` rewrites this file -->\n\n{text.strip()}\n")
+
+
+def render_index(held: str, lines: list[str]) -> str:
+    """``MEMORY.md`` with memcli's section (``lines``, pointer lines) in place of the one it held
+    (or after the rest); the lines outside it are kept as they were."""
+    from memcli.agents.memstores import MARK_BEGIN, MARK_END, without_export
+
+    rest, _ = without_export(held)
+    kept = [line for line, orig in zip(rest.split("\n"), held.split("\n")) if line == orig or line]
+    body = "\n".join(kept).rstrip("\n")
+    section = "\n".join([MARK_BEGIN, *lines, MARK_END]) if lines else ""
+    joined = "\n\n".join(part for part in (body, section) if part)
+    return joined + "\n" if joined else ""

@@ -188,3 +188,24 @@ def _patch(patch: Path, root: Path, skipped: list[tuple[str, str]]) -> list[Entr
     if not hunks and text.strip():
         skipped.append((patch.name, "no unified-diff hunk (@@ … @@): nothing read"))
     return out
+
+
+def render_global(held: str, lines: list[str]) -> str:
+    """``GEMINI.md`` with memcli's marked section of bullets ``lines`` in place of the one it
+    held (or after the rest); the rest of the file kept as it was."""
+    from memcli.agents.memstores import MARK_BEGIN, MARK_END
+
+    out: list[str] = []
+    inside = False
+    for line in held.split("\n"):
+        if line.strip() == MARK_BEGIN:
+            inside = True
+            continue
+        if inside:
+            inside = line.strip() != MARK_END
+            continue
+        out.append(line)
+    body = "\n".join(out).rstrip("\n")
+    section = "\n".join([MARK_BEGIN, "## Memories from memcli", "", *lines, MARK_END]) if lines else ""
+    joined = "\n\n".join(part for part in (body, section) if part)
+    return joined + "\n" if joined else ""
