@@ -146,6 +146,7 @@ def read(store: Store, project: Path | None = None) -> Reading:
         if not body_text:
             skipped.append((path.name, "no text"))
             continue
+        first += body[:len(body) - len(body.lstrip())].count("\n")  # the text's first line, past blank ones
         fields = fields or {}
         kind = fields.get("type", "").strip().lower()
         category, tag = TYPES.get(kind, ("fact", ""))

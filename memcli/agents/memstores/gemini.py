@@ -30,7 +30,8 @@ GLOBAL = "GEMINI.md"
 INBOX = ".inbox"
 PATCH = "extraction.patch"
 LEGACY_SECTION = "Gemini Added Memories"
-_SEE = re.compile(r"^See\s+\S+\.md\b", re.IGNORECASE)
+#: A pointer line of MEMORY.md: ``See <path>.md for …`` or a link to a sibling note ``[Title](note.md): …``.
+_SEE = re.compile(r"^(?:See\s+\S+\.md\b|\[[^\]]*\]\([^)\s]+\.md\))", re.IGNORECASE)
 
 
 def project_memory(gemini_home: Path, project: Path) -> Path | None:
