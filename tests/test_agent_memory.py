@@ -384,3 +384,20 @@ def test_export_gemini_memory_keeps_the_file_and_is_not_read_back(ws, project, r
 def test_native_export_refuses_output(ws, fmt, run, tmp_path):
     result = run("export", "--format", fmt, "--output", str(tmp_path / "x.md"))
     assert result.code == 2 and "does not apply" in result.err or "do not apply" in result.err
+
+
+def test_harvest_stays_off_the_other_hooks_hot_path(ws, project, run):
+    """With harvest on, a session start without a note, and a prompt, load no store reader."""
+    from test_imports import loaded_modules
+
+    toml = ws / "memcli.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"), encoding="utf-8")
+    claude_home(Path.home(), project)
+    payload = json.dumps({"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart"})
+    for event in ("session-start", "user-prompt-submit"):
+        modules = loaded_modules("hook", "claude", event, input=payload, cwd=project)
+        assert not {m for m in modules if "memstores" in m or "agent_memory" in m}, event
+    assert hook(run, "claude", "session-end", project, "s1").code == 0
+    modules = loaded_modules("hook", "claude", "session-start", input=payload, cwd=project)
+    assert "memcli.service.harvest_note" in modules and "memcli.service.agent_memory" not in modules
+    assert "memcli.agents.memstores" not in modules

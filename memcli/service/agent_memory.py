@@ -30,7 +30,6 @@ What an import does (docs/commands.md, "The agents' own memories"):
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -439,74 +438,10 @@ def harvest(ctx: Ctx, agent: str, cwd: Path | None, deadline: float | None = Non
             held[1] += item.outcome == "pending_review"
     offered = sum(1 for i in result.items if i.outcome == "offered")
     if counts or offered:
-        _add_note(ctx, counts, offered, agent)
+        from memcli.service.harvest_note import add_note
+
+        add_note(ctx, counts, offered, agent)
     return result
-
-
-def _note_path(ctx: Ctx) -> Path:
-    from memcli.service.hooks import HARVEST_NOTE
-
-    return ctx.ws.cache / HARVEST_NOTE
-
-
-def _add_note(ctx: Ctx, counts: dict[str, list], offered: int, agent: str) -> None:
-    from memcli.store.files import atomic_write
-
-    path = _note_path(ctx)
-    try:
-        held = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError):
-        held = {}
-    if not isinstance(held, dict):
-        held = {}
-    mine = held.setdefault(ctx.actor, {"new": {}, "offered": {}})
-    for title, (count, pending, tag) in counts.items():
-        was = mine["new"].get(title) or [0, 0, tag]
-        mine["new"][title] = [was[0] + count, was[1] + pending, tag]
-    if offered:
-        mine["offered"][agent] = mine["offered"].get(agent, 0) + offered
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(held, sort_keys=True).encode("utf-8"))
-    except OSError:
-        pass
-
-
-def take_note(ctx: Ctx) -> str:
-    """The harvest note for the caller, once (it is removed): one line per store, e.g.
-    "3 new memories from Claude Code's auto memory: review with `memcli review`"; '' when none."""
-    from memcli.store.files import atomic_write
-
-    path = _note_path(ctx)
-    if not path.is_file():
-        return ""
-    try:
-        held = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    mine = held.pop(ctx.actor, None) if isinstance(held, dict) else None
-    if not isinstance(mine, dict):
-        return ""
-    try:
-        if held:
-            atomic_write(path, json.dumps(held, sort_keys=True).encode("utf-8"))
-        else:
-            path.unlink(missing_ok=True)
-    except OSError:
-        return ""
-    lines = []
-    for title, held in sorted(dict(mine.get("new") or {}).items()):
-        try:
-            count, pending, tag = int(held[0]), int(held[1]), str(held[2])
-        except (TypeError, ValueError, IndexError, KeyError):
-            continue
-        how = "review with `memcli review`" if pending else \
-            f"review with `memcli list --tag {tag}` (`memcli forget ID` drops one)"
-        lines.append(f"{count} new {'memory' if count == 1 else 'memories'} from {title}: {how}")
-    for agent, count in sorted(dict(mine.get("offered") or {}).items()):
-        lines.append(f"{count} memories the agent deleted from its own store: `memcli import --agent {agent}` "
-                     "lists them, `--apply-changes` forgets them")
-    return "\n".join(lines)
 
 
 # --- share -----------------------------------------------------------------------------

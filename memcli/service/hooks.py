@@ -289,25 +289,26 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
         block = _prompt_block(ctx, payload.prompt, seen)
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
         return block.text
+    started = time.monotonic()
     _after_session(ctx, event, payload, run)
-    if event == "session-end" and ctx.ws.config.agents_harvest:
-        _harvest(ctx, agent, folder, run)
+    if event == "session-end" and ctx.ws.config.agents_harvest:  # within the same deadline as extraction
+        _harvest(ctx, agent, folder, run, started + EXTRACT_SECONDS["session-end"])
     if event == "session-end" and payload.session_id:
         _session_file(ctx, payload.session_id).unlink(missing_ok=True)
         _late_file(ctx, payload.session_id).unlink(missing_ok=True)
     return ""
 
 
-def _harvest(ctx, agent: str, folder: Path | None, run: HookRun) -> None:  # noqa: ANN001
+def _harvest(ctx, agent: str, folder: Path | None, run: HookRun, deadline: float) -> None:  # noqa: ANN001
     """``[agents] harvest``: import what ``agent`` wrote into its own memory store this session
-    (``service.agent_memory.harvest``, imported only here), within the session-end deadline;
-    a failure is one warning line."""
+    (``service.agent_memory.harvest``, imported only here) by ``deadline`` (``time.monotonic()``,
+    the one extraction had); a failure is one warning line."""
     from memcli.agents.transcript import DeadlineReached
 
     try:
         from memcli.service.agent_memory import harvest
 
-        result = harvest(ctx, agent, folder, deadline=time.monotonic() + EXTRACT_SECONDS["session-end"])
+        result = harvest(ctx, agent, folder, deadline=deadline)
         if result is not None and result.new():
             run.warnings.append(result.message())
     except DeadlineReached:
@@ -323,7 +324,7 @@ def _harvest_note(ctx) -> str:  # noqa: ANN001
     """The fenced note of what the last harvest brought in, once; '' when there is none."""
     if not (ctx.ws.cache / HARVEST_NOTE).is_file():  # the usual case costs one stat
         return ""
-    from memcli.service.agent_memory import take_note
+    from memcli.service.harvest_note import take_note
 
     note = take_note(ctx)
     return f"<memcli-context>\n{note}\n</memcli-context>\n" if note else ""
