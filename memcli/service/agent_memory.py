@@ -319,6 +319,11 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
             deletions.extend((_offer(reading.kind, memory), memory) for memory in memories
                              if memory.status in ("active", "pending_review") and memory.provenance.actor == actor
                              and _owns(store, reading, memory.provenance.source or ""))
+    from memcli.service.rules import _anchor, planned_id
+
+    anchor = _anchor(ctx)  # ids a dry run shows are the ids the real run writes, as for rule files
+    for number, (_, (_, opts)) in enumerate(drafts):
+        opts.memory_id = planned_id(anchor, number, opts.idempotency_key)
     outcomes, commit = write.write_batch(ctx, "import", [d for _, d in drafts], dry_run=not apply, deadline=deadline)
     if commit:
         result.commits.append(commit)
