@@ -401,3 +401,16 @@ def test_harvest_stays_off_the_other_hooks_hot_path(ws, project, run):
     modules = loaded_modules("hook", "claude", "session-start", input=payload, cwd=project)
     assert "memcli.service.harvest_note" in modules and "memcli.service.agent_memory" not in modules
     assert "memcli.agents.memstores" not in modules
+
+
+@pytest.mark.parametrize(("agent", "title", "tag", "count"), [
+    ("codex", "Codex Memories", "codex", 3), ("gemini", "Gemini CLI's project memory", "gemini-cli", 2)])
+def test_harvest_by_the_hooks_of_codex_and_gemini(ws, project, run, agent, title, tag, count):
+    toml = ws / "memcli.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"), encoding="utf-8")
+    (codex_home if agent == "codex" else gemini_home)(Path.home(), project)
+    end = hook(run, agent, "session-end", project, "s1")
+    assert end.code == 0 and "imported" in end.err, end
+    start = hook(run, agent, "session-start", project, "s2")
+    assert f"{count} new memories from {title}: review with `memcli list --tag {tag}`" in start.out, start
+    assert {m.provenance.actor for m in memories(ws)} == {tag}

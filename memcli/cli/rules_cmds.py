@@ -106,12 +106,12 @@ def share(
     result = share_memories(context, ids, scope)
     flush_warnings(context)
     failed = [done for _, done in result.results if not hasattr(done, "outcome")]
+    if failed and len(failed) == len(result.results):
+        raise failed[0]  # nothing was shared: the first reason, and its exit status
     emit({"scope": scope, "results": [
         {"ref": ref, "error": done.line()} if not hasattr(done, "outcome") else
         {"ref": ref, "outcome": done.outcome, "id": done.memory.id, "status": done.memory.status,
          "message": done.message} for ref, done in result.results]}, result.message())
-    if failed and len(failed) == len(result.results):
-        raise failed[0]
 
 
 @app.command()
