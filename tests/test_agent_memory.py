@@ -414,3 +414,17 @@ def test_harvest_by_the_hooks_of_codex_and_gemini(ws, project, run, agent, title
     start = hook(run, agent, "session-start", project, "s2")
     assert f"{count} new memories from {title}: review with `memcli list --tag {tag}`" in start.out, start
     assert {m.provenance.actor for m in memories(ws)} == {tag}
+
+
+def test_an_unknown_layout_in_an_agents_home_is_exit_2(ws, run):
+    odd = Path.home() / ".codex" / "memories"
+    odd.mkdir(parents=True)
+    (odd / "notes.txt").write_text("hello\n", encoding="utf-8")
+    result = run("import", str(odd))
+    assert result.code == 2 and "not an agent memory store memcli knows" in result.err, result
+    assert result.err.count("\n") == 1 and memories(ws) == []
+    hidden = claude_home(Path.home(), Path("/tmp/some/project"))
+    (hidden / "bidi.md").write_text("---\nname: b\ntype: user\n---\n\nDeploy with \u202e`rm -rf`\u202c safely\n",
+                                    encoding="utf-8")
+    data = imported(run("import", str(hidden), "--json"))
+    assert data["counts"]["refused"] == 1 and data["counts"]["created"] == 2, data

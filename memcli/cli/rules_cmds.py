@@ -42,6 +42,9 @@ def import_(
     if agent is not None and given:
         raise UsageProblem("give PATH... or --agent, not both", hint="--agent finds the store of the current project")
     stores = [p for p in given if memstores.looks_like_store(p)]
+    for path in given:
+        if path not in stores and memstores.in_agent_home(path):
+            memstores.recognise(path)  # raises UnknownStore: one line, exit 2, nothing written
     if agent is not None or stores:
         if stores and len(stores) != len(given):
             raise UsageProblem("agent memory stores and rule files are imported in separate runs",

@@ -240,6 +240,16 @@ def find(agent: str, folder: Path, project: Path) -> tuple[list[Store], list[Pat
     return module.find(folder, project)
 
 
+def in_agent_home(path: Path) -> bool:
+    """Whether ``path`` lies where the agents keep their own memory (``~/.claude/projects``,
+    ``~/.codex``, ``~/.gemini/tmp``): a path there that is no store is an unknown layout, not
+    a folder of rule files."""
+    home = Path.home()
+    full = Path(os.path.abspath(path.expanduser()))
+    places = (home / ".claude" / "projects", home / ".codex", home / ".gemini" / "tmp")
+    return any(full == place or place in full.parents for place in places)
+
+
 def looks_like_store(path: Path) -> bool:
     """True when ``path`` is an agent store (:func:`recognise` would not raise); never raises."""
     try:
