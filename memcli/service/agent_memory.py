@@ -167,7 +167,8 @@ class AgentImportResult:
             c = self.counts(store.kind)
             offers = [i for i in self.items if i.store == store.kind and i.outcome == "offered"]
             edits = sum(1 for i in offers if i.change == "edit")
-            line = (f"{store.title} ({store.root}): {store.entries} entries read, {verb} "
+            line = (f"{store.title} ({store.root}): {store.entries} {'entry' if store.entries == 1 else 'entries'} "
+                    f"read, {verb} "
                     f"{c['created'] + c['pending_review']} into {self.scope} ({c['pending_review']} waiting for "
                     f"review), {c['noop']} already present, {c['refused']} refused")
             applied = c["superseded"] + c["forgotten"] + c["rejected"]
@@ -175,7 +176,7 @@ class AgentImportResult:
                 line += f"; applied {applied} changes the agent made ({c['superseded']} edits as supersedes, " \
                         f"{c['forgotten'] + c['rejected']} deletions)"
             if offers:
-                line += (f"; {edits} edits and {len(offers) - edits} deletions offered: apply them with "
+                line += (f"; {edits} edits and {len(offers) - edits} deletions offered: apply with "
                          f"`{self.apply_command} --apply-changes`")
             lines.append(line)
         return "\n".join(lines) or f"no agent memory store read into {self.scope}"
