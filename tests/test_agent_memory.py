@@ -428,3 +428,31 @@ def test_an_unknown_layout_in_an_agents_home_is_exit_2(ws, run):
                                     encoding="utf-8")
     data = imported(run("import", str(hidden), "--json"))
     assert data["counts"]["refused"] == 1 and data["counts"]["created"] == 2, data
+
+
+def test_the_recorded_codex_store_imports_its_summary(ws, project, run):
+    """Codex 0.171's memories_v2 (recorded): memory_summary.md's profile, preferences and tips."""
+    shutil.copytree(FIXTURES / "codex" / ".codex", Path.home() / ".codex")
+    data = imported(run("import", "--agent", "codex", "--json", cwd=project))
+    assert data["stores"][0]["root"] == "~/.codex/memories_v2" and data["stores"][0]["entries"] == 3, data
+    assert sorted((i["category"], i["outcome"]) for i in data["items"]) == [
+        ("fact", "created"), ("preference", "created"), ("procedure", "created")]
+    assert any("pnpm, never npm" in i["text"] for i in data["items"])
+    assert not any("rollout_summaries/" in i["text"] for i in data["items"])  # routing lines are not memories
+    assert imported(run("import", "--agent", "codex", "--json", cwd=project))["counts"]["noop"] == 3
+
+
+def test_the_recorded_later_session_is_an_edit_and_a_deletion(ws, project, run):
+    """claude-edited/: the same store after Claude Code edited one memory and deleted the other."""
+    store = claude_home(Path.home(), project)
+    assert imported(run("import", "--agent", "claude", "--json", cwd=project))["counts"]["created"] == 2
+    shutil.rmtree(store)
+    shutil.copytree(FIXTURES / "claude-edited" / ".claude" / "projects" / CLAUDE_STORE.parent.name / "memory", store)
+    data = imported(run("import", "--agent", "claude", "--json", cwd=project))
+    offers = {(i["change"], i["sourceRef"].rsplit("/", 1)[-1]) for i in data["items"] if i["outcome"] == "offered"}
+    assert offers == {("edit", "use-pnpm-not-npm.md"), ("delete", "user-billing-backend.md")}, data
+    assert data["counts"]["created"] == 0 and data["commits"] == []
+    done = imported(run("import", "--agent", "claude", "--apply-changes", "--json", cwd=project))
+    assert sorted(i["outcome"] for i in done["items"] if i["change"]) == ["forgotten", "superseded"]
+    active = [m for m in memories(ws) if m.status == "active"]
+    assert len(active) == 1 and "bun" in active[0].text and active[0].provenance.actor == "claude-code"

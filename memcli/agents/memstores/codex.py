@@ -1,6 +1,13 @@
-"""Codex Memories (``$CODEX_HOME/memories``, default ``~/.codex/memories``). Pure but for reading files.
+"""Codex Memories (``$CODEX_HOME/memories_v2``, earlier ``memories``; default under ``~/.codex``).
+Pure but for reading files.
 
-From the pinned CLI's consolidation prompt (Codex 0.171, ``memories/consolidation.md``):
+Codex 0.171 (recorded in tests/fixtures/agent_memory/codex) keeps them in ``memories_v2/``, a
+git work tree of its own, with ``memory_summary.md`` (``v1``, then ``## User Profile``, ``##
+User preferences``, ``## General Tips`` and ``## What's in Memory``, whose ``### <project>`` /
+``#### <date>`` pointer lines to ``rollout_summaries/…`` are routing, not memories),
+``rollout_summaries/`` and ``extensions/`` (its ad-hoc notes extension); no ``MEMORY.md``.
+There, the profile paragraph and the preference and tip bullets of memory_summary.md are the
+memories. The consolidation prompt of the same binary also describes a ``MEMORY.md``:
 ``MEMORY.md`` is "the durable, retrieval-oriented handbook", made of blocks that start with
 ``# Task Group: <…>``, ``scope: …`` and ``applies_to: cwd=<folder>; reuse_rule=…``, then
 ``## Task <n>: …`` sections (``### rollout_summary_files``, ``### keywords``: routing, not
@@ -25,7 +32,9 @@ from memcli.agents.memstores import Entry, Reading, Store, bullets, read_text, s
 INDEX = "MEMORY.md"
 SUMMARY = "memory_summary.md"
 #: Files of the store that are not memories (the consolidation's inputs).
-INPUTS = ("raw_memories.md", "rollout_summaries")
+INPUTS = ("raw_memories.md", "rollout_summaries", "extensions")
+#: The store's folders under ``$CODEX_HOME``, newest layout first.
+FOLDERS = ("memories_v2", "memories")
 #: MEMORY.md block sections -> memcli's category and tag.
 SECTIONS = {"user preferences": ("preference", "user-preferences"),
             "reusable knowledge": ("fact", "reusable-knowledge"),
@@ -37,16 +46,16 @@ _REFS = re.compile(r"(\s*\[Task \d+\])+\s*$")
 _CWD = re.compile(r"cwd=([^;]+)")
 
 
-def store_for(codex_home: Path) -> Path:
-    """The memories folder of a Codex home (it may not exist)."""
-    return codex_home / "memories"
-
-
 def find(folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
-    """``$CODEX_HOME/memories`` (else ``~/.codex/memories``) if it is a store, and the place
-    looked at. Codex keeps one store for every project; :func:`read` keeps this project's blocks."""
-    place = store_for(Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser())
-    return ([Store("codex-memories", place)] if place.is_dir() and recognise(place) else []), [place]
+    """``memories_v2`` (Codex 0.171), else ``memories``, of ``$CODEX_HOME`` (else ``~/.codex``),
+    the first that is a store, and the places looked at. Codex keeps one store for every
+    project; :func:`read` leaves out other projects' blocks."""
+    home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+    places = [home / name for name in FOLDERS]
+    for place in places:
+        if place.is_dir() and recognise(place):
+            return [Store("codex-memories", place)], places
+    return [], places
 
 
 def recognise(path: Path) -> Store | None:
@@ -87,7 +96,8 @@ def read(store: Store, project: Path | None = None) -> Reading:
     skipped: list[tuple[str, str]] = []
     for name in INPUTS:
         if (root / name).exists():
-            skipped.append((name, "the consolidation's input, summarised in MEMORY.md: not memories"))
+            skipped.append((name, "the consolidation's inputs and extensions, summarised in its output: "
+                                  "not memories"))
     index, summary = root / INDEX, root / SUMMARY
     use_summary = store.file == summary or (store.file is None and not index.is_file())
     path = summary if use_summary else index
@@ -105,6 +115,9 @@ def read(store: Store, project: Path | None = None) -> Reading:
         skipped.append((path.name, "memcli's exported section: not read back"))
     if use_summary:
         entries.extend(_summary(path, text))
+        routes = sum(1 for _, head, _ in bullets(text) if head.lower() not in SUMMARY_SECTIONS)
+        if routes:
+            skipped.append((path.name, f"{routes} routing lines (## What's in Memory): not memories"))
     else:
         entries.extend(_blocks(path, text, project, skipped))
     return Reading("codex-memories", root, entries, files, skipped)
