@@ -456,3 +456,10 @@ def test_the_recorded_later_session_is_an_edit_and_a_deletion(ws, project, run):
     assert sorted(i["outcome"] for i in done["items"] if i["change"]) == ["forgotten", "superseded"]
     active = [m for m in memories(ws) if m.status == "active"]
     assert len(active) == 1 and "bun" in active[0].text and active[0].provenance.actor == "claude-code"
+
+
+def test_gemini_cli_home_moves_the_store(ws, project, run, tmp_path):
+    other = tmp_path / "gemini-home"
+    gemini_home(other, project)
+    data = imported(run("import", "--agent", "gemini", "--json", cwd=project, env={"GEMINI_CLI_HOME": str(other)}))
+    assert [s["kind"] for s in data["stores"]] == ["gemini-global", "gemini-project"] and data["counts"]["created"] == 3

@@ -595,7 +595,7 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
         found, looked = claude.find(folder, _project(folder))
         place = found[0].root if found else looked[0]
     else:
-        place = Path.home() / ".gemini"
+        place = gemini.home()
     own = label(place) + "/"
     kept = [m for m in memories if not (m.provenance.source or "").startswith(own)]
     out = NativeExport(fmt, label(place), memories=len(kept), left_out=len(memories) - len(kept))

@@ -20,6 +20,7 @@ A project's own ``GEMINI.md`` is a rule file (``memcli import GEMINI.md``), not 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -32,6 +33,11 @@ PATCH = "extraction.patch"
 LEGACY_SECTION = "Gemini Added Memories"
 #: A pointer line of MEMORY.md: ``See <path>.md for …`` or a link to a sibling note ``[Title](note.md): …``.
 _SEE = re.compile(r"^(?:See\s+\S+\.md\b|\[[^\]]*\]\([^)\s]+\.md\))", re.IGNORECASE)
+
+
+def home() -> Path:
+    """Gemini CLI's folder: ``$GEMINI_CLI_HOME/.gemini`` (the CLI's own ``homedir()``), else ``~/.gemini``."""
+    return Path(os.environ.get("GEMINI_CLI_HOME") or Path.home()).expanduser() / ".gemini"
 
 
 def project_memory(gemini_home: Path, project: Path) -> Path | None:
@@ -48,7 +54,7 @@ def project_memory(gemini_home: Path, project: Path) -> Path | None:
 def find(folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
     """``~/.gemini/GEMINI.md``, the project's private memory and its inbox, those that exist,
     and the places looked at."""
-    base = Path.home() / ".gemini"
+    base = home()
     found: list[Store] = []
     looked = [base / GLOBAL]
     if (base / GLOBAL).is_file():
@@ -66,7 +72,8 @@ def find(folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
 
 def _is_home(folder: Path) -> bool:
     """Whether ``folder`` is a Gemini CLI home (``~/.gemini``), not a project's ``.gemini`` settings folder."""
-    return folder.name == ".gemini" and (folder.parent == Path.home() or (folder / "projects.json").is_file()
+    return folder.name == ".gemini" and (folder == home() or folder.parent == Path.home()
+                                         or (folder / "projects.json").is_file()
                                          or (folder / "tmp").is_dir())
 
 
