@@ -122,6 +122,7 @@ class StoreReport:
 
     @property
     def title(self) -> str:
+        """The store's name in messages (``Claude Code's auto memory``)."""
         return memstores.title_of(self.kind)
 
 
