@@ -332,7 +332,7 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     for (item, _), outcome in zip(drafts, outcomes):
         if isinstance(outcome, MemcliError):
             item.outcome, item.message = "refused", outcome.line()
-            item.gate = "sensitive_data" if isinstance(outcome, SecretDetected) else "validation"
+            item.gate = "sensitive_data" if isinstance(outcome, SecretDetected) else outcome.code  # hidden_text …
             if isinstance(outcome, SecretDetected):
                 item.text = None
         else:
