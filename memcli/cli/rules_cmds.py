@@ -16,7 +16,7 @@ def import_(
     paths: Annotated[Optional[list[Path]], typer.Argument(
         metavar="PATH...", help="Rule files, or folders holding them (CLAUDE.md, AGENTS.md, .cursor/rules, .github, "
                                 ".claude/rules), JSON Lines from `memcli export --format jsonl`, or an agent's own "
-                                "memory store (~/.claude/projects/<project>/memory, ~/.codex/memories, "
+                                "memory store (~/.claude/projects/<project>/memory, ~/.codex/memories_v2, "
                                 "~/.gemini/GEMINI.md, ~/.gemini/tmp/<project>/memory).")] = None,
     agent: Annotated[Optional[str], typer.Option(
         "--agent", "-a", help="Import the memory store this agent keeps for the current project: claude, codex or "

@@ -210,7 +210,7 @@ def recognise(path: Path) -> Store:
         if store is not None:
             return store
     raise UnknownStore(f"{path} is not an agent memory store memcli knows",
-                       hint="give Claude Code's ~/.claude/projects/<project>/memory, Codex's ~/.codex/memories, "
+                       hint="give Claude Code's ~/.claude/projects/<project>/memory, Codex's ~/.codex/memories_v2, "
                             "Gemini CLI's ~/.gemini/GEMINI.md or ~/.gemini/tmp/<project>/memory, "
                             "or use --agent claude|codex|gemini")
 
