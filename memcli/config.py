@@ -89,6 +89,13 @@ deadline = 2.0
 # HEAD moved since the last verdicts, so the reads mark memories whose code moved.
 stale = true
 
+[agents]
+# Let each agent's session-end hook import what the agent wrote into its own memory store
+# during the session (Claude Code's auto memory, Codex Memories, Gemini CLI's memory) into
+# your user:<you> scope, through every write gate; the next session start says how many.
+# The agents' stores are only read, never written (see `memcli export --format claude-memory`).
+harvest = false
+
 [search]
 # The semantic retriever (recall by meaning, a local embedding model): "auto" (on when
 # the `semantic` extra and a model are installed), "on" (a missing model is a warning on
@@ -133,7 +140,7 @@ class Config:
                  "hook_stale",
                  "hook_deadline", "sync_session_start", "sync_session_end", "sync_deadline", "prompt_floor",
                  "compact_retention", "compact_near_duplicate", "ttl", "unknown", "workspace_id", "kind",
-                 "search_semantic", "search_model")
+                 "search_semantic", "search_model", "agents_harvest")
 
     def __init__(self, read_scopes: list[str] | None = None, write_scope: str = "project",
                  shared_scopes: list[str] | None = None, allow_self_approve: bool = False, near_duplicate: int = 90,
@@ -144,7 +151,7 @@ class Config:
                  sync_deadline: float = 3.0, prompt_floor: float = 0.35, compact_retention: str = "90d",
                  compact_near_duplicate: int = 95, ttl: dict[str, str] | None = None,
                  unknown: list[str] | None = None, workspace_id: str | None = None, kind: str = "project",
-                 search_semantic: str = "auto", search_model: str = "") -> None:
+                 search_semantic: str = "auto", search_model: str = "", agents_harvest: bool = False) -> None:
         self.read_scopes = ["global", "project", "user:{actor}"] if read_scopes is None else read_scopes
         self.write_scope = write_scope
         self.shared_scopes = ["project", "global", "channel:*"] if shared_scopes is None else shared_scopes
@@ -170,6 +177,7 @@ class Config:
         self.kind = kind
         self.search_semantic = search_semantic
         self.search_model = search_model
+        self.agents_harvest = agents_harvest
 
     def default_ttl(self, category: str) -> timedelta | None:
         """The ``[ttl]`` duration of a category (``goal`` -> 30 days), or None when it has none."""
@@ -235,6 +243,7 @@ KEYS: dict[tuple[str, str], tuple[str, type | tuple[type, ...]]] = {
     ("compact", "near_duplicate"): ("compact_near_duplicate", int),
     ("search", "semantic"): ("search_semantic", str),
     ("search", "model"): ("search_model", str),
+    ("agents", "harvest"): ("agents_harvest", bool),
 }
 
 

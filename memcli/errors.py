@@ -71,6 +71,12 @@ class UsageProblem(MemcliError):
     exit_code = 2
 
 
+class UnknownStore(UsageProblem):
+    """A path given as an agent's memory store is none memcli knows (``import``; exit 2)."""
+
+    code = "unknown_store"
+
+
 class WorkspaceNotFound(MemcliError):
     """No ``memcli.toml`` in the given path, ``$MEMCLI_WORKSPACE`` or any parent."""
 

@@ -70,8 +70,9 @@ def test_each_install_writes_the_documented_file_and_events(tmp_path, page, kind
 
 def cited_elsewhere(page: Path, name: str, files: list[str], quoted: bool = False) -> bool:
     """True when the Markdown file ``name`` that ``page`` mentions is neither in the repository,
-    nor an agent's rule file (the names ``memcli import`` reads), nor an example: a lower-case
+    nor an agent's rule file or memory store file (the names ``memcli import`` reads), nor an example: a lower-case
     name in a code span (``quoted``: `` `docs/x.md` ``, `` `handnote.md` ``), or a bare one."""
+    from memcli.agents.memstores import STORE_FILES
     from memcli.agents.rules import DISCOVER
 
     name = name.removeprefix("./").removeprefix("~/")
@@ -81,7 +82,7 @@ def cited_elsewhere(page: Path, name: str, files: list[str], quoted: bool = Fals
     from fnmatch import fnmatch
 
     rule_names = {pattern.rsplit("/", 1)[-1] for pattern in DISCOVER if "*" not in pattern}
-    if base in rule_names or any(fnmatch(name, p.replace("**/", "*")) for p in DISCOVER) or \
+    if base in rule_names or base in STORE_FILES or any(fnmatch(name, p.replace("**/", "*")) for p in DISCOVER) or \
             base.endswith(".instructions.md"):
         return False
     if base.islower() and (quoted or "/" not in name):  # `handnote.md`, "See `docs/x.md`": examples

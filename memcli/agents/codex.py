@@ -59,4 +59,5 @@ AGENT = Agent(
     mcp_config=mcp_config, mcp_format="toml",
     mcp_note="Codex reads .codex/config.toml only in a project you have trusted",
     tool_env=("CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"),
+    memory="memcli.agents.memstores.codex",
 )

@@ -56,4 +56,5 @@ AGENT = Agent(
     mcp_config=mcp_config,
     mcp_note="Gemini CLI reads .gemini/settings.json only in a folder you have trusted",
     tool_env=("GEMINI_CLI",),
+    memory="memcli.agents.memstores.gemini",
 )

@@ -73,12 +73,15 @@ class Agent:
         mcp_note: said after installing in the project's file, or None.
         tool_env: environment variables the agent sets for the commands its tools run (any of
             them set marks such a subprocess); empty when none is known.
+        memory: the module that reads the memory the agent keeps on its own (``recognise(path)``,
+            ``find(folder, project)`` and ``read(store, project)``, as ``agents.memstores.claude``),
+            imported only when a store is read; None: the agent keeps none memcli reads.
     """
 
     __slots__ = ("name", "title", "events", "hook_help", "matchers", "timeouts", "timeout_scale", "plain_events",
                  "parse_input", "answer_with", "check_fields", "settings", "trust_steps", "transcript",
                  "transcript_label", "transcript_path", "transcript_rank", "mcp_config", "mcp_format", "mcp_entry",
-                 "mcp_note", "tool_env")
+                 "mcp_note", "tool_env", "memory")
 
     def __init__(self, name: str, title: str, events: dict[str, str], *, hook_help: str = "",
                  matchers: dict[str, str] | None = None, timeouts: dict[str, int] | None = None,
@@ -92,7 +95,7 @@ class Agent:
                  transcript_rank: int = 50,
                  mcp_config: Callable[[bool, Path], Path] | None = None, mcp_format: str = "json",
                  mcp_entry: Callable[[str, list[str]], dict[str, object]] | None = None,
-                 mcp_note: str | None = None, tool_env: tuple[str, ...] = ()) -> None:
+                 mcp_note: str | None = None, tool_env: tuple[str, ...] = (), memory: str | None = None) -> None:
         self.name = name
         self.title = title
         self.events = dict(events)
@@ -115,6 +118,7 @@ class Agent:
         self.mcp_entry = mcp_entry
         self.mcp_note = mcp_note
         self.tool_env = tool_env
+        self.memory = memory
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r})"
@@ -164,6 +168,15 @@ class Agent:
         import importlib
 
         return importlib.import_module(self.transcript)
+
+
+    def memory_module(self):  # noqa: ANN201 - a module with recognise(), find() and read()
+        """The module that reads this agent's own memory store (imported now), or None."""
+        if self.memory is None:
+            return None
+        import importlib
+
+        return importlib.import_module(self.memory)
 
 
 def names() -> tuple[str, ...]:

@@ -90,6 +90,8 @@ LATE_PROMPT_NOTE = ("<memcli-context>\nmemcli could not search this project's me
                     "(the machine is busy, or the search index is still being built in the background), so none "
                     "were added; this note comes once per session. Search them with `memcli recall WORDS`."
                     "\n</memcli-context>\n")
+#: The workspace cache file where a harvest leaves its note for the next session start.
+HARVEST_NOTE = "harvest-note.json"
 #: SessionStart sources after which the session's summary comes back.
 RESTARTS = ("compact", "resume")
 
@@ -205,7 +207,7 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
                 on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx), None)
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
-        context = _dispatch(ctx, event, payload, run)
+        context = _dispatch(ctx, event, payload, run, agent)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
         run.warnings.append(f"{UNSERVED} {err.line()}")
@@ -259,7 +261,7 @@ def _open(workspace: str | None, actor: str | None, cwd: str):  # noqa: ANN202
     return ctx
 
 
-def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:  # noqa: ANN001
+def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: str = "") -> str:  # noqa: ANN001
     from memcli.service.context import context
 
     folder = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
@@ -269,6 +271,8 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
         lead = _session_summary(ctx, payload.session_id) if payload.source in RESTARTS else []
         block = context(ctx, None, None, "text", folder=folder, lead=lead)
         _remember_seen(ctx, payload.session_id, set(block.included))
+        if ctx.ws.config.agents_harvest:
+            return _harvest_note(ctx) + block.text
         if ctx.ws.config.hook_stale:
             from memcli.service.stale_notes import code_moved, spawn_refresh
 
@@ -285,11 +289,45 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun) -> str:
         block = _prompt_block(ctx, payload.prompt, seen)
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
         return block.text
+    started = time.monotonic()
     _after_session(ctx, event, payload, run)
+    if event == "session-end" and ctx.ws.config.agents_harvest:  # within the same deadline as extraction
+        _harvest(ctx, agent, folder, run, started + EXTRACT_SECONDS["session-end"])
     if event == "session-end" and payload.session_id:
         _session_file(ctx, payload.session_id).unlink(missing_ok=True)
         _late_file(ctx, payload.session_id).unlink(missing_ok=True)
     return ""
+
+
+def _harvest(ctx, agent: str, folder: Path | None, run: HookRun, deadline: float) -> None:  # noqa: ANN001
+    """``[agents] harvest``: import what ``agent`` wrote into its own memory store this session
+    (``service.agent_memory.harvest``, imported only here) by ``deadline`` (``time.monotonic()``,
+    the one extraction had); a failure is one warning line."""
+    from memcli.agents.transcript import DeadlineReached
+
+    try:
+        from memcli.service.agent_memory import harvest
+
+        result = harvest(ctx, agent, folder, deadline=deadline)
+        if result is not None and result.new():
+            run.warnings.append(result.message())
+    except DeadlineReached:
+        run.warnings.append(f"harvest stopped at its deadline; nothing was written (run `memcli import --agent "
+                            f"{agent}`)")
+    except MemcliError as err:
+        run.warnings.append(f"harvest failed: {err.line()}")
+    except Exception as err:  # noqa: BLE001 - a hook must not fail the agent's session
+        _bug(ctx, run, "harvest", err)
+
+
+def _harvest_note(ctx) -> str:  # noqa: ANN001
+    """The fenced note of what the last harvest brought in, once; '' when there is none."""
+    if not (ctx.ws.cache / HARVEST_NOTE).is_file():  # the usual case costs one stat
+        return ""
+    from memcli.service.harvest_note import take_note
+
+    note = take_note(ctx)
+    return f"<memcli-context>\n{note}\n</memcli-context>\n" if note else ""
 
 
 def _sync(ctx, run: HookRun) -> None:  # noqa: ANN001

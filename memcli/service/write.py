@@ -57,6 +57,7 @@ class WriteOptions:
     actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
     cross_project: bool = False  # a personal memory for every workspace (``remember --all-projects``)
     memory_id: str | None = None  # the id to give it, chosen by the caller (``import``: the ids its dry run shows)
+    review: bool = False  # hold it for review whatever its scope (an agent's own proposal; ``share``)
 
 
 @dataclass
@@ -512,7 +513,8 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
         if not now_held or now_held[0].status != "active":
             raise WrongStatus(f"{base.memory.id} is no longer active (another writer changed it)",
                               hint=f"see it with `memcli show {base.memory.id}`")
-    pending = gates.review_required(memory.scope, memory.provenance.source_type, ctx.ws.config.shared_scopes)
+    pending = opts.review or gates.review_required(memory.scope, memory.provenance.source_type,
+                                                   ctx.ws.config.shared_scopes)
     # A pending proposal does not swallow a person's active write of the same text.
     texts = catalog.live_texts(memory.scope, include_pending=pending)
     texts.update({m.id: model.normalise_text(m.text) for m in batch.added
@@ -533,7 +535,10 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     decided.append(("conflict", f"supersedes {', '.join(changed)}" if changed else "passed"))
     if pending:
         memory.status = "pending_review"
-    decided.append(("review", "pending_review: shared scope and an agent or tool source" if pending else "active"))
+    decided.append(("review", "active" if not pending else "pending_review: held for review by its writer"
+                    if opts.review and not gates.review_required(memory.scope, memory.provenance.source_type,
+                                                                 ctx.ws.config.shared_scopes)
+                    else "pending_review: shared scope and an agent or tool source"))
     path = ctx.ws.files.new_path(memory)
     memory.path = ctx.ws.files.rel(path)
     batch.writes[path] = frontmatter.render_new(model.to_mapping(memory), memory.body)

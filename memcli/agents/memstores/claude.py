@@ -1,0 +1,190 @@
+"""Claude Code's auto memory (``~/.claude/projects/<slug>/memory/``). Pure but for reading files.
+
+From the pinned CLI's own system prompt (Claude Code 2.1.332, "How to save memories"):
+saving a memory is writing one topic file (``user_role.md``, ``feedback_testing.md``) with
+front-matter ``name`` (a kebab-case slug), ``description`` (one line) and ``type`` (one of
+``user``, ``feedback``, ``project``, ``reference``; 2.1.3xx writes it as ``metadata: {type:}``,
+earlier versions at the top level), then adding one pointer line to ``MEMORY.md``:
+``- [Title](file.md) — one-line hook``. ``MEMORY.md`` "is an index, not a memory": its
+lines are never imported. The folder is ``~/.claude/projects/<slug>/memory`` where the slug
+is the project's path with every character outside ``[a-zA-Z0-9]`` replaced by ``-`` (cut at
+200 characters plus a hash for longer paths: :func:`project_slug`), or the
+``autoMemoryDirectory`` setting.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from memcli.agents.memstores import MARK, Entry, Reading, Store, read_text
+
+INDEX = "MEMORY.md"
+#: The store's own types -> memcli's category, and the tag each memory gets.
+TYPES = {"user": ("fact", "about-user"), "feedback": ("feedback", "feedback"), "project": ("fact", "project"),
+         "reference": ("fact", "reference")}
+#: Longest slug Claude Code writes before it adds a hash (its ``jae``/``u`` constant).
+SLUG_MAX = 200
+_POINTER = re.compile(r"^\s*[-*]\s*\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def project_slug(project: Path) -> str:
+    """The folder name Claude Code gives a project under ``~/.claude/projects``: every
+    character outside ``[a-zA-Z0-9]`` becomes ``-``. A slug over 200 characters is cut and
+    gets a hash suffix that memcli does not compute (:func:`store_for` finds it by prefix)."""
+    return re.sub(r"[^a-zA-Z0-9]", "-", str(project))
+
+
+def store_for(claude_dir: Path, project: Path) -> Path:
+    """The auto-memory folder of ``project`` (it may not exist); ``claude_dir`` is
+    ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    base = claude_dir / "projects"
+    name = project_slug(project)
+    if len(name) > SLUG_MAX and base.is_dir():
+        for folder in sorted(base.glob(name[:SLUG_MAX] + "-*")):
+            return folder / "memory"
+    return base / name / "memory"
+
+
+def find(folder: Path, project: Path) -> tuple[list[Store], list[Path]]:
+    """The auto-memory folder of ``folder`` (else of its git top level ``project``), if it
+    exists, and the places looked at. The base is ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    looked = list(dict.fromkeys((store_for(base, folder), store_for(base, project))))
+    for place in looked:
+        if place.is_dir():
+            return [Store("claude-memory", place)], looked
+    return [], looked
+
+
+def _is_store(folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    if folder.name == "memory" and folder.parent.parent.name == "projects" and \
+            (folder.parent.parent.parent / "projects").is_dir() and not (folder / "memory_summary.md").exists():
+        return True
+    index = folder / INDEX
+    if not index.is_file():
+        return False
+    return any(_front_matter(p) for p in sorted(folder.glob("*.md"))[:50] if p.name != INDEX)
+
+
+def recognise(path: Path) -> Store | None:
+    """The store ``path`` is (the folder, or a file in it), or None."""
+    if path.is_dir():
+        return Store("claude-memory", path) if _is_store(path) else None
+    if path.suffix == ".md" and _is_store(path.parent) and (path.name == INDEX or _front_matter(path)):
+        return Store("claude-memory", path.parent, path)
+    return None
+
+
+def _front_matter(path: Path) -> dict[str, str] | None:
+    """The front-matter of a topic file, read leniently (``key: value`` lines; ``metadata:``
+    children too), or None when the file has none."""
+    try:
+        text = read_text(path)
+    except OSError:
+        return None
+    return split(text)[0]
+
+
+def split(text: str) -> tuple[dict[str, str] | None, str, int]:
+    """``(front-matter fields, body, the body's first line)`` of a topic file's text; the
+    fields None when it has no front-matter. Nested ``metadata:`` keys count as top-level
+    ones. Never raises."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return None, text, 1
+    end = next((n for n in range(1, len(lines)) if lines[n].strip() in ("---", "...")), None)
+    if end is None:
+        return None, text, 1
+    fields: dict[str, str] = {}
+    for line in lines[1:end]:
+        match = re.match(r"^\s*([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$", line)
+        if match:
+            value = match.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            fields.setdefault(match.group(1).lower(), value)
+    return fields, "\n".join(lines[end + 1:]), end + 2
+
+
+def read(store: Store, project: Path | None = None) -> Reading:
+    """Every topic file of the folder as one entry (the index's lines are not memories)."""
+    root = store.root
+    entries: list[Entry] = []
+    files: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    pointed: set[str] = set()
+    index = root / INDEX
+    if index.is_file():
+        files.append(index)
+        try:
+            lines = read_text(index).split("\n")
+        except OSError as err:
+            skipped.append((INDEX, f"not read: {err}"))
+            lines = []
+        pointed = {m.group(1) for m in map(_POINTER.match, lines) if m}
+        count = sum(1 for line in lines if line.strip())
+        if count:
+            skipped.append((INDEX, f"the index: {count} lines pointing at topic files, not memories of their own"))
+    wanted = [store.file] if store.file is not None and store.file.name != INDEX else \
+        sorted(p for p in root.glob("*.md") if p.name != INDEX and p.is_file())
+    for path in wanted:
+        files.append(path)
+        try:
+            text = read_text(path)
+        except OSError as err:
+            skipped.append((path.name, f"not read: {err}"))
+            continue
+        if any(MARK in line for line in text.split("\n")[:12]):
+            skipped.append((path.name, "written by memcli's export: not read back"))
+            continue
+        fields, body, first = split(text)
+        body_text = body.strip()
+        if not body_text:
+            skipped.append((path.name, "no text"))
+            continue
+        first += body[:len(body) - len(body.lstrip())].count("\n")  # the text's first line, past blank ones
+        fields = fields or {}
+        kind = fields.get("type", "").strip().lower()
+        category, tag = TYPES.get(kind, ("fact", ""))
+        name = fields.get("name", "").strip() or path.stem
+        words = body_text  # the description is the index's hook: the body says it in full
+        tags = tuple(t for t in ("claude-code", tag) if t)
+        if pointed and path.name not in pointed:
+            skipped.append((path.name, f"not in {INDEX}'s index (read anyway: {name})"))
+        entries.append(Entry(path, path.name, words, first, category, tags, stable=True))
+    return Reading("claude-memory", root, entries, files, skipped)
+
+
+#: memcli's category (or a tag) -> the auto-memory type an exported memory gets.
+EXPORT_TYPES = {"feedback": "feedback", "preference": "feedback", "procedure": "feedback"}
+#: The prefix of the topic files memcli exports (``memcli_<id>.md``).
+EXPORT_PREFIX = "memcli_"
+
+
+def render_topic(memory_id: str, scope: str, category: str, tags: list[str], text: str) -> str:
+    """One exported memory as a topic file in the CLI's own format, marked as memcli's."""
+    kind = "user" if "about-user" in tags else "reference" if "reference" in tags else \
+        EXPORT_TYPES.get(category, "project")
+    first = " ".join(text.split())
+    description = (first[:147] + "...") if len(first) > 150 else first
+    quoted = '"' + description.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return (f"---\nname: memcli-{memory_id}\ndescription: {quoted}\nmetadata:\n  type: {kind}\n---\n"
+            f"<!-- {MARK} from memory {memory_id} ({scope}); change it with memcli: `memcli export --format "
+            f"claude-memory` rewrites this file -->\n\n{text.strip()}\n")
+
+
+def render_index(held: str, lines: list[str]) -> str:
+    """``MEMORY.md`` with memcli's section (``lines``, pointer lines) in place of the one it held
+    (or after the rest); the lines outside it are kept as they were."""
+    from memcli.agents.memstores import MARK_BEGIN, MARK_END, without_export
+
+    rest, _ = without_export(held)
+    kept = [line for line, orig in zip(rest.split("\n"), held.split("\n")) if line == orig or line]
+    body = "\n".join(kept).rstrip("\n")
+    section = "\n".join([MARK_BEGIN, *lines, MARK_END]) if lines else ""
+    joined = "\n\n".join(part for part in (body, section) if part)
+    return joined + "\n" if joined else ""

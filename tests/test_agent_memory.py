@@ -1,0 +1,465 @@
+"""The agents' own memories, governed (issue 25): Claude Code's auto memory, Codex Memories and
+Gemini CLI's memory imported with provenance through the write gates, harvested at session end,
+shared, and exported back into the agents' own places.
+
+Real files in the test's HOME (the stores the pinned CLIs wrote, tests/fixtures/agent_memory,
+recorded through the scripted model by scripts/record-agent-memory.py; Codex's is built here from
+its consolidation prompt's format until a recording lands), real git stores, and ``memcli`` in a
+subprocess where the process boundary matters. Hypothesis feeds the parsers any text.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import personal_store
+from memcli.agents import memstores
+from memcli.agents.memstores import claude
+from memcli.store.files import MemoryFiles
+
+FIXTURES = Path(__file__).parent / "fixtures" / "agent_memory"
+CLAUDE_STORE = FIXTURES / "claude" / ".claude" / "projects" / "-tmp-memcli-agent-memory-project" / "memory"
+GITHUB_TOKEN = "ghp_" + "a1B2" * 9
+
+CODEX_MEMORY = """\
+# Task Group: billing service (this project)
+scope: the billing API's tests and releases
+applies_to: cwd={project}; reuse_rule=safe in this checkout
+
+## Task 1: make the integration tests pass, done
+### rollout_summary_files
+- rollout_summaries/2026-12-03T10-00-00-abcd-tests.md (cwd={project}, thread_id=t1)
+### keywords
+- pytest, postgres, fixtures
+
+## User preferences
+- when running tests, the user asked: "never mock the database" -> use the docker postgres fixture [Task 1]
+
+## Reusable knowledge
+- the integration tests need `docker compose up db` first [Task 1]
+
+## Failures and how to do differently
+- a stale .pytest_cache made tests pass locally -> run with -p no:cacheprovider [Task 1]
+
+# Task Group: another repository
+scope: the website
+applies_to: cwd=/srv/elsewhere/website; reuse_rule=checkout-specific
+
+## Task 1: fix the header, done
+### rollout_summary_files
+- rollout_summaries/other.md (cwd=/srv/elsewhere/website)
+### keywords
+- css
+
+## Reusable knowledge
+- the website builds with hugo 0.120
+"""
+
+CODEX_SUMMARY = """\
+v1
+## User Profile
+The user is a backend engineer on the billing team.
+
+## User preferences
+- never mock the database
+
+## What's in Memory
+- billing service: tests, releases
+"""
+
+
+def memories(ws: Path) -> list:
+    """Every memory of the workspace and of the person's own store."""
+    stores = [ws] + [p for p in (personal_store(ws),) if p.exists()]
+    return [m for store in stores for m in MemoryFiles(store).scan().memories]
+
+
+def claude_home(home: Path, project: Path) -> Path:
+    """The recorded Claude Code store, placed where Claude Code keeps it for ``project``."""
+    store = home / ".claude" / "projects" / claude.project_slug(project) / "memory"
+    shutil.copytree(CLAUDE_STORE, store)
+    return store
+
+
+def codex_home(home: Path, project: Path) -> Path:
+    store = home / ".codex" / "memories"
+    (store / "rollout_summaries").mkdir(parents=True)
+    (store / "MEMORY.md").write_text(CODEX_MEMORY.format(project=project), encoding="utf-8")
+    (store / "memory_summary.md").write_text(CODEX_SUMMARY, encoding="utf-8")
+    (store / "raw_memories.md").write_text("# raw\n- raw notes of a rollout\n", encoding="utf-8")
+    (store / "rollout_summaries" / "2026-12-03T10-00-00-abcd-tests.md").write_text("recap\n", encoding="utf-8")
+    return store
+
+
+def gemini_home(home: Path, project: Path) -> Path:
+    base = home / ".gemini"
+    shutil.copytree(FIXTURES / "gemini" / ".gemini", base)
+    (base / "projects.json").write_text(json.dumps({"projects": {str(project): "project"}}), encoding="utf-8")
+    return base
+
+
+def imported(result) -> dict:
+    return result.json()["data"] if "data" in result.json() else result.json()
+
+
+# --- readers -----------------------------------------------------------------------------
+
+
+def test_claude_reader_reads_topic_files_and_not_the_index():
+    store = memstores.recognise(CLAUDE_STORE)
+    reading = memstores.read(store)
+    assert store.kind == "claude-memory"
+    assert {e.key: e.category for e in reading.entries} == {"use-pnpm-not-npm.md": "feedback",
+                                                           "user-billing-backend.md": "fact"}
+    pnpm = next(e for e in reading.entries if e.key == "use-pnpm-not-npm.md")
+    assert pnpm.text.startswith("Use pnpm, never npm") and "**Why:**" in pnpm.text and "name:" not in pnpm.text
+    assert pnpm.line == 11 and pnpm.stable
+    assert any(f == "MEMORY.md" and "not memories" in why for f, why in reading.skipped)
+
+
+def test_claude_slug_is_the_path_with_non_alphanumerics_as_dashes():
+    assert claude.project_slug(Path("/tmp/memcli-agent-memory/project")) == "-tmp-memcli-agent-memory-project"
+    assert claude.project_slug(Path("/home/a.b/my_repo")) == "-home-a-b-my-repo"
+
+
+def test_codex_reader_keeps_block_sections_and_this_project(tmp_path):
+    project = tmp_path / "project"
+    store = codex_home(tmp_path / "h", project)
+    reading = memstores.read(memstores.recognise(store), project)
+    assert [(e.category, e.text) for e in reading.entries] == [
+        ("preference", 'when running tests, the user asked: "never mock the database" -> use the docker postgres '
+                       "fixture"),
+        ("fact", "the integration tests need `docker compose up db` first"),
+        ("fact", "a stale .pytest_cache made tests pass locally -> run with -p no:cacheprovider")]
+    why = " ".join(w for _, w in reading.skipped)
+    assert "another project" in why and "raw_memories.md" in " ".join(f for f, _ in reading.skipped)
+    assert "a digest of MEMORY.md" in why
+    everything = memstores.read(memstores.recognise(store), None)
+    assert any("hugo" in e.text for e in everything.entries)
+
+
+def test_codex_summary_is_read_when_memory_md_is_missing(tmp_path):
+    store = codex_home(tmp_path / "h", tmp_path / "p")
+    (store / "MEMORY.md").unlink()
+    reading = memstores.read(memstores.recognise(store))
+    assert [(e.category, e.text) for e in reading.entries] == [
+        ("fact", "The user is a backend engineer on the billing team."), ("preference", "never mock the database")]
+
+
+def test_gemini_readers_global_project_and_inbox(tmp_path):
+    base = gemini_home(tmp_path / "h", tmp_path / "p")
+    glob = memstores.read(memstores.recognise(base / "GEMINI.md"))
+    assert [e.text for e in glob.entries] == ["Prefer pytest over unittest for tests, in every project."]
+    proj = memstores.read(memstores.recognise(base / "tmp" / "project" / "memory"))
+    assert [e.text for e in proj.entries][0].startswith("The staging database tunnel listens on port 6543")
+    assert any(e.key == "release-checklist.md" and "Tag the release" in e.text for e in proj.entries)
+    assert len(proj.entries) == 2  # the pointer line to release-checklist.md is not a memory
+    inbox = base / "tmp" / "project" / "memory" / ".inbox" / "private"
+    inbox.mkdir(parents=True)
+    (inbox / "extraction.patch").write_text(
+        f"--- {base}/tmp/project/memory/MEMORY.md\n+++ {base}/tmp/project/memory/MEMORY.md\n@@ -1,3 +1,4 @@\n"
+        " # Private project memory\n \n+- The local redis runs on port 6380.\n", encoding="utf-8")
+    held = memstores.read(memstores.recognise(inbox.parent))
+    assert [(e.text, e.hold) for e in held.entries] == [("The local redis runs on port 6380.", True)]
+
+
+def test_legacy_gemini_added_memories_section_is_read(tmp_path):
+    base = tmp_path / ".gemini"
+    base.mkdir()
+    (base / "projects.json").write_text("{}", encoding="utf-8")
+    (base / "GEMINI.md").write_text("## Gemini Added Memories\n- My cat is called Io.\n", encoding="utf-8")
+    reading = memstores.read(memstores.recognise(base / "GEMINI.md"))
+    assert [e.text for e in reading.entries] == ["My cat is called Io."]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=600))
+def test_parsers_take_any_text(tmp_path_factory, text):
+    """Any text: entries or skipped lines, never a crash; every entry has text."""
+    root = tmp_path_factory.mktemp("any")
+    cl = root / ".claude" / "projects" / "-p" / "memory"
+    cl.mkdir(parents=True)
+    (cl / "MEMORY.md").write_text(text, encoding="utf-8")
+    (cl / "topic.md").write_text(text, encoding="utf-8")
+    cx = root / "codex" / "memories"
+    cx.mkdir(parents=True)
+    (cx / "MEMORY.md").write_text(text, encoding="utf-8")
+    (cx / "memory_summary.md").write_text(text, encoding="utf-8")
+    gm = root / ".gemini"
+    (gm / "tmp" / "x" / "memory" / ".inbox" / "global").mkdir(parents=True)
+    (gm / "GEMINI.md").write_text(text, encoding="utf-8")
+    (gm / "tmp" / "x" / "memory" / "MEMORY.md").write_text(text, encoding="utf-8")
+    (gm / "tmp" / "x" / "memory" / ".inbox" / "global" / "extraction.patch").write_text(text, encoding="utf-8")
+    for path in (cl, cx, cx / "memory_summary.md", gm / "GEMINI.md", gm / "tmp" / "x" / "memory",
+                 gm / "tmp" / "x" / "memory" / ".inbox"):
+        reading = memstores.read(memstores.recognise(path), root)
+        assert all(e.text.strip() and e.line >= 1 for e in reading.entries)
+
+
+@given(text=st.text(max_size=400))
+def test_front_matter_split_never_raises(text):
+    fields, body, first = claude.split(text)
+    assert first >= 1 and isinstance(body, str) and (fields is None or isinstance(fields, dict))
+
+
+def test_unknown_layout_is_one_line_and_exit_2(ws, tmp_path, run):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("- just a list\n", encoding="utf-8")
+    before = memories(ws)
+    result = run("import", "--agent", "claude", cwd=folder)
+    assert result.code == 2 and result.err.count("\n") == 1 and "keeps no memory for" in result.err, result
+    assert "Traceback" not in result.err and memories(ws) == before
+    result = run("import", "--agent", "cursor")
+    assert result.code == 2 and "unknown agent" in result.err
+
+
+# --- import, repeat, changes ---------------------------------------------------------------
+
+
+def test_claude_store_imports_into_my_scope_and_a_repeat_is_a_noop(ws, project, run):
+    store = claude_home(Path.home(), project)
+    first = run("import", "--agent", "claude", "--json", cwd=project)
+    assert first.code == 0, first
+    data = imported(first)
+    assert data["counts"]["created"] == 2 and data["stores"][0]["entries"] == 2
+    mine = [m for m in memories(ws) if m.provenance.actor == "claude-code"]
+    assert {m.scope for m in mine} == {"user:alice"} and {m.status for m in mine} == {"active"}
+    assert {m.provenance.source_type for m in mine} == {"model_derived"}
+    refs = {m.provenance.source for m in mine}
+    assert refs == {f"~/.claude/projects/{store.parent.name}/memory/use-pnpm-not-npm.md",
+                    f"~/.claude/projects/{store.parent.name}/memory/user-billing-backend.md"}
+    assert not any("Use pnpm not npm](" in m.text for m in mine)  # the index is not imported
+    again = run("import", str(store), "--json")
+    assert again.code == 0 and imported(again)["counts"]["noop"] == 2 and imported(again)["commits"] == []
+    assert len(memories(ws)) == len(mine)
+
+
+def test_into_project_the_entries_wait_for_review(ws, project, run):
+    claude_home(Path.home(), project)
+    result = run("import", "--agent", "claude", "--scope", "project", cwd=project)
+    assert result.code == 0, result
+    assert "2 waiting for review" in result.out
+    pending = [m for m in memories(ws) if m.scope == "project"]
+    assert len(pending) == 2 and {m.status for m in pending} == {"pending_review"}
+    review = run("review")
+    assert "claude-code" in review.out
+
+
+def test_edits_and_deletions_are_offered_then_applied(ws, project, run):
+    store = claude_home(Path.home(), project)
+    assert run("import", "--agent", "claude", cwd=project).code == 0
+    topic = store / "use-pnpm-not-npm.md"
+    text = topic.read_text(encoding="utf-8")
+    topic.write_text(text.replace("never npm, to install", "never npm or yarn, to install"), encoding="utf-8")
+    (store / "user-billing-backend.md").unlink()
+    offered = run("import", "--agent", "claude", "--json", cwd=project)
+    data = imported(offered)
+    changes = sorted((i["change"], i["outcome"]) for i in data["items"] if i["change"])
+    assert changes == [("delete", "offered"), ("edit", "offered")], data
+    assert data["commits"] == [] and all("--apply-changes" in i["command"] for i in data["items"] if i["change"])
+    applied = run("import", "--agent", "claude", "--apply-changes", "--json", cwd=project)
+    data = imported(applied)
+    assert sorted(i["outcome"] for i in data["items"] if i["change"]) == ["forgotten", "superseded"], data
+    live = [m for m in memories(ws) if m.status == "active"]
+    assert [m.text for m in live] and all("yarn" in m.text for m in live) and len(live) == 1
+    assert live[0].supersedes and run("import", "--agent", "claude", "--json", cwd=project).json()
+    last = imported(run("import", "--agent", "claude", "--json", cwd=project))
+    assert last["counts"]["offered"] == 0 and last["counts"]["noop"] == 1
+
+
+def test_a_secret_in_an_agent_entry_is_refused(ws, project, run):
+    store = claude_home(Path.home(), project)
+    (store / "token.md").write_text(f"---\nname: token\ndescription: t\ntype: reference\n---\n\nThe deploy token is "
+                                    f"{GITHUB_TOKEN}\n", encoding="utf-8")
+    result = run("import", "--agent", "claude", "--json", cwd=project)
+    data = imported(result)
+    assert result.code == 0 and data["counts"]["refused"] == 1 and data["counts"]["created"] == 2
+    assert GITHUB_TOKEN not in result.out + result.err
+
+
+def test_codex_and_gemini_stores_import(ws, project, run):
+    codex_home(Path.home(), project)
+    gemini_home(Path.home(), project)
+    cx = imported(run("import", "--agent", "codex", "--json", cwd=project))
+    assert cx["counts"]["created"] == 3 and {i["sourceRef"].split("#")[0] for i in cx["items"]} == \
+        {"~/.codex/memories/MEMORY.md"}
+    inbox = Path.home() / ".gemini" / "tmp" / "project" / "memory" / ".inbox" / "private"
+    inbox.mkdir(parents=True)
+    (inbox / "extraction.patch").write_text("--- /x/MEMORY.md\n+++ /x/MEMORY.md\n@@ -1,1 +1,2 @@\n x\n"
+                                            "+- The local redis runs on port 6380.\n", encoding="utf-8")
+    gm = run("import", "--agent", "gemini", "--json", cwd=project)
+    data = imported(gm)
+    assert gm.code == 0, gm
+    assert [s["kind"] for s in data["stores"]] == ["gemini-global", "gemini-project", "gemini-inbox"]
+    assert data["counts"]["created"] == 3 and data["counts"]["pending_review"] == 1  # the inbox waits
+    actors = {m.provenance.actor for m in memories(ws)}
+    assert actors == {"codex", "gemini-cli"}
+    for agent in ("codex", "gemini"):
+        again = imported(run("import", "--agent", agent, "--json", cwd=project))
+        assert again["commits"] == [] and again["counts"]["created"] == again["counts"]["pending_review"] == 0
+
+
+# --- harvest, share, export ------------------------------------------------------------------
+
+
+def hook(run, agent: str, event: str, project: Path, session: str):
+    payload = {"session_id": session, "cwd": str(project), "hook_event_name": event,
+               "source": "startup", "transcript_path": ""}
+    return run("hook", agent, event, input=json.dumps(payload), cwd=project)
+
+
+def test_harvest_at_session_end_and_the_next_start_says_so_once(ws, project, run):
+    toml = ws / "memcli.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"), encoding="utf-8")
+    claude_home(Path.home(), project)
+    end = hook(run, "claude", "session-end", project, "s1")
+    assert end.code == 0 and "imported 2 into user:alice" in end.err, end
+    start = hook(run, "claude", "session-start", project, "s2")
+    context = json.loads(start.out)["hookSpecificOutput"]["additionalContext"]
+    assert "2 new memories from Claude Code's auto memory: review with `memcli list --tag claude-code`" in context
+    again = hook(run, "claude", "session-start", project, "s3")
+    assert "new memories from" not in again.out
+    quiet = hook(run, "claude", "session-end", project, "s4")
+    assert "imported" not in quiet.err and hook(run, "claude", "session-start", project, "s5").out.count("new mem") == 0
+
+
+def test_harvest_is_off_by_default(ws, project, run):
+    claude_home(Path.home(), project)
+    assert hook(run, "claude", "session-end", project, "s1").code == 0
+    assert memories(ws) == []
+
+
+def test_share_proposes_for_review_with_provenance(ws, project, run):
+    claude_home(Path.home(), project)
+    data = imported(run("import", "--agent", "claude", "--json", cwd=project))
+    original = next(i["id"] for i in data["items"] if "pnpm" in i["text"])
+    shared = run("share", original, "--json")
+    assert shared.code == 0, shared
+    copy = [m for m in memories(ws) if m.scope == "project"]
+    assert len(copy) == 1 and copy[0].status == "pending_review"
+    assert copy[0].provenance.actor == "claude-code" and copy[0].provenance.source_type == "model_derived"
+    assert copy[0].provenance.idempotency_key == f"share:project:{original}" and "shared" in copy[0].tags
+    assert "already proposed" in run("share", original).out
+    assert run("share", copy[0].id).code == 2  # not a personal memory
+
+
+def test_export_claude_memory_round_trip(ws, project, run):
+    store = claude_home(Path.home(), project)
+    assert run("remember", "Prefer uv over pip", "--scope", "user:alice", "--category", "preference").code == 0
+    first = run("export", "--format", "claude-memory", "--json", cwd=project)
+    assert first.code == 0, first
+    index_before = (store / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [Use pnpm not npm](use-pnpm-not-npm.md)" in index_before and memstores.MARK_BEGIN in index_before
+    exported = list(store.glob("memcli_*.md"))
+    assert len(exported) == 1 and "type: feedback" in exported[0].read_text(encoding="utf-8")
+    second = run("export", "--format", "claude-memory", "--json", cwd=project)
+    assert all(f["state"] == "unchanged" for f in imported(second)["files"])
+    assert (store / "MEMORY.md").read_text(encoding="utf-8") == index_before
+    count = len(memories(ws))
+    again = imported(run("import", "--agent", "claude", "--json", cwd=project))
+    assert again["counts"]["created"] == 2 and len(memories(ws)) == count + 2  # only Claude Code's own two
+    assert imported(run("export", "--format", "claude-memory", "--json", cwd=project))["left_out"] == 2
+    assert imported(run("import", "--agent", "claude", "--json", cwd=project))["commits"] == []
+
+
+def test_export_gemini_memory_keeps_the_file_and_is_not_read_back(ws, project, run):
+    base = gemini_home(Path.home(), project)
+    assert run("remember", "Prefer uv over pip", "--scope", "user:alice").code == 0
+    assert run("export", "--format", "gemini-memory").code == 0
+    text = (base / "GEMINI.md").read_text(encoding="utf-8")
+    assert text.startswith("# Personal preferences\n\n- Prefer pytest") and "- Prefer uv over pip" in text
+    assert run("export", "--format", "gemini-memory").out.count("0 files changed") == 1
+    data = imported(run("import", str(base / "GEMINI.md"), "--json"))
+    assert data["stores"][0]["entries"] == 1 and data["counts"]["created"] == 1  # pytest only, not uv
+
+
+@pytest.mark.parametrize("fmt", ["claude-memory", "gemini-memory"])
+def test_native_export_refuses_output(ws, fmt, run, tmp_path):
+    result = run("export", "--format", fmt, "--output", str(tmp_path / "x.md"))
+    assert result.code == 2 and "does not apply" in result.err or "do not apply" in result.err
+
+
+def test_harvest_stays_off_the_other_hooks_hot_path(ws, project, run):
+    """With harvest on, a session start without a note, and a prompt, load no store reader."""
+    from test_imports import loaded_modules
+
+    toml = ws / "memcli.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"), encoding="utf-8")
+    claude_home(Path.home(), project)
+    payload = json.dumps({"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart"})
+    for event in ("session-start", "user-prompt-submit"):
+        modules = loaded_modules("hook", "claude", event, input=payload, cwd=project)
+        assert not {m for m in modules if "memstores" in m or "agent_memory" in m}, event
+    assert hook(run, "claude", "session-end", project, "s1").code == 0
+    modules = loaded_modules("hook", "claude", "session-start", input=payload, cwd=project)
+    assert "memcli.service.harvest_note" in modules and "memcli.service.agent_memory" not in modules
+    assert "memcli.agents.memstores" not in modules
+
+
+@pytest.mark.parametrize(("agent", "title", "tag", "count"), [
+    ("codex", "Codex Memories", "codex", 3), ("gemini", "Gemini CLI's project memory", "gemini-cli", 2)])
+def test_harvest_by_the_hooks_of_codex_and_gemini(ws, project, run, agent, title, tag, count):
+    toml = ws / "memcli.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"), encoding="utf-8")
+    (codex_home if agent == "codex" else gemini_home)(Path.home(), project)
+    end = hook(run, agent, "session-end", project, "s1")
+    assert end.code == 0 and "imported" in end.err, end
+    start = hook(run, agent, "session-start", project, "s2")
+    assert f"{count} new memories from {title}: review with `memcli list --tag {tag}`" in start.out, start
+    assert {m.provenance.actor for m in memories(ws)} == {tag}
+
+
+def test_an_unknown_layout_in_an_agents_home_is_exit_2(ws, run):
+    odd = Path.home() / ".codex" / "memories"
+    odd.mkdir(parents=True)
+    (odd / "notes.txt").write_text("hello\n", encoding="utf-8")
+    result = run("import", str(odd))
+    assert result.code == 2 and "not an agent memory store memcli knows" in result.err, result
+    assert result.err.count("\n") == 1 and memories(ws) == []
+    hidden = claude_home(Path.home(), Path("/tmp/some/project"))
+    (hidden / "bidi.md").write_text("---\nname: b\ntype: user\n---\n\nDeploy with \u202e`rm -rf`\u202c safely\n",
+                                    encoding="utf-8")
+    data = imported(run("import", str(hidden), "--json"))
+    assert data["counts"]["refused"] == 1 and data["counts"]["created"] == 2, data
+
+
+def test_the_recorded_codex_store_imports_its_summary(ws, project, run):
+    """Codex 0.171's memories_v2 (recorded): memory_summary.md's profile, preferences and tips."""
+    shutil.copytree(FIXTURES / "codex" / ".codex", Path.home() / ".codex")
+    data = imported(run("import", "--agent", "codex", "--json", cwd=project))
+    assert data["stores"][0]["root"] == "~/.codex/memories_v2" and data["stores"][0]["entries"] == 3, data
+    assert sorted((i["category"], i["outcome"]) for i in data["items"]) == [
+        ("fact", "created"), ("preference", "created"), ("procedure", "created")]
+    assert any("pnpm, never npm" in i["text"] for i in data["items"])
+    assert not any("rollout_summaries/" in i["text"] for i in data["items"])  # routing lines are not memories
+    assert imported(run("import", "--agent", "codex", "--json", cwd=project))["counts"]["noop"] == 3
+
+
+def test_the_recorded_later_session_is_an_edit_and_a_deletion(ws, project, run):
+    """claude-edited/: the same store after Claude Code edited one memory and deleted the other."""
+    store = claude_home(Path.home(), project)
+    assert imported(run("import", "--agent", "claude", "--json", cwd=project))["counts"]["created"] == 2
+    shutil.rmtree(store)
+    shutil.copytree(FIXTURES / "claude-edited" / ".claude" / "projects" / CLAUDE_STORE.parent.name / "memory", store)
+    data = imported(run("import", "--agent", "claude", "--json", cwd=project))
+    offers = {(i["change"], i["sourceRef"].rsplit("/", 1)[-1]) for i in data["items"] if i["outcome"] == "offered"}
+    assert offers == {("edit", "use-pnpm-not-npm.md"), ("delete", "user-billing-backend.md")}, data
+    assert data["counts"]["created"] == 0 and data["commits"] == []
+    done = imported(run("import", "--agent", "claude", "--apply-changes", "--json", cwd=project))
+    assert sorted(i["outcome"] for i in done["items"] if i["change"]) == ["forgotten", "superseded"]
+    active = [m for m in memories(ws) if m.status == "active"]
+    assert len(active) == 1 and "bun" in active[0].text and active[0].provenance.actor == "claude-code"
+
+
+def test_gemini_cli_home_moves_the_store(ws, project, run, tmp_path):
+    other = tmp_path / "gemini-home"
+    gemini_home(other, project)
+    data = imported(run("import", "--agent", "gemini", "--json", cwd=project, env={"GEMINI_CLI_HOME": str(other)}))
+    assert [s["kind"] for s in data["stores"]] == ["gemini-global", "gemini-project"] and data["counts"]["created"] == 3

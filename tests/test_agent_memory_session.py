@@ -1,0 +1,113 @@
+"""Harvest in a real, scripted Claude Code session (issue 25, "what it must show" 2): the pinned
+Claude Code, against the scripted model server (tests/modelsim.py), writes its auto memory with
+its own Write tool in the format its system prompt asks for; memcli's session-end hook (installed
+by ``hook install claude``, ``[agents] harvest = true``) imports it into the person's scope, and
+the next session's start tells the model once. The set-up is tests/test_agent_session.py's; the
+Gemini CLI session needs tests/modelsim_gemini.py (branch modelsim) and skips until it is there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from modelsim import ModelSim, Request, Turn
+
+from test_agent_session import agents, claude, claude_bin, claude_env, describe  # noqa: F401 - claude_bin: a fixture
+
+TOPIC = ("---\nname: use-pnpm-not-npm\ndescription: Install packages with pnpm, never npm\n"
+         "metadata:\n  type: feedback\n---\n\n"
+         "Use pnpm, never npm, to install packages in this repository.\n\n**Why:** npm's lockfile broke CI.\n")
+INDEX = "- [Use pnpm not npm](use-pnpm-not-npm.md) — pnpm, never npm\n"
+
+
+def memory_dir(request: Request) -> Path:
+    found = re.search(r"persistent file-based memory at `([^`]+)`", request.system)
+    assert found, "Claude Code's system prompt names no memory folder (is auto memory off?)"
+    return Path(found.group(1))
+
+
+def test_claude_session_end_harvests_its_auto_memory_and_the_next_start_says_so(claude_bin, tmp_path):  # noqa: F811
+    (tmp_path / "session").mkdir()
+    home, project = agents.setup(tmp_path / "session")
+    config = project / ".memcli" / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"),
+                      encoding="utf-8")
+    script = [lambda r: Turn.tools(("Write", {"file_path": str(memory_dir(r) / "use-pnpm-not-npm.md"),
+                                              "content": TOPIC})),
+              lambda r: Turn.tools(("Write", {"file_path": str(memory_dir(r) / "MEMORY.md"), "content": INDEX})),
+              Turn.text("Saved to memory.")]
+    with ModelSim(script) as sim:
+        first = claude(claude_bin, project, claude_env(home, sim), ["Remember: pnpm, never npm."],
+                       "--allowedTools", "Write")
+        assert first.code == 0 and sim.used == 3 and not sim.errors, describe(sim, first)
+        folder = memory_dir(sim.main()[0])
+    assert (folder / "use-pnpm-not-npm.md").is_file()
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1"}
+    listed = subprocess.run([sys.executable, "-m", "memcli", "--json", "list", "--tag", "claude-code"], cwd=project,
+                            env=env, capture_output=True, text=True, timeout=120)
+    hits = json.loads(listed.stdout)["data"]["memories"] if listed.returncode == 0 else []
+    assert [(m["text"].split("\n")[0], m["provenance"]["actor"], m["provenance"]["sourceType"], m["status"])
+            for m in hits] == [("Use pnpm, never npm, to install packages in this repository.", "claude-code",
+                                "model_derived", "active")], listed
+    with ModelSim([Turn.text("ok"), Turn.text("ok")]) as sim:
+        second = claude(claude_bin, project, claude_env(home, sim), ["hello"])
+        assert second.code == 0, describe(sim, second)
+        started = sim.main()[0].hook_context("SessionStart")
+    assert any("1 new memory from Claude Code's auto memory: review with `memcli list --tag claude-code`" in c
+               for c in started), started
+    with ModelSim([Turn.text("ok")]) as sim:
+        third = claude(claude_bin, project, claude_env(home, sim), ["hello again"])
+        assert third.code == 0, describe(sim, third)
+        assert not any("new memory from" in c for c in sim.main()[0].hook_context("SessionStart"))
+
+
+def test_gemini_session_end_harvests_its_project_memory(claude_bin, tmp_path):  # noqa: F811
+    """The pinned Gemini CLI (scripted by tests/modelsim_gemini.py) writes its private project
+    memory with write_file, as its system prompt routes a machine-specific note; its SessionEnd
+    hook harvests it; the next session's start says so once."""
+    import pytest
+
+    gemini_sim = pytest.importorskip("modelsim_gemini")
+    gemini_bin = claude_bin.parent / "gemini"
+    (tmp_path / "session").mkdir()
+    home, project = agents.setup(tmp_path / "session")
+    config = project / ".memcli" / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"),
+                      encoding="utf-8")
+
+    def private(request) -> Path:  # noqa: ANN001 - a GeminiRequest
+        found = re.search(r"\*\*Private Project Memory\*\* \(`([^`]+)`\)", request.system)
+        assert found, "Gemini CLI's system prompt names no private project memory"
+        return Path(found.group(1))
+
+    note = "# Private project memory\n\n- The staging tunnel listens on port 6543 on this machine.\n"
+    script = [lambda r: Turn.tools(("write_file", {"file_path": str(private(r)), "content": note})),
+              Turn.text("Saved.")]
+    node = shutil.which("node")
+    assert node is not None
+    env = {"HOME": str(home), "PATH": ":".join(dict.fromkeys(["/usr/bin", "/bin", str(Path(node).parent)])),
+           "NO_COLOR": "1", "TZ": "UTC"}
+    with gemini_sim.GeminiSim(script) as sim:
+        sim.write_settings(home)
+        run_env = {**env, **sim.env()}
+        first = subprocess.run([str(gemini_bin), "-p", "Remember: on my machine the tunnel is port 6543.",
+                                "--approval-mode", "yolo"], cwd=project, env=run_env, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=180)
+        assert first.returncode == 0 and sim.used == 2 and not sim.errors, (first.stdout[-400:], first.stderr[-800:])
+    listed = subprocess.run([sys.executable, "-m", "memcli", "--json", "list", "--tag", "gemini-cli"], cwd=project,
+                            env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                            timeout=120)
+    texts = [m["text"] for m in json.loads(listed.stdout)["data"]["memories"]] if listed.returncode == 0 else []
+    assert texts == ["The staging tunnel listens on port 6543 on this machine."], listed
+    with gemini_sim.GeminiSim([Turn.text("ok")]) as sim:
+        second = subprocess.run([str(gemini_bin), "-p", "hello", "--approval-mode", "yolo"], cwd=project,
+                                env={**env, **sim.env()}, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=180)
+        assert second.returncode == 0, second.stderr[-800:]
+        seen = "\n".join(sim.main()[0].texts())
+    assert "1 new memory from Gemini CLI's project memory" in seen, seen[-2000:]
