@@ -74,7 +74,7 @@ def check(ctx: Ctx) -> Report:
     """Files that cannot be served, with path, line and reason (none in another user's personal folder),
     after :func:`repository` has looked at (and repaired) the git side."""
     notes = repository(ctx, fix=False) + exposure(ctx, fix=False)
-    report = Report(ctx.catalog(full=True).problems(actor=ctx.actor), repository=notes)
+    report = Report(ctx.catalog(full=True).problems(actor=ctx.actor), repository=notes + quarantined(ctx))
     if ctx.ws.config.kind == "project":
         from memcli.policy.owner import owner_of
         from memcli.service import move
@@ -88,6 +88,15 @@ def check(ctx: Ctx) -> Report:
             report.moved.append(f"{what} kept in this workspace, where a push publishes {it}: "
                                 f"`memcli doctor --fix` moves {it} to your own store")
     return report
+
+
+def quarantined(ctx: Ctx) -> list[str]:
+    """One line per change quarantined on arrival (``service.arrival``; the catalog's read has
+    verified what arrived), with its reason and the two commands that end it."""
+    from memcli.service import arrival
+
+    return [f"quarantined on arrival, not served: {e.line()}; `memcli quarantine accept {e.id}` or "
+            f"`memcli quarantine revert {e.id}`" for e in arrival.entries(ctx)]
 
 
 def exposure(ctx: Ctx, fix: bool) -> list[str]:

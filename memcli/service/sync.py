@@ -197,6 +197,8 @@ class SyncResult:
     notes: list[str] = field(default_factory=list)
     #: One line per personal store that synced too (``sync``).
     personal: list[str] = field(default_factory=list)
+    #: One line per change quarantined on arrival (``service.arrival``): kept in git, not served.
+    quarantined: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         """One line for a person (and one per personal store that synced)."""
@@ -204,12 +206,15 @@ class SyncResult:
             line = f"in sync with {self.remote}/{self.branch}"
         else:
             line = f"synced with {self.remote}/{self.branch}: {self.received} commits received, {self.sent} sent"
-        return "\n".join([line, *self.personal])
+        held = [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {q}"
+                for q in self.quarantined]
+        return "\n".join([line, *held, *self.personal])
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
-                "attempts": self.attempts, "notes": self.notes, "personal": self.personal}
+                "attempts": self.attempts, "notes": self.notes, "personal": self.personal,
+                "quarantined": self.quarantined}
 
 
 class _Git:
@@ -393,7 +398,11 @@ def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN
         has_remote = git.run("rev-parse", "-q", "--verify", tracking).returncode == 0
         if has_remote and git.run("merge-base", "--is-ancestor", tracking, "HEAD").returncode != 0:
             result.received += int(git.out("rev-list", "--count", f"HEAD..{tracking}"))
+            before = git.out("rev-parse", "HEAD")
             _merge(ctx, git, tracking, branch, gitlog.message("sync", f"merge {remote}/{branch}", {"Op": "sync"}))
+            from memcli.service import arrival  # verify on arrival: what fails is quarantined, never served
+
+            result.quarantined += [e.line() for e in arrival.after_sync(ctx, before)]
         ahead = int(git.out("rev-list", "--count", f"{tracking}..HEAD")) if has_remote else \
             int(git.out("rev-list", "--count", "HEAD"))
         if not ahead:
