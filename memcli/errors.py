@@ -193,6 +193,8 @@ class FileOverLimit(InvalidMemoryFile):
     issue 22 point 9): never parsed further, never merged field by field (the merge driver
     calls it a conflict), quarantined when it arrives by a pull. Exit 11, as any unreadable file."""
 
+    code = "file_over_limit"
+
 
 class RevisionNotFound(MemcliError):
     """A git revision (``--at``, ``--to``, ``diff A..B``) names nothing in the repository."""

@@ -145,3 +145,38 @@ def test_sync_deadline_stops_cleanly_and_kills_ssh(tmp_path: Path) -> None:
     assert "deadline" in out.err and "Traceback" not in out.err
     assert _wait_gone(int(pidfile.read_text().strip())), "the ssh child outlived sync --deadline"
     assert not list((ws / ".git").glob("*.lock"))
+
+
+def test_an_alias_bomb_the_driver_must_merge_is_a_named_conflict_at_sync(tmp_path: Path) -> None:
+    def git(*args: str, cwd: Path) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+    bare = tmp_path / "remote.git"
+    git("init", "--bare", "-q", str(bare), cwd=tmp_path)
+    seed = tmp_path / "seed"
+    assert run_memcli("init", str(seed)).code == 0
+    git("remote", "add", "origin", str(bare), cwd=seed)
+    assert run_memcli("-w", str(seed), "sync").code == 0
+    clones = []
+    for name in ("alice", "mallory"):
+        git("clone", "-q", str(bare), str(tmp_path / name), cwd=tmp_path)
+        assert run_memcli("init", str(tmp_path / name)).code == 0
+        clones.append(tmp_path / name)
+    alice, mallory = clones
+    made = run_memcli("-w", str(alice), "--json", "remember", "Deploys go out on Tuesdays")
+    memory_id = made.json()["data"]["id"]
+    assert run_memcli("-w", str(alice), "sync").code == 0
+    assert run_memcli("-w", str(mallory), "sync").code == 0
+    target = next((mallory / "memories").rglob(f"{memory_id}*.md"))
+    text = target.read_text(encoding="utf-8")
+    bomb = alias_bomb().split("\n", 2)[2].split("\n---\n")[0]  # the anchors and aliases only
+    target.write_text(text.replace("\n---\n", "\n" + bomb + "\n---\n", 1), encoding="utf-8")
+    git("commit", "-qam", "bomb", cwd=mallory)
+    git("push", "-q", "origin", "HEAD:main", cwd=mallory)
+    mine = next((alice / "memories").rglob(f"{memory_id}*.md"))
+    mine.write_text(mine.read_text(encoding="utf-8").replace("on Tuesdays", "on Tuesdays at ten"), encoding="utf-8")
+    git("commit", "-qam", "a hand edit", cwd=alice)
+    out = run_memcli("-w", str(alice), "sync", "--deadline", "60", timeout=120)
+    assert out.code == 16, out
+    assert "YAML aliases" in out.err and "nothing changed" in out.err, out
+    assert not (alice / ".git" / "MERGE_HEAD").exists()

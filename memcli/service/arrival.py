@@ -163,11 +163,14 @@ def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) ->
     """Run the rules over ``old..new`` and add what fails to ``state["entries"]``; returns the new entries."""
     from memcli.service.check import check
 
+    span = f"{old}..{new}" if old else new
+    theirs = _foreign_paths(repo, span)
+    if not theirs:
+        return []  # every commit is this person's own (their hand commits, their other machine)
     result = check(ctx, f"{old}..{new}" if old else None)  # nothing shared: every file at HEAD
     found: dict[str, Entry] = {}
-    span = f"{old}..{new}" if old else new
     for problem in result.problems:
-        if problem.path in found:
+        if problem.path in found or problem.path not in theirs:
             continue
         last = next(iter(_lines(repo, "log", "-1", "--format=%H%x00%an <%ae>", span, "--", problem.path)), "")
         commit, _, author = last.partition("\x00")
@@ -188,20 +191,41 @@ def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) ->
     return added
 
 
+def _foreign_paths(repo, span: str) -> set[str]:  # noqa: ANN001
+    """Memory files (workspace-relative) that commits of ``span`` committed by someone else than
+    this clone's git identity touched: what arrived. A commit under the person's own identity
+    is theirs (a hand commit, a second machine); without signing that is what git says."""
+    me = _me(repo)
+    prefix = repo.prefix
+    found: set[str] = set()
+    committer = ""
+    status, out, _ = repo.raw("log", "--no-merges", "--no-renames", "--format=%x00%ce", "--name-only", span, "--",
+                              "memories")
+    for line in out.decode("utf-8", "replace").splitlines() if status == 0 else []:
+        if line.startswith("\x00"):
+            committer = line[1:].strip().lower()
+        elif line.strip() and committer != me:
+            found.add(line.strip().removeprefix(prefix))
+    return found
+
+
 def _forged_trailers(repo, span: str, before: str) -> list[Entry]:  # noqa: ANN001
     """Files of commits whose review trailer (``Memcli-Op: approve|reject``) names an actor who
     is not the commit's author: rule ``trailer``."""
     from memcli.policy.review import Identity
 
-    fmt = "%H%x00%an%x00%ae%x00%(trailers:key=Memcli-Op,valueonly,separator=%x2C)%x00" \
+    me = _me(repo)
+    fmt = "%H%x00%ce%x00%an%x00%ae%x00%(trailers:key=Memcli-Op,valueonly,separator=%x2C)%x00" \
           "%(trailers:key=Memcli-Actor,valueonly,separator=%x2C)%x1e"
     status, out, _ = repo.raw("log", "--no-merges", f"--format={fmt}", span, "--", "memories")
     found = []
     for record in out.decode("utf-8", "replace").split("\x1e") if status == 0 else []:
         parts = record.strip("\n").split("\x00")
-        if len(parts) != 5:
+        if len(parts) != 6:
             continue
-        sha, name, email, ops, actors = parts
+        sha, committer, name, email, ops, actors = parts
+        if me and committer.strip().lower() == me:  # this person's own commit
+            continue
         if not any(op.strip() in REVIEW_OPS for op in ops.split(",")):
             continue
         author = Identity(name, email)
