@@ -284,7 +284,8 @@ def fix(ctx: Ctx) -> Report:
                    for m, _ in lacking if m.path in edited]
         lacking = [(m, meta) for m, meta in lacking if m.path not in edited]
         if not lacking:
-            return Report(problems, refused=refused, skipped=skipped, repository=notes, moved=moved)
+            return Report(problems, refused=refused, skipped=skipped, repository=notes + quarantined(ctx),
+                          moved=moved)
         added = added_dates(ctx, [m.path for m, meta in lacking if meta.get("createdAt") is None])
         writes: dict[Path, bytes] = {}
         fixed: list[Fixed] = []
@@ -294,7 +295,7 @@ def fix(ctx: Ctx) -> Report:
             writes[item.file] = frontmatter.update(item.doc, changes)
             fixed.append(Fixed(memory.path, memory.id, list(changes)))
         commit = apply(ctx, writes, OP, [m for m, _ in lacking], [], edits_checked=True)
-    return Report(problems, fixed, refused, skipped, commit, notes, moved)
+    return Report(problems, fixed, refused, skipped, commit, notes + quarantined(ctx), moved)
 
 
 def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:
