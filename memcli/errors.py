@@ -194,6 +194,14 @@ class InvalidMemoryFile(MemcliError):
         super().__init__(f"{where}: {reason}", hint="fix or remove the file; `memcli doctor` lists every such file")
 
 
+class FileOverLimit(InvalidMemoryFile):
+    """A memory file over one of the reader's bounds (size, YAML aliases, nesting, values;
+    issue 22 point 9): never parsed further, never merged field by field (the merge driver
+    calls it a conflict), quarantined when it arrives by a pull. Exit 11, as any unreadable file."""
+
+    code = "file_over_limit"
+
+
 class RevisionNotFound(MemcliError):
     """A git revision (``--at``, ``--to``, ``diff A..B``) names nothing in the repository."""
 

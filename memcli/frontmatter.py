@@ -21,7 +21,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from memcli.errors import InvalidMemoryFile
+from memcli.errors import FileOverLimit, InvalidMemoryFile
 
 BOM = "\ufeff"
 FENCE = "---"
@@ -145,6 +145,11 @@ def parse(data: bytes, path: str, round_trip: bool = True) -> Document:
 #: The deepest flow nesting (``[`` and ``{``) read: deeper front-matter is refused before the
 #: YAML parser sees it (3,000 levels cost ruamel seconds of recursion before it gives up).
 MAX_NESTING = 64
+#: The most YAML aliases (``*name``) front-matter may hold: memcli writes none (its dumper
+#: ignores aliases), and each one can stand for a whole subtree, so a few dozen nested ones
+#: (an "alias bomb", billion laughs) expand to gigabytes in whatever walks the values (issue 22
+#: point 9). More is refused before any value is built.
+MAX_ALIASES = 16
 
 
 def _too_deep(source: str) -> int | None:
@@ -163,18 +168,48 @@ def _too_deep(source: str) -> int | None:
     return None
 
 
+def _aliases(source: str) -> tuple[int, int | None]:
+    """How many YAML aliases ``source`` holds (counted only past :data:`MAX_ALIASES`) and the
+    1-based YAML line of the first one over it. Free when the text has no ``&`` or no ``*``
+    (an alias needs an anchor); else one pass of libyaml's scanner (PyYAML's own when
+    libyaml is missing), no value built. A text the scanner rejects counts 0: the parser
+    then gives its error."""
+    if "&" not in source or "*" not in source:
+        return 0, None
+    import yaml
+
+    count = 0
+    try:
+        for token in yaml.scan(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(token, yaml.AliasToken):
+                count += 1
+                if count > MAX_ALIASES:
+                    return count, token.start_mark.line + 1
+    except yaml.YAMLError:
+        return count, None
+    return count, None
+
+
 def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> Any:
     deep = _too_deep(source)
     if deep is not None:
-        raise InvalidMemoryFile(path, f"the front-matter is nested more than {MAX_NESTING} levels deep", deep + 1)
+        raise FileOverLimit(path, f"the front-matter is nested more than {MAX_NESTING} levels deep", deep + 1)
+    aliases, line = _aliases(source)
+    if line is not None:
+        raise FileOverLimit(path, f"the front-matter holds more than {MAX_ALIASES} YAML aliases (*name); "
+                                "memcli writes none, so remove them", line + 1)
+    too_deep = f"the front-matter is nested more than {MAX_NESTING} levels deep"
     if not round_trip:
         meta = _load_fast(source)
         if meta is not None:
+            _bounded(meta, path, too_deep)
             return meta
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
         meta = _yaml().load(source)
+    except RecursionError:  # block nesting (``- - - …``, deeper indentation) past Python's stack
+        raise FileOverLimit(path, too_deep, 2) from None
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         if mark is not None and mark.line >= count:  # at the end of the YAML: name its opening, or its last line
@@ -197,7 +232,38 @@ def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> A
     if not isinstance(meta, dict):
         kind = "a list" if isinstance(meta, list) else "a string" if isinstance(meta, str) else "a single value"
         raise InvalidMemoryFile(path, f"the front-matter is {kind}, expected a mapping of keys", 2)
+    _bounded(meta, path, too_deep)
     return meta
+
+
+#: The most values (scalars, lists, mappings; an alias's subtree counted each time it is used)
+#: a front-matter may hold: far above any memory (tags and paths are capped at 50 each).
+MAX_VALUES = 20_000
+
+
+def _bounded(meta: Any, path: str, too_deep: str) -> None:
+    """Refuse parsed front-matter nested past :data:`MAX_NESTING` (block style, which
+    :func:`_too_deep` does not count) or holding more than :data:`MAX_VALUES` values, by one
+    walk without recursion that stops at the first limit.
+
+    Raises:
+        InvalidMemoryFile: over a limit (line 2: the front-matter's first line).
+    """
+    todo: list[tuple[Any, int]] = [(meta, 1)]
+    seen = 0
+    while todo:
+        value, depth = todo.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise FileOverLimit(path, f"the front-matter holds more than {MAX_VALUES} values", 2)
+        if isinstance(value, dict):
+            if depth > MAX_NESTING:
+                raise FileOverLimit(path, too_deep, 2)
+            todo.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            if depth > MAX_NESTING:
+                raise FileOverLimit(path, too_deep, 2)
+            todo.extend((v, depth + 1) for v in value)
 
 
 def _load_fast(source: str) -> dict | None:

@@ -111,4 +111,4 @@ def _options(
 # Registers the commands, in help order (hence not sorted, and after `app`):
 from memcli.cli import (  # noqa: E402,F401,I001
     write_cmds, read_cmds, audit_cmds, history_cmds, compact_cmds, index_cmds, stats_cmds, rules_cmds, agent_cmds,
-    stale_cmds, hook_cmds, team_cmds, mcp_cmds, completion_cmds)
+    stale_cmds, hook_cmds, team_cmds, quarantine_cmds, mcp_cmds, completion_cmds)

@@ -113,6 +113,7 @@ def review(
     json_: JsonOpt = False,
 ) -> None:
     """List memories waiting for review, with their provenance (--stale: memories whose code moved)."""
+    from memcli.service import arrival
     from memcli.service.read import review_queue
 
     context = ctx()
@@ -120,9 +121,15 @@ def review(
         _review_stale(context)
         return
     pending = review_queue(context)
+    held = arrival.entries(context)  # review_queue's read has verified what arrived
     flush_warnings(context)
-    emit({"pending": [m.to_dict(context.now) for m in pending]})
+    emit({"pending": [m.to_dict(context.now) for m in pending], "quarantined": [e.__dict__ for e in held]})
     if not _json():
+        for entry in held:
+            print(f"memcli: quarantined on arrival (not served): {entry.line()}", file=sys.stderr)
+        if held:
+            print("memcli: `memcli quarantine accept ID` serves it as it is (your commit records that), "
+                  "`memcli quarantine revert ID` puts it back as it was", file=sys.stderr)
         if not pending:
             print("nothing waits for review", file=sys.stderr)
             return

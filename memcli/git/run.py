@@ -100,8 +100,11 @@ def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | st
         raise GitTimedOut(f"git {subcommand(args)} was not started: its deadline had passed")
     decoding: dict[str, Any] = {"encoding": "utf-8", "errors": "replace"} if text else {}
     try:
-        return subprocess.run([*BASE_ARGS, *args], cwd=cwd, capture_output=True, input=input, env=environment(env),
-                              stdin=None if input is not None else subprocess.DEVNULL, timeout=limit, **decoding)
+        if limit is None:
+            return subprocess.run([*BASE_ARGS, *args], cwd=cwd, capture_output=True, input=input,
+                                  env=environment(env), stdin=None if input is not None else subprocess.DEVNULL,
+                                  **decoding)
+        return _run_bounded([*BASE_ARGS, *args], cwd, input, environment(env), limit, decoding)
     except subprocess.TimeoutExpired:
         raise GitTimedOut(f"git {subcommand(args)} did not finish within {limit:.3g} s and was stopped",
                           hint="retry; if it keeps happening, check the repository (`git fsck`) and the remote")
@@ -109,6 +112,42 @@ def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | st
         if cwd is not None and not os.path.isdir(cwd):
             raise GitFailed(f"cannot run git in {cwd}: {err.strerror}") from None
         raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+
+
+def _run_bounded(argv: list[str], cwd: Any, input: bytes | str | None, env: dict[str, str],  # noqa: A002
+                 limit: float, decoding: dict[str, Any]) -> "subprocess.CompletedProcess[Any]":
+    """``subprocess.run`` with a time limit that ends git *and every process it started* (the
+    merge driver, ssh, a remote helper): git runs as the leader of its own process group, and
+    past the limit, or on any exception here (Ctrl-C), the whole group gets SIGKILL (issue 22
+    point 9: no child outlives its command). Without ``os.killpg`` (not Unix), git alone is killed.
+
+    Raises:
+        subprocess.TimeoutExpired: the limit passed (the group is killed and reaped first).
+    """
+    import signal
+    import subprocess
+
+    unix = hasattr(os, "killpg")
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            start_new_session=unix, **decoding)
+    try:
+        out, err = proc.communicate(input, timeout=limit)
+    except BaseException:
+        if unix:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        proc.kill()
+        proc.communicate()
+        raise
+    if unix:  # git has ended; a child it left behind in its group (a stuck driver) must not outlive it
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def check(proc: "subprocess.CompletedProcess[Any]", args: tuple[str, ...] | list[str], what: str = "") -> None:

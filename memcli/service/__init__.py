@@ -231,6 +231,13 @@ class Ctx:
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
+            from memcli.service import arrived as arrival
+
+            held_paths, held_ids = arrival.held(self)  # what arrived unverified is checked first (issue 22)
+            if held_paths or held_ids:
+                from memcli.index.quarantined import QuarantinedCatalog
+
+                self._catalog = QuarantinedCatalog(self._catalog, held_paths, held_ids)
             for store in self.personal_stores():
                 store.deadline = None if refresh else self.deadline  # a hook's deadline bounds every store's sync
             others = [(c.ws.root, c.catalog(progress=progress, wait=wait, full=refresh or full))

@@ -5,7 +5,9 @@ of ``approve`` is a courtesy. ``check`` enforces it over what git records — co
 authors — for CI, ``pre-commit`` and server-side hooks. For each memory file changed in
 the checked range it asks:
 
-* is the file valid (it parses and fits the schema, as every read path would take it)?
+* is the file valid (it parses and fits the schema, as every read path would take it) and
+  within the reader's bounds (at most ``MAX_FILE_BYTES``, YAML aliases, nesting and values
+  as ``frontmatter`` limits them)?
 * is it free of secrets (the write gate's ``gates.check_memory``)?
 * is it safely named (a regular file ``memories/<scope path>/…/<id>[-slug].md``, the
   folder matching its scope; no symbolic link)?
@@ -189,6 +191,11 @@ def _check_file(ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | N
     data = git.blob(spec_new)
     if data is None:
         return []
+    from memcli.store.files import MAX_FILE_BYTES
+
+    if len(data) > MAX_FILE_BYTES:  # read only in part, so its rules cannot be judged: refused whole
+        return [Problem(rel, "size", f"{len(data):,} bytes, over the {MAX_FILE_BYTES // 1024} KiB a memory file "
+                        "may hold")]
     try:
         loaded = git.files.load(ctx.ws.root / rel, data=data, mtime=0)
     except InvalidMemoryFile as err:

@@ -271,20 +271,26 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     from memcli.service.read import partial_note
 
     partial = partial_note(ctx)
-    room = size - (len(partial) + 40 if partial else 0)  # the note's line, in any format
+    from memcli.service.arrived import take_notices
+
+    arrived = " ".join(take_notices(ctx))  # a mass change by another person: said once, in the next block
+    room = size - (len(partial) + 40 if partial else 0) - (len(arrived) + 40 if arrived else 0)
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
         shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
         block = render(shown, room, fmt, total, notes)
         if room - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
+    if arrived:
+        block = with_note(block, arrived, fmt, key="arrival")
     return with_note(block, partial, fmt) if partial else block
 
 
-def with_note(block: Block, note: str, fmt: str) -> Block:
+def with_note(block: Block, note: str, fmt: str, key: str = "partial") -> Block:
     """``block`` with a one-line ``note`` after its header (issue 21 point 5: an answer from a
     partial index says so in the block the agent reads); a block with no memory becomes the
-    header and the note alone. ``fmt``: ``text``, ``markdown`` or ``json`` (a ``partial`` key).
+    header and the note alone. ``fmt``: ``text``, ``markdown`` or ``json`` (the note under ``key``:
+    ``partial``, or ``arrival`` for a mass change reported once, ``service.arrival``).
     Adds at most ``len(note) + 40`` characters."""
     import json
 
@@ -293,7 +299,7 @@ def with_note(block: Block, note: str, fmt: str) -> Block:
     line = f"memcli: {note}"
     if fmt == "json":
         data = json.loads(block.text) if block.text else {"memories": [], "omitted": block.omitted}
-        data["partial"] = note
+        data[key] = note
         return Block(json.dumps(data, ensure_ascii=False) + "\n", block.included, block.omitted)
     if fmt == "markdown":
         opening = f"## Memories from memcli\n\n_{HEADER}_\n\n"

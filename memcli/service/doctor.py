@@ -74,7 +74,7 @@ def check(ctx: Ctx) -> Report:
     """Files that cannot be served, with path, line and reason (none in another user's personal folder),
     after :func:`repository` has looked at (and repaired) the git side."""
     notes = repository(ctx, fix=False) + exposure(ctx, fix=False)
-    report = Report(ctx.catalog(full=True).problems(actor=ctx.actor), repository=notes)
+    report = Report(ctx.catalog(full=True).problems(actor=ctx.actor), repository=notes + quarantined(ctx))
     if ctx.ws.config.kind == "project":
         from memcli.policy.owner import owner_of
         from memcli.service import move
@@ -88,6 +88,15 @@ def check(ctx: Ctx) -> Report:
             report.moved.append(f"{what} kept in this workspace, where a push publishes {it}: "
                                 f"`memcli doctor --fix` moves {it} to your own store")
     return report
+
+
+def quarantined(ctx: Ctx) -> list[str]:
+    """One line per change quarantined on arrival (``service.arrival``; the catalog's read has
+    verified what arrived), with its reason and the two commands that end it."""
+    from memcli.service import arrival
+
+    return [f"quarantined on arrival, not served: {e.line()}; `memcli quarantine accept {e.id}` or "
+            f"`memcli quarantine revert {e.id}`" for e in arrival.entries(ctx)]
 
 
 def exposure(ctx: Ctx, fix: bool) -> list[str]:
@@ -275,7 +284,8 @@ def fix(ctx: Ctx) -> Report:
                    for m, _ in lacking if m.path in edited]
         lacking = [(m, meta) for m, meta in lacking if m.path not in edited]
         if not lacking:
-            return Report(problems, refused=refused, skipped=skipped, repository=notes, moved=moved)
+            return Report(problems, refused=refused, skipped=skipped, repository=notes + quarantined(ctx),
+                          moved=moved)
         added = added_dates(ctx, [m.path for m, meta in lacking if meta.get("createdAt") is None])
         writes: dict[Path, bytes] = {}
         fixed: list[Fixed] = []
@@ -285,7 +295,7 @@ def fix(ctx: Ctx) -> Report:
             writes[item.file] = frontmatter.update(item.doc, changes)
             fixed.append(Fixed(memory.path, memory.id, list(changes)))
         commit = apply(ctx, writes, OP, [m for m, _ in lacking], [], edits_checked=True)
-    return Report(problems, fixed, refused, skipped, commit, notes, moved)
+    return Report(problems, fixed, refused, skipped, commit, notes + quarantined(ctx), moved)
 
 
 def added_dates(ctx: Ctx, paths: list[str]) -> dict[str, datetime]:

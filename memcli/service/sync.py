@@ -26,6 +26,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memcli import testpoint
 from memcli.errors import MemcliError, SyncStopped
@@ -91,6 +92,40 @@ def attributes_text(root: Path) -> bytes | None:
     return (text + ("" if not text or text.endswith("\n") else "\n") + ATTRIBUTES_LINE + "\n").encode("utf-8")
 
 
+#: Seconds the merge driver may spend on one file (its field-by-field merge) before it calls
+#: the file a conflict (issue 22 point 9); the sync's own ``--deadline`` ends it sooner.
+DRIVER_SECONDS = 20
+
+
+class _deadline:
+    """``with _deadline(seconds):`` raises TimeoutError in the body once ``seconds`` pass
+    (``SIGALRM``; a no-op where there is none, or off the main thread)."""
+
+    def __init__(self, seconds: int) -> None:
+        self.seconds = seconds
+        self.old: Any = None
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+            return
+
+        def expired(signum, frame) -> None:  # noqa: ANN001
+            raise TimeoutError("merge driver deadline")
+
+        self.old = signal.signal(signal.SIGALRM, expired)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.old is not None:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, self.old)
+
+
 @dataclass
 class DriverResult:
     """What ``memcli merge-file`` did: ``merged`` or not, and lines for git's output."""
@@ -109,14 +144,26 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResul
     A version that does not parse as a memory falls back to git's own textual merge
     (``git merge-file``); a conflict leaves git's conflict markers in ``ours``, so the
     file reads as invalid until a person resolves it (memcli never serves it half-merged).
+    A version over the reader's bounds (over ``MAX_FILE_BYTES``, more YAML aliases, nesting or
+    values than ``frontmatter`` reads: ``FileOverLimit``), or a merge that takes longer than
+    :data:`DRIVER_SECONDS`, is a conflict at once: never expanded, never a hang (issue 22 point 9).
     """
-    from memcli.errors import InvalidMemoryFile
+    from memcli.errors import FileOverLimit, InvalidMemoryFile
     from memcli.policy.merge import merge_file
-    from memcli.store.files import atomic_write
+    from memcli.store.files import MAX_FILE_BYTES, atomic_write
 
+    sizes = [p.stat().st_size if p.exists() else 0 for p in (base, ours, theirs)]
+    if max(sizes) > MAX_FILE_BYTES:
+        return DriverResult(False, [f"memcli: conflict in {path}: a version is over the {MAX_FILE_BYTES // 1024} KiB "
+                                    "a memory file may hold; not merged"])
     base_data, ours_data, theirs_data = base.read_bytes(), ours.read_bytes(), theirs.read_bytes()
     try:
-        result = merge_file(base_data or None, ours_data, theirs_data, path)
+        with _deadline(DRIVER_SECONDS):
+            result = merge_file(base_data or None, ours_data, theirs_data, path)
+    except FileOverLimit as err:
+        return DriverResult(False, [f"memcli: conflict in {path}: {err.reason}; not merged"])
+    except TimeoutError:
+        return DriverResult(False, [f"memcli: conflict in {path}: not merged within {DRIVER_SECONDS} s"])
     except InvalidMemoryFile as err:
         result = None
         reason = f"{path}: not merged field by field ({err.reason}); textual merge"
@@ -150,6 +197,8 @@ class SyncResult:
     notes: list[str] = field(default_factory=list)
     #: One line per personal store that synced too (``sync``).
     personal: list[str] = field(default_factory=list)
+    #: One line per change quarantined on arrival (``service.arrival``): kept in git, not served.
+    quarantined: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         """One line for a person (and one per personal store that synced)."""
@@ -157,12 +206,15 @@ class SyncResult:
             line = f"in sync with {self.remote}/{self.branch}"
         else:
             line = f"synced with {self.remote}/{self.branch}: {self.received} commits received, {self.sent} sent"
-        return "\n".join([line, *self.personal])
+        held = [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {q}"
+                for q in self.quarantined]
+        return "\n".join([line, *held, *self.personal])
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
-                "attempts": self.attempts, "notes": self.notes, "personal": self.personal}
+                "attempts": self.attempts, "notes": self.notes, "personal": self.personal,
+                "quarantined": self.quarantined}
 
 
 class _Git:
@@ -301,8 +353,8 @@ def _sync_store(ctx, remote: str | None, deadline: float | None) -> SyncResult: 
     with ctx.ws.lock():
         try:
             return _sync_locked(ctx, git, remote)
-        except TimeoutError:
-            if git.run("rev-parse", "-q", "--verify", "MERGE_HEAD").returncode == 0:
+        except TimeoutError:  # git and its children (driver, ssh) are killed: tidy up without the deadline
+            if runner.run(("rev-parse", "-q", "--verify", "MERGE_HEAD"), ctx.ws.root).returncode == 0:
                 runner.run(("merge", "--abort"), ctx.ws.root)
             from memcli.service import journal
 
@@ -346,7 +398,11 @@ def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN
         has_remote = git.run("rev-parse", "-q", "--verify", tracking).returncode == 0
         if has_remote and git.run("merge-base", "--is-ancestor", tracking, "HEAD").returncode != 0:
             result.received += int(git.out("rev-list", "--count", f"HEAD..{tracking}"))
+            before = git.out("rev-parse", "HEAD")
             _merge(ctx, git, tracking, branch, gitlog.message("sync", f"merge {remote}/{branch}", {"Op": "sync"}))
+            from memcli.service import arrival  # verify on arrival: what fails is quarantined, never served
+
+            result.quarantined += [e.line() for e in arrival.after_sync(ctx, before)]
         ahead = int(git.out("rev-list", "--count", f"{tracking}..HEAD")) if has_remote else \
             int(git.out("rev-list", "--count", "HEAD"))
         if not ahead:

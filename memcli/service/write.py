@@ -191,6 +191,9 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
     if repo is not None and not edits_checked:
         _refuse_edited(ctx, op, edited_by_hand(ctx, list(writes), repo))  # deletions too (purge)
     backups = {path: path.read_bytes() if path.exists() else None for path in writes}
+    from memcli.service import arrived as arrival
+
+    verified = repo is not None and arrival.unmoved(ctx)  # HEAD as verified: memcli's own commit is too
     if repo is not None:
         journal.begin(ctx, op, backups)
     try:
@@ -217,6 +220,7 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
         journal.clear(ctx)
         raise
     journal.clear(ctx)
+    arrival.advance(ctx, verified, commit)
     if memories:
         ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
         record_scans(ctx, memories)

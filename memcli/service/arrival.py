@@ -1,0 +1,394 @@
+"""Verify on arrival (issue 22 point 1): what a pull brings is checked before it is served.
+
+Every store keeps, in ``.cache/arrival.json``, the commit it has verified up to
+(``verified``) and the ``stat`` of the file that moves whenever ``HEAD`` does (git's
+``logs/HEAD`` reflog; the index file when there is no reflog). Then:
+
+* ``memcli sync`` verifies the commits it merged in (``verified..HEAD``) right after the merge;
+* the first read after any other move of ``HEAD`` (a ``git pull``, ``merge``, ``checkout``,
+  ``reset``) verifies the commits from ``verified`` (or its merge base with ``HEAD``) to
+  ``HEAD``; a read whose ``stat`` matches the record does nothing more (one ``stat`` and one
+  small read: no git process);
+* memcli's own writes move the record along with ``HEAD`` (:func:`advance`), so they are
+  never checked again; a store never verified before trusts its first ``HEAD`` (trust on first
+  use, docs/teams.md).
+
+Verifying runs the rules of ``memcli check`` (``service.check``) over the range, plus two of
+its own: a commit whose ``Memcli-Op`` is a review decision (approve, reject) with a
+``Memcli-Actor`` that does not name the commit's author is a forged trailer (rule
+``trailer``). Each file that fails is **quarantined**: kept in git and on disk, but never
+served (``index.quarantined``: dropped wherever a catalog is read, so context, hooks, MCP and
+recall never see it), listed by ``memcli review`` and ``memcli doctor`` with its reason, until
+a person runs ``memcli quarantine accept ID`` (an empty commit recording the acceptance by
+the person's git identity) or ``memcli quarantine revert ID`` (the file back as the last
+verified commit had it, or removed, in one commit).
+
+A **mass change**: more than :data:`MASS_SHARE` of the memory files active at ``verified``
+(and at least :data:`MASS_MIN`) removed or rewritten by another person's commits in one
+arrival is recorded as a quarantine entry of kind ``mass`` (``revert`` restores them all),
+reported by ``sync`` and once in the next session's context block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+
+from memcli.errors import MemoryNotFound, ReviewRefused
+from memcli.service import Ctx
+from memcli.service.arrived import _save, _stat_key, load
+
+#: A pull that removes or rewrites more than this share of the active memory files is a mass change.
+MASS_SHARE = 0.30
+#: ... and at least this many of them.
+MASS_MIN = 3
+#: ``Memcli-Op`` values that record a review decision: their ``Memcli-Actor`` must be the commit's author.
+REVIEW_OPS = ("approve", "reject")
+
+
+@dataclass
+class Entry:
+    """One quarantined change.
+
+    Attributes:
+        id: a short handle for ``memcli quarantine accept|revert`` (``q`` and 8 hex digits).
+        kind: ``file`` (one memory file failed a rule) or ``mass`` (a mass change).
+        path: the file (workspace-relative), or for ``mass`` the first of ``paths``.
+        rule: the rule it broke (``review``, ``provenance``, ``scope``, ``valid``, ``size``,
+            ``secret``, ``path``, ``trailer``, ``mass``).
+        reason: what is wrong, one line.
+        commit: the arriving commit that last wrote it.
+        author: that commit's author, ``name <email>``.
+        before: the verified commit the arrival started from (what ``revert`` goes back to).
+        memory: the memory id (the file name's first part) for the read filter.
+        paths: for ``mass``: every file removed or rewritten.
+    """
+
+    id: str
+    kind: str
+    path: str
+    rule: str
+    reason: str
+    commit: str
+    author: str
+    before: str
+    memory: str = ""
+    paths: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        """``qID path: reason (commit, author)``, for review and doctor."""
+        where = f"{self.commit[:12]} by {self.author}" if self.commit else self.author
+        return f"{self.id} {self.path}: {self.reason} ({where})"
+
+
+
+
+def entries(ctx: Ctx) -> list[Entry]:
+    """The quarantined changes of the store, oldest first."""
+    found = []
+    for raw in load(ctx).get("entries", []):
+        try:
+            found.append(Entry(**raw))
+        except TypeError:
+            continue
+    return found
+
+
+def _key_path(repo) -> str:  # noqa: ANN001 - git.repo.GitRepo
+    """The file whose ``stat`` moves with ``HEAD``: the reflog of ``HEAD``, else the index."""
+    reflog = repo.git_path("logs/HEAD")
+    return str(reflog if reflog.exists() else repo.index_path)
+
+
+def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout") -> dict:
+    """Verify the commits from the verified one to ``HEAD`` and record ``HEAD`` as verified.
+
+    Args:
+        who: what moved ``HEAD`` (for the mass-change line).
+
+    Returns:
+        The record after it.
+
+    Raises:
+        GitFailed: git cannot be run.
+    """
+    repo = ctx.git()
+    state = load(ctx)
+    key_path = _key_path(repo)
+    status, out, _ = repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
+    head = out.decode().strip() if status == 0 else ""
+    verified = str(state.get("verified", ""))
+    if verified and head and verified != head:
+        old = _base(repo, verified, head)
+        _verify(ctx, repo, state, old, head, who)
+    state.update(verified=head, keyPath=key_path, key=_stat_key(key_path))
+    _save(ctx, state)
+    return state
+
+
+def _base(repo, verified: str, head: str) -> str | None:  # noqa: ANN001
+    """Where the arrival starts: the verified commit, or its merge base with ``HEAD`` (a
+    checkout or reset elsewhere); None when they share nothing (everything at ``HEAD`` arrived)."""
+    if repo.raw("merge-base", "--is-ancestor", verified, head)[0] == 0:
+        return verified
+    status, out, _ = repo.raw("merge-base", verified, head)
+    return out.decode().strip() if status == 0 and out.strip() else None
+
+
+# --- verifying a range ---------------------------------------------------------------------
+
+def _qid(*parts: str) -> str:
+    return "q" + hashlib.sha1("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def _memory_id(path: str) -> str:
+    name = PurePosixPath(path).name.removesuffix(".md")
+    return name.split("-", 1)[0] if name else ""
+
+
+def _lines(repo, *args: str) -> list[str]:  # noqa: ANN001
+    status, out, _ = repo.raw(*args)
+    return out.decode("utf-8", "replace").splitlines() if status == 0 else []
+
+
+def _me(repo) -> str:  # noqa: ANN001
+    """This clone's committer e-mail (lower case), or '' when git has none."""
+    line = next(iter(_lines(repo, "var", "GIT_COMMITTER_IDENT")), "")
+    return line.rsplit(">", 1)[0].partition("<")[2].strip().lower() if "<" in line else ""
+
+
+def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) -> list[Entry]:  # noqa: ANN001
+    """Run the rules over ``old..new`` and add what fails to ``state["entries"]``; returns the new entries."""
+    from memcli.service.check import check
+
+    span = f"{old}..{new}" if old else new
+    theirs = _foreign_paths(repo, span)
+    if not theirs:
+        return []  # every commit is this person's own (their hand commits, their other machine)
+    result = check(ctx, f"{old}..{new}" if old else None)  # nothing shared: every file at HEAD
+    found: dict[str, Entry] = {}
+    for problem in result.problems:
+        if problem.path in found or problem.path not in theirs:
+            continue
+        last = next(iter(_lines(repo, "log", "-1", "--format=%H%x00%an <%ae>", span, "--", problem.path)), "")
+        commit, _, author = last.partition("\x00")
+        found[problem.path] = Entry(_qid("file", problem.path, commit), "file", problem.path, problem.rule,
+                                    problem.message, commit, author or "unknown", old or "",
+                                    _memory_id(problem.path))
+    for entry in _forged_trailers(repo, span, old or ""):
+        found.setdefault(entry.path, entry)
+    added = list(found.values())
+    mass = _mass_change(repo, old, new, who)
+    if mass is not None:
+        added.append(mass)
+        state.setdefault("notices", []).append(mass.reason + f" (`memcli quarantine revert {mass.id}` restores "
+                                                             "them)")
+    kept = [e for e in state.get("entries", []) if isinstance(e, dict) and e.get("id") not in {a.id for a in added}
+            and not (e.get("kind") == "file" and e.get("path") in found)]
+    state["entries"] = kept + [asdict(e) for e in added]
+    return added
+
+
+def _foreign_paths(repo, span: str) -> set[str]:  # noqa: ANN001
+    """Memory files (workspace-relative) that commits of ``span`` committed by someone else than
+    this clone's git identity touched: what arrived. A commit under the person's own identity
+    is theirs (a hand commit, a second machine); without signing that is what git says."""
+    me = _me(repo)
+    prefix = repo.prefix
+    found: set[str] = set()
+    committer = ""
+    status, out, _ = repo.raw("log", "--no-merges", "--no-renames", "--format=%x00%ce", "--name-only", span, "--",
+                              "memories")
+    for line in out.decode("utf-8", "replace").splitlines() if status == 0 else []:
+        if line.startswith("\x00"):
+            committer = line[1:].strip().lower()
+        elif line.strip() and committer != me:
+            found.add(line.strip().removeprefix(prefix))
+    return found
+
+
+def _forged_trailers(repo, span: str, before: str) -> list[Entry]:  # noqa: ANN001
+    """Files of commits whose review trailer (``Memcli-Op: approve|reject``) names an actor who
+    is not the commit's author: rule ``trailer``."""
+    from memcli.policy.review import Identity
+
+    me = _me(repo)
+    fmt = "%H%x00%ce%x00%an%x00%ae%x00%(trailers:key=Memcli-Op,valueonly,separator=%x2C)%x00" \
+          "%(trailers:key=Memcli-Actor,valueonly,separator=%x2C)%x1e"
+    status, out, _ = repo.raw("log", "--no-merges", f"--format={fmt}", span, "--", "memories")
+    found = []
+    for record in out.decode("utf-8", "replace").split("\x1e") if status == 0 else []:
+        parts = record.strip("\n").split("\x00")
+        if len(parts) != 6:
+            continue
+        sha, committer, name, email, ops, actors = parts
+        if me and committer.strip().lower() == me:  # this person's own commit
+            continue
+        if not any(op.strip() in REVIEW_OPS for op in ops.split(",")):
+            continue
+        author = Identity(name, email)
+        claimed = [a.strip() for a in actors.split(",") if a.strip()]
+        if claimed and all(author.named_by(a) for a in claimed):
+            continue
+        said = ", ".join(claimed) or "nobody"
+        for path in _lines(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", sha, "--", "memories"):
+            if path.endswith(".md"):
+                found.append(Entry(_qid("trailer", path, sha), "file", path, "trailer",
+                                   f"commit {sha[:12]} by {author.show()} records Memcli-Op: {ops.strip()} by "
+                                   f"Memcli-Actor: {said[:60]}; a review decision's actor must be its commit's "
+                                   "author", sha, author.show(), before, _memory_id(path)))
+    return found
+
+
+def _mass_change(repo, old: str | None, new: str, who: str) -> Entry | None:  # noqa: ANN001
+    """A mass change by another person in ``old..new`` (module docstring), or None."""
+    if not old:
+        return None
+    active = set(_lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", old, "--", "memories"))
+    active = {p.split(":", 1)[1] if p.startswith(old + ":") else p for p in active}
+    if len(active) < MASS_MIN:
+        return None
+    removed: list[str] = []
+    rewritten: list[str] = []
+    for row in _lines(repo, "diff", "--name-status", "--no-renames", old, new, "--", "memories"):
+        kind, _, path = row.partition("\t")
+        if path in active:
+            (removed if kind.startswith("D") else rewritten).append(path)
+    hit = removed + rewritten
+    if len(hit) < MASS_MIN or len(hit) <= MASS_SHARE * len(active):
+        return None
+    me = _me(repo)
+    authors = sorted({a for a in _lines(repo, "log", "--format=%an <%ae>", f"{old}..{new}", "--", *hit)
+                      if not (me and a.lower().endswith(f"<{me}>"))})
+    if not authors:
+        return None  # the person's own commits (another machine of theirs)
+    share = round(100 * len(hit) / len(active))
+    reason = (f"mass change by {', '.join(authors[:3])} in {who}: {len(removed)} removed and {len(rewritten)} "
+              f"rewritten of {len(active)} active memory files ({share}%, over {round(MASS_SHARE * 100)}%)")
+    return Entry(_qid("mass", old, new), "mass", hit[0], "mass", reason, new, ", ".join(authors[:3]), old,
+                 "", sorted(hit))
+
+
+def after_sync(ctx: Ctx, before: str | None) -> list[Entry]:
+    """Verify what a ``sync`` merged in (the sync holds the workspace lock).
+
+    Args:
+        before: ``HEAD`` before the merge (used when the store has no verified commit yet).
+
+    Returns:
+        The new quarantine entries (the sync reports them).
+
+    Raises:
+        GitFailed: git cannot be run.
+    """
+    state = load(ctx)
+    if not state.get("verified") and before:
+        state["verified"] = before
+        _save(ctx, state)
+    already = {e.get("id") for e in state.get("entries", []) if isinstance(e, dict)}
+    catch_up(ctx, who="this sync")
+    return [e for e in entries(ctx) if e.id not in already]
+
+
+# --- accept and revert -------------------------------------------------------------------
+
+def _find(ctx: Ctx, ref: str) -> Entry:
+    ref = ref.strip().lower()
+    matches = [e for e in entries(ctx) if e.id == ref or (len(ref) >= 4 and e.id.startswith(ref))]
+    if len(matches) != 1:
+        raise MemoryNotFound(f"no quarantined change {ref[:20]!r} in this store" if not matches else
+                             f"{ref[:20]!r} names {len(matches)} quarantined changes",
+                             hint="list them with `memcli quarantine list` (or `memcli review`)")
+    return matches[0]
+
+
+def _person_only(action: str) -> None:
+    from memcli.agents.callers import calling_agent
+
+    found = calling_agent(os.environ)
+    if found is not None:
+        raise ReviewRefused(f"{found[0]}'s tool runs memcli ({found[1]}): only a person may {action} a quarantined "
+                            "change; nothing was written",
+                            hint="run the command yourself in a terminal, outside the agent")
+
+
+def _drop(ctx: Ctx, entry: Entry, commit: str | None) -> None:
+    state = load(ctx)
+    state["entries"] = [e for e in state.get("entries", []) if not (isinstance(e, dict) and e.get("id") == entry.id)]
+    if commit:
+        repo = ctx.git()
+        key_path = state.get("keyPath") or _key_path(repo)
+        state.update(verified=commit, keyPath=key_path, key=_stat_key(key_path))
+    _save(ctx, state)
+
+
+def accept(ctx: Ctx, ref: str) -> tuple[Entry, str]:
+    """A person accepts a quarantined change: an empty commit by their git identity records it
+    (``Memcli-Op: quarantine-accept``), and the file is served again.
+
+    Returns:
+        ``(entry, commit)``.
+
+    Raises:
+        MemoryNotFound: no such entry (exit 4).
+        ReviewRefused: an agent's tool runs memcli (exit 8).
+        UnsafeGitState, GitFailed: git cannot commit (exit 14, 10); nothing changed.
+    """
+    from memcli.errors import GitFailed
+    from memcli.git import commit as gitcommit
+    from memcli.git import log as gitlog
+    from memcli.git.run import first_line
+
+    _person_only("accept")
+    entry = _find(ctx, ref)
+    with ctx.ws.lock():
+        repo = ctx.git()
+        gitcommit.check_state(repo)
+        message = gitlog.message("quarantine", f"accept {entry.path}", {
+            "Op": "quarantine-accept", "Quarantine": entry.id, "Rule": entry.rule, "Commit": entry.commit,
+            "Path": entry.path, "Actor": ctx.actor}, body=entry.reason)
+        status, _, err = repo.raw("commit", "--allow-empty", "--no-verify", "-q", "-F", "-",
+                                  input=message.encode("utf-8"))
+        if status != 0:
+            raise GitFailed(f"git commit failed: {first_line(err) or status}; the change stays quarantined",
+                            hint="set your git identity (`git config user.email`), then try again")
+        commit = repo.raw("rev-parse", "HEAD")[1].decode().strip()
+        _drop(ctx, entry, commit)
+    return entry, commit
+
+
+def revert(ctx: Ctx, ref: str) -> tuple[Entry, str | None]:
+    """A person reverts a quarantined change: its files back as the verified commit before the
+    arrival had them (removed when it had none), in one memcli commit by the person.
+
+    Returns:
+        ``(entry, commit)``.
+
+    Raises:
+        MemoryNotFound, ReviewRefused: as :func:`accept`.
+        UnsafeGitState, GitFailed, GitLocked: git cannot commit; nothing changed.
+    """
+    from memcli.git import log as gitlog
+    from memcli.service.write import apply
+
+    _person_only("revert")
+    entry = _find(ctx, ref)
+    paths = entry.paths or [entry.path]
+    with ctx.ws.lock():
+        repo = ctx.git()
+        prefix = repo.prefix
+        writes: dict[Path, bytes | None] = {}
+        for rel in paths:
+            status, data, _ = repo.raw("cat-file", "blob", f"{entry.before}:{prefix}{rel}") if entry.before \
+                else (1, b"", "")
+            writes[ctx.ws.root / rel] = data if status == 0 else None
+        message = gitlog.message("quarantine", f"revert {entry.path}" + (f" and {len(paths) - 1} more"
+                                                                        if len(paths) > 1 else ""), {
+            "Op": "quarantine-revert", "Quarantine": entry.id, "Rule": entry.rule, "Commit": entry.commit,
+            "Actor": ctx.actor}, body=entry.reason)
+        commit = apply(ctx, writes, "quarantine", [], [], edits_checked=True, message=message)
+        _drop(ctx, entry, commit)
+        ctx.catalog(refresh=True)
+    return entry, commit

@@ -1,0 +1,102 @@
+"""The hot path of verify on arrival (``service.arrival``): the record in ``.cache/arrival.json``.
+
+Every read asks :func:`held` what it must not serve. When the ``stat`` of the file that moves
+with ``HEAD`` (git's ``logs/HEAD``, else the index) matches the record, that is one small read
+and one ``stat``, no git process; otherwise ``service.arrival.catch_up`` verifies what arrived
+first. memcli's own commits move the record along (:func:`unmoved` before, :func:`advance`
+after), so only commits memcli did not make are ever verified. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+#: The record beside the index.
+STATE_NAME = "arrival.json"
+
+
+def _state_path(ctx) -> Path:  # noqa: ANN001 - service.Ctx
+    return ctx.ws.root / ".cache" / STATE_NAME
+
+
+def load(ctx) -> dict:  # noqa: ANN001 - service.Ctx
+    """The store's record (``{}`` when there is none or it cannot be read). One small read."""
+    try:
+        data = json.loads(_state_path(ctx).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save(ctx, state: dict) -> None:  # noqa: ANN001 - service.Ctx
+    """Write the record atomically; a read-only cache folder is left alone (the next read tries again)."""
+    from memcli.store.files import atomic_write
+
+    try:
+        atomic_write(_state_path(ctx), json.dumps(state, indent=1, sort_keys=True).encode("utf-8"))
+    except OSError:
+        pass
+
+
+def _stat_key(path: str | None) -> list[int] | None:
+    """``[size, mtime_ns, inode]`` of ``path``; None when it is missing or unnamed."""
+    if not path:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns, info.st_ino]
+
+
+def held(ctx) -> tuple[set[str], set[str]]:  # noqa: ANN001 - service.Ctx
+    """What a read must not serve: ``(workspace-relative paths, memory ids)`` of the quarantined
+    files, after verifying what arrived since the record (``arrival.catch_up``; a failure
+    there is a warning in ``ctx.warnings`` and the record is used as it is). Never raises."""
+    state = load(ctx)
+    if not state or _stat_key(state.get("keyPath")) != state.get("key"):
+        from memcli.errors import MemcliError
+        from memcli.service.arrival import catch_up
+
+        try:
+            state = catch_up(ctx)
+        except MemcliError as err:  # git unavailable, a broken repository: say so
+            ctx.warnings.append(f"could not verify what arrived in this store ({err.message}); "
+                                "`memcli quarantine list` tries again")
+    paths: set[str] = set()
+    ids: set[str] = set()
+    for raw in state.get("entries", []):
+        if isinstance(raw, dict) and raw.get("kind") == "file":
+            paths.add(str(raw.get("path", "")))
+            if raw.get("memory"):
+                ids.add(str(raw["memory"]))
+    return paths, ids
+
+
+def unmoved(ctx) -> bool:  # noqa: ANN001 - service.Ctx
+    """True when ``HEAD`` is where it was verified (the recorded ``stat`` matches; no git process)."""
+    state = load(ctx)
+    return bool(state.get("verified")) and _stat_key(state.get("keyPath")) == state.get("key")
+
+
+def advance(ctx, was_unmoved: bool, commit: str | None) -> None:  # noqa: ANN001 - service.Ctx
+    """After memcli's own commit ``commit``: when ``HEAD`` had not moved since it was verified
+    (``was_unmoved``, :func:`unmoved` before the commit), the new commit is verified too. Never raises."""
+    if not was_unmoved or not commit:
+        return
+    state = load(ctx)
+    if state.get("keyPath"):
+        state.update(verified=commit, key=_stat_key(state["keyPath"]))
+        _save(ctx, state)
+
+
+def take_notices(ctx) -> list[str]:  # noqa: ANN001 - service.Ctx
+    """The mass-change lines not yet shown in a session's context block; shown once (removed here)."""
+    state = load(ctx)
+    notices = [str(n) for n in state.get("notices", [])]
+    if notices:
+        state["notices"] = []
+        _save(ctx, state)
+    return notices
