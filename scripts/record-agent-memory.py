@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Record the agents' own memory stores, written by the real, pinned CLIs, as test fixtures.
+
+Usage (from a checkout, memcli's .venv; the CLIs of ``scripts/agent-clis.txt`` are installed by
+``scripts/install-agent-clis.sh``)::
+
+    .venv/bin/python scripts/record-agent-memory.py [--agents claude,gemini,codex] [--out DIR]
+
+Each CLI runs in a throw-away project (``/tmp/memcli-agent-memory/project``, a fixed path so that
+the stores' folder names are the same on every run) with a private HOME, against the scripted
+model servers of ``tests/modelsim*.py``: the "model" makes exactly the tool calls that the CLI's
+own system prompt asks a model to make to save a memory (the paths are read from the prompt the
+CLI sent). The CLI runs those tools itself, so the files are the CLI's writes. The store is then
+copied, HOME-relative, to ``DIR/<agent>/`` (default ``tests/fixtures/agent_memory/``); see
+``tests/fixtures/agent_memory/README.md`` for what each run does.
+
+Exit status: 0 when every store was written, 1 otherwise (the reason is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from modelsim import ModelSim, Request, Turn  # noqa: E402  (tests/ is put on sys.path above)
+
+#: The fixed place of the throw-away HOME and project (the stores' names derive from the path).
+BASE = Path(tempfile.gettempdir()) / "memcli-agent-memory"
+CLI_TIMEOUT = 180  # seconds: a hang guard for one CLI run
+FAILED: list[str] = []
+
+# -- what the "person" tells each agent, and what the scripted model saves ----------------------
+
+CLAUDE_PROMPT = ("Please remember two things: in this repository we use pnpm, never npm, to install packages "
+                 "(npm's lockfile broke the CI twice), and I am the billing team's backend engineer, so explain "
+                 "front-end code to me in more detail.")
+#: (file name, name, description, type, body) per memory, as the system prompt's format asks
+CLAUDE_MEMORIES = [
+    ("use-pnpm-not-npm.md", "use-pnpm-not-npm", "Install packages with pnpm, never npm, in this repository",
+     "feedback", "Use pnpm, never npm, to install or add packages in this repository.\n\n"
+     "**Why:** npm's lockfile broke the CI twice.\n"
+     "**How to apply:** run `pnpm install` / `pnpm add PKG`; never `npm install`. See [[user-billing-backend]]."),
+    ("user-billing-backend.md", "user-billing-backend", "The user is the billing team's backend engineer",
+     "user", "The user is the billing team's backend engineer; explain front-end code in more detail."),
+]
+
+
+def claude_memory_dir(request: Request) -> Path:
+    """The memory folder named in Claude Code's system prompt ("persistent file-based memory at `DIR`")."""
+    found = re.search(r"persistent file-based memory at `([^`]+)`", request.system)
+    if not found:
+        raise RuntimeError("Claude Code's system prompt names no memory folder (is auto memory off?)")
+    return Path(found.group(1))
+
+
+def claude_memory_prompt(request: Request) -> str:
+    """The "# Memory" section of Claude Code's system prompt."""
+    found = re.search(r"(?ms)^# Memory\n.*?(?=^# )", request.system)
+    return found.group(0).strip() if found else ""
+
+
+def claude_script() -> list[Callable[[Request], Turn]]:
+    """Write each topic file, then the index ``MEMORY.md`` (one pointer line per memory), then answer."""
+    def topic(index: int) -> Callable[[Request], Turn]:
+        def step(request: Request) -> Turn:
+            file, name, description, kind, body = CLAUDE_MEMORIES[index]
+            text = f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: {kind}\n---\n\n{body}\n"
+            return Turn.tools(("Write", {"file_path": str(claude_memory_dir(request) / file), "content": text}))
+        return step
+
+    def index(request: Request) -> Turn:
+        lines = [f"- [{name.replace('-', ' ').capitalize()}]({file}) — {description}"
+                 for file, name, description, _, _ in CLAUDE_MEMORIES]
+        return Turn.tools(("Write", {"file_path": str(claude_memory_dir(request) / "MEMORY.md"),
+                                     "content": "\n".join(lines) + "\n"}))
+
+    return [topic(0), topic(1), index, lambda request: Turn.text("Saved both to memory.")]
+
+
+# -- the runs ------------------------------------------------------------------------------------
+
+
+def fail(agent: str, why: str) -> None:
+    print(f"FAIL  {agent}: {why}", flush=True)
+    FAILED.append(agent)
+
+
+def fresh() -> tuple[Path, Path]:
+    """An empty HOME and a git project under BASE."""
+    shutil.rmtree(BASE, ignore_errors=True)
+    home, project = BASE / "home", BASE / "project"
+    home.mkdir(parents=True)
+    project.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Agent Memory\n\temail = agent-memory@example.invalid\n"
+                                     "[init]\n\tdefaultBranch = main\n", encoding="utf-8")
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q"], cwd=project, env=env, check=True)
+    (project / "README.md").write_text("# billing service\n", encoding="utf-8")
+    subprocess.run(["git", "add", "README.md"], cwd=project, env=env, check=True)
+    subprocess.run(["git", "commit", "-qm", "code"], cwd=project, env=env, check=True)
+    return home, project
+
+
+def run(bin_dir: Path, name: str, args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run one agent CLI (stdin closed); a hang becomes exit -9."""
+    try:
+        return subprocess.run([str(bin_dir / name), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=CLI_TIMEOUT)
+    except subprocess.TimeoutExpired as err:
+        return subprocess.CompletedProcess(err.cmd, -9, str(err.stdout or ""), f"timed out after {CLI_TIMEOUT} s")
+
+
+def copy_store(home: Path, relative: list[str], out: Path) -> list[str]:
+    """Copy each HOME-relative file or folder of ``relative`` to ``out`` (emptied first); the files copied."""
+    shutil.rmtree(out, ignore_errors=True)
+    copied = []
+    for rel in relative:
+        source = home / rel
+        files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else \
+            ([source] if source.is_file() else [])
+        for path in files:
+            target = out / path.relative_to(home)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+            copied.append(str(path.relative_to(home)))
+    return copied
+
+
+def base_env(home: Path) -> dict[str, str]:
+    node = shutil.which("node")
+    assert node is not None
+    path = ":".join(dict.fromkeys(["/usr/bin", "/bin", str(Path(node).parent)]))
+    return {"HOME": str(home), "PATH": path, "NO_COLOR": "1", "TZ": "UTC", "DISABLE_AUTOUPDATER": "1"}
+
+
+def record_claude(bin_dir: Path, out: Path) -> None:
+    home, project = fresh()
+    with ModelSim(claude_script()) as sim:
+        done = run(bin_dir, "claude", ["-p", CLAUDE_PROMPT, "--allowedTools", "Write"],
+                   {**base_env(home), **sim.env()}, project)
+        main = sim.main()
+        if done.returncode != 0 or sim.errors or sim.used != 4:
+            return fail("claude", f"exit {done.returncode}, {sim.used} of 4 turns, errors {sim.errors}, "
+                        f"{(done.stdout + done.stderr)[-400:]!r}")
+        folder = claude_memory_dir(main[0])
+        prompt = claude_memory_prompt(main[0])
+    results = [r for r in main[-1].tool_results()]
+    if any(r.get("is_error") for r in results) or not (folder / "MEMORY.md").is_file():
+        return fail("claude", f"a Write failed: {results}")
+    (out / "claude").mkdir(parents=True, exist_ok=True)
+    copied = copy_store(home, [str(folder.relative_to(home))], out / "claude")
+    (out / "claude-system-prompt-memory.md").write_text(prompt + "\n", encoding="utf-8")
+    print(f"ok    claude: {', '.join(copied)}", flush=True)
+
+
+AGENTS: dict[str, Callable[[Path, Path], None]] = {"claude": record_claude}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated (default: all)")
+    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "agent_memory")
+    args = parser.parse_args()
+    if shutil.which("node") is None:
+        sys.exit("record-agent-memory: node is not on PATH (Node.js 20+ and npm are needed)")
+    installed = subprocess.run([str(HERE / "install-agent-clis.sh")], capture_output=True, text=True)
+    if installed.returncode != 0:
+        sys.exit(f"record-agent-memory: installing the agent CLIs failed:\n{installed.stderr}")
+    bin_dir = Path(installed.stdout.strip().splitlines()[-1])
+    for agent in [a for a in args.agents.split(",") if a]:
+        if agent not in AGENTS:
+            sys.exit(f"record-agent-memory: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
+        AGENTS[agent](bin_dir, args.out)
+    shutil.rmtree(BASE, ignore_errors=True)
+    print(json.dumps({"failed": FAILED}))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
