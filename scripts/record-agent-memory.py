@@ -34,6 +34,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from modelsim import ModelSim, Request, Turn  # noqa: E402  (tests/ is put on sys.path above)
+from modelsim_gemini import GeminiSim  # noqa: E402
 
 #: The fixed place of the throw-away HOME and project (the stores' names derive from the path).
 BASE = Path(tempfile.gettempdir()) / "memcli-agent-memory"
@@ -86,6 +87,52 @@ def claude_script() -> list[Callable[[Request], Turn]]:
                                      "content": "\n".join(lines) + "\n"}))
 
     return [topic(0), topic(1), index, lambda request: Turn.text("Saved both to memory.")]
+
+
+GEMINI_PROMPT = ("Remember these for me: across all my projects I prefer pytest over unittest. And on my machine "
+                 "the staging database tunnel listens on port 6543 (do not commit that). Also, my local "
+                 "release checklist: run the migrations dry-run, check the canary dashboard, then tag.")
+GEMINI_GLOBAL = "# Personal preferences\n\n- Prefer pytest over unittest for tests, in every project.\n"
+GEMINI_CHECKLIST = ("# Local release checklist\n\n1. Run the migrations dry-run.\n2. Check the canary dashboard.\n"
+                    "3. Tag the release.\n")
+GEMINI_INDEX = ("# Private project memory\n\n- The staging database tunnel listens on port 6543 on this machine "
+                "(never commit it).\n- [Local release checklist](release-checklist.md): the three steps before a "
+                "tag.\n")
+
+
+def gemini_memory_paths(request: Request) -> tuple[Path, Path]:
+    """The private project memory index and the global personal memory file that Gemini CLI's
+    system prompt names ("**Private Project Memory** (`PATH`)", "**Global Personal Memory** (`PATH`)")."""
+    private = re.search(r"\*\*Private Project Memory\*\* \(`([^`]+)`\)", request.system)
+    personal = re.search(r"\*\*Global Personal Memory\*\* \(`([^`]+)`\)", request.system)
+    if not private or not personal:
+        raise RuntimeError("Gemini CLI's system prompt names no private project memory or no global memory file")
+    return Path(private.group(1)), Path(personal.group(1))
+
+
+def gemini_memory_prompt(request: Request) -> str:
+    """The "Instruction and Memory Files" passage of Gemini CLI's system prompt."""
+    found = re.search(r"(?ms)^- \*\*Instruction and Memory Files:\*\*.*?(?=^- \*\*Confirmation Protocol)",
+                      request.system)
+    return found.group(0).strip() if found else ""
+
+
+def gemini_script() -> list[Callable[[Request], Turn]]:
+    """Following the prompt's routing rules: the cross-project preference into the global personal
+    memory file; the machine-specific note straight into the private ``MEMORY.md``; the checklist
+    (a note with steps) into a sibling file with a pointer line in ``MEMORY.md``."""
+    def personal(request: Request) -> Turn:
+        return Turn.tools(("write_file", {"file_path": str(gemini_memory_paths(request)[1]), "content": GEMINI_GLOBAL}))
+
+    def checklist(request: Request) -> Turn:
+        folder = gemini_memory_paths(request)[0].parent
+        return Turn.tools(("write_file", {"file_path": str(folder / "release-checklist.md"),
+                                          "content": GEMINI_CHECKLIST}))
+
+    def index(request: Request) -> Turn:
+        return Turn.tools(("write_file", {"file_path": str(gemini_memory_paths(request)[0]), "content": GEMINI_INDEX}))
+
+    return [personal, checklist, index, lambda request: Turn.text("Saved: one global preference, two private notes.")]
 
 
 # -- the runs ------------------------------------------------------------------------------------
@@ -164,12 +211,37 @@ def record_claude(bin_dir: Path, out: Path) -> None:
     print(f"ok    claude: {', '.join(copied)}", flush=True)
 
 
-AGENTS: dict[str, Callable[[Path, Path], None]] = {"claude": record_claude}
+def record_gemini(bin_dir: Path, out: Path) -> None:
+    home, project = fresh()
+    with GeminiSim(gemini_script()) as sim:
+        sim.write_settings(home)
+        done = run(bin_dir, "gemini", ["-p", GEMINI_PROMPT, "--approval-mode", "yolo"],
+                   {**base_env(home), **sim.env()}, project)
+        main = sim.main()
+        if done.returncode != 0 or sim.errors or sim.used != 4:
+            return fail("gemini", f"exit {done.returncode}, {sim.used} of 4 turns, errors {sim.errors}, "
+                        f"{(done.stdout + done.stderr)[-600:]!r}")
+        private, personal = gemini_memory_paths(main[0])
+        prompt = gemini_memory_prompt(main[0])
+    answers = [json.dumps(r.get("response")) for r in main[-1].responses()]
+    if not private.is_file() or not personal.is_file():
+        return fail("gemini", f"a write_file failed: {answers}")
+    (out / "gemini").mkdir(parents=True, exist_ok=True)
+    project_dir = private.parent.parent  # ~/.gemini/tmp/<short name>/, named in ~/.gemini/projects.json
+    copied = copy_store(home, [str(personal.relative_to(home)), ".gemini/projects.json",
+                               str((project_dir / ".project_root").relative_to(home)),
+                               str(private.parent.relative_to(home))], out / "gemini")
+    (out / "gemini-system-prompt-memory.md").write_text(prompt + "\n", encoding="utf-8")
+    print(f"ok    gemini: {', '.join(copied)}", flush=True)
+
+
+AGENTS: dict[str, Callable[[Path, Path], None]] = {"claude": record_claude, "gemini": record_gemini}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated (default: all)")
+    parser.add_argument("--keep", action="store_true", help=f"keep {BASE} (the last agent's HOME and project)")
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "agent_memory")
     args = parser.parse_args()
     if shutil.which("node") is None:
@@ -182,7 +254,8 @@ def main() -> int:
         if agent not in AGENTS:
             sys.exit(f"record-agent-memory: unknown agent {agent!r} (known: {', '.join(AGENTS)})")
         AGENTS[agent](bin_dir, args.out)
-    shutil.rmtree(BASE, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(BASE, ignore_errors=True)
     print(json.dumps({"failed": FAILED}))
     return 1 if FAILED else 0
 
