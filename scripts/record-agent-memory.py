@@ -34,6 +34,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from modelsim import ModelSim, Request, Turn  # noqa: E402  (tests/ is put on sys.path above)
+from modelsim_codex import CodexRequest, CodexSim  # noqa: E402
 from modelsim_gemini import GeminiSim  # noqa: E402
 
 #: The fixed place of the throw-away HOME and project (the stores' names derive from the path).
@@ -133,6 +134,50 @@ def gemini_script() -> list[Callable[[Request], Turn]]:
         return Turn.tools(("write_file", {"file_path": str(gemini_memory_paths(request)[0]), "content": GEMINI_INDEX}))
 
     return [personal, checklist, index, lambda request: Turn.text("Saved: one global preference, two private notes.")]
+
+
+CODEX_PROMPT = "In this repository we use pnpm, never npm, to install packages: npm's lockfile broke the CI."
+CODEX_SUMMARY = ("The user said that this repository uses pnpm, never npm, to install packages "
+                 "(npm's lockfile broke the CI).")
+CODEX_SLUG = "pnpm-not-npm"
+
+
+def codex_extract(request: Request) -> Turn:
+    """Phase 1 (one earlier rollout): the JSON its ``text.format`` schema asks for."""
+    schema = ((request.body or {}).get("text") or {}).get("format", {}).get("schema", {})
+    answer = {"rollout_summary": CODEX_SUMMARY, "rollout_slug": CODEX_SLUG}
+    if "raw_memory" in (schema.get("properties") or {}):
+        answer["raw_memory"] = CODEX_SUMMARY
+    return Turn.text(json.dumps(answer))
+
+
+def codex_consolidate(memories: Path) -> Callable[[Request], Turn]:
+    """Phase 2 (the consolidation agent): write ``memory_summary.md`` in the format its prompt asks
+    (``v1``, the four sections, a pointer line per rollout summary under ``### <project scope>`` /
+    ``#### <date>``) with one ``apply_patch`` through its ``exec`` code-mode tool, then answer.
+    The rollout summaries' file names and thread ids are read from the folder Codex filled
+    before it started the agent (as the agent would, through a tool)."""
+    def step(request: Request) -> Turn:
+        assert isinstance(request, CodexRequest)
+        if request.outputs():
+            return Turn.text("Consolidated memory_summary.md.")
+        pointers = []
+        for path in sorted((memories / "rollout_summaries").glob("*.md")):
+            thread = re.search(r"(?m)^thread_id: (\S+)", path.read_text(encoding="utf-8"))
+            thread_id = thread.group(1) if thread else ""
+            pointers.append(f"- rollout_summaries/{path.name} — the user's rule to install packages with pnpm, "
+                            f"never npm; matters before adding a dependency; thread_id={thread_id}")
+        day = path.name[:10] if pointers else "2026-01-01"
+        summary = ["v1", "", "## User Profile", "", "A developer working in the billing service repository.", "",
+                   "## User preferences", "", "- In this repository, install packages with pnpm, never npm "
+                   "(npm's lockfile broke the CI).", "", "## General Tips", "",
+                   "- Check the package manager before adding a dependency.", "", "## What's in Memory", "",
+                   f"### {BASE / 'project'}", "", f"#### {day}", "", *pointers]
+        patch = "*** Begin Patch\n*** Add File: memory_summary.md\n" + "".join(f"+{line}\n" for line in summary) + \
+            "*** End Patch\n"
+        code = f"const r = await tools.apply_patch({json.dumps(patch)});\ntext(JSON.stringify(r));"
+        return Turn.tools(("exec", code))
+    return step
 
 
 # -- the runs ------------------------------------------------------------------------------------
@@ -235,7 +280,61 @@ def record_gemini(bin_dir: Path, out: Path) -> None:
     print(f"ok    gemini: {', '.join(copied)}", flush=True)
 
 
-AGENTS: dict[str, Callable[[Path, Path], None]] = {"claude": record_claude, "gemini": record_gemini}
+def record_codex(bin_dir: Path, out: Path) -> None:
+    """Two ``codex exec`` runs with ``[features] memories = true``. Codex's memory pipeline runs at
+    a root session's start on earlier rollouts idle for ``min_rollout_idle_hours`` (at least 1)
+    from an interactive source, so between the runs the first thread is moved 2 hours back and
+    given the source ``cli`` in Codex's state database (``~/.codex/state_5.sqlite``); the second
+    run's model turn waits until the consolidation agent has finished."""
+    import sqlite3
+    import time
+
+    home, project = fresh()
+    env = base_env(home)
+    extra = (f'[features]\nmemories = true\n[memories]\nmin_rollout_idle_hours = 1\n'
+             f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    memories = home / ".codex" / "memories_v2"
+    with CodexSim([Turn.text("Noted: pnpm, never npm, in this repository.")]) as sim:
+        sim.write_config(home / ".codex", extra)
+        first = run(bin_dir, "codex", ["exec", CODEX_PROMPT], env, project)
+    if first.returncode != 0:
+        return fail("codex", f"first run: exit {first.returncode}, {(first.stdout + first.stderr)[-400:]!r}")
+    state = sqlite3.connect(home / ".codex" / "state_5.sqlite")
+    with state:
+        state.execute("UPDATE threads SET source = 'cli', updated_at = updated_at - 7200, "
+                      "updated_at_ms = updated_at_ms - 7200000")
+    state.close()
+
+    def wait(request: Request) -> Turn:
+        for _ in range(120):
+            if any(r.kind == "memory_consolidation" and isinstance(r, CodexRequest) and r.outputs()
+                   for r in sim.requests):
+                break
+            time.sleep(0.5)
+        time.sleep(2)  # the agent's last answer, then Codex records the job
+        return Turn.text("Hello.")
+
+    with CodexSim([wait]) as sim:
+        sim.handlers = {"memory_extraction": codex_extract, "memory_consolidation": codex_consolidate(memories)}
+        sim.write_config(home / ".codex", extra)
+        second = run(bin_dir, "codex", ["exec", "hello"], env, project)
+        kinds = [r.kind for r in sim.requests]
+        extraction = next((r for r in sim.requests if r.kind == "memory_extraction"), None)
+        consolidation = next((r for r in sim.requests if r.kind == "memory_consolidation"), None)
+    if second.returncode != 0 or extraction is None or consolidation is None or \
+            not (memories / "memory_summary.md").is_file():
+        return fail("codex", f"second run: exit {second.returncode}, requests {kinds}, errors {sim.errors}")
+    (out / "codex").mkdir(parents=True, exist_ok=True)
+    copied = copy_store(home, [str(p.relative_to(home)) for p in sorted(memories.iterdir())
+                               if p.name not in (".git", ".codex-baseline")], out / "codex")
+    assert isinstance(extraction, CodexRequest) and isinstance(consolidation, CodexRequest)
+    (out / "codex-prompt-phase1.md").write_text(extraction.system + "\n", encoding="utf-8")
+    (out / "codex-prompt-phase2.md").write_text(consolidation.texts("user")[-1] + "\n", encoding="utf-8")
+    print(f"ok    codex: {', '.join(copied)}", flush=True)
+
+
+AGENTS: dict[str, Callable[[Path, Path], None]] = {"claude": record_claude, "gemini": record_gemini,
+                                                   "codex": record_codex}
 
 
 def main() -> int:

@@ -29,6 +29,7 @@ What Codex 0.171.0 sends (``codex exec``; every request logged by this server):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +103,27 @@ def output_text(item: dict[str, Any]) -> str:
     return "\n".join(p.get("text", "") for p in output or [] if isinstance(p, dict))
 
 
+def turn_metadata(request: Request) -> dict[str, Any]:
+    """The JSON of the ``x-codex-turn-metadata`` header (``thread_source``, ``turn_trigger``,
+    ``request_kind``…), or an empty dict."""
+    try:
+        value = json.loads(request.headers.get("x-codex-turn-metadata") or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def codex_classify(request: Request) -> str:
-    """``main`` for a Responses request that offers tools, else ``side`` (a title, a summary)."""
+    """``main`` for a turn of a user's thread that offers tools; ``memory_consolidation`` for a
+    turn of Codex's memory-consolidation agent (header ``thread_source``); ``memory_extraction``
+    for a phase-1 memory request (``request_kind: memory`` and a JSON schema in ``text.format``);
+    else ``side``."""
+    metadata = turn_metadata(request)
+    schema = (((request.body or {}).get("text") or {}).get("format") or {}).get("schema")
+    if metadata.get("request_kind") == "memory" and schema:
+        return "memory_extraction"
+    if metadata.get("thread_source") == "memory_consolidation":
+        return "memory_consolidation"
     return "main" if request.tool_names else "side"
 
 
@@ -119,6 +139,9 @@ class CodexSim(ModelSim):
 
     def __init__(self, script: list[Any] | None = None, side: str = NAME, classify: Any = codex_classify) -> None:
         super().__init__(script, side=side, classify=classify)
+        #: kind (of :func:`codex_classify`) -> the function of the request that answers it, for
+        #: the requests outside the main script (``memory_extraction``, ``memory_consolidation``)
+        self.handlers: dict[str, Callable[[Request], Turn]] = {}
 
     def main(self) -> list[CodexRequest]:  # type: ignore[override]
         """The requests of the main conversation, in order."""
@@ -152,7 +175,9 @@ class CodexSim(ModelSim):
             return 404, {"error": {"message": f"{NAME}: no {request.method} {request.path}",
                                    "type": "invalid_request_error", "code": "not_found"}}, None
         request.kind = self.classify(request)
-        if request.kind == "main":
+        if request.kind in self.handlers:
+            turn = self.handlers[request.kind](request)
+        elif request.kind == "main":
             with self._lock:
                 index = self._next
                 step = self.script[index] if index < len(self.script) else None
@@ -170,10 +195,15 @@ class CodexSim(ModelSim):
 def output_items(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A turn's blocks as Responses API output items: a text is an assistant ``message`` with one
     ``output_text`` part; a ``tool_use`` is a ``function_call`` (its input as a JSON text,
-    ``call_id`` from the block's id)."""
+    ``call_id`` from the block's id), or, when its input is a text, a ``custom_tool_call`` of a
+    freeform tool (Codex's ``exec`` code mode, ``apply_patch``) with that text as ``input``."""
     items = []
     for block in blocks:
-        if block["type"] == "tool_use":
+        if block["type"] == "tool_use" and isinstance(block["input"], str):  # a freeform tool (exec, apply_patch)
+            items.append({"type": "custom_tool_call", "id": _new_id("ctc"), "status": "completed",
+                          "call_id": block["id"].replace("toolu", "call"), "name": block["name"],
+                          "input": block["input"]})
+        elif block["type"] == "tool_use":
             items.append({"type": "function_call", "id": _new_id("fc"), "call_id": block["id"].replace("toolu", "call"),
                           "name": block["name"], "arguments": json.dumps(block["input"], ensure_ascii=False),
                           "status": "completed"})
