@@ -35,8 +35,9 @@ from typing import Any
 
 from modelsim import NAME, ModelSim, Request, Turn, _new_id, fitting
 
-#: The model named in the written config (any name: the server answers every model).
-MODEL = "gpt-5-modelsim"
+#: The model named in the written config: one of Codex's bundled models, so that it has the model
+#: metadata (with a made-up name it offers no ``apply_patch`` tool and warns "Model metadata … not found")
+MODEL = "gpt-5.5"
 #: The provider id in ``config.toml``.
 PROVIDER = "modelsim"
 
