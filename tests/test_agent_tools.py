@@ -140,10 +140,12 @@ def guarded(project: Path, home: Path) -> str:
 
 
 def denials(project: Path, home: Path, memory_id: str) -> int:
-    """The guard denials that ``memcli stats --memories --json`` counts for ``memory_id`` (the
-    largest count under a key naming denials, in the memory's entry, else anywhere)."""
+    """The guard denials that ``memcli stats --memories --json`` (else ``stats --json``) counts for
+    ``memory_id``: the largest count under a key naming denials, in the memory's entry, else anywhere."""
     done = memcli(project, home, "--json", "stats", "--memories")
-    assert done.returncode == 0, done.stderr
+    if done.returncode != 0:  # a memcli whose stats has no per-memory table yet: the totals
+        done = memcli(project, home, "--json", "stats")
+    assert done.returncode == 0, done.stdout + done.stderr
 
     def counts(value: Any) -> list[int]:
         if isinstance(value, dict):
