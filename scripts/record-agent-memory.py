@@ -180,6 +180,30 @@ def codex_consolidate(memories: Path) -> Callable[[Request], Turn]:
     return step
 
 
+CLAUDE_EDIT_PROMPT = ("Correction: we moved from pnpm to bun last week, so install packages with bun now, "
+                      "never npm. And forget what I said about my role, that was wrong.")
+
+
+def claude_edit_script(folder: Path) -> list[Turn]:
+    """A later session, as the prompt asks ("Update that file rather than creating a duplicate;
+    delete memories that turn out to be wrong"): ``Edit`` the pnpm memory (its body and
+    description), ``rm`` the role memory, ``Edit`` its pointer line out of ``MEMORY.md``."""
+    pnpm, role = folder / CLAUDE_MEMORIES[0][0], folder / CLAUDE_MEMORIES[1][0]
+    index = folder / "MEMORY.md"
+    role_line = (f"- [{CLAUDE_MEMORIES[1][1].replace('-', ' ').capitalize()}]({CLAUDE_MEMORIES[1][0]}) — "
+                 f"{CLAUDE_MEMORIES[1][2]}\n")
+    return [
+        Turn.tools(("Read", {"file_path": str(pnpm)})),  # Edit needs the file read in this session
+        Turn.tools(("Edit", {"file_path": str(pnpm), "old_string": "Use pnpm, never npm, to install or add packages",
+                             "new_string": "Use bun, never npm (nor pnpm since the move), to install or add "
+                                           "packages"})),
+        Turn.tools(("Bash", {"command": f"rm {role}", "description": "Delete the wrong memory"}),
+                   ("Read", {"file_path": str(index)})),
+        Turn.tools(("Edit", {"file_path": str(index), "old_string": role_line, "new_string": ""})),
+        Turn.text("Updated the package-manager memory and deleted the role one."),
+    ]
+
+
 # -- the runs ------------------------------------------------------------------------------------
 
 
@@ -254,6 +278,16 @@ def record_claude(bin_dir: Path, out: Path) -> None:
     copied = copy_store(home, [str(folder.relative_to(home))], out / "claude")
     (out / "claude-system-prompt-memory.md").write_text(prompt + "\n", encoding="utf-8")
     print(f"ok    claude: {', '.join(copied)}", flush=True)
+    # a second session in the same HOME and project: one memory corrected, one deleted
+    with ModelSim(claude_edit_script(folder)) as sim:
+        done = run(bin_dir, "claude", ["-p", CLAUDE_EDIT_PROMPT, "--allowedTools", "Edit,Bash(rm:*)"],
+                   {**base_env(home), **sim.env()}, project)
+        failed = [r for m in sim.main() for r in m.tool_results() if r.get("is_error")]
+        if done.returncode != 0 or sim.errors or sim.used != 5 or failed:
+            return fail("claude-edited", f"exit {done.returncode}, {sim.used} of 5 turns, errors {sim.errors}, "
+                        f"failed tools {failed}, {(done.stdout + done.stderr)[-400:]!r}")
+    copied = copy_store(home, [str(folder.relative_to(home))], out / "claude-edited")
+    print(f"ok    claude-edited: {', '.join(copied)}", flush=True)
 
 
 def record_gemini(bin_dir: Path, out: Path) -> None:
