@@ -299,6 +299,13 @@ def response_text(request: GeminiRequest, tool: str) -> str:
     return json.dumps(found, ensure_ascii=False) if found is not None else ""
 
 
+def after_function_call(request: GeminiRequest) -> str:
+    """The contents after the last one holding a ``functionCall`` (its ``functionResponse`` and
+    anything Gemini CLI added), as JSON text ("" when there was no call)."""
+    calls = [i for i, c in enumerate(request.contents) if any("functionCall" in p for p in c.get("parts") or [])]
+    return json.dumps(request.contents[calls[-1] + 1:], ensure_ascii=False) if calls else ""
+
+
 def test_gemini_runs_the_scripted_shell_call_and_the_pre_tool_hook_reaches_the_model(
         bin_dir: Path, tmp_path: Path) -> None:
     """``gemini -p``: the model calls ``run_shell_command`` with ``npm install left-pad``, then
@@ -320,7 +327,7 @@ def test_gemini_runs_the_scripted_shell_call_and_the_pre_tool_hook_reaches_the_m
     if gemini_tool_hook(project) is None:
         pytest.skip("memcli installs no Gemini CLI tool hook (BeforeTool) here: Gemini's pre-tool delivery "
                     "comes with branch `guards`")
-    later = json.dumps(third.contents[-2:], ensure_ascii=False)
+    later = after_function_call(third)
     assert BILLING[:60] in later, later[:2000]
     assert any(e["command"].endswith("pre-tool-use") and e.get("exit") == 0 for e in hook_runs(project, "gemini"))
 
@@ -337,8 +344,7 @@ def test_gemini_guard_denies_npm_install_and_the_model_gets_the_memory(bin_dir: 
         why = describe(sim, done)
         assert done.returncode == 0 and sim.used == 2 and not sim.errors, why
         second = sim.main()[1]
-    calls = [i for i, c in enumerate(second.contents) if any("functionCall" in p for p in c.get("parts") or [])]
-    reason = json.dumps(second.contents[calls[-1] + 1:], ensure_ascii=False) if calls else ""
+    reason = after_function_call(second)
     assert GUARD in reason and memory_id in reason, reason[:2000]
     assert not (project / NPM_MARK).exists()
     assert denials(project, home, memory_id) >= 1
