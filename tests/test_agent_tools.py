@@ -34,6 +34,7 @@ from modelsim import ModelSim, Turn, result_text
 from modelsim_codex import CodexRequest, CodexSim
 from modelsim_gemini import GeminiRequest, GeminiSim
 
+from memcli.agents import gemini as gemini_agent
 from test_agent_session import BILLING, BILLING_FILE, CLI_TIMEOUT, INSTALL, PREFIX, agents
 
 #: what the stand-in npm prints, and the file it leaves in the project when it runs
@@ -287,10 +288,8 @@ def gemini_run(bin_dir: Path, home: Path, project: Path, tools: Path, sim: Gemin
                                         "yolo"], agent_env(home, tools, sim.env()), project)
 
 
-def gemini_tool_hook(project: Path) -> str | None:
-    """The event under which memcli installed a Gemini CLI tool hook (``BeforeTool``), or None."""
-    settings = json.loads((project / ".gemini" / "settings.json").read_text(encoding="utf-8"))
-    return next((event for event in (settings.get("hooks") or {}) if event == "BeforeTool"), None)
+#: whether memcli installs a Gemini CLI tool hook (its pre-tool-use event, ``BeforeTool``)
+GEMINI_TOOL_HOOK = "pre-tool-use" in gemini_agent.EVENTS
 
 
 def response_text(request: GeminiRequest, tool: str) -> str:
@@ -306,13 +305,11 @@ def after_function_call(request: GeminiRequest) -> str:
     return json.dumps(request.contents[calls[-1] + 1:], ensure_ascii=False) if calls else ""
 
 
-def test_gemini_runs_the_scripted_shell_call_and_the_pre_tool_hook_reaches_the_model(
+def test_gemini_runs_the_scripted_shell_call_and_its_output_reaches_the_model(
         bin_dir: Path, tmp_path: Path) -> None:
     """``gemini -p``: the model calls ``run_shell_command`` with ``npm install left-pad``, then
     ``read_file`` on the billing file, then answers. The second request's ``functionResponse``
-    holds the command's output. When memcli installs a Gemini CLI tool hook (``BeforeTool``,
-    branch ``guards``), the third request holds its context (the billing memory) after the
-    ``read_file`` call; without one, that half is skipped with the reason."""
+    holds the command's output, the third's the file's text."""
     home, project, tools = project_with_tools(tmp_path)
     script = [Turn.tools(("run_shell_command", {"command": COMMAND})),
               Turn.tools(("read_file", {"file_path": str(project / BILLING_FILE)})), Turn.text("Installed; cents.")]
@@ -324,10 +321,22 @@ def test_gemini_runs_the_scripted_shell_call_and_the_pre_tool_hook_reaches_the_m
     assert NPM_SAYS in response_text(second, "run_shell_command"), second.responses()
     assert (project / NPM_MARK).read_text(encoding="utf-8").strip() == "install left-pad"
     assert "RATE_CENTS = 300" in response_text(third, "read_file"), third.responses()
-    if gemini_tool_hook(project) is None:
-        pytest.skip("memcli installs no Gemini CLI tool hook (BeforeTool) here: Gemini's pre-tool delivery "
-                    "comes with branch `guards`")
-    later = after_function_call(third)
+
+
+@pytest.mark.skipif(not GEMINI_TOOL_HOOK, reason="memcli installs no Gemini CLI tool hook (BeforeTool) here: "
+                    "Gemini's pre-tool delivery comes with branch `guards`")
+def test_gemini_pre_tool_hook_reaches_the_model(bin_dir: Path, tmp_path: Path) -> None:
+    """``gemini -p``: the model calls ``read_file`` on the billing file; memcli's BeforeTool hook
+    adds the billing memory (its ``paths`` name the file), which the next request holds after the
+    call."""
+    home, project, tools = project_with_tools(tmp_path)
+    script = [Turn.tools(("read_file", {"file_path": str(project / BILLING_FILE)})), Turn.text("Cents.")]
+    with GeminiSim(script) as sim:
+        done = gemini_run(bin_dir, home, project, tools, sim)
+        why = describe(sim, done)
+        assert done.returncode == 0 and sim.used == 2 and not sim.errors, why
+        second = sim.main()[1]
+    later = after_function_call(second)
     assert BILLING[:60] in later, later[:2000]
     assert any(e["command"].endswith("pre-tool-use") and e.get("exit") == 0 for e in hook_runs(project, "gemini"))
 
