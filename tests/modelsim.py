@@ -230,7 +230,8 @@ def classify(request: Request) -> str:
 
 
 def fitting(schema: Any, word: str = NAME) -> Any:
-    """The smallest value that fits a JSON schema (strings are ``word``), for a structured-output request."""
+    """The smallest value that fits a JSON schema (strings are ``word``, numbers their ``minimum`` or 1),
+    for a structured-output request."""
     if not isinstance(schema, dict):
         return word
     if schema.get("enum"):
@@ -240,7 +241,9 @@ def fitting(schema: Any, word: str = NAME) -> Any:
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
         return {name: fitting(properties.get(name), word) for name in schema.get("required") or list(properties)}
-    return {"array": [], "boolean": False, "integer": 0, "number": 0, "null": None}.get(kind, word)
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)  # 1, not 0: a score may have an unstated floor (Gemini CLI's router's)
+    return {"array": [], "boolean": False, "null": None}.get(kind, word)
 
 
 class ModelSim(http.server.ThreadingHTTPServer):
@@ -260,6 +263,8 @@ class ModelSim(http.server.ThreadingHTTPServer):
     """
 
     daemon_threads = True
+    #: the class of the recorded requests (an API's own subclass adds its accessors)
+    request_class: type[Request] = Request
 
     def __init__(self, script: Sequence[Step] | None = None, side: str = NAME,
                  summary: str = f"{NAME}: the conversation so far.",
@@ -317,6 +322,12 @@ class ModelSim(http.server.ThreadingHTTPServer):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def encode_events(self, events: list[dict[str, Any]]) -> bytes:
+        """The body of a server-sent-events answer: ``event: TYPE`` and ``data: JSON`` per event
+        (an API whose clients read ``data:`` lines only overrides this)."""
+        return "".join(f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n"
+                       for e in events).encode("utf-8")
 
     def dump(self) -> str:
         """Every request, one JSON line each (for a failure message or a file)."""
@@ -422,7 +433,7 @@ def _handler(sim: ModelSim) -> type[http.server.BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             url = urllib.parse.urlsplit(handler.path)
-            request = Request(handler.command, url.path, urllib.parse.parse_qs(url.query),
+            request = sim.request_class(handler.command, url.path, urllib.parse.parse_qs(url.query),
                               {k.lower(): v for k, v in handler.headers.items()}, raw, body)
             with sim._lock:
                 sim.requests.append(request)
@@ -433,8 +444,7 @@ def _handler(sim: ModelSim) -> type[http.server.BaseHTTPRequestHandler]:
                 status, payload, events = 500, {"type": "error", "error": {"type": "api_error",
                                                                             "message": f"{NAME}: {err}"}}, None
             if events is not None:
-                data = "".join(f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n"
-                               for e in events).encode("utf-8")
+                data = sim.encode_events(events)
                 kind = "text/event-stream; charset=utf-8"
             else:
                 data = json.dumps(payload, ensure_ascii=False).encode("utf-8")

@@ -96,3 +96,72 @@ def test_a_script_step_may_answer_from_the_request() -> None:
         connection.request("POST", "/v1/messages", json.dumps(body))
         answer = json.loads(connection.getresponse().read())
         assert answer["content"] == [{"type": "text", "text": "saw 1 result(s)"}] and sim.used == 1
+
+
+def _post(port: int, path: str, body: dict) -> tuple[int, str, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("POST", path, json.dumps(body), {"content-type": "application/json"})
+    response = connection.getresponse()
+    return response.status, response.getheader("content-type") or "", response.read().decode()
+
+
+def test_codex_sim_answers_like_the_responses_api() -> None:
+    """tests/modelsim_codex.py over HTTP: a tool turn streams ``response.created``, a
+    ``function_call`` item (added, done) and ``response.completed``; the next request's
+    ``function_call_output`` is paired with its call; the config names the server."""
+    from modelsim_codex import CodexRequest, CodexSim
+
+    tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}]
+    with CodexSim([Turn.tools(("exec_command", {"cmd": "npm install left-pad"})), Turn.text("done")]) as sim:
+        status, kind, text = _post(sim.server_address[1], "/v1/responses", {"model": "m", "stream": True,
+                                                                            "tools": tools, "input": []})
+        assert status == 200 and kind.startswith("text/event-stream")
+        events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+        assert [e["type"] for e in events] == ["response.created", "response.output_item.added",
+                                               "response.output_item.done", "response.completed"]
+        call = events[2]["item"]
+        assert call["type"] == "function_call" and call["name"] == "exec_command"
+        assert json.loads(call["arguments"]) == {"cmd": "npm install left-pad"}
+        assert events[-1]["response"]["usage"]["total_tokens"] >= 1
+        history = [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sys"}]},
+                   call, {"type": "function_call_output", "call_id": call["call_id"], "output": "denied: pnpm"}]
+        _, _, text = _post(sim.server_address[1], "/v1/responses", {"tools": tools, "input": history})
+        done = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+        assert done[3]["item"]["content"][0] == {"type": "output_text", "text": "done", "annotations": []}
+        second = sim.main()[1]
+        assert isinstance(second, CodexRequest) and second.output_of("exec_command") == "denied: pnpm"
+        assert second.system == "sys" and second.tool_names == ["exec_command"]
+        assert f'base_url = "{sim.url}/v1"' in sim.config() and 'wire_api = "responses"' in sim.config()
+
+
+def test_gemini_sim_answers_like_the_gemini_api() -> None:
+    """tests/modelsim_gemini.py over HTTP: ``streamGenerateContent`` streams ``data:`` lines only
+    with a ``functionCall`` part; a side ``generateContent`` with a JSON schema gets a value that
+    fits (numbers at least 1); ``countTokens`` counts; ``functionResponse`` parts are read back."""
+    from modelsim_gemini import GeminiRequest, GeminiSim
+
+    tools = [{"functionDeclarations": [{"name": "run_shell_command"}]}]
+    with GeminiSim([Turn.tools(("run_shell_command", {"command": "npm install left-pad"})),
+                    Turn.text("done")]) as sim:
+        port = sim.server_address[1]
+        status, kind, text = _post(port, "/v1beta/models/g:streamGenerateContent?alt=sse",
+                                   {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": tools})
+        assert status == 200 and kind.startswith("text/event-stream") and "event:" not in text
+        chunk = json.loads(text.splitlines()[0][6:])
+        part = chunk["candidates"][0]["content"]["parts"][0]["functionCall"]
+        assert part["name"] == "run_shell_command" and part["args"] == {"command": "npm install left-pad"}
+        schema = {"type": "OBJECT", "properties": {"score": {"type": "INTEGER"}, "why": {"type": "STRING"}}}
+        side = json.loads(_post(port, "/v1beta/models/g:generateContent",
+                                {"contents": [], "generationConfig": {"responseJsonSchema": schema}})[2])
+        assert json.loads(side["candidates"][0]["content"]["parts"][0]["text"]) == {"score": 1,
+                                                                                    "why": "memcli-modelsim"}
+        assert json.loads(_post(port, "/v1beta/models/g:countTokens", {"contents": []})[2])["totalTokens"] >= 1
+        answer = {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "id": part["id"],
+                                                                  "response": {"error": "denied"}}}]}
+        _post(port, "/v1beta/models/g:streamGenerateContent?alt=sse",
+              {"contents": [{"role": "model", "parts": [{"functionCall": part}]}, answer], "tools": tools})
+        second = sim.main()[1]
+        assert isinstance(second, GeminiRequest) and second.response_of("run_shell_command") == \
+            answer["parts"][0]["functionResponse"]
+        assert [r.kind for r in sim.requests] == ["main", "side", "count_tokens", "main"]
+        assert sim.env()["GOOGLE_GEMINI_BASE_URL"] == sim.url
