@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import TypeVar
 
 from memcli.errors import ValidationFailed
 
@@ -56,6 +57,7 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$")
 _SHELLS = ("sh", "bash", "zsh", "dash", "ksh")
 _OPERATORS = set("&|;()`\n")
+T = TypeVar("T")
 
 
 class Rule:
@@ -250,7 +252,7 @@ def matches(rule: Rule, call: Call, where: Where | None = None) -> bool:
     return any(path_matches(rule.spec, p, where or Where()) for p in call.paths)
 
 
-def decide(guards: list[tuple[object, Guard]], call: Call, where: Where | None = None) -> list[tuple[object, Guard]]:
+def decide(guards: list[tuple[T, Guard]], call: Call, where: Where | None = None) -> list[tuple[T, Guard]]:
     """The guards that match ``call``, strongest kind first (``deny``, ``ask``, ``warn``),
     each with the owner it came with (a memory)."""
     found = [(owner, g) for owner, g in guards if matches(g.rule, call, where)]
