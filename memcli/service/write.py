@@ -509,6 +509,8 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     check_session_owner(ctx, memory.scope)
     decided = [("validation", "passed")]
     gates.check_memory(memory)  # every value written: text, labels, scope, run id, key, source
+    if memory.guards:  # a pattern is written and shown to agents as the text is: no secret in it either
+        gates.check_secrets("\n".join(p for g in memory.guards for p in g.values()), allow=tuple(_allowed_kinds(opts)))
     decided.append(("sensitive_data", f"passed (allowed by the writer: {', '.join(memory.provenance.allow_secret)})"
                     if memory.provenance.allow_secret else "passed"))
     catalog = ctx.catalog()
