@@ -16,7 +16,8 @@ source: Claude Code's "Configure permissions" page, code.claude.com/docs/en/perm
   matched on its own, so ``Bash(npm install:*)`` matches ``cd web && npm install x`` but a
   prefix never reaches across an operator. Before matching a part, leading variable
   assignments (``FOO=1 npm install``) and the process wrappers ``timeout``, ``time``,
-  ``nice``, ``nohup``, ``stdbuf`` and ``env`` are removed, output redirections are dropped,
+  ``nice``, ``nohup``, ``stdbuf`` and ``env`` are removed (a part is matched with and without
+  its wrappers), output redirections are dropped,
   and ``sh -c STRING`` / ``bash -c STRING`` is matched on STRING as well.
 * ``Read(PATH)``, ``Edit(PATH)``, ``Write(PATH)``: gitignore-style patterns (``**`` spans
   folders; a pattern without ``/`` matches a name at any depth; a folder matches the files
@@ -337,11 +338,16 @@ def commands_of(command: str, depth: int = 0) -> list[str]:
             continue
         parts[-1].append(token)
     out = []
-    for words in parts:
-        words = _strip(words)
+    for raw in parts:
+        words = _strip(raw)
+        if not words:
+            words = raw  # a wrapper alone (``nohup``) is the command itself
         if not words:
             continue
         out.append(" ".join(words))
+        bare = [w for w in raw if not _ASSIGNMENT.match(w)]
+        if bare and bare != words:  # the wrapper too: Bash(nohup:*) still sees "nohup npm start"
+            out.append(" ".join(bare))
         if depth < 2 and len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
             out.extend(commands_of(words[2], depth + 1))
     return out[:MAX_PARTS]
