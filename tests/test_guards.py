@@ -280,3 +280,20 @@ def test_check_refuses_a_guard_added_to_an_existing_memory_by_hand(ws: Path, run
     fresh = run("remember", "Use the release script", "--deny", "Bash(npm publish:*)")
     assert fresh.code == 0
     assert run_memcli("-w", str(ws), "check", f"{start}..HEAD").code == 0
+
+
+def test_the_mcp_remember_tool_takes_guards_and_its_proposal_waits(ws: Path) -> None:
+    from test_mcp_server import ClientSession, drive, text_of
+
+    async def steps(client: ClientSession) -> None:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        schema = listed["remember"].input_schema["properties"]
+        assert "deny" in schema and "ask" in schema
+        done = await client.call_tool("remember", {"text": "Never publish from a laptop",
+                                                   "deny": ["Bash(npm publish:*)"]})
+        assert not done.is_error, text_of(done)
+        memory = done.structured_content["memory"]
+        assert memory["status"] == "pending_review" and memory["guards"] == [{"deny": "Bash(npm publish:*)"}]
+        bad = await client.call_tool("remember", {"text": "Never touch vendor", "deny": ["Vendor(x)"]})
+        assert bad.is_error and "unknown tool 'Vendor'" in text_of(bad)
+    drive(ws, steps)
