@@ -29,7 +29,7 @@ NAMED_SCOPES = ("user", "agent", "session", "task", "channel")
 #: Key order for files memcli writes (SPEC.md section 2 example).
 KEY_ORDER = (
     "id", "scope", "category", "subject", "status", "importance", "pinned", "createdAt", "updatedAt",
-    "expireAt", "provenance", "review", "tags", "paths", "anchor", "supersedes", "supersededBy", "merged",
+    "expireAt", "provenance", "review", "tags", "paths", "guards", "anchor", "supersedes", "supersededBy", "merged",
 )
 #: The keys of ``anchor`` (the code commit a memory was written against, and what it points
 #: at: ``policy.pointers``), and the most names each list may hold.
@@ -98,13 +98,15 @@ class Memory:
     memories ``compact`` merged into this one: ``{"id", "sourceType", "actor", "runId",
     "at"}`` each. ``anchor`` is None or ``{"commit": hex, "files"?, "symbols"?, "commands"?}``
     (the code commit the memory was written against and what it points at; SPEC.md
-    section 11). A list argument left None becomes a fresh empty list, ``provenance`` a
+    section 11). ``guards`` lists the tool calls the memory forbids or asks about, as
+    front-matter mappings ``{"deny"|"ask"|"warn": PATTERN}`` (``memcli.guards``, checked).
+    A list argument left None becomes a fresh empty list, ``provenance`` a
     fresh :class:`Provenance`.
     """
 
     __slots__ = ("id", "scope", "body", "category", "subject", "status", "importance", "pinned", "created_at",
                  "updated_at", "expire_at", "provenance", "supersedes", "superseded_by", "review", "tags", "paths",
-                 "path", "merged", "anchor")
+                 "path", "merged", "anchor", "guards")
 
     def __init__(self, id: str, scope: str, body: str, category: str = "fact", subject: str | None = None,
                  status: str = "active", importance: int = 3, pinned: bool = False,
@@ -113,7 +115,7 @@ class Memory:
                  supersedes: list[str] | None = None, superseded_by: list[str] | None = None,
                  review: dict[str, Any] | None = None, tags: list[str] | None = None, paths: list[str] | None = None,
                  path: str = "", merged: list[dict[str, Any]] | None = None,
-                 anchor: dict[str, Any] | None = None) -> None:
+                 anchor: dict[str, Any] | None = None, guards: list[dict[str, str]] | None = None) -> None:
         self.id = id
         self.scope = scope
         # A byte order mark is an encoding artefact (stdin from some editors), never text.
@@ -135,6 +137,7 @@ class Memory:
         self.path = path
         self.merged = [] if merged is None else merged
         self.anchor = anchor
+        self.guards = [] if guards is None else guards
 
     def with_(self, **changes: Any) -> Memory:
         """A new record with ``changes`` (field name -> value); the other fields are shared, not copied.
@@ -183,6 +186,8 @@ class Memory:
             out["merged"] = _jsonable(self.merged)
         if self.anchor:
             out["anchor"] = _jsonable(self.anchor)
+        if self.guards:
+            out["guards"] = [dict(g) for g in self.guards]
         if at is not None:
             out["expired"] = self.is_expired(at)
         return out
@@ -547,6 +552,7 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
         path=path,
         merged=_merged(meta.get("merged")),
         anchor=check_anchor(meta.get("anchor")),
+        guards=key("guards", check_guards, []),
     )
 
 
@@ -621,6 +627,18 @@ def check_anchor(value: object) -> dict[str, Any] | None:
     return out
 
 
+def check_guards(value: object) -> list[dict[str, str]]:
+    """The ``guards`` list, checked (``memcli.guards.check_guards``): one-key mappings
+    ``{deny|ask|warn: PATTERN}`` in Claude Code's permission-rule syntax; patterns as written.
+
+    Raises:
+        ValidationFailed: anything else (the message names the pattern and what is wrong).
+    """
+    from memcli import guards
+
+    return guards.to_list(guards.check_guards(value))
+
+
 def _merged(value: object) -> list[dict[str, Any]]:
     """The ``merged`` list (written by ``compact``): mappings with an ``id`` and the merged one's provenance."""
     if value is None:
@@ -673,6 +691,7 @@ def to_mapping(memory: Memory) -> dict[str, Any]:
         "tags": memory.tags or None, "paths": memory.paths or None,
         "supersedes": memory.supersedes or None, "supersededBy": memory.superseded_by or None,
         "merged": memory.merged or None, "anchor": memory.anchor or None,
+        "guards": [dict(g) for g in memory.guards] or None,
     }
     return {k: values[k] for k in KEY_ORDER if values[k] is not None}
 
@@ -700,4 +719,4 @@ def from_dict(data: dict[str, Any]) -> Memory:
         review=data.get("review"), tags=list(data.get("tags") or []), paths=list(data.get("paths") or []),
         path=data.get("path", ""),
         merged=[{**m, "at": when(m.get("at"))} if "at" in m else dict(m) for m in data.get("merged") or []],
-        anchor=data.get("anchor"))
+        anchor=data.get("anchor"), guards=[dict(g) for g in data.get("guards") or []])

@@ -19,7 +19,7 @@ from memcli.model import Memory, normalise_text
 SAMPLE = Path(__file__).parent.parent / "sample_workspace"
 NOW = "2026-12-15T12:00:00Z"
 AT_NOW = {"MEMCLI_NOW": NOW}
-KEYS = {"actions", "conflicts", "skipped", "applied", "commit", "waiting"}
+KEYS = {"actions", "conflicts", "skipped", "applied", "commit", "waiting", "retireCandidates"}  # issue 24: decay by use
 BOB_EXPIRED = "01m8kkndr8ve53ct0cs7r19xee"  # user:bob, expired: alice may not compact it
 PENDING_DUPLICATE = "01m7vzgc00rgkycg4ecyfcvw4n"  # pending_review, same text as an active memory
 CONFLICT = {"01m1e5q4b0z58dz1kdt6f138ja", "01m6p70g00cqg6aj478swzjvgx"}

@@ -324,7 +324,8 @@ def test_hook_install_registers_pre_tool_use_with_its_matcher(project, run):
     assert run("hook", "install", "claude", cwd=project).code == 0
     settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
     groups = settings["hooks"]["PreToolUse"]
-    assert [g["matcher"] for g in groups] == ["Read|Edit|MultiEdit|Write|NotebookEdit"]
+    # issue 24: Bash and WebFetch too, for guards and command memories
+    assert [g["matcher"] for g in groups] == ["Bash|Read|Edit|MultiEdit|Write|NotebookEdit|WebFetch"]
     assert groups[0]["hooks"][0]["command"].endswith("hook claude pre-tool-use")
 
 

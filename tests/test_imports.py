@@ -109,7 +109,7 @@ SEMANTIC = frozenset(("memcli.index.embed", "memcli.index.hybrid", "memcli.servi
 CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context", "memcli.service.context",
                     "memcli.service.stale_notes"}
 HOOK = CONTEXT | {"memcli.agents.hooks", "memcli.agents.tools", "memcli.cli.watchdog", "memcli.service.branch",
-                  "memcli.service.hooks"}
+                  "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
 PROMPT = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we use pnpm?"}'
 TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "x.py"}}'
 #: (arguments, stdin, memcli's modules, other packages than the standard library's, whether
@@ -139,7 +139,8 @@ HOT_COMMANDS = (
                                                                        "memcli.agents.claude"},
      {"Stemmer", "rapidfuzz"}, False),
     (("hook", "claude", "pre-tool-use"), TOOL,
-     HOT_BASE | HOOK - SEARCH | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude"}, set(), False),
+     HOT_BASE | HOOK - SEARCH | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude",
+                                 "memcli.guards"}, set(), False),
 )
 
 

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("memcli.git",),                                        # git: the sealed runner, commits, history, rewrite
     ("memcli.config",),                                     # settings (config.toml)
     ("memcli.model", "memcli.frontmatter"),                 # the record and its file format
+    ("memcli.guards",),                                     # guard patterns: Claude Code's permission-rule syntax
     ("memcli.text",),                                       # text rules: secrets, hidden characters
     ("memcli", "memcli.errors", "memcli.timeutil", "memcli.yamlfast", "memcli.testpoint",
      "memcli.filters"),                                     # pure helpers; the read filters' table

@@ -166,7 +166,8 @@ def test_stats_text_has_small_sections(busy, ws, run):
     titles = [line for line in result.out.splitlines() if line.startswith("# ")]
     assert titles == ["# totals", "# by scope: scope, memories", "# by status: status, memories",
                       "# by category: category, memories", "# expiring within 7 days: id, scope, expireAt",
-                      "# index", "# latencies (last 11 commands): command, runs, median ms, p95 ms, max ms"]
+                      "# index", "# hooks (your sessions)",
+                      "# latencies (last 11 commands): command, runs, median ms, p95 ms, max ms"]
     assert f"{busy['soon']}\tproject\t2027-01-04T00:00:00Z" in result.out
     assert "memories you may see\t5\npending review\t1\n" in result.out and "broken.md" in result.err
 

@@ -25,7 +25,7 @@ EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubm
           "session-end": "SessionEnd", "pre-tool-use": "PreToolUse"}
 #: Claude Code's matchers per event (INTEGRATIONS.md); an event not listed takes no matcher.
 MATCHERS = {"session-start": "startup|resume|clear|compact", "pre-compact": "manual|auto",
-            "pre-tool-use": "Read|Edit|MultiEdit|Write|NotebookEdit"}
+            "pre-tool-use": "Bash|Read|Edit|MultiEdit|Write|NotebookEdit|WebFetch"}
 
 
 def mcp_config(user: bool, project: Path) -> Path:

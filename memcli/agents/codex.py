@@ -17,6 +17,10 @@ Sources (INTEGRATIONS.md; Codex CLI 0.171, its embedded hook schemas, openai/cod
 * MCP: project ``.codex/config.toml`` ``[mcp_servers.memcli]`` (read in a trusted project
   only); user ``~/.codex/config.toml`` (``$CODEX_HOME`` if set).
 * Its sandboxed commands carry ``CODEX_SANDBOX`` or ``CODEX_SANDBOX_NETWORK_DISABLED``.
+* PreToolUse decisions: Claude Code's ``hookSpecificOutput.permissionDecision`` ``deny`` with
+  ``permissionDecisionReason`` (the embedded ``pre-tool-use.command.output`` schema); it refuses
+  ``ask`` and ``allow`` ("PreToolUse hook returned unsupported permissionDecision:ask"), so an
+  ``ask`` guard denies there, and the reason tells the agent to ask the person first.
 """
 
 from __future__ import annotations
@@ -60,4 +64,5 @@ AGENT = Agent(
     mcp_note="Codex reads .codex/config.toml only in a project you have trusted",
     tool_env=("CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"),
     memory="memcli.agents.memstores.codex",
+    asks=False,
 )

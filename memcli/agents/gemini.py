@@ -6,8 +6,12 @@ Sources (INTEGRATIONS.md; Gemini CLI 0.61, seen with the real CLI, ``scripts/rea
   ``~/.gemini/settings.json``) with ``timeout`` in milliseconds; stdout must be JSON only,
   context in ``hookSpecificOutput.additionalContext``. Its event names differ where
   ``gemini hooks migrate --from-claude`` maps them: BeforeAgent runs once per prompt,
-  PreCompress before its compression; no tool hook from memcli. SessionEnd's ``reason`` is
-  ``exit``.
+  PreCompress before its compression, BeforeTool before a tool runs (its stdin carries
+  ``tool_name`` and ``tool_input``, Gemini's own names: ``agents.tools.TOOL_NAMES``). SessionEnd's
+  ``reason`` is ``exit``.
+* BeforeTool decisions (its ``DefaultHookOutput``): a top-level ``{"decision": "deny", "reason":
+  R}`` blocks the call ("Tool execution blocked: R" goes back to the model); ``{"decision": "ask"}``
+  asks for confirmation, showing ``systemMessage``.
 * It loads a project's hooks only in a trusted folder, and runs none before an auth method is
   configured (exit 41, "Please set an Auth method").
 * Transcripts: chat logs ``~/.gemini/tmp/<project>/chats/session-*.jsonl`` or the older
@@ -24,7 +28,21 @@ from pathlib import Path
 from memcli.agents.registry import Agent
 
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "BeforeAgent", "pre-compact": "PreCompress",
-          "session-end": "SessionEnd"}
+          "session-end": "SessionEnd", "pre-tool-use": "BeforeTool"}
+#: BeforeTool's matcher: the tools guards and path memories are about (``agents.tools.TOOL_NAMES``).
+MATCHERS = {"pre-tool-use": "run_shell_command|read_file|read_many_files|write_file|replace|web_fetch"}
+
+
+def decide(decision: str, reason: str, context: str = "") -> str:
+    """BeforeTool's answer that denies or asks about a call (module docstring)."""
+    import json
+
+    out: dict[str, object] = {"decision": decision, "reason": reason}
+    if decision == "ask":
+        out["systemMessage"] = reason
+    if context:
+        out["hookSpecificOutput"] = {"hookEventName": "BeforeTool", "additionalContext": context}
+    return json.dumps(out, ensure_ascii=False) + "\n"
 
 
 def trust_steps(where: str, project: Path) -> list[str]:
@@ -57,4 +75,6 @@ AGENT = Agent(
     mcp_note="Gemini CLI reads .gemini/settings.json only in a folder you have trusted",
     tool_env=("GEMINI_CLI",),
     memory="memcli.agents.memstores.gemini",
+    matchers=MATCHERS,
+    decide=decide,
 )

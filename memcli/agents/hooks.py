@@ -221,6 +221,22 @@ def standard_answer(agent: Agent, event: str, context: str) -> str:
     return json.dumps(payload, ensure_ascii=False) + "\n"
 
 
+def standard_decision(agent: Agent, decision: str, reason: str, context: str = "") -> str:
+    """The pre-tool answer that denies or asks about a call, in Claude Code's format (hooks
+    reference, PreToolUse decision control), which Codex 0.171 follows (its embedded
+    ``pre-tool-use.command.output`` schema; it rejects ``ask``):
+
+    ``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"|"ask",
+    "permissionDecisionReason": REASON}}``, with ``additionalContext`` when ``context`` is given.
+    Claude Code shows the reason to the model for ``deny`` and to the person for ``ask``.
+    """
+    out: dict[str, object] = {"hookEventName": agent.event_name("pre-tool-use"), "permissionDecision": decision,
+                              "permissionDecisionReason": reason}
+    if context:
+        out["additionalContext"] = context
+    return json.dumps({"hookSpecificOutput": out}, ensure_ascii=False) + "\n"
+
+
 def handler(agent: str, event: str, command: str) -> dict:
     """One handler entry for a settings file (``timeout`` in the agent's unit)."""
     return {"type": "command", "command": command, "timeout": timeout(agent, event)}

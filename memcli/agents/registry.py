@@ -76,12 +76,17 @@ class Agent:
         memory: the module that reads the memory the agent keeps on its own (``recognise(path)``,
             ``find(folder, project)`` and ``read(store, project)``, as ``agents.memstores.claude``),
             imported only when a store is read; None: the agent keeps none memcli reads.
+        decide: ``(decision, reason, context) -> stdout``: the pre-tool hook's answer that denies
+            (``deny``) or asks about (``ask``) the call, with ``reason`` for the model and the
+            person; None: Claude Code's ``hookSpecificOutput.permissionDecision``
+            (``agents.hooks.standard_decision``).
+        asks: False when the agent has no "ask" decision (memcli then denies, saying why).
     """
 
     __slots__ = ("name", "title", "events", "hook_help", "matchers", "timeouts", "timeout_scale", "plain_events",
                  "parse_input", "answer_with", "check_fields", "settings", "trust_steps", "transcript",
                  "transcript_label", "transcript_path", "transcript_rank", "mcp_config", "mcp_format", "mcp_entry",
-                 "mcp_note", "tool_env", "memory")
+                 "mcp_note", "tool_env", "memory", "decide_with", "asks")
 
     def __init__(self, name: str, title: str, events: dict[str, str], *, hook_help: str = "",
                  matchers: dict[str, str] | None = None, timeouts: dict[str, int] | None = None,
@@ -95,7 +100,8 @@ class Agent:
                  transcript_rank: int = 50,
                  mcp_config: Callable[[bool, Path], Path] | None = None, mcp_format: str = "json",
                  mcp_entry: Callable[[str, list[str]], dict[str, object]] | None = None,
-                 mcp_note: str | None = None, tool_env: tuple[str, ...] = (), memory: str | None = None) -> None:
+                 mcp_note: str | None = None, tool_env: tuple[str, ...] = (), memory: str | None = None,
+                 decide: Callable[[str, str, str], str] | None = None, asks: bool = True) -> None:
         self.name = name
         self.title = title
         self.events = dict(events)
@@ -119,6 +125,8 @@ class Agent:
         self.mcp_note = mcp_note
         self.tool_env = tool_env
         self.memory = memory
+        self.decide_with = decide
+        self.asks = asks
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r})"
@@ -160,6 +168,14 @@ class Agent:
         from memcli.agents.hooks import standard_answer
 
         return standard_answer(self, event, context)
+
+    def decide(self, decision: str, reason: str, context: str = "") -> str:
+        """The pre-tool hook's stdout that denies (``deny``) or asks about (``ask``) a tool call."""
+        if self.decide_with is not None:
+            return self.decide_with(decision, reason, context)
+        from memcli.agents.hooks import standard_decision
+
+        return standard_decision(self, decision, reason, context)
 
     def transcript_module(self):  # noqa: ANN201 - a module with claims() and Reader
         """The module that reads this agent's transcripts (imported now), or None."""

@@ -45,3 +45,76 @@ def files_of(tool_name: str, tool_input: object) -> list[str]:
         found = [m.group(1) for text in texts for m in _PATCH_FILE.finditer(text)]
         return [f for f in dict.fromkeys(found) if "\0" not in f][:MAX_FILES]
     return []
+
+
+# --- tool calls in Claude Code's terms, for guards (``memcli.guards``) ----------------------
+
+#: Each agent's tool names -> Claude Code's (the names guard patterns use). Claude Code's own
+#: map to themselves. Codex 0.171: its hooks name the shell tool ``Bash`` (``tool_input.command``)
+#: and the patch tool ``apply_patch``; the model-facing names of its shell tools (``shell``,
+#: ``local_shell``, ``exec_command``, ``unified_exec``, ``container.exec``) are taken too, with a
+#: ``command`` that is a string or an argument list. Gemini CLI 0.61 (its bundled tool names,
+#: ``*_TOOL_NAME``, and parameter names): ``run_shell_command`` (``command``), ``read_file``,
+#: ``read_many_files``, ``write_file``, ``replace`` (``file_path``), ``web_fetch`` (URLs inside
+#: ``prompt``).
+TOOL_NAMES: dict[str, dict[str, str]] = {
+    "claude": {"Bash": "Bash", "Read": "Read", "Edit": "Edit", "MultiEdit": "MultiEdit", "Write": "Write",
+               "NotebookEdit": "NotebookEdit", "WebFetch": "WebFetch"},
+    "codex": {"Bash": "Bash", "shell": "Bash", "local_shell": "Bash", "exec_command": "Bash",
+              "unified_exec": "Bash", "container.exec": "Bash", "apply_patch": "Edit", "Edit": "Edit",
+              "Write": "Write", "Read": "Read", "WebFetch": "WebFetch"},
+    "gemini": {"run_shell_command": "Bash", "read_file": "Read", "read_many_files": "Read", "write_file": "Write",
+               "replace": "Edit", "web_fetch": "WebFetch"},
+}
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
+_SHELLS = ("sh", "bash", "zsh", "dash")
+
+
+def _command_text(value: object) -> str:
+    """A shell command as one line: a string as is; an argument list (Codex's ``["bash", "-lc",
+    "npm i"]``) as its script when it is a shell's ``-c``, else its words joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value) and value:
+        if len(value) >= 3 and value[0].rsplit("/", 1)[-1] in _SHELLS and value[1] in ("-c", "-lc"):
+            return value[2]
+        import shlex
+
+        return shlex.join(value)
+    return ""
+
+
+def call_of(agent: str, tool_name: str, tool_input: object):  # noqa: ANN201 - a memcli.guards.Call or None
+    """The tool call a pre-tool hook was told of, in Claude Code's terms (``memcli.guards.Call``),
+    or None for a tool no guard pattern names (memcli has nothing to check or add then).
+
+    Args:
+        agent: the agent's name (``claude``, ``codex``, ``gemini``); an unknown one reads as Claude Code.
+        tool_name: the hook input's ``tool_name``.
+        tool_input: the hook input's ``tool_input`` (any JSON value).
+    """
+    from memcli.guards import Call
+
+    tool = TOOL_NAMES.get(agent, TOOL_NAMES["claude"]).get(tool_name)
+    if tool is None or not isinstance(tool_input, dict):
+        return None
+    if tool == "Bash":
+        return Call("Bash", command=_command_text(tool_input.get("command") or tool_input.get("cmd")))
+    if tool == "WebFetch":
+        urls = [tool_input["url"]] if isinstance(tool_input.get("url"), str) else []
+        urls += _URL.findall(tool_input.get("prompt") or "") if isinstance(tool_input.get("prompt"), str) else []
+        return Call("WebFetch", urls=urls[:MAX_FILES])
+    paths = files_of(tool_name, tool_input)
+    if not paths:
+        for key in ("file_path", "absolute_path", "path", "notebook_path"):
+            if isinstance(tool_input.get(key), str) and tool_input[key].strip() and "\0" not in tool_input[key]:
+                paths = [tool_input[key]]
+                break
+        else:
+            listed = tool_input.get("paths") or tool_input.get("include")
+            if isinstance(listed, list):
+                paths = [p for p in listed if isinstance(p, str) and p and "\0" not in p][:MAX_FILES]
+    if tool == "Edit" and tool_name == "apply_patch":
+        # a patch that adds a file writes it: Write(...) guards see it too (Codex's hooks match it as both)
+        return Call("Edit", paths=paths)
+    return Call(tool, paths=paths)

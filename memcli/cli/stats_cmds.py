@@ -22,9 +22,13 @@ def _section(title: str, columns: list[str], rows: list[list[str]]) -> None:
 @app.command()
 def stats(
     days: Annotated[int, typer.Option("--days", help="List active memories expiring within this many days.")] = 7,
+    memories: Annotated[bool, typer.Option(
+        "--memories", help="Per memory: sessions injected into, deliveries at tool time, guard denials, asks and "
+                           "violations (from your own hook events only).")] = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Counts by scope, status and category; what expires soon; index freshness; command latencies."""
+    """Counts by scope, status and category; what expires soon; index freshness; command latencies;
+    how the hooks used the memories (your sessions only)."""
     from memcli.service.stats import stats as gather
 
     context = ctx()
@@ -32,6 +36,13 @@ def stats(
     flush_warnings(context)
     emit(result.to_dict())
     if STATE.json:
+        return
+    if memories:
+        _section("memories (your sessions)", ["id", "scope", "sessions", "injected", "delivered", "denied", "asked",
+                                              "violated", "last used"],
+                 [[r["id"], r["scope"], *(str(r[k]) for k in ("sessions", "injected", "delivered", "denied", "asked",
+                                                               "violated")), r["lastUsed"] or ""]
+                  for r in result.per_memory])
         return
     _section("totals", ["", ""], [["memories you may see", str(result.total)],
                                   ["pending review", str(result.pending_review)],
@@ -52,6 +63,7 @@ def stats(
     else:
         rows = [["backend", "scan (index unavailable)"], ["documents", str(index.get("memories", 0))]]
     _section("index", ["", ""], rows)
+    _section("hooks (your sessions)", ["", ""], [[k, str(v)] for k, v in result.usage.items()])
     _section(f"latencies (last {result.events} commands)", ["command", "runs", "median ms", "p95 ms", "max ms"],
              [[name, str(v["count"]), f"{v['median_ms']:.0f}", f"{v['p95_ms']:.0f}", f"{v['max_ms']:.0f}"]
               for name, v in result.latencies.items()])

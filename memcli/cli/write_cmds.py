@@ -28,6 +28,16 @@ RunId = Annotated[Optional[str], typer.Option("--run-id", help="Session or run t
 IdemKey = Annotated[Optional[str], typer.Option("--idempotency-key", help="A repeat with the same key writes nothing.")]
 Pinned = Annotated[Optional[bool], typer.Option(
     "--pinned/--no-pinned", help="Always inject it first in `context` (supersede keeps the old setting).")]
+Deny = Annotated[Optional[list[str]], typer.Option(
+    "--deny", metavar="PATTERN",
+    help="A guard: the agents' pre-tool hooks deny calls matching PATTERN, in Claude Code's permission-rule syntax "
+         "(Bash(npm install:*), Edit(migrations/**), Read(.env), WebFetch(domain:example.com)); repeatable "
+         "(docs/guards.md).")]
+Ask = Annotated[Optional[list[str]], typer.Option(
+    "--ask", metavar="PATTERN", help="A guard: the pre-tool hooks ask the person before a matching call; repeatable.")]
+WarnGuard = Annotated[Optional[list[str]], typer.Option(
+    "--warn", metavar="PATTERN",
+    help="A guard that lets a matching call through and counts it as a violation (memcli stats); repeatable.")]
 OnConflict = Annotated[Optional[str], typer.Option(
     "--on-conflict", help="When the subject is held: supersede (default) or fail.")]
 
@@ -41,7 +51,7 @@ def _read_text(text: str) -> str:
 
 
 def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, source_type, run_id,  # noqa: ANN001
-             idempotency_key, pinned, on_conflict):
+             idempotency_key, pinned, on_conflict, deny=None, ask=None, warn_guard=None):
     from memcli.errors import UsageProblem
     from memcli.service.write import WriteOptions
 
@@ -59,7 +69,8 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
             warn(note)
     return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,
                         tags=tags or [], paths=paths or [], ttl=ttl, expire_at=expire_at, source_type=source_type,
-                        run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict)
+                        run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict,
+                        deny=list(deny or []), ask=list(ask or []), warn=list(warn_guard or []))
 
 
 def _report(context, result, close: list | None = None) -> None:  # noqa: ANN001
@@ -125,6 +136,7 @@ def remember(
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
     source_type: Source = None, run_id: RunId = None, idempotency_key: IdemKey = None,
     pinned: Pinned = None, on_conflict: OnConflict = None,
+    deny: Deny = None, ask: Ask = None, warn_guard: WarnGuard = None,
     allow_secret: Annotated[Optional[list[str]], typer.Option(
         "--allow-secret", metavar="KIND",
         help="Let one kind of secret through the gate (a public test value); recorded in provenance. "
@@ -142,30 +154,58 @@ def remember(
 
     context = ctx()
     opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
-                    idempotency_key, pinned, on_conflict)
+                    idempotency_key, pinned, on_conflict, deny, ask, warn_guard)
     opts.allow_secret = list(allow_secret or [])
     opts.cross_project = all_projects
     result = do_remember(context, _read_text(text), opts)
+    _suggest_guards(result, opts)
     _report(context, result, _close(context, result))
+
+
+def _suggest_guards(result, opts) -> None:  # noqa: ANN001 - a WriteResult and its WriteOptions
+    """One line when the text forbids a command and no guard enforces it yet (``policy.suggest``),
+    or when a repeated text came with guards the existing memory does not hold."""
+    import shlex
+
+    memory = result.memory
+    given = [*(f"--deny {shlex.quote(p)}" for p in opts.deny), *(f"--ask {shlex.quote(p)}" for p in opts.ask),
+             *(f"--warn {shlex.quote(p)}" for p in opts.warn)]
+    if result.outcome == "noop" and given:
+        warn(f"{memory.id} already holds this text and its guards were left as they are; to change them: "
+             f"memcli supersede {memory.id} {' '.join(given)}")
+        return
+    if memory.guards or result.outcome == "noop":
+        return
+    from memcli.policy.suggest import suggest
+
+    found = suggest(memory.text)
+    if found:
+        flags = " ".join(f"--deny '{rule}'" for rule in found)
+        warn(f"this memory forbids a command that no guard enforces; to have the agents' hooks deny it: "
+             f"memcli supersede {memory.id} {flags}")
 
 
 @app.command()
 def supersede(
     old: Annotated[str, typer.Argument(
         callback=memory_ref, help="Id (or unique prefix) of the active memory to replace.")],
-    text: Annotated[str, typer.Argument(help="The replacement text; '-' reads stdin.")],
+    text: Annotated[Optional[str], typer.Argument(
+        help="The replacement text; '-' reads stdin; left out, the old text (to change its guards or labels).")] = None,
     scope: Scope = None, category: Category = None, subject: Subject = None, importance: Importance = None,
     tag: Tags = None, path: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
     source_type: Source = None, run_id: RunId = None, idempotency_key: IdemKey = None,
-    pinned: Pinned = None, json_: JsonOpt = False,
+    pinned: Pinned = None, deny: Deny = None, ask: Ask = None, warn_guard: WarnGuard = None,
+    json_: JsonOpt = False,
 ) -> None:
-    """Replace a memory: write the new one and mark the old superseded, linked both ways, in one commit."""
+    """Replace a memory: write the new one and mark the old superseded, linked both ways, in one commit.
+
+    Guards (--deny, --ask, --warn) given replace the old memory's; left out, they are kept."""
     from memcli.service.write import supersede as do_supersede
 
     context = ctx()
     opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
-                    idempotency_key, pinned, None)
-    result = do_supersede(context, old, _read_text(text), opts)
+                    idempotency_key, pinned, None, deny, ask, warn_guard)
+    result = do_supersede(context, old, None if text is None else _read_text(text), opts)
     _report(context, result, _close(context, result))
 
 

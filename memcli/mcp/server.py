@@ -129,6 +129,9 @@ Tags = Annotated[list[Annotated[str, Field(max_length=LIMITS["tag"])]] | None,
                  Field(max_length=LIMITS["tags"], description="Free labels.")]
 Paths = Annotated[list[Annotated[str, Field(max_length=LIMITS["path"])]] | None,
                   Field(max_length=LIMITS["paths"], description="File globs the memory is about, e.g. web/**.")]
+Guards = Annotated[list[Annotated[str, Field(max_length=LIMITS["guard"])]] | None,
+                   Field(max_length=LIMITS["guards"], description="Guard patterns in Claude Code's permission-rule "
+                         "syntax, e.g. Bash(npm install:*), Edit(migrations/**), Read(.env).")]
 Ttl = Annotated[str | None, Field(max_length=LIMITS["ttl"],
                                   description="Time to live: 30d, 12h, 2w, 1y (or give expire_at).")]
 ExpireAt = Annotated[str | None, Field(max_length=LIMITS["expire_at"],
@@ -329,14 +332,15 @@ def build(settings: Settings) -> MemcliServer:
             "project, a procedure that worked. One statement per call; check with recall first that it is not "
             "already known (use supersede to correct one). It passes memcli's gates: a secret is refused, an "
             "exact duplicate is a no-op naming the existing id, and a memory for a shared scope (project) waits "
-            "for a person's review (outcome pending_review) before it is served."))
+            "for a person's review (outcome pending_review) before it is served. deny and ask add guards: tool calls "
+            "matching them are denied (or asked about) by the agents' pre-tool hooks once the memory is active."))
         def remember(text: Text, scope: WriteScope = None, category: Category = None, subject: Subject = None,
                      importance: Importance = None, tags: Tags = None, paths: Paths = None, ttl: Ttl = None,
-                     expire_at: ExpireAt = None, idempotency_key: IdemKey = None,
-                     ctx: Context | None = None) -> WriteResult:
+                     expire_at: ExpireAt = None, idempotency_key: IdemKey = None, deny: Guards = None,
+                     ask: Guards = None, ctx: Context | None = None) -> WriteResult:
             return _call(tools.remember, text, client=_client_name(ctx), scope=scope, category=category,
                          subject=subject, importance=importance, tags=tags, paths=paths, ttl=ttl,
-                         expire_at=expire_at, idempotency_key=idempotency_key)
+                         expire_at=expire_at, idempotency_key=idempotency_key, deny=deny, ask=ask)
 
         @server.tool(annotations=ADD, description=(
             "Replace an active memory that is wrong or out of date with a corrected text. The old one is kept "
@@ -346,10 +350,11 @@ def build(settings: Settings) -> MemcliServer:
         def supersede(memory_id: Id, text: Text, scope: WriteScope = None, category: Category = None,
                       subject: Subject = None, importance: Importance = None, tags: Tags = None,
                       paths: Paths = None, ttl: Ttl = None, expire_at: ExpireAt = None,
-                      idempotency_key: IdemKey = None, ctx: Context | None = None) -> WriteResult:
+                      idempotency_key: IdemKey = None, deny: Guards = None, ask: Guards = None,
+                      ctx: Context | None = None) -> WriteResult:
             return _call(tools.supersede, memory_id, text, client=_client_name(ctx), scope=scope,
                          category=category, subject=subject, importance=importance, tags=tags, paths=paths,
-                         ttl=ttl, expire_at=expire_at, idempotency_key=idempotency_key)
+                         ttl=ttl, expire_at=expire_at, idempotency_key=idempotency_key, deny=deny, ask=ask)
 
         @server.tool(annotations=RETIRE, description=(
             "Archive an active memory of a personal scope (user:<person>, session:<id>) that no longer holds: it "

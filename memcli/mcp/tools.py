@@ -45,7 +45,8 @@ ENV_SCOPES, ENV_AGENT, ENV_READ_ONLY = "MEMCLI_MCP_SCOPES", "MEMCLI_MCP_AGENT", 
 #: a query ``service.read.MAX_QUERY``, a text ``model.MAX_BODY_CHARS``, a subject
 #: ``model.MAX_SUBJECT_CHARS``, an id ``model.check_id``'s 64, an idempotency key the gate's 200.
 LIMITS = {"query": 2_000, "text": 20_000, "memory_id": 64, "scope": 80, "scopes": 20, "subject": 200,
-          "tag": 200, "tags": 50, "path": 1_024, "paths": 50, "ttl": 32, "expire_at": 64, "idempotency_key": 200}
+          "tag": 200, "tags": 50, "path": 1_024, "paths": 50, "ttl": 32, "expire_at": 64, "idempotency_key": 200,
+          "guard": 500, "guards": 20}
 #: The CLI's hint for an id that names no visible memory (``Ctx.resolve``), repeated word for word.
 _NOT_FOUND_HINT = "list ids with `memcli list` or search with `memcli recall WORDS`"
 
@@ -394,19 +395,22 @@ class Tools:
     # --- writing ---------------------------------------------------------------------
 
     def _options(self, client, scope, category, subject, importance, tags, paths, ttl, expire_at,  # noqa: ANN001, ANN202
-                 idempotency_key):
+                 idempotency_key, deny=None, ask=None):
         from memcli.service.write import WriteOptions
 
         return WriteOptions(scope=scope, category=category, subject=subject, importance=importance,
                             tags=list(tags or []), paths=list(paths or []), ttl=ttl, expire_at=expire_at,
                             source_type="model_derived", run_id=self.settings.run_id,
-                            idempotency_key=idempotency_key, actor=self._agent(client))
+                            idempotency_key=idempotency_key, actor=self._agent(client),
+                            deny=list(deny or []), ask=list(ask or []))
 
     def remember(self, text: str, client: str | None = None, scope: str | None = None, category: str | None = None,
                  subject: str | None = None, importance: int | None = None, tags: list[str] | None = None,
                  paths: list[str] | None = None, ttl: str | None = None, expire_at: str | None = None,
-                 idempotency_key: str | None = None) -> dict[str, Any]:
-        """Write a memory through the gates (``memcli remember --source-type model_derived``).
+                 idempotency_key: str | None = None, deny: list[str] | None = None,
+                 ask: list[str] | None = None) -> dict[str, Any]:
+        """Write a memory through the gates (``memcli remember --source-type model_derived``); ``deny``
+        and ``ask`` are guard patterns (``memcli.guards``).
 
         Raises:
             the errors of ``service.write.remember``; ScopeViolation: a scope outside the server's.
@@ -418,14 +422,15 @@ class Tools:
         def work(ctx, allowed):  # noqa: ANN001, ANN202
             target = self._write_scope(ctx, allowed, scope)
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
-                                 idempotency_key)
+                                 idempotency_key, deny, ask)
             return self._written(ctx, remember(ctx, text, opts))
         return self._call(work)
 
     def supersede(self, memory_id: str, text: str, client: str | None = None, scope: str | None = None,
                   category: str | None = None, subject: str | None = None, importance: int | None = None,
                   tags: list[str] | None = None, paths: list[str] | None = None, ttl: str | None = None,
-                  expire_at: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+                  expire_at: str | None = None, idempotency_key: str | None = None, deny: list[str] | None = None,
+                  ask: list[str] | None = None) -> dict[str, Any]:
         """Replace an active memory (``memcli supersede``); in a shared scope the new one waits for review
         and the old one stays active until it is approved.
 
@@ -440,7 +445,7 @@ class Tools:
             old = self._resolve(ctx, allowed, memory_id).memory
             target = self._write_scope(ctx, allowed, scope) if scope is not None else None
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
-                                 idempotency_key)
+                                 idempotency_key, deny, ask)
             return self._written(ctx, supersede(ctx, old.id, text, opts), exclude=(old.id,))
         return self._call(work)
 

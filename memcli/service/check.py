@@ -20,6 +20,11 @@ the checked range it asks:
   ``pending_review``, author = committer, another person than its proposer unless
   ``[review] allow_self_approve``, ``review.by`` naming the approving commit's author)? A
   return from ``archived``/``superseded`` to a validly approved text (a rollback) is one.
+* in a shared scope, does a later version add or widen a guard (``guards``: a new
+  ``deny``/``ask``/``warn`` pattern, ``memcli.guards.widened``)? A guard is more power than a
+  sentence, so that is refused unless the version is a valid approval of a pending memory
+  (from ``pending_review`` to ``active``, judged as above); memcli itself never edits a
+  memory's guards in place (``supersede --deny`` writes a new memory, reviewed as any write).
 """
 
 from __future__ import annotations
@@ -278,6 +283,7 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
                                     f"{version.where()}; provenance is written once, by the first version"))
             break
     shared = ctx.ws.config.shared_scopes
+    problems.extend(_guard_problems(ctx, rel, versions, first.author))
     if memory.status != "active" or not any(gates.review_required(v.memory.scope, v.memory.provenance.source_type,
                                                                   shared) for v in versions if v.memory):
         return problems
@@ -297,6 +303,33 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
     if verdict is not None:
         problems.append(Problem(rel, "review", verdict))
     return problems
+
+
+def _guard_problems(ctx, rel: str, versions: list, proposer) -> list[Problem]:  # noqa: ANN001
+    """A later version of a memory in a shared scope that adds or widens a guard, other than a
+    valid approval of a pending memory (module docstring)."""
+    from memcli.guards import check_guards, widened
+    from memcli.policy import gates, review
+
+    out = []
+    for before, version in zip(versions, versions[1:]):
+        if not gates.review_required(version.memory.scope, "model_derived", ctx.ws.config.shared_scopes):
+            continue  # a personal scope: its owner's own power
+        try:
+            added = widened(check_guards(before.memory.guards), check_guards(version.memory.guards))
+        except MemcliError:
+            continue  # an unreadable guard: the file's own check says so
+        if not added:
+            continue
+        if before.memory.status == "pending_review" and version.memory.status == "active" and \
+                review.judge_activation(version, "pending_review", proposer, ctx.ws.config.allow_self_approve) is None:
+            continue
+        shown = ", ".join(f"{g.kind} {g.pattern}" for g in added[:3])
+        out.append(Problem(rel, "guard", f"{version.where()} adds a guard ({shown}) to an existing memory; a guard "
+                           "needs another person's approval: `memcli supersede ID --deny PATTERN` writes a new "
+                           "memory that is reviewed as any write"))
+        break
+    return out
 
 
 def raise_if_failed(result: CheckResult) -> None:

@@ -55,6 +55,7 @@ class CompactResult:
     skipped: list[Skipped] = field(default_factory=list)
     applied: bool = False
     commit: str | None = None
+    unused: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: ``actions``, ``conflicts``, ``skipped``, ``applied``, ``commit``, and
@@ -62,7 +63,8 @@ class CompactResult:
         return {"actions": [a.to_dict() for a in self.plan.actions],
                 "waiting": [{"id": i, "due": when.isoformat().replace("+00:00", "Z")} for i, when in self.plan.waiting],
                 "conflicts": [c.to_dict() for c in self.plan.conflicts],
-                "skipped": [s.to_dict() for s in self.skipped], "applied": self.applied, "commit": self.commit}
+                "skipped": [s.to_dict() for s in self.skipped], "applied": self.applied, "commit": self.commit,
+                "retireCandidates": self.unused}
 
     def lines(self) -> list[str]:
         """The plan for a person: one line per action, conflict and skipped file, then a summary."""
@@ -79,6 +81,9 @@ class CompactResult:
             out.append(f"{kind} {' '.join(conflict.ids)} ({conflict.scope}): {conflict.reason}; "
                        "left as they are — supersede one")
         out.extend(f"skip {s.path}: {s.reason}" for s in self.skipped)
+        out.extend(f"candidate to retire {u['id']} ({u['scope']}): never delivered to your sessions in "
+                   f"{UNUSED_DAYS} days (memcli stats --memories); forget it if it no longer matters — "
+                   f"{_short(u['text'])}" for u in self.unused)
         out.append(self.summary())
         return out
 
@@ -113,6 +118,10 @@ class CompactResult:
         return f"plan: {tail}; run `memcli compact --apply` to make these changes"
 
 
+#: Days without a delivery after which an active memory is proposed for retirement (never applied).
+UNUSED_DAYS = 90
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
@@ -140,8 +149,13 @@ def compact(ctx: Ctx, scopes: list[str] | None = None, apply: bool = False) -> C
             workspace is not in a git work tree and ``autocommit`` is on).
         InvalidMemoryFile: a file to rewrite changed under the lock and no longer parses.
     """
+    from memcli.service.stats import unused
+
     stores = [ctx, *ctx.personal_stores()]  # each store compacts, and commits, on its own
     results = [_compact_store(store, scopes, apply) for store in stores]
+    # decay by use (issue 24 point 3): proposed only, from the caller's own usage journal
+    results[0].unused = [{"id": m.id, "scope": m.scope, "text": m.text} for m in unused(ctx, UNUSED_DAYS)
+                         if scopes is None or m.scope in scopes][:50]
     if len(results) == 1:
         return results[0]
     joined = CompactResult(consolidate.Plan(), applied=apply)
@@ -153,6 +167,7 @@ def compact(ctx: Ctx, scopes: list[str] | None = None, apply: bool = False) -> C
         joined.plan.retention_text = result.plan.retention_text
         joined.skipped += result.skipped
         joined.commit = joined.commit or result.commit
+        joined.unused += result.unused
     return joined
 
 

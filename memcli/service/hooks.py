@@ -26,10 +26,14 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from memcli.agents import hooks as formats
 from memcli.errors import MemcliError
+
+if TYPE_CHECKING:
+    from memcli.guards import Guard
+    from memcli.model import Memory
 
 #: Characters for the block a prompt adds (the session start has the full budget).
 PROMPT_BUDGET = 2_000
@@ -189,14 +193,17 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
             answers first.
     """
     from memcli.agents.registry import get
-    from memcli.agents.tools import files_of
+    from memcli.agents.tools import call_of
 
-    payload, problem = get(agent).read_input(raw)
+    own = get(agent)
+    payload, problem = own.read_input(raw)
     run = HookRun("", [problem] if problem else [])
-    if event == "pre-tool-use" and not files_of(payload.tool_name, payload.tool_input):
-        return run  # not a file tool (Codex runs it for every tool): nothing to open, nothing to add
+    call = call_of(agent, payload.tool_name, payload.tool_input) if event == "pre-tool-use" else None
+    if event == "pre-tool-use" and call is None:
+        return run  # a tool no guard or memory is about (Codex runs it for every tool): nothing to open
     context = ""
     ctx = None
+    decision: list[str] = []
     try:
         ctx = _open(workspace, actor, payload.cwd)
         if on_open is not None:
@@ -207,13 +214,16 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
                 on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx), None)
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
-        context = _dispatch(ctx, event, payload, run, agent)
+        if call is not None:
+            decision = _guard(ctx, agent, payload, call)
+        if not decision:
+            context = _dispatch(ctx, event, payload, run, agent=agent, call=call)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
         run.warnings.append(f"{UNSERVED} {err.line()}")
     except Exception as err:  # noqa: BLE001 - a hook must not fail the agent's session
         _bug(ctx, run, "memcli hook", err)
-    run.stdout = formats.answer(agent, event, context)
+    run.stdout = own.decide(decision[0], decision[1]) if decision else formats.answer(agent, event, context)
     return run
 
 
@@ -261,7 +271,98 @@ def _open(workspace: str | None, actor: str | None, cwd: str):  # noqa: ANN202
     return ctx
 
 
-def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: str = "") -> str:  # noqa: ANN001
+def _journal(ctx, agent: str, payload: formats.HookInput, event: str, ids: list[str],  # noqa: ANN001
+             pattern: str | None = None) -> None:
+    """One line of the usage journal (``store.usage``); never raises."""
+    from memcli.store import usage
+
+    try:
+        cache = ctx.ws.cache
+    except MemcliError:
+        return
+    usage.append(cache, ctx.actor, agent, payload.session_id, event, ids, pattern)
+
+
+def guards_in_force(ctx) -> list[tuple[Memory, Guard]]:  # noqa: ANN001
+    """``(memory, memcli.guards.Guard)`` for every guard of the memories in force that the
+    caller reads (active, not expired, in ``ctx.scopes()``, visible to ``ctx.actor``): a
+    pending proposal's guard is never enforced."""
+    from memcli.guards import check_guards
+
+    scopes = set(ctx.scopes())
+    out: list[tuple[Memory, Guard]] = []
+    for memory in ctx.catalog().with_status("active"):
+        if memory.guards and memory.scope in scopes and memory.served(ctx.now) and ctx.may_see(memory):
+            try:
+                out.extend((memory, g) for g in check_guards(memory.guards))
+            except MemcliError:  # a hand edit the index took in before the check: not enforced
+                continue
+    return out
+
+
+def _guard(ctx, agent: str, payload: formats.HookInput, call) -> list[str]:  # noqa: ANN001 - a guards.Call
+    """The guards' verdict on a tool call: ``[decision, reason]`` (``deny`` or ``ask``) when a
+    guard of a memory in force denies or asks about it, else ``[]``; each verdict and each
+    ``warn`` guard's match goes to the usage journal."""
+    from memcli.agents.registry import get
+    from memcli.guards import Where, decide
+
+    guards = guards_in_force(ctx)
+    if not guards:
+        return []
+    where = Where(cwd=os.path.realpath(payload.cwd) if payload.cwd else "", home=os.path.expanduser("~"))
+    if call.paths and any(g.rule.spec and g.rule.spec.startswith("/") and not g.rule.spec.startswith("//")
+                          for _, g in guards):
+        where.root = _project_root(payload)  # git's top level: asked only for a /path pattern
+    call.paths = [os.path.realpath(os.path.join(payload.cwd or "/", p)) for p in call.paths]
+    matched = decide(guards, call, where)
+    if not matched:
+        return []
+    for memory, guard in matched:
+        if guard.kind == "warn":
+            _journal(ctx, agent, payload, "violated", [memory.id], guard.pattern)
+    strong = [(m, g) for m, g in matched if g.kind in ("deny", "ask")]
+    if not strong:
+        return []
+    kind = strong[0][1].kind
+    chosen = [(m, g) for m, g in strong if g.kind == kind]
+    own = get(agent)
+    asks = kind == "ask" and own.asks
+    lines = []
+    for memory, guard in chosen[:3]:
+        text = " ".join(memory.text.split())
+        if len(text) > 600:
+            text = text[:597] + "..."
+        lines.append(f'memory {memory.id} ({memory.scope}) says: "{text}" (guard: {guard.kind} {guard.pattern})')
+    if kind == "deny":
+        lead = "memcli: this call is denied by a project memory."
+        tail = "Follow the memory instead (do not retry the same call another way)."
+    elif asks:
+        lead = "memcli: a project memory asks the person to confirm this call."
+        tail = "Go ahead only if the person agrees."
+    else:
+        lead = f"memcli: a project memory asks for the person's confirmation before this call, and {own.title} " \
+               "hooks cannot ask, so it is denied."
+        tail = "Ask the person; if they agree, they can run it themselves or allow it."
+    reason = " ".join([lead, *lines, tail])
+    _journal(ctx, agent, payload, "denied" if not asks else "asked", [m.id for m, _ in chosen],
+             chosen[0][1].pattern)
+    return ["deny" if not asks else "ask", reason]
+
+
+def _project_root(payload: formats.HookInput) -> str:
+    """The project's root for path guards written ``/path`` (git's top level of the hook's
+    ``cwd``, else the ``cwd``); "" when neither is known."""
+    from memcli.service.context import _toplevel
+
+    folder = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
+    if folder is None:
+        return ""
+    return str(_toplevel(folder) or os.path.realpath(folder))
+
+
+def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: str = "",  # noqa: ANN001
+              call=None) -> str:  # noqa: ANN001 - a guards.Call
     from memcli.service.context import context
 
     folder = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
@@ -271,6 +372,7 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
         lead = _session_summary(ctx, payload.session_id) if payload.source in RESTARTS else []
         block = context(ctx, None, None, "text", folder=folder, lead=lead)
         _remember_seen(ctx, payload.session_id, set(block.included))
+        _journal(ctx, agent, payload, "injected", list(block.included))
         if ctx.ws.config.agents_harvest:
             return _harvest_note(ctx) + block.text
         if ctx.ws.config.hook_stale:
@@ -281,13 +383,15 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
         return block.text
     if event == "pre-tool-use":
         seen = _seen(ctx, payload.session_id)
-        block = _tool_block(ctx, payload, folder, seen)
+        block = _tool_block(ctx, payload, folder, seen, call)
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
+        _journal(ctx, agent, payload, "delivered", list(block.included))
         return block.text
     if event == "user-prompt-submit":
         seen = _seen(ctx, payload.session_id)
         block = _prompt_block(ctx, payload.prompt, seen)
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
+        _journal(ctx, agent, payload, "injected", list(block.included))
         return block.text
     started = time.monotonic()
     _after_session(ctx, event, payload, run)
@@ -359,17 +463,24 @@ def _session_summary(ctx, session_id: str) -> list:  # noqa: ANN001
     return [h.memory for h in retriever(ctx).search(query)]
 
 
-def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[str]):  # noqa: ANN001, ANN202
-    """Memories about the files a tool call reads or edits that this session has not been given yet."""
+def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[str],  # noqa: ANN001, ANN202
+                call=None):  # noqa: ANN001 - a guards.Call
+    """Memories about the files a tool call reads or edits, or about the command it runs
+    (:func:`command_memories`), that this session has not been given yet."""
     from memcli.agents.context import render
     from memcli.agents.tools import files_of
     from memcli.index import Query, path_specificity
     from memcli.service.context import project_path
     from memcli.service.read import retriever
+    from memcli.service.stale_notes import notes
 
+    if call is not None and call.tool == "Bash":
+        ordered = [m for m in command_memories(ctx, call.command) if m.id not in seen]
+        return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(ordered), notes=notes(ctx))
     search = retriever(ctx)
     found: dict[str, tuple] = {}
-    for name in files_of(payload.tool_name, payload.tool_input):
+    names = files_of(payload.tool_name, payload.tool_input) or (list(call.paths) if call is not None else [])
+    for name in names:
         path = project_path(name, folder, ctx.ws.root)
         if path is None:
             continue
@@ -386,9 +497,41 @@ def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[
     # folder; then by how narrow the glob is (its folder's before the whole tree's); among
     # equals, the browse order (pinned, importance, recency)
     ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
-    from memcli.service.stale_notes import notes
-
     return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx))
+
+
+def command_memories(ctx, command: str) -> list:  # noqa: ANN001
+    """The memories in force (in the caller's scopes) that name a command this shell command
+    line runs: one of their anchor's ``commands`` (``policy.pointers``: ``make e2e``,
+    ``npm run build``) starts one of its simple commands (``memcli.guards.commands_of``) at a
+    word boundary, or a guard of theirs matches it. Longest named command first, then the
+    browse order (pinned, importance, recency)."""
+    from memcli.guards import Call, check_guards, command_matches, commands_of
+    from memcli.index import Query, browse_key
+    parts = commands_of(command)
+    if not parts:
+        return []
+    scopes = set(ctx.scopes())
+    found: list[tuple[int, Memory]] = []
+    for memory in ctx.catalog().with_status("active"):
+        if memory.scope not in scopes or not memory.served(ctx.now) or not ctx.may_see(memory):
+            continue
+        named = (memory.anchor or {}).get("commands") or []
+        longest = max((len(n) for n in named for part in parts if command_matches(f"{n}:*", part)), default=0)
+        if not longest and memory.guards:
+            try:
+                guards = check_guards(memory.guards)
+            except MemcliError:
+                guards = []
+            from memcli.guards import matches
+
+            if any(matches(g.rule, Call("Bash", command=command)) for g in guards if g.rule.tool == "Bash"):
+                longest = 1
+        if longest:
+            found.append((longest, memory))
+    key = browse_key(Query(text="", scopes=sorted(scopes), now=ctx.now))
+    found.sort(key=lambda pair: (-pair[0], key(pair[1])))
+    return [memory for _, memory in found]
 
 
 #: How a memory's text may name a file, strongest first: its whole path

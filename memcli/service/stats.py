@@ -55,13 +55,16 @@ class Stats:
     index: dict[str, Any] = field(default_factory=dict)
     latencies: dict[str, dict[str, float]] = field(default_factory=dict)
     events: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    per_memory: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase keys, like the memory records)."""
         return {"memories": self.total, "byScope": self.by_scope, "byStatus": self.by_status,
                 "byCategory": self.by_category, "expiringWithinDays": self.days, "expiring": self.expiring,
                 "expired": self.expired, "pendingReview": self.pending_review, "unreadable": self.unreadable,
-                "stale": self.stale, "index": self.index, "latencies": self.latencies, "events": self.events}
+                "stale": self.stale, "index": self.index, "latencies": self.latencies, "events": self.events,
+                "usage": self.usage, "perMemory": self.per_memory}
 
 
 def _counts(values: list[str]) -> dict[str, int]:
@@ -89,6 +92,55 @@ def latencies(events: list[dict]) -> dict[str, dict[str, float]]:
     return out
 
 
+#: The usage counts per memory (``store.usage``): journal event -> the column it is counted in.
+USAGE_COLUMNS = {"injected": "injected", "delivered": "delivered", "denied": "denied", "asked": "asked",
+                 "violated": "violated"}
+
+
+def usage(ctx: Ctx, memories: list[Memory]) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """The caller's own usage counts (``store.usage``; another person's sessions are never read):
+    totals per event, and per memory: ``sessions`` it was injected into (distinct sessions),
+    ``injected``, ``delivered``, ``denied``, ``asked``, ``violated`` and ``lastUsed`` (the last
+    event's time), for each of ``memories`` that has any, most used first."""
+    from memcli.store import usage as journal
+
+    known = {m.id: m for m in memories}
+    totals = dict.fromkeys(USAGE_COLUMNS.values(), 0)
+    rows: dict[str, dict[str, Any]] = {}
+    sessions: dict[str, set[str]] = {}
+    for event in journal.read(ctx.ws.cache, ctx.actor):
+        column = USAGE_COLUMNS[event["event"]]
+        for memory_id in event["ids"]:
+            if memory_id not in known:
+                continue
+            totals[column] += 1
+            row = rows.setdefault(memory_id, {"id": memory_id, "scope": known[memory_id].scope, "sessions": 0,
+                                              **dict.fromkeys(USAGE_COLUMNS.values(), 0), "lastUsed": None})
+            row[column] += 1
+            row["lastUsed"] = event["at"]
+            if column == "injected" and event.get("session"):
+                sessions.setdefault(memory_id, set()).add(event["session"])
+    for memory_id, seen in sessions.items():
+        rows[memory_id]["sessions"] = len(seen)
+    ordered = sorted(rows.values(), key=lambda r: (-(r["injected"] + r["delivered"] + r["denied"] + r["asked"]),
+                                                    r["id"]))
+    return totals, ordered
+
+
+def unused(ctx: Ctx, days: int = 90) -> list[Memory]:
+    """Active memories of the caller's scopes created more than ``days`` ago that the caller's
+    journal never shows delivered (injected, given at tool time, or deciding a call) within the
+    last ``days``: candidates to retire (``compact``)."""
+    from memcli.store import usage as journal
+
+    horizon = format_instant(shift_clamped(ctx.now, timedelta(days=-days)))
+    used = {i for e in journal.read(ctx.ws.cache, ctx.actor) if e["at"] >= horizon and e["event"] != "violated"
+            for i in e["ids"]}
+    cutoff = shift_clamped(ctx.now, timedelta(days=-days))
+    return [m for m in ctx.catalog().with_status("active") if ctx.may_see(m) and m.id not in used
+            and not m.pinned and m.created_at is not None and m.created_at < cutoff]
+
+
 def stats(ctx: Ctx, days: int = 7) -> Stats:
     """Gather the statistics of the workspace as the caller may see it.
 
@@ -112,6 +164,7 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
                   key=lambda pair: (pair[1], pair[0].id))
     log = events.read(ctx.ws.root, EVENTS_WINDOW)
     outdated = notes(ctx)
+    totals, per_memory = usage(ctx, memories)
     return Stats(
         days=days, total=len(memories),
         by_scope=_counts([m.scope for m in memories]),
@@ -122,4 +175,5 @@ def stats(ctx: Ctx, days: int = 7) -> Stats:
         pending_review=sum(1 for m in memories if m.status == "pending_review"),
         unreadable=len(catalog.problems(actor=ctx.actor)),
         stale=sum(1 for m in memories if m.status == "active" and m.id in outdated),
-        index=index_status(ctx), latencies=latencies(log), events=len(log))
+        index=index_status(ctx), latencies=latencies(log), events=len(log),
+        usage=totals, per_memory=per_memory)

@@ -58,6 +58,9 @@ class WriteOptions:
     cross_project: bool = False  # a personal memory for every workspace (``remember --all-projects``)
     memory_id: str | None = None  # the id to give it, chosen by the caller (``import``: the ids its dry run shows)
     review: bool = False  # hold it for review whatever its scope (an agent's own proposal; ``share``)
+    deny: list[str] = field(default_factory=list)  # guard patterns (``memcli.guards``): calls the hooks deny
+    ask: list[str] = field(default_factory=list)  # … calls the hooks ask the person about
+    warn: list[str] = field(default_factory=list)  # … calls let through and counted as violations
 
 
 @dataclass
@@ -433,6 +436,12 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     model.check_label_bounds(tags, list(paths))  # counts first: 36,000 tags are refused before any other work
     tags = model.check_labels("tags", tags)
     paths = model.check_labels("paths", paths)
+    if opts.deny or opts.ask or opts.warn:
+        from memcli import guards
+
+        guarded = guards.to_list(guards.build(opts.deny, opts.ask, opts.warn))
+    else:
+        guarded = [dict(g) for g in base.guards] if base else []
     body = text.replace("\r\n", "\n").strip() + "\n"
     return Memory(
         id=_chosen_id(ctx, opts.memory_id) or _new_id(ctx), scope=scope, body=body, category=category,
@@ -442,7 +451,8 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
         provenance=Provenance(source_type=opts.source_type, actor=opts.actor or ctx.actor, run_id=opts.run_id,
                               at=ctx.now, idempotency_key=opts.idempotency_key, source=opts.source, line=opts.line,
                               sha256=opts.sha256, allow_secret=_allowed_kinds(opts)),
-        tags=tags, paths=paths, supersedes=[base.id] if base else [], anchor=_anchor(ctx, body, paths))
+        tags=tags, paths=paths, supersedes=[base.id] if base else [], anchor=_anchor(ctx, body, paths),
+        guards=guarded)
 
 
 def _anchor(ctx: Ctx, text: str, paths: list[str]) -> dict[str, Any] | None:
@@ -499,6 +509,8 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     check_session_owner(ctx, memory.scope)
     decided = [("validation", "passed")]
     gates.check_memory(memory)  # every value written: text, labels, scope, run id, key, source
+    if memory.guards:  # a pattern is written and shown to agents as the text is: no secret in it either
+        gates.check_secrets("\n".join(p for g in memory.guards for p in g.values()), allow=tuple(_allowed_kinds(opts)))
     decided.append(("sensitive_data", f"passed (allowed by the writer: {', '.join(memory.provenance.allow_secret)})"
                     if memory.provenance.allow_secret else "passed"))
     catalog = ctx.catalog()
@@ -523,6 +535,8 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     texts = catalog.live_texts(memory.scope, include_pending=pending)
     texts.update({m.id: model.normalise_text(m.text) for m in batch.added
                   if m.scope == memory.scope and (pending or m.status == "active")})
+    if base is not None and memory.guards != base.memory.guards:
+        texts.pop(base.memory.id, None)  # the same text with other guards: a change of its guards, not a duplicate
     dups = gates.find_duplicates(memory.text, texts, ctx.ws.config.near_duplicate)
     if dups and dups[0].exact:
         first = next((m for m in batch.added if m.id == dups[0].memory_id), None) \
@@ -730,12 +744,13 @@ def remember(ctx: Ctx, text: str, opts: WriteOptions) -> WriteResult:
     return result
 
 
-def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteResult:
+def supersede(ctx: Ctx, old_ref: str, text: str | None, opts: WriteOptions) -> WriteResult:
     """Write a replacement for an active memory and mark the old one, linked both ways, in one commit.
 
     The new memory inherits the old one's scope, category, subject, importance, tags and
-    paths unless ``opts`` says otherwise. If the new one must wait for review, the old
-    one stays active until the new one is approved.
+    paths unless ``opts`` says otherwise, and its guards unless ``opts`` gives some. ``text``
+    None keeps the old text (a change of guards or labels only). If the new one must wait
+    for review, the old one stays active until the new one is approved.
 
     Raises:
         MemoryNotFound, AmbiguousId: ``old_ref`` does not name one visible memory.
@@ -751,7 +766,7 @@ def supersede(ctx: Ctx, old_ref: str, text: str, opts: WriteOptions) -> WriteRes
     if old.memory.status != "active":
         raise WrongStatus(f"{old.memory.id} is {old.memory.status}, only an active memory can be superseded",
                           hint=f"see it with `memcli show {old.memory.id}`")
-    result = _gate(ctx, "supersede", text, opts, base=old)
+    result = _gate(ctx, "supersede", old.memory.text if text is None else text, opts, base=old)
     if ctx is not workspace:  # read through the workspace's catalog, and its scan memo
         record_scans(workspace, [result.memory])
     return result

@@ -1,0 +1,424 @@
+"""Guards: the tool calls a memory forbids (``deny``), asks about (``ask``) or counts (``warn``).
+
+Pure: no file or process I/O. A memory's front-matter may hold ``guards``, a list of
+one-key mappings ``{deny: PATTERN}``, ``{ask: PATTERN}`` or ``{warn: PATTERN}``; PATTERN
+is a rule in Claude Code's permission-rule syntax, whatever the agent (docs/guards.md;
+source: Claude Code's "Configure permissions" page, code.claude.com/docs/en/permissions,
+"Permission rule syntax" and "Tool-specific permission rules"):
+
+* ``Tool`` or ``Tool(*)`` matches every use of the tool.
+* ``Bash(npm run build)`` matches that exact command; ``Bash(npm run test:*)`` (the older
+  prefix form, ``:*`` only at the end) matches ``npm run test`` and ``npm run test …`` at a
+  word boundary; ``*`` anywhere is a wildcard over any characters, spaces included, and a
+  space before it keeps a word boundary (``Bash(ls *)`` matches ``ls -la`` and ``ls``, not
+  ``lsof``; ``Bash(ls*)`` matches both). A compound command is split on its shell operators
+  (``&&``, ``||``, ``;``, ``|``, ``&``, newlines, ``(``, ``)``, backticks) and each part is
+  matched on its own, so ``Bash(npm install:*)`` matches ``cd web && npm install x`` but a
+  prefix never reaches across an operator. Before matching a part, leading variable
+  assignments (``FOO=1 npm install``) and the process wrappers ``timeout``, ``time``,
+  ``nice``, ``nohup``, ``stdbuf`` and ``env`` are removed (a part is matched with and without
+  its wrappers), output redirections are dropped,
+  and ``sh -c STRING`` / ``bash -c STRING`` is matched on STRING as well.
+* ``Read(PATH)``, ``Edit(PATH)``, ``Write(PATH)``: gitignore-style patterns (``**`` spans
+  folders; a pattern without ``/`` matches a name at any depth; a folder matches the files
+  in it). ``//path`` is an absolute path, ``~/path`` is under the home folder, ``/path`` is
+  relative to the project's root, ``path`` and ``./path`` relative to the agent's working
+  folder. ``Edit`` rules apply to every tool that edits files (Edit, MultiEdit, Write,
+  NotebookEdit, and the other agents' equivalents).
+* ``WebFetch(domain:example.com)`` matches fetches of that host; ``domain:*.example.com``
+  its subdomains.
+
+A pattern that could never match a call (bad syntax, a tool memcli does not map, an empty
+specifier) is refused when the memory is written (:func:`parse`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TypeVar
+
+from memcli.errors import ValidationFailed
+
+#: Guard kinds, strongest first: the first kind with a matching guard decides a call.
+KINDS = ("deny", "ask", "warn")
+#: The tool names a pattern may use (Claude Code's), and what each specifier is.
+TOOLS = {"Bash": "command", "Read": "path", "Edit": "path", "Write": "path", "MultiEdit": "path",
+         "NotebookEdit": "path", "WebFetch": "domain"}
+#: The tools an ``Edit(...)`` rule covers (Claude Code: "Edit rules apply to all built-in tools that edit files").
+EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+#: Write bounds (as those of tags, ``model.MAX_TAGS``): guards per memory, characters per pattern.
+MAX_GUARDS, MAX_GUARD_CHARS = 20, 500
+#: Parts of one command matched at most (a command of thousands of ``;`` stays cheap).
+MAX_PARTS = 200
+#: Process wrappers removed before matching, and how many words of options each may take.
+WRAPPERS = ("timeout", "time", "nice", "nohup", "stdbuf", "env")
+_RULE = re.compile(r"^(?P<tool>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<spec>.*)\))?$", re.DOTALL)
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$")
+_SHELLS = ("sh", "bash", "zsh", "dash", "ksh")
+_OPERATORS = set("&|;()`\n")
+T = TypeVar("T")
+
+
+class Rule:
+    """One parsed pattern: ``tool`` (a key of :data:`TOOLS`) and ``spec`` (None: every use)."""
+
+    __slots__ = ("tool", "spec", "text")
+
+    def __init__(self, tool: str, spec: str | None, text: str) -> None:
+        self.tool = tool
+        self.spec = spec
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Rule({self.text!r})"
+
+
+class Guard:
+    """One guard of a memory: ``kind`` (``deny``, ``ask`` or ``warn``) and its :class:`Rule`."""
+
+    __slots__ = ("kind", "rule")
+
+    def __init__(self, kind: str, rule: Rule) -> None:
+        self.kind = kind
+        self.rule = rule
+
+    @property
+    def pattern(self) -> str:
+        """The pattern as written (``Bash(npm install:*)``)."""
+        return self.rule.text
+
+    def to_mapping(self) -> dict[str, str]:
+        """The front-matter form: ``{kind: pattern}``."""
+        return {self.kind: self.rule.text}
+
+
+def parse(pattern: object) -> Rule:
+    """Read one pattern in Claude Code's permission-rule syntax (module docstring).
+
+    Raises:
+        ValidationFailed: not a string, too long, bad syntax, a tool memcli does not map, or
+            a specifier that cannot match (empty, ``:*`` not at the end, a bad domain).
+    """
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise ValidationFailed("a guard pattern must be a non-empty string",
+                               hint="write it as Claude Code's permission rules: Bash(npm install:*)")
+    text = pattern.strip()
+    if len(text) > MAX_GUARD_CHARS:
+        raise ValidationFailed(f"a guard pattern has {len(text)} characters, over the limit of {MAX_GUARD_CHARS}")
+    if "\n" in text or "\0" in text:
+        raise ValidationFailed("a guard pattern must be one line")
+    found = _RULE.match(text)
+    if found is None:
+        raise ValidationFailed(f"bad guard pattern {text!r}: expected Tool or Tool(specifier)",
+                               hint="for example Bash(npm install:*), Edit(migrations/**), Read(.env)")
+    tool, spec = found["tool"], found["spec"]
+    if tool not in TOOLS:
+        raise ValidationFailed(f"bad guard pattern {text!r}: unknown tool {tool!r}",
+                               hint=f"use one of: {', '.join(TOOLS)}")
+    if spec is None or spec.strip() == "*":
+        return Rule(tool, None, text)
+    if not spec.strip():
+        raise ValidationFailed(f"bad guard pattern {text!r}: the specifier in parentheses is empty",
+                               hint=f"write {tool} alone to match every use")
+    kind = TOOLS[tool]
+    if kind == "command":
+        body = spec[:-2] if spec.endswith(":*") else spec
+        if ":*" in body:
+            raise ValidationFailed(f"bad guard pattern {text!r}: ':*' may only end the pattern",
+                                   hint="use '*' for a wildcard inside it: Bash(git * main)")
+        if spec.endswith(":*") and not body.strip():
+            raise ValidationFailed(f"bad guard pattern {text!r}: nothing before ':*'")
+    elif kind == "domain":
+        host = spec.removeprefix("domain:")
+        if not spec.startswith("domain:") or not _HOST.match(host):
+            raise ValidationFailed(f"bad guard pattern {text!r}: WebFetch takes domain:HOST",
+                                   hint="for example WebFetch(domain:example.com)")
+    elif spec.strip() in ("/", "//", "~", "~/"):
+        pass  # a whole tree: matches everything under it
+    return Rule(tool, spec.strip() if kind != "command" else spec, text)
+
+
+def check_guards(value: object) -> list[Guard]:
+    """Validate the front-matter ``guards``: a list of one-key mappings ``{deny|ask|warn: PATTERN}``.
+
+    None is an empty list. Bounds (:data:`MAX_GUARDS`) are checked on write only
+    (:func:`check_bounds`), as for tags.
+
+    Raises:
+        ValidationFailed: anything else, or a pattern :func:`parse` refuses.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationFailed("expected a list of {deny: PATTERN} or {ask: PATTERN} mappings")
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in KINDS:
+            raise ValidationFailed("each guard is one mapping {deny: PATTERN}, {ask: PATTERN} or {warn: PATTERN}")
+        kind, pattern = next(iter(item.items()))
+        out.append(Guard(kind, parse(pattern)))
+    return out
+
+
+def check_bounds(guards: list[Guard]) -> None:
+    """The write bound: at most :data:`MAX_GUARDS` guards.
+
+    Raises:
+        ValidationFailed: more, giving the count and the limit.
+    """
+    if len(guards) > MAX_GUARDS:
+        raise ValidationFailed(f"too many guards: {len(guards)}, over the limit of {MAX_GUARDS}",
+                               hint=f"keep the {MAX_GUARDS} that matter most")
+
+
+def build(deny: list[str] | None = None, ask: list[str] | None = None, warn: list[str] | None = None) -> list[Guard]:
+    """Guards from the options of ``remember`` (``--deny``, ``--ask``, ``--warn``), in that order,
+    each pattern once.
+
+    Raises:
+        ValidationFailed: a pattern :func:`parse` refuses, or too many (:func:`check_bounds`).
+    """
+    out: list[Guard] = []
+    seen = set()
+    for kind, patterns in (("deny", deny), ("ask", ask), ("warn", warn)):
+        for pattern in patterns or ():
+            rule = parse(pattern)
+            if (kind, rule.text) not in seen:
+                seen.add((kind, rule.text))
+                out.append(Guard(kind, rule))
+    check_bounds(out)
+    return out
+
+
+def to_list(guards: list[Guard]) -> list[dict[str, str]]:
+    """The front-matter (and JSON) form of ``guards``."""
+    return [g.to_mapping() for g in guards]
+
+
+def widened(before: list[Guard], after: list[Guard]) -> list[Guard]:
+    """The guards of ``after`` that ``before`` did not hold (same kind and pattern): added or widened."""
+    held = {(g.kind, g.rule.text) for g in before}
+    return [g for g in after if (g.kind, g.rule.text) not in held]
+
+
+# --- matching -------------------------------------------------------------------------
+
+
+class Call:
+    """One tool call in Claude Code's terms: ``tool`` (``Bash``, ``Read``, ``Edit``, ``Write``,
+    ``MultiEdit``, ``NotebookEdit``, ``WebFetch``) and what it acts on: ``command`` (Bash),
+    ``paths`` (the file tools; as the agent named them) or ``urls`` (WebFetch)."""
+
+    __slots__ = ("tool", "command", "paths", "urls")
+
+    def __init__(self, tool: str, command: str = "", paths: list[str] | None = None,
+                 urls: list[str] | None = None) -> None:
+        self.tool = tool
+        self.command = command
+        self.paths = [] if paths is None else paths
+        self.urls = [] if urls is None else urls
+
+    def __repr__(self) -> str:
+        return f"Call({self.tool!r}, {self.command or self.paths or self.urls!r})"
+
+
+class Where:
+    """The folders a path pattern is read against (absolute POSIX paths, or empty when unknown):
+    the agent's working folder, the project's root and the home folder."""
+
+    __slots__ = ("cwd", "root", "home")
+
+    def __init__(self, cwd: str = "", root: str = "", home: str = "") -> None:
+        self.cwd = cwd
+        self.root = root
+        self.home = home
+
+
+def matches(rule: Rule, call: Call, where: Where | None = None) -> bool:
+    """Whether ``rule`` matches ``call`` (module docstring); never raises."""
+    if rule.tool == "Edit":
+        if call.tool not in EDIT_TOOLS:
+            return False
+    elif rule.tool != call.tool:
+        return False
+    if rule.spec is None:
+        return True
+    kind = TOOLS[rule.tool]
+    if kind == "command":
+        return any(command_matches(rule.spec, part) for part in commands_of(call.command))
+    if kind == "domain":
+        return any(_host_matches(rule.spec.removeprefix("domain:"), url) for url in call.urls)
+    return any(path_matches(rule.spec, p, where or Where()) for p in call.paths)
+
+
+def decide(guards: list[tuple[T, Guard]], call: Call, where: Where | None = None) -> list[tuple[T, Guard]]:
+    """The guards that match ``call``, strongest kind first (``deny``, ``ask``, ``warn``),
+    each with the owner it came with (a memory)."""
+    found = [(owner, g) for owner, g in guards if matches(g.rule, call, where)]
+    return sorted(found, key=lambda pair: KINDS.index(pair[1].kind))
+
+
+def command_matches(spec: str, command: str) -> bool:
+    """Whether the Bash specifier ``spec`` matches one simple command (already split and
+    normalised, :func:`commands_of`); whitespace runs count as one space."""
+    command = " ".join(command.split())
+    if spec.endswith(":*") and "*" not in spec[:-2].replace("\\*", ""):
+        prefix = " ".join(spec[:-2].split())
+        return command == prefix or command.startswith(prefix + " ")
+    if "*" not in spec.replace("\\*", ""):
+        return command == " ".join(spec.replace("\\*", "*").split())
+    return _wildcard(spec).fullmatch(command) is not None
+
+
+_WILDCARDS: dict[str, re.Pattern[str]] = {}
+
+
+def _wildcard(spec: str) -> re.Pattern[str]:
+    """The regular expression of a specifier with ``*`` wildcards (``\\*`` is a literal star);
+    a single trailing `` *`` is optional, so ``ls *`` matches ``ls`` too."""
+    found = _WILDCARDS.get(spec)
+    if found is not None:
+        return found
+    spec = " ".join(spec.split())
+    pieces = re.split(r"(\\\*|\\\\|\*)", spec)
+    stars = pieces.count("*")
+    out = []
+    for i, piece in enumerate(pieces):
+        if piece == "*":
+            out.append(".*")
+        elif piece == "\\*":
+            out.append(re.escape("*"))
+        elif piece == "\\\\":
+            out.append(re.escape("\\"))
+        else:
+            out.append(re.escape(piece))
+    text = "".join(out)
+    if stars == 1 and spec.endswith(" *"):
+        text = text[: -len(re.escape(" ") + ".*")] + "(?: .*)?"
+    compiled = re.compile(text, re.DOTALL)
+    if len(_WILDCARDS) < 512:
+        _WILDCARDS[spec] = compiled
+    return compiled
+
+
+def commands_of(command: str, depth: int = 0) -> list[str]:
+    """The simple commands of a shell command line, each normalised for matching: split on
+    the shell's operators (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``,
+    backticks), leading assignments and process wrappers removed, redirections dropped,
+    words joined by one space; ``sh -c STRING`` also gives STRING's commands. Never raises:
+    a line ``shlex`` cannot read (an open quote) is split on the operators as plain text.
+    """
+    if not isinstance(command, str) or not command.strip():
+        return []
+    parts: list[list[str]] = [[]]
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars="&|;()<>`\n")
+        lexer.whitespace = " \t\r"
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        tokens = list(lexer)
+    except ValueError:
+        tokens = re.findall(r"[&|;()<>`\n]+|[^\s&|;()<>`\n]+", command)
+    skip_next = False
+    for token in tokens:
+        if skip_next:
+            skip_next = False
+            continue
+        if token and set(token) <= _OPERATORS | set("<>"):
+            if set(token) & set("<>"):  # a redirection: drop it and its target (and a file descriptor before it)
+                if parts[-1] and parts[-1][-1].isdigit():
+                    parts[-1].pop()
+                skip_next = not token.endswith("&") or token in ("<&", ">&")
+                continue
+            if len(parts) >= MAX_PARTS:
+                break
+            parts.append([])
+            continue
+        parts[-1].append(token)
+    out = []
+    for raw in parts:
+        words = _strip(raw)
+        if not words:
+            words = raw  # a wrapper alone (``nohup``) is the command itself
+        if not words:
+            continue
+        out.append(" ".join(words))
+        bare = [w for w in raw if not _ASSIGNMENT.match(w)]
+        if bare and bare != words:  # the wrapper too: Bash(nohup:*) still sees "nohup npm start"
+            out.append(" ".join(bare))
+        if depth < 2 and len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
+            out.extend(commands_of(words[2], depth + 1))
+    return out[:MAX_PARTS]
+
+
+def _strip(words: list[str]) -> list[str]:
+    """A simple command without its leading assignments and process wrappers (module docstring)."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if _ASSIGNMENT.match(word):
+            i += 1
+            continue
+        name = word.rsplit("/", 1)[-1]
+        if name in WRAPPERS:
+            i += 1
+            # the wrapper's options, and timeout's duration: words starting with '-', a number,
+            # or (env) assignments
+            while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])
+                                      or (name == "timeout" and re.match(r"^\d+(\.\d+)?[smhd]?$", words[i]))
+                                      or (name == "nice" and words[i - 1] == "-n")):
+                i += 1
+            continue
+        break
+    return words[i:]
+
+
+def path_matches(spec: str, path: str, where: Where) -> bool:
+    """Whether the path pattern ``spec`` (module docstring) matches ``path`` (absolute, or
+    relative to ``where.cwd``). A pattern relative to a folder memcli does not know matches nothing."""
+    from posixpath import isabs, join, normpath
+
+    if not path or "\0" in path:
+        return False
+    if not isabs(path):
+        if not where.cwd:
+            return False
+        path = join(where.cwd, path)
+    path = normpath(path)
+    if spec.startswith("//"):
+        base, pattern = "/", spec[2:]
+    elif spec.startswith("~/") or spec == "~":
+        base, pattern = where.home, spec[2:]
+    elif spec.startswith("/"):
+        base, pattern = where.root, spec[1:]
+    else:
+        base, pattern = where.cwd or where.root, spec.removeprefix("./")
+    if not base:
+        return False
+    base = normpath(base)
+    if base != "/" and not path.startswith(base.rstrip("/") + "/"):
+        return False
+    rel = path[len(base.rstrip("/")) + 1:] if base != "/" else path[1:]
+    pattern = pattern.strip("/") if pattern.endswith("/") else pattern
+    if not pattern or pattern in ("*", "**"):
+        return True
+    if "/" not in pattern:
+        pattern = "**/" + pattern  # gitignore: a name without a slash matches at any depth
+    from wcmatch import glob
+
+    return glob.globmatch(rel, [pattern, pattern + "/**"], flags=glob.GLOBSTAR | glob.DOTGLOB)
+
+
+def _host_matches(host: str, url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        found = urlsplit(url.strip()).hostname or ""
+    except ValueError:
+        return False
+    found, host = found.lower().rstrip("."), host.lower()
+    if host.startswith("*."):
+        return found.endswith(host[1:])
+    return found == host

@@ -1,0 +1,299 @@
+"""Guards (issue 24): Claude Code's permission-rule syntax, enforced by every agent's pre-tool hook,
+reviewed as any write, and counted in ``memcli stats``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import run_memcli
+from memcli import guards as g
+from memcli.errors import ValidationFailed
+from memcli.policy.suggest import suggest
+
+# --- the pattern language, table-driven ---------------------------------------------------
+
+BASH = [
+    # (pattern, command, matches)
+    ("Bash", "anything at all", True),
+    ("Bash(*)", "rm -rf build", True),
+    ("Bash(npm run build)", "npm run build", True),
+    ("Bash(npm run build)", "npm run build --watch", False),
+    ("Bash(npm install:*)", "npm install", True),
+    ("Bash(npm install:*)", "npm install left-pad", True),
+    ("Bash(npm install:*)", "npm installer", False),
+    ("Bash(npm install:*)", "pnpm install left-pad", False),
+    ("Bash(npm install *)", "npm install left-pad", True),
+    ("Bash(npm install *)", "npm install", True),  # a lone trailing " *" is optional
+    ("Bash(ls *)", "lsof", False),  # the space keeps a word boundary
+    ("Bash(ls*)", "lsof", True),
+    ("Bash(git * main)", "git push origin main", True),
+    ("Bash(git * main)", "git push origin dev", False),
+    ("Bash(* install)", "pnpm install", True),
+    # compound commands: each part on its own
+    ("Bash(npm install:*)", "cd web && npm install x", True),
+    ("Bash(npm install:*)", "make build; npm install", True),
+    ("Bash(npm install:*)", "false || npm install y", True),
+    ("Bash(npm install:*)", "cat package.json | npm install", True),
+    ("Bash(npm install:*)", "(cd web; npm install)", True),
+    ("Bash(npm install:*)", "echo $(npm install z)", True),
+    ("Bash(cd web:*)", "cd web && npm install x", True),
+    ("Bash(echo:*)", "echo ok && npm install x", True),
+    ("Bash(echo ok && npm:*)", "echo ok && npm install", False),  # never across an operator
+    # assignments, wrappers, redirections, shells
+    ("Bash(npm install:*)", "FOO=1 npm install y", True),
+    ("Bash(npm install:*)", "A=1 B=2 npm install", True),
+    ("Bash(npm install:*)", "timeout 30 npm install", True),
+    ("Bash(npm install:*)", "nohup nice -n 5 npm install", True),
+    ("Bash(npm install:*)", "env CI=1 npm install", True),
+    ("Bash(npm install:*)", "npm install > log.txt 2>&1", True),
+    ("Bash(npm install:*)", "sh -c 'npm install x'", True),
+    ("Bash(npm install:*)", "bash -lc \"cd web && npm install\"", True),
+    # quoted text is not a command
+    ("Bash(npm install:*)", "echo 'npm install'", False),
+    ("Bash(npm install:*)", "git commit -m \"npm install && fix\"", False),
+    ("Bash(npm install:*)", "grep 'npm install' README.md", False),
+]
+
+
+@pytest.mark.parametrize(("pattern", "command", "expected"), BASH)
+def test_bash_patterns_match_as_claude_code_documents(pattern: str, command: str, expected: bool) -> None:
+    assert g.matches(g.parse(pattern), g.Call("Bash", command=command)) is expected
+
+
+WHERE = g.Where(cwd="/p/web", root="/p", home="/home/a")
+PATHS = [
+    ("Edit(migrations/**)", "Edit", "/p/web/migrations/001.sql", True),
+    ("Edit(migrations/**)", "Write", "/p/web/migrations/001.sql", True),  # Edit covers every editing tool
+    ("Edit(migrations/**)", "Read", "/p/web/migrations/001.sql", False),
+    ("Edit(/migrations/**)", "Edit", "/p/migrations/001.sql", True),  # /path: from the project's root
+    ("Edit(/migrations/**)", "Edit", "/p/web/migrations/001.sql", False),
+    ("Read(.env)", "Read", "/p/web/config/.env", True),  # a name without / matches at any depth
+    ("Read(.env)", "Read", "/p/.env", False),  # relative to the working folder
+    ("Read(.env)", "Read", "/p/web/.env.example", False),
+    ("Read(//etc/passwd)", "Read", "/etc/passwd", True),
+    ("Read(~/.ssh/**)", "Read", "/home/a/.ssh/id_ed25519", True),
+    ("Edit(*.lock)", "Edit", "/p/web/sub/pnpm.lock", True),
+    ("Write(docs/)", "Write", "/p/web/docs/a/b.md", True),  # a folder: the files in it
+    ("Read", "Read", "/anything", True),
+]
+
+
+@pytest.mark.parametrize(("pattern", "tool", "path", "expected"), PATHS)
+def test_path_patterns_follow_gitignore_rules(pattern: str, tool: str, path: str, expected: bool) -> None:
+    assert g.matches(g.parse(pattern), g.Call(tool, paths=[path]), WHERE) is expected
+
+
+@pytest.mark.parametrize(("url", "expected"), [("https://example.com/a", True), ("http://EXAMPLE.com", True),
+                                               ("https://api.example.com/", False), ("https://evil.com/example.com",
+                                                                                     False)])
+def test_webfetch_domain(url: str, expected: bool) -> None:
+    assert g.matches(g.parse("WebFetch(domain:example.com)"), g.Call("WebFetch", urls=[url])) is expected
+    assert g.matches(g.parse("WebFetch(domain:*.example.com)"), g.Call("WebFetch", urls=["https://api.example.com"]))
+
+
+@pytest.mark.parametrize(("pattern", "said"), [
+    ("Bash(", "expected Tool or Tool(specifier)"), ("Foo(x)", "unknown tool 'Foo'"), ("bash(npm)", "unknown tool"),
+    ("Bash()", "is empty"), ("Bash(npm:* x:*)", "':*' may only end"), ("Bash(:*)", "nothing before"),
+    ("WebFetch(example.com)", "domain:HOST"), ("Read(a\nb)", "one line"), ("", "non-empty"),
+])
+def test_bad_patterns_are_refused(pattern: str, said: str) -> None:
+    with pytest.raises(ValidationFailed) as err:
+        g.parse(pattern)
+    assert said in err.value.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_splitting_never_crashes(command: str) -> None:
+    parts = g.commands_of(command)
+    assert all(isinstance(p, str) and p for p in parts)
+    g.matches(g.parse("Bash(npm install:*)"), g.Call("Bash", command=command))
+
+
+WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORD, min_size=1, max_size=4), st.sampled_from(["&&", "||", ";", "|", "&"]),
+       st.lists(WORD, min_size=1, max_size=4))
+def test_a_prefix_never_reaches_across_an_operator(left: list[str], op: str, right: list[str]) -> None:
+    # "Bash(LEFT RIGHT...:*)" spans the operator: it matches "LEFT OP RIGHT" only if one side alone matches
+    spanning = g.parse(f"Bash({' '.join(left)} {right[0]}:*)")
+    command = f"{' '.join(left)} {op} {' '.join(right)}"
+    alone = g.commands_of(command)
+    assert g.matches(spanning, g.Call("Bash", command=command)) == any(
+        g.command_matches(spanning.spec or "", p) for p in alone)
+    # and a prefix of the right side always matches, whatever is on the left
+    assert g.matches(g.parse(f"Bash({right[0]}:*)"), g.Call("Bash", command=command))
+
+
+def test_suggestions_from_the_text() -> None:
+    assert suggest("Use pnpm, never npm, for packages in this repository") == ["Bash(npm:*)"]
+    assert suggest("never run npm install here") == ["Bash(npm install:*)"]
+    assert suggest("Don't use `git push --force` on main") == ["Bash(git push --force:*)"]
+    assert suggest("Always use pnpm, not npm.") == ["Bash(npm:*)"]
+    assert suggest("不要用 npm 安装依赖") == ["Bash(npm:*)"]
+    assert suggest("禁止 rm -rf /") == ["Bash(rm:*)"]
+    assert suggest("never forget the tests") == []
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run) -> None:  # noqa: ANN001
+    out = run("--json", "remember", "Use pnpm, never npm, for packages in this repository",
+              "--deny", "Bash(npm install:*)", "--ask", "Edit(migrations/**)")
+    assert out.code == 0, out
+    memory = out.json()["data"]["memory"]
+    assert memory["guards"] == [{"deny": "Bash(npm install:*)"}, {"ask": "Edit(migrations/**)"}]
+    text = (ws / memory["path"]).read_text(encoding="utf-8")
+    assert "guards:\n  - deny: Bash(npm install:*)\n  - ask: Edit(migrations/**)\n" in text
+    before = subprocess.run(["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    bad = run("remember", "Never touch the vendored code", "--deny", "Vendor(x)")
+    assert bad.code == 5 and bad.err.count("\n") == 1 and "unknown tool 'Vendor'" in bad.err, bad
+    assert subprocess.run(["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout == before
+    hint = run("remember", "Never run git push --force on main")
+    assert "--deny 'Bash(git push:*)'" in hint.err, hint
+
+
+def _hook(run, agent: str, payload: dict, cwd: Path) -> dict | str:  # noqa: ANN001
+    out = run("hook", agent, "pre-tool-use", input=json.dumps(payload), cwd=cwd)
+    assert out.code == 0, out
+    return json.loads(out.out) if out.out.strip() else ""
+
+
+def _claude(command: str, cwd: Path, session: str = "s1") -> dict:
+    return {"session_id": session, "transcript_path": "", "cwd": str(cwd), "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command, "description": "install"}}
+
+
+def _codex(command: str, cwd: Path) -> dict:  # the pre-tool-use.command.input schema of Codex 0.171
+    return {"session_id": "c1", "transcript_path": None, "cwd": str(cwd), "hook_event_name": "PreToolUse",
+            "model": "gpt-5", "permission_mode": "default", "turn_id": "t1", "tool_name": "Bash",
+            "tool_use_id": "call_1", "tool_input": {"command": command}}
+
+
+def _gemini(command: str, cwd: Path) -> dict:  # BeforeTool of Gemini CLI 0.61
+    return {"session_id": "g1", "transcript_path": "", "cwd": str(cwd), "hook_event_name": "BeforeTool",
+            "timestamp": "2026-12-03T00:00:00Z", "tool_name": "run_shell_command",
+            "tool_input": {"command": command, "description": "install"}}
+
+
+def test_every_agent_denies_a_guarded_call_quoting_the_memory(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    mid = run("--json", "remember", "Use pnpm, never npm, for packages in this repository",
+              "--deny", "Bash(npm install:*)").json()["data"]["id"]
+    folder = tmp_path / "code"
+    folder.mkdir()
+    claude = _hook(run, "claude", _claude("npm install left-pad", folder), folder)
+    assert isinstance(claude, dict)
+    out = claude["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
+    assert mid in out["permissionDecisionReason"]
+    assert "Use pnpm, never npm, for packages in this repository" in out["permissionDecisionReason"]
+    assert _hook(run, "claude", _claude("pnpm install left-pad", folder), folder) == ""
+    assert _hook(run, "claude", _claude("cd web && FOO=1 npm install x", folder), folder) != ""
+    codex = _hook(run, "codex", _codex("npm install left-pad", folder), folder)
+    assert isinstance(codex, dict) and codex["hookSpecificOutput"]["permissionDecision"] == "deny"
+    gemini = _hook(run, "gemini", _gemini("npm install left-pad", folder), folder)
+    assert isinstance(gemini, dict) and gemini["decision"] == "deny" and mid in gemini["reason"]
+    stats = run("--json", "stats").json()["data"]
+    assert stats["usage"]["denied"] == 4
+    row = next(r for r in stats["perMemory"] if r["id"] == mid)
+    assert row["denied"] == 4
+    table = run("stats", "--memories")
+    assert mid in table.out and "denied" in table.out
+
+
+def test_ask_is_asked_by_claude_and_denied_by_codex(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    run("remember", "Deploys go through the release checklist", "--ask", "Bash(make deploy:*)")
+    claude = _hook(run, "claude", _claude("make deploy prod", tmp_path), tmp_path)
+    assert isinstance(claude, dict) and claude["hookSpecificOutput"]["permissionDecision"] == "ask"
+    codex = _hook(run, "codex", _codex("make deploy prod", tmp_path), tmp_path)
+    assert isinstance(codex, dict) and codex["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "cannot ask" in codex["hookSpecificOutput"]["permissionDecisionReason"]
+    gemini = _hook(run, "gemini", _gemini("make deploy prod", tmp_path), tmp_path)
+    assert isinstance(gemini, dict) and gemini["decision"] == "ask"
+
+
+def test_a_warn_guard_lets_the_call_through_and_counts_a_violation(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    mid = run("--json", "remember", "Prefer make test over calling pytest directly",
+              "--warn", "Bash(pytest:*)").json()["data"]["id"]
+    answer = _hook(run, "claude", _claude("pytest -x tests", tmp_path), tmp_path)
+    assert isinstance(answer, dict) and "permissionDecision" not in answer["hookSpecificOutput"]
+    assert mid in answer["hookSpecificOutput"]["additionalContext"]  # delivered: the memory is about this command
+    row = next(r for r in run("--json", "stats").json()["data"]["perMemory"] if r["id"] == mid)
+    assert row["violated"] == 1 and row["delivered"] == 1
+
+
+def test_an_agents_guard_waits_for_review_and_is_enforced_once_approved(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    out = run("--json", "remember", "Never run the seed script against production", "--source-type",
+              "model_derived", "--deny", "Bash(./seed.sh:*)")
+    assert out.json()["data"]["memory"]["status"] == "pending_review"
+    mid = out.json()["data"]["id"]
+    assert _hook(run, "claude", _claude("./seed.sh prod", tmp_path), tmp_path) == ""  # pending: not enforced
+    assert run("--actor", "bob", "approve", mid).code == 0
+    denied = _hook(run, "claude", _claude("./seed.sh prod", tmp_path), tmp_path)
+    assert isinstance(denied, dict) and denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    context = run("context").out
+    assert "enforced: denies Bash(./seed.sh:*)" in context
+
+
+def test_a_command_memory_is_delivered_once_before_that_command(tmp_path: Path, run,  # noqa: ANN001
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "Makefile").write_text("e2e:\n\techo ok\nlint:\n\techo ok\n", encoding="utf-8")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(code), *args], check=True)
+    assert run("init", str(code)).code == 0  # the store on the code's memory branch
+    monkeypatch.delenv("MEMCLI_WORKSPACE", raising=False)
+    written = run("--json", "remember", "Run make e2e only with the staging database up", cwd=code).json()["data"]
+    assert "make e2e" in (written["memory"].get("anchor") or {}).get("commands", []), written
+    first = _hook(run, "claude", _claude("cd code && make e2e", code, session="s9"), code)
+    assert isinstance(first, dict) and written["id"] in first["hookSpecificOutput"]["additionalContext"]
+    assert _hook(run, "claude", _claude("make e2e", code, session="s9"), code) == ""  # once per session
+    assert _hook(run, "claude", _claude("make lint", code, session="s10"), code) == ""
+
+
+def git(ws: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(ws), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_check_refuses_a_guard_added_to_an_existing_memory_by_hand(ws: Path, run) -> None:  # noqa: ANN001
+    start = git(ws, "rev-parse", "HEAD")
+    path = ws / run("--json", "remember", "Keep migrations reversible").json()["data"]["memory"]["path"]
+    text = path.read_text(encoding="utf-8").replace("\n---\n", "\nguards:\n  - deny: Edit(migrations/**)\n---\n", 1)
+    path.write_text(text, encoding="utf-8")
+    git(ws, "commit", "-qam", "add a guard by hand")
+    out = run_memcli("-w", str(ws), "check", f"{start}..HEAD")
+    assert out.code == 17, out
+    assert "adds a guard (deny Edit(migrations/**)) to an existing memory" in out.err
+    # written by memcli, the guard is on a new memory (supersede): a normal write
+    start = git(ws, "rev-parse", "HEAD")
+    fresh = run("remember", "Use the release script", "--deny", "Bash(npm publish:*)")
+    assert fresh.code == 0
+    assert run_memcli("-w", str(ws), "check", f"{start}..HEAD").code == 0
+
+
+def test_the_mcp_remember_tool_takes_guards_and_its_proposal_waits(ws: Path) -> None:
+    from test_mcp_server import ClientSession, drive, text_of
+
+    async def steps(client: ClientSession) -> None:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        schema = listed["remember"].input_schema["properties"]
+        assert "deny" in schema and "ask" in schema
+        done = await client.call_tool("remember", {"text": "Never publish from a laptop",
+                                                   "deny": ["Bash(npm publish:*)"]})
+        assert not done.is_error, text_of(done)
+        memory = done.structured_content["memory"]
+        assert memory["status"] == "pending_review" and memory["guards"] == [{"deny": "Bash(npm publish:*)"}]
+        bad = await client.call_tool("remember", {"text": "Never touch vendor", "deny": ["Vendor(x)"]})
+        assert bad.is_error and "unknown tool 'Vendor'" in text_of(bad)
+    drive(ws, steps)
