@@ -63,7 +63,15 @@ def test_exit_130_is_in_the_table_and_the_generated_docs(ws):
     proc = subprocess.Popen([sys.executable, "-m", "memcli", "remember", "-"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)  # it waits for the text on stdin
+        wchan = Path(f"/proc/{proc.pid}/wchan")
+        for _ in range(400):  # until it waits for the text on stdin (a loaded machine starts it slowly)
+            time.sleep(0.05)
+            try:
+                if "pipe" in wchan.read_text():
+                    break
+            except OSError:
+                break
+        time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:

@@ -31,9 +31,12 @@ def load(ctx) -> dict:  # noqa: ANN001 - service.Ctx
 
 
 def _save(ctx, state: dict) -> None:  # noqa: ANN001 - service.Ctx
-    """Write the record atomically; a read-only cache folder is left alone (the next read tries again)."""
+    """Write the record atomically; a read-only cache folder, or one that is a link (the index
+    refuses it too: it may point anywhere), is left alone (the next read tries again)."""
     from memcli.store.files import atomic_write
 
+    if os.path.islink(_state_path(ctx).parent):
+        return
     try:
         atomic_write(_state_path(ctx), json.dumps(state, indent=1, sort_keys=True).encode("utf-8"))
     except OSError:
