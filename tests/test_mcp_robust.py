@@ -124,6 +124,24 @@ def test_every_malformed_or_huge_request_gets_an_answer_and_later_ones_are_serve
         server.close()
 
 
+def test_requests_in_flight_when_stdin_ends_are_answered(ws: Path) -> None:
+    """A client that writes its requests and closes its end (``printf … | memcli mcp``) gets an
+    answer to each: the write that was carried out is reported, not lost with the pipe."""
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        call(1, "remember", {"text": "The staging API listens on port 8443."}),
+        call(2, "recall", {"query": "staging port"}),
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}]
+    proc = subprocess.run([sys.executable, "-m", "memcli", "-w", str(ws), "mcp"], cwd=str(ws),
+                          input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                          capture_output=True, timeout=ANSWER * 4, env={**os.environ, "MEMCLI_ACTOR": "alice"})
+    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(answers) == [0, 1, 2, 3], proc.stdout
+    assert '"pending_review"' in answers[1]["result"]["content"][0]["text"]
+    assert proc.returncode == 0
+
+
 def test_the_schemas_publish_the_limits_and_the_tools_check_them_first(ws: Path) -> None:
     async def steps(client: ClientSession) -> None:
         tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}

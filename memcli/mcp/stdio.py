@@ -17,7 +17,11 @@ transport) and differs in three ways:
    whose ``params`` is not an object with ``-32602``, and a string holding a lone surrogate
    (not Unicode, so not a string MCP can carry) with ``-32602`` or ``-32600``; each with the
    request's ``id`` when it has one. A notification (no ``id``) or a response from the
-   client is never answered (JSON-RPC 2.0 section 4.1), only logged on stderr.
+   client is never answered (JSON-RPC 2.0 section 4.1), only logged on stderr;
+4. when stdin ends (a client that writes its requests and closes its end, ``printf … |
+   memcli mcp``), the requests already read are served and answered before the server is
+   told to stop (the SDK ends at once, so a ``remember`` in flight was committed but never
+   answered), for at most :data:`IN_FLIGHT` seconds.
 
 What passes is validated by the SDK's own ``jsonrpc_message_adapter``, as in the SDK.
 While serving, descriptors 0 and 1 point at ``/dev/null`` and stderr (as the SDK does), so
@@ -49,6 +53,10 @@ CHUNK = 1 << 16
 EDGE = 4096
 #: Seconds the transport waits, when the server stops, for the answers still queued to be written.
 DRAIN = 5.0
+#: Seconds the transport waits, once stdin has ended, for the requests still being served to be
+#: answered before it tells the server to stop (a ``remember`` takes its commit's time; the
+#: longest tool deadline is ``[git] lock_timeout`` plus a commit, well under this).
+IN_FLIGHT = 60.0
 
 _LOG = logging.getLogger("memcli.mcp")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -276,6 +284,9 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
     answers = write_send.clone()
     lines = Lines(limit)
+    in_flight: set[Any] = set()  # ids of the requests passed to the server and not yet answered
+    settled = anyio.Event()  # set whenever in_flight becomes empty after stdin has ended
+    ended = False
 
     async def handle(found: tuple[bytes | None, tuple[bytes, bytes, int] | None]) -> None:
         line, cut = found
@@ -286,9 +297,12 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
             _LOG.warning("memcli: refused a message: %s", message.message.error.message)
             await answers.send(message)
         else:
+            if isinstance(message.message, types.JSONRPCRequest):
+                in_flight.add(message.message.id)
             await read_send.send(message)
 
     async def reader() -> None:
+        nonlocal ended
         try:
             async with read_send, answers:
                 while True:
@@ -299,8 +313,18 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
                         await handle(found)
                 for found in lines.close():
                     await handle(found)
+                ended = True
+                if in_flight:  # stdin is done: answer what was asked before the server is told to stop
+                    with anyio.move_on_after(IN_FLIGHT):
+                        await settled.wait()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await anyio.lowlevel.checkpoint()
+
+    def answered(message: Any) -> None:
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+            in_flight.discard(message.id)
+            if ended and not in_flight:
+                settled.set()
 
     async def writer() -> None:
         try:
@@ -308,6 +332,7 @@ async def stdio_transport(limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[tuple
                 async for session_message in write_recv:
                     data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await anyio.to_thread.run_sync(_write_all, out_fd, data.encode("utf-8") + b"\n")
+                    answered(session_message.message)
         except (anyio.ClosedResourceError, BrokenPipeError, OSError):
             await anyio.lowlevel.checkpoint()
 
