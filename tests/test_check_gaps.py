@@ -158,8 +158,9 @@ def test_an_agents_shell_tool_writes_as_model_derived_into_review(ws: Path, mark
     assert memory["provenance"]["sourceType"] == "model_derived" and memory["status"] == "pending_review"
     assert "written as model_derived" in out.out and f"{next(iter(marker))}=" in out.out
     said = run_memcli("-w", str(ws), "--json", "remember", "A person said this", "--scope", "project",
-                      "--source-type", "user_said", env=marker)  # the explicit flag of a person
-    assert said.json()["data"]["memory"]["status"] == "active" and "written as model_derived" not in said.out
+                      "--source-type", "user_said", env=marker)  # an agent claiming a person said it
+    assert said.code == 8 and "only a person may write --source-type user_said" in said.out, said
+    assert "A person said this" not in run_memcli("-w", str(ws), "list", "--status", "any").out
     plain = run_memcli("-w", str(ws), "--json", "remember", "No agent ran this one", "--scope", "project")
     assert plain.json()["data"]["memory"]["provenance"]["sourceType"] == "user_said"
 
@@ -181,3 +182,39 @@ def test_the_markers_are_the_ones_the_installed_agents_set() -> None:
     assert subprocess.run(["grep", "-rqF", gemini_marker, str(gemini)]).returncode == 0
     for name in ("CODEX_THREAD_ID", "CODEX_SANDBOX_NETWORK_DISABLED"):
         assert subprocess.run(["grep", "-aqF", name, str(codex)]).returncode == 0
+
+
+def test_an_agents_shell_tool_cannot_do_what_only_a_person_may(ws: Path) -> None:
+    """approve, reject, archiving a shared memory and confirm are refused under an agent's
+    marker (exit 8, nothing written); a personal memory the agent may still archive."""
+    agent = {"CLAUDECODE": "1"}
+    pending = [run_memcli("-w", str(ws), "--json", "remember", text, "--scope", "project", env=agent).json()
+               ["data"]["memory"]["id"] for text in ("Deploy with make ship", "Tag releases as vX.Y.Z")]
+    shared = run_memcli("-w", str(ws), "--json", "remember", "Staging runs on port 8443", "--scope", "project")
+    mine = run_memcli("-w", str(ws), "--json", "remember", "I like short answers", "--scope", "user:alice")
+    head = git("rev-parse", "HEAD", cwd=ws)
+    for args in (("approve", pending[0]), ("reject", pending[1], "--reason", "no"),
+                 ("forget", shared.json()["data"]["memory"]["id"])):
+        out = run_memcli("-w", str(ws), *args, env=agent)
+        assert out.code == 8 and "only a person may" in out.err and "Traceback" not in out.err, (args, out)
+    assert git("rev-parse", "HEAD", cwd=ws) == head
+    assert run_memcli("-w", str(ws), "forget", mine.json()["data"]["memory"]["id"], env=agent).code == 0
+    assert run_memcli("-w", str(ws), "approve", pending[0], env={"MEMCLI_ACTOR": "bob"}).code == 0
+
+
+def test_approving_your_own_agents_write_is_refused_as_check_would(ws: Path) -> None:
+    """An agent's write is committed by the person's git identity, so check calls that person its
+    proposer: approve says so at once instead of writing what check and every clone refuse."""
+    me = {"MEMCLI_ACTOR": "test@example.invalid"}  # the actor git's user.email gives (conftest)
+    proposed = run_memcli("-w", str(ws), "--json", "remember", "Deploy with make ship", "--scope", "project",
+                          "--source-type", "model_derived", env={"MEMCLI_ACTOR": "claude-code"}
+                          ).json()["data"]["memory"]["id"]  # the agent's actor, committed by this git identity
+    head = git("rev-parse", "HEAD", cwd=ws)
+    out = run_memcli("-w", str(ws), "approve", proposed, env=me)
+    assert out.code == 8 and "proposed in a commit by you" in out.err and "allow_self_approve" in out.err, out
+    assert git("rev-parse", "HEAD", cwd=ws) == head
+    config = ws / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("allow_self_approve = false",
+                                                                 "allow_self_approve = true"), encoding="utf-8")
+    assert run_memcli("-w", str(ws), "approve", proposed, env=me).code == 0
+    assert run_memcli("-w", str(ws), "check", env=me).code == 0

@@ -13,8 +13,11 @@ from the agents' own code, as installed under ``.cache/agent-clis`` (docs/agents
 * Gemini CLI sets ``GEMINI_CLI=1`` for its shell tool and its MCP servers
   (``GEMINI_CLI_IDENTIFICATION_ENV_VAR = "GEMINI_CLI"``, value ``"1"``, in its bundle).
 
-A person who runs memcli in a terminal that one of these agents opened (Claude Code's ``!``
-mode) passes ``--source-type user_said`` to say so. Pure: reads only the mapping it is given.
+Under a marker memcli refuses what only a person may do (:func:`person_only`): claiming
+``--source-type user_said``, approving or rejecting, archiving a shared memory, confirming an
+anchor, accepting a quarantined change. An agent cannot tell memcli that a person said
+something; a person does these in a terminal of their own (Claude Code's ``!`` mode runs
+with the agent's environment, so it counts as the agent). Pure: reads only the mapping it is given.
 """
 
 from __future__ import annotations
@@ -60,5 +63,23 @@ def default_source_type(env: Mapping[str, str]) -> tuple[str, str | None]:
     if found is None:
         return "user_said", None
     agent, marker = found
-    return "model_derived", (f"written as model_derived: {agent}'s tool runs memcli ({marker}); a person who "
-                             "said it passes --source-type user_said")
+    return "model_derived", (f"written as model_derived: {agent}'s tool runs memcli ({marker}), so a shared "
+                             "scope waits for a person's review")
+
+
+def person_only(env: Mapping[str, str], action: str) -> None:
+    """Refuse ``action`` when an agent's tool runs this process (:func:`calling_agent`).
+
+    Args:
+        env: the process environment (``os.environ``).
+        action: what was asked, for the message (``"approve a memory"``).
+
+    Raises:
+        ReviewRefused: an agent's marker is set (exit 8); nothing has been written.
+    """
+    found = calling_agent(env)
+    if found is not None:
+        from memcli.errors import ReviewRefused
+
+        raise ReviewRefused(f"{found[0]}'s tool runs memcli ({found[1]}): only a person may {action}; "
+                            "nothing was written", hint="run the command yourself in a terminal, outside the agent")

@@ -59,14 +59,18 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
         from memcli.text.secrets import shown
 
         raise UsageProblem(f"invalid --on-conflict {shown(on_conflict)}", hint="use supersede or fail")
-    if source_type is None:  # an agent's shell tool runs memcli: its write is the agent's (issue 22)
-        import os
+    import os
 
+    if source_type is None:  # an agent's shell tool runs memcli: its write is the agent's (issue 22)
         from memcli.agents.callers import default_source_type
 
         source_type, note = default_source_type(os.environ)
         if note:
             warn(note)
+    elif source_type in ("user_said", "admin_edit"):  # an agent cannot say that a person said or edited it
+        from memcli.agents.callers import person_only
+
+        person_only(os.environ, f"write --source-type {source_type}")
     return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,
                         tags=tags or [], paths=paths or [], ttl=ttl, expire_at=expire_at, source_type=source_type,
                         run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict,

@@ -72,6 +72,26 @@ class History(GitRepo):
                             hint="the repository may be damaged: run `git fsck`")
         return out.decode("ascii", "replace").strip() or None
 
+    def first_author(self, path: Path) -> tuple[str, str] | None:
+        """``(name, email)`` of the author of the commit that added ``path`` on ``HEAD``'s line
+        (the proposer of a memory, as ``memcli check`` reads it); None when it was never committed.
+
+        Raises:
+            GitFailed: git cannot read the history (a missing or damaged object).
+        """
+        status, out, err = self.raw("log", "--diff-filter=A", "--no-renames", "--format=%an%x00%ae", "--",
+                                    os.path.relpath(path, self.workspace))
+        if status != 0:
+            if any(s in err for s in UNBORN) and self.unborn():
+                return None
+            raise GitFailed(f"git log failed: {first_line(err) or status}",
+                            hint="the repository may be damaged: run `git fsck`")
+        rows = out.decode("utf-8", "replace").splitlines()
+        if not rows or "\x00" not in rows[-1]:
+            return None
+        name, email = rows[-1].split("\x00", 1)
+        return name, email
+
     def entry(self, rev: str) -> Entry:
         """The commit ``rev`` (resolved first) as an :class:`Entry`, trailers included.
 

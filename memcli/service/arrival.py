@@ -36,7 +36,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from memcli.errors import MemoryNotFound, ReviewRefused
+from memcli.errors import MemoryNotFound
 from memcli.service import Ctx
 from memcli.service.arrived import _save, _stat_key, load
 
@@ -305,13 +305,9 @@ def _find(ctx: Ctx, ref: str) -> Entry:
 
 
 def _person_only(action: str) -> None:
-    from memcli.agents.callers import calling_agent
+    from memcli.agents.callers import person_only
 
-    found = calling_agent(os.environ)
-    if found is not None:
-        raise ReviewRefused(f"{found[0]}'s tool runs memcli ({found[1]}): only a person may {action} a quarantined "
-                            "change; nothing was written",
-                            hint="run the command yourself in a terminal, outside the agent")
+    person_only(os.environ, f"{action} a quarantined change")
 
 
 def _drop(ctx: Ctx, entry: Entry, commit: str | None) -> None:

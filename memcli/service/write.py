@@ -825,13 +825,25 @@ def approve(ctx: Ctx, ref: str, reason: str | None = None) -> WriteResult:
     """Approve a ``pending_review`` memory: it becomes active and retires what it supersedes.
 
     Raises:
-        ReviewRefused: not pending, or the caller wrote it and self-approval is off
-            (``[review] allow_self_approve``).
+        ReviewRefused: not pending; the caller wrote it or committed its proposal (an agent's
+            write on the caller's behalf) and self-approval is off (``[review]
+            allow_self_approve``); an agent's tool runs memcli (``agents.callers``).
     """
+    _person_only("approve a memory")
+
     def not_self(memory: Memory) -> None:
-        if memory.provenance.actor == ctx.actor and not ctx.ws.config.allow_self_approve:
+        if ctx.ws.config.allow_self_approve:
+            return
+        if memory.provenance.actor == ctx.actor:
             raise ReviewRefused(f"{memory.id} was written by you ({ctx.actor}); a different reviewer must approve it",
                                 hint="ask another person, or set [review] allow_self_approve = true")
+        proposer = _proposer(ctx.owner(ref), memory)
+        if proposer is not None and proposer.named_by(ctx.actor):
+            # an agent's write on your behalf is committed as you: `memcli check` and every teammate's
+            # clone call your approval of it an approval by its own proposer (policy.review)
+            raise ReviewRefused(f"{memory.id} was proposed in a commit by you ({proposer.show()}), as an agent "
+                                "writing on your behalf commits; a different person must approve it",
+                                hint="ask a teammate; working alone, set [review] allow_self_approve = true")
     review = {"by": ctx.actor, "at": ctx.now, "decision": "approved", **({"reason": reason} if reason else {})}
     changes: dict[str, Any] = {"status": "active", "review": review}
 
@@ -857,6 +869,7 @@ def confirm(ctx: Ctx, refs: list[str]) -> WriteResult:
     """
     from memcli.service.stale import anchor_for
 
+    _person_only("confirm a memory against the code")
     if not refs:
         raise ValidationFailed("confirm needs at least one memory id", hint="list candidates with `memcli stale`")
     with ctx.ws.lock():
@@ -892,8 +905,9 @@ def reject(ctx: Ctx, ref: str, reason: str) -> WriteResult:
 
     Raises:
         ValidationFailed: the reason is blank.
-        ReviewRefused: the memory is not pending.
+        ReviewRefused: the memory is not pending, or an agent's tool runs memcli.
     """
+    _person_only("reject a memory")
     if not reason or not reason.strip():
         raise ValidationFailed("a rejection needs a reason", hint="pass --reason TEXT")
     review = {"by": ctx.actor, "at": ctx.now, "decision": "rejected", "reason": reason.strip()}
@@ -905,6 +919,28 @@ def forget(ctx: Ctx, ref: str) -> WriteResult:
 
     Raises:
         WrongStatus: the memory is not active (reject a pending one instead).
+        ReviewRefused: an agent's tool runs memcli and the memory is in a shared scope (exit 8).
     """
-    return _transition(ctx, ref, "forget", ("active",), {"status": "archived"})
+    def shared_only_by_people(memory: Memory) -> None:
+        if gates.review_required(memory.scope, "model_derived", ctx.ws.config.shared_scopes):
+            _person_only(f"archive a memory of the shared scope {memory.scope!r}")
+    return _transition(ctx, ref, "forget", ("active",), {"status": "archived"}, shared_only_by_people)
+
+
+def _person_only(action: str) -> None:
+    """``agents.callers.person_only`` on this process's environment (ReviewRefused, exit 8)."""
+    import os
+
+    from memcli.agents.callers import person_only
+
+    person_only(os.environ, action)
+
+
+def _proposer(ctx: Ctx, memory: Memory):  # noqa: ANN202 - a policy.review.Identity or None
+    """The git identity that committed ``memory``'s first version (its proposer, as ``memcli
+    check`` reads it); None when it was never committed."""
+    from memcli.policy.review import Identity
+
+    found = ctx.history().first_author(ctx.ws.root / memory.path)
+    return Identity(*found) if found else None
 
