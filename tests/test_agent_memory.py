@@ -284,6 +284,27 @@ def test_a_secret_in_an_agent_entry_is_refused(ws, project, run):
     assert GITHUB_TOKEN not in result.out + result.err
 
 
+def test_an_edit_that_brings_a_secret_is_refused_not_offered(ws, project, run):
+    """An edit is checked by the text gates before it is offered: the offer never shows a secret."""
+    store = claude_home(Path.home(), project)
+    assert run("import", "--agent", "claude", cwd=project).code == 0
+    topic = store / "use-pnpm-not-npm.md"
+    topic.write_text(topic.read_text(encoding="utf-8").replace("never npm,", f"never npm (token {GITHUB_TOKEN}),"),
+                     encoding="utf-8")
+    before = memories(ws)
+    for args in ((), ("--apply-changes",)):
+        result = run("import", "--agent", "claude", *args, "--json", cwd=project)
+        data = imported(result)
+        edits = [i for i in data["items"] if i["change"] == "edit"]
+        assert [(i["outcome"], i["gate"], i["text"], i["command"]) for i in edits] == [
+            ("refused", "sensitive_data", None, None)], data
+        assert data["commits"] == [] and GITHUB_TOKEN not in result.out + result.err
+        assert "refused by the sensitive_data gate" in result.out  # the envelope's warnings
+    table = run("import", "--agent", "claude", cwd=project)
+    assert table.code == 0 and GITHUB_TOKEN not in table.out + table.err and "refused (edit)" in table.out
+    assert memories(ws) == before
+
+
 def test_codex_and_gemini_stores_import(ws, project, run):
     codex_home(Path.home(), project)
     gemini_home(Path.home(), project)

@@ -331,10 +331,7 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
         result.commits.append(commit)
     for (item, _), outcome in zip(drafts, outcomes):
         if isinstance(outcome, MemcliError):
-            item.outcome, item.message = "refused", outcome.line()
-            item.gate = "sensitive_data" if isinstance(outcome, SecretDetected) else outcome.code  # hidden_text …
-            if isinstance(outcome, SecretDetected):
-                item.text = None
+            _refused(item, outcome)
         else:
             item.outcome, item.gate, item.message, item.id = outcome.outcome, outcome.gate, outcome.message, \
                 outcome.memory.id
@@ -343,7 +340,11 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     for item, memory, text, opts in edits:
         item.command = f"{command} --apply-changes"
         item.message = f"the agent edited it: offered as a supersede of {memory.id}"
-        if apply and apply_changes:
+        refusal = _content_refusal(text)
+        if refusal is not None:  # an offer is shown: its text passes the gates a write would, first
+            _refused(item, refusal)
+            item.command = None
+        elif apply and apply_changes:
             _apply_edit(ctx, item, memory, text, opts, result)
         result.items.append(item)
     for item, memory in deletions:
@@ -355,6 +356,27 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     result.warnings.extend(f"{i.source}:{i.line}: refused by the {i.gate} gate: {i.message}"
                            for i in result.items if i.outcome == "refused")
     return result
+
+
+def _refused(item: AgentItem, err: MemcliError) -> None:
+    """Mark ``item`` refused by the gate that raised ``err``; a secret's text is never kept (nor shown)."""
+    item.outcome, item.message = "refused", err.line()
+    item.gate = "sensitive_data" if isinstance(err, SecretDetected) else err.code  # hidden_text, validation_failed
+    if isinstance(err, SecretDetected):
+        item.text = None
+
+
+def _content_refusal(text: str) -> MemcliError | None:
+    """The error the text gates (validation, secrets, hidden text) raise for ``text``, or None
+    when it passes: an edit is checked before it is offered, so an offer never shows a secret."""
+    from memcli.model import check_text
+    from memcli.policy.gates import check_secrets
+
+    try:
+        check_secrets(check_text(text))
+    except MemcliError as err:
+        return err
+    return None
 
 
 def _options(scope: str, entry: memstores.Entry, actor: str, ref: str, key: str) -> Any:
@@ -398,9 +420,7 @@ def _apply_edit(ctx: Ctx, item: AgentItem, memory: Memory, text: str, opts: Any,
         if done.commit:
             result.commits.append(done.commit)
     except MemcliError as err:
-        item.outcome, item.message = "refused", err.line()
-        if isinstance(err, SecretDetected):
-            item.text = None
+        _refused(item, err)
 
 
 def _apply_delete(ctx: Ctx, item: AgentItem, memory: Memory, result: AgentImportResult) -> None:
