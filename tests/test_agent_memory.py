@@ -291,7 +291,7 @@ def test_an_edit_that_brings_a_secret_is_refused_not_offered(ws, project, run):
     topic = store / "use-pnpm-not-npm.md"
     topic.write_text(topic.read_text(encoding="utf-8").replace("never npm,", f"never npm (token {GITHUB_TOKEN}),"),
                      encoding="utf-8")
-    before = memories(ws)
+    before = sorted((m.id, m.status, m.text) for m in memories(ws))
     for args in ((), ("--apply-changes",)):
         result = run("import", "--agent", "claude", *args, "--json", cwd=project)
         data = imported(result)
@@ -302,7 +302,7 @@ def test_an_edit_that_brings_a_secret_is_refused_not_offered(ws, project, run):
         assert "refused by the sensitive_data gate" in result.out  # the envelope's warnings
     table = run("import", "--agent", "claude", cwd=project)
     assert table.code == 0 and GITHUB_TOKEN not in table.out + table.err and "refused (edit)" in table.out
-    assert memories(ws) == before
+    assert sorted((m.id, m.status, m.text) for m in memories(ws)) == before
 
 
 def test_codex_and_gemini_stores_import(ws, project, run):
