@@ -111,3 +111,30 @@ def test_gemini_session_end_harvests_its_project_memory(claude_bin, tmp_path):  
         assert second.returncode == 0, second.stderr[-800:]
         seen = "\n".join(sim.main()[0].texts())
     assert "1 new memory from Gemini CLI's project memory" in seen, seen[-2000:]
+
+
+def test_the_gemini_inbox_fixture_is_what_gemini_clis_own_inbox_code_accepts(claude_bin):  # noqa: F811
+    """The Auto Memory inbox fixture (tests/fixtures/agent_memory/gemini-inbox: patches written in
+    the format of Gemini CLI 0.61's extraction prompt, since 0.61 cannot be made to write one in a
+    scripted run), under the HOME they were written for, passes the pinned CLI's own
+    ``listInboxMemoryPatches``, what `/memory inbox` lists: both kinds, every target allowed."""
+    import importlib
+    import sys
+
+    import pytest
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+    recorder = importlib.import_module("record-agent-memory")
+    fixtures = Path(__file__).parent / "fixtures" / "agent_memory"
+    home = Path("/tmp/memcli-agent-memory/home")  # the patches' headers name this HOME's files
+    if home.exists():
+        pytest.skip(f"{home} is in use (a recording)")
+    memory = home / ".gemini" / "tmp" / "project" / "memory"
+    try:
+        shutil.copytree(fixtures / "gemini" / ".gemini", home / ".gemini")
+        shutil.copytree(fixtures / "gemini-inbox" / ".gemini" / "tmp" / "project" / "memory" / ".inbox",
+                        memory / ".inbox")
+        listed = recorder.gemini_inbox(claude_bin.parent, home, memory, "list")
+    finally:
+        shutil.rmtree(home.parent, ignore_errors=True)
+    assert sorted((k["kind"], len(k["entries"])) for k in listed) == [("global", 1), ("private", 2)], listed

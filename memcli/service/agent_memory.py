@@ -119,6 +119,7 @@ class StoreReport:
     files: list[str]
     entries: int
     skipped: list[tuple[str, str]]
+    unknown: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -187,7 +188,8 @@ class AgentImportResult:
         return {"dry_run": self.dry_run, "scope": self.scope, "commits": self.commits, "counts": self.counts(),
                 "stores": [{"kind": s.kind, "title": s.title, "root": s.root, "files": s.files, "entries": s.entries,
                             "counts": self.counts(s.kind),
-                            "skipped": [{"file": f, "why": w} for f, w in s.skipped]} for s in self.stores],
+                            "skipped": [{"file": f, "why": w} for f, w in s.skipped],
+                            "unknown": [{"file": f, "why": w} for f, w in s.unknown]} for s in self.stores],
                 "items": [i.to_dict() for i in self.items]}
 
 
@@ -249,7 +251,7 @@ def _pair(gone: list[Memory], new: list[tuple[memstores.Entry, str]], stable: bo
 
 def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = None, apply: bool = True,
                   apply_changes: bool = False, apply_deletions: bool = True, command: str = "memcli import",
-                  cwd: Path | None = None, deadline: float | None = None) -> AgentImportResult:
+                  cwd: Path | None = None, deadline: float | None = None, strict: bool = True) -> AgentImportResult:
     """Import agents' memory stores through the write gates (see the module docstring).
 
     Args:
@@ -261,8 +263,14 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
         command: the command line that repeats this import, for the offers' hint.
         cwd: the project folder (Codex blocks of other projects are left out).
         deadline: a ``time.monotonic()`` instant for the gates (a hook's budget).
+        strict: refuse stores that hold text in a layout no reader knows and no entry
+            (``UnknownStore``); False (a harvest) says it in ``warnings`` instead.
+
+    Text in a layout the reader does not know (``Reading.unknown``) is never read: beside
+    entries it is a warning; when no store gave an entry it is the error, never a silent 0.
 
     Raises:
+        UnknownStore: ``strict`` and the stores hold nothing but text in an unknown layout.
         ValidationFailed, ScopeViolation: ``scope`` is malformed or another user's.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
@@ -282,11 +290,21 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     drafts: list[tuple[AgentItem, Any]] = []
     edits: list[tuple[AgentItem, Memory, str, Any]] = []
     deletions: list[tuple[AgentItem, Memory]] = []
-    for store in stores:
-        reading = memstores.read(store, project)
+    readings = [memstores.read(store, project) for store in stores]
+    odd = [(r, file, why) for r in readings for file, why in r.unknown]
+    if strict and odd and not any(r.entries for r in readings):
+        reading, file, why = odd[0]
+        more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
+        raise memstores.UnknownStore(f"{memstores.title_of(reading.kind)} at {label(reading.root)}: {file}: {why}"
+                                     f"{more}; nothing read",
+                                     hint="the agent may have changed its format: see the layouts memcli reads in "
+                                          "docs/commands.md (The agents' own memories), and report this one")
+    result.warnings.extend(f"{label(r.root)}/{file}: not read, a layout memcli does not know: {why}"
+                           for r, file, why in odd)
+    for store, reading in zip(stores, readings):
         actor = memstores.actor_of(reading.kind)
         result.stores.append(StoreReport(reading.kind, label(reading.root), [label(f) for f in reading.files],
-                                         len(reading.entries), reading.skipped))
+                                         len(reading.entries), reading.skipped, list(reading.unknown)))
         groups: dict[str, list[memstores.Entry]] = {}
         for entry in reading.entries:
             groups.setdefault(source_ref(entry), []).append(entry)
@@ -398,8 +416,11 @@ def _owns(store: memstores.Store, reading: memstores.Reading, source: str) -> bo
     file = source.split("#", 1)[0]
     if store.file is not None:
         return file == label(store.file)
+    inbox = reading.root / ".inbox"
     if reading.kind == "gemini-inbox":
-        return file.startswith(label(reading.root / ".inbox") + "/")
+        return file.startswith(label(inbox) + "/")
+    if reading.kind == "gemini-project" and not inbox.is_dir() and file.startswith(label(inbox) + "/"):
+        return True  # the whole inbox is gone: its proposals are retired with the project memory's changes
     return file.rsplit("/", 1)[0] == label(reading.root)
 
 
@@ -456,7 +477,7 @@ def harvest(ctx: Ctx, agent: str, cwd: Path | None, deadline: float | None = Non
     except memstores.UnknownStore:
         return None
     result = import_stores(ctx, stores, None, apply=True, apply_changes=True, apply_deletions=False,
-                           command=f"memcli import --agent {agent}", cwd=cwd, deadline=deadline)
+                           command=f"memcli import --agent {agent}", cwd=cwd, deadline=deadline, strict=False)
     counts: dict[str, list] = {}  # store title -> [new, waiting for review, the agent's tag]
     for item in result.items:
         if item.outcome in ("created", "pending_review", "superseded"):

@@ -414,6 +414,9 @@ def _harvest(ctx, agent: str, folder: Path | None, run: HookRun, deadline: float
         result = harvest(ctx, agent, folder, deadline=deadline)
         if result is not None and result.new():
             run.warnings.append(result.message())
+        if result is not None:  # text it could not read (a layout memcli does not know) is said, never skipped quietly
+            run.warnings.extend(f"harvest: {s.root}/{file}: not read, a layout memcli does not know: {why}"
+                                for s in result.stores for file, why in s.unknown)
     except DeadlineReached:
         run.warnings.append(f"harvest stopped at its deadline; nothing was written (run `memcli import --agent "
                             f"{agent}`)")
