@@ -202,6 +202,24 @@ def test_parsers_take_any_text(tmp_path_factory, text):
         assert all(e.text.strip() and e.line >= 1 for e in reading.entries)
 
 
+DIFF_LINES = st.one_of(st.sampled_from(["--- /dev/null", "--- /m/MEMORY.md", "+++ /m/MEMORY.md", "+++ /m/note.md",
+                                         "@@ -1,2 +1,3 @@", "@@ -0,0 +1,2 @@", "@@ -1 +1 @@", "@@ bad @@", "+- a fact",
+                                         "+  continued", "+# heading", "+", "-- old fact", " context", "",
+                                         "\\ No newline at end of file", "+- See /m/note.md for more."]),
+                       st.text(max_size=30).map(lambda t: t.replace("\n", " ")))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(DIFF_LINES, max_size=40))
+def test_inbox_patches_of_any_shape_never_crash(tmp_path_factory, lines):
+    """Any sequence of diff-like lines: entries with text, held for review, on a line of the patch."""
+    inbox = tmp_path_factory.mktemp("inbox") / ".gemini" / "tmp" / "p" / "memory" / ".inbox" / "private"
+    inbox.mkdir(parents=True)
+    (inbox / "extraction.patch").write_text("\n".join(lines), encoding="utf-8")
+    reading = memstores.read(memstores.recognise(inbox.parent))
+    assert all(e.text.strip() and e.hold and 1 <= e.line <= len(lines) for e in reading.entries)
+
+
 @given(text=st.text(max_size=400))
 def test_front_matter_split_never_raises(text):
     fields, body, first = claude.split(text)
