@@ -146,8 +146,8 @@ def read(store: Store, project: Path | None = None) -> Reading:
     if not store.file:
         held = patches(root) if (root / INBOX).is_dir() else []
         if held:
-            skipped.append((INBOX, f"{len(held)} inbox patches: `memcli import --agent gemini` or `memcli import "
-                                   f"{root / INBOX}` reads them, held for review"))
+            skipped.append((INBOX, f"{len(held)} inbox patches: Gemini CLI's Auto Memory inbox, read as a store of "
+                                   "its own (`--agent gemini` reads it too), every entry held for review"))
         if (root / SKILLS).is_dir():
             skipped.append((SKILLS, "skills Auto Memory extracted (procedures, SKILL.md): not memories"))
     return Reading(store.kind, root, entries, files, skipped, tuple(unknown))
@@ -253,7 +253,7 @@ def _patch(patch: Path, root: Path, skipped: list[tuple[str, str]], unknown: lis
         skipped.append((patch.name, f"not read: {err}"))
         return []
     kind = next((p.name for p in patch.parents if p.parent.name == INBOX), patch.parent.name)
-    where = f"{kind}/{patch.name}"
+    where = patch.relative_to(root).as_posix() if root in patch.parents else patch.name
     parts, hunks = _hunks(text)
     if not hunks or not parts:
         if text.strip():
