@@ -408,15 +408,39 @@ def test_export_claude_memory_round_trip(ws, project, run):
     assert imported(run("import", "--agent", "claude", "--json", cwd=project))["commits"] == []
 
 
-def test_export_gemini_memory_keeps_the_file_and_is_not_read_back(ws, project, run):
+def test_export_gemini_memory_keeps_the_files_and_is_not_read_back(ws, project, run):
+    """A memory of this project goes to Gemini CLI's private memory of this project, a
+    cross-project one (--all-projects) to the global GEMINI.md; neither is read back."""
     base = gemini_home(Path.home(), project)
+    private = base / "tmp" / "project" / "memory" / "MEMORY.md"
+    held = (base / "GEMINI.md").read_text(encoding="utf-8")
     assert run("remember", "Prefer uv over pip", "--scope", "user:alice").code == 0
-    assert run("export", "--format", "gemini-memory").code == 0
-    text = (base / "GEMINI.md").read_text(encoding="utf-8")
-    assert text.startswith("# Personal preferences\n\n- Prefer pytest") and "- Prefer uv over pip" in text
-    assert run("export", "--format", "gemini-memory").out.count("0 files changed") == 1
-    data = imported(run("import", str(base / "GEMINI.md"), "--json"))
-    assert data["stores"][0]["entries"] == 1 and data["counts"]["created"] == 1  # pytest only, not uv
+    first = run("export", "--format", "gemini-memory", cwd=project)
+    assert first.code == 0, first
+    assert (base / "GEMINI.md").read_text(encoding="utf-8") == held  # nothing of this project in the global file
+    text = private.read_text(encoding="utf-8")
+    assert text.startswith("# Private project memory\n") and "- Prefer uv over pip" in text
+    assert memstores.MARK_BEGIN in text
+    assert run("remember", "I write commit messages in the imperative mood", "--scope", "user:alice",
+               "--all-projects").code == 0
+    assert run("export", "--format", "gemini-memory", cwd=project).code == 0
+    glob = (base / "GEMINI.md").read_text(encoding="utf-8")
+    assert glob.startswith(held.rstrip("\n")) and "- I write commit messages in the imperative mood" in glob
+    assert "Prefer uv" not in glob and "imperative" not in private.read_text(encoding="utf-8")
+    assert run("export", "--format", "gemini-memory", cwd=project).out.count("0 files changed") == 1
+    data = imported(run("import", "--agent", "gemini", "--json", cwd=project))
+    assert {i["text"].split("\n")[0][:22] for i in data["items"]} == {
+        "Prefer pytest over uni", "# Local release checkl", "The staging database t"}, data
+    assert data["counts"]["created"] == 3
+
+
+def test_export_gemini_memory_for_a_project_gemini_does_not_know_writes_nothing(ws, project, run):
+    base = gemini_home(Path.home(), Path("/somewhere/else"))
+    before = (base / "GEMINI.md").read_text(encoding="utf-8")
+    assert run("remember", "Prefer uv over pip", "--scope", "user:alice").code == 0
+    result = run("export", "--format", "gemini-memory", cwd=project)
+    assert result.code == 2 and "Gemini CLI has not registered" in result.err and "start `gemini`" in result.err
+    assert (base / "GEMINI.md").read_text(encoding="utf-8") == before
 
 
 @pytest.mark.parametrize("fmt", ["claude-memory", "gemini-memory"])

@@ -621,12 +621,16 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
     of the project at ``cwd`` (the one Claude Code has, else the folder's own), and their
     pointer lines in a marked section of ``MEMORY.md`` (the CLI's own lines kept); earlier
     exported files of memories no longer exported are removed. ``gemini-memory``: a marked
-    section of bullets in ``~/.gemini/GEMINI.md``, the rest of the file kept. Memories that
-    came from that same store are left out (they are there already).
+    section of bullets in the project's private memory ``~/.gemini/tmp/<id>/memory/MEMORY.md``
+    (loaded in every Gemini CLI session of that project only), and the person's cross-project
+    memories (``remember --all-projects``) in one of ``~/.gemini/GEMINI.md`` (loaded in every
+    project), the rest of each file kept; a project memory never goes to the global file.
+    Memories that came from that same store are left out (they are there already).
 
     Raises:
         ValidationFailed, ScopeViolation: a scope is malformed or another user's.
-        UsageProblem: a file cannot be written.
+        UsageProblem: a file cannot be written; ``gemini-memory`` with project memories for a
+            project Gemini CLI has not registered yet (nothing is written).
     """
     from memcli.agents.memstores import MARK, claude, gemini, read_text
     from memcli.service.rules import export_memories
@@ -642,10 +646,25 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
     kept = [m for m in memories if not (m.provenance.source or "").startswith(own)]
     out = NativeExport(fmt, label(place), memories=len(kept), left_out=len(memories) - len(kept))
     if fmt == "gemini-memory":
-        path = place / gemini.GLOBAL
-        held = read_text(path) if path.is_file() else ""
-        lines = [f"- {' '.join(m.text.split())}" for m in kept]
-        _put(path, gemini.render_global(held, lines), out)
+        from memcli.store.personal import cross_project_store
+
+        everywhere = cross_project_store()
+        wide = [m for m in kept if everywhere in Path(m.path or "").parents]
+        narrow = [m for m in kept if m not in wide]
+        memory = gemini.project_memory(place, folder) or gemini.project_memory(place, _project(folder))
+        if narrow and memory is None:
+            raise UsageProblem(f"Gemini CLI has not registered {_project(folder)} yet (it is not in "
+                               f"{label(place / 'projects.json')}), so its project memory has no folder",
+                               hint="start `gemini` in the project once, then export again")
+        targets = [(place / gemini.GLOBAL, wide)]
+        if memory is not None:
+            targets.append((memory / gemini.INDEX, narrow))
+            out.place = f"{label(memory / gemini.INDEX)} and {label(place / gemini.GLOBAL)}"
+        for path, chosen in targets:
+            held = read_text(path) if path.is_file() else ""
+            text = gemini.render_global(held, [f"- {' '.join(m.text.split())}" for m in chosen])
+            if text or path.is_file():
+                _put(path, text, out)
         return out
     wanted: dict[str, str] = {}
     pointers = []
