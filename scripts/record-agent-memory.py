@@ -136,6 +136,85 @@ def gemini_script() -> list[Callable[[Request], Turn]]:
     return [personal, checklist, index, lambda request: Turn.text("Saved: one global preference, two private notes.")]
 
 
+# Gemini CLI's Auto Memory inbox: 0.61.0 only runs its extraction agent in an interactive or ACP
+# session, on chat logs of at least 10 user messages idle for 3 hours, at most every 30 minutes, so
+# these patches are not the CLI's writes: they are written here in the exact shape its extraction
+# prompt defines (packages/core/src/agents/skill-extraction-agent.ts: one canonical
+# `.inbox/<kind>/extraction.patch` per kind, unified diffs with absolute paths in both headers, a new
+# sibling note as `--- /dev/null` plus a MEMORY.md pointer hunk, brief facts straight into MEMORY.md; a
+# blank context line is `{blank}`, one space),
+# against the files of the gemini/ recording, and then checked with the CLI's own inbox code:
+# `listInboxMemoryPatches` (what `/memory inbox` lists: parsed, hunks present, targets allowed) and
+# `applyInboxMemoryPatch` (what approving it does) on a copy.
+GEMINI_INBOX_PRIVATE = """\
+--- /dev/null
++++ {memory}/flaky-webhook-tests.md
+@@ -0,0 +1,6 @@
++# Flaky webhook tests
++
++The payment webhook tests fail at random when the local redis is not running.
++
++Start it with `redis-server --port 6380` before `make test`; the tests read
++`REDIS_PORT=6380` from `.env.local`, which is never committed.
+--- {memory}/MEMORY.md
++++ {memory}/MEMORY.md
+@@ -1,4 +1,6 @@
+ # Private project memory
+{blank}
+-- The staging database tunnel listens on port 6543 on this machine (never commit it).
++- The staging database tunnel listens on port 6544 on this machine since the 2026-12 move (never commit it).
+ - [Local release checklist](release-checklist.md): the three steps before a tag.
++- The local redis for the tests runs on port 6380 on this machine.
++- See {memory}/flaky-webhook-tests.md for why the webhook tests fail without the local redis.
+"""
+GEMINI_INBOX_GLOBAL = """\
+--- {global_file}
++++ {global_file}
+@@ -1,3 +1,4 @@
+ # Personal preferences
+{blank}
+ - Prefer pytest over unittest for tests, in every project.
++- Explain a shell command in one line before running it, in every project.
+"""
+#: Runs Gemini CLI's own inbox code (the bundle chunk the CLI loads) on a memory folder: argv is
+#: the chunk, the memory folder, then `list` or `apply`; prints JSON.
+GEMINI_INBOX_CHECK = """\
+const [chunk, memoryDir, action] = process.argv.slice(-3);
+const core = await import(chunk);
+const config = { storage: { getProjectMemoryTempDir: () => memoryDir,
+                            getProjectSkillsMemoryDir: () => memoryDir + "/skills" } };
+const out = action === "list" ? await core.listInboxMemoryPatches(config)
+  : [await core.applyInboxMemoryPatch(config, "private", "private"),
+     await core.applyInboxMemoryPatch(config, "global", "global")];
+console.log(JSON.stringify(out));
+"""
+
+
+def gemini_core_chunk(bin_dir: Path) -> Path:
+    """The bundle chunk of the installed Gemini CLI that its entry point loads and that holds the
+    memory inbox code (``listInboxMemoryPatches``)."""
+    bundle = bin_dir.parent / "@google" / "gemini-cli" / "bundle"
+    main = re.search(r'import\("\./(gemini-[A-Z0-9]+\.js)"\)', (bundle / "gemini.js").read_text(encoding="utf-8"))
+    names = re.findall(r'from "\./(chunk-[A-Z0-9]+\.js)"', (bundle / main.group(1)).read_text(encoding="utf-8")) \
+        if main else []
+    for name in names:
+        if "async function listInboxMemoryPatches" in (bundle / name).read_text(encoding="utf-8"):
+            return bundle / name
+    raise RuntimeError(f"no chunk of {bundle} holds listInboxMemoryPatches")
+
+
+def gemini_inbox(bin_dir: Path, home: Path, memory: Path, action: str) -> object:
+    """Gemini CLI's own ``listInboxMemoryPatches`` (``list``) or ``applyInboxMemoryPatch`` of both
+    kinds (``apply``) on ``memory``, with ``home`` as its HOME; the parsed JSON it printed."""
+    chunk = gemini_core_chunk(bin_dir)
+    done = subprocess.run(["node", "--input-type=module", "-e", GEMINI_INBOX_CHECK, "--", str(chunk), str(memory),
+                           action], capture_output=True, text=True, timeout=CLI_TIMEOUT,
+                          env={**base_env(home), "GEMINI_CLI_HOME": str(home)})
+    if done.returncode != 0:
+        raise RuntimeError(f"node: exit {done.returncode}: {done.stderr[-600:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 CODEX_PROMPT = "In this repository we use pnpm, never npm, to install packages: npm's lockfile broke the CI."
 CODEX_SUMMARY = ("The user said that this repository uses pnpm, never npm, to install packages "
                  "(npm's lockfile broke the CI).")
@@ -367,8 +446,46 @@ def record_codex(bin_dir: Path, out: Path) -> None:
     print(f"ok    codex: {', '.join(copied)}", flush=True)
 
 
+def record_gemini_inbox(bin_dir: Path, out: Path) -> None:
+    """The Auto Memory inbox (see GEMINI_INBOX_PRIVATE): its patches against the gemini/
+    recording, written in the extraction prompt's format and accepted by Gemini CLI's own
+    inbox code; ``gemini-inbox-check.json`` keeps what that code said and the files approving
+    the patches produces."""
+    recorded = out / "gemini" / ".gemini"
+    if not recorded.is_dir():
+        return fail("gemini-inbox", f"{recorded} is missing: record gemini first")
+    home, _ = fresh()
+    shutil.copytree(recorded, home / ".gemini")
+    memory = home / ".gemini" / "tmp" / "project" / "memory"
+    for kind, template in (("private", GEMINI_INBOX_PRIVATE), ("global", GEMINI_INBOX_GLOBAL)):
+        (memory / ".inbox" / kind).mkdir(parents=True)
+        (memory / ".inbox" / kind / "extraction.patch").write_text(
+            template.format(memory=memory, global_file=home / ".gemini" / "GEMINI.md", blank=" "), encoding="utf-8")
+    try:
+        listed = gemini_inbox(bin_dir, home, memory, "list")
+    except (RuntimeError, ValueError, subprocess.TimeoutExpired) as err:
+        return fail("gemini-inbox", str(err))
+    kinds = sorted(k.get("kind", "") for k in listed) if isinstance(listed, list) else []
+    if kinds != ["global", "private"]:
+        return fail("gemini-inbox", f"Gemini CLI's inbox code listed {kinds}, not both patches: {listed}")
+    copy_store(home, [str((memory / ".inbox").relative_to(home))], out / "gemini-inbox")
+    try:  # approving them (in place: the headers name these absolute paths); the inbox is copied already
+        applied = gemini_inbox(bin_dir, home, memory, "apply")
+    except (RuntimeError, ValueError, subprocess.TimeoutExpired) as err:
+        return fail("gemini-inbox", str(err))
+    if not all(isinstance(a, dict) and a.get("success") for a in applied):
+        return fail("gemini-inbox", f"Gemini CLI's inbox code did not apply the patches: {applied}")
+    after = {str(p.relative_to(home)): p.read_text(encoding="utf-8")
+             for p in (memory / "MEMORY.md", memory / "flaky-webhook-tests.md", home / ".gemini" / "GEMINI.md")}
+    (out / "gemini-inbox-check.json").write_text(json.dumps({"listInboxMemoryPatches": listed,
+                                                             "applyInboxMemoryPatch": applied,
+                                                             "filesAfterApproving": after}, indent=1) + "\n",
+                                                 encoding="utf-8")
+    print(f"ok    gemini-inbox: listed {kinds}; applied: {[a['message'] for a in applied]}", flush=True)
+
+
 AGENTS: dict[str, Callable[[Path, Path], None]] = {"claude": record_claude, "gemini": record_gemini,
-                                                   "codex": record_codex}
+                                                   "codex": record_codex, "gemini-inbox": record_gemini_inbox}
 
 
 def main() -> int:

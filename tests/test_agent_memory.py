@@ -202,6 +202,24 @@ def test_parsers_take_any_text(tmp_path_factory, text):
         assert all(e.text.strip() and e.line >= 1 for e in reading.entries)
 
 
+DIFF_LINES = st.one_of(st.sampled_from(["--- /dev/null", "--- /m/MEMORY.md", "+++ /m/MEMORY.md", "+++ /m/note.md",
+                                         "@@ -1,2 +1,3 @@", "@@ -0,0 +1,2 @@", "@@ -1 +1 @@", "@@ bad @@", "+- a fact",
+                                         "+  continued", "+# heading", "+", "-- old fact", " context", "",
+                                         "\\ No newline at end of file", "+- See /m/note.md for more."]),
+                       st.text(max_size=30).map(lambda t: t.replace("\n", " ")))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(DIFF_LINES, max_size=40))
+def test_inbox_patches_of_any_shape_never_crash(tmp_path_factory, lines):
+    """Any sequence of diff-like lines: entries with text, held for review, on a line of the patch."""
+    inbox = tmp_path_factory.mktemp("inbox") / ".gemini" / "tmp" / "p" / "memory" / ".inbox" / "private"
+    inbox.mkdir(parents=True)
+    (inbox / "extraction.patch").write_text("\n".join(lines), encoding="utf-8")
+    reading = memstores.read(memstores.recognise(inbox.parent))
+    assert all(e.text.strip() and e.hold and 1 <= e.line <= len(lines) for e in reading.entries)
+
+
 @given(text=st.text(max_size=400))
 def test_front_matter_split_never_raises(text):
     fields, body, first = claude.split(text)
@@ -282,6 +300,27 @@ def test_a_secret_in_an_agent_entry_is_refused(ws, project, run):
     data = imported(result)
     assert result.code == 0 and data["counts"]["refused"] == 1 and data["counts"]["created"] == 2
     assert GITHUB_TOKEN not in result.out + result.err
+
+
+def test_an_edit_that_brings_a_secret_is_refused_not_offered(ws, project, run):
+    """An edit is checked by the text gates before it is offered: the offer never shows a secret."""
+    store = claude_home(Path.home(), project)
+    assert run("import", "--agent", "claude", cwd=project).code == 0
+    topic = store / "use-pnpm-not-npm.md"
+    topic.write_text(topic.read_text(encoding="utf-8").replace("never npm,", f"never npm (token {GITHUB_TOKEN}),"),
+                     encoding="utf-8")
+    before = sorted((m.id, m.status, m.text) for m in memories(ws))
+    for args in ((), ("--apply-changes",)):
+        result = run("import", "--agent", "claude", *args, "--json", cwd=project)
+        data = imported(result)
+        edits = [i for i in data["items"] if i["change"] == "edit"]
+        assert [(i["outcome"], i["gate"], i["text"], i["command"]) for i in edits] == [
+            ("refused", "sensitive_data", None, None)], data
+        assert data["commits"] == [] and GITHUB_TOKEN not in result.out + result.err
+        assert "refused by the sensitive_data gate" in result.out  # the envelope's warnings
+    table = run("import", "--agent", "claude", cwd=project)
+    assert table.code == 0 and GITHUB_TOKEN not in table.out + table.err and "refused (edit)" in table.out
+    assert sorted((m.id, m.status, m.text) for m in memories(ws)) == before
 
 
 def test_codex_and_gemini_stores_import(ws, project, run):
@@ -369,15 +408,39 @@ def test_export_claude_memory_round_trip(ws, project, run):
     assert imported(run("import", "--agent", "claude", "--json", cwd=project))["commits"] == []
 
 
-def test_export_gemini_memory_keeps_the_file_and_is_not_read_back(ws, project, run):
+def test_export_gemini_memory_keeps_the_files_and_is_not_read_back(ws, project, run):
+    """A memory of this project goes to Gemini CLI's private memory of this project, a
+    cross-project one (--all-projects) to the global GEMINI.md; neither is read back."""
     base = gemini_home(Path.home(), project)
+    private = base / "tmp" / "project" / "memory" / "MEMORY.md"
+    held = (base / "GEMINI.md").read_text(encoding="utf-8")
     assert run("remember", "Prefer uv over pip", "--scope", "user:alice").code == 0
-    assert run("export", "--format", "gemini-memory").code == 0
-    text = (base / "GEMINI.md").read_text(encoding="utf-8")
-    assert text.startswith("# Personal preferences\n\n- Prefer pytest") and "- Prefer uv over pip" in text
-    assert run("export", "--format", "gemini-memory").out.count("0 files changed") == 1
-    data = imported(run("import", str(base / "GEMINI.md"), "--json"))
-    assert data["stores"][0]["entries"] == 1 and data["counts"]["created"] == 1  # pytest only, not uv
+    first = run("export", "--format", "gemini-memory", cwd=project)
+    assert first.code == 0, first
+    assert (base / "GEMINI.md").read_text(encoding="utf-8") == held  # nothing of this project in the global file
+    text = private.read_text(encoding="utf-8")
+    assert text.startswith("# Private project memory\n") and "- Prefer uv over pip" in text
+    assert memstores.MARK_BEGIN in text
+    assert run("remember", "I write commit messages in the imperative mood", "--scope", "user:alice",
+               "--all-projects").code == 0
+    assert run("export", "--format", "gemini-memory", cwd=project).code == 0
+    glob = (base / "GEMINI.md").read_text(encoding="utf-8")
+    assert glob.startswith(held.rstrip("\n")) and "- I write commit messages in the imperative mood" in glob
+    assert "Prefer uv" not in glob and "imperative" not in private.read_text(encoding="utf-8")
+    assert run("export", "--format", "gemini-memory", cwd=project).out.count("0 files changed") == 1
+    data = imported(run("import", "--agent", "gemini", "--json", cwd=project))
+    assert {i["text"].split("\n")[0][:22] for i in data["items"]} == {
+        "Prefer pytest over uni", "# Local release checkl", "The staging database t"}, data
+    assert data["counts"]["created"] == 3
+
+
+def test_export_gemini_memory_for_a_project_gemini_does_not_know_writes_nothing(ws, project, run):
+    base = gemini_home(Path.home(), Path("/somewhere/else"))
+    before = (base / "GEMINI.md").read_text(encoding="utf-8")
+    assert run("remember", "Prefer uv over pip", "--scope", "user:alice").code == 0
+    result = run("export", "--format", "gemini-memory", cwd=project)
+    assert result.code == 2 and "Gemini CLI has not registered" in result.err and "start `gemini`" in result.err
+    assert (base / "GEMINI.md").read_text(encoding="utf-8") == before
 
 
 @pytest.mark.parametrize("fmt", ["claude-memory", "gemini-memory"])
@@ -463,3 +526,141 @@ def test_gemini_cli_home_moves_the_store(ws, project, run, tmp_path):
     gemini_home(other, project)
     data = imported(run("import", "--agent", "gemini", "--json", cwd=project, env={"GEMINI_CLI_HOME": str(other)}))
     assert [s["kind"] for s in data["stores"]] == ["gemini-global", "gemini-project"] and data["counts"]["created"] == 3
+
+
+# --- Codex's ad-hoc notes, Gemini CLI's inbox, unknown layouts ------------------------------------
+
+INBOX = FIXTURES / "gemini-inbox" / ".gemini" / "tmp" / "project" / "memory" / ".inbox"
+NOTE = ("The user asked to remember: run the tests with `-p no:cacheprovider` in this repository "
+        "(a stale .pytest_cache hid a failure).\n")
+
+
+def codex_v2(home: Path) -> Path:
+    """The recorded Codex 0.171 store with one ad-hoc note a session wrote, as its prompt asks."""
+    shutil.copytree(FIXTURES / "codex" / ".codex", home / ".codex")
+    store = home / ".codex" / "memories_v2"
+    (store / "extensions" / "ad_hoc" / "notes").mkdir()
+    (store / "extensions" / "ad_hoc" / "notes" / "2026-12-06T09-30-00-tests-no-cacheprovider.md").write_text(
+        NOTE, encoding="utf-8")
+    return store
+
+
+def test_codex_ad_hoc_notes_are_read_and_their_consolidated_lines_are_not(tmp_path):
+    store = codex_v2(tmp_path)
+    reading = memstores.read(memstores.recognise(store))
+    note = [e for e in reading.entries if e.key.endswith("tests-no-cacheprovider.md")]
+    assert [(e.text, e.stable, e.tags) for e in note] == [(NOTE.strip(), True, ("codex", "ad-hoc-note"))]
+    assert len(reading.entries) == 4 and reading.unknown == ()
+    summary = store / "memory_summary.md"  # a later consolidation folds the note in, tagged as the extension asks
+    summary.write_text(summary.read_text(encoding="utf-8").replace(
+        "## General Tips\n", "## General Tips\n\n- Run the tests with -p no:cacheprovider [ad-hoc note]\n"),
+        encoding="utf-8")
+    again = memstores.read(memstores.recognise(store))
+    assert [e.text for e in again.entries] == [e.text for e in reading.entries]
+    assert any("took from ad-hoc notes" in why for _, why in again.skipped)
+    one = memstores.recognise(store / "extensions" / "ad_hoc" / "notes" / note[0].key)
+    assert one.file is not None and [e.text for e in memstores.read(one).entries] == [NOTE.strip()]
+
+
+def test_a_codex_note_imports_with_its_file_as_source_ref(ws, project, run):
+    codex_v2(Path.home())
+    data = imported(run("import", "--agent", "codex", "--json", cwd=project))
+    notes = [i for i in data["items"] if "ad_hoc/notes/" in i["sourceRef"]]
+    assert [(i["outcome"], i["sourceRef"]) for i in notes] == [
+        ("created", "~/.codex/memories_v2/extensions/ad_hoc/notes/2026-12-06T09-30-00-tests-no-cacheprovider.md")]
+    assert data["counts"]["created"] == 4
+    assert imported(run("import", "--agent", "codex", "--json", cwd=project))["counts"]["noop"] == 4
+
+
+def test_gemini_inbox_fixture_entries_wait_for_review(ws, project, run):
+    """The inbox patches (built in the format of Gemini CLI 0.61's extraction prompt and accepted
+    by its own inbox code: gemini-inbox-check.json): every proposal waits, even in user:YOU."""
+    base = gemini_home(Path.home(), project)
+    shutil.copytree(INBOX, base / "tmp" / "project" / "memory" / ".inbox")
+    result = run("import", "--agent", "gemini", "--json", cwd=project)
+    data = imported(result)
+    assert result.code == 0 and [s["kind"] for s in data["stores"]] == ["gemini-global", "gemini-project",
+                                                                        "gemini-inbox"], data
+    inbox = [i for i in data["items"] if i["store"] == "gemini-inbox"]
+    assert sorted((i["outcome"], i["text"].split("\n")[0]) for i in inbox) == [
+        ("pending_review", "# Flaky webhook tests"),
+        ("pending_review", "Explain a shell command in one line before running it, in every project."),
+        ("pending_review", "The local redis for the tests runs on port 6380 on this machine."),
+        ("pending_review", "The staging database tunnel listens on port 6544 on this machine since the 2026-12 "
+                           "move (never commit it).")]
+    assert not any(i["text"].startswith("See ") for i in inbox)  # the pointer line is not a memory
+    why = " ".join(s["why"] for s in data["stores"][2]["skipped"])
+    assert "1 pointer lines" in why and "1 lines the patch would remove" in why
+    assert all(m.status == "pending_review" for m in memories(ws) if "inbox" in m.tags)
+    assert imported(run("import", "--agent", "gemini", "--json", cwd=project))["commits"] == []
+
+
+@pytest.mark.parametrize("gone", [False, True])
+def test_gemini_inbox_approved_in_gemini_becomes_an_edit_and_retires_the_proposals(ws, project, run, gone):
+    """After `/memory inbox` approves the patches (the files Gemini CLI's own code wrote, kept in
+    gemini-inbox-check.json), the changed bullet is offered as an edit of the one imported before,
+    and the proposals whose patch is gone as deletions (also when the whole inbox folder is gone)."""
+    base = gemini_home(Path.home(), project)
+    shutil.copytree(INBOX, base / "tmp" / "project" / "memory" / ".inbox")
+    assert run("import", "--agent", "gemini", cwd=project).code == 0
+    after = json.loads((FIXTURES / "gemini-inbox-check.json").read_text(encoding="utf-8"))["filesAfterApproving"]
+    for rel, text in after.items():
+        (Path.home() / rel).write_text(text, encoding="utf-8")
+    for patch in (base / "tmp" / "project" / "memory" / ".inbox").rglob("*.patch"):
+        patch.unlink()  # as applyInboxMemoryPatch does; the folders stay
+    if gone:
+        shutil.rmtree(base / "tmp" / "project" / "memory" / ".inbox")
+    data = imported(run("import", "--agent", "gemini", "--json", cwd=project))
+    offers = sorted((i["change"], (i["text"] or "")[:40]) for i in data["items"] if i["outcome"] == "offered")
+    assert ("edit", "The staging database tunnel listens on p") in offers, offers
+    assert sum(1 for change, _ in offers if change == "delete") == 4, offers
+    done = imported(run("import", "--agent", "gemini", "--apply-changes", "--json", cwd=project))
+    assert sorted(i["outcome"] for i in done["items"] if i["change"]) == ["rejected"] * 4 + ["superseded"]
+    assert not [m for m in memories(ws) if m.status == "pending_review"]
+
+
+@pytest.mark.parametrize("layout", ["codex-v2", "claude-json", "gemini-prose", "gemini-patch"])
+def test_an_unknown_layout_is_one_line_exit_2_never_a_silent_0(ws, project, run, layout):
+    home = Path.home()
+    if layout == "codex-v2":
+        store = home / ".codex" / "memories_v2"
+        store.mkdir(parents=True)
+        (store / "memory_summary.md").write_text("v2\n## Durable facts\n- pnpm, never npm\n", encoding="utf-8")
+        args, says = ["--agent", "codex"], "its layout is v2; memcli reads v1"
+    elif layout == "claude-json":
+        store = home / ".claude" / "projects" / claude.project_slug(project) / "memory"
+        store.mkdir(parents=True)
+        (store / "memories.json").write_text('[{"text": "pnpm, never npm"}]\n', encoding="utf-8")
+        args, says = ["--agent", "claude"], "not Markdown topic files (memories.json)"
+    elif layout == "gemini-prose":
+        (home / ".gemini").mkdir()
+        (home / ".gemini" / "GEMINI.md").write_text("I prefer pytest.\nAnd tabs.\n", encoding="utf-8")
+        args, says = [str(home / ".gemini" / "GEMINI.md")], "2 lines that are not bullets"
+    else:
+        inbox = home / ".gemini" / "tmp" / "p" / "memory" / ".inbox" / "private"
+        inbox.mkdir(parents=True)
+        (inbox / "extraction.patch").write_text("add: pnpm, never npm\n", encoding="utf-8")
+        args, says = [str(inbox.parent)], "no unified-diff hunk"
+    result = run("import", *args, cwd=project)
+    assert result.code == 2 and says in result.err and result.err.count("\n") <= 2, result
+    assert "Traceback" not in result.err and memories(ws) == []
+
+
+def test_an_unknown_layout_beside_memories_is_a_warning(ws, project, run):
+    store = claude_home(Path.home(), project)
+    with (store / "MEMORY.md").open("a", encoding="utf-8") as index:
+        index.write("Remember to keep this file short.\n")
+    result = run("import", "--agent", "claude", cwd=project)
+    assert result.code == 0 and "not read, a layout memcli does not know" in result.err, result
+    assert "1 lines that are not pointers" in result.err
+
+
+def test_harvest_says_an_unknown_layout_and_exits_0(ws, project, run):
+    toml = ws / "memcli.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"), encoding="utf-8")
+    store = Path.home() / ".codex" / "memories_v2"
+    store.mkdir(parents=True)
+    (store / "memory_summary.md").write_text("v2\n## Durable facts\n- pnpm, never npm\n", encoding="utf-8")
+    end = hook(run, "codex", "session-end", project, "s1")
+    assert end.code == 0 and "harvest: ~/.codex/memories_v2/memory_summary.md: not read" in end.err, end
+    assert memories(ws) == []

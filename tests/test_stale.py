@@ -142,7 +142,13 @@ def test_a_memory_without_an_anchor_is_anchored_at_the_code_commit_before_it_was
     assert any(r["kind"] == "renamed" for r in data[0]["reasons"])
 
 
-def test_the_session_start_judges_again_in_the_background_when_the_code_moved(code: Path, run) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("harvest", [False, True])
+def test_the_session_start_judges_again_in_the_background_when_the_code_moved(code: Path, run, harvest) -> None:  # noqa: ANN001
+    """Also with ``[agents] harvest`` on, whose note comes first in the same answer."""
+    if harvest:
+        config = next(p for p in (code / ".memcli" / "memcli.toml", code / "memcli.toml") if p.is_file())
+        config.write_text(config.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"),
+                          encoding="utf-8")
     case = remember(run, CASE)
     run("stale")
     move_the_code(code)

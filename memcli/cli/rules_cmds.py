@@ -122,7 +122,8 @@ def export(
     format_: Annotated[str, typer.Option(
         "--format", "-f", help="claude-md (default), agents-md, cursor (.cursor/rules/*.mdc, needs --dir), "
                                "jsonl (lossless), or into an agent's own memory: claude-memory (the project's "
-                               "auto-memory folder), gemini-memory (~/.gemini/GEMINI.md).")] = "claude-md",
+                               "auto-memory folder), gemini-memory (the project's ~/.gemini/tmp/<id>/memory/MEMORY.md; "
+                               "--all-projects memories in ~/.gemini/GEMINI.md).")] = "claude-md",
     personal: Annotated[bool, typer.Option("--personal", help="Include your personal scopes (user:*, session:*) "
                                                              "in a Markdown export, marked as such.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="Every status, expired memories too.")] = False,

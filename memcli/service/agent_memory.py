@@ -119,6 +119,7 @@ class StoreReport:
     files: list[str]
     entries: int
     skipped: list[tuple[str, str]]
+    unknown: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -187,7 +188,8 @@ class AgentImportResult:
         return {"dry_run": self.dry_run, "scope": self.scope, "commits": self.commits, "counts": self.counts(),
                 "stores": [{"kind": s.kind, "title": s.title, "root": s.root, "files": s.files, "entries": s.entries,
                             "counts": self.counts(s.kind),
-                            "skipped": [{"file": f, "why": w} for f, w in s.skipped]} for s in self.stores],
+                            "skipped": [{"file": f, "why": w} for f, w in s.skipped],
+                            "unknown": [{"file": f, "why": w} for f, w in s.unknown]} for s in self.stores],
                 "items": [i.to_dict() for i in self.items]}
 
 
@@ -249,7 +251,7 @@ def _pair(gone: list[Memory], new: list[tuple[memstores.Entry, str]], stable: bo
 
 def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = None, apply: bool = True,
                   apply_changes: bool = False, apply_deletions: bool = True, command: str = "memcli import",
-                  cwd: Path | None = None, deadline: float | None = None) -> AgentImportResult:
+                  cwd: Path | None = None, deadline: float | None = None, strict: bool = True) -> AgentImportResult:
     """Import agents' memory stores through the write gates (see the module docstring).
 
     Args:
@@ -261,8 +263,14 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
         command: the command line that repeats this import, for the offers' hint.
         cwd: the project folder (Codex blocks of other projects are left out).
         deadline: a ``time.monotonic()`` instant for the gates (a hook's budget).
+        strict: refuse stores that hold text in a layout no reader knows and no entry
+            (``UnknownStore``); False (a harvest) says it in ``warnings`` instead.
+
+    Text in a layout the reader does not know (``Reading.unknown``) is never read: beside
+    entries it is a warning; when no store gave an entry it is the error, never a silent 0.
 
     Raises:
+        UnknownStore: ``strict`` and the stores hold nothing but text in an unknown layout.
         ValidationFailed, ScopeViolation: ``scope`` is malformed or another user's.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
@@ -282,11 +290,21 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     drafts: list[tuple[AgentItem, Any]] = []
     edits: list[tuple[AgentItem, Memory, str, Any]] = []
     deletions: list[tuple[AgentItem, Memory]] = []
-    for store in stores:
-        reading = memstores.read(store, project)
+    readings = [memstores.read(store, project) for store in stores]
+    odd = [(r, file, why) for r in readings for file, why in r.unknown]
+    if strict and odd and not any(r.entries for r in readings):
+        reading, file, why = odd[0]
+        more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
+        raise memstores.UnknownStore(f"{memstores.title_of(reading.kind)} at {label(reading.root)}: {file}: {why}"
+                                     f"{more}; nothing read",
+                                     hint="the agent may have changed its format: see the layouts memcli reads in "
+                                          "docs/commands.md (The agents' own memories), and report this one")
+    result.warnings.extend(f"{label(r.root)}/{file}: not read, a layout memcli does not know: {why}"
+                           for r, file, why in odd)
+    for store, reading in zip(stores, readings):
         actor = memstores.actor_of(reading.kind)
         result.stores.append(StoreReport(reading.kind, label(reading.root), [label(f) for f in reading.files],
-                                         len(reading.entries), reading.skipped))
+                                         len(reading.entries), reading.skipped, list(reading.unknown)))
         groups: dict[str, list[memstores.Entry]] = {}
         for entry in reading.entries:
             groups.setdefault(source_ref(entry), []).append(entry)
@@ -331,10 +349,7 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
         result.commits.append(commit)
     for (item, _), outcome in zip(drafts, outcomes):
         if isinstance(outcome, MemcliError):
-            item.outcome, item.message = "refused", outcome.line()
-            item.gate = "sensitive_data" if isinstance(outcome, SecretDetected) else outcome.code  # hidden_text …
-            if isinstance(outcome, SecretDetected):
-                item.text = None
+            _refused(item, outcome)
         else:
             item.outcome, item.gate, item.message, item.id = outcome.outcome, outcome.gate, outcome.message, \
                 outcome.memory.id
@@ -343,7 +358,11 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     for item, memory, text, opts in edits:
         item.command = f"{command} --apply-changes"
         item.message = f"the agent edited it: offered as a supersede of {memory.id}"
-        if apply and apply_changes:
+        refusal = _content_refusal(text)
+        if refusal is not None:  # an offer is shown: its text passes the gates a write would, first
+            _refused(item, refusal)
+            item.command = None
+        elif apply and apply_changes:
             _apply_edit(ctx, item, memory, text, opts, result)
         result.items.append(item)
     for item, memory in deletions:
@@ -355,6 +374,27 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     result.warnings.extend(f"{i.source}:{i.line}: refused by the {i.gate} gate: {i.message}"
                            for i in result.items if i.outcome == "refused")
     return result
+
+
+def _refused(item: AgentItem, err: MemcliError) -> None:
+    """Mark ``item`` refused by the gate that raised ``err``; a secret's text is never kept (nor shown)."""
+    item.outcome, item.message = "refused", err.line()
+    item.gate = "sensitive_data" if isinstance(err, SecretDetected) else err.code  # hidden_text, validation_failed
+    if isinstance(err, SecretDetected):
+        item.text = None
+
+
+def _content_refusal(text: str) -> MemcliError | None:
+    """The error the text gates (validation, secrets, hidden text) raise for ``text``, or None
+    when it passes: an edit is checked before it is offered, so an offer never shows a secret."""
+    from memcli.model import check_text
+    from memcli.policy.gates import check_secrets
+
+    try:
+        check_secrets(check_text(text))
+    except MemcliError as err:
+        return err
+    return None
 
 
 def _options(scope: str, entry: memstores.Entry, actor: str, ref: str, key: str) -> Any:
@@ -376,8 +416,11 @@ def _owns(store: memstores.Store, reading: memstores.Reading, source: str) -> bo
     file = source.split("#", 1)[0]
     if store.file is not None:
         return file == label(store.file)
+    inbox = reading.root / ".inbox"
     if reading.kind == "gemini-inbox":
-        return file.startswith(label(reading.root / ".inbox") + "/")
+        return file.startswith(label(inbox) + "/")
+    if reading.kind == "gemini-project" and not inbox.is_dir() and file.startswith(label(inbox) + "/"):
+        return True  # the whole inbox is gone: its proposals are retired with the project memory's changes
     return file.rsplit("/", 1)[0] == label(reading.root)
 
 
@@ -398,9 +441,7 @@ def _apply_edit(ctx: Ctx, item: AgentItem, memory: Memory, text: str, opts: Any,
         if done.commit:
             result.commits.append(done.commit)
     except MemcliError as err:
-        item.outcome, item.message = "refused", err.line()
-        if isinstance(err, SecretDetected):
-            item.text = None
+        _refused(item, err)
 
 
 def _apply_delete(ctx: Ctx, item: AgentItem, memory: Memory, result: AgentImportResult) -> None:
@@ -436,7 +477,7 @@ def harvest(ctx: Ctx, agent: str, cwd: Path | None, deadline: float | None = Non
     except memstores.UnknownStore:
         return None
     result = import_stores(ctx, stores, None, apply=True, apply_changes=True, apply_deletions=False,
-                           command=f"memcli import --agent {agent}", cwd=cwd, deadline=deadline)
+                           command=f"memcli import --agent {agent}", cwd=cwd, deadline=deadline, strict=False)
     counts: dict[str, list] = {}  # store title -> [new, waiting for review, the agent's tag]
     for item in result.items:
         if item.outcome in ("created", "pending_review", "superseded"):
@@ -580,12 +621,16 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
     of the project at ``cwd`` (the one Claude Code has, else the folder's own), and their
     pointer lines in a marked section of ``MEMORY.md`` (the CLI's own lines kept); earlier
     exported files of memories no longer exported are removed. ``gemini-memory``: a marked
-    section of bullets in ``~/.gemini/GEMINI.md``, the rest of the file kept. Memories that
-    came from that same store are left out (they are there already).
+    section of bullets in the project's private memory ``~/.gemini/tmp/<id>/memory/MEMORY.md``
+    (loaded in every Gemini CLI session of that project only), and the person's cross-project
+    memories (``remember --all-projects``) in one of ``~/.gemini/GEMINI.md`` (loaded in every
+    project), the rest of each file kept; a project memory never goes to the global file.
+    Memories that came from that same store are left out (they are there already).
 
     Raises:
         ValidationFailed, ScopeViolation: a scope is malformed or another user's.
-        UsageProblem: a file cannot be written.
+        UsageProblem: a file cannot be written; ``gemini-memory`` with project memories for a
+            project Gemini CLI has not registered yet (nothing is written).
     """
     from memcli.agents.memstores import MARK, claude, gemini, read_text
     from memcli.service.rules import export_memories
@@ -601,10 +646,25 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
     kept = [m for m in memories if not (m.provenance.source or "").startswith(own)]
     out = NativeExport(fmt, label(place), memories=len(kept), left_out=len(memories) - len(kept))
     if fmt == "gemini-memory":
-        path = place / gemini.GLOBAL
-        held = read_text(path) if path.is_file() else ""
-        lines = [f"- {' '.join(m.text.split())}" for m in kept]
-        _put(path, gemini.render_global(held, lines), out)
+        from memcli.store.personal import cross_project_store
+
+        everywhere = cross_project_store()
+        wide = [m for m in kept if everywhere in Path(m.path or "").parents]
+        narrow = [m for m in kept if m not in wide]
+        memory = gemini.project_memory(place, folder) or gemini.project_memory(place, _project(folder))
+        if narrow and memory is None:
+            raise UsageProblem(f"Gemini CLI has not registered {_project(folder)} yet (it is not in "
+                               f"{label(place / 'projects.json')}), so its project memory has no folder",
+                               hint="start `gemini` in the project once, then export again")
+        targets = [(place / gemini.GLOBAL, wide)]
+        if memory is not None:
+            targets.append((memory / gemini.INDEX, narrow))
+            out.place = f"{label(memory / gemini.INDEX)} and {label(place / gemini.GLOBAL)}"
+        for path, chosen in targets:
+            held = read_text(path) if path.is_file() else ""
+            text = gemini.render_global(held, [f"- {' '.join(m.text.split())}" for m in chosen])
+            if text or path.is_file():
+                _put(path, text, out)
         return out
     wanted: dict[str, str] = {}
     pointers = []

@@ -373,14 +373,13 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
         block = context(ctx, None, None, "text", folder=folder, lead=lead)
         _remember_seen(ctx, payload.session_id, set(block.included))
         _journal(ctx, agent, payload, "injected", list(block.included))
-        if ctx.ws.config.agents_harvest:
-            return _harvest_note(ctx) + block.text
+        note = _harvest_note(ctx) if ctx.ws.config.agents_harvest else ""
         if ctx.ws.config.hook_stale:
             from memcli.service.stale_notes import code_moved, spawn_refresh
 
             if code_moved(ctx):  # the code moved since the last verdicts: judge again, after this answer
                 spawn_refresh(ctx)
-        return block.text
+        return note + block.text
     if event == "pre-tool-use":
         seen = _seen(ctx, payload.session_id)
         block = _tool_block(ctx, payload, folder, seen, call)
@@ -415,6 +414,9 @@ def _harvest(ctx, agent: str, folder: Path | None, run: HookRun, deadline: float
         result = harvest(ctx, agent, folder, deadline=deadline)
         if result is not None and result.new():
             run.warnings.append(result.message())
+        if result is not None:  # text it could not read (a layout memcli does not know) is said, never skipped quietly
+            run.warnings.extend(f"harvest: {s.root}/{file}: not read, a layout memcli does not know: {why}"
+                                for s in result.stores for file, why in s.unknown)
     except DeadlineReached:
         run.warnings.append(f"harvest stopped at its deadline; nothing was written (run `memcli import --agent "
                             f"{agent}`)")

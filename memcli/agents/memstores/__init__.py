@@ -9,12 +9,13 @@ agents' own memories"); one module per agent reads it:
   memory itself) and one topic file per memory with front-matter ``name``, ``description``
   and ``type`` (``user``, ``feedback``, ``project``, ``reference``; Claude Code 2.1.3xx
   writes it under ``metadata:``).
-* ``memstores.codex``: Codex Memories, ``$CODEX_HOME/memories/`` (``~/.codex/memories``):
-  ``MEMORY.md`` (``# Task Group:`` blocks whose ``## User preferences``, ``## Reusable
-  knowledge`` and ``## Failures and how to do differently`` bullets are the memories; the
-  ``## Task <n>`` sections are routing), ``memory_summary.md`` (a digest of MEMORY.md, read
-  only when MEMORY.md is missing), ``raw_memories.md`` and ``rollout_summaries/`` (the
-  inputs of the consolidation: not memories).
+* ``memstores.codex``: Codex Memories, ``$CODEX_HOME/memories_v2/`` (Codex 0.171; earlier
+  ``memories/``): the ad-hoc notes a session writes (``extensions/ad_hoc/notes/*.md``, one
+  entry each), ``memory_summary.md`` (its profile, preference and tip sections), or, when
+  there is one, ``MEMORY.md`` (``# Task Group:`` blocks whose ``## User preferences``, ``##
+  Reusable knowledge`` and ``## Failures and how to do differently`` bullets are the
+  memories; the ``## Task <n>`` sections are routing); ``raw_memories.md`` and
+  ``rollout_summaries/`` (the inputs of the consolidation) are not memories.
 * ``memstores.gemini``: Gemini CLI: the global ``~/.gemini/GEMINI.md`` (its bullets, and
   the legacy ``## Gemini Added Memories`` section of ``save_memory``), the private project
   memory ``~/.gemini/tmp/<project>/memory/`` (``MEMORY.md`` bullets, sibling topic files;
@@ -90,6 +91,9 @@ class Reading(NamedTuple):
         files: every file read (absolute).
         skipped: ``(file, why)`` for what was looked at and is not memories (index lines,
             routing sections, memcli's own export, other projects' blocks).
+        unknown: ``(file, why)`` for text in a layout the reader does not know (a section,
+            a version, a file kind it has no rule for): never read, and never a silent 0
+            (``service.agent_memory`` refuses an import that reads nothing but this).
     """
 
     kind: str
@@ -97,6 +101,7 @@ class Reading(NamedTuple):
     entries: list[Entry]
     files: list[Path]
     skipped: list[tuple[str, str]]
+    unknown: tuple[tuple[str, str], ...] = ()
 
 
 class Store(NamedTuple):
@@ -188,6 +193,33 @@ def bullets(text: str) -> list[tuple[int, str, str]]:
         if not stripped:
             current = []
     return out
+
+
+def prose(text: str) -> list[int]:
+    """The 1-based numbers of the lines of Markdown ``text`` that :func:`bullets` does not
+    read: not blank, not a heading, not a bullet or its continuation, not fenced code, not an
+    HTML comment line (ordered list items are counted here)."""
+    numbers: list[int] = []
+    fence = in_bullet = False
+    for number, line in enumerate(text.split("\n"), 1):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fence = not fence
+            in_bullet = False
+            continue
+        if fence or stripped.startswith("#") or (stripped.startswith("<!--") and stripped.endswith("-->")):
+            in_bullet = False
+            continue
+        if not stripped:
+            in_bullet = False
+            continue
+        if _BULLET.match(line) and not line.startswith(("    ", "\t")):
+            in_bullet = True
+            continue
+        if in_bullet and line.startswith((" ", "\t")):
+            continue
+        numbers.append(number)
+    return numbers
 
 
 def slug(text: str) -> str:

@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from memcli.agents.memstores import MARK, Entry, Reading, Store, read_text
+from memcli.agents.memstores import MARK, Entry, Reading, Store, read_text, without_export
 
 INDEX = "MEMORY.md"
 #: The store's own types -> memcli's category, and the tag each memory gets.
@@ -116,19 +116,35 @@ def read(store: Store, project: Path | None = None) -> Reading:
     entries: list[Entry] = []
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
+    unknown: list[tuple[str, str]] = []
     pointed: set[str] = set()
     index = root / INDEX
     if index.is_file():
         files.append(index)
         try:
-            lines = read_text(index).split("\n")
+            text, _ = without_export(read_text(index))
+            lines = text.split("\n")
         except OSError as err:
             skipped.append((INDEX, f"not read: {err}"))
             lines = []
         pointed = {m.group(1) for m in map(_POINTER.match, lines) if m}
-        count = sum(1 for line in lines if line.strip())
+        count = sum(1 for line in lines if _POINTER.match(line))
         if count:
             skipped.append((INDEX, f"the index: {count} lines pointing at topic files, not memories of their own"))
+        other = [n for n, line in enumerate(lines, 1)
+                 if line.strip() and not _POINTER.match(line) and not line.lstrip().startswith("#")]
+        if other:  # Claude Code's prompt: "one line per memory … never put memory content there"
+            unknown.append((INDEX, f"{len(other)} lines that are not pointers `- [Title](file.md) — hook` (from line "
+                                   f"{other[0]}): the index holds no memories of its own"))
+        gone = sorted(name for name in pointed if "/" not in name and not (root / name).is_file())
+        if gone:
+            skipped.append((INDEX, f"points at {', '.join(gone[:3])}{' …' if len(gone) > 3 else ''}, not there"))
+    if store.file is None:
+        odd = sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and not
+                     (p.is_file() and p.suffix == ".md")) if root.is_dir() else []
+        if odd:
+            unknown.append((odd[0], f"{len(odd)} entries that are not Markdown topic files ({', '.join(odd[:3])}"
+                                    f"{' …' if len(odd) > 3 else ''}): memcli reads one `.md` file per memory"))
     wanted = [store.file] if store.file is not None and store.file.name != INDEX else \
         sorted(p for p in root.glob("*.md") if p.name != INDEX and p.is_file())
     for path in wanted:
@@ -156,7 +172,7 @@ def read(store: Store, project: Path | None = None) -> Reading:
         if pointed and path.name not in pointed:
             skipped.append((path.name, f"not in {INDEX}'s index (read anyway: {name})"))
         entries.append(Entry(path, path.name, words, first, category, tags, stable=True))
-    return Reading("claude-memory", root, entries, files, skipped)
+    return Reading("claude-memory", root, entries, files, skipped, tuple(unknown))
 
 
 #: memcli's category (or a tag) -> the auto-memory type an exported memory gets.

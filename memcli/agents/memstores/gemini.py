@@ -23,13 +23,19 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
-from memcli.agents.memstores import MARK, Entry, Reading, Store, bullets, read_text, slug, without_export
+from memcli.agents.memstores import MARK, Entry, Reading, Store, bullets, prose, read_text, slug, without_export
 
 INDEX = "MEMORY.md"
 GLOBAL = "GEMINI.md"
 INBOX = ".inbox"
 PATCH = "extraction.patch"
+#: The inbox's kinds (``.inbox/<kind>/``): ``private`` targets the project memory folder,
+#: ``global`` ~/.gemini/GEMINI.md.
+KINDS = ("private", "global")
+#: Where Auto Memory keeps the skills it extracted (``memory/skills/<name>/SKILL.md``): procedures, not read.
+SKILLS = "skills"
 LEGACY_SECTION = "Gemini Added Memories"
 #: A pointer line of MEMORY.md: ``See <path>.md for …`` or a link to a sibling note ``[Title](note.md): …``.
 _SEE = re.compile(r"^(?:See\s+\S+\.md\b|\[[^\]]*\]\([^)\s]+\.md\))", re.IGNORECASE)
@@ -77,20 +83,38 @@ def _is_home(folder: Path) -> bool:
                                          or (folder / "tmp").is_dir())
 
 
+def _inbox_of(path: Path) -> Path | None:
+    """The ``.inbox`` folder a patch file (or an inbox folder) lies in, or None."""
+    for folder in (path, *path.parents):
+        if folder.name == INBOX:
+            return folder
+    return None
+
+
 def recognise(path: Path) -> Store | None:
     """The store ``path`` is, or None."""
     if path.is_file() and path.name == GLOBAL and _is_home(path.parent):
         return Store("gemini-global", path.parent, path)
     if path.is_dir() and _is_home(path) and (path / GLOBAL).is_file():
         return Store("gemini-global", path, path / GLOBAL)
-    if path.is_file() and path.name == PATCH and path.parent.parent.name == INBOX:
-        return Store("gemini-inbox", path.parent.parent.parent, path)
-    if path.is_dir() and path.name == INBOX:
-        return Store("gemini-inbox", path.parent)
+    inbox = _inbox_of(path)
+    if inbox is not None:
+        if path.is_dir():
+            return Store("gemini-inbox", inbox.parent, None if path == inbox else path)
+        return Store("gemini-inbox", inbox.parent, path) if path.suffix == ".patch" else None
     folder = path if path.is_dir() else path.parent
     if folder.name == "memory" and folder.parent.parent.name == "tmp" and folder.parent.parent.parent.name == ".gemini":
         return Store("gemini-project", folder, None if path.is_dir() else path)
     return None
+
+
+def patches(root: Path, within: Path | None = None) -> list[Path]:
+    """The inbox's patch files, as Gemini CLI 0.61 lists them (``listInboxPatchFiles``: every
+    ``*.patch`` under ``.inbox/private`` and ``.inbox/global``, at any depth, sorted)."""
+    if within is not None and within.is_file():
+        return [within]
+    folders = [within] if within is not None else [root / INBOX / kind for kind in KINDS]
+    return sorted(p for folder in folders for p in folder.rglob("*.patch") if p.is_file())
 
 
 def read(store: Store, project: Path | None = None) -> Reading:
@@ -98,17 +122,17 @@ def read(store: Store, project: Path | None = None) -> Reading:
     entries: list[Entry] = []
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
+    unknown: list[tuple[str, str]] = []
     if store.kind == "gemini-inbox":
-        patches = [store.file] if store.file else sorted((store.root / INBOX).glob(f"*/{PATCH}"))
-        for patch in patches:
+        for patch in patches(store.root, store.file):
             files.append(patch)
-            entries.extend(_patch(patch, store.root, skipped))
-        return Reading(store.kind, store.root, entries, files, skipped)
+            entries.extend(_patch(patch, store.root, skipped, unknown))
+        return Reading(store.kind, store.root, entries, files, skipped, tuple(unknown))
     if store.kind == "gemini-global":
         path = store.file or store.root / GLOBAL
         files.append(path)
-        entries.extend(_bullets(path, skipped, "global"))
-        return Reading(store.kind, store.root, entries, files, skipped)
+        entries.extend(_bullets(path, skipped, unknown, "global"))
+        return Reading(store.kind, store.root, entries, files, skipped, tuple(unknown))
     root = store.root
     index = root / INDEX
     wanted = [store.file] if store.file else ([index] if index.is_file() else []) + sorted(
@@ -116,17 +140,20 @@ def read(store: Store, project: Path | None = None) -> Reading:
     for path in wanted:
         files.append(path)
         if path.name == INDEX:
-            entries.extend(_bullets(path, skipped, "project"))
+            entries.extend(_bullets(path, skipped, unknown, "project"))
         else:
             entries.extend(_topic(path, skipped))
-    if (root / INBOX).is_dir() and not store.file:
-        count = len(list((root / INBOX).glob(f"*/{PATCH}")))
-        if count:
-            skipped.append((INBOX, f"{count} inbox patches: import {root / INBOX} to read them, held for review"))
-    return Reading(store.kind, root, entries, files, skipped)
+    if not store.file:
+        held = patches(root) if (root / INBOX).is_dir() else []
+        if held:
+            skipped.append((INBOX, f"{len(held)} inbox patches: Gemini CLI's Auto Memory inbox, read as a store of "
+                                   "its own (`--agent gemini` reads it too), every entry held for review"))
+        if (root / SKILLS).is_dir():
+            skipped.append((SKILLS, "skills Auto Memory extracted (procedures, SKILL.md): not memories"))
+    return Reading(store.kind, root, entries, files, skipped, tuple(unknown))
 
 
-def _bullets(path: Path, skipped: list[tuple[str, str]], tier: str) -> list[Entry]:
+def _bullets(path: Path, skipped: list[tuple[str, str]], unknown: list[tuple[str, str]], tier: str) -> list[Entry]:
     try:
         text, exported = without_export(read_text(path))
     except OSError as err:
@@ -145,6 +172,10 @@ def _bullets(path: Path, skipped: list[tuple[str, str]], tier: str) -> list[Entr
         out.append(Entry(path, f"{slug(heading) or 'top'}", item, line, "fact", tags))
     if pointers:
         skipped.append((path.name, f"{pointers} pointer lines to topic files: not memories of their own"))
+    other = prose(text)
+    if other:  # beside bullets, prose is the person's own text; with none, a layout memcli does not read
+        why = f"{len(other)} lines that are not bullets (from line {other[0]}): memcli reads a bullet as a memory"
+        (unknown if not out and not pointers else skipped).append((path.name, why))
     return out
 
 
@@ -164,37 +195,115 @@ def _topic(path: Path, skipped: list[tuple[str, str]]) -> list[Entry]:
     return [Entry(path, path.name, body, 1, "fact", ("gemini-cli", "project", slug(path.stem)), stable=True)]
 
 
-def _patch(patch: Path, root: Path, skipped: list[tuple[str, str]]) -> list[Entry]:
-    """The added lines of a unified diff's hunks, one entry per added bullet or paragraph."""
+class _Hunk(NamedTuple):
+    """One file's part of a unified diff: its target (``+++``), whether it creates the file
+    (``--- /dev/null``), and its changed lines ``(line in the patch, '+' or '-', text)``."""
+
+    target: str
+    new_file: bool
+    lines: list[tuple[int, str, str]]
+
+
+_RANGE = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def _hunks(text: str) -> tuple[list[_Hunk], int]:
+    """The file parts of a unified diff (the shape Gemini CLI's extraction prompt asks for:
+    ``--- old`` / ``+++ new`` headers with absolute paths, ``@@ -a,b +c,d @@`` hunks whose
+    counts say how many lines follow), and how many hunks it has. Context lines are left out."""
+    parts: list[_Hunk] = []
+    old = ""
+    hunks = 0
+    left = [0, 0]  # old and new lines the current hunk still has
+    for number, line in enumerate(text.split("\n"), 1):
+        if left[0] > 0 or left[1] > 0:
+            sign = line[:1]
+            if sign == "-":
+                left[0] -= 1
+            elif sign == "+":
+                left[1] -= 1
+            elif sign in (" ", ""):
+                left[0], left[1] = left[0] - 1, left[1] - 1
+            elif sign == "\\":  # "\ No newline at end of file"
+                continue
+            else:
+                left = [0, 0]  # a short hunk: read the line as a header below
+            if sign in "+-" and sign and parts:
+                parts[-1].lines.append((number, sign, line[1:]))
+            if sign != "" and sign in "+- ":
+                continue
+        if line.startswith("--- "):
+            old = line[4:].split("\t")[0].strip()
+        elif line.startswith("+++ "):
+            parts.append(_Hunk(line[4:].split("\t")[0].strip(), old == "/dev/null", []))
+        elif (match := _RANGE.match(line)) and parts:
+            hunks += 1
+            left = [int(match.group(1) or 1), int(match.group(2) or 1)]
+    return parts, hunks
+
+
+def _patch(patch: Path, root: Path, skipped: list[tuple[str, str]], unknown: list[tuple[str, str]]) -> list[Entry]:
+    """What one inbox patch proposes, each entry held for review: a new note (``--- /dev/null``
+    to a sibling ``.md``) whole; in an update of MEMORY.md or GEMINI.md each added bullet (a
+    ``- See …`` pointer is not a memory) and each added paragraph. Removed lines are Gemini
+    CLI's to apply once the person approves the patch; memcli sees that change in the file."""
     try:
         text = read_text(patch)
     except OSError as err:
         skipped.append((patch.name, f"not read: {err}"))
         return []
-    kind = patch.parent.name
+    kind = next((p.name for p in patch.parents if p.parent.name == INBOX), patch.parent.name)
+    where = patch.relative_to(root).as_posix() if root in patch.parents else patch.name
+    parts, hunks = _hunks(text)
+    if not hunks or not parts:
+        if text.strip():
+            unknown.append((where, "no unified-diff hunk (`+++ TARGET` and `@@ … @@`), the inbox patch format"))
+        return []
     out: list[Entry] = []
-    target = ""
-    hunks = 0
-    for number, line in enumerate(text.split("\n"), 1):
-        if line.startswith("+++ "):
-            target = Path(line[4:].strip()).name
+    removed = pointers = 0
+    for part in parts:
+        name = Path(part.target).name
+        added = [(n, t) for n, sign, t in part.lines if sign == "+"]
+        removed += sum(1 for _, sign, _ in part.lines if sign == "-")
+        if MARK in "\n".join(t for _, t in added):
+            skipped.append((where, f"{name}: memcli's own text: not read back"))
             continue
-        if line.startswith("--- "):
+        tags = ("gemini-cli", "inbox", kind)
+        if part.new_file and name not in (INDEX, GLOBAL):
+            body = "\n".join(t for _, t in added).strip()
+            if body:
+                out.append(Entry(patch, f"{kind}/{name}", body, added[0][0], "fact", (*tags, slug(Path(name).stem)),
+                                 hold=True))
             continue
-        if line.startswith("@@"):
-            hunks += 1
-            continue
-        if not line.startswith("+") or not hunks:
-            continue
-        added = line[1:].strip()
-        match = re.match(r"^[-*+]\s+(.*\S)", added)
-        item = match.group(1) if match else added
-        if not item or item.startswith("#") or _SEE.match(item) or MARK in item:
-            continue
-        out.append(Entry(patch, f"{kind}/{target}", item, number, "fact",
-                         ("gemini-cli", "inbox", kind), hold=True))
-    if not hunks and text.strip():
-        skipped.append((patch.name, "no unified-diff hunk (@@ … @@): nothing read"))
+        groups: list[tuple[int, list[str]]] = []  # (line, parts): one bullet, or one paragraph
+        bullet = False
+        for number, line in added:
+            stripped = line.strip()
+            found = re.match(r"^\s{0,3}[-*+]\s+(.*\S)", line)
+            if not stripped or stripped.startswith("#"):
+                groups.append((0, []))
+                bullet = False
+            elif found:
+                groups.append((number, [found.group(1)]))
+                bullet = True
+            elif groups and groups[-1][1] and (bullet and line.startswith((" ", "\t")) or not bullet):
+                groups[-1][1].append(stripped)
+            else:
+                groups.append((number, [stripped]))
+                bullet = False
+        for number, words in groups:
+            item = " ".join(words).strip()
+            if not item:
+                continue
+            if _SEE.match(item):
+                pointers += 1
+                continue
+            out.append(Entry(patch, f"{kind}/{name}", item, number, "fact", tags, hold=True))
+    if pointers:
+        skipped.append((where, f"{pointers} pointer lines to notes: not memories of their own"))
+    if removed:
+        skipped.append((where, f"{removed} lines the patch would remove: Gemini CLI removes them when the person "
+                               "approves it (`/memory inbox`); an import of that file then offers the change"))
     return out
 
 
