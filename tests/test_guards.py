@@ -297,3 +297,68 @@ def test_the_mcp_remember_tool_takes_guards_and_its_proposal_waits(ws: Path) -> 
         bad = await client.call_tool("remember", {"text": "Never touch vendor", "deny": ["Vendor(x)"]})
         assert bad.is_error and "unknown tool 'Vendor'" in text_of(bad)
     drive(ws, steps)
+
+
+# --- violations from the transcript at session end -------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+#: each agent's recorded session (tests/fixtures/transcripts/README.md): `npm install left-pad`
+#: denied by the hook, then `pnpm install left-pad` and `pytest -q` run
+GUARDED = {"claude": "claude-2.1.332-guarded.jsonl", "codex": "codex-0.171.0-guarded.jsonl",
+           "gemini": "gemini-0.61.0-guarded.jsonl"}
+BEFORE = {"MEMCLI_NOW": "2026-12-01T00:00:00Z"}  # the sessions were recorded on 2026-12-06
+
+
+def _end(run, agent: str, session: str, transcript: Path, cwd: Path):  # noqa: ANN001, ANN202
+    payload = {"session_id": session, "transcript_path": str(transcript), "cwd": str(cwd),
+               "hook_event_name": "SessionEnd", "reason": "exit"}
+    out = run("hook", agent, "session-end", input=json.dumps(payload), cwd=cwd)
+    assert out.code == 0 and out.out == "", out
+    return out
+
+
+def _violated(run) -> dict[str, int]:  # noqa: ANN001
+    return {r["id"]: r["violated"] for r in run("--json", "stats", "--memories").json()["data"]["perMemory"]}
+
+
+@pytest.mark.parametrize("agent", sorted(GUARDED))
+def test_session_end_counts_the_guarded_calls_the_transcript_shows_ran(ws: Path, run, tmp_path: Path,  # noqa: ANN001
+                                                                       agent: str) -> None:
+    def remember(text: str, flag: str, pattern: str, env: dict[str, str] = BEFORE) -> str:
+        return run("--json", "remember", text, flag, pattern, env=env).json()["data"]["id"]
+    npm = remember("Use pnpm, never npm, for packages in this repository", "--deny", "Bash(npm install:*)")
+    pytest_ = remember("Prefer make test to calling pytest directly", "--warn", "Bash(pytest:*)")
+    pnpm = remember("Packages are added by the release owner only", "--deny", "Bash(pnpm install:*)")
+    later = remember("Run the tests in the container", "--deny", "Bash(pytest -q)", env={})  # after the session
+    out = _end(run, agent, "recorded-session", FIXTURES / GUARDED[agent], tmp_path)
+    assert "2 guard violations" in out.err, out
+    counts = _violated(run)
+    # blocked by the hook (the transcript shows the refusal): no violation; the two calls that ran
+    # unseen by a pre-tool hook: one each; a memory written after the call: none
+    assert (counts.get(npm, 0), counts[pytest_], counts[pnpm], counts.get(later, 0)) == (0, 1, 1, 0)
+    _end(run, agent, "recorded-session", FIXTURES / GUARDED[agent], tmp_path)  # a resumed session ends again
+    assert _violated(run) == counts
+    rows = [json.loads(line) for line in (ws / ".cache" / "usage.jsonl").read_text().splitlines()]
+    found = [r for r in rows if r.get("source") == "transcript"]
+    assert len(found) == 2 and all(len(r["call"]) == 16 for r in found)
+    assert {key for r in found for key in r} == {"at", "actor", "agent", "session", "event", "ids", "pattern", "call",
+                                                "source"}  # no command, no text
+
+
+def test_a_call_the_hook_already_counted_is_not_counted_again(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    mid = run("--json", "remember", "Prefer make test to calling pytest directly", "--warn", "Bash(pytest:*)",
+              env=BEFORE).json()["data"]["id"]
+    # the hook saw the call (a warn guard lets it through and counts it), then the session ends
+    assert _hook(run, "claude", _claude("pytest -q", tmp_path, session="seen"), tmp_path) != ""
+    _end(run, "claude", "seen", FIXTURES / GUARDED["claude"], tmp_path)
+    assert _violated(run)[mid] == 1
+
+
+def test_the_usage_journal_shows_each_person_only_their_own_sessions(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    mid = run("--json", "remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)").json()["data"]["id"]
+    _hook(run, "claude", _claude("npm install left-pad", tmp_path, session="alices"), tmp_path)
+    mine = run("--json", "stats", "--memories").json()["data"]
+    theirs = run("--actor", "bob", "--json", "stats", "--memories").json()["data"]
+    assert mine["usage"]["denied"] == 1 and [r["id"] for r in mine["perMemory"]] == [mid]
+    assert theirs["usage"]["denied"] == 0 and theirs["perMemory"] == []
+    assert "alices" not in (ws / ".cache" / "usage.jsonl").read_text()  # the session id is hashed

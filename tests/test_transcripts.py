@@ -503,3 +503,45 @@ def test_codex_response_items_alone_give_the_persons_words_without_injections():
     assert [t.text for t in parsed.turns] == [
         "remember: the staging server uses port 8443. From now on always run make lint before committing.",
         "No, use pnpm instead of npm. 以后提交前一律先跑 make check。"]
+
+
+# --- tool calls (guard violations, service.violations) -------------------------------------
+
+
+@pytest.mark.parametrize("name,tools", [
+    ("claude-2.1.332-guarded.jsonl", ["Bash", "Bash", "Bash"]),
+    ("codex-0.171.0-guarded.jsonl", ["exec_command", "exec_command", "exec_command", "apply_patch"]),
+    ("gemini-0.61.0-guarded.jsonl", ["run_shell_command"] * 3),
+])
+def test_the_real_sessions_tool_calls_and_whether_they_ran(name: str, tools: list[str]) -> None:
+    """Each agent's recorded session: `npm install left-pad` blocked by memcli's pre-tool hook
+    (not run), `pnpm install left-pad` and `pytest -q` run (and Codex's apply_patch)."""
+    found = tr.parse_text((FIXTURES / name).read_text(encoding="utf-8")).tool_uses
+    assert [u.name for u in found] == tools
+    assert [u.ran for u in found] == [False] + [True] * (len(tools) - 1)
+    first = found[0].input
+    assert (first.get("command") or first.get("cmd")) == "npm install left-pad"
+    assert all(u.timestamp and u.timestamp.startswith("2026-12-06T") for u in found)
+    if name.startswith("codex"):
+        assert found[-1].input["input"].startswith("*** Begin Patch")
+
+
+def test_claude_tool_calls_on_a_rewound_branch_and_refusals() -> None:
+    def call(uuid: str, parent: str | None, tool_id: str, command: str) -> dict:
+        entry = record("assistant", uuid, parent, "")
+        entry["message"]["content"] = [{"type": "tool_use", "id": tool_id, "name": "Bash",
+                                        "input": {"command": command}}]
+        return entry
+
+    def result(uuid: str, parent: str, tool_id: str, text: str, error: bool) -> dict:
+        return record("user", uuid, parent, [{"type": "tool_result", "tool_use_id": tool_id, "content": text,
+                                              "is_error": error}])
+    records = [record("user", "u1", None, "go"),
+               call("a1", "u1", "t1", "make old"), result("r1", "a1", "t1", "done", False),  # rewound below
+               call("a2", "u1", "t2", "false"), result("r2", "a2", "t2", "Exit code 1", True),
+               call("a3", "r2", "t3", "npm i"), result("r3", "a3", "t3", "PreToolUse:Bash hook error: no", True),
+               call("a4", "r3", "t4", "rm -rf x"),
+               result("r4", "a4", "t4", "The user doesn't want to proceed with this tool use.", True)]
+    found = tr.parse_text("\n".join(json.dumps(r) for r in records))
+    assert [(u.input["command"], u.ran) for u in found.tool_uses] == [("false", True), ("npm i", False),
+                                                                      ("rm -rf x", False)]
