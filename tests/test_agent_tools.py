@@ -290,23 +290,27 @@ def test_gemini_runs_the_scripted_shell_call_and_its_output_reaches_the_model(
     assert "RATE_CENTS = 300" in response_text(third, "read_file"), third.responses()
 
 
-@pytest.mark.xfail(reason="Gemini CLI 0.61.0 passes a hook's additionalContext to the model from AfterTool only "
-                   "(appended to the tool's result as <hook_context>), never from BeforeTool, so a memory that "
-                   "memcli's BeforeTool hook delivers (usage journal: delivered) does not reach the model")
-def test_gemini_pre_tool_hook_reaches_the_model(bin_dir: Path, tmp_path: Path) -> None:
-    """``gemini -p``: the model calls ``read_file`` on the billing file; memcli's BeforeTool hook
-    adds the billing memory (its ``paths`` name the file), which the next request holds after the
-    call."""
+def test_gemini_after_tool_hook_delivers_the_file_memory_with_the_result(bin_dir: Path, tmp_path: Path) -> None:
+    """``gemini -p``: the model calls ``read_file`` on the billing file. Gemini CLI 0.61 passes no
+    BeforeTool context to the model (docs/hooks.md), so memcli gives the billing memory (its
+    ``paths`` name the file) from its AfterTool hook: the next request holds it in the
+    ``functionResponse``, after the file's text, as ``<hook_context>``; the usage journal counts
+    one delivery."""
     home, project, tools = project_with_tools(tmp_path)
     script = [Turn.tools(("read_file", {"file_path": str(project / BILLING_FILE)})), Turn.text("Cents.")]
     with GeminiSim(script) as sim:
         done = gemini_run(bin_dir, home, project, tools, sim)
         why = describe(sim, done)
         assert done.returncode == 0 and sim.used == 2 and not sim.errors, why
-        second = sim.main()[1]
-    later = after_function_call(second)
-    assert BILLING[:60] in later, later[:2000]
-    assert any("tool" in e["command"] and e.get("exit") == 0 for e in hook_runs(project, "gemini"))
+        first, second = sim.main()[:2]
+    response = response_text(second, "read_file")
+    assert "RATE_CENTS = 300" in response and "hook_context" in response, response[:2000]
+    assert BILLING[:60] in response, response[:2000]
+    assert not any(BILLING[:60] in text for text in first.texts()), "the billing memory came before the read"
+    runs = hook_runs(project, "gemini")
+    assert any(e["command"].endswith("post-tool-use") and e.get("exit") == 0 for e in runs), runs
+    rows = json.loads(memcli(project, home, "--json", "stats", "--memories").stdout)["data"]["perMemory"]
+    assert sum(r["delivered"] for r in rows) == 1, rows
 
 
 def test_gemini_guard_denies_npm_install_and_the_model_gets_the_memory(bin_dir: Path, tmp_path: Path) -> None:

@@ -164,7 +164,8 @@ def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run) -> None:  #
 
 
 def _hook(run, agent: str, payload: dict, cwd: Path) -> dict | str:  # noqa: ANN001
-    out = run("hook", agent, "pre-tool-use", input=json.dumps(payload), cwd=cwd)
+    event = "post-tool-use" if payload.get("hook_event_name") == "AfterTool" else "pre-tool-use"
+    out = run("hook", agent, event, input=json.dumps(payload), cwd=cwd)
     assert out.code == 0, out
     return json.loads(out.out) if out.out.strip() else ""
 
@@ -362,3 +363,27 @@ def test_the_usage_journal_shows_each_person_only_their_own_sessions(ws: Path, r
     assert mine["usage"]["denied"] == 1 and [r["id"] for r in mine["perMemory"]] == [mid]
     assert theirs["usage"]["denied"] == 0 and theirs["perMemory"] == []
     assert "alices" not in (ws / ".cache" / "usage.jsonl").read_text()  # the session id is hashed
+
+
+def test_gemini_gets_a_files_memory_after_the_tool_and_only_guards_before_it(tmp_path: Path, run,  # noqa: ANN001
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    code = tmp_path / "code"
+    (code / "src").mkdir(parents=True)
+    (code / "src" / "billing.py").write_text("RATE_CENTS = 300\n", encoding="utf-8")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(code), *args], check=True)
+    assert run("init", str(code)).code == 0
+    monkeypatch.delenv("MEMCLI_WORKSPACE", raising=False)
+    mid = run("--json", "remember", "Billing amounts are integer cents", "--path", "src/billing.py",
+              cwd=code).json()["data"]["id"]
+    call = {"session_id": "g7", "transcript_path": "", "cwd": str(code), "tool_name": "read_file",
+            "tool_input": {"file_path": str(code / "src" / "billing.py")}}
+    before = _hook(run, "gemini", {**call, "hook_event_name": "BeforeTool"}, code)
+    assert before == ""  # Gemini CLI 0.61 would drop a BeforeTool context: nothing is given, nothing counted
+    after = _hook(run, "gemini", {**call, "hook_event_name": "AfterTool",
+                                  "tool_response": {"llmContent": "RATE_CENTS = 300"}}, code)
+    assert isinstance(after, dict) and after["hookSpecificOutput"]["hookEventName"] == "AfterTool"
+    assert mid in after["hookSpecificOutput"]["additionalContext"]
+    assert _hook(run, "gemini", {**call, "hook_event_name": "AfterTool"}, code) == ""  # once per session
+    rows = run("--json", "stats", "--memories", cwd=code).json()["data"]["perMemory"]
+    assert [(r["id"], r["delivered"]) for r in rows] == [(mid, 1)]

@@ -12,7 +12,8 @@ Per session, the ids already put into context are kept in the cache
 ``session-start`` with ``source: compact`` or ``resume`` puts the session's latest
 summary (``session:<id>``, written by the pre-compact hook with ``[hooks] summarize``
 or by ``compact --transcript``) first in the block, for its owner only
-(``policy.owner``). ``pre-tool-use`` adds, before a tool reads or edits a file
+(``policy.owner``). ``pre-tool-use`` (``post-tool-use`` for an agent that takes a tool's
+context only after the call) adds, before a tool reads or edits a file
 (``agents.tools``), the active memories whose ``paths`` globs match that file relative
 to the project's root, at most ``TOOL_LIMIT`` within ``TOOL_BUDGET`` characters, the
 narrowest glob first (``index.path_specificity``: the memory written for that file before
@@ -181,7 +182,10 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
 
     Args:
         agent: the agent's name (``agents.registry``): how its stdin is read and its answer written.
-        event: ``session-start``, ``user-prompt-submit``, ``pre-tool-use``, ``pre-compact`` or ``session-end``.
+        event: ``session-start``, ``user-prompt-submit``, ``pre-tool-use``, ``post-tool-use``,
+            ``pre-compact`` or ``session-end``. An agent that has ``post-tool-use`` (Gemini CLI,
+            whose BeforeTool context never reaches the model) gets only the guards' decision
+            before a tool, and the memories about the call after it.
         raw: the hook's stdin (the agent's JSON).
         workspace: ``--workspace``, if given; else ``$MEMCLI_WORKSPACE``, else found from the
             hook's ``cwd``.
@@ -198,25 +202,27 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     own = get(agent)
     payload, problem = own.read_input(raw)
     run = HookRun("", [problem] if problem else [])
-    call = call_of(agent, payload.tool_name, payload.tool_input) if event == "pre-tool-use" else None
-    if event == "pre-tool-use" and call is None:
+    tool_event = event in ("pre-tool-use", "post-tool-use")
+    call = call_of(agent, payload.tool_name, payload.tool_input) if tool_event else None
+    if tool_event and call is None:
         return run  # a tool no guard or memory is about (Codex runs it for every tool): nothing to open
+    after = "post-tool-use" in own.events  # the agent takes a tool's memories after the call only
     context = ""
     ctx = None
     decision: list[str] = []
     try:
         ctx = _open(workspace, actor, payload.cwd)
         if on_open is not None:
-            if event in ("user-prompt-submit", "pre-tool-use"):
+            if event in ("user-prompt-submit", "pre-tool-use", "post-tool-use"):
                 late, before_exit = late_answer(ctx, agent, event, payload.session_id)
                 on_open(ctx.ws.config.hook_deadline, before_exit, late)
             else:
                 on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx), None)
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
-        if call is not None:
+        if call is not None and event == "pre-tool-use":
             decision = _guard(ctx, agent, payload, call)
-        if not decision:
+        if not decision and not (event == "pre-tool-use" and after):
             context = _dispatch(ctx, event, payload, run, agent=agent, call=call)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
@@ -392,7 +398,7 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
             if code_moved(ctx):  # the code moved since the last verdicts: judge again, after this answer
                 spawn_refresh(ctx)
         return block.text
-    if event == "pre-tool-use":
+    if event in ("pre-tool-use", "post-tool-use"):
         seen = _seen(ctx, payload.session_id)
         block = _tool_block(ctx, payload, folder, seen, call)
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
