@@ -328,3 +328,57 @@ def test_gemini_guard_denies_npm_install_and_the_model_gets_the_memory(bin_dir: 
     assert GUARD in reason and memory_id in reason, reason[:2000]
     assert not (project / NPM_MARK).exists()
     assert_counted(project, home, memory_id)
+
+
+# -- a session without the pre-tool hook: the violation is counted from the transcript -----------
+
+#: each CLI's settings file and the pre-tool hook events memcli installs there
+PRE_TOOL = {"claude": (".claude/settings.json", ["PreToolUse"]), "codex": (".codex/hooks.json", ["PreToolUse"]),
+            "gemini": (".gemini/settings.json", ["BeforeTool", "AfterTool"])}
+
+
+def without_pre_tool_hook(project: Path, agent: str) -> None:
+    """Remove memcli's tool hooks from ``agent``'s settings file (as a person who installed the
+    hooks before guards existed has them); the others stay."""
+    name, events = PRE_TOOL[agent]
+    path = project / name
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for event in events:
+        del data["hooks"][event]
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def violations(project: Path, home: Path, memory_id: str) -> tuple[int, int]:
+    """``(denied, violated)`` that ``memcli stats --memories --json`` counts for ``memory_id``."""
+    done = memcli(project, home, "--json", "stats", "--memories")
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = next((r for r in json.loads(done.stdout)["data"]["perMemory"] if r["id"] == memory_id), None)
+    return (row["denied"], row["violated"]) if row else (0, 0)
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_without_the_pre_tool_hook_the_call_runs_and_session_end_counts_the_violation(
+        bin_dir: Path, tmp_path: Path, agent: str) -> None:
+    """The memory with ``--deny 'Bash(npm install:*)'``, but the agent's pre-tool hook removed:
+    the scripted ``npm install left-pad`` runs; the session-end hook reads the agent's
+    transcript and counts one violation of the memory (and no denial)."""
+    home, project, tools = project_with_tools(tmp_path)
+    memory_id = guarded(project, home)
+    without_pre_tool_hook(project, agent)
+    if agent == "claude":
+        with ModelSim([Turn.tools(("Bash", {"command": COMMAND, "description": "Install"})), Turn.text("Ok.")]) as sim:
+            done = claude_run(bin_dir, home, project, tools, sim, "Bash")
+            why = describe(sim, done)
+    elif agent == "codex":
+        with CodexSim([Turn.tools(("exec_command", {"cmd": COMMAND, "login": False})), Turn.text("Ok.")]) as csim:
+            done = codex_run(bin_dir, home, project, tools, csim)
+            why = describe(csim, done)
+    else:
+        with GeminiSim([Turn.tools(("run_shell_command", {"command": COMMAND})), Turn.text("Ok.")]) as gsim:
+            done = gemini_run(bin_dir, home, project, tools, gsim)
+            why = describe(gsim, done)
+    assert done.returncode == 0, why
+    assert (project / NPM_MARK).read_text(encoding="utf-8").strip() == "install left-pad", why
+    ends = [e for e in hook_runs(project, agent) if e["command"].endswith("session-end")]
+    assert ends and all(e.get("exit") == 0 for e in ends), hook_runs(project, agent)
+    assert violations(project, home, memory_id) == (0, 1), why
