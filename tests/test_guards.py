@@ -387,3 +387,29 @@ def test_gemini_gets_a_files_memory_after_the_tool_and_only_guards_before_it(tmp
     assert _hook(run, "gemini", {**call, "hook_event_name": "AfterTool"}, code) == ""  # once per session
     rows = run("--json", "stats", "--memories", cwd=code).json()["data"]["perMemory"]
     assert [(r["id"], r["delivered"]) for r in rows] == [(mid, 1)]
+
+
+# --- decay by use: compact's candidates to retire ----------------------------------------------
+
+
+def test_compact_proposes_memories_no_session_was_given_for_90_days(ws: Path, run) -> None:  # noqa: ANN001
+    old = {"MEMCLI_NOW": "2026-01-01T00:00:00Z"}
+    used = run("--json", "remember", "The staging database is ledger_stage", env=old).json()["data"]["id"]
+    idle = run("--json", "remember", "The old CI ran on Jenkins", env=old).json()["data"]["id"]
+    now = {"MEMCLI_NOW": "2026-12-01T00:00:00Z"}
+
+    def candidates() -> list[str]:
+        return [c["id"] for c in run("--json", "compact", env=now).json()["data"]["retireCandidates"]]
+    assert candidates() == []  # no journal: nothing is known about use, nothing is proposed
+
+    def line(at: str, ids: list[str], actor: str = "alice") -> str:
+        return json.dumps({"at": at, "actor": actor, "agent": "claude", "session": "5e55", "event": "injected",
+                           "ids": ids}) + "\n"
+    journal = ws / ".cache" / "usage.jsonl"
+    journal.write_text(line("2026-01-02T00:00:00Z", [used, idle], actor="bob"), encoding="utf-8")
+    assert candidates() == []  # another person's journal says nothing of yours
+    journal.write_text(line("2026-01-02T00:00:00Z", [used, idle]) + line("2026-11-20T00:00:00Z", [used]),
+                       encoding="utf-8")
+    assert candidates() == [idle]
+    assert f"candidate to retire {idle}" in run("compact", env=now).out
+    assert run("--json", "show", idle, env=now).json()["data"]["status"] == "active"  # proposed only
