@@ -14,6 +14,7 @@ import pytest
 
 from conftest import git
 from memcli.agents import transcript as tr
+from memcli.agents.tools import call_key, call_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 SESSION = "3e1f0a2b-0000-4000-8000-00000000c0de"
@@ -473,11 +474,15 @@ def test_any_json_record_is_read_without_an_exception():
     keys = st.sampled_from(["type", "uuid", "parentUuid", "logicalParentUuid", "message", "content", "payload",
                             "attachment", "$set", "$rewindTo", "sessionId", "id", "messages", "role", "isSidechain",
                             "displayContent", "projectHash", "record_type", "toolUseResult", "item", "text", "kind",
-                            "num_turns", "origin", "commandMode", "prompt", "is_error", "model"])
+                            "num_turns", "origin", "commandMode", "prompt", "is_error", "model", "toolCalls",
+                            "args", "name", "input", "arguments", "call_id", "tool_use_id", "status", "action",
+                            "output", "command", "cmd", "file_path"])
     leaves = st.none() | st.booleans() | st.integers() | st.sampled_from(
         ["user", "assistant", "attachment", "session_meta", "response_item", "event_msg", "gemini", "message",
          "queued_command", "user_message", "item_completed", "UserMessage", "thread_rolled_back", "text",
-         "input_text", "tool_result", "u1", "Always use x."])
+         "input_text", "tool_result", "u1", "Always use x.", "tool_use", "function_call", "custom_tool_call",
+         "local_shell_call", "function_call_output", "success", "Bash", "exec_command", "run_shell_command",
+         "apply_patch", "npm install x", '{"cmd": "npm i"}'])
     values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
                           max_leaves=6)
     records = st.lists(st.dictionaries(keys, values, min_size=1, max_size=5), min_size=1, max_size=4)
@@ -489,6 +494,11 @@ def test_any_json_record_is_read_without_an_exception():
         parsed = tr.parse(lines)
         assert all(t.text and t.role in ("user", "assistant") for t in parsed.messages)
         tr.parse_text("\n".join(lines))
+        for use in parsed.tool_uses:  # what the session-end violation count does with each call
+            assert isinstance(use.input, dict) and isinstance(use.ran, bool)
+            call = call_of(parsed.format or "claude", use.name, use.input)
+            if call is not None:
+                assert len(call_key(call)) == 16
 
     check()
 
