@@ -14,9 +14,9 @@ git repository, ``memcli init``, two memories, every agent's hooks) plus a code 
 memory about it (``--path``). The CLIs are installed by ``scripts/install-agent-clis.sh``, as
 for tests/test_agent_session.py; the tests skip only when node or npm is missing.
 
-Guards (issue 24; branch ``guards``: ``memcli remember TEXT --deny PATTERN``, enforced in each
-agent's pre-tool hook): the ``guard`` tests run when this memcli's ``remember`` has ``--deny``
-and are skipped with that reason otherwise.
+Guards (issue 24: ``memcli remember TEXT --deny PATTERN``, enforced in each agent's pre-tool
+hook): the ``guard`` tests show, for each CLI, the call denied, the memory's text and id reaching
+the model, and ``memcli stats --memories`` counting the denial.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from modelsim import ModelSim, Turn, result_text
 from modelsim_codex import CodexRequest, CodexSim
 from modelsim_gemini import GeminiRequest, GeminiSim
 
-from memcli.agents import gemini as gemini_agent
 from test_agent_session import BILLING, BILLING_FILE, CLI_TIMEOUT, INSTALL, PREFIX, agents
 
 #: what the stand-in npm prints, and the file it leaves in the project when it runs
@@ -114,21 +113,6 @@ def hook_runs(project: Path, agent: str) -> list[dict[str, Any]]:
     return [e for e in map(json.loads, lines) if str(e.get("command", "")).startswith(f"hook {agent} ")]
 
 
-def guards_missing() -> str | None:
-    """Why the guard tests cannot run here, or None when ``memcli remember`` has ``--deny``."""
-    done = subprocess.run([sys.executable, "-m", "memcli", "remember", "--help"], check=False,
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1",
-                                                                           "COLUMNS": "200"})
-    if "--deny" in done.stdout:
-        return None
-    return ("memory guards are not in this memcli (`memcli remember --deny` is missing): they come with "
-            "branch `guards` (issue 24 point 1)")
-
-
-GUARDS_MISSING = guards_missing()
-needs_guards = pytest.mark.skipif(GUARDS_MISSING is not None, reason=GUARDS_MISSING or "")
-
-
 def guarded(project: Path, home: Path) -> str:
     """Remember GUARD with ``--deny 'Bash(npm install:*)'``; return the new memory's id."""
     done = memcli(project, home, "--json", "remember", GUARD, "--deny", "Bash(npm install:*)")
@@ -140,40 +124,18 @@ def guarded(project: Path, home: Path) -> str:
     return memory_id
 
 
-def denials(project: Path, home: Path, memory_id: str) -> int | None:
-    """The guard denials that ``memcli stats --memories --json`` counts for ``memory_id`` (the
-    largest count under a key naming denials, in the memory's entry, else anywhere), or None
-    when this memcli's ``stats`` has no ``--memories`` (issue 24 point 3 not there yet)."""
+def denials(project: Path, home: Path, memory_id: str) -> int:
+    """The guard denials ``memcli --json stats --memories`` counts for ``memory_id`` (0 when its
+    row is missing)."""
     done = memcli(project, home, "--json", "stats", "--memories")
-    if done.returncode != 0 and "--memories" in done.stdout + done.stderr:
-        return None
     assert done.returncode == 0, done.stdout + done.stderr
-
-    def counts(value: Any) -> list[int]:
-        if isinstance(value, dict):
-            return [v for k, v in value.items() if "den" in k.lower() and isinstance(v, int)] + \
-                [n for v in value.values() for n in counts(v)]
-        return [n for v in value for n in counts(v)] if isinstance(value, list) else []
-
-    def entry(value: Any) -> Any:
-        if isinstance(value, dict):
-            if memory_id in (value.get("id"), value.get("memory")):
-                return value
-            return next((e for e in map(entry, value.values()) if e is not None), None)
-        return next((e for e in map(entry, value) if e is not None), None) if isinstance(value, list) else None
-
-    data = json.loads(done.stdout)
-    return max(counts(entry(data) or data) or [0])
+    rows = json.loads(done.stdout)["data"]["perMemory"]
+    return next((row["denied"] for row in rows if row["id"] == memory_id), 0)
 
 
 def assert_counted(project: Path, home: Path, memory_id: str) -> None:
-    """``stats`` counts the denial of ``memory_id``; skipped (the denial itself was checked)
-    while ``stats`` has no ``--memories``."""
-    count = denials(project, home, memory_id)
-    if count is None:
-        pytest.skip("the guard denied the call and the model got the memory (checked above), but this "
-                    "memcli's `stats` has no `--memories` yet, so the count is not checked (issue 24 point 3)")
-    assert count >= 1, f"stats counts no denial for {memory_id}"
+    """``stats`` counts the denial of ``memory_id``."""
+    assert denials(project, home, memory_id) >= 1, f"stats counts no denial for {memory_id}"
 
 
 # -- Claude Code ---------------------------------------------------------------------------------
@@ -207,7 +169,6 @@ def test_claude_runs_the_scripted_shell_call_and_the_pre_tool_hook_reaches_the_m
     assert any(e["command"].endswith("pre-tool-use") and e.get("exit") == 0 for e in hook_runs(project, "claude"))
 
 
-@needs_guards
 def test_claude_guard_denies_npm_install_and_the_model_gets_the_memory(bin_dir: Path, tmp_path: Path) -> None:
     """A memory with ``--deny 'Bash(npm install:*)'``: Claude Code's PreToolUse hook denies the
     scripted ``npm install left-pad``; the ``Bash`` ``tool_result`` the model gets quotes the
@@ -272,7 +233,6 @@ def test_codex_runs_the_scripted_shell_call_and_the_pre_tool_hook_reaches_the_mo
     assert any(e["command"].endswith("pre-tool-use") and e.get("exit") == 0 for e in hook_runs(project, "codex"))
 
 
-@needs_guards
 def test_codex_guard_denies_npm_install_and_the_model_gets_the_memory(bin_dir: Path, tmp_path: Path) -> None:
     """A memory with ``--deny 'Bash(npm install:*)'``: Codex's PreToolUse hook denies the scripted
     ``exec_command`` ``npm install left-pad``; what the model gets after the call quotes the
@@ -297,10 +257,6 @@ def gemini_run(bin_dir: Path, home: Path, project: Path, tools: Path, sim: Gemin
     sim.write_settings(home)
     return run_cli(bin_dir / "gemini", ["-p", "install left-pad, then look at the billing code", "--approval-mode",
                                         "yolo"], agent_env(home, tools, sim.env()), project)
-
-
-#: whether memcli installs a Gemini CLI tool hook (its pre-tool-use event, ``BeforeTool``)
-GEMINI_TOOL_HOOK = "pre-tool-use" in gemini_agent.EVENTS
 
 
 def response_text(request: GeminiRequest, tool: str) -> str:
@@ -334,28 +290,29 @@ def test_gemini_runs_the_scripted_shell_call_and_its_output_reaches_the_model(
     assert "RATE_CENTS = 300" in response_text(third, "read_file"), third.responses()
 
 
-@pytest.mark.skipif(not GEMINI_TOOL_HOOK, reason="memcli installs no Gemini CLI tool hook (BeforeTool) here: "
-                    "Gemini's pre-tool delivery comes with branch `guards`")
-@pytest.mark.xfail(reason="Gemini CLI 0.61.0 passes a hook's additionalContext to the model from AfterTool only "
-                   "(appended to the tool's result as <hook_context>), never from BeforeTool, so a memory that "
-                   "memcli's BeforeTool hook delivers (usage journal: delivered) does not reach the model")
-def test_gemini_pre_tool_hook_reaches_the_model(bin_dir: Path, tmp_path: Path) -> None:
-    """``gemini -p``: the model calls ``read_file`` on the billing file; memcli's BeforeTool hook
-    adds the billing memory (its ``paths`` name the file), which the next request holds after the
-    call."""
+def test_gemini_after_tool_hook_delivers_the_file_memory_with_the_result(bin_dir: Path, tmp_path: Path) -> None:
+    """``gemini -p``: the model calls ``read_file`` on the billing file. Gemini CLI 0.61 passes no
+    BeforeTool context to the model (docs/hooks.md), so memcli gives the billing memory (its
+    ``paths`` name the file) from its AfterTool hook: the next request holds it in the
+    ``functionResponse``, after the file's text, as ``<hook_context>``; the usage journal counts
+    one delivery."""
     home, project, tools = project_with_tools(tmp_path)
     script = [Turn.tools(("read_file", {"file_path": str(project / BILLING_FILE)})), Turn.text("Cents.")]
     with GeminiSim(script) as sim:
         done = gemini_run(bin_dir, home, project, tools, sim)
         why = describe(sim, done)
         assert done.returncode == 0 and sim.used == 2 and not sim.errors, why
-        second = sim.main()[1]
-    later = after_function_call(second)
-    assert BILLING[:60] in later, later[:2000]
-    assert any("tool" in e["command"] and e.get("exit") == 0 for e in hook_runs(project, "gemini"))
+        first, second = sim.main()[:2]
+    response = response_text(second, "read_file")
+    assert "RATE_CENTS = 300" in response and "hook_context" in response, response[:2000]
+    assert BILLING[:60] in response, response[:2000]
+    assert not any(BILLING[:60] in text for text in first.texts()), "the billing memory came before the read"
+    runs = hook_runs(project, "gemini")
+    assert any(e["command"].endswith("post-tool-use") and e.get("exit") == 0 for e in runs), runs
+    rows = json.loads(memcli(project, home, "--json", "stats", "--memories").stdout)["data"]["perMemory"]
+    assert sum(r["delivered"] for r in rows) == 1, rows
 
 
-@needs_guards
 def test_gemini_guard_denies_npm_install_and_the_model_gets_the_memory(bin_dir: Path, tmp_path: Path) -> None:
     """A memory with ``--deny 'Bash(npm install:*)'``: Gemini CLI's BeforeTool hook denies the
     scripted ``run_shell_command`` ``npm install left-pad``; the ``functionResponse`` (or what
@@ -371,3 +328,57 @@ def test_gemini_guard_denies_npm_install_and_the_model_gets_the_memory(bin_dir: 
     assert GUARD in reason and memory_id in reason, reason[:2000]
     assert not (project / NPM_MARK).exists()
     assert_counted(project, home, memory_id)
+
+
+# -- a session without the pre-tool hook: the violation is counted from the transcript -----------
+
+#: each CLI's settings file and the pre-tool hook events memcli installs there
+PRE_TOOL = {"claude": (".claude/settings.json", ["PreToolUse"]), "codex": (".codex/hooks.json", ["PreToolUse"]),
+            "gemini": (".gemini/settings.json", ["BeforeTool", "AfterTool"])}
+
+
+def without_pre_tool_hook(project: Path, agent: str) -> None:
+    """Remove memcli's tool hooks from ``agent``'s settings file (as a person who installed the
+    hooks before guards existed has them); the others stay."""
+    name, events = PRE_TOOL[agent]
+    path = project / name
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for event in events:
+        del data["hooks"][event]
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def violations(project: Path, home: Path, memory_id: str) -> tuple[int, int]:
+    """``(denied, violated)`` that ``memcli stats --memories --json`` counts for ``memory_id``."""
+    done = memcli(project, home, "--json", "stats", "--memories")
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = next((r for r in json.loads(done.stdout)["data"]["perMemory"] if r["id"] == memory_id), None)
+    return (row["denied"], row["violated"]) if row else (0, 0)
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_without_the_pre_tool_hook_the_call_runs_and_session_end_counts_the_violation(
+        bin_dir: Path, tmp_path: Path, agent: str) -> None:
+    """The memory with ``--deny 'Bash(npm install:*)'``, but the agent's pre-tool hook removed:
+    the scripted ``npm install left-pad`` runs; the session-end hook reads the agent's
+    transcript and counts one violation of the memory (and no denial)."""
+    home, project, tools = project_with_tools(tmp_path)
+    memory_id = guarded(project, home)
+    without_pre_tool_hook(project, agent)
+    if agent == "claude":
+        with ModelSim([Turn.tools(("Bash", {"command": COMMAND, "description": "Install"})), Turn.text("Ok.")]) as sim:
+            done = claude_run(bin_dir, home, project, tools, sim, "Bash")
+            why = describe(sim, done)
+    elif agent == "codex":
+        with CodexSim([Turn.tools(("exec_command", {"cmd": COMMAND, "login": False})), Turn.text("Ok.")]) as csim:
+            done = codex_run(bin_dir, home, project, tools, csim)
+            why = describe(csim, done)
+    else:
+        with GeminiSim([Turn.tools(("run_shell_command", {"command": COMMAND})), Turn.text("Ok.")]) as gsim:
+            done = gemini_run(bin_dir, home, project, tools, gsim)
+            why = describe(gsim, done)
+    assert done.returncode == 0, why
+    assert (project / NPM_MARK).read_text(encoding="utf-8").strip() == "install left-pad", why
+    ends = [e for e in hook_runs(project, agent) if e["command"].endswith("session-end")]
+    assert ends and all(e.get("exit") == 0 for e in ends), hook_runs(project, agent)
+    assert violations(project, home, memory_id) == (0, 1), why

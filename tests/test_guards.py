@@ -164,7 +164,8 @@ def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run) -> None:  #
 
 
 def _hook(run, agent: str, payload: dict, cwd: Path) -> dict | str:  # noqa: ANN001
-    out = run("hook", agent, "pre-tool-use", input=json.dumps(payload), cwd=cwd)
+    event = "post-tool-use" if payload.get("hook_event_name") == "AfterTool" else "pre-tool-use"
+    out = run("hook", agent, event, input=json.dumps(payload), cwd=cwd)
     assert out.code == 0, out
     return json.loads(out.out) if out.out.strip() else ""
 
@@ -297,3 +298,118 @@ def test_the_mcp_remember_tool_takes_guards_and_its_proposal_waits(ws: Path) -> 
         bad = await client.call_tool("remember", {"text": "Never touch vendor", "deny": ["Vendor(x)"]})
         assert bad.is_error and "unknown tool 'Vendor'" in text_of(bad)
     drive(ws, steps)
+
+
+# --- violations from the transcript at session end -------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+#: each agent's recorded session (tests/fixtures/transcripts/README.md): `npm install left-pad`
+#: denied by the hook, then `pnpm install left-pad` and `pytest -q` run
+GUARDED = {"claude": "claude-2.1.332-guarded.jsonl", "codex": "codex-0.171.0-guarded.jsonl",
+           "gemini": "gemini-0.61.0-guarded.jsonl"}
+BEFORE = {"MEMCLI_NOW": "2026-12-01T00:00:00Z"}  # the sessions were recorded on 2026-12-06
+
+
+def _end(run, agent: str, session: str, transcript: Path, cwd: Path):  # noqa: ANN001, ANN202
+    payload = {"session_id": session, "transcript_path": str(transcript), "cwd": str(cwd),
+               "hook_event_name": "SessionEnd", "reason": "exit"}
+    out = run("hook", agent, "session-end", input=json.dumps(payload), cwd=cwd)
+    assert out.code == 0 and out.out == "", out
+    return out
+
+
+def _violated(run) -> dict[str, int]:  # noqa: ANN001
+    return {r["id"]: r["violated"] for r in run("--json", "stats", "--memories").json()["data"]["perMemory"]}
+
+
+@pytest.mark.parametrize("agent", sorted(GUARDED))
+def test_session_end_counts_the_guarded_calls_the_transcript_shows_ran(ws: Path, run, tmp_path: Path,  # noqa: ANN001
+                                                                       agent: str) -> None:
+    def remember(text: str, flag: str, pattern: str, env: dict[str, str] = BEFORE) -> str:
+        return run("--json", "remember", text, flag, pattern, env=env).json()["data"]["id"]
+    npm = remember("Use pnpm, never npm, for packages in this repository", "--deny", "Bash(npm install:*)")
+    pytest_ = remember("Prefer make test to calling pytest directly", "--warn", "Bash(pytest:*)")
+    pnpm = remember("Packages are added by the release owner only", "--deny", "Bash(pnpm install:*)")
+    later = remember("Run the tests in the container", "--deny", "Bash(pytest -q)", env={})  # after the session
+    out = _end(run, agent, "recorded-session", FIXTURES / GUARDED[agent], tmp_path)
+    assert "2 guard violations" in out.err, out
+    counts = _violated(run)
+    # blocked by the hook (the transcript shows the refusal): no violation; the two calls that ran
+    # unseen by a pre-tool hook: one each; a memory written after the call: none
+    assert (counts.get(npm, 0), counts[pytest_], counts[pnpm], counts.get(later, 0)) == (0, 1, 1, 0)
+    _end(run, agent, "recorded-session", FIXTURES / GUARDED[agent], tmp_path)  # a resumed session ends again
+    assert _violated(run) == counts
+    rows = [json.loads(line) for line in (ws / ".cache" / "usage.jsonl").read_text().splitlines()]
+    found = [r for r in rows if r.get("source") == "transcript"]
+    assert len(found) == 2 and all(len(r["call"]) == 16 for r in found)
+    assert {key for r in found for key in r} == {"at", "actor", "agent", "session", "event", "ids", "pattern", "call",
+                                                "source"}  # no command, no text
+
+
+def test_a_call_the_hook_already_counted_is_not_counted_again(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    mid = run("--json", "remember", "Prefer make test to calling pytest directly", "--warn", "Bash(pytest:*)",
+              env=BEFORE).json()["data"]["id"]
+    # the hook saw the call (a warn guard lets it through and counts it), then the session ends
+    assert _hook(run, "claude", _claude("pytest -q", tmp_path, session="seen"), tmp_path) != ""
+    _end(run, "claude", "seen", FIXTURES / GUARDED["claude"], tmp_path)
+    assert _violated(run)[mid] == 1
+
+
+def test_the_usage_journal_shows_each_person_only_their_own_sessions(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    mid = run("--json", "remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)").json()["data"]["id"]
+    _hook(run, "claude", _claude("npm install left-pad", tmp_path, session="alices"), tmp_path)
+    mine = run("--json", "stats", "--memories").json()["data"]
+    theirs = run("--actor", "bob", "--json", "stats", "--memories").json()["data"]
+    assert mine["usage"]["denied"] == 1 and [r["id"] for r in mine["perMemory"]] == [mid]
+    assert theirs["usage"]["denied"] == 0 and theirs["perMemory"] == []
+    assert "alices" not in (ws / ".cache" / "usage.jsonl").read_text()  # the session id is hashed
+
+
+def test_gemini_gets_a_files_memory_after_the_tool_and_only_guards_before_it(tmp_path: Path, run,  # noqa: ANN001
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    code = tmp_path / "code"
+    (code / "src").mkdir(parents=True)
+    (code / "src" / "billing.py").write_text("RATE_CENTS = 300\n", encoding="utf-8")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(code), *args], check=True)
+    assert run("init", str(code)).code == 0
+    monkeypatch.delenv("MEMCLI_WORKSPACE", raising=False)
+    mid = run("--json", "remember", "Billing amounts are integer cents", "--path", "src/billing.py",
+              cwd=code).json()["data"]["id"]
+    call = {"session_id": "g7", "transcript_path": "", "cwd": str(code), "tool_name": "read_file",
+            "tool_input": {"file_path": str(code / "src" / "billing.py")}}
+    before = _hook(run, "gemini", {**call, "hook_event_name": "BeforeTool"}, code)
+    assert before == ""  # Gemini CLI 0.61 would drop a BeforeTool context: nothing is given, nothing counted
+    after = _hook(run, "gemini", {**call, "hook_event_name": "AfterTool",
+                                  "tool_response": {"llmContent": "RATE_CENTS = 300"}}, code)
+    assert isinstance(after, dict) and after["hookSpecificOutput"]["hookEventName"] == "AfterTool"
+    assert mid in after["hookSpecificOutput"]["additionalContext"]
+    assert _hook(run, "gemini", {**call, "hook_event_name": "AfterTool"}, code) == ""  # once per session
+    rows = run("--json", "stats", "--memories", cwd=code).json()["data"]["perMemory"]
+    assert [(r["id"], r["delivered"]) for r in rows] == [(mid, 1)]
+
+
+# --- decay by use: compact's candidates to retire ----------------------------------------------
+
+
+def test_compact_proposes_memories_no_session_was_given_for_90_days(ws: Path, run) -> None:  # noqa: ANN001
+    old = {"MEMCLI_NOW": "2026-01-01T00:00:00Z"}
+    used = run("--json", "remember", "The staging database is ledger_stage", env=old).json()["data"]["id"]
+    idle = run("--json", "remember", "The old CI ran on Jenkins", env=old).json()["data"]["id"]
+    now = {"MEMCLI_NOW": "2026-12-01T00:00:00Z"}
+
+    def candidates() -> list[str]:
+        return [c["id"] for c in run("--json", "compact", env=now).json()["data"]["retireCandidates"]]
+    assert candidates() == []  # no journal: nothing is known about use, nothing is proposed
+
+    def line(at: str, ids: list[str], actor: str = "alice") -> str:
+        return json.dumps({"at": at, "actor": actor, "agent": "claude", "session": "5e55", "event": "injected",
+                           "ids": ids}) + "\n"
+    journal = ws / ".cache" / "usage.jsonl"
+    journal.write_text(line("2026-01-02T00:00:00Z", [used, idle], actor="bob"), encoding="utf-8")
+    assert candidates() == []  # another person's journal says nothing of yours
+    journal.write_text(line("2026-01-02T00:00:00Z", [used, idle]) + line("2026-11-20T00:00:00Z", [used]),
+                       encoding="utf-8")
+    assert candidates() == [idle]
+    assert f"candidate to retire {idle}" in run("compact", env=now).out
+    assert run("--json", "show", idle, env=now).json()["data"]["status"] == "active"  # proposed only

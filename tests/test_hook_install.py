@@ -125,8 +125,11 @@ def test_codex_and_gemini_get_every_event_and_the_trust_steps(proj, run):
     gemini = run("--json", "hook", "install", "gemini", cwd=proj).json()
     assert "trusted folder" in gemini["data"]["next"][0]
     data = settings(proj / ".gemini" / "settings.json")
-    assert list(data["hooks"]) == ["SessionStart", "BeforeAgent", "PreCompress", "SessionEnd", "BeforeTool"]
+    assert list(data["hooks"]) == ["SessionStart", "BeforeAgent", "PreCompress", "SessionEnd", "BeforeTool",
+                                   "AfterTool"]
     assert data["hooks"]["BeforeTool"][0]["hooks"][0]["command"].endswith("hook gemini pre-tool-use")
+    assert data["hooks"]["AfterTool"][0]["hooks"][0]["command"].endswith("hook gemini post-tool-use")
+    assert data["hooks"]["AfterTool"][0]["matcher"] == data["hooks"]["BeforeTool"][0]["matcher"]
     assert data["hooks"]["BeforeAgent"][0]["hooks"][0]["timeout"] == 5000
     assert data["hooks"]["BeforeAgent"][0]["hooks"][0]["command"].endswith("hook gemini user-prompt-submit")
 
@@ -234,7 +237,7 @@ def test_hook_check_passes_every_event_with_a_minimal_path(proj, run):
     assert every["ok"] and every["data"]["passed"]
     events = [(c["agent"], c["event"]) for c in every["data"]["checks"]]
     assert events == [("claude", e) for e in CLAUDE_EVENTS] + [("codex", e) for e in CLAUDE_EVENTS] + [
-        ("gemini", e) for e in ("SessionStart", "BeforeAgent", "PreCompress", "SessionEnd", "BeforeTool")]
+        ("gemini", e) for e in ("SessionStart", "BeforeAgent", "PreCompress", "SessionEnd", "BeforeTool", "AfterTool")]
     assert all(c["ok"] and c["exit"] == 0 for c in every["data"]["checks"])
 
 

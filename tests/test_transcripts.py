@@ -14,6 +14,7 @@ import pytest
 
 from conftest import git
 from memcli.agents import transcript as tr
+from memcli.agents.tools import call_key, call_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 SESSION = "3e1f0a2b-0000-4000-8000-00000000c0de"
@@ -473,11 +474,15 @@ def test_any_json_record_is_read_without_an_exception():
     keys = st.sampled_from(["type", "uuid", "parentUuid", "logicalParentUuid", "message", "content", "payload",
                             "attachment", "$set", "$rewindTo", "sessionId", "id", "messages", "role", "isSidechain",
                             "displayContent", "projectHash", "record_type", "toolUseResult", "item", "text", "kind",
-                            "num_turns", "origin", "commandMode", "prompt", "is_error", "model"])
+                            "num_turns", "origin", "commandMode", "prompt", "is_error", "model", "toolCalls",
+                            "args", "name", "input", "arguments", "call_id", "tool_use_id", "status", "action",
+                            "output", "command", "cmd", "file_path"])
     leaves = st.none() | st.booleans() | st.integers() | st.sampled_from(
         ["user", "assistant", "attachment", "session_meta", "response_item", "event_msg", "gemini", "message",
          "queued_command", "user_message", "item_completed", "UserMessage", "thread_rolled_back", "text",
-         "input_text", "tool_result", "u1", "Always use x."])
+         "input_text", "tool_result", "u1", "Always use x.", "tool_use", "function_call", "custom_tool_call",
+         "local_shell_call", "function_call_output", "success", "Bash", "exec_command", "run_shell_command",
+         "apply_patch", "npm install x", '{"cmd": "npm i"}'])
     values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
                           max_leaves=6)
     records = st.lists(st.dictionaries(keys, values, min_size=1, max_size=5), min_size=1, max_size=4)
@@ -489,6 +494,11 @@ def test_any_json_record_is_read_without_an_exception():
         parsed = tr.parse(lines)
         assert all(t.text and t.role in ("user", "assistant") for t in parsed.messages)
         tr.parse_text("\n".join(lines))
+        for use in parsed.tool_uses:  # what the session-end violation count does with each call
+            assert isinstance(use.input, dict) and isinstance(use.ran, bool)
+            call = call_of(parsed.format or "claude", use.name, use.input)
+            if call is not None:
+                assert len(call_key(call)) == 16
 
     check()
 
@@ -503,3 +513,45 @@ def test_codex_response_items_alone_give_the_persons_words_without_injections():
     assert [t.text for t in parsed.turns] == [
         "remember: the staging server uses port 8443. From now on always run make lint before committing.",
         "No, use pnpm instead of npm. 以后提交前一律先跑 make check。"]
+
+
+# --- tool calls (guard violations, service.violations) -------------------------------------
+
+
+@pytest.mark.parametrize("name,tools", [
+    ("claude-2.1.332-guarded.jsonl", ["Bash", "Bash", "Bash"]),
+    ("codex-0.171.0-guarded.jsonl", ["exec_command", "exec_command", "exec_command", "apply_patch"]),
+    ("gemini-0.61.0-guarded.jsonl", ["run_shell_command"] * 3),
+])
+def test_the_real_sessions_tool_calls_and_whether_they_ran(name: str, tools: list[str]) -> None:
+    """Each agent's recorded session: `npm install left-pad` blocked by memcli's pre-tool hook
+    (not run), `pnpm install left-pad` and `pytest -q` run (and Codex's apply_patch)."""
+    found = tr.parse_text((FIXTURES / name).read_text(encoding="utf-8")).tool_uses
+    assert [u.name for u in found] == tools
+    assert [u.ran for u in found] == [False] + [True] * (len(tools) - 1)
+    first = found[0].input
+    assert (first.get("command") or first.get("cmd")) == "npm install left-pad"
+    assert all(u.timestamp and u.timestamp.startswith("2026-12-06T") for u in found)
+    if name.startswith("codex"):
+        assert found[-1].input["input"].startswith("*** Begin Patch")
+
+
+def test_claude_tool_calls_on_a_rewound_branch_and_refusals() -> None:
+    def call(uuid: str, parent: str | None, tool_id: str, command: str) -> dict:
+        entry = record("assistant", uuid, parent, "")
+        entry["message"]["content"] = [{"type": "tool_use", "id": tool_id, "name": "Bash",
+                                        "input": {"command": command}}]
+        return entry
+
+    def result(uuid: str, parent: str, tool_id: str, text: str, error: bool) -> dict:
+        return record("user", uuid, parent, [{"type": "tool_result", "tool_use_id": tool_id, "content": text,
+                                              "is_error": error}])
+    records = [record("user", "u1", None, "go"),
+               call("a1", "u1", "t1", "make old"), result("r1", "a1", "t1", "done", False),  # rewound below
+               call("a2", "u1", "t2", "false"), result("r2", "a2", "t2", "Exit code 1", True),
+               call("a3", "r2", "t3", "npm i"), result("r3", "a3", "t3", "PreToolUse:Bash hook error: no", True),
+               call("a4", "r3", "t4", "rm -rf x"),
+               result("r4", "a4", "t4", "The user doesn't want to proceed with this tool use.", True)]
+    found = tr.parse_text("\n".join(json.dumps(r) for r in records))
+    assert [(u.input["command"], u.ran) for u in found.tool_uses] == [("false", True), ("npm i", False),
+                                                                      ("rm -rf x", False)]

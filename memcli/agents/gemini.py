@@ -6,9 +6,17 @@ Sources (INTEGRATIONS.md; Gemini CLI 0.61, seen with the real CLI, ``scripts/rea
   ``~/.gemini/settings.json``) with ``timeout`` in milliseconds; stdout must be JSON only,
   context in ``hookSpecificOutput.additionalContext``. Its event names differ where
   ``gemini hooks migrate --from-claude`` maps them: BeforeAgent runs once per prompt,
-  PreCompress before its compression, BeforeTool before a tool runs (its stdin carries
-  ``tool_name`` and ``tool_input``, Gemini's own names: ``agents.tools.TOOL_NAMES``). SessionEnd's
-  ``reason`` is ``exit``.
+  PreCompress before its compression, BeforeTool before a tool runs and AfterTool after it (their
+  stdin carries ``tool_name`` and ``tool_input``, Gemini's own names: ``agents.tools.TOOL_NAMES``).
+  SessionEnd's ``reason`` is ``exit``.
+* A BeforeTool hook can block a call or rewrite its input, but its ``additionalContext`` never
+  reaches the model: Gemini CLI 0.61 reads only the blocking decision, ``stop`` and
+  ``tool_input`` of a BeforeTool answer; it takes ``additionalContext`` from AfterTool only, and
+  appends it to the tool's result as ``<hook_context>…</hook_context>`` (``executeToolWithHooks``
+  in ``packages/core`` ``coreToolHookTriggers``, as bundled in 0.61.0). So memcli enforces guards
+  in BeforeTool and gives the memories about a file or a command in AfterTool (``post-tool-use``),
+  with the tool's result: after a read, before the edits that follow it. A call BeforeTool blocked
+  fires no AfterTool.
 * BeforeTool decisions (its ``DefaultHookOutput``): a top-level ``{"decision": "deny", "reason":
   R}`` blocks the call ("Tool execution blocked: R" goes back to the model); ``{"decision": "ask"}``
   asks for confirmation, showing ``systemMessage``.
@@ -28,9 +36,10 @@ from pathlib import Path
 from memcli.agents.registry import Agent
 
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "BeforeAgent", "pre-compact": "PreCompress",
-          "session-end": "SessionEnd", "pre-tool-use": "BeforeTool"}
-#: BeforeTool's matcher: the tools guards and path memories are about (``agents.tools.TOOL_NAMES``).
-MATCHERS = {"pre-tool-use": "run_shell_command|read_file|read_many_files|write_file|replace|web_fetch"}
+          "session-end": "SessionEnd", "pre-tool-use": "BeforeTool", "post-tool-use": "AfterTool"}
+#: BeforeTool's and AfterTool's matcher: the tools guards and path memories are about (``agents.tools.TOOL_NAMES``).
+TOOLS = "run_shell_command|read_file|read_many_files|write_file|replace|web_fetch"
+MATCHERS = {"pre-tool-use": TOOLS, "post-tool-use": TOOLS}
 
 
 def decide(decision: str, reason: str, context: str = "") -> str:

@@ -28,9 +28,11 @@ EVENTS = {
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
     "pre-tool-use": "PreToolUse",
+    "post-tool-use": "PostToolUse",
 }
 #: seconds each hook may take (an agent may differ: ``Agent.timeouts``, ``Agent.timeout_scale``).
-TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10, "pre-tool-use": 5}
+TIMEOUTS = {"session-start": 10, "user-prompt-submit": 5, "pre-compact": 30, "session-end": 10, "pre-tool-use": 5,
+            "post-tool-use": 5}
 #: the words of a memcli hook command after the program: global options, then ``hook AGENT EVENT``.
 _GLOBAL_OPTIONS = {"-w": 1, "--workspace": 1, "--actor": 1}
 
@@ -210,8 +212,10 @@ def standard_answer(agent: Agent, event: str, context: str) -> str:
     ``pre-tool-use`` answers nothing when it adds no context, else
     ``hookSpecificOutput.additionalContext`` for Claude and Codex alike: never a
     ``permissionDecision``, so the tool call is neither blocked nor allowed by memcli.
+    ``post-tool-use`` (an agent that takes a tool's context only after the call, Gemini CLI's
+    AfterTool) answers the same way.
     """
-    if event == "pre-tool-use" and not context:
+    if event in ("pre-tool-use", "post-tool-use") and not context:
         return ""
     if event in ("pre-compact", "session-end"):
         return ""

@@ -39,8 +39,10 @@ class Agent:
         name: the word on memcli's command line (``claude``), lower case.
         title: the agent's name in messages (``Claude Code``).
         events: memcli's event word (``session-start``, ``user-prompt-submit``, ``pre-compact``,
-            ``session-end``, ``pre-tool-use``) -> the agent's hook event name, for the events
-            memcli installs for it, in install order.
+            ``session-end``, ``pre-tool-use``, ``post-tool-use``) -> the agent's hook event name,
+            for the events memcli installs for it, in install order. An agent with
+            ``post-tool-use`` gets the memories about a tool call there, after the call (its
+            pre-tool hook's context does not reach the model), and only guards before it.
         hook_help: the help line of ``memcli hook NAME``.
         matchers: event word -> the matcher of its group in the settings file (none: no matcher).
         timeouts: event word -> seconds, where the agent needs other than memcli's

@@ -118,3 +118,14 @@ def call_of(agent: str, tool_name: str, tool_input: object):  # noqa: ANN201 - a
         # a patch that adds a file writes it: Write(...) guards see it too (Codex's hooks match it as both)
         return Call("Edit", paths=paths)
     return Call(tool, paths=paths)
+
+
+def call_key(call) -> str:  # noqa: ANN001 - a memcli.guards.Call
+    """A short fingerprint of a tool call in Claude Code's terms (16 hex digits of a SHA-256 of
+    its tool and what it acts on, as the agent named it): the same for the call a pre-tool
+    hook is told of and the one the agent's transcript records, so that the usage journal can
+    tell a call its hook saw from one it never saw (``service.violations``). It holds no text."""
+    import hashlib
+
+    parts = [call.tool, call.command, *call.paths, "\0", *call.urls]
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "replace")).hexdigest()[:16]

@@ -111,6 +111,29 @@ class Turn:
     message_id: str | None = None
 
 
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool call the assistant made, as the agent recorded it (for guard violations,
+    ``service.violations``).
+
+    Attributes:
+        name: the agent's own tool name (``Bash``, ``exec_command``, ``run_shell_command``).
+        input: its arguments as the agent recorded them (a JSON object; a freeform tool's text,
+            Codex's ``apply_patch``, is ``{"input": TEXT}``).
+        line: 1-based line number of the call in the transcript.
+        timestamp: the record's timestamp as written (RFC 3339), or None.
+        ran: True when the transcript shows the tool ran (a result that is not a refusal: a
+            hook's block, a permission denial, the person's rejection, a cancellation); False
+            when it shows it did not, or holds no result for it.
+    """
+
+    name: str
+    input: dict
+    line: int
+    timestamp: str | None
+    ran: bool
+
+
 @dataclass
 class Transcript:
     """What :func:`parse` found.
@@ -118,6 +141,7 @@ class Transcript:
     Attributes:
         format: ``claude``, ``codex``, ``gemini``, or None when no record was recognised.
         messages: the conversation (live branch only), in order.
+        tool_uses: the assistant's tool calls (live branch only), in order.
         session_id: the session's id, or None.
         lines: non-blank lines read.
         objects: lines that held a JSON object.
@@ -129,6 +153,7 @@ class Transcript:
 
     format: str | None = None
     messages: list[Turn] = field(default_factory=list)
+    tool_uses: list[ToolUse] = field(default_factory=list)
     session_id: str | None = None
     lines: int = 0
     objects: int = 0

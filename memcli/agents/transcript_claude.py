@@ -22,6 +22,13 @@ The person's words are, on the live branch only:
 The assistant's words: ``assistant`` records, not meta or sidechain, not made by the client
 (``message.model == "<synthetic>"``, ``isApiErrorMessage``): their ``text`` blocks.
 
+Tool calls (``Transcript.tool_uses``): the ``tool_use`` blocks of those assistant records
+(``name``, ``input``, ``id``; one per id). A call ran when a ``tool_result`` block of a later
+``user`` record answers its id without ``is_error``, or with the error of a shell command
+that ran and exited non-zero ("Exit code N"); any other error is a refusal before the tool
+ran (a hook's block, "PreToolUse:Bash hook error: …"; a permission not granted, "Claude
+requested permissions to …"; the person's rejection) or a call the tool could not take.
+
 The live branch: the records reached from the last non-sidechain record by ``parentUuid``
 (and, from a ``compact_boundary`` whose ``parentUuid`` is null, by ``logicalParentUuid``).
 A link to a record that is not in the file (a broken line) is bridged to the record just
@@ -32,7 +39,7 @@ very old) is read whole, in file order.
 
 from __future__ import annotations
 
-from memcli.agents.transcript import Transcript, Turn, string, strip_injected
+from memcli.agents.transcript import ToolUse, Transcript, Turn, string, strip_injected
 
 #: Record types Claude Code writes; any other type is counted as unknown.
 KNOWN_TYPES = frozenset({
@@ -44,6 +51,8 @@ KNOWN_TYPES = frozenset({
 REJECTION = "The user doesn't want to proceed with this tool use."
 _SAID = "the user said:\n"
 _REJECTED = "User rejected tool use"
+#: How the error result of a shell command that ran and failed starts (Claude Code 2.1.332).
+RAN_AND_FAILED = "Exit code "
 
 
 def claims(entry: dict) -> bool:
@@ -126,6 +135,8 @@ class Reader:
         self.sidechain: set[str] = set()
         self.chained = False
         self.found: list[tuple[str | None, Turn]] = []
+        self.calls: dict[str, tuple[str | None, int, dict]] = {}  # tool_use id -> (uuid, line, record)
+        self.results: dict[str, bool] = {}  # tool_use id -> it ran
 
     def feed(self, number: int, entry: dict) -> None:
         """Take one record (``number``: its 1-based line)."""
@@ -149,6 +160,7 @@ class Reader:
             self.links[uuid] = (parent, logical)
             if entry.get("isSidechain"):
                 self.sidechain.add(uuid)
+        self._tools(uuid, number, entry)
         role, text = "user", user_text(entry)
         if text is None:
             role, text = "assistant", assistant_text(entry)
@@ -158,6 +170,24 @@ class Reader:
         message_id = string(message.get("id")) if isinstance(message, dict) and role == "assistant" else None
         self.found.append((uuid, Turn(session, uuid, string(entry.get("timestamp")), text, number, role,
                                       message_id)))
+
+    def _tools(self, uuid: str | None, number: int, entry: dict) -> None:
+        """Note the tool calls (``tool_use``) and the results (``tool_result``) of one record."""
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or entry.get("isSidechain"):
+            return
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and entry.get("type") == "assistant" and string(block.get("id")) \
+                    and isinstance(block.get("name"), str) and isinstance(block.get("input"), dict):
+                self.calls.setdefault(block["id"], (uuid, number, {**block, "timestamp": entry.get("timestamp")}))
+            elif block.get("type") == "tool_result" and entry.get("type") == "user" \
+                    and string(block.get("tool_use_id")):
+                failed = block.get("is_error") is True
+                text = "\n".join(_blocks_text(block.get("content")))
+                self.results[block["tool_use_id"]] = not failed or text.startswith(RAN_AND_FAILED)
 
     def live(self) -> set[str] | None:
         """The uuids of the live branch, or None when the file names no parents (read it whole)."""
@@ -184,3 +214,7 @@ class Reader:
         kept = [turn for uuid, turn in self.found if alive is None or uuid is None or uuid in alive]
         self.out.dropped = len(self.found) - len(kept)
         self.out.messages.extend(kept)
+        for call_id, (uuid, number, block) in self.calls.items():
+            if alive is None or uuid is None or uuid in alive:
+                self.out.tool_uses.append(ToolUse(block["name"], block["input"], number, string(block["timestamp"]),
+                                                  self.results.get(call_id, False)))

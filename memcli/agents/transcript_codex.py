@@ -21,16 +21,35 @@ The person's words come from one source per file, the first of these that it hol
 Developer and system messages are never the person's. The assistant's words are the
 ``response_item`` messages of role ``assistant`` (``output_text``), or when there are none
 the ``event_msg`` records of type ``agent_message``. A ``compacted`` record (a compaction
-summary) is not a message. An ``event_msg`` of type ``thread_rolled_back`` drops the last
+summary) is not a message.
+
+Tool calls (``Transcript.tool_uses``): ``response_item`` items of type ``function_call``
+(``name``, ``arguments``: a JSON object in a string), ``custom_tool_call`` (a freeform tool,
+``apply_patch``: its ``input`` text, kept as ``{"input": TEXT}``) and ``local_shell_call``
+(``action.command``, an argument list, kept as ``{"command": [...]}``), each answered by a
+``*_output`` item with the same ``call_id``. A call ran when its output is there and is not a
+refusal: Codex 0.171 answers a call its PreToolUse hook blocked with "Command blocked by
+PreToolUse hook: …" or "Tool call blocked by PreToolUse hook: …", and one the person declined
+with "… rejected by user" (strings of the 0.171 binary).
+
+An ``event_msg`` of type ``thread_rolled_back`` drops the last
 ``num_turns`` turns of the person and everything after the first of them (the rewound part).
 """
 
 from __future__ import annotations
 
-from memcli.agents.transcript import Transcript, Turn, string, strip_injected
+import json
+
+from memcli.agents.transcript import ToolUse, Transcript, Turn, string, strip_injected
 
 #: Record types of the rollout envelope memcli knows; others are counted as unknown.
 KNOWN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state"})
+#: How Codex 0.171 answers a tool call that did not run (module docstring).
+REFUSALS = ("Command blocked by PreToolUse hook", "Tool call blocked by PreToolUse hook")
+REJECTED = "rejected by user"
+#: Tool call items and their output items.
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 #: Sources of the person's words, in order of preference (module docstring).
 _SOURCES = ("user_message", "item_completed", "response_item")
 
@@ -77,6 +96,8 @@ class Reader:
         self.said: dict[str, list[Turn]] = {source: [] for source in _SOURCES}
         self.replies: dict[str, list[Turn]] = {"response_item": [], "agent_message": []}
         self.cuts: list[tuple[int, int]] = []  # (line of the rollback, turns rolled back)
+        self.calls: dict[str, tuple[str, dict, int, str | None]] = {}  # call_id -> (name, input, line, stamp)
+        self.results: dict[str, bool] = {}  # call_id -> it ran
 
     def _add(self, bucket: list[Turn], text: str, number: int, stamp: object, uuid: object, role: str) -> None:
         text = strip_injected(text)
@@ -112,6 +133,8 @@ class Reader:
             elif role == "assistant":
                 self._add(self.replies["response_item"], "\n".join(_texts(payload.get("content"))), number, stamp,
                           payload.get("id"), "assistant")
+        elif kind == "response_item" and payload.get("type") in _CALLS + _OUTPUTS:
+            self._tool(number, stamp, payload)
         elif kind == "event_msg":
             event = payload.get("type")
             if event == "user_message" and payload.get("kind") in (None, "plain") \
@@ -129,6 +152,35 @@ class Reader:
         elif not isinstance(kind, str) or kind not in KNOWN_TYPES:
             self.out.unknown_lines += 1
 
+    def _tool(self, number: int, stamp: object, item: dict) -> None:
+        """Note one tool call item or its output (module docstring)."""
+        call_id = string(item.get("call_id"))
+        if call_id is None:
+            return
+        kind = item["type"]
+        if kind in _OUTPUTS:
+            output = item.get("output")
+            if isinstance(output, dict):  # the older {"content": TEXT, "success": …} shape
+                output = output.get("content")
+            text = output if isinstance(output, str) else ""
+            self.results[call_id] = not text.startswith(REFUSALS) and REJECTED not in text[:200]
+            return
+        name = string(item.get("name")) or ("local_shell" if kind == "local_shell_call" else None)
+        if name is None:
+            return
+        if kind == "function_call":
+            try:
+                arguments = json.loads(item.get("arguments") or "{}")
+            except (ValueError, TypeError, RecursionError):
+                arguments = None
+        elif kind == "custom_tool_call":
+            arguments = {"input": item["input"]} if isinstance(item.get("input"), str) else None
+        else:
+            action = item.get("action")
+            arguments = {"command": action.get("command")} if isinstance(action, dict) else None
+        if isinstance(arguments, dict):
+            self.calls.setdefault(call_id, (name, arguments, number, string(stamp)))
+
     def finish(self) -> None:
         """Choose the sources, apply rollbacks, and keep the conversation in file order."""
         said = next((self.said[s] for s in _SOURCES if self.said[s]), [])
@@ -144,3 +196,5 @@ class Reader:
             messages = before[:cut] + [m for m in messages if m.line > at]
         session = self.out.session_id
         self.out.messages.extend(Turn(session, m.uuid, m.timestamp, m.text, m.line, m.role) for m in messages)
+        self.out.tool_uses.extend(ToolUse(name, arguments, line, stamp, self.results.get(call_id, False))
+                                  for call_id, (name, arguments, line, stamp) in self.calls.items())

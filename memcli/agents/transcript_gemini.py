@@ -31,11 +31,17 @@ with ``<hook_context>`` when it resumes a session (``isIgnoredUserContent``), wh
 the model's history but would lose those words here. As it does, a text that starts (after the
 blocks) with ``/`` (a slash command) or ``?`` is not a turn. The assistant's words: ``gemini``
 messages' text, without ``thought`` parts.
+
+Tool calls (``Transcript.tool_uses``): the ``toolCalls`` of the ``gemini`` messages that stand
+(``name``, ``args``, ``status``, ``timestamp``). A call ran when its ``status`` is ``success``
+(a shell command that exits non-zero is a success too); ``error`` is a call that failed or
+never ran (a BeforeTool hook's block: "Tool execution blocked: …") and ``cancelled`` one the
+person declined, so neither counts as run.
 """
 
 from __future__ import annotations
 
-from memcli.agents.transcript import Transcript, Turn, string, strip_injected
+from memcli.agents.transcript import ToolUse, Transcript, Turn, string, strip_injected
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 #: What starts a user-role text that is a command to Gemini CLI, not words for memory (module docstring).
@@ -117,8 +123,14 @@ class Reader:
             self.out.unknown_lines += 1
 
     def finish(self) -> None:
-        """Keep the messages that stand, in order."""
+        """Keep the messages that stand, in order, and their tool calls."""
         for number, message in self.messages.values():
             turn = message_turn(message, number, self.out.session_id)
             if turn is not None:
                 self.out.messages.append(turn)
+            calls = message.get("toolCalls") if message.get("type") == "gemini" else None
+            for call in calls if isinstance(calls, list) else []:
+                if isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("args"), dict):
+                    stamp = string(call.get("timestamp")) or string(message.get("timestamp"))
+                    self.out.tool_uses.append(ToolUse(call["name"], call["args"], number, stamp,
+                                                      call.get("status") == "success"))

@@ -24,7 +24,8 @@ def _either(words: list[str]) -> str:
 
 _LOCAL = [a for a in agents() if "local" in a.settings]
 Event = Annotated[str, typer.Argument(
-    help="session-start, user-prompt-submit, pre-tool-use, pre-compact or session-end.")]
+    help="session-start, user-prompt-submit, pre-tool-use, post-tool-use (Gemini CLI only), pre-compact or "
+         "session-end.")]
 Agent = Annotated[str, typer.Argument(help=f"{_either(list(names()))}.")]
 User = Annotated[bool, typer.Option("--user", help="Edit your user settings ("
                                     + ", ".join(dict.fromkeys(f"~/{a.settings['user']}" for a in agents()))

@@ -24,7 +24,7 @@ from typing import Callable
 #: the rest is for writing the answer and exiting.
 GUARD_SHARE = 0.9
 #: The read hooks the watchdog guards (the write hooks have their own step deadlines).
-GUARDED = ("session-start", "user-prompt-submit", "pre-tool-use")
+GUARDED = ("session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use")
 #: What ``session-start`` says when the watchdog answers for it (SPEC.md section 6: the block
 #: is reference data, fenced as every block is).
 LATE_NOTE = ("<memcli-context>\nmemcli could not gather this project's memories within the hook's deadline "

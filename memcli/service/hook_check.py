@@ -103,7 +103,9 @@ FIELDS: dict[str, dict[str, object]] = {
     "session-start": {"source": "startup"}, "user-prompt-submit": {"prompt": "memcli hook check"},
     "pre-compact": {"trigger": "manual"}, "session-end": {"reason": "other"},
     "pre-tool-use": {"tool_name": "Read", "tool_input": {"file_path": "README.md"},
-                     "tool_use_id": "memcli-hook-check-tool"}}
+                     "tool_use_id": "memcli-hook-check-tool"},
+    "post-tool-use": {"tool_name": "Read", "tool_input": {"file_path": "README.md"},
+                      "tool_response": {"llmContent": "# project", "returnDisplay": ""}}}
 
 
 def stdin_for(agent: str, event_name: str, project: Path) -> dict:
@@ -116,7 +118,7 @@ def stdin_for(agent: str, event_name: str, project: Path) -> dict:
     word = own.event_word(event_name)
     if word is not None:
         payload.update(FIELDS.get(word, {}))
-        if word == "pre-tool-use":
+        if word in ("pre-tool-use", "post-tool-use"):
             payload["tool_input"] = {"file_path": str(project / "README.md")}
         payload.update(own.check_fields.get(word, {}))
     payload.update(own.check_fields.get("*", {}))

@@ -12,7 +12,8 @@ Per session, the ids already put into context are kept in the cache
 ``session-start`` with ``source: compact`` or ``resume`` puts the session's latest
 summary (``session:<id>``, written by the pre-compact hook with ``[hooks] summarize``
 or by ``compact --transcript``) first in the block, for its owner only
-(``policy.owner``). ``pre-tool-use`` adds, before a tool reads or edits a file
+(``policy.owner``). ``pre-tool-use`` (``post-tool-use`` for an agent that takes a tool's
+context only after the call) adds, before a tool reads or edits a file
 (``agents.tools``), the active memories whose ``paths`` globs match that file relative
 to the project's root, at most ``TOOL_LIMIT`` within ``TOOL_BUDGET`` characters, the
 narrowest glob first (``index.path_specificity``: the memory written for that file before
@@ -181,7 +182,10 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
 
     Args:
         agent: the agent's name (``agents.registry``): how its stdin is read and its answer written.
-        event: ``session-start``, ``user-prompt-submit``, ``pre-tool-use``, ``pre-compact`` or ``session-end``.
+        event: ``session-start``, ``user-prompt-submit``, ``pre-tool-use``, ``post-tool-use``,
+            ``pre-compact`` or ``session-end``. An agent that has ``post-tool-use`` (Gemini CLI,
+            whose BeforeTool context never reaches the model) gets only the guards' decision
+            before a tool, and the memories about the call after it.
         raw: the hook's stdin (the agent's JSON).
         workspace: ``--workspace``, if given; else ``$MEMCLI_WORKSPACE``, else found from the
             hook's ``cwd``.
@@ -198,25 +202,27 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     own = get(agent)
     payload, problem = own.read_input(raw)
     run = HookRun("", [problem] if problem else [])
-    call = call_of(agent, payload.tool_name, payload.tool_input) if event == "pre-tool-use" else None
-    if event == "pre-tool-use" and call is None:
+    tool_event = event in ("pre-tool-use", "post-tool-use")
+    call = call_of(agent, payload.tool_name, payload.tool_input) if tool_event else None
+    if tool_event and call is None:
         return run  # a tool no guard or memory is about (Codex runs it for every tool): nothing to open
+    after = "post-tool-use" in own.events  # the agent takes a tool's memories after the call only
     context = ""
     ctx = None
     decision: list[str] = []
     try:
         ctx = _open(workspace, actor, payload.cwd)
         if on_open is not None:
-            if event in ("user-prompt-submit", "pre-tool-use"):
+            if event in ("user-prompt-submit", "pre-tool-use", "post-tool-use"):
                 late, before_exit = late_answer(ctx, agent, event, payload.session_id)
                 on_open(ctx.ws.config.hook_deadline, before_exit, late)
             else:
                 on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx), None)
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
-        if call is not None:
+        if call is not None and event == "pre-tool-use":
             decision = _guard(ctx, agent, payload, call)
-        if not decision:
+        if not decision and not (event == "pre-tool-use" and after):
             context = _dispatch(ctx, event, payload, run, agent=agent, call=call)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
@@ -272,7 +278,7 @@ def _open(workspace: str | None, actor: str | None, cwd: str):  # noqa: ANN202
 
 
 def _journal(ctx, agent: str, payload: formats.HookInput, event: str, ids: list[str],  # noqa: ANN001
-             pattern: str | None = None) -> None:
+             pattern: str | None = None, call: str | None = None) -> None:
     """One line of the usage journal (``store.usage``); never raises."""
     from memcli.store import usage
 
@@ -280,7 +286,7 @@ def _journal(ctx, agent: str, payload: formats.HookInput, event: str, ids: list[
         cache = ctx.ws.cache
     except MemcliError:
         return
-    usage.append(cache, ctx.actor, agent, payload.session_id, event, ids, pattern)
+    usage.append(cache, ctx.actor, agent, payload.session_id, event, ids, pattern, call=call)
 
 
 def guards_in_force(ctx) -> list[tuple[Memory, Guard]]:  # noqa: ANN001
@@ -305,22 +311,18 @@ def _guard(ctx, agent: str, payload: formats.HookInput, call) -> list[str]:  # n
     guard of a memory in force denies or asks about it, else ``[]``; each verdict and each
     ``warn`` guard's match goes to the usage journal."""
     from memcli.agents.registry import get
-    from memcli.guards import Where, decide
+    from memcli.agents.tools import call_key
 
     guards = guards_in_force(ctx)
     if not guards:
         return []
-    where = Where(cwd=os.path.realpath(payload.cwd) if payload.cwd else "", home=os.path.expanduser("~"))
-    if call.paths and any(g.rule.spec and g.rule.spec.startswith("/") and not g.rule.spec.startswith("//")
-                          for _, g in guards):
-        where.root = _project_root(payload)  # git's top level: asked only for a /path pattern
-    call.paths = [os.path.realpath(os.path.join(payload.cwd or "/", p)) for p in call.paths]
-    matched = decide(guards, call, where)
+    key = call_key(call)  # before the paths are resolved: as the agent named them, as its transcript does
+    matched = match_call(guards, call, payload.cwd)
     if not matched:
         return []
     for memory, guard in matched:
         if guard.kind == "warn":
-            _journal(ctx, agent, payload, "violated", [memory.id], guard.pattern)
+            _journal(ctx, agent, payload, "violated", [memory.id], guard.pattern, key)
     strong = [(m, g) for m, g in matched if g.kind in ("deny", "ask")]
     if not strong:
         return []
@@ -346,16 +348,31 @@ def _guard(ctx, agent: str, payload: formats.HookInput, call) -> list[str]:  # n
         tail = "Ask the person; if they agree, they can run it themselves or allow it."
     reason = " ".join([lead, *lines, tail])
     _journal(ctx, agent, payload, "denied" if not asks else "asked", [m.id for m, _ in chosen],
-             chosen[0][1].pattern)
+             chosen[0][1].pattern, key)
     return ["deny" if not asks else "ask", reason]
 
 
-def _project_root(payload: formats.HookInput) -> str:
+def match_call(guards: list, call, cwd: str) -> list:  # noqa: ANN001 - a guards.Call
+    """The ``(memory, guard)`` pairs of ``guards`` that match ``call``, strongest kind first
+    (``memcli.guards.decide``), its paths read from the agent's working folder ``cwd`` (made
+    absolute and real here: ``call.paths`` is rewritten) and ``/path`` patterns from the
+    project's root."""
+    from memcli.guards import Where, decide
+
+    where = Where(cwd=os.path.realpath(cwd) if cwd else "", home=os.path.expanduser("~"))
+    if call.paths and any(g.rule.spec and g.rule.spec.startswith("/") and not g.rule.spec.startswith("//")
+                          for _, g in guards):
+        where.root = _project_root(cwd)  # git's top level: asked only for a /path pattern
+    call.paths = [os.path.realpath(os.path.join(cwd or "/", p)) for p in call.paths]
+    return decide(guards, call, where)
+
+
+def _project_root(cwd: str) -> str:
     """The project's root for path guards written ``/path`` (git's top level of the hook's
     ``cwd``, else the ``cwd``); "" when neither is known."""
     from memcli.service.context import _toplevel
 
-    folder = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
+    folder = Path(cwd) if cwd and Path(cwd).is_dir() else None
     if folder is None:
         return ""
     return str(_toplevel(folder) or os.path.realpath(folder))
@@ -380,7 +397,7 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
             if code_moved(ctx):  # the code moved since the last verdicts: judge again, after this answer
                 spawn_refresh(ctx)
         return note + block.text
-    if event == "pre-tool-use":
+    if event in ("pre-tool-use", "post-tool-use"):
         seen = _seen(ctx, payload.session_id)
         block = _tool_block(ctx, payload, folder, seen, call)
         _remember_seen(ctx, payload.session_id, seen | set(block.included))
@@ -393,6 +410,8 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
         _journal(ctx, agent, payload, "injected", list(block.included))
         return block.text
     started = time.monotonic()
+    if event == "session-end" and payload.transcript_path:
+        _violations(ctx, agent, payload, run)
     _after_session(ctx, event, payload, run)
     if event == "session-end" and ctx.ws.config.agents_harvest:  # within the same deadline as extraction
         _harvest(ctx, agent, folder, run, started + EXTRACT_SECONDS["session-end"])
@@ -400,6 +419,29 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
         _session_file(ctx, payload.session_id).unlink(missing_ok=True)
         _late_file(ctx, payload.session_id).unlink(missing_ok=True)
     return ""
+
+
+def _violations(ctx, agent: str, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
+    """session-end: count the guard violations the session's transcript shows
+    (``service.violations``); a failure is one warning line, never a failed hook."""
+    from memcli.agents.transcript import DeadlineReached
+    from memcli.service.violations import SCAN_SECONDS, scan
+
+    try:
+        found = scan(ctx, agent, payload.session_id, Path(payload.transcript_path), payload.cwd)
+    except DeadlineReached:
+        run.warnings.append(f"guard violations not counted: reading the transcript took more than {SCAN_SECONDS:g} s")
+        return
+    except MemcliError as err:
+        run.warnings.append(f"guard violations not counted: {err.line()}")
+        return
+    except Exception as err:  # noqa: BLE001 - a hook must not fail the agent's session
+        _bug(ctx, run, "counting guard violations", err)
+        return
+    run.warnings.extend(found.warnings)
+    if found.counted:
+        run.warnings.append(f"{found.counted} guard violation{'s' if found.counted != 1 else ''} in this session's "
+                            "transcript (memcli stats --memories)")
 
 
 def _harvest(ctx, agent: str, folder: Path | None, run: HookRun, deadline: float) -> None:  # noqa: ANN001

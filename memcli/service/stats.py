@@ -130,12 +130,18 @@ def usage(ctx: Ctx, memories: list[Memory]) -> tuple[dict[str, int], list[dict[s
 def unused(ctx: Ctx, days: int = 90) -> list[Memory]:
     """Active memories of the caller's scopes created more than ``days`` ago that the caller's
     journal never shows delivered (injected, given at tool time, or deciding a call) within the
-    last ``days``: candidates to retire (``compact``)."""
+    last ``days``: candidates to retire (``compact``).
+
+    Only a journal that covers the whole window can say so: while the caller's first journal
+    event is younger than ``days`` (no sessions with memcli's hooks yet, a new clone, a journal
+    cut to its newest half), there are no candidates."""
     from memcli.store import usage as journal
 
     horizon = format_instant(shift_clamped(ctx.now, timedelta(days=-days)))
-    used = {i for e in journal.read(ctx.ws.cache, ctx.actor) if e["at"] >= horizon and e["event"] != "violated"
-            for i in e["ids"]}
+    events = journal.read(ctx.ws.cache, ctx.actor)
+    if not events or min(e["at"] for e in events) > horizon:
+        return []
+    used = {i for e in events if e["at"] >= horizon and e["event"] != "violated" for i in e["ids"]}
     cutoff = shift_clamped(ctx.now, timedelta(days=-days))
     return [m for m in ctx.catalog().with_status("active") if ctx.may_see(m) and m.id not in used
             and not m.pinned and m.created_at is not None and m.created_at < cutoff]

@@ -10,7 +10,10 @@ or for a prompt), ``delivered`` (given before a tool call: a path or command mem
 ``denied`` and ``asked`` (a guard decided a tool call), ``violated`` (a call matched a guard
 that let it through: a ``warn`` guard, or a call the session's transcript shows although no
 hook stopped it). ``session`` is a hash of the agent's session id (never the id itself);
-``pattern`` is the guard's pattern, for guard events. No text, query, command or path is
+``pattern`` is the guard's pattern, for guard events; ``call`` a fingerprint of the tool call a
+guard event is about (``agents.tools.call_key``: a hash, so that a call the hook saw is not
+counted again from the transcript); ``source`` is ``transcript`` for a violation found in the
+session's transcript at its end (``service.violations``). No text, query, command or path is
 recorded.
 
 The journal is per person: it lives in the git-ignored cache (never committed, never
@@ -44,7 +47,8 @@ def session_key(session_id: str) -> str:
 
 
 def append(cache: Path, actor: str, agent: str, session_id: str, event: str, ids: list[str],
-           pattern: str | None = None, at: float | None = None) -> None:
+           pattern: str | None = None, at: float | None = None, call: str | None = None,
+           source: str | None = None) -> None:
     """Add one event to the journal in the cache folder ``cache``; never raises.
 
     Args:
@@ -56,6 +60,8 @@ def append(cache: Path, actor: str, agent: str, session_id: str, event: str, ids
         ids: the memories concerned (at most :data:`MAX_IDS` kept); nothing is written when empty.
         pattern: the guard's pattern, for ``denied``, ``asked`` and ``violated``.
         at: seconds since the epoch (default now).
+        call: the fingerprint of the tool call (``agents.tools.call_key``), for guard events.
+        source: ``transcript`` for a violation found in the transcript (else the hook's own event).
     """
     if not ids or event not in EVENTS:
         return
@@ -65,6 +71,10 @@ def append(cache: Path, actor: str, agent: str, session_id: str, event: str, ids
                   "ids": list(dict.fromkeys(ids))[:MAX_IDS]}
         if pattern:
             record["pattern"] = pattern
+        if call:
+            record["call"] = call
+        if source:
+            record["source"] = source
         path = cache / NAME
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
