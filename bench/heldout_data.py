@@ -14,7 +14,8 @@ reporting only (never edit a held-out list after seeing a result).
   optionally ``paths`` (globs) and ``pinned``.
 * ``QUERIES_TUNE`` / ``QUERIES_HELDOUT``: kind -> ``[(query, [relevant keys])]``;
   ``no_answer`` queries have no relevant key.
-* ``PROMPTS_TUNE`` / ``PROMPTS_HELDOUT`` (and ``PROMPTS_FRESH``, ``PROMPTS_FRESH2``, reported only): ``(prompt, want, ok)`` for the prompt hook:
+* ``PROMPTS_TUNE`` / ``PROMPTS_HELDOUT`` (and ``PROMPTS_FRESH``, ``PROMPTS_FRESH2``, reported
+  only): ``(prompt, want, ok)`` for the prompt hook:
   ``want`` should be injected, ``ok`` is fair but not required, anything else is noise.
 * ``TOOLS_TUNE`` / ``TOOLS_HELDOUT``: ``(tool_name, file_path, want, ok)`` for the
   before-tool hook; ``want[0]``, when there is one, is the most specific memory for the file.
