@@ -1,6 +1,7 @@
 """What the semantic retriever costs: the speed goals of hybrid retrieval, measured side by side.
 
-    python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--workdir /tmp/memcli-bench]
+    python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--parts 1,2,3,4]
+                                   [--workdir /tmp/memcli-bench]
 
 Needs ``memcli[semantic-offline]`` in the environment of ``--memcli``. On the generated
 workspace of ``bench/generate.py`` (``<workdir>/ws-<size>``, shared with ``bench/run.py``
@@ -16,7 +17,11 @@ each in alternating rounds so that the machine's load falls on both sides alike:
    slower: without a warm model they look for its socket and answer lexically);
 3. ``memcli remember`` (with its commit) while a warm MCP server runs, ``auto`` (the write
    asks the warm model for its vector and its close memories) against ``off`` (goal: at
-   most 50 ms more at 10,000).
+   most 50 ms more at 10,000);
+4. ``memcli remember`` with no warm process anywhere, ``auto`` (the extra installed: the
+   write looks for the socket, finds none, and writes as without it) against ``off``.
+
+``--parts 3,4`` measures only those (default: all four).
 
 Prints medians (and min/max) per side and the difference of the medians, with the load
 average before and after. Numbers, not assertions: see docs/benchmark.md.
@@ -143,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"), help="where workspaces live")
     parser.add_argument("--memcli", default=str(Path(sys.executable).parent / "memcli"),
                         help="memcli executable (default: the one beside this Python)")
+    parser.add_argument("--parts", default="1,2,3,4", help="which measurements (default: 1,2,3,4)")
     args = parser.parse_args(argv)
+    parts = {p.strip() for p in args.parts.split(",")}
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
     base["MEMCLI_ACTOR"] = "alice"
     print(f"load average before: {load()} ({os.cpu_count()} cores); memcli {args.memcli}", flush=True)
@@ -152,20 +159,20 @@ def main(argv: list[str] | None = None) -> int:
     off_env, auto_env = {**base, "MEMCLI_SEMANTIC": "off"}, base
 
     # 1. the MCP recall tool call, lexical and hybrid servers in alternating sessions
-    lexical, hybrid, answered = [], [], "?"
-    for _ in range(args.sessions):
-        lexical += asyncio.run(mcp_calls(args.memcli, ws, off_env, args.calls))[0]
-        times, answered = asyncio.run(mcp_calls(args.memcli, ws, auto_env, args.calls))
-        hybrid += times
-    pair(f"1. MCP recall tool call, {args.size} memories, queries {QUERIES} (hybrid side: {answered})",
-         lexical, hybrid, "at most +30 ms")
+    if "1" in parts:
+        lexical, hybrid, answered = [], [], "?"
+        for _ in range(args.sessions):
+            lexical += asyncio.run(mcp_calls(args.memcli, ws, off_env, args.calls))[0]
+            times, answered = asyncio.run(mcp_calls(args.memcli, ws, auto_env, args.calls))
+            hybrid += times
+        pair(f"1. MCP recall tool call, {args.size} memories, queries {QUERIES} (hybrid side: {answered})",
+             lexical, hybrid, "at most +30 ms")
 
     # 2. no warm process: recall and the prompt hook, auto against off
     def recall(mode: str, i: int) -> float:
         return timed([args.memcli, "-w", str(ws), "recall", QUERIES[i % len(QUERIES)]],
                      off_env if mode == "off" else auto_env)
 
-    pair("2a. `memcli recall`, no warm process", *alternate(recall, args.repeat), "no slower")
     hook_input = json.dumps({"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": PROMPT,
                              "cwd": str(ws)})
 
@@ -173,15 +180,22 @@ def main(argv: list[str] | None = None) -> int:
         return timed([args.memcli, "-w", str(ws), "hook", "claude", "user-prompt-submit"],
                      off_env if mode == "off" else auto_env, hook_input)
 
-    pair("2b. Claude Code prompt hook, no warm process", *alternate(hook, args.repeat), "no slower")
+    if "2" in parts:
+        pair("2a. `memcli recall`, no warm process", *alternate(recall, args.repeat), "no slower")
+        pair("2b. Claude Code prompt hook, no warm process", *alternate(hook, args.repeat), "no slower")
 
-    # 3. remember while a hybrid MCP server is warm
+    # 3. remember while a hybrid MCP server is warm; 4. with none
     def remember(mode: str, i: int) -> float:
         text = f"Semantic bench note {mode} {i} {time.time_ns()}: the staging cache is warmed after each deploy."
         return timed([args.memcli, "-w", str(ws), "remember", text], off_env if mode == "off" else auto_env)
 
-    off, auto = asyncio.run(with_warm_server(args.memcli, ws, auto_env, lambda: alternate(remember, args.repeat)))
-    pair("3. `memcli remember` (with its commit) while a warm MCP server runs", off, auto, "at most +50 ms")
+    if "3" in parts:
+        off, auto = asyncio.run(with_warm_server(args.memcli, ws, auto_env,
+                                                 lambda: alternate(remember, args.repeat)))
+        pair("3. `memcli remember` (with its commit) while a warm MCP server runs", off, auto, "at most +50 ms")
+    if "4" in parts:
+        pair("4. `memcli remember` (with its commit), no warm process", *alternate(remember, args.repeat),
+             "at most +50 ms")
     print(f"load average after: {load()}")
     return 0
 
