@@ -1,6 +1,6 @@
 """What the semantic retriever costs: the speed goals of hybrid retrieval, measured side by side.
 
-    python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--parts 1,2,3,4]
+    python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--parts 1,2,3,4,5]
                                    [--workdir /tmp/memcli-bench]
 
 Needs ``memcli[semantic-offline]`` in the environment of ``--memcli``. On the generated
@@ -19,9 +19,12 @@ each in alternating rounds so that the machine's load falls on both sides alike:
    asks the warm model for its vector and its close memories) against ``off`` (goal: at
    most 50 ms more at 10,000);
 4. ``memcli remember`` with no warm process anywhere, ``auto`` (the extra installed: the
-   write looks for the socket, finds none, and writes as without it) against ``off``.
+   write looks for the socket, finds none, and writes as without it) against ``off``;
+5. the step ``auto`` adds to a write, in this process (``service.semantic.close_to_warm``
+   after ``service.write.remember``), with no warm process and with a warm MCP server: the
+   difference alone, without the whole processes' start-up noise.
 
-``--parts 3,4`` measures only those (default: all four).
+``--parts 3,4,5`` measures only those (default: all).
 
 Prints medians (and min/max) per side and the difference of the medians, with the load
 average before and after. Numbers, not assertions: see docs/benchmark.md.
@@ -138,6 +141,26 @@ async def with_warm_server(memcli: str, ws: Path, env: dict[str, str], work) -> 
             return await asyncio.to_thread(work)
 
 
+def close_steps(ws: Path, repeat: int) -> list[float]:
+    """``repeat`` writes in this process, each followed by ``close_to_warm`` (timed alone)."""
+    os.environ.pop("MEMCLI_SEMANTIC", None)
+    sys.path.insert(0, str(HERE.parent))
+    from memcli.service import Ctx
+    from memcli.service.semantic import close_to_warm
+    from memcli.service.write import WriteOptions, remember
+
+    times = []
+    for i in range(repeat):
+        ctx = Ctx.open(str(ws), "alice")
+        result = remember(ctx, f"Close-step note {i} {time.time_ns()}: the staging cache is warmed after a deploy.",
+                          WriteOptions(scope="project"))
+        started = time.perf_counter()
+        close_to_warm(ctx, result)
+        times.append(time.perf_counter() - started)
+        time.sleep(0.5)  # the server's backfill of the write, as between two commands
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -148,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"), help="where workspaces live")
     parser.add_argument("--memcli", default=str(Path(sys.executable).parent / "memcli"),
                         help="memcli executable (default: the one beside this Python)")
-    parser.add_argument("--parts", default="1,2,3,4", help="which measurements (default: 1,2,3,4)")
+    parser.add_argument("--parts", default="1,2,3,4,5", help="which measurements (default: 1,2,3,4,5)")
     args = parser.parse_args(argv)
     parts = {p.strip() for p in args.parts.split(",")}
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
@@ -196,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     if "4" in parts:
         pair("4. `memcli remember` (with its commit), no warm process", *alternate(remember, args.repeat),
              "at most +50 ms")
+    if "5" in parts:
+        alone = close_steps(ws, args.repeat)
+        warm = asyncio.run(with_warm_server(args.memcli, ws, auto_env, lambda: close_steps(ws, args.repeat)))
+        print("5. the step `auto` adds to `remember` (close_to_warm, in process)", flush=True)
+        print(f"  no warm process: {ms(alone)}\n  a warm MCP server: {ms(warm)}  (goal: at most +50 ms)", flush=True)
     print(f"load average after: {load()}")
     return 0
 
