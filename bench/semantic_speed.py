@@ -1,6 +1,7 @@
 """What the semantic retriever costs: the speed goals of hybrid retrieval, measured side by side.
 
-    python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--workdir /tmp/memcli-bench]
+    python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--parts 1,2,3,4,5]
+                                   [--workdir /tmp/memcli-bench]
 
 Needs ``memcli[semantic-offline]`` in the environment of ``--memcli``. On the generated
 workspace of ``bench/generate.py`` (``<workdir>/ws-<size>``, shared with ``bench/run.py``
@@ -16,7 +17,14 @@ each in alternating rounds so that the machine's load falls on both sides alike:
    slower: without a warm model they look for its socket and answer lexically);
 3. ``memcli remember`` (with its commit) while a warm MCP server runs, ``auto`` (the write
    asks the warm model for its vector and its close memories) against ``off`` (goal: at
-   most 50 ms more at 10,000).
+   most 50 ms more at 10,000);
+4. ``memcli remember`` with no warm process anywhere, ``auto`` (the extra installed: the
+   write looks for the socket, finds none, and writes as without it) against ``off``;
+5. the step ``auto`` adds to a write, in this process (``service.semantic.close_to_warm``
+   after ``service.write.remember``), with no warm process and with a warm MCP server: the
+   difference alone, without the whole processes' start-up noise.
+
+``--parts 3,4,5`` measures only those (default: all).
 
 Prints medians (and min/max) per side and the difference of the medians, with the load
 average before and after. Numbers, not assertions: see docs/benchmark.md.
@@ -133,6 +141,26 @@ async def with_warm_server(memcli: str, ws: Path, env: dict[str, str], work) -> 
             return await asyncio.to_thread(work)
 
 
+def close_steps(ws: Path, repeat: int) -> list[float]:
+    """``repeat`` writes in this process, each followed by ``close_to_warm`` (timed alone)."""
+    os.environ.pop("MEMCLI_SEMANTIC", None)
+    sys.path.insert(0, str(HERE.parent))
+    from memcli.service import Ctx
+    from memcli.service.semantic import close_to_warm
+    from memcli.service.write import WriteOptions, remember
+
+    times = []
+    for i in range(repeat):
+        ctx = Ctx.open(str(ws), "alice")
+        result = remember(ctx, f"Close-step note {i} {time.time_ns()}: the staging cache is warmed after a deploy.",
+                          WriteOptions(scope="project"))
+        started = time.perf_counter()
+        close_to_warm(ctx, result)
+        times.append(time.perf_counter() - started)
+        time.sleep(0.5)  # the server's backfill of the write, as between two commands
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -143,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"), help="where workspaces live")
     parser.add_argument("--memcli", default=str(Path(sys.executable).parent / "memcli"),
                         help="memcli executable (default: the one beside this Python)")
+    parser.add_argument("--parts", default="1,2,3,4,5", help="which measurements (default: 1,2,3,4,5)")
     args = parser.parse_args(argv)
+    parts = {p.strip() for p in args.parts.split(",")}
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
     base["MEMCLI_ACTOR"] = "alice"
     print(f"load average before: {load()} ({os.cpu_count()} cores); memcli {args.memcli}", flush=True)
@@ -152,20 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     off_env, auto_env = {**base, "MEMCLI_SEMANTIC": "off"}, base
 
     # 1. the MCP recall tool call, lexical and hybrid servers in alternating sessions
-    lexical, hybrid, answered = [], [], "?"
-    for _ in range(args.sessions):
-        lexical += asyncio.run(mcp_calls(args.memcli, ws, off_env, args.calls))[0]
-        times, answered = asyncio.run(mcp_calls(args.memcli, ws, auto_env, args.calls))
-        hybrid += times
-    pair(f"1. MCP recall tool call, {args.size} memories, queries {QUERIES} (hybrid side: {answered})",
-         lexical, hybrid, "at most +30 ms")
+    if "1" in parts:
+        lexical, hybrid, answered = [], [], "?"
+        for _ in range(args.sessions):
+            lexical += asyncio.run(mcp_calls(args.memcli, ws, off_env, args.calls))[0]
+            times, answered = asyncio.run(mcp_calls(args.memcli, ws, auto_env, args.calls))
+            hybrid += times
+        pair(f"1. MCP recall tool call, {args.size} memories, queries {QUERIES} (hybrid side: {answered})",
+             lexical, hybrid, "at most +30 ms")
 
     # 2. no warm process: recall and the prompt hook, auto against off
     def recall(mode: str, i: int) -> float:
         return timed([args.memcli, "-w", str(ws), "recall", QUERIES[i % len(QUERIES)]],
                      off_env if mode == "off" else auto_env)
 
-    pair("2a. `memcli recall`, no warm process", *alternate(recall, args.repeat), "no slower")
     hook_input = json.dumps({"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": PROMPT,
                              "cwd": str(ws)})
 
@@ -173,15 +203,27 @@ def main(argv: list[str] | None = None) -> int:
         return timed([args.memcli, "-w", str(ws), "hook", "claude", "user-prompt-submit"],
                      off_env if mode == "off" else auto_env, hook_input)
 
-    pair("2b. Claude Code prompt hook, no warm process", *alternate(hook, args.repeat), "no slower")
+    if "2" in parts:
+        pair("2a. `memcli recall`, no warm process", *alternate(recall, args.repeat), "no slower")
+        pair("2b. Claude Code prompt hook, no warm process", *alternate(hook, args.repeat), "no slower")
 
-    # 3. remember while a hybrid MCP server is warm
+    # 3. remember while a hybrid MCP server is warm; 4. with none
     def remember(mode: str, i: int) -> float:
         text = f"Semantic bench note {mode} {i} {time.time_ns()}: the staging cache is warmed after each deploy."
         return timed([args.memcli, "-w", str(ws), "remember", text], off_env if mode == "off" else auto_env)
 
-    off, auto = asyncio.run(with_warm_server(args.memcli, ws, auto_env, lambda: alternate(remember, args.repeat)))
-    pair("3. `memcli remember` (with its commit) while a warm MCP server runs", off, auto, "at most +50 ms")
+    if "3" in parts:
+        off, auto = asyncio.run(with_warm_server(args.memcli, ws, auto_env,
+                                                 lambda: alternate(remember, args.repeat)))
+        pair("3. `memcli remember` (with its commit) while a warm MCP server runs", off, auto, "at most +50 ms")
+    if "4" in parts:
+        pair("4. `memcli remember` (with its commit), no warm process", *alternate(remember, args.repeat),
+             "at most +50 ms")
+    if "5" in parts:
+        alone = close_steps(ws, args.repeat)
+        warm = asyncio.run(with_warm_server(args.memcli, ws, auto_env, lambda: close_steps(ws, args.repeat)))
+        print("5. the step `auto` adds to `remember` (close_to_warm, in process)", flush=True)
+        print(f"  no warm process: {ms(alone)}\n  a warm MCP server: {ms(warm)}  (goal: at most +50 ms)", flush=True)
     print(f"load average after: {load()}")
     return 0
 

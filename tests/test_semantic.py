@@ -156,6 +156,33 @@ def test_an_exact_lexical_hit_always_ranks_above_a_meaning_only_one(ws: Path, mo
     assert lexical.search(query(ctx, "what type should I use to keep prices")) == []
 
 
+def test_the_model_reads_the_meaning_and_the_lexical_side_the_words(ws: Path, model) -> None:
+    """The prompt hook searches a prompt's content words but lets the model read the whole
+    prompt (``Query.meaning``); the query's text is the words again after the search."""
+    httpx = write(ws, HTTPX)
+    for n in range(4):
+        write(ws, f"Unrelated note number {n} about the release calendar.")
+    ctx = ctx_of(ws)
+    catalog = ctx.catalog()
+    vectors.backfill(catalog.index.db, model)
+    semantic = LocalSemantic(catalog, model)
+    retriever = HybridRetriever(catalog.retriever(), semantic)
+    asked = query(ctx, "backend", limit=5)
+    asked.meaning = PARAPHRASE
+    hits = retriever.search(asked)
+    assert asked.text == "backend"
+    by_meaning = dict((m.id, s) for m, s in semantic.scores(query(ctx, PARAPHRASE, limit=5), 5, [])[0])
+    by_word = dict((m.id, s) for m, s in semantic.scores(query(ctx, "backend", limit=5), 5, [])[0])
+    found = next(h for h in hits if h.memory.id == httpx)
+    assert found.parts["cosine"] == round(by_meaning[httpx], 4) != round(by_word[httpx], 4)
+    assert hits[0].memory.id == httpx
+    # recall passes it through (service.read.recall's meaning), as the prompt hook calls it
+    from memcli.service.read import Filters, recall
+
+    hits = recall(ctx, "backend", Filters(limit=5), using=retriever, meaning=PARAPHRASE)
+    assert hits[0].memory.id == httpx and hits[0].parts["cosine"] == found.parts["cosine"]
+
+
 def test_weak_lexical_evidence_is_ordered_with_the_meaning() -> None:
     from memcli.index import Hit
     from memcli.model import Memory, from_dict

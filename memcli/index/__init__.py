@@ -33,19 +33,23 @@ class Query:
         actor: the caller; another user's personal scope is never returned, whatever ``scopes`` says.
         order: for an empty query, ``importance`` (pinned, importance, recency: what
             ``context`` wants) or ``newest`` (creation time, for ``list``).
+        meaning: the text the semantic side of a hybrid retriever embeds, when it is not
+            ``text`` ('' for ``text``): the prompt hook searches a prompt's content words but
+            asks the model about the whole prompt (``index.hybrid``).
     """
 
     __slots__ = ("_text", "scopes", "now", "mode", "statuses", "include_expired", "category", "tag", "subject",
                  "limit", "path", "created_after", "created_before", "updated_after", "updated_before", "order",
-                 "actor")
+                 "actor", "meaning")
 
     def __init__(self, text: str, scopes: list[str], now: datetime, mode: str = "ranked",
                  statuses: tuple[str, ...] = ("active",), include_expired: bool = False, category: str | None = None,
                  tag: str | None = None, subject: str | None = None, limit: int = 20, path: str | None = None,
                  created_after: datetime | None = None, created_before: datetime | None = None,
                  updated_after: datetime | None = None, updated_before: datetime | None = None,
-                 order: str = "importance", actor: str | None = None) -> None:
+                 order: str = "importance", actor: str | None = None, meaning: str = "") -> None:
         self.text = text
+        self.meaning = meaning
         self.scopes = scopes
         self.now = now
         self.mode = mode

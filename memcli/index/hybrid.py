@@ -17,6 +17,9 @@
   ``SUBSTRING_EVIDENCE`` for a substring hit (0 for a semantic-only one); that value becomes
   their ``score`` (the lexical score stays in ``parts["lexical"]``).
 
+The semantic side embeds ``query.meaning`` when it is set (the prompt hook's whole prompt,
+whose content words the lexical side searches), else ``query.text``.
+
 Filters come first on the semantic side too: it scores only the memories that pass the
 query's SQL conditions (``vectors.search``), and every hit it returns is read again through
 the same conditions in the caller's own index (``vectors.records``) before it is shown.
@@ -91,7 +94,13 @@ class HybridRetriever:
         self.answered = "lexical"
         if query.mode != "ranked" or not query.text.strip():
             return hits
-        found = self.semantic.scores(query, max(query.limit, POOL), [h.memory.id for h in hits])
+        words = query.text
+        if query.meaning.strip():  # the model reads the whole sentence; the lexical side its words
+            query.text = query.meaning
+        try:
+            found = self.semantic.scores(query, max(query.limit, POOL), [h.memory.id for h in hits])
+        finally:
+            query.text = words
         if found is None:
             return hits
         self.answered = self.name

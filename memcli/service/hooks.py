@@ -48,21 +48,23 @@ PROMPT_MIN_HELD = 2
 PROMPT_MIN_SCORE = 0.5
 #: With a warm model: the least score of meaning (the model's cosine, ``index.hybrid``) that
 #: brings a memory whatever its words, and how far below the best one it may be.
-PROMPT_COSINE = 0.375
-PROMPT_COSINE_GAP = 0.15
+PROMPT_COSINE = 0.4
+PROMPT_COSINE_GAP = 0.05
 #: Seconds the prompt hook gives a warm process's model (spent only while one runs): a warm
 #: answer takes 10-30 ms, but 200-450 ms on a loaded 2-core machine (CI, a first backfill),
 #: and the hook's own deadline (``[hooks] deadline``, 2 s) leaves room for it.
 PROMPT_WARM_BUDGET = 0.6
 #: With a warm model: the closest memory is also kept from this cosine on when it stands
-#: out, at least ``PROMPT_STANDOUT`` above the next one.
+#: out, at least ``PROMPT_STANDOUT`` above the next one (0: whatever the next one's).
 PROMPT_STANDOUT_COSINE = 0.3
-PROMPT_STANDOUT = 0.15
+PROMPT_STANDOUT = 0.0
 #: With a warm model and weak lexical evidence (``index.hybrid.combine`` then orders hits by
 #: their fused score, coverage and cosine combined): the first ``PROMPT_FUSED_RANK`` fused
 #: hits are kept from a fused score of ``PROMPT_FUSED`` when within ``PROMPT_FUSED_GAP`` of
-#: the best one (set on the tune and heldout prompt splits; reported on ``fresh``).
-PROMPT_FUSED = 0.3
+#: the best one. These five were set on the tune and heldout prompt splits
+#: (``bench/prompt_tune.py --semantic --grid``: a point of the precision/recall front whose
+#: neighbours stay within 0.035), and are reported on ``fresh`` and ``fresh2`` (docs/search.md).
+PROMPT_FUSED = 0.35
 PROMPT_FUSED_RANK = 2
 PROMPT_FUSED_GAP = 0.06
 #: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
@@ -626,12 +628,16 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
 
     # Gemini CLI's BeforeAgent prompt may carry the session start's <hook_context> (memcli's
     # own block among it); only the person's words are searched
-    words = prompt_words(strip_injected(prompt)[:2000])
+    said = strip_injected(prompt)[:2000]
+    words = prompt_words(said)
     if not words:
         return render([], PROMPT_BUDGET)
     floor = ctx.ws.config.prompt_floor if floor is None else floor
     using = semantic_retriever(ctx, PROMPT_WARM_BUDGET)  # a warm process's model, else lexical
-    hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)), using=using)
+    # the lexical side searches the content words; a model reads the whole prompt, which it
+    # was trained on (sentences), not a bag of words
+    hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)), using=using,
+                  meaning=said)
     from memcli.service.stale_notes import notes
 
     return render([h.memory for h in chosen(hits, words, floor) if h.memory.id not in seen][:PROMPT_LIMIT],

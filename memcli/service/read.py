@@ -80,7 +80,8 @@ def build_query(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked") -> 
 MAX_QUERY = 2_000
 
 
-def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: Retriever | None = None) -> list[Hit]:
+def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: Retriever | None = None,
+           meaning: str = "") -> list[Hit]:
     """Search memories (SPEC.md section 5).
 
     Args:
@@ -88,6 +89,8 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: R
         mode: ``ranked``, ``fuzzy`` or ``grep``.
         using: the retriever to ask (default :func:`retriever`: lexical); e.g.
             :func:`semantic_retriever`'s, or the MCP server's hybrid one.
+        meaning: what a hybrid retriever's model reads instead of ``text`` (``Query.meaning``;
+            '' for ``text``); its first ``MAX_QUERY`` characters are used.
 
     Raises:
         UsageProblem: blank query, a query (or regular expression) over ``MAX_QUERY`` characters,
@@ -103,7 +106,9 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: R
         from memcli.index.scan import Grep
 
         Grep(text)  # a pattern that cannot be run is refused before the index is opened
-    hits = (using if using is not None else retriever(ctx)).search(build_query(ctx, text, filters, mode))
+    query = build_query(ctx, text, filters, mode)
+    query.meaning = meaning[:MAX_QUERY]
+    hits = (using if using is not None else retriever(ctx)).search(query)
     if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
         for hit, memory in zip(hits, for_reader(ctx, [h.memory for h in hits])):
