@@ -42,6 +42,10 @@ class GitRepo:
         GitFailed: ``workspace`` is not inside a git work tree.
     """
 
+    #: Sign every commit memcli makes here with SSH (the store's ``[review] signing = "ssh"``;
+    #: ``service.Ctx.git`` sets it). Otherwise a commit is signed when ``commit.gpgsign`` says so.
+    sign_ssh = False
+
     def __init__(self, workspace: Path) -> None:
         seal_environment()
         self.workspace = workspace

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memcli.errors import CheckFailed, InvalidMemoryFile, MemcliError, RevisionNotFound
 
@@ -59,11 +59,16 @@ class Problem:
 
 @dataclass
 class CheckResult:
-    """What ``check`` looked at: the range, the files, and the problems found."""
+    """What ``check`` looked at: the range, the files, and the problems found.
+
+    ``trust`` is the ``service.signatures.Trust`` the check judged signatures with (verify on
+    arrival reads who signed what from it); not part of the JSON.
+    """
 
     range: str
     files: int = 0
     problems: list[Problem] = field(default_factory=list)
+    trust: Any = None
 
     def to_dict(self) -> dict:
         return {"range": self.range, "files": self.files, "problems": [p.to_dict() for p in self.problems]}
@@ -76,6 +81,7 @@ class _Git:
         self.repo = ctx.git()
         self.root = ctx.ws.root
         self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
+        self.trust: Any = None  # service.signatures.Trust, set by check()
 
     def lines(self, *args: str) -> list[str]:
         status, out, err = self.repo.raw(*args)
@@ -155,9 +161,15 @@ def check(ctx, spec: str | None = None, staged: bool = False, stale: bool = Fals
 
         raise UsageProblem("--stale judges code commits, not staged changes",
                            hint="give a range instead: memcli check --stale origin/main..HEAD")
+    from memcli.service.signatures import Trust
+
     git = _Git(ctx)
     old, new, label = _range(git, spec, staged)
     result = CheckResult(label)
+    git.trust = result.trust = Trust(git.repo, old, new)
+    if new is not None:
+        for found in git.trust.range_problems(old, new):
+            result.problems += [Problem(path, found.rule, found.message) for path in found.paths or ["."]]
     prefix = PurePosixPath(next(iter(git.lines("rev-parse", "--show-prefix")), ""))
     for rel in _changed(git, old, new):
         if not rel.endswith(".md"):
@@ -243,12 +255,11 @@ def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> l
 
     history = git.lines("log", "--no-renames", "--format=%H%x00%an <%ae>%x00%cn <%ce>", "--reverse",
                         *([new] if new else ["HEAD"]), "--", rel)
+    rows = [parts for parts in (row.split("\x00") for row in history) if len(parts) == 3]
+    trust = git.trust
+    trust.prepare([sha for sha, _, _ in rows])
     out = []
-    for row in history:
-        parts = row.split("\x00")
-        if len(parts) != 3:
-            continue
-        sha, author, committer = parts
+    for sha, author, committer in rows:
         data = git.blob(f"{sha}:{full}")
         loaded = None
         if data is not None:
@@ -256,7 +267,8 @@ def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> l
                 loaded = git.files.load(ctx.ws.root / rel, data=data, mtime=0).memory
             except MemcliError:
                 loaded = None
-        out.append(review.Version(sha, loaded, _identity(author), _identity(committer)))
+        out.append(review.Version(sha, loaded, _identity(author), _identity(committer), trust.required(sha),
+                                  trust.signer(sha), trust.words(sha)))
     if new is None:  # the staged version is about to be committed by the current git identity
         author = git.lines("var", "GIT_AUTHOR_IDENT")[0].rsplit(">", 1)[0] + ">"
         committer = git.lines("var", "GIT_COMMITTER_IDENT")[0].rsplit(">", 1)[0] + ">"
@@ -274,6 +286,7 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
         return []
     first = versions[0]
     assert first.memory is not None
+    proposer = first.person() or first.author  # an unsigned first version where signing applies: rule signature
     problems = []
     for version in versions[1:]:
         assert version.memory is not None
@@ -283,7 +296,7 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
                                     f"{version.where()}; provenance is written once, by the first version"))
             break
     shared = ctx.ws.config.shared_scopes
-    problems.extend(_guard_problems(ctx, rel, versions, first.author))
+    problems.extend(_guard_problems(ctx, rel, versions, proposer))
     if memory.status != "active" or not any(gates.review_required(v.memory.scope, v.memory.provenance.source_type,
                                                                   shared) for v in versions if v.memory):
         return problems
@@ -294,7 +307,7 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
         assert version.memory is not None
         status = version.memory.status
         if status == "active" and previous != "active":
-            verdict = review.judge_activation(version, previous, first.author, ctx.ws.config.allow_self_approve)
+            verdict = review.judge_activation(version, previous, proposer, ctx.ws.config.allow_self_approve)
             if verdict is None:
                 approved = version.memory
             elif review.restores_approved(version.memory, previous, approved):

@@ -292,7 +292,10 @@ def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None: 
                                      "head": git.out("rev-parse", "HEAD"),
                                      "incoming": git.out("rev-parse", remote_ref)})
     testpoint.reached("sync:merging")
-    proc = git.run("merge", "--no-edit", "-m", message, remote_ref)
+    from memcli.git.signatures import signing_args
+
+    pre, sign = signing_args(ctx.ws.config.signing == "ssh")  # a merge commit is signed like any other
+    proc = git.run(*pre, "merge", *sign, "--no-edit", "-m", message, remote_ref)
     if proc.returncode == 0:
         testpoint.reached("sync:merged")
         journal.drop(ctx, journal.SYNC)
