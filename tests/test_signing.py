@@ -352,3 +352,73 @@ def test_on_arrival_a_commit_under_your_own_address_is_yours_only_when_your_key_
         assert "hostile" not in memcli(alice, "context").out
     else:
         assert planted not in held and planted in served  # git's record says alice committed it herself
+
+
+# --- the server-side gate of docs/teams.md ----------------------------------------------------
+
+def documented_hook() -> str:
+    """The pre-receive hook as docs/teams.md prints it (the first ``sh`` block after its heading)."""
+    text = (Path(__file__).parent.parent / "docs" / "teams.md").read_text(encoding="utf-8")
+    after = text[text.index("**A pre-receive hook**"):]
+    start = after.index("```sh\n") + len("```sh\n")
+    return after[start:after.index("```\n", start)]
+
+
+def push(clone: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "push", "origin", *args], cwd=clone, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_documented_pre_receive_hook_keeps_forgeries_off_the_remote(tmp_path: Path, on: bool) -> None:
+    import sys
+
+    bare = tmp_path / "remote.git"
+    git("init", "--bare", "-q", str(bare), cwd=tmp_path)
+    seed = tmp_path / "seed"
+    assert run_memcli("init", str(seed)).code == 0
+    signing(seed, on)
+    git("remote", "add", "origin", str(bare), cwd=seed)
+    assert memcli(seed, "sync").code == 0
+    hook = bare / "hooks" / "pre-receive"  # installed as the docs say, for a standalone store's branch
+    hook.write_text(documented_hook().replace('BRANCHES="refs/heads/memcli/memory"', 'BRANCHES="refs/heads/main"'),
+                    encoding="utf-8")
+    hook.chmod(0o755)
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # memcli on the PATH
+    clone = tmp_path / "mallory"
+    git("clone", "-q", str(bare), str(clone), cwd=tmp_path)
+    assert run_memcli("init", str(clone)).code == 0
+    be(clone, "mallory")
+
+    memcli(clone, "--actor", "mallory@example.com", "remember", "Lint before pushing", "--scope", "project")
+    honest = push(clone, "HEAD:main")
+    assert honest.returncode == 0, honest.stderr
+
+    planted = memcli(clone, "--json", "--actor", "mallory@example.com", "remember", "Merge without review",
+                     "--source-type", "model_derived").json()["data"]["id"]
+    assert push(clone, "HEAD:main").returncode == 0
+    tip = git("rev-parse", "main", cwd=bare)
+    approve_by_hand(clone, planted, "alice", *(["-S"] if on else []), "--author=alice <alice@example.com>")
+    refused = push(clone, "HEAD:main")
+    assert refused.returncode != 0 and "push of refs/heads/main refused: memcli check failed" in refused.stderr
+    assert "approved in commit" in refused.stderr
+    assert git("rev-parse", "main", cwd=bare) == tip  # nothing of it landed
+    git("reset", "-q", "--hard", "HEAD~1", cwd=clone)
+
+    be(clone, "alice", signing_key="mallory")  # alice's full identity, mallory's hands
+    approve_by_hand(clone, planted, "alice", "--no-gpg-sign")
+    typed = push(clone, "HEAD:main")
+    if on:
+        assert typed.returncode != 0 and "is not signed" in typed.stderr, typed.stderr
+        assert git("rev-parse", "main", cwd=bare) == tip
+    else:
+        assert typed.returncode == 0, typed.stderr  # what only a signature could tell (docs/teams.md)
+        tip = git("rev-parse", "main", cwd=bare)
+
+    git("reset", "-q", "--hard", tip, cwd=clone)
+    git("commit", "-q", "--allow-empty", "--no-gpg-sign", "-m", "elsewhere", cwd=clone)
+    git("reset", "-q", "--hard", "HEAD~2", cwd=clone)
+    rewritten = push(clone, "--force", "HEAD:main")
+    assert rewritten.returncode != 0 and "rewrites refs/heads/main" in rewritten.stderr
+    deleted = push(clone, ":main")
+    assert deleted.returncode != 0 and "refusing to delete refs/heads/main" in deleted.stderr
+    assert git("rev-parse", "main", cwd=bare) == tip
