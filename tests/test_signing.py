@@ -369,7 +369,8 @@ def push(clone: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("on", [True, False])
-def test_the_documented_pre_receive_hook_keeps_forgeries_off_the_remote(tmp_path: Path, on: bool) -> None:
+def test_the_documented_pre_receive_hook_keeps_forgeries_off_the_remote(tmp_path: Path, on: bool,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     bare = tmp_path / "remote.git"
@@ -383,7 +384,7 @@ def test_the_documented_pre_receive_hook_keeps_forgeries_off_the_remote(tmp_path
     hook.write_text(documented_hook().replace('BRANCHES="refs/heads/memcli/memory"', 'BRANCHES="refs/heads/main"'),
                     encoding="utf-8")
     hook.chmod(0o755)
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # memcli on the PATH
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # memcli on PATH
     clone = tmp_path / "mallory"
     git("clone", "-q", str(bare), str(clone), cwd=tmp_path)
     assert run_memcli("init", str(clone)).code == 0
