@@ -162,12 +162,15 @@ def _me(repo) -> str:  # noqa: ANN001
 def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) -> list[Entry]:  # noqa: ANN001
     """Run the rules over ``old..new`` and add what fails to ``state["entries"]``; returns the new entries."""
     from memcli.service.check import check
+    from memcli.service.signatures import Trust
 
     span = f"{old}..{new}" if old else new
-    result = check(ctx, f"{old}..{new}" if old else None)  # nothing shared: every file at HEAD
-    theirs = _foreign_paths(repo, span, result.trust)
-    if not theirs:
+    if not Trust(repo, old, new).active and not _foreign_paths(repo, span):
         return []  # every commit is this person's own (their hand commits, their other machine)
+    result = check(ctx, f"{old}..{new}" if old else None)  # nothing shared: every file at HEAD
+    theirs = _foreign_paths(repo, span, result.trust)  # with signing on: not signed by this person's key
+    if not theirs:
+        return []
     found: dict[str, Entry] = {}
     for problem in result.problems:
         if problem.path in found or problem.path not in theirs:
