@@ -32,22 +32,55 @@ def sync(
 
 @app.command()
 def check(
-    range_: Annotated[Optional[str], typer.Argument(
-        metavar="[REV..REV]", help="Commits to check (default: every memory file at HEAD).")] = None,
+    targets: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[REV..REV | FILE...]", help="Commits to check (default: every memory file at HEAD); with --staged, "
+                                             "the staged files pre-commit passes (their stores are found from them).")]
+    = None,
     staged: Annotated[bool, typer.Option("--staged", help="Check the staged changes (for pre-commit).")] = False,
     stale: Annotated[bool, typer.Option(
         "--stale", help="Also fail on active memories the range's code commits made outdated (files renamed "
                         "or deleted, identifiers or targets removed); without a range, on any outdated at HEAD.")]
     = False,
+    install_hook: Annotated[bool, typer.Option(
+        "--install-hook", help="Install a git pre-commit hook running `check --staged` for this store's commits "
+                               "only (the memory branch: scoped to its worktree; never the code's hooks).")] = False,
+    uninstall_hook: Annotated[bool, typer.Option(
+        "--uninstall-hook", help="Remove the hook --install-hook installed.")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Check changed memory files for CI: valid, secret-free, safely named, approved by another author."""
+    from memcli.errors import UsageProblem
     from memcli.service.check import check as do_check
     from memcli.service.check import raise_if_failed
 
+    if install_hook or uninstall_hook:
+        from memcli.service import precommit
+
+        if targets or staged or stale or (install_hook and uninstall_hook):
+            raise UsageProblem("--install-hook and --uninstall-hook take no range, file or other option",
+                               hint="run `memcli check --install-hook` in the store")
+        context = ctx()
+        done = precommit.install(context) if install_hook else precommit.uninstall(context)
+        flush_warnings(context)
+        verb = ("installed" if install_hook else "removed") if done.changed else \
+            ("already installed" if install_hook else "not installed")
+        emit(done.to_dict(), f"pre-commit hook {verb}: {done.path} ({done.layout}; runs `memcli check --staged` "
+                             "for this store's commits only)")
+        return
+    if targets and not staged and len(targets) > 1:
+        raise UsageProblem("check takes one range (REV..REV or REV); file names only with --staged",
+                           hint="memcli check origin/main..HEAD, or memcli check --staged FILE...")
+    if staged and targets:  # pre-commit passes the staged memory files: check the store(s) holding them
+        _check_files(targets, stale, json_)
+        return
     context = ctx()
-    result = do_check(context, range_, staged, stale)
+    result = do_check(context, targets[0] if targets else None, staged, stale)
     flush_warnings(context)
+    _report(result, json_)
+    raise_if_failed(result)
+
+
+def _report(result, json_: bool) -> None:  # noqa: ANN001 - service.check.CheckResult
     if result.problems and not json_:
         for problem in result.problems:
             print(f"memcli: {problem.line()}", file=sys.stderr)
@@ -57,7 +90,29 @@ def check(
         STATE.warnings.extend(p.line() for p in result.problems)
     if not result.problems:
         emit(result.to_dict(), f"ok: {result.files} memory files checked ({result.range})")
-    raise_if_failed(result)
+
+
+def _check_files(files: list[str], stale: bool, json_: bool) -> None:
+    """``check --staged FILE...``: the staged changes of each store holding one of ``files``
+    (files in no store are not memcli's: named and passed)."""
+    from memcli.cli.state import GLOBALS
+    from memcli.service import Ctx
+    from memcli.service.check import CheckResult, raise_if_failed
+    from memcli.service.check import check as do_check
+    from memcli.service.precommit import stores_of
+
+    roots, outside = stores_of(files)
+    if outside:
+        print(f"memcli: not in a memcli store, not checked: {', '.join(outside[:5])}", file=sys.stderr)
+    total = CheckResult("staged changes")
+    for root in roots:
+        context = Ctx.open(str(root), GLOBALS.actor)
+        result = do_check(context, None, True, stale)
+        flush_warnings(context)
+        total.files += result.files
+        total.problems += result.problems
+    _report(total, json_)
+    raise_if_failed(total)
 
 
 @app.command("merge-file", hidden=True)

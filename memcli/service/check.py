@@ -75,16 +75,17 @@ class CheckResult:
 
 
 class _Git:
-    def __init__(self, ctx) -> None:  # noqa: ANN001
+    def __init__(self, ctx, staged: bool = False) -> None:  # noqa: ANN001
         from memcli.store.files import MemoryFiles
 
         self.repo = ctx.git()
         self.root = ctx.ws.root
         self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
         self.trust: Any = None  # service.signatures.Trust, set by check()
+        self.env = {"GIT_INDEX_FILE": index} if staged and (index := _hook_index(self.repo)) else None
 
     def lines(self, *args: str) -> list[str]:
-        status, out, err = self.repo.raw(*args)
+        status, out, err = self.repo.raw(*args, env=self.env)
         if status != 0:
             from memcli.git.run import first_line
 
@@ -95,7 +96,7 @@ class _Git:
         return out.decode("utf-8", "replace").splitlines()
 
     def blob(self, spec: str) -> bytes | None:
-        status, out, _ = self.repo.raw("cat-file", "blob", spec)
+        status, out, _ = self.repo.raw("cat-file", "blob", spec, env=self.env)
         return out if status == 0 else None
 
     def mode(self, rev: str | None, path: str) -> str:
@@ -104,6 +105,22 @@ class _Git:
         else:
             rows = self.lines("ls-tree", rev, "--", path)
         return rows[0].split()[0] if rows else ""
+
+
+def _hook_index(repo) -> str | None:  # noqa: ANN001 - git.repo.GitRepo
+    """The index git is committing from, when memcli runs in its pre-commit hook: git gives the
+    hook ``GIT_INDEX_FILE`` (``index.lock`` for ``git commit -a``, ``next-index-*.lock`` for
+    ``git commit PATH``), and only that index holds what is about to be committed. Taken only
+    when it lies in this worktree's own git folder (a hook of another repository's commit
+    says nothing of this one)."""
+    from pathlib import Path
+
+    from memcli.git.run import INHERITED
+
+    index = INHERITED.get("GIT_INDEX_FILE")
+    if not index or Path(index).parent.resolve() != repo.git_dir.resolve():
+        return None
+    return index
 
 
 def _range(git: _Git, spec: str | None, staged: bool) -> tuple[str | None, str | None, str]:
@@ -163,7 +180,7 @@ def check(ctx, spec: str | None = None, staged: bool = False, stale: bool = Fals
                            hint="give a range instead: memcli check --stale origin/main..HEAD")
     from memcli.service.signatures import Trust
 
-    git = _Git(ctx)
+    git = _Git(ctx, staged)
     old, new, label = _range(git, spec, staged)
     result = CheckResult(label)
     git.trust = result.trust = Trust(git.repo, old, new)
