@@ -127,3 +127,73 @@ def merge_file(
     for line in result.lines:
         print(line, file=sys.stderr)
     raise typer.Exit(0 if result.merged else 16)
+
+
+@app.command()
+def resolve(
+    take: Annotated[Optional[str], typer.Option(
+        "--take", metavar="ours|theirs", help="Take this side of every conflicted file, without asking.")] = None,
+    keep: Annotated[Optional[tuple[str, str]], typer.Option(
+        "--keep", metavar="ID OTHER", help="Two active memories for one subject: keep ID, retire OTHER "
+                                          "(superseded by ID).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Finish what sync could not: a true conflict, two stores started apart, or two active memories for one subject.
+
+    With a blocked sync, shows both sides of each conflicted file and asks which to keep (or takes
+    --take's side), then commits the merge; `memcli sync` sends it. Exit 4 when nothing is
+    blocked, 8 when an agent's tool runs it, 130 when a question is left unanswered."""
+    from memcli.errors import UsageProblem
+
+    context = ctx()
+    if keep:
+        from memcli.service.resolve import keep as do_keep
+
+        if take:
+            raise UsageProblem("--keep and --take are two different resolutions; give one",
+                               hint="memcli resolve --keep ID OTHER")
+        kept, retired, commit = do_keep(context, keep[0], keep[1])
+        flush_warnings(context)
+        emit({"kept": kept, "retired": retired, "commit": commit}, f"kept {kept}; {retired} is superseded by it")
+        return
+    from memcli.service.resolve import SIDES, finish, pending
+
+    if take is not None and take not in SIDES:
+        raise UsageProblem(f"--take is ours or theirs, not {take[:20]!r}", hint="memcli resolve --take theirs")
+    _person_only()
+    found = pending(context)
+    choices: dict[str, str] = {}
+    for conflict in found.files:
+        if take is not None:
+            choices[conflict.path] = take
+            continue
+        print(f"{conflict.path}: {'; '.join(conflict.reasons)}", file=sys.stderr)
+        for side in ("ours", "theirs"):
+            shown = getattr(conflict, side)
+            said = "(no such file)" if shown is None else ", ".join(f"{k}: {v}" for k, v in shown.items() if v)
+            print(f"  {side} ({'this store' if side == 'ours' else found.ref}): {said}", file=sys.stderr)
+        answer = typer.prompt("keep [o]urs or [t]heirs (Ctrl-C leaves everything as it is)", err=True)
+        choice = {"o": "ours", "ours": "ours", "t": "theirs", "theirs": "theirs"}.get(answer.strip().lower())
+        if choice is None:
+            raise UsageProblem(f"{answer.strip()[:20]!r} is neither ours nor theirs; nothing changed",
+                               hint="run `memcli resolve` again, or `memcli resolve --take ours|theirs`")
+        choices[conflict.path] = choice
+    done = finish(context, choices)
+    flush_warnings(context)
+    text = [f"resolved: merged {found.ref} as {done.commit[:10]}"
+            + (f" ({', '.join(f'{p}: {s}' for p, s in done.taken.items())})" if done.taken else ""),
+            *done.lines, "run `memcli sync` to send it"]
+    emit({**done.to_dict(), "pending": found.to_dict()}, "\n".join(text))
+
+
+def _person_only() -> None:
+    """An agent's tool may not choose a side of a review conflict (exit 8)."""
+    import os
+
+    from memcli.agents.callers import calling_agent
+    from memcli.errors import ReviewRefused
+
+    found = calling_agent(os.environ)
+    if found is not None:
+        raise ReviewRefused(f"{found[0]}'s tool runs memcli ({found[1]}): only a person resolves a sync; nothing "
+                            "was written", hint="run `memcli resolve` yourself in a terminal, outside the agent")
