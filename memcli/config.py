@@ -40,6 +40,11 @@ shared = ["project", "global", "channel:*"]
 [review]
 # May a reviewer approve their own write?
 allow_self_approve = false
+# Commit signing (docs/teams.md): "off", or "ssh" to trust git's SSH commit signatures
+# only, checked against the allowed_signers file at the store's root. With "ssh", check,
+# verify-on-arrival, history and log take a commit's person from its signature, never
+# from its author or its Memcli-Actor trailer, and memcli signs its own commits.
+signing = "off"
 
 [gates]
 # rapidfuzz ratio (0-100) over which a new memory is reported as a near duplicate.
@@ -140,7 +145,7 @@ class Config:
                  "hook_stale",
                  "hook_deadline", "sync_session_start", "sync_session_end", "sync_deadline", "prompt_floor",
                  "compact_retention", "compact_near_duplicate", "ttl", "unknown", "workspace_id", "kind",
-                 "search_semantic", "search_model", "agents_harvest")
+                 "search_semantic", "search_model", "agents_harvest", "signing")
 
     def __init__(self, read_scopes: list[str] | None = None, write_scope: str = "project",
                  shared_scopes: list[str] | None = None, allow_self_approve: bool = False, near_duplicate: int = 90,
@@ -151,7 +156,8 @@ class Config:
                  sync_deadline: float = 3.0, prompt_floor: float = 0.35, compact_retention: str = "90d",
                  compact_near_duplicate: int = 95, ttl: dict[str, str] | None = None,
                  unknown: list[str] | None = None, workspace_id: str | None = None, kind: str = "project",
-                 search_semantic: str = "auto", search_model: str = "", agents_harvest: bool = False) -> None:
+                 search_semantic: str = "auto", search_model: str = "", agents_harvest: bool = False,
+                 signing: str = "off") -> None:
         self.read_scopes = ["global", "project", "user:{actor}"] if read_scopes is None else read_scopes
         self.write_scope = write_scope
         self.shared_scopes = ["project", "global", "channel:*"] if shared_scopes is None else shared_scopes
@@ -178,6 +184,7 @@ class Config:
         self.search_semantic = search_semantic
         self.search_model = search_model
         self.agents_harvest = agents_harvest
+        self.signing = signing
 
     def default_ttl(self, category: str) -> timedelta | None:
         """The ``[ttl]`` duration of a category (``goal`` -> 30 days), or None when it has none."""
@@ -226,6 +233,7 @@ KEYS: dict[tuple[str, str], tuple[str, type | tuple[type, ...]]] = {
     ("scopes", "write"): ("write_scope", str),
     ("scopes", "shared"): ("shared_scopes", list),
     ("review", "allow_self_approve"): ("allow_self_approve", bool),
+    ("review", "signing"): ("signing", str),
     ("gates", "near_duplicate"): ("near_duplicate", int),
     ("gates", "on_conflict"): ("on_conflict", str),
     ("git", "autocommit"): ("autocommit", bool),
@@ -290,6 +298,9 @@ def load_config(path: Path) -> Config:
     if config.search_semantic not in ("auto", "on", "off"):
         raise WorkspaceInvalid(f"{path}: [search] semantic must be \"auto\", \"on\" or \"off\"",
                                hint="the default is \"auto\" (on when a model is installed)")
+    if config.signing not in ("off", "ssh"):
+        raise WorkspaceInvalid(f"{path}: [review] signing must be \"off\" or \"ssh\"",
+                               hint="\"ssh\" trusts SSH commit signatures only (docs/teams.md)")
     if config.kind not in ("project", "personal"):
         raise WorkspaceInvalid(f"{path}: [workspace] kind must be \"project\" or \"personal\"")
     config.ttl = {**DEFAULT_TTL, **_ttl_table(path, data.get("ttl", {}))}

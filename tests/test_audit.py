@@ -201,8 +201,10 @@ def test_history_show_at_and_log_after_remember_then_supersede(ws, run):
     assert result.code == 0, result
     rows = [line for line in result.out.splitlines() if line[:10].isalnum() and " status " in line]
     assert len(rows) == 2
-    assert "alice  remember  status active: added" in rows[0]
-    assert "alice  supersede  status superseded: superseded: by " + new in rows[1]
+    # the actor is the MEMCLI_ACTOR label; git's author (the tests' identity) says otherwise: a claim
+    claim = "alice (unverified: committed by Test User <test@example.invalid>)"
+    assert f"{claim}  remember  status active: added" in rows[0]
+    assert f"{claim}  supersede  status superseded: superseded: by " + new in rows[1]
     assert "status active → superseded" not in rows[1]  # the change already names the transition
     assert f"{old} (superseded) → {new} (active)" in result.out
     assert f"{old}: Tests run with pytest -n 2" in result.out and f"{new}: Tests run with pytest -n auto" in result.out
@@ -228,9 +230,9 @@ def test_history_show_at_and_log_after_remember_then_supersede(ws, run):
     assert result.code == 0, result
     lines = result.out.splitlines()
     assert len(lines) == 2
-    assert lines[0].split("\t")[1:6] == ["supersede", new, "project", "alice", "run-2"]
+    assert lines[0].split("\t")[1:6] == ["supersede", new, "project", claim, "run-2"]
     assert lines[0].endswith("Tests run with pytest -n auto")
-    assert lines[1].split("\t")[1:6] == ["remember", old, "project", "alice", "run-1"]
+    assert lines[1].split("\t")[1:6] == ["remember", old, "project", claim, "run-1"]
     assert lines[1].split("\t")[6] == git(ws, "rev-parse", "HEAD~1").strip()[:10]
     entry = run("--json", "log", old).json()["data"]["entries"][0]
     assert entry["trailers"]["run"] == "run-2" and entry["text"] == "Tests run with pytest -n auto"

@@ -146,10 +146,10 @@ def test_two_memory_branches_started_apart_say_how_to_join_them(project: Path, t
     assert run_memcli("init", cwd=clone).code == 0  # before fetching: a second, unrelated memory branch
     assert run_memcli("remember", "Deploys go out on Tuesdays", cwd=clone).code == 0
     stopped = run_memcli("sync", cwd=clone / ".memcli")
-    assert stopped.code == 16 and "started apart" in stopped.err and "--allow-unrelated-histories" in stopped.err
-    assert "-X theirs" in stopped.err  # the two memcli.toml differ (each init wrote its own workspace id)
-    git("-c", "user.email=t@example.invalid", "-c", "user.name=T", "merge", "-q", "--no-edit",
-        "--allow-unrelated-histories", "-X", "theirs", "origin/memcli/memory", cwd=clone / ".memcli")
+    assert stopped.code == 16 and "started apart" in stopped.err, stopped
+    assert f"`memcli resolve` in {clone / '.memcli'}" in stopped.err  # where to join them (issue 22 point 4)
+    joined = run_memcli("resolve", cwd=clone / ".memcli")  # the two memcli.toml differ: the remote's is taken
+    assert joined.code == 0, joined
     assert run_memcli("sync", cwd=clone / ".memcli").code == 0
     both = run_memcli("recall", "uv", "Tuesdays", cwd=clone)
     assert "Use uv" in both.out or "Use uv" in run_memcli("recall", "uv", cwd=clone).out

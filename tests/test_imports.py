@@ -108,6 +108,9 @@ SEARCH = frozenset(("memcli.index.query", "memcli.index.search", "memcli.filters
 SEMANTIC = frozenset(("memcli.index.embed", "memcli.index.hybrid", "memcli.service.semantic"))
 CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context", "memcli.service.context",
                     "memcli.service.stale_notes"}
+#: What the context block (``context``, the session-start hooks) adds: ``memcli.service.conflicts``,
+#: what a sync left to finish (one stat when nothing; issue 22 point 4).
+BLOCK = frozenset(("memcli.service.conflicts",))
 HOOK = CONTEXT | {"memcli.agents.hooks", "memcli.agents.tools", "memcli.cli.watchdog", "memcli.service.branch",
                   "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
 PROMPT = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we use pnpm?"}'
@@ -122,16 +125,16 @@ HOT_COMMANDS = (
      HOT_BASE | SEARCH | REDACTION | SEMANTIC | {"memcli.agents", "memcli.agents.injection",
                                                  "memcli.service.stale_notes"},
      {"Stemmer"}, False),
-    (("context",), None, HOT_BASE | REDACTION | CONTEXT | {"memcli.agents.injection"}, set(), False),
+    (("context",), None, HOT_BASE | REDACTION | CONTEXT | BLOCK | {"memcli.agents.injection"}, set(), False),
     (("hook", "claude", "session-start"), "{}",
-     HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection", "memcli.agents.registry", "memcli.agents.claude"}, set(),
-     False),
+     HOT_BASE | REDACTION | HOOK | BLOCK | {"memcli.agents.injection", "memcli.agents.registry",
+                                         "memcli.agents.claude"}, set(), False),
     (("hook", "codex", "session-start"), "{}",
-     HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection", "memcli.agents.registry", "memcli.agents.codex"}, set(),
-     False),
+     HOT_BASE | REDACTION | HOOK | BLOCK | {"memcli.agents.injection", "memcli.agents.registry",
+                                         "memcli.agents.codex"}, set(), False),
     (("hook", "gemini", "session-start"), "{}",
-     HOT_BASE | REDACTION | HOOK | {"memcli.agents.injection", "memcli.agents.registry", "memcli.agents.gemini"}, set(),
-     False),
+     HOT_BASE | REDACTION | HOOK | BLOCK | {"memcli.agents.injection", "memcli.agents.registry",
+                                         "memcli.agents.gemini"}, set(), False),
     (("hook", "claude", "user-prompt-submit"), PROMPT,
      HOT_BASE | REDACTION | HOOK | SEMANTIC - {"memcli.index.hybrid"} | {"memcli.agents.transcript",
                                                                        "memcli.agents.injection",

@@ -155,9 +155,10 @@ def test_plain_git_pull_uses_the_merge_driver(team) -> None:
     assert run_memcli("-w", str(two), "--actor", "carol", "reject", mid, "--reason", "not ours").code == 0
     assert run_memcli("-w", str(one), "sync").code == 0
     pull = subprocess.run(["git", "pull", "--no-rebase", "--no-edit"], cwd=two, capture_output=True, text=True)
-    assert pull.returncode != 0  # approve against reject is a true conflict, named by the driver
-    assert "one side made it" in pull.stdout + pull.stderr
-    subprocess.run(["git", "merge", "--abort"], cwd=two, check=True)
+    assert pull.returncode == 0, pull.stdout + pull.stderr  # the driver settles approve against reject
+    assert "a rejection beats a concurrent approval" in pull.stdout + pull.stderr
+    shown = run_memcli("-w", str(two), "--json", "show", mid).json()["data"]
+    assert shown["status"] == "rejected" and shown["review"]["overruled"][0]["by"] == "bob"
 
 
 def test_sync_refuses_without_a_remote_and_in_a_code_repository(tmp_path: Path, project) -> None:

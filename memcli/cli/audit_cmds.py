@@ -30,7 +30,7 @@ def history(
     lines = [f"history of {result.id}" + (f" ({result.current.scope}, {result.current.path})" if result.current
                                           else " (its file no longer exists)")]
     for v in result.versions:
-        who = v.actor or "-"
+        who = v.shown_actor() or "-"
         how = f"{v.op}" if v.op else ("edited by hand" if v.commit else "uncommitted")
         where = v.commit[:10] if v.commit else "uncommitted"
         lines.append(f"{where}  {format_instant(v.at)}  {who}  {how}  "

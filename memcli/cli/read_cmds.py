@@ -177,7 +177,7 @@ def log(
     if not _json():
         table("memcli log", ["time", "op", "id", "scope", "actor", "run", "commit", "text"], [
             [e.at, e.trailers.get("op", ""), e.trailers.get("id", ""), e.trailers.get("scope", ""),
-             e.trailers.get("actor", e.author), e.trailers.get("run", ""), e.commit[:10],
+             e.shown_actor(), e.trailers.get("run", ""), e.commit[:10],
              one_line(e.text.splitlines()[0] if e.text else "", 80)] for e in entries])
 
 

@@ -177,7 +177,11 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     check_state(repo)
     status, out, _ = repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
     old = out.decode().strip() if status == 0 else None
-    sign = repo.raw("config", "--bool", "--get", "commit.gpgsign")[1].decode().strip() == "true"
+    from memcli.git.signatures import SIGNING_HINT, signing_args
+
+    ssh = bool(getattr(repo, "sign_ssh", False))  # the store signs its commits: [review] signing = "ssh"
+    sign = ssh or repo.raw("config", "--bool", "--get", "commit.gpgsign")[1].decode().strip() == "true"
+    pre, _ = signing_args(ssh)
     lock = _take_lock(repo, timeout)
     head_index, next_index = _temp_index(repo, "head"), _temp_index(repo, "next")
     listed = b"".join(os.fsencode(r) + b"\0" for r in rels)
@@ -189,10 +193,12 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
         tree = _plumb(repo, "write-tree", index=head_index).decode().strip()
         if old and tree == _plumb(repo, "rev-parse", f"{old}^{{tree}}").decode().strip():
             return old  # the files already equal HEAD's: no commit for a no-op
-        args = ["commit-tree", tree, *(["-p", old] if old else []), *(["-S"] if sign else []), "-F", "-"]
+        args = [*pre, "commit-tree", tree, *(["-p", old] if old else []), *(["-S"] if sign else []), "-F", "-"]
         try:
             new = _plumb(repo, *args, input=message.encode(), env=env).decode().strip()
         except GitFailed as err:
+            if ssh and any(s in err.message for s in ("signingkey", "signing", "load public key", "sign")):
+                raise GitFailed(f"git could not sign the commit: {err.message}", hint=SIGNING_HINT) from None
             if not any(s in err.message for s in ("identity unknown", "tell me who you are", "auto-detect",
                                                   "empty ident")):
                 raise
@@ -230,7 +236,8 @@ def _plumb(repo: GitRepo, *args: str, index: Path | None = None, input: bytes | 
     extra = {**(env or {}), **({"GIT_INDEX_FILE": str(index)} if index else {})}
     status, out, err = repo.raw(*args, input=input, env=extra)
     if status != 0:
-        raise GitFailed(f"git {args[0]} failed: {first_line(err) or status}")
+        name = next((a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] != "-c")), "")
+        raise GitFailed(f"git {name} failed: {first_line(err) or status}")
     return out
 
 

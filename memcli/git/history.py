@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from memcli.errors import GitFailed
-from memcli.git.log import ENTRY_FORMAT, Entry, Touched, parse_entry
+from memcli.git.log import ENTRY_FIELDS, ENTRY_FORMAT, Entry, Touched, parse_entry
 from memcli.git.repo import GitRepo
 from memcli.git.run import first_line
 
@@ -242,8 +242,8 @@ class History(GitRepo):
         entries = []
         for record in out.decode("utf-8", "replace").split("\x1e")[1:]:
             fields = record.split("\x1f")
-            entry = parse_entry(fields[:6])
-            entry.touched = self._touched(fields[6].splitlines() if len(fields) > 6 else [])
+            entry = parse_entry(fields[:ENTRY_FIELDS])
+            entry.touched = self._touched(fields[ENTRY_FIELDS].splitlines() if len(fields) > ENTRY_FIELDS else [])
             entries.append(entry)
         return entries
 

@@ -31,6 +31,9 @@ class Entry:
     ``trailers`` keys are lower case without the prefix (``op``, ``id``, ``actor`` …); empty
     for a commit memcli did not make. ``text`` is the message body without its trailers
     (memcli puts the memory's text there). ``touched`` is filled by ``History.commits``.
+    ``email`` is the author's address. ``signer`` (the principal of a good signature) and
+    ``claim`` (why the actor is only claimed: ``unverified: not signed`` …) are filled by
+    ``service.signatures.attribute`` for ``history`` and ``log``; ``claim`` None: verified.
     """
 
     commit: str
@@ -40,27 +43,43 @@ class Entry:
     trailers: dict[str, str]
     text: str = ""
     touched: list[Touched] = field(default_factory=list)
+    email: str = ""
+    signer: str | None = None
+    claim: str | None = None
+
+    def actor(self) -> str:
+        """The ``Memcli-Actor`` trailer, else the author."""
+        return self.trailers.get("actor") or self.author
+
+    def shown_actor(self) -> str:
+        """The actor as ``log`` prints it: with ``(unverified: …)`` when no signature or
+        authorship backs it (:attr:`claim`)."""
+        return f"{self.actor()} ({self.claim})" if self.claim else self.actor()
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
-        return {"commit": self.commit, "at": self.at, "author": self.author, "subject": self.subject,
-                "trailers": self.trailers, "text": self.text}
+        return {"commit": self.commit, "at": self.at, "author": self.author, "email": self.email,
+                "subject": self.subject, "trailers": self.trailers, "text": self.text,
+                "verified": self.claim is None, "signer": self.signer, "claim": self.claim}
 
 
-#: ``git log`` format of an :class:`Entry`: six fields split by ``\x1f``.
-ENTRY_FORMAT = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1f%b"
+#: ``git log`` format of an :class:`Entry`: seven fields split by ``\x1f`` (the author's
+#: address last, after the body, so a reader of the first six needs no change).
+ENTRY_FORMAT = "%H%x1f%aI%x1f%an%x1f%s%x1f%(trailers:only,unfold)%x1f%b%x1f%ae"
+#: How many fields ``ENTRY_FORMAT`` has.
+ENTRY_FIELDS = 7
 
 
 def parse_entry(fields: list[str]) -> Entry:
-    """An :class:`Entry` from the six fields of ``ENTRY_FORMAT``."""
-    fields = [f.strip("\n") for f in fields] + [""] * (6 - len(fields))
+    """An :class:`Entry` from the fields of ``ENTRY_FORMAT``."""
+    fields = [f.strip("\n") for f in fields] + [""] * (ENTRY_FIELDS - len(fields))
     trailers = {}
     for line in fields[4].splitlines():
         key, sep, value = line.partition(":")
         if sep and key.startswith(TRAILER_PREFIX):
             trailers[key[len(TRAILER_PREFIX):].lower()] = value.strip()
     body = [line for line in fields[5].splitlines() if not line.startswith(TRAILER_PREFIX)]
-    return Entry(fields[0], fields[1], fields[2], fields[3], trailers, "\n".join(body).strip())
+    return Entry(fields[0], fields[1], fields[2], fields[3], trailers, "\n".join(body).strip(), email=fields[6])
 
 
 def summary(ids: list[str], scopes: list[str], actor: str) -> str:

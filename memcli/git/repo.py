@@ -42,6 +42,10 @@ class GitRepo:
         GitFailed: ``workspace`` is not inside a git work tree.
     """
 
+    #: Sign every commit memcli makes here with SSH (the store's ``[review] signing = "ssh"``;
+    #: ``service.Ctx.git`` sets it). Otherwise a commit is signed when ``commit.gpgsign`` says so.
+    sign_ssh = False
+
     def __init__(self, workspace: Path) -> None:
         seal_environment()
         self.workspace = workspace
@@ -57,13 +61,14 @@ class GitRepo:
         self._git_paths = dict(zip(names, (Path(line) for line in lines[1:])))
 
     @staticmethod
-    def init(folder: Path, own: bool = False) -> bool:
+    def init(folder: Path, own: bool = False, branch: str | None = None) -> bool:
         """Run ``git init`` in ``folder`` unless it is already inside a work tree.
 
         Args:
             folder: an existing folder, or one to create (with its parents).
             own: the folder gets a repository of its own unless it is the top of one, even
                 inside another work tree (a personal store under a home folder kept in git).
+            branch: the first branch's name (git's ``init.defaultBranch`` when None).
 
         Returns:
             True when a new repository was created.
@@ -78,7 +83,7 @@ class GitRepo:
         elif folder.is_dir() and runner.run(("rev-parse", "--git-dir"), folder).returncode == 0:
             return False
         folder.mkdir(parents=True, exist_ok=True)
-        runner.output(("init", "-q"), folder)
+        runner.output(("init", "-q", *(["--initial-branch", branch] if branch else [])), folder)
         return True
 
     def run(self, *args: str, env: dict[str, str] | None = None, binary: bool = False) -> Any:

@@ -46,13 +46,29 @@ class GitTimedOut(GitFailed, TimeoutError):
     """A git command did not finish before its deadline (it was killed). Exit 10, like any git failure."""
 
 
+#: The repository-local variables this process was started with, as the first
+#: :func:`seal_environment` found them (``GIT_INDEX_FILE`` made absolute): what git gave a
+#: hook it runs (``memcli check --staged`` in a pre-commit hook reads the index being committed).
+INHERITED: dict[str, str] = {}
+_sealed = False
+
+
 def seal_environment() -> None:
     """Remove repository-local git variables from this process's own environment; never prompt.
 
     :func:`run` never passes them to git whether or not this was called; sealing the
     process matters for the children that run git on their own (git-filter-repo in
-    ``memcli.git.rewrite``, the merge driver that git starts during ``sync``).
+    ``memcli.git.rewrite``, the merge driver that git starts during ``sync``). The first call
+    keeps what it removed in :data:`INHERITED`.
     """
+    global _sealed
+    if not _sealed:
+        _sealed = True
+        for name in LOCAL_ENV_VARS:
+            if os.environ.get(name):
+                INHERITED[name] = os.environ[name]
+        if "GIT_INDEX_FILE" in INHERITED:
+            INHERITED["GIT_INDEX_FILE"] = os.path.abspath(INHERITED["GIT_INDEX_FILE"])
     for name in LOCAL_ENV_VARS:
         os.environ.pop(name, None)
     os.environ["GIT_TERMINAL_PROMPT"] = "0"

@@ -10,8 +10,12 @@ conflicts:
 * ``status``: a side that kept the base's status gives way to the side that changed
   it; when both changed it, the later stage of a memory's life wins, by
   :data:`STATUS_RANK` (``pending_review`` < ``active`` = ``rejected`` < ``archived`` <
-  ``superseded``). ``active`` against ``rejected`` (one reviewer approved, another
-  rejected) is a true conflict.
+  ``superseded``). ``active`` against ``rejected`` of a memory that was
+  ``pending_review`` (one reviewer approved it, another rejected it at the same time):
+  **the rejection wins**, the safe side of a review (nothing is served that a reviewer
+  refused), and both decisions are recorded: ``review`` is the rejection, with the
+  approval kept under ``review.overruled`` (:func:`_review_race`). Any other ``active``
+  against ``rejected`` is a true conflict.
 * link and label lists (``supersedes``, ``supersededBy``, ``tags``, ``paths``,
   ``merged``): merged as sets against the base, so an item either side added is kept
   and an item either side removed is gone; the order is ours, then theirs' additions.
@@ -107,6 +111,10 @@ def _merge_key(key: str, base: Any, ours: Any, theirs: Any, merged: Merged) -> A
     if theirs == base:
         return ours
     if key == "status":
+        if base == "pending_review" and {ours, theirs} == {"active", "rejected"}:
+            merged.notes.append("status: approved on one side, rejected on the other -> rejected (a rejection "
+                                "beats a concurrent approval; both are recorded in review)")
+            return "rejected"
         rank_ours, rank_theirs = STATUS_RANK.get(str(ours), -1), STATUS_RANK.get(str(theirs), -1)
         if rank_ours == rank_theirs:
             merged.conflicts.append(f"one side made it {ours}, the other {theirs}")
@@ -117,6 +125,10 @@ def _merge_key(key: str, base: Any, ours: Any, theirs: Any, merged: Merged) -> A
     if key in SET_KEYS:
         return _merge_set(None if base is _MISSING else base, None if ours is _MISSING else ours,
                           None if theirs is _MISSING else theirs)
+    if key == "review" and isinstance(ours, dict) and isinstance(theirs, dict) \
+            and {ours.get("decision"), theirs.get("decision")} == {"approved", "rejected"} \
+            and (base is _MISSING or base is None):
+        return _review_race(ours, theirs)
     if key == "review" and isinstance(ours, dict) and isinstance(theirs, dict) \
             and ours.get("decision") == theirs.get("decision"):
         a, b = _instant(ours.get("at")), _instant(theirs.get("at"))
@@ -131,6 +143,15 @@ def _merge_key(key: str, base: Any, ours: Any, theirs: Any, merged: Merged) -> A
             return ours if a >= b else theirs
     merged.conflicts.append(f"both sides changed {key!r} differently")
     return ours
+
+
+def _review_race(ours: dict, theirs: dict) -> dict:
+    """The ``review`` of a memory one side approved and the other rejected at once: the
+    rejection, with the approval under ``overruled`` (a list, so a later race can add to it)."""
+    rejection, approval = (ours, theirs) if ours.get("decision") == "rejected" else (theirs, ours)
+    overruled = [r for r in _as_list(rejection.get("overruled")) if isinstance(r, dict)]
+    kept = {k: v for k, v in approval.items() if k != "overruled"}
+    return {**rejection, "overruled": [*overruled, kept] if kept not in overruled else overruled}
 
 
 def merge_file(base: bytes | None, ours: bytes, theirs: bytes, path: str) -> Merged:

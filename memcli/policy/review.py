@@ -11,7 +11,10 @@ commits that wrote them, and asks these functions what is wrong:
   ``pending_review``, in a commit whose author is its committer, by a person other than its
   proposer, and with a ``review`` record (``decision: approved``) whose ``by`` names that
   commit's author. Without commit signing these identities are what git records, which a person
-  can set; docs/teams.md says what can still be forged.
+  can set; docs/teams.md says what can still be forged. With signing on (``[review] signing``,
+  ``service.signatures``) a version that had to be signed is by its signer, the principal of a
+  good signature of an allowed key, and by nobody when it has none: author and committer no
+  longer count.
 """
 
 from __future__ import annotations
@@ -62,12 +65,24 @@ class Version:
         commit: the commit id (``"staged"`` for the index's version).
         memory: the record as read, or None when the version cannot be read.
         author, committer: who git says wrote and committed it.
+        signed: the commit had to be signed (signing on); then only ``signer`` counts.
+        signer: the person whose allowed key made a good signature of the commit, or None.
+        signature: the signature in words (``not signed``, ``signed by a key allowed_signers
+            does not list`` …), for messages.
     """
 
     commit: str
     memory: Memory | None
     author: Identity
     committer: Identity
+    signed: bool = False
+    signer: Identity | None = None
+    signature: str = ""
+
+    def person(self) -> Identity | None:
+        """Who made this version: its signer when it had to be signed (None: nobody
+        verified), else its author."""
+        return self.signer if self.signed else self.author
 
     def where(self) -> str:
         """``commit 0123456789ab`` or ``the staged change``, for a message."""
@@ -96,7 +111,7 @@ def judge_activation(version: Version, previous: str | None, proposer: Identity,
     Args:
         version: the version that is ``active`` where the one before it was not.
         previous: the status of the version before (None: this is the first version).
-        proposer: the author of the memory's first version.
+        proposer: who made the memory's first version (:meth:`Version.person`, else its author).
         allow_self: ``[review] allow_self_approve``.
     """
     memory = version.memory
@@ -107,18 +122,27 @@ def judge_activation(version: Version, previous: str | None, proposer: Identity,
     if previous != "pending_review":
         return (f"became active from {previous} in {version.where()} without an approval (only an approval "
                 "of a pending_review memory makes it active)")
-    if not version.author.same_person(version.committer):
-        return (f"approved in {version.where()} authored by {version.author.show()} but committed by "
-                f"{version.committer.show()}; an approval must be committed by its approver")
-    if version.author.same_person(proposer) and not allow_self:
+    if version.signed:
+        if version.signer is None:
+            return (f"approved in {version.where()}, which is {version.signature or 'not signed'}; with signing "
+                    "on an approval counts only when a key in allowed_signers signed its commit")
+        approver = version.signer
+        said = f"signed by {approver.email or approver.name}"
+    else:
+        if not version.author.same_person(version.committer):
+            return (f"approved in {version.where()} authored by {version.author.show()} but committed by "
+                    f"{version.committer.show()}; an approval must be committed by its approver")
+        approver = version.author
+        said = f"by {approver.show()}"
+    if approver.same_person(proposer) and not allow_self:
         return (f"approved in {version.where()} by its own proposer ({proposer.email or proposer.name}); "
                 "a second person must approve it")
     review = memory.review or {}
     if review.get("decision") != "approved" or not review.get("by"):
         return f"made active in {version.where()} without a review record (review.by, decision: approved)"
-    if not version.author.named_by(review.get("by")):
-        return (f"review.by says {str(review.get('by'))[:80]!r}, but {version.where()} is by "
-                f"{version.author.show()}; the reviewer must be the approving commit's author")
+    if not approver.named_by(review.get("by")):
+        return (f"review.by says {str(review.get('by'))[:80]!r}, but {version.where()} is {said}; the "
+                "reviewer must be the approving commit's " + ("signer" if version.signed else "author"))
     return None
 
 

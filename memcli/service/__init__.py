@@ -433,11 +433,15 @@ class Ctx:
         """The repository holding the workspace."""
         from memcli.git.repo import GitRepo
 
-        return GitRepo(self.ws.root)
+        repo = GitRepo(self.ws.root)
+        repo.sign_ssh = self.ws.config.signing == "ssh"
+        return repo
 
     def history(self):  # noqa: ANN201 - memcli.git.history.History, imported lazily
         """The repository holding the workspace, with its history readers (old versions, commits per path)."""
         from memcli.git.history import History
 
-        return History(self.ws.root)
+        repo = History(self.ws.root)
+        repo.sign_ssh = self.ws.config.signing == "ssh"
+        return repo
 

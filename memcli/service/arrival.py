@@ -162,12 +162,15 @@ def _me(repo) -> str:  # noqa: ANN001
 def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) -> list[Entry]:  # noqa: ANN001
     """Run the rules over ``old..new`` and add what fails to ``state["entries"]``; returns the new entries."""
     from memcli.service.check import check
+    from memcli.service.signatures import Trust
 
     span = f"{old}..{new}" if old else new
-    theirs = _foreign_paths(repo, span)
-    if not theirs:
+    if not Trust(repo, old, new).active and not _foreign_paths(repo, span):
         return []  # every commit is this person's own (their hand commits, their other machine)
     result = check(ctx, f"{old}..{new}" if old else None)  # nothing shared: every file at HEAD
+    theirs = _foreign_paths(repo, span, result.trust)  # with signing on: not signed by this person's key
+    if not theirs:
+        return []
     found: dict[str, Entry] = {}
     for problem in result.problems:
         if problem.path in found or problem.path not in theirs:
@@ -177,7 +180,7 @@ def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) ->
         found[problem.path] = Entry(_qid("file", problem.path, commit), "file", problem.path, problem.rule,
                                     problem.message, commit, author or "unknown", old or "",
                                     _memory_id(problem.path))
-    for entry in _forged_trailers(repo, span, old or ""):
+    for entry in _forged_trailers(repo, span, old or "", result.trust):
         found.setdefault(entry.path, entry)
     added = list(found.values())
     mass = _mass_change(repo, old, new, who)
@@ -191,54 +194,68 @@ def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) ->
     return added
 
 
-def _foreign_paths(repo, span: str) -> set[str]:  # noqa: ANN001
-    """Memory files (workspace-relative) that commits of ``span`` committed by someone else than
-    this clone's git identity touched: what arrived. A commit under the person's own identity
-    is theirs (a hand commit, a second machine); without signing that is what git says."""
+def _is_mine(trust, commit: str, committer: str, me: str) -> bool:  # noqa: ANN001 - signatures.Trust
+    """Is ``commit`` this person's own? With signing on (a commit that had to be signed): its
+    good signature names their address; otherwise its committer is their git identity."""
+    if trust is not None and trust.required(commit):
+        signer = trust.signer(commit)
+        return bool(me) and signer is not None and signer.named_by(me)
+    return bool(me) and committer == me
+
+
+def _foreign_paths(repo, span: str, trust=None) -> set[str]:  # noqa: ANN001
+    """Memory files (workspace-relative) that commits of ``span`` not made by this person
+    (:func:`_is_mine`) touched: what arrived. A commit under the person's own identity is
+    theirs (a hand commit, a second machine); without signing that is what git says, with
+    signing their key's signature."""
     me = _me(repo)
     prefix = repo.prefix
     found: set[str] = set()
-    committer = ""
-    status, out, _ = repo.raw("log", "--no-merges", "--no-renames", "--format=%x00%ce", "--name-only", span, "--",
-                              "memories")
+    mine = False
+    status, out, _ = repo.raw("log", "--no-merges", "--no-renames", "--format=%x00%H%x00%ce", "--name-only", span,
+                              "--", "memories")
     for line in out.decode("utf-8", "replace").splitlines() if status == 0 else []:
         if line.startswith("\x00"):
-            committer = line[1:].strip().lower()
-        elif line.strip() and committer != me:
+            _, sha, committer = (line.split("\x00", 2) + ["", ""])[:3]
+            mine = _is_mine(trust, sha, committer.strip().lower(), me)
+        elif line.strip() and not mine:
             found.add(line.strip().removeprefix(prefix))
     return found
 
 
-def _forged_trailers(repo, span: str, before: str) -> list[Entry]:  # noqa: ANN001
+def _forged_trailers(repo, span: str, before: str, trust=None) -> list[Entry]:  # noqa: ANN001
     """Files of commits whose review trailer (``Memcli-Op: approve|reject``) names an actor who
-    is not the commit's author: rule ``trailer``."""
+    is not the commit's author (with signing on: its signer): rule ``trailer``."""
     from memcli.policy.review import Identity
 
     me = _me(repo)
     fmt = "%H%x00%ce%x00%an%x00%ae%x00%(trailers:key=Memcli-Op,valueonly,separator=%x2C)%x00" \
           "%(trailers:key=Memcli-Actor,valueonly,separator=%x2C)%x1e"
     status, out, _ = repo.raw("log", "--no-merges", f"--format={fmt}", span, "--", "memories")
+    records = [p for p in (r.strip("\n").split("\x00") for r in out.decode("utf-8", "replace").split("\x1e")
+                           if status == 0) if len(p) == 6]
+    if trust is not None:
+        trust.prepare([p[0] for p in records])
     found = []
-    for record in out.decode("utf-8", "replace").split("\x1e") if status == 0 else []:
-        parts = record.strip("\n").split("\x00")
-        if len(parts) != 6:
-            continue
+    for parts in records:
         sha, committer, name, email, ops, actors = parts
-        if me and committer.strip().lower() == me:  # this person's own commit
+        if _is_mine(trust, sha, committer.strip().lower(), me):  # this person's own commit
             continue
         if not any(op.strip() in REVIEW_OPS for op in ops.split(",")):
             continue
-        author = Identity(name, email)
+        signed = trust is not None and trust.required(sha)
+        author = trust.signer(sha) if signed else Identity(name, email)
         claimed = [a.strip() for a in actors.split(",") if a.strip()]
-        if claimed and all(author.named_by(a) for a in claimed):
+        if author is not None and claimed and all(author.named_by(a) for a in claimed):
             continue
+        who = author.show() if author else f"{Identity(name, email).show()} ({trust.words(sha)})"
         said = ", ".join(claimed) or "nobody"
         for path in _lines(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", sha, "--", "memories"):
             if path.endswith(".md"):
                 found.append(Entry(_qid("trailer", path, sha), "file", path, "trailer",
-                                   f"commit {sha[:12]} by {author.show()} records Memcli-Op: {ops.strip()} by "
+                                   f"commit {sha[:12]} by {who} records Memcli-Op: {ops.strip()} by "
                                    f"Memcli-Actor: {said[:60]}; a review decision's actor must be its commit's "
-                                   "author", sha, author.show(), before, _memory_id(path)))
+                                   + ("signer" if signed else "author"), sha, who, before, _memory_id(path)))
     return found
 
 
@@ -345,7 +362,10 @@ def accept(ctx: Ctx, ref: str) -> tuple[Entry, str]:
         message = gitlog.message("quarantine", f"accept {entry.path}", {
             "Op": "quarantine-accept", "Quarantine": entry.id, "Rule": entry.rule, "Commit": entry.commit,
             "Path": entry.path, "Actor": ctx.actor}, body=entry.reason)
-        status, _, err = repo.raw("commit", "--allow-empty", "--no-verify", "-q", "-F", "-",
+        from memcli.git.signatures import signing_args
+
+        pre, sign = signing_args(repo.sign_ssh)
+        status, _, err = repo.raw(*pre, "commit", *sign, "--allow-empty", "--no-verify", "-q", "-F", "-",
                                   input=message.encode("utf-8"))
         if status != 0:
             raise GitFailed(f"git commit failed: {first_line(err) or status}; the change stays quarantined",

@@ -139,7 +139,10 @@ def named_in_trailers(ctx: Ctx, repo: Repo, ref: str) -> list[str]:
 
 @dataclass
 class HistoryVersion:
-    """One version of a memory's file: who made it, in which commit, and what it changed."""
+    """One version of a memory's file: who made it, in which commit, and what it changed.
+
+    ``claim`` is set when the actor is only claimed (``service.signatures.attribute``).
+    """
 
     commit: str | None
     at: datetime
@@ -149,12 +152,18 @@ class HistoryVersion:
     path: str
     changes: list[str]
     text: str = ""
+    claim: str | None = None
+
+    def shown_actor(self) -> str | None:
+        """The actor, with ``(unverified: …)`` when no signature or authorship backs it."""
+        return f"{self.actor} ({self.claim})" if self.claim and self.actor else self.actor
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form (``verified``: the actor is what the commit's signature, or with
+        signing off its author, says; ``claim`` says why not)."""
         return {"commit": self.commit, "at": format_instant(self.at), "actor": self.actor, "op": self.op,
                 "by_hand": self.op is None, "status": self.status, "path": self.path, "changes": self.changes,
-                "text": self.text}
+                "text": self.text, "verified": self.claim is None, "claim": self.claim}
 
 
 @dataclass
@@ -186,7 +195,14 @@ def history(ctx: Ctx, ref: str) -> History:
     repo = ctx.history()
     specs = [f"{MEMORIES}/*{memory_id}*"] + ([item.memory.path] if item else [])
     steps: list[tuple[Step, str, bool]] = []  # (step, path, deleted)
-    for entry in repo.commits(specs, all_refs=item is None):
+    claims: dict[str, str] = {}  # commit -> why its actor is only claimed
+    entries = repo.commits(specs, all_refs=item is None)
+    from memcli.service.signatures import attribute, trust_for_reading
+
+    attribute(trust_for_reading(ctx), entries)
+    for entry in entries:
+        if entry.claim:
+            claims[entry.commit] = entry.claim
         for t in entry.touched:
             if (t.path == (item.memory.path if item else None) or memory_id in Path(t.path).name.lower()) \
                     and visible_path(ctx, t.path):  # a namesake in another user's folder is not this memory
@@ -213,7 +229,8 @@ def history(ctx: Ctx, ref: str) -> History:
         out.versions.append(HistoryVersion(
             step.commit, step.at, step.actor, step.op, version.memory.status if version and version.memory else
             ("deleted" if version is None else "unreadable"), shown.path if shown else "", words,
-            version.memory.text if version and version.memory else ""))  # its first line once redacted
+            version.memory.text if version and version.memory else "",  # its first line once redacted
+            claims.get(step.commit or "")))
         before = version
     if not out.versions and item is None:  # only commit trailers name it: purged with --history
         raise MemoryNotFound(f"no version of {memory_id} is left in history (purged with --history)",

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memcli.errors import CheckFailed, InvalidMemoryFile, MemcliError, RevisionNotFound
 
@@ -59,26 +59,33 @@ class Problem:
 
 @dataclass
 class CheckResult:
-    """What ``check`` looked at: the range, the files, and the problems found."""
+    """What ``check`` looked at: the range, the files, and the problems found.
+
+    ``trust`` is the ``service.signatures.Trust`` the check judged signatures with (verify on
+    arrival reads who signed what from it); not part of the JSON.
+    """
 
     range: str
     files: int = 0
     problems: list[Problem] = field(default_factory=list)
+    trust: Any = None
 
     def to_dict(self) -> dict:
         return {"range": self.range, "files": self.files, "problems": [p.to_dict() for p in self.problems]}
 
 
 class _Git:
-    def __init__(self, ctx) -> None:  # noqa: ANN001
+    def __init__(self, ctx, staged: bool = False) -> None:  # noqa: ANN001
         from memcli.store.files import MemoryFiles
 
         self.repo = ctx.git()
         self.root = ctx.ws.root
         self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
+        self.trust: Any = None  # service.signatures.Trust, set by check()
+        self.env = {"GIT_INDEX_FILE": index} if staged and (index := _hook_index(self.repo)) else None
 
     def lines(self, *args: str) -> list[str]:
-        status, out, err = self.repo.raw(*args)
+        status, out, err = self.repo.raw(*args, env=self.env)
         if status != 0:
             from memcli.git.run import first_line
 
@@ -89,7 +96,7 @@ class _Git:
         return out.decode("utf-8", "replace").splitlines()
 
     def blob(self, spec: str) -> bytes | None:
-        status, out, _ = self.repo.raw("cat-file", "blob", spec)
+        status, out, _ = self.repo.raw("cat-file", "blob", spec, env=self.env)
         return out if status == 0 else None
 
     def mode(self, rev: str | None, path: str) -> str:
@@ -98,6 +105,22 @@ class _Git:
         else:
             rows = self.lines("ls-tree", rev, "--", path)
         return rows[0].split()[0] if rows else ""
+
+
+def _hook_index(repo) -> str | None:  # noqa: ANN001 - git.repo.GitRepo
+    """The index git is committing from, when memcli runs in its pre-commit hook: git gives the
+    hook ``GIT_INDEX_FILE`` (``index.lock`` for ``git commit -a``, ``next-index-*.lock`` for
+    ``git commit PATH``), and only that index holds what is about to be committed. Taken only
+    when it lies in this worktree's own git folder (a hook of another repository's commit
+    says nothing of this one)."""
+    from pathlib import Path
+
+    from memcli.git.run import INHERITED
+
+    index = INHERITED.get("GIT_INDEX_FILE")
+    if not index or Path(index).parent.resolve() != repo.git_dir.resolve():
+        return None
+    return index
 
 
 def _range(git: _Git, spec: str | None, staged: bool) -> tuple[str | None, str | None, str]:
@@ -155,9 +178,15 @@ def check(ctx, spec: str | None = None, staged: bool = False, stale: bool = Fals
 
         raise UsageProblem("--stale judges code commits, not staged changes",
                            hint="give a range instead: memcli check --stale origin/main..HEAD")
-    git = _Git(ctx)
+    from memcli.service.signatures import Trust
+
+    git = _Git(ctx, staged)
     old, new, label = _range(git, spec, staged)
     result = CheckResult(label)
+    git.trust = result.trust = Trust(git.repo, old, new)
+    if new is not None:
+        for found in git.trust.range_problems(old, new):
+            result.problems += [Problem(path, found.rule, found.message) for path in found.paths or ["."]]
     prefix = PurePosixPath(next(iter(git.lines("rev-parse", "--show-prefix")), ""))
     for rel in _changed(git, old, new):
         if not rel.endswith(".md"):
@@ -243,12 +272,11 @@ def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> l
 
     history = git.lines("log", "--no-renames", "--format=%H%x00%an <%ae>%x00%cn <%ce>", "--reverse",
                         *([new] if new else ["HEAD"]), "--", rel)
+    rows = [parts for parts in (row.split("\x00") for row in history) if len(parts) == 3]
+    trust = git.trust
+    trust.prepare([sha for sha, _, _ in rows])
     out = []
-    for row in history:
-        parts = row.split("\x00")
-        if len(parts) != 3:
-            continue
-        sha, author, committer = parts
+    for sha, author, committer in rows:
         data = git.blob(f"{sha}:{full}")
         loaded = None
         if data is not None:
@@ -256,7 +284,8 @@ def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> l
                 loaded = git.files.load(ctx.ws.root / rel, data=data, mtime=0).memory
             except MemcliError:
                 loaded = None
-        out.append(review.Version(sha, loaded, _identity(author), _identity(committer)))
+        out.append(review.Version(sha, loaded, _identity(author), _identity(committer), trust.required(sha),
+                                  trust.signer(sha), trust.words(sha)))
     if new is None:  # the staged version is about to be committed by the current git identity
         author = git.lines("var", "GIT_AUTHOR_IDENT")[0].rsplit(">", 1)[0] + ">"
         committer = git.lines("var", "GIT_COMMITTER_IDENT")[0].rsplit(">", 1)[0] + ">"
@@ -274,6 +303,7 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
         return []
     first = versions[0]
     assert first.memory is not None
+    proposer = first.person() or first.author  # an unsigned first version where signing applies: rule signature
     problems = []
     for version in versions[1:]:
         assert version.memory is not None
@@ -283,7 +313,7 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
                                     f"{version.where()}; provenance is written once, by the first version"))
             break
     shared = ctx.ws.config.shared_scopes
-    problems.extend(_guard_problems(ctx, rel, versions, first.author))
+    problems.extend(_guard_problems(ctx, rel, versions, proposer))
     if memory.status != "active" or not any(gates.review_required(v.memory.scope, v.memory.provenance.source_type,
                                                                   shared) for v in versions if v.memory):
         return problems
@@ -294,7 +324,7 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
         assert version.memory is not None
         status = version.memory.status
         if status == "active" and previous != "active":
-            verdict = review.judge_activation(version, previous, first.author, ctx.ws.config.allow_self_approve)
+            verdict = review.judge_activation(version, previous, proposer, ctx.ws.config.allow_self_approve)
             if verdict is None:
                 approved = version.memory
             elif review.restores_approved(version.memory, previous, approved):

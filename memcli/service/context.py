@@ -274,7 +274,10 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     from memcli.service.arrived import take_notices
 
     arrived = " ".join(take_notices(ctx))  # a mass change by another person: said once, in the next block
-    room = size - (len(partial) + 40 if partial else 0) - (len(arrived) + 40 if arrived else 0)
+    from memcli.service.conflicts import notes as conflict_notes
+
+    standing = " ".join(conflict_notes(ctx))  # a blocked sync, two active for one subject: until fixed
+    room = size - sum(len(n) + 40 for n in (partial, arrived, standing) if n)
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
         shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
@@ -283,6 +286,8 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
             break  # full: no later memory would fit, so none needs its secret scan
     if arrived:
         block = with_note(block, arrived, fmt, key="arrival")
+    if standing:
+        block = with_note(block, standing, fmt, key="conflict")
     return with_note(block, partial, fmt) if partial else block
 
 
@@ -290,7 +295,8 @@ def with_note(block: Block, note: str, fmt: str, key: str = "partial") -> Block:
     """``block`` with a one-line ``note`` after its header (issue 21 point 5: an answer from a
     partial index says so in the block the agent reads); a block with no memory becomes the
     header and the note alone. ``fmt``: ``text``, ``markdown`` or ``json`` (the note under ``key``:
-    ``partial``, or ``arrival`` for a mass change reported once, ``service.arrival``).
+    ``partial``, ``arrival`` for a mass change reported once, ``service.arrival``, or ``conflict`` for
+    what a sync left to finish, ``service.conflicts``).
     Adds at most ``len(note) + 40`` characters."""
     import json
 

@@ -254,6 +254,10 @@ def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[
     entries = [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
     from dataclasses import replace
 
+    from memcli.service.signatures import attribute, trust_for_reading
+
+    attribute(trust_for_reading(ctx), entries)  # an actor no signature (or authorship) backs is a claim
+
     from memcli.service.redact import cache_of, redact_texts
 
     texts = redact_texts([e.text for e in entries], cache_of(ctx))  # an override's secret stays out of sight
@@ -308,7 +312,7 @@ def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - git.history.Histor
     lines = [line for line in entry.text.splitlines() if any(line.startswith(f"- {i}: ") for i in ids)]
     op = trailers.get("op", "")
     return Entry(entry.commit, entry.at, entry.author, f"memcli: {op} {summary(ids, kept_scopes, actor)}",
-                 {k: v for k, v in out.items() if v}, "\n".join(lines), entry.touched)
+                 {k: v for k, v in out.items() if v}, "\n".join(lines), entry.touched, email=entry.email)
 
 
 def index_status(ctx: Ctx) -> dict[str, Any]:

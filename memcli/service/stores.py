@@ -6,6 +6,10 @@ from pathlib import Path
 
 from memcli.config import CONFIG_NAME
 
+#: The branch of every personal store, whatever git's ``init.defaultBranch`` on the machine
+#: (two machines of one person sync one branch; docs/teams.md, "Two machines").
+PERSONAL_BRANCH = "main"
+
 
 def create_store(root: Path) -> bool:
     """Make the personal store at ``root`` unless it exists: a workspace of kind ``personal``
@@ -31,7 +35,7 @@ def create_store(root: Path) -> bool:
     except OSError as err:
         raise WorkspaceInvalid(f"cannot create your personal store {root}: {err.strerror}",
                                hint="make the folder writable, or point $MEMCLI_HOME somewhere you can write") from None
-    GitRepo.init(root, own=True)
+    GitRepo.init(root, own=True, branch=PERSONAL_BRANCH)  # one name on every machine of the person
     # git's own rule for the repository, whatever umask a later git run has: files 0600, folders 0700
     GitRepo(root).raw("config", "core.sharedRepository", "0600")
     created_root, _ = create_files(root, kind="personal")

@@ -199,6 +199,8 @@ class SyncResult:
     personal: list[str] = field(default_factory=list)
     #: One line per change quarantined on arrival (``service.arrival``): kept in git, not served.
     quarantined: list[str] = field(default_factory=list)
+    #: What the merge settled or left for a person (``service.resolve.after_merge``).
+    settled: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         """One line for a person (and one per personal store that synced)."""
@@ -208,13 +210,13 @@ class SyncResult:
             line = f"synced with {self.remote}/{self.branch}: {self.received} commits received, {self.sent} sent"
         held = [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {q}"
                 for q in self.quarantined]
-        return "\n".join([line, *held, *self.personal])
+        return "\n".join([line, *held, *self.settled, *self.personal])
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
                 "attempts": self.attempts, "notes": self.notes, "personal": self.personal,
-                "quarantined": self.quarantined}
+                "quarantined": self.quarantined, "settled": self.settled}
 
 
 class _Git:
@@ -279,6 +281,22 @@ def _check_state(git: _Git, ctx) -> str:  # noqa: ANN001
     return branch
 
 
+def _personal_target(git: _Git, remote: str, branch: str) -> str:
+    """The remote branch a person's own store syncs with: its own branch's name when the
+    remote has it or has no branch yet; else the remote's default (``HEAD``) or only branch —
+    another machine's store that began on a differently named branch (an older memcli took
+    git's ``init.defaultBranch``), so no second branch is ever pushed beside it."""
+    heads = [line.split("refs/heads/", 1)[1] for line in git.run("ls-remote", "--heads", remote).stdout.splitlines()
+             if "refs/heads/" in line]
+    if not heads or branch in heads:
+        return branch
+    symref = git.run("ls-remote", "--symref", remote, "HEAD").stdout.splitlines()
+    named = next((line.split("refs/heads/", 1)[1].split()[0] for line in symref if line.startswith("ref:")), "")
+    if named in heads:
+        return named
+    return heads[0] if len(heads) == 1 else branch
+
+
 def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None:  # noqa: ANN001
     """``git merge`` of ``remote_ref``, recorded first (``service.sync_recover``) so that a kill
     half-way is rolled back by the next command; a failed merge is aborted.
@@ -292,7 +310,12 @@ def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None: 
                                      "head": git.out("rev-parse", "HEAD"),
                                      "incoming": git.out("rev-parse", remote_ref)})
     testpoint.reached("sync:merging")
-    proc = git.run("merge", "--no-edit", "-m", message, remote_ref)
+    from memcli.git.signatures import signing_args
+
+    pre, sign = signing_args(ctx.ws.config.signing == "ssh")  # a merge commit is signed like any other
+    # a person's own store on two machines: two first commits, one person (docs/teams.md, "Two machines")
+    joining = ["--allow-unrelated-histories"] if ctx.ws.config.kind == "personal" else []
+    proc = git.run(*pre, "merge", *sign, *joining, "--no-edit", "-m", message, remote_ref)
     if proc.returncode == 0:
         testpoint.reached("sync:merged")
         journal.drop(ctx, journal.SYNC)
@@ -303,20 +326,26 @@ def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None: 
     if git.run("merge", "--abort").returncode == 0 or not git.run("rev-parse", "-q", "--verify",
                                                                    "MERGE_HEAD").stdout.strip():
         journal.drop(ctx, journal.SYNC)
+    from memcli.service.conflicts import set_blocked
+    from memcli.timeutil import format_instant
+
+    blocked = {"ref": remote_ref, "branch": branch, "root": str(ctx.ws.root), "at": format_instant(ctx.now),
+               "files": conflicted, "said": "; ".join(said)}
     if not conflicted and "unrelated histories" in proc.stderr:  # two `memcli init`s made two memory branches
+        set_blocked(ctx, {**blocked, "kind": "apart", "said": "two stores started apart (no common commit)"})
         raise SyncStopped(f"this store and {remote_ref} were started apart (two `memcli init`s, no common commit); "
                           "nothing changed",
-                          hint="join them once by hand: "
-                               f"`git merge --allow-unrelated-histories -X theirs {remote_ref}` "
-                               f"in {git.root} (memory files have unique names; -X theirs keeps the remote's "
-                               "memcli.toml and workspace id), then `memcli sync` again")
+                          hint=f"join them once with `memcli resolve` in {ctx.ws.root} (memory files have unique "
+                               "names; the joined store takes the remote's workspace id and your personal "
+                               "memories come along), then `memcli sync` again")
     if not conflicted:
         raise SyncStopped(f"git merge failed: {runner.first_line(proc.stderr) or proc.returncode}; "
                           "the merge was aborted, nothing changed")
+    set_blocked(ctx, {**blocked, "kind": "conflict"})
     named = "; ".join(said) if said else ", ".join(conflicted[:5])
     raise SyncStopped(f"a true conflict with {remote_ref}: {named}; the merge was aborted, nothing changed",
-                      hint="resolve it by hand: `git merge " + remote_ref + "`, edit the files, `git commit`, "
-                           "then `memcli sync` again")
+                      hint=f"run `memcli resolve` in {ctx.ws.root}: it shows both sides of each file and takes "
+                           "the one you choose; then `memcli sync` again")
 
 
 def sync(ctx, remote: str | None = None, deadline: float | None = None) -> SyncResult:  # noqa: ANN001
@@ -387,11 +416,12 @@ def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN
         atomic_write(changed[0], data)
         ctx.git().commit(changed, gitlog.message("sync", "register the memory merge driver", {"Op": "sync"}),
                          actor=ctx.actor)
-    result = SyncResult(remote, branch)
-    tracking = f"refs/remotes/{remote}/{branch}"
+    target = _personal_target(git, remote, branch) if ctx.ws.config.kind == "personal" else branch
+    result = SyncResult(remote, target)
+    tracking = f"refs/remotes/{remote}/{target}"
     for attempt in range(1, ATTEMPTS + 1):
         result.attempts = attempt
-        fetched = git.run("fetch", "--quiet", remote, f"+refs/heads/{branch}:{tracking}")
+        fetched = git.run("fetch", "--quiet", remote, f"+refs/heads/{target}:{tracking}")
         if fetched.returncode != 0 and "couldn't find remote ref" not in fetched.stderr:
             raise SyncStopped(f"cannot fetch from {remote}: {runner.first_line(fetched.stderr)}",
                               hint="check the remote's URL (`git remote -v`) and your access to it")
@@ -399,20 +429,26 @@ def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN
         if has_remote and git.run("merge-base", "--is-ancestor", tracking, "HEAD").returncode != 0:
             result.received += int(git.out("rev-list", "--count", f"HEAD..{tracking}"))
             before = git.out("rev-parse", "HEAD")
-            _merge(ctx, git, tracking, branch, gitlog.message("sync", f"merge {remote}/{branch}", {"Op": "sync"}))
+            _merge(ctx, git, tracking, branch, gitlog.message("sync", f"merge {remote}/{target}", {"Op": "sync"}))
             from memcli.service import arrival  # verify on arrival: what fails is quarantined, never served
 
             result.quarantined += [e.line() for e in arrival.after_sync(ctx, before)]
+            from memcli.service.resolve import after_merge  # a review race settled, two answers for one subject
+
+            result.settled += after_merge(ctx, before)
         ahead = int(git.out("rev-list", "--count", f"{tracking}..HEAD")) if has_remote else \
             int(git.out("rev-list", "--count", "HEAD"))
+        from memcli.service.conflicts import set_blocked
+
+        set_blocked(ctx, None)  # merged (or nothing to merge): no longer blocked
         if not ahead:
             return result
-        pushed = git.run("push", "--porcelain", remote, f"HEAD:refs/heads/{branch}")
+        pushed = git.run("push", "--porcelain", remote, f"HEAD:refs/heads/{target}")
         if pushed.returncode == 0:
             result.sent += ahead
             git.run("update-ref", tracking, "HEAD")
             if not git.run("config", "--get", f"branch.{branch}.remote").stdout.strip():
-                git.run("branch", f"--set-upstream-to={remote}/{branch}", branch)
+                git.run("branch", f"--set-upstream-to={remote}/{target}", branch)
             return result
         if not any(word in pushed.stdout + pushed.stderr for word in _REJECTED):
             raise SyncStopped(f"{remote} refused the push: {runner.first_line(pushed.stderr) or pushed.returncode}",
