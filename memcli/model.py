@@ -421,6 +421,79 @@ def check_label_bounds(tags: list[str], paths: list[str]) -> None:
                                    hint=f"shorten it to at most {longest} characters")
 
 
+#: Where a glob example points a person whose path was refused.
+_GLOB_HINT = "a memory's paths are globs relative to the project's top folder, e.g. --path 'src/**/*.py'"
+
+
+def _unclosed_bracket(segment: str) -> int | None:
+    """The index of the first ``[`` of a glob segment that no ``]`` closes (POSIX bracket
+    rules, as wcmatch reads them: a ``]`` just after ``[`` or ``[!``/``[^`` is a member, a
+    backslash escapes the next character), or None. wcmatch reads such a ``[`` as a literal
+    character, so ``[[`` names a file called ``[[``: never what was meant."""
+    i = 0
+    while i < len(segment):
+        char = segment[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            end = i + 1
+            if end < len(segment) and segment[end] in "!^":
+                end += 1
+            if end < len(segment) and segment[end] == "]":
+                end += 1
+            close = segment.find("]", end)
+            if close < 0:
+                return i
+            i = close + 1
+            continue
+        i += 1
+    return None
+
+
+def check_path_globs(paths: list[str]) -> None:
+    """Refuse ``paths`` entries that can never match a file of the project, at write time
+    (``service.write``; files already written are read as they are).
+
+    A memory's ``paths`` are globs relative to the project's top folder, matched by
+    ``index.paths_match`` (wcmatch, ``GLOBSTAR | DOTGLOB``) against a file's path relative to
+    it (``web/src/a.ts``). Refused: an absolute path (``/``, ``\\``, ``~``, a drive ``C:``), a
+    ``..`` segment (out of the project) or a ``.`` segment (``./src``: a file's path has none),
+    a ``[`` no ``]`` closes (wcmatch would read it as a literal ``[``), and a bracket
+    expression wcmatch compiles to no character at all (a reversed range, ``[z-a]``).
+
+    Raises:
+        ValidationFailed: the first such path, with what is wrong and the glob to write.
+    """
+    for value in paths:
+        shown = _show(value)
+        if value.startswith(("/", "\\", "~")) or re.match(r"[A-Za-z]:[\\/]", value):
+            raise ValidationFailed(f"invalid path {shown}: an absolute path, which no file of the project can match",
+                                   hint=_GLOB_HINT)
+        segments = value.split("/")
+        if segments[0] == "..":
+            raise ValidationFailed(f"invalid path {shown}: '..' climbs out of the project, where no file of the "
+                                   "project can match", hint=_GLOB_HINT)
+        odd = next((part for part in segments if part in (".", "..")), None)
+        if odd is not None:
+            fixed = "/".join(part for part in segments if part != ".") if odd == "." else ""
+            raise ValidationFailed(f"invalid path {shown}: a {odd!r} segment, which no file's path relative to the "
+                                   "project has", hint=f"write it without './': --path {_show(fixed)}" if fixed
+                                   else _GLOB_HINT)
+        for segment in segments:
+            at = _unclosed_bracket(segment)
+            if at is not None:
+                raise ValidationFailed(f"invalid path {shown}: the glob does not compile: the '[' of "
+                                       f"{_show(segment[at:])} is never closed by a ']'",
+                                       hint="close the bracket expression ([ab]); a literal '[' is written [[]")
+        from wcmatch import glob
+
+        patterns, _ = glob.translate(value, flags=glob.GLOBSTAR | glob.DOTGLOB)
+        if any("(?!)" in pattern for pattern in patterns):
+            raise ValidationFailed(f"invalid path {shown}: a bracket expression in it matches no character "
+                                   "(a range written backwards, as [z-a]?)", hint="write ranges low to high: [a-z]")
+
+
 def _show(value: object) -> str:
     """A rejected value as an error may show it: secrets removed, hidden characters stripped, cut short."""
     from memcli.text.secrets import shown

@@ -664,3 +664,79 @@ def test_harvest_says_an_unknown_layout_and_exits_0(ws, project, run):
     end = hook(run, "codex", "session-end", project, "s1")
     assert end.code == 0 and "harvest: ~/.codex/memories_v2/memory_summary.md: not read" in end.err, end
     assert memories(ws) == []
+
+
+# --- files that cannot be read as they are (newcomer's finding 7) ---------------------------
+
+
+def test_a_broken_claude_topic_file_is_said_per_file_and_the_others_import(ws, project, run):
+    """A topic file that is not UTF-8 is not imported (one warning naming it and its first bad
+    byte, as doctor says of a memory file); one whose front-matter does not parse is flagged
+    with what is wrong; the recorded entries still import."""
+    store = claude_home(Path.home(), project)
+    (store / "bin.md").write_bytes(b"\xff\xfe bad utf8\n")
+    (store / "broken.md").write_text("---\ntype: [unclosed\n---\nbody\n", encoding="utf-8")
+    result = run("import", "--agent", "claude", cwd=project)
+    assert result.code == 0 and "Traceback" not in result.err, result
+    lines = result.err.splitlines()
+    assert [line for line in lines if "/bin.md: " in line and "not in MEMORY.md" not in line] == [
+        f"memcli: warning: ~/.claude/projects/{store.parent.name}/memory/bin.md: not imported: not UTF-8 text "
+        "(byte 0)"], result
+    broken = [line for line in lines if "/broken.md: " in line and "not in MEMORY.md" not in line]
+    assert len(broken) == 1 and "type '[unclosed' is none of Claude Code's types" in broken[0], result
+    assert "line 2: invalid YAML front-matter" in broken[0] and "imported as a fact" in broken[0]
+    assert "1 file not readable, not imported" in result.out, result
+    texts = sorted(m.text for m in memories(ws))
+    assert not any("\ufffd" in t for t in texts) and "body" in texts and len(texts) == 3, texts
+    data = imported(run("import", "--agent", "claude", "--json", cwd=project))
+    assert data["stores"][0]["invalid"] == [{"file": "bin.md", "why": "not imported: not UTF-8 text (byte 0)"}]
+    assert data["counts"]["noop"] == 3 and data["commits"] == []
+
+
+def test_front_matter_claude_code_reads_imports_with_its_type_and_no_warning(ws, project, run):
+    """``description: a: b`` is no valid YAML, but Claude Code reads it (it quotes the value
+    and parses again): so does memcli, silently; a front-matter neither reads is flagged."""
+    store = claude_home(Path.home(), project)
+    (store / "colon.md").write_text("---\nname: colon\ndescription: Testing: always pytest\nmetadata:\n  type: "
+                                    "feedback\n---\nRun the tests with pytest, never unittest.\n", encoding="utf-8")
+    (store / "quote.md").write_text('---\nname: quote\ndescription: "unclosed\ntype: user\n---\nI use vim.\n',
+                                    encoding="utf-8")
+    data = imported(run("import", "--agent", "claude", "--json", cwd=project))
+    categories = {i["sourceRef"].rsplit("/", 1)[-1]: i["category"] for i in data["items"]}
+    assert categories["colon.md"] == "feedback" and categories["quote.md"] == "fact", data
+    skipped = {s["file"]: s["why"] for s in data["stores"][0]["skipped"] if "MEMORY.md's index" not in s["why"]}
+    assert "colon.md" not in skipped
+    assert skipped["quote.md"].startswith("line 3: invalid YAML front-matter") and \
+        "Claude Code reads none of its fields" in skipped["quote.md"], skipped
+
+
+@given(text=st.text(max_size=300))
+def test_claude_front_matter_fields_never_raise(text):
+    meta, problem = claude.fields(text, "topic.md")
+    assert isinstance(meta, dict) or (meta is None and problem is not None and problem.reason)
+
+
+def test_codex_and_gemini_files_that_are_not_utf8_are_not_imported(ws, project, run):
+    notes = Path.home() / ".codex" / "memories_v2" / "extensions" / "ad_hoc" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "2026-01-01T00-00-00-bad.md").write_bytes(b"use \xff pnpm\n")
+    (notes / "2026-01-01T00-00-01-good.md").write_text("Use pnpm, not npm.\n", encoding="utf-8")
+    base = gemini_home(Path.home(), project)
+    (base / "tmp" / "project" / "memory" / "bad-note.md").write_bytes(b"\xfe\n")
+    codex = run("import", "--agent", "codex", cwd=project)
+    assert codex.code == 0 and "extensions/ad_hoc/notes/2026-01-01T00-00-00-bad.md: not imported: not UTF-8 text " \
+        "(byte 4)" in codex.err, codex
+    gemini = run("import", "--agent", "gemini", cwd=project)
+    assert gemini.code == 0 and "memory/bad-note.md: not imported: not UTF-8 text (byte 0)" in gemini.err, gemini
+    texts = [m.text for m in memories(ws)]
+    assert "Use pnpm, not npm." in texts and len(texts) == 4 and not any("\ufffd" in t for t in texts), texts
+
+
+def test_export_does_not_rewrite_an_index_that_is_not_utf8(ws, project, run):
+    store = claude_home(Path.home(), project)
+    (store / "MEMORY.md").write_bytes(b"- [A](a.md) \xff\n")
+    assert run("remember", "Prefer uv over pip", "--scope", "user:alice").code == 0
+    before = sorted((p.name, p.read_bytes()) for p in store.iterdir())
+    result = run("export", "--format", "claude-memory", cwd=project)
+    assert result.code == 2 and "cannot rewrite" in result.err and "not UTF-8 text (byte 12)" in result.err, result
+    assert result.err.count("\n") <= 2 and sorted((p.name, p.read_bytes()) for p in store.iterdir()) == before

@@ -18,7 +18,8 @@ Subject = Annotated[Optional[str], typer.Option(
     "--subject", help="Conflict key: one active memory per scope and subject.")]
 Importance = Annotated[Optional[int], typer.Option("--importance", "-i", help="1 (low) to 5 (high); default 3.")]
 Tags = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A label; repeat for several.")]
-Paths = Annotated[Optional[list[str]], typer.Option("--path", help="A file glob the memory is about; repeatable.")]
+Paths = Annotated[Optional[list[str]], typer.Option(
+    "--path", help="A file glob the memory is about, relative to the project's top folder (src/**/*.py); repeatable.")]
 Ttl = Annotated[Optional[str], typer.Option("--ttl", help="Time to live: 30d, 12h, 2w, 1y.")]
 ExpireAt = Annotated[Optional[str], typer.Option("--expire-at", help="Expiry: a date (00:00 UTC) or RFC 3339 time.")]
 Source = Annotated[Optional[str], typer.Option(
@@ -174,7 +175,7 @@ def _suggest_guards(result, opts) -> None:  # noqa: ANN001 - a WriteResult and i
     memory = result.memory
     given = [*(f"--deny {shlex.quote(p)}" for p in opts.deny), *(f"--ask {shlex.quote(p)}" for p in opts.ask),
              *(f"--warn {shlex.quote(p)}" for p in opts.warn)]
-    if result.outcome == "noop" and given:
+    if result.outcome == "noop" and given and result.gate != "duplicate":  # a duplicate's message says it
         warn(f"{memory.id} already holds this text and its guards were left as they are; to change them: "
              f"memcli supersede {memory.id} {' '.join(given)}")
         return

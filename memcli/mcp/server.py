@@ -128,7 +128,8 @@ Importance = Annotated[int | None, Field(ge=1, le=5, description="1 (low) to 5 (
 Tags = Annotated[list[Annotated[str, Field(max_length=LIMITS["tag"])]] | None,
                  Field(max_length=LIMITS["tags"], description="Free labels.")]
 Paths = Annotated[list[Annotated[str, Field(max_length=LIMITS["path"])]] | None,
-                  Field(max_length=LIMITS["paths"], description="File globs the memory is about, e.g. web/**.")]
+                  Field(max_length=LIMITS["paths"], description="File globs the memory is about, relative to the "
+                                                                "project's top folder, e.g. web/**.")]
 Guards = Annotated[list[Annotated[str, Field(max_length=LIMITS["guard"])]] | None,
                    Field(max_length=LIMITS["guards"], description="Guard patterns in Claude Code's permission-rule "
                          "syntax, e.g. Bash(npm install:*), Edit(migrations/**), Read(.env).")]

@@ -120,6 +120,7 @@ class StoreReport:
     entries: int
     skipped: list[tuple[str, str]]
     unknown: list[tuple[str, str]] = field(default_factory=list)
+    invalid: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -173,6 +174,9 @@ class AgentImportResult:
                     f"read, {verb} "
                     f"{c['created'] + c['pending_review']} into {self.scope} ({c['pending_review']} waiting for "
                     f"review), {c['noop']} already present, {c['refused']} refused")
+            if store.invalid:
+                count = len(store.invalid)
+                line += f"; {count} {'file' if count == 1 else 'files'} not readable, not imported (see the warnings)"
             applied = c["superseded"] + c["forgotten"] + c["rejected"]
             if applied:
                 line += f"; applied {applied} changes the agent made ({c['superseded']} edits as supersedes, " \
@@ -189,7 +193,8 @@ class AgentImportResult:
                 "stores": [{"kind": s.kind, "title": s.title, "root": s.root, "files": s.files, "entries": s.entries,
                             "counts": self.counts(s.kind),
                             "skipped": [{"file": f, "why": w} for f, w in s.skipped],
-                            "unknown": [{"file": f, "why": w} for f, w in s.unknown]} for s in self.stores],
+                            "unknown": [{"file": f, "why": w} for f, w in s.unknown],
+                            "invalid": [{"file": f, "why": w} for f, w in s.invalid]} for s in self.stores],
                 "items": [i.to_dict() for i in self.items]}
 
 
@@ -301,10 +306,12 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
                                           "docs/commands.md (The agents' own memories), and report this one")
     result.warnings.extend(f"{label(r.root)}/{file}: not read, a layout memcli does not know: {why}"
                            for r, file, why in odd)
+    result.warnings.extend(f"{label(r.root)}/{file}: {why}" for r in readings for file, why in r.invalid)
     for store, reading in zip(stores, readings):
         actor = memstores.actor_of(reading.kind)
         result.stores.append(StoreReport(reading.kind, label(reading.root), [label(f) for f in reading.files],
-                                         len(reading.entries), reading.skipped, list(reading.unknown)))
+                                         len(reading.entries), reading.skipped, list(reading.unknown),
+                                         list(reading.invalid)))
         groups: dict[str, list[memstores.Entry]] = {}
         for entry in reading.entries:
             groups.setdefault(source_ref(entry), []).append(entry)
@@ -612,6 +619,22 @@ def _put(path: Path, text: str, out: NativeExport) -> None:
     out.files.append((label(path), "written"))
 
 
+def _held(path: Path) -> str:
+    """The text of an agent's file an export rewrites (``''`` when there is none).
+
+    Raises:
+        UsageProblem: it cannot be read as text (not UTF-8, too large): rewritten, what is
+            not memcli's in it would be lost.
+    """
+    from memcli.agents.memstores import read_text, why_unread
+
+    try:
+        return read_text(path) if path.is_file() else ""
+    except OSError as err:
+        raise UsageProblem(f"cannot rewrite {label(path)}: {why_unread(err)}",
+                           hint="fix or move that file, then export again") from None
+
+
 def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path | None = None) -> NativeExport:
     """Write the caller's memories (default: ``user:<actor>``) into an agent's own memory, so an
     agent without memcli's hooks still sees them; idempotent, and marked so an import of
@@ -660,12 +683,14 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
         if memory is not None:
             targets.append((memory / gemini.INDEX, narrow))
             out.place = f"{label(memory / gemini.INDEX)} and {label(place / gemini.GLOBAL)}"
-        for path, chosen in targets:
-            held = read_text(path) if path.is_file() else ""
-            text = gemini.render_global(held, [f"- {' '.join(m.text.split())}" for m in chosen])
+        texts = [(path, gemini.render_global(_held(path), [f"- {' '.join(m.text.split())}" for m in chosen]))
+                 for path, chosen in targets]  # every file read before one is written
+        for path, text in texts:
             if text or path.is_file():
                 _put(path, text, out)
         return out
+    index = place / claude.INDEX
+    held = _held(index)  # before any file is written
     wanted: dict[str, str] = {}
     pointers = []
     for m in kept:
@@ -683,8 +708,6 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
         if stale.name not in wanted and mine:
             stale.unlink()
             out.files.append((label(stale), "removed"))
-    index = place / claude.INDEX
-    held = read_text(index) if index.is_file() else ""
     text = claude.render_index(held, pointers)
     if text or index.is_file():
         _put(index, text, out)

@@ -436,6 +436,8 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
     model.check_label_bounds(tags, list(paths))  # counts first: 36,000 tags are refused before any other work
     tags = model.check_labels("tags", tags)
     paths = model.check_labels("paths", paths)
+    if opts.paths:  # the new ones: a supersede keeps its base's paths as they were written
+        model.check_path_globs(paths)
     if opts.deny or opts.ask or opts.warn:
         from memcli import guards
 
@@ -535,14 +537,15 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     texts = catalog.live_texts(memory.scope, include_pending=pending)
     texts.update({m.id: model.normalise_text(m.text) for m in batch.added
                   if m.scope == memory.scope and (pending or m.status == "active")})
-    if base is not None and memory.guards != base.memory.guards:
-        texts.pop(base.memory.id, None)  # the same text with other guards: a change of its guards, not a duplicate
+    if base is not None and _differences(memory, base.memory, opts):
+        texts.pop(base.memory.id, None)  # the same text with other paths, tags, guards …: a change of those
     dups = gates.find_duplicates(memory.text, texts, ctx.ws.config.near_duplicate)
     if dups and dups[0].exact:
         first = next((m for m in batch.added if m.id == dups[0].memory_id), None) \
             or catalog.by_prefix(dups[0].memory_id)[0]
         decided.append(("duplicate", f"exact duplicate of {first.id}"))
-        return WriteResult(op, first, "noop", f"already exists: {first.id}", gate="duplicate", gates=decided)
+        return WriteResult(op, first, "noop", f"already exists: {first.id}{_not_applied(memory, first, opts)}",
+                           gate="duplicate", gates=decided)
     warnings = [f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar): {texts[d.memory_id][:80]}"
                 for d in dups]
     warnings.extend(_contradictions(memory, texts))
@@ -569,6 +572,49 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
                   f"({ctx.ws.config.ttl.get(memory.category)}; --ttl or --expire-at sets another)")
     return WriteResult(op, memory, outcome, f"{verb}: {memory.id} ({memory.scope}){extra}",
                        gate="review" if pending else None, changed=changed, gates=decided, warnings=warnings)
+
+
+def _differences(memory: Memory, held: Memory, opts: WriteOptions) -> list[tuple[str, str, list[str]]]:
+    """What ``memory`` (being written) takes from the options given in ``opts`` that ``held``
+    (a memory of the same text) does not hold: ``(field, what held has, the options that
+    give memory's)`` per field, in the order of ``remember``'s options; [] when none."""
+    import shlex
+
+    out: list[tuple[str, str, list[str]]] = []
+    if opts.category is not None and memory.category != held.category:
+        out.append(("category", held.category, [f"--category {memory.category}"]))
+    if opts.subject is not None and memory.subject != held.subject:
+        out.append(("subject", held.subject or "none", [f"--subject {shlex.quote(memory.subject or '')}"]))
+    if opts.importance is not None and memory.importance != held.importance:
+        out.append(("importance", str(held.importance), [f"--importance {memory.importance}"]))
+    if opts.tags and set(memory.tags) != set(held.tags):
+        out.append(("tags", ", ".join(held.tags) or "none", [f"--tag {shlex.quote(t)}" for t in memory.tags]))
+    if opts.paths and set(memory.paths) != set(held.paths):
+        out.append(("paths", ", ".join(held.paths) or "none", [f"--path {shlex.quote(p)}" for p in memory.paths]))
+    if (opts.ttl or opts.expire_at) and memory.expire_at != held.expire_at:
+        given = f"--ttl {shlex.quote(opts.ttl)}" if opts.ttl else f"--expire-at {shlex.quote(opts.expire_at or '')}"
+        out.append(("expiry", format_instant(held.expire_at) if held.expire_at else "never", [given]))
+    if opts.pinned is not None and memory.pinned != held.pinned:
+        out.append(("pinned", "yes" if held.pinned else "no", ["--pinned" if memory.pinned else "--no-pinned"]))
+    if memory.guards != held.guards:
+        out.append(("guards", str(len(held.guards)) if held.guards else "none",
+                    [f"--{kind} {shlex.quote(pattern)}" for kind, patterns in (("deny", opts.deny), ("ask", opts.ask),
+                                                                               ("warn", opts.warn))
+                     for pattern in patterns]))
+    return out
+
+
+def _not_applied(memory: Memory, held: Memory, opts: WriteOptions) -> str:
+    """For a write that is an exact duplicate of ``held``: what it asked for that ``held`` does
+    not have, and the supersede that gives it (``''`` when nothing differs). Without this
+    the options of a repeated text (``remember TEXT --path P``) were dropped without a word."""
+    found = _differences(memory, held, opts)
+    if not found:
+        return ""
+    what = "; ".join(f"its {name}: {value}" for name, value, _ in found)
+    args = " ".join(arg for _, _, given in found for arg in given)
+    return (f" ({what}): the {', '.join(name for name, _, _ in found)} given were not applied; to change them: "
+            f"memcli supersede {held.id} {args}")
 
 
 def _gate(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None = None) -> WriteResult:

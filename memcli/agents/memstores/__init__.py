@@ -94,6 +94,9 @@ class Reading(NamedTuple):
         unknown: ``(file, why)`` for text in a layout the reader does not know (a section,
             a version, a file kind it has no rule for): never read, and never a silent 0
             (``service.agent_memory`` refuses an import that reads nothing but this).
+        invalid: ``(file, why)`` for a file of the store that cannot be read as it is: not
+            UTF-8 text, larger than :data:`MAX_FILE_BYTES`, not readable. Nothing of it is
+            imported, and the import says so per file (as ``doctor`` does for a memory file).
     """
 
     kind: str
@@ -102,6 +105,7 @@ class Reading(NamedTuple):
     files: list[Path]
     skipped: list[tuple[str, str]]
     unknown: tuple[tuple[str, str], ...] = ()
+    invalid: tuple[tuple[str, str], ...] = ()
 
 
 class Store(NamedTuple):
@@ -127,16 +131,32 @@ def title_of(kind: str) -> str:
     return KINDS[kind][2]
 
 
+class NotText(OSError):
+    """A store file whose bytes are not UTF-8 text: read as the agents read it (each bad byte
+    as U+FFFD), it would come in as ``\ufffd\ufffd …``, so it is not read at all."""
+
+
 def read_text(path: Path) -> str:
-    """A store file's text (UTF-8, a BOM dropped, undecodable bytes replaced).
+    """A store file's text (UTF-8, a BOM dropped).
 
     Raises:
+        NotText: its bytes are not UTF-8 (the message names the first bad byte, in the
+            words of ``doctor``: ``not UTF-8 text (byte 0)``).
         OSError: it cannot be read, or it is larger than :data:`MAX_FILE_BYTES`.
     """
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise OSError(f"{size:,} bytes, more than the {MAX_FILE_BYTES // 1024} KiB memcli reads from a store file")
-    return path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
+    try:
+        return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        raise NotText(f"not UTF-8 text (byte {err.start})") from None
+
+
+def why_unread(err: OSError) -> str:
+    """What :func:`read_text`'s error says, in a few words (``not UTF-8 text (byte 0)``,
+    ``Permission denied``)."""
+    return err.strerror or str(err)
 
 
 def without_export(text: str) -> tuple[str, bool]:

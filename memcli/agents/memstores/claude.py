@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
-from memcli.agents.memstores import MARK, Entry, Reading, Store, read_text, without_export
+from memcli.agents.memstores import MARK, Entry, Reading, Store, read_text, why_unread, without_export
+from memcli.errors import InvalidMemoryFile
 
 INDEX = "MEMORY.md"
 #: The store's own types -> memcli's category, and the tag each memory gets.
@@ -110,6 +112,88 @@ def split(text: str) -> tuple[dict[str, str] | None, str, int]:
     return fields, "\n".join(lines[end + 1:]), end + 2
 
 
+#: Claude Code's second try at front-matter YAML that does not parse (its ``_u`` and ``DDr``,
+#: 2.1.332): an unquoted top-level ``key: value`` whose value holds one of these characters
+#: (or ``": "``) is quoted, a flow list that parses (``[a, b]``) kept, indenting tabs made spaces.
+_LOSSY = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
+_PAIR = re.compile(r"^([a-zA-Z_-]+):\s+(\S.*)$")
+
+
+def _quoted_as_claude(block: str) -> str:
+    """``block`` (front-matter YAML) with the values quoted as Claude Code quotes them before
+    its second parse (:data:`_LOSSY`)."""
+    import yaml
+
+    out = []
+    for line in block.split("\n"):
+        match = _PAIR.match(line)
+        value = match.group(2) if match else ""
+        if match and not (value[0] in "'\"" and value[-1] == value[0]):
+            listed = False
+            if value.startswith("[") and value.endswith("]"):
+                try:
+                    listed = isinstance(yaml.safe_load(value), list)
+                except yaml.YAMLError:
+                    listed = False
+            if not listed and _LOSSY.search(value):
+                line = f'{match.group(1)}: "' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        out.append(line)
+    return re.sub(r"^\t+", lambda tabs: "  " * len(tabs.group(0)), "\n".join(out), flags=re.MULTILINE)
+
+
+def fields(text: str, name: str) -> tuple[dict[str, Any] | None, InvalidMemoryFile | None]:
+    """The front-matter of a topic file's ``text`` as YAML, as Claude Code reads it, and what
+    is wrong with it: ``(mapping, None)`` when it parses; ``(mapping, error)`` when only Claude
+    Code's second try (:func:`_quoted_as_claude`) parses it; ``(None, error)`` when neither
+    does (Claude Code then reads no field either). ``error`` is ``memcli.frontmatter``'s, the
+    words and line ``doctor`` gives for a memory file (``name`` is the file named in it).
+    A text without front-matter is ``({}, None)``."""
+    from memcli.frontmatter import parse
+
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, None
+    end = next((n for n in range(1, len(lines)) if lines[n].strip() in ("---", "...")), None)
+    if end is None:
+        return {}, None
+    block = "\n".join(line.rstrip("\r") for line in lines[1:end])
+    try:
+        return dict(parse(f"---\n{block}\n---\n".encode(), name, round_trip=False).meta), None
+    except InvalidMemoryFile as err:
+        first = err
+    try:
+        return dict(parse(f"---\n{_quoted_as_claude(block)}\n---\n".encode(), name, round_trip=False).meta), first
+    except InvalidMemoryFile:
+        return None, first
+
+
+def _field(meta: dict[str, Any], key: str) -> object:
+    """A front-matter value, at the top level or under ``metadata:`` (Claude Code 2.1.3xx)."""
+    if key in meta:
+        return meta[key]
+    nested = meta.get("metadata")
+    return nested.get(key) if isinstance(nested, dict) else None
+
+
+def _kind(meta: dict[str, Any] | None, problem: InvalidMemoryFile | None) -> tuple[str, str | None]:
+    """The topic file's type (a key of :data:`TYPES`, or '') and, when it is wrong, why (one line)."""
+    broken = ""
+    if problem is not None:
+        broken = f"line {problem.lineno}: {problem.reason}" if problem.lineno else problem.reason
+    if meta is None:
+        return "", f"{broken}; Claude Code reads none of its fields either, so its type is unknown: imported as a fact"
+    value = _field(meta, "type")
+    if value is None:
+        return "", None
+    kind = value.strip().lower() if isinstance(value, str) else ""
+    if kind in TYPES:
+        return kind, None
+    said = f"type {value!r} is none of Claude Code's types ({', '.join(TYPES)}): imported as a fact"
+    if broken:
+        said += f" ({broken}; Claude Code reads it with the value quoted)"
+    return "", said
+
+
 def read(store: Store, project: Path | None = None) -> Reading:
     """Every topic file of the folder as one entry (the index's lines are not memories)."""
     root = store.root
@@ -117,6 +201,7 @@ def read(store: Store, project: Path | None = None) -> Reading:
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
     unknown: list[tuple[str, str]] = []
+    invalid: list[tuple[str, str]] = []
     pointed: set[str] = set()
     index = root / INDEX
     if index.is_file():
@@ -125,7 +210,7 @@ def read(store: Store, project: Path | None = None) -> Reading:
             text, _ = without_export(read_text(index))
             lines = text.split("\n")
         except OSError as err:
-            skipped.append((INDEX, f"not read: {err}"))
+            invalid.append((INDEX, f"not read: {why_unread(err)}"))
             lines = []
         pointed = {m.group(1) for m in map(_POINTER.match, lines) if m}
         count = sum(1 for line in lines if _POINTER.match(line))
@@ -152,27 +237,30 @@ def read(store: Store, project: Path | None = None) -> Reading:
         try:
             text = read_text(path)
         except OSError as err:
-            skipped.append((path.name, f"not read: {err}"))
+            invalid.append((path.name, f"not imported: {why_unread(err)}"))
             continue
         if any(MARK in line for line in text.split("\n")[:12]):
             skipped.append((path.name, "written by memcli's export: not read back"))
             continue
-        fields, body, first = split(text)
+        _, body, first = split(text)
         body_text = body.strip()
         if not body_text:
             skipped.append((path.name, "no text"))
             continue
         first += body[:len(body) - len(body.lstrip())].count("\n")  # the text's first line, past blank ones
-        fields = fields or {}
-        kind = fields.get("type", "").strip().lower()
+        meta, problem = fields(text, path.name)
+        kind, wrong = _kind(meta, problem)
+        if wrong:
+            skipped.append((path.name, wrong))
         category, tag = TYPES.get(kind, ("fact", ""))
-        name = fields.get("name", "").strip() or path.stem
+        named = _field(meta or {}, "name")
+        name = named.strip() if isinstance(named, str) and named.strip() else path.stem
         words = body_text  # the description is the index's hook: the body says it in full
         tags = tuple(t for t in ("claude-code", tag) if t)
         if pointed and path.name not in pointed:
             skipped.append((path.name, f"not in {INDEX}'s index (read anyway: {name})"))
         entries.append(Entry(path, path.name, words, first, category, tags, stable=True))
-    return Reading("claude-memory", root, entries, files, skipped, tuple(unknown))
+    return Reading("claude-memory", root, entries, files, skipped, tuple(unknown), tuple(invalid))
 
 
 #: memcli's category (or a tag) -> the auto-memory type an exported memory gets.

@@ -37,7 +37,7 @@ import os
 import re
 from pathlib import Path
 
-from memcli.agents.memstores import MARK, Entry, Reading, Store, bullets, read_text, slug, without_export
+from memcli.agents.memstores import MARK, Entry, Reading, Store, bullets, read_text, slug, why_unread, without_export
 
 INDEX = "MEMORY.md"
 SUMMARY = "memory_summary.md"
@@ -130,15 +130,16 @@ def read(store: Store, project: Path | None = None) -> Reading:
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
     unknown: list[tuple[str, str]] = []
+    invalid: list[tuple[str, str]] = []
     index, summary = root / INDEX, root / SUMMARY
     if store.file is not None and store.file.name not in (INDEX, SUMMARY):  # one ad-hoc note
         files.append(store.file)
-        entries.extend(_note(store.file, root, skipped))
-        return Reading("codex-memories", root, entries, files, skipped, tuple(unknown))
+        entries.extend(_note(store.file, root, skipped, invalid))
+        return Reading("codex-memories", root, entries, files, skipped, tuple(unknown), tuple(invalid))
     notes = sorted(p for p in (root / NOTES).glob("*.md") if p.is_file()) if store.file is None else []
     for note in notes:
         files.append(note)
-        entries.extend(_note(note, root, skipped))
+        entries.extend(_note(note, root, skipped, invalid))
     for name in INPUTS:
         if (root / name).exists():
             skipped.append((name, "the consolidation's inputs, skills and Codex's own files: not memories"
@@ -148,13 +149,13 @@ def read(store: Store, project: Path | None = None) -> Reading:
     if store.file is None and index.is_file() and summary.is_file():
         skipped.append((SUMMARY, f"a digest of {INDEX}, whose entries are read instead"))
     if not path.is_file():
-        return Reading("codex-memories", root, entries, files, skipped, tuple(unknown))
+        return Reading("codex-memories", root, entries, files, skipped, tuple(unknown), tuple(invalid))
     files.append(path)
     try:
         text, exported = without_export(read_text(path))
     except OSError as err:
-        skipped.append((path.name, f"not read: {err}"))
-        return Reading("codex-memories", root, entries, files, skipped, tuple(unknown))
+        invalid.append((path.name, f"not imported: {why_unread(err)}"))
+        return Reading("codex-memories", root, entries, files, skipped, tuple(unknown), tuple(invalid))
     if exported:
         skipped.append((path.name, "memcli's exported section: not read back"))
     found = _summary(path, text, skipped, unknown) if use_summary else _blocks(path, text, project, skipped, unknown)
@@ -165,16 +166,16 @@ def read(store: Store, project: Path | None = None) -> Reading:
                                        f"{NOTE_TAG}): read from the notes themselves"))
         found = [e for e in found if NOTE_TAG not in e.text]
     entries.extend(found)
-    return Reading("codex-memories", root, entries, files, skipped, tuple(unknown))
+    return Reading("codex-memories", root, entries, files, skipped, tuple(unknown), tuple(invalid))
 
 
-def _note(path: Path, root: Path, skipped: list[tuple[str, str]]) -> list[Entry]:
+def _note(path: Path, root: Path, skipped: list[tuple[str, str]], invalid: list[tuple[str, str]]) -> list[Entry]:
     """One ad-hoc note as one entry (its whole text: an addition, a correction or a request to
     forget, as the user asked for it)."""
     try:
         text = read_text(path)
     except OSError as err:
-        skipped.append((path.relative_to(root).as_posix(), f"not read: {err}"))
+        invalid.append((path.relative_to(root).as_posix(), f"not imported: {why_unread(err)}"))
         return []
     if MARK in "\n".join(text.split("\n")[:12]):
         skipped.append((path.relative_to(root).as_posix(), "written by memcli's export: not read back"))

@@ -25,7 +25,18 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from memcli.agents.memstores import MARK, Entry, Reading, Store, bullets, prose, read_text, slug, without_export
+from memcli.agents.memstores import (
+    MARK,
+    Entry,
+    Reading,
+    Store,
+    bullets,
+    prose,
+    read_text,
+    slug,
+    why_unread,
+    without_export,
+)
 
 INDEX = "MEMORY.md"
 GLOBAL = "GEMINI.md"
@@ -123,16 +134,17 @@ def read(store: Store, project: Path | None = None) -> Reading:
     files: list[Path] = []
     skipped: list[tuple[str, str]] = []
     unknown: list[tuple[str, str]] = []
+    invalid: list[tuple[str, str]] = []
     if store.kind == "gemini-inbox":
         for patch in patches(store.root, store.file):
             files.append(patch)
-            entries.extend(_patch(patch, store.root, skipped, unknown))
-        return Reading(store.kind, store.root, entries, files, skipped, tuple(unknown))
+            entries.extend(_patch(patch, store.root, skipped, unknown, invalid))
+        return Reading(store.kind, store.root, entries, files, skipped, tuple(unknown), tuple(invalid))
     if store.kind == "gemini-global":
         path = store.file or store.root / GLOBAL
         files.append(path)
-        entries.extend(_bullets(path, skipped, unknown, "global"))
-        return Reading(store.kind, store.root, entries, files, skipped, tuple(unknown))
+        entries.extend(_bullets(path, skipped, unknown, invalid, "global"))
+        return Reading(store.kind, store.root, entries, files, skipped, tuple(unknown), tuple(invalid))
     root = store.root
     index = root / INDEX
     wanted = [store.file] if store.file else ([index] if index.is_file() else []) + sorted(
@@ -140,9 +152,9 @@ def read(store: Store, project: Path | None = None) -> Reading:
     for path in wanted:
         files.append(path)
         if path.name == INDEX:
-            entries.extend(_bullets(path, skipped, unknown, "project"))
+            entries.extend(_bullets(path, skipped, unknown, invalid, "project"))
         else:
-            entries.extend(_topic(path, skipped))
+            entries.extend(_topic(path, skipped, invalid))
     if not store.file:
         held = patches(root) if (root / INBOX).is_dir() else []
         if held:
@@ -150,14 +162,15 @@ def read(store: Store, project: Path | None = None) -> Reading:
                                    "its own (`--agent gemini` reads it too), every entry held for review"))
         if (root / SKILLS).is_dir():
             skipped.append((SKILLS, "skills Auto Memory extracted (procedures, SKILL.md): not memories"))
-    return Reading(store.kind, root, entries, files, skipped, tuple(unknown))
+    return Reading(store.kind, root, entries, files, skipped, tuple(unknown), tuple(invalid))
 
 
-def _bullets(path: Path, skipped: list[tuple[str, str]], unknown: list[tuple[str, str]], tier: str) -> list[Entry]:
+def _bullets(path: Path, skipped: list[tuple[str, str]], unknown: list[tuple[str, str]],
+             invalid: list[tuple[str, str]], tier: str) -> list[Entry]:
     try:
         text, exported = without_export(read_text(path))
     except OSError as err:
-        skipped.append((path.name, f"not read: {err}"))
+        invalid.append((path.name, f"not imported: {why_unread(err)}"))
         return []
     if exported:
         skipped.append((path.name, "memcli's exported section: not read back"))
@@ -179,11 +192,11 @@ def _bullets(path: Path, skipped: list[tuple[str, str]], unknown: list[tuple[str
     return out
 
 
-def _topic(path: Path, skipped: list[tuple[str, str]]) -> list[Entry]:
+def _topic(path: Path, skipped: list[tuple[str, str]], invalid: list[tuple[str, str]]) -> list[Entry]:
     try:
         text = read_text(path)
     except OSError as err:
-        skipped.append((path.name, f"not read: {err}"))
+        invalid.append((path.name, f"not imported: {why_unread(err)}"))
         return []
     if any(MARK in line for line in text.split("\n")[:12]):
         skipped.append((path.name, "written by memcli's export: not read back"))
@@ -242,7 +255,8 @@ def _hunks(text: str) -> tuple[list[_Hunk], int]:
     return parts, hunks
 
 
-def _patch(patch: Path, root: Path, skipped: list[tuple[str, str]], unknown: list[tuple[str, str]]) -> list[Entry]:
+def _patch(patch: Path, root: Path, skipped: list[tuple[str, str]], unknown: list[tuple[str, str]],
+           invalid: list[tuple[str, str]]) -> list[Entry]:
     """What one inbox patch proposes, each entry held for review: a new note (``--- /dev/null``
     to a sibling ``.md``) whole; in an update of MEMORY.md or GEMINI.md each added bullet (a
     ``- See …`` pointer is not a memory) and each added paragraph. Removed lines are Gemini
@@ -250,7 +264,8 @@ def _patch(patch: Path, root: Path, skipped: list[tuple[str, str]], unknown: lis
     try:
         text = read_text(patch)
     except OSError as err:
-        skipped.append((patch.name, f"not read: {err}"))
+        invalid.append((patch.relative_to(root).as_posix() if root in patch.parents else patch.name,
+                        f"not imported: {why_unread(err)}"))
         return []
     kind = next((p.name for p in patch.parents if p.parent.name == INBOX), patch.parent.name)
     where = patch.relative_to(root).as_posix() if root in patch.parents else patch.name
