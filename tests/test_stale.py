@@ -221,18 +221,58 @@ def test_head_cheap_agrees_with_git(code: Path) -> None:
 
 
 
-def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path) -> None:
-    """pallets/itsdangerous's history (tests/fixtures/repos/itsdangerous.bundle, BSD-3-Clause):
-    memories anchored at old commits, every verdict checked against git (bench/stale_replay.py)."""
+@pytest.mark.parametrize("bundle, kinds", [
+    ("itsdangerous.bundle", ("renamed", "deleted", "identifier", "command")),
+    ("debug.bundle", ("renamed", "deleted", "command")),
+])
+def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path, bundle: str, kinds: tuple[str, ...]) -> None:
+    """Real histories (tests/fixtures/repos/, NOTICE.md there): pallets/itsdangerous (BSD-3-Clause)
+    and debug-js/debug (MIT); memories anchored at old commits naming files, identifiers and
+    make targets / npm scripts, every verdict checked against git and GNU make (bench/stale_replay.py)."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     import stale_replay
 
-    out = stale_replay.replay(stale_replay.DEFAULT, tmp_path, anchors=6, per_files=8, per_symbols=4)
+    out = stale_replay.replay(stale_replay.FIXTURES / bundle, tmp_path, anchors=6, per_files=8, per_symbols=4,
+                              per_commands=4)
     assert out["mismatches"] == [], out["mismatches"]
-    assert out["verdicts"].get("renamed", 0) >= 1 and out["verdicts"].get("deleted", 0) >= 1, out
+    assert all(out["verdicts"].get(kind, 0) >= 1 for kind in kinds), out
     assert out["checks"] == out["agree"] and out["memories"] >= 60
+    assert all(c["checks"] > 0 for c in out["checked"].values()), out["checked"]
+
+
+def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run) -> None:  # noqa: ANN001
+    """``make X`` is gone when no Makefile of a folder that declared it at the anchor declares
+    it now, nor the top one: a same-named target elsewhere, or a catch-all pattern rule,
+    does not keep it alive; a target moved to the top Makefile or to a ``*.mk`` fragment does."""
+    (code / "tools").mkdir()
+    (code / "tools" / "Makefile").write_text("lint:\n\truff check\n", encoding="utf-8")
+    (code / "mk").mkdir()
+    (code / "mk" / "fmt.mk").write_text("fmt:\n\truff format\n", encoding="utf-8")
+    (code / "web").mkdir()
+    (code / "web" / "package.json").write_text('{"scripts": {"storybook": "sb", "build": "vite"}}', encoding="utf-8")
+    commit_all(code, "tools")
+    e2e = remember(run, "Run `make e2e` before a release")
+    lint = remember(run, "Run `make lint` from tools/ before pushing")
+    fmt = remember(run, "Run `make fmt` to format")
+    storybook = remember(run, "In web/, `npm run storybook` shows the components")
+    build = remember(run, "In web/, `npm run build` makes the bundle")
+    (code / "Makefile").write_text("test:\n\tpytest\nlint:\n\truff check .\nfmt:\n\truff format\n", encoding="utf-8")
+    (code / "sub").mkdir()
+    (code / "sub" / "Makefile").write_text("e2e:\n\tpytest e2e\n", encoding="utf-8")  # e2e moved away from the top
+    (code / "docs").mkdir()
+    (code / "docs" / "Makefile").write_text("help:\n\tsphinx-build -M help . _build\n%: Makefile\n"
+                                            "\tsphinx-build -M $@ . _build\n", encoding="utf-8")
+    (code / "tools" / "Makefile").write_text("check:\n\truff check\n", encoding="utf-8")  # lint now at the top
+    (code / "mk" / "fmt.mk").unlink()  # fmt now at the top too
+    (code / "web" / "package.json").write_text('{"scripts": {"build": "vite build"}}', encoding="utf-8")
+    (code / "package.json").write_text('{"scripts": {"storybook": "echo elsewhere"}}', encoding="utf-8")
+    commit_all(code, "move targets")
+    stale = {v["id"]: v["reasons"] for v in run("--json", "stale").json()["data"]["stale"]}
+    assert {(r["kind"], r["name"]) for r in stale.get(e2e, [])} == {("command", "make e2e")}
+    assert lint not in stale and fmt not in stale and build not in stale
+    assert storybook not in stale  # the top package.json has it now: `npm run storybook` at the top works
 
 
 def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code: Path, run) -> None:  # noqa: ANN001

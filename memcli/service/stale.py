@@ -9,7 +9,10 @@ memory, the code at its anchor with the code at ``HEAD`` now:
 * a ``paths`` glob that matched files at the anchor and matches none now;
 * an identifier that occurred in the tracked tree at the anchor and occurs nowhere now;
 * a command (``make X``, ``just X``, ``npm run X`` / ``pnpm X`` …) whose target or script
-  existed at the anchor and is gone.
+  existed at the anchor and is gone: no file that declared it then (a Makefile, justfile or
+  package.json in the same folder; any ``*.mk`` fragment) declares it now, nor does the top
+  folder's (``make X`` at the top still works). Explicit targets only: a pattern rule
+  (``%: Makefile``, Sphinx's catch-all) keeps no name alive.
 
 A name that did not resolve at the anchor is never judged (a product name, a word that looks
 like a file, a store with no code), so a verdict is always evidence, never a guess. A memory
@@ -37,6 +40,8 @@ from memcli.service.stale_notes import CHECKED_FILE, STALE_FILE, STORE_ENTRIES, 
 #: Files whose targets ``make``, ``just`` and the package managers' scripts name.
 MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
 JUSTFILES = ("justfile", "Justfile", ".justfile")
+#: Where ``_targets`` keeps the targets of ``*.mk`` fragments (not a folder name: no path has a NUL).
+FRAGMENTS = "\0fragments"
 _MAKE_TARGET = re.compile(rb"^([A-Za-z0-9_.%/-]+(?:[ \t]+[A-Za-z0-9_.%/-]+)*)[ \t]*::?(?!=)", re.MULTILINE)
 _JUST_RECIPE = re.compile(rb"^@?([A-Za-z0-9_-]+)(?:[ \t]+[^:\n=]*)?:(?!=)", re.MULTILINE)
 
@@ -212,30 +217,51 @@ class _Tree:
         return any(paths_match([glob], p) for p in self.paths)
 
 
-def _targets(top: Path, rev: str, tree: _Tree) -> dict[str, set[str]]:
-    """``{"make": targets, "just": recipes, "npm": scripts}`` declared in the tracked files of ``rev``."""
+def _targets(top: Path, rev: str, tree: _Tree) -> dict[str, dict[str, set[str]]]:
+    """``{"make": {folder: targets}, "just": {folder: recipes}, "npm": {folder: scripts}}``
+    declared in the tracked files of ``rev``, by the folder of the file that declares them
+    (``""``: the top folder). The targets of ``*.mk`` files (fragments some Makefile includes,
+    wherever it is) are kept under :data:`FRAGMENTS`."""
     from memcli.git.code import blobs
 
     makefiles = [p for p in tree.paths if p.rsplit("/", 1)[-1] in MAKEFILES or p.endswith(".mk")]
     justfiles = [p for p in tree.paths if p.rsplit("/", 1)[-1] in JUSTFILES]
     packages = [p for p in tree.paths if p.rsplit("/", 1)[-1] == "package.json" and "node_modules/" not in p]
     contents = blobs(top, rev, [*makefiles, *justfiles, *packages][:400])
-    out: dict[str, set[str]] = {"make": set(), "just": set(), "npm": set()}
+    out: dict[str, dict[str, set[str]]] = {"make": {}, "just": {}, "npm": {}}
     for path, data in contents.items():
-        name = path.rsplit("/", 1)[-1]
+        folder, _, name = path.rpartition("/")
         if name in JUSTFILES:
-            out["just"].update(m.decode("utf-8", "replace") for m in _JUST_RECIPE.findall(data))
+            recipes = _JUST_RECIPE.findall(data)
+            out["just"].setdefault(folder, set()).update(m.decode("utf-8", "replace") for m in recipes)
         elif name == "package.json":
             try:
                 scripts = json.loads(data.decode("utf-8", "replace")).get("scripts") or {}
             except (ValueError, AttributeError):
                 continue
             if isinstance(scripts, dict):
-                out["npm"].update(str(k) for k in scripts)
+                out["npm"].setdefault(folder, set()).update(str(k) for k in scripts)
         else:
+            where = out["make"].setdefault(FRAGMENTS if name.endswith(".mk") else folder, set())
             for names in _MAKE_TARGET.findall(data):
-                out["make"].update(n.decode("utf-8", "replace") for n in names.split())
+                where.update(n.decode("utf-8", "replace") for n in names.split())
     return out
+
+
+def _runs_now(declared: dict[str, set[str]], target: str) -> bool:
+    """True when ``target`` runs from the top folder at this revision: its Makefile, justfile or
+    package.json declares it, or (make) a ``*.mk`` fragment does."""
+    return target in declared.get("", set()) or target in declared.get(FRAGMENTS, set())
+
+
+def _gone_since(then: dict[str, set[str]], now: dict[str, set[str]], target: str) -> bool:
+    """True when ``target`` was declared at the anchor (``then``: one tool's ``{folder: names}``)
+    and no file that declared it there (same folder; a fragment: any fragment) declares it now,
+    nor does the top folder's (``_runs_now``)."""
+    folders = [f for f, names in then.items() if target in names]
+    if not folders or _runs_now(now, target):
+        return False
+    return not any(target in now.get(f, set()) for f in folders)
 
 
 def _command_kind(command: str) -> tuple[str, str]:
@@ -254,7 +280,7 @@ class _Code:
         self.top = top
         self.head = head
         self.trees: dict[str, _Tree] = {head: _Tree(files(top, head))}
-        self.targets: dict[str, dict[str, set[str]]] = {}
+        self.targets: dict[str, dict[str, dict[str, set[str]]]] = {}
         self.words: dict[str, set[str]] = {}
         self.times: dict[str, int] | None = None  # first-parent position of each commit, read once
 
@@ -274,7 +300,7 @@ class _Code:
             self.trees[rev] = _Tree(files(self.top, rev))
         return self.trees[rev]
 
-    def declared(self, rev: str) -> dict[str, set[str]]:
+    def declared(self, rev: str) -> dict[str, dict[str, set[str]]]:
         if rev not in self.targets:
             self.targets[rev] = _targets(self.top, rev, self.tree(rev))
         return self.targets[rev]
@@ -347,7 +373,8 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
         gone = [f for f in files if not now.exact(f)]  # checked below: suffix matches and the anchor
         globs = [g for g in memory.paths if any(c in g for c in "*?[{") and not now.matches(g)]
         missing_words = set(identifiers) - present
-        missing_commands = [c for c in commands if _command_kind(c)[1] not in declared_now[_command_kind(c)[0]]]
+        missing_commands = [c for c in commands if not _runs_now(declared_now[_command_kind(c)[0]],
+                                                                  _command_kind(c)[1])]
         if gone or globs or missing_words or missing_commands:
             todo.append((memory, anchor, gone, globs, missing_words, missing_commands))
     if not todo:
@@ -395,7 +422,8 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
         if missing_commands:
             declared_then = code.declared(anchor)
             reasons += [Reason("command", c) for c in missing_commands
-                        if _command_kind(c)[1] in declared_then[_command_kind(c)[0]]]
+                        if _gone_since(declared_then[_command_kind(c)[0]], declared_now[_command_kind(c)[0]],
+                                       _command_kind(c)[1])]
         if reasons:
             out[memory.id] = reasons
     return out
