@@ -268,6 +268,48 @@ def replay(source: Path, work: Path, anchors: int, per_files: int, per_symbols: 
             "seconds": round(seconds, 2)}
 
 
+def verdicts_of(data: dict) -> dict:
+    """``{id: (reasons, changes)}`` of a ``memcli stale --json``'s data, for comparing two runs."""
+    out = {v["id"]: (sorted(json.dumps(r, sort_keys=True) for r in v["reasons"]), []) for v in data["stale"]}
+    for v in data.get("changed", []):
+        out[v["id"]] = ([], sorted(json.dumps(c, sort_keys=True) for c in v["changes"]))
+    for v in data["stale"]:
+        out[v["id"]] = (out[v["id"]][0], sorted(json.dumps(c, sort_keys=True) for c in v.get("changes", [])))
+    return out
+
+
+def walk(source: Path, work: Path, steps: int, anchors: int = 6, per_files: int = 6, per_symbols: int = 3,
+         per_commands: int = 3) -> dict:
+    """Incremental judging on a real history: memories anchored over the first third of it,
+    then the code's ``HEAD`` moved forward in ``steps`` steps (``git reset --hard`` along the
+    first-parent history) and, at each, ``memcli stale`` (judging only what the move touched,
+    from the verdicts of the step before) compared with a whole judgement (``stale --refresh``
+    of every id, which saves nothing)."""
+    top = work / "code"
+    subprocess.run(["git", "clone", "-q", str(source), str(top)], check=True, capture_output=True)
+    commits = git(top, "rev-list", "--first-parent", "--reverse", "HEAD").split()
+    third = commits[len(commits) // 3]
+    git(top, "reset", "-q", "--hard", third)
+    if memcli(top, "init", "--branch").returncode != 0:
+        raise SystemExit("memcli init --branch failed")
+    written = write_memories(top, Trees(top, work / "trees"), anchors, per_files, per_symbols, per_commands)
+    ids = sorted(written)
+    memcli(top, "stale", "--quiet")
+    rest = commits[len(commits) // 3 + 1:]
+    marks = [rest[int((i + 1) * (len(rest) - 1) / steps)] for i in range(steps)]
+    rounds = []
+    for mark in marks:
+        git(top, "reset", "-q", "--hard", mark)
+        quick = json.loads(memcli(top, "--json", "stale").stdout)["data"]
+        whole = json.loads(memcli(top, "--json", "stale", "--refresh", *ids).stdout)["data"]
+        same = verdicts_of(quick) == verdicts_of(whole)
+        rounds.append({"head": mark[:7], "position": commits.index(mark), "judged": quick["checked"],
+                       "reused": quick["reused"], "stale": len(quick["stale"]), "changed": len(quick["changed"]),
+                       "agree": same})
+    return {"repository": source.name, "memories": len(written), "rounds": rounds,
+            "agree": all(r["agree"] for r in rounds)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repos", nargs="*", type=Path, default=DEFAULTS, help="repositories or git bundles")

@@ -357,3 +357,57 @@ def test_words_present_says_what_git_grep_says(tmp_path: Path) -> None:
     head = git(top, "rev-parse", "HEAD").strip()
     assert gitcode.words_in(top, [(head, "src/a.py"), (head, "nope.py")], {"alpha_one", "gamma", "zeta"}) == {
         head: {"alpha_one", "gamma"}}
+
+
+def test_a_moved_head_judges_only_what_the_move_touched_as_a_whole_judgement_would(code: Path, run) -> None:  # noqa: ANN001
+    """Issue 23 pt 2, "computed incrementally": when the code's HEAD moves along its history,
+    only the memories whose names the new commits touched are judged again; the verdicts are
+    the ones a whole judgement (``--refresh`` of every id, which saves nothing) gives."""
+    case = remember(run, CASE, "--path", "src/payments/**")
+    other = remember(run, "src/other.py returns 1 from other()")
+    ids = [case, other]
+    first = run("--json", "stale").json()["data"]
+    assert first["checked"] == 2 and first["changed"] == []
+
+    def both() -> tuple[dict, dict]:
+        quick = run("--json", "stale").json()["data"]
+        whole = run("--json", "stale", "--refresh", *ids).json()["data"]
+        assert (quick["stale"], quick["changed"]) == (whole["stale"], whole["changed"])
+        return quick, whole
+
+    (code / "src" / "other.py").write_text("def other():\n    return 2\n", encoding="utf-8")
+    commit_all(code, "other returns 2")
+    quick, _ = both()
+    assert (quick["checked"], quick["reused"]) == (1, 1)  # the payments memory was not touched
+    assert [v["id"] for v in quick["changed"]] == [other]
+    change = quick["changed"][0]["changes"][0]
+    assert (change["name"], change["commits"]) == ("src/other.py", 1)
+    assert change["line"].startswith("src/other.py changed in 1 commit since (last ")
+
+    move_the_code(code)
+    quick, _ = both()
+    assert [v["id"] for v in quick["stale"]] == [case] and quick["checked"] == 1  # other.py untouched this time
+
+    git(code, "mv", "src/payments/backoff.py", "src/payments/schedule.py")  # where it went moves on
+    commit_all(code, "rename again")
+    quick, _ = both()
+    renamed = next(r for r in quick["stale"][0]["reasons"] if r["kind"] == "renamed")
+    assert renamed["now"] == "src/payments/schedule.py" and quick["checked"] == 1
+
+    git(code, "checkout", "-q", "-b", "elsewhere", "HEAD~3")  # not ahead of the cached HEAD: all judged again
+    quick, _ = both()
+    assert quick["reused"] == 0 and quick["stale"] == []
+    assert "changed since written" not in run("stale").out
+
+
+def test_incremental_judging_on_a_real_history_agrees_with_a_whole_judgement(tmp_path: Path) -> None:
+    """debug-js/debug's history (tests/fixtures/repos/debug.bundle): memories anchored over its
+    first third, HEAD moved forward in steps; at each, the incremental verdicts are the whole ones."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import stale_replay
+
+    out = stale_replay.walk(stale_replay.FIXTURES / "debug.bundle", tmp_path, steps=4)
+    assert out["agree"], out
+    assert any(r["reused"] for r in out["rounds"]) and any(r["stale"] for r in out["rounds"]), out

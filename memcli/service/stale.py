@@ -35,7 +35,8 @@ from typing import Any
 
 from memcli.model import Memory
 from memcli.service import Ctx
-from memcli.service.stale_notes import CHECKED_FILE, STALE_FILE, STORE_ENTRIES, VERSION, load
+from memcli.service.stale_history import History, Moved
+from memcli.service.stale_notes import CHECKED_FILE, STALE_FILE, STORE_ENTRIES, VERSION, load_head
 
 #: Files whose targets ``make``, ``just`` and the package managers' scripts name.
 MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
@@ -82,15 +83,50 @@ class Reason:
 
 
 @dataclass
+class Change:
+    """Weaker news about one memory, listed apart (never a mark): a file or folder it names,
+    or a ``paths`` glob, that commits touched since its anchor; it may still hold.
+
+    Attributes:
+        name: the file, folder or glob as the memory names it.
+        commits: how many first-parent commits after the anchor touched it (at least one).
+        last: the short hash of the last of them.
+    """
+
+    name: str
+    commits: int
+    last: str | None = None
+
+    def line(self) -> str:
+        """``src/a.py changed in 3 commits since (last 3f2c1a9)``."""
+        noun = "commit" if self.commits == 1 else "commits"
+        return f"{self.name} changed in {self.commits} {noun} since" + (f" (last {self.last})" if self.last else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"name": self.name, "commits": self.commits, "last": self.last, "line": self.line()}
+
+
+@dataclass
 class Verdict:
     """One memory's verdict: anchored where, stale why (no reasons: still true as far as
-    the code tells)."""
+    the code tells), and the weaker ``changes`` (files it names touched since)."""
 
     id: str
     anchor: str | None
     lazy: bool = False
     reasons: list[Reason] = field(default_factory=list)
     key: str = ""
+    changes: list[Change] = field(default_factory=list)
+
+    @classmethod
+    def cached(cls, memory_id: str, anchor: str, lazy: bool, entry: dict[str, Any], key: str) -> "Verdict":
+        """The verdict kept in ``stale-checked.json`` (``entry``: its ``reasons`` and ``changes``)."""
+        reasons = [Reason(str(r.get("kind")), str(r.get("name")), r.get("now"), r.get("commit"))
+                   for r in entry.get("reasons", []) if isinstance(r, dict)]
+        changes = [Change(str(c.get("name")), int(c.get("commits") or 0), c.get("last"))
+                   for c in entry.get("changes", []) if isinstance(c, dict)]
+        return cls(memory_id, anchor, lazy, reasons, key, changes)
 
     def note(self) -> str:
         """The mark a read shows: ``may be outdated: …`` (the first two reasons)."""
@@ -101,7 +137,8 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"id": self.id, "anchor": self.anchor, "lazy": self.lazy, "stale": bool(self.reasons),
-                "reasons": [r.to_dict() for r in self.reasons], **({"note": self.note()} if self.reasons else {})}
+                "reasons": [r.to_dict() for r in self.reasons], **({"note": self.note()} if self.reasons else {}),
+                "changes": [c.to_dict() for c in self.changes]}
 
 
 @dataclass
@@ -118,10 +155,18 @@ class Report:
         """The verdicts with reasons."""
         return [v for v in self.verdicts if v.reasons]
 
+    def changed(self) -> list[Verdict]:
+        """The verdicts without reasons but with changes (the weaker news, listed apart), the
+        most touched first."""
+        found = [v for v in self.verdicts if v.changes and not v.reasons]
+        return sorted(found, key=lambda v: (-max(c.commits for c in v.changes), v.id))
+
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` data."""
         return {"code": self.code, "head": self.head, "memories": len(self.verdicts), "checked": self.checked,
-                "reused": self.reused, "stale": [v.to_dict() for v in self.stale()]}
+                "reused": self.reused, "stale": [v.to_dict() for v in self.stale()],
+                "changed": [{"id": v.id, "anchor": v.anchor, "changes": [c.to_dict() for c in v.changes]}
+                            for v in self.changed()]}
 
 
 # --- anchoring -------------------------------------------------------------------------------
@@ -272,26 +317,54 @@ def _command_kind(command: str) -> tuple[str, str]:
 
 
 class _Code:
-    """The code at ``HEAD`` and at each anchor asked about, read once each."""
+    """The code at ``HEAD`` and at each anchor asked about, read once each; with ``ctx``, the
+    first-parent history's events come from the cache (``service.stale_history``)."""
 
-    def __init__(self, top: Path, head: str) -> None:
+    def __init__(self, top: Path, head: str, ctx: Ctx | None = None) -> None:
         from memcli.git.code import files
 
         self.top = top
         self.head = head
+        self.ctx = ctx
         self.trees: dict[str, _Tree] = {head: _Tree(files(top, head))}
         self.targets: dict[str, dict[str, dict[str, set[str]]]] = {}
         self.words: dict[str, set[str]] = {}
         self.times: dict[str, int] | None = None  # first-parent position of each commit, read once
+        self._history: History | None = None
+        self._first_parent: list[tuple[int, str]] | None = None
+
+    def first_parent(self) -> list[tuple[int, str]]:
+        """``(committer time, hash)`` of ``HEAD``'s first-parent history, oldest first, read once."""
+        from memcli.git.code import first_parent_times
+
+        if self._first_parent is None:
+            self._first_parent = first_parent_times(self.top, self.head)
+        return self._first_parent
+
+    def order(self) -> dict[str, int]:
+        """``{hash: position}`` of ``HEAD``'s first-parent history (0: the root), read once."""
+        if self.times is None:
+            self.times = {sha: n for n, (_, sha) in enumerate(self.first_parent())}
+        return self.times
 
     def oldest(self, anchors: list[str]) -> str:
         """The oldest of ``anchors`` on ``HEAD``'s first-parent history (the first when none is)."""
-        from memcli.git.code import first_parent_times
-
-        if self.times is None:
-            self.times = {sha: n for n, (_, sha) in enumerate(first_parent_times(self.top, self.head))}
-        ranked = sorted((self.times[a], a) for a in set(anchors) if a in self.times)
+        order = self.order()
+        ranked = sorted((order[a], a) for a in set(anchors) if a in order)
         return ranked[0][1] if ranked else anchors[0]
+
+    def history(self, anchors: list[str]) -> History:
+        """The path events of the first-parent history since the oldest of ``anchors``."""
+        if self._history is None:
+            from memcli.git.code import path_events
+            from memcli.service.stale_history import history
+
+            oldest = self.oldest(anchors)
+            if self.ctx is not None:
+                self._history = history(self.ctx, self.top, self.head, self.order(), oldest)
+            else:
+                self._history = History(self.order(), path_events(self.top, oldest, self.head, every=True))
+        return self._history
 
     def tree(self, rev: str) -> _Tree:
         if rev not in self.trees:
@@ -317,52 +390,21 @@ class _Code:
         return known & words
 
 
-class _Fates:
-    """What became of paths along the first-parent history up to ``HEAD``, from one ``git log``
-    (``git.code.path_events``), for any anchor on that history."""
-
-    def __init__(self, top: Path, oldest: str, head: str, order: dict[str, int]) -> None:
-        from memcli.git.code import path_events
-
-        self.order = order  # first-parent position of every commit (``_Code.times``)
-        self.events: dict[str, list[tuple[int, str, str | None, str]]] = {}
-        for commit, changes in path_events(top, oldest, head):
-            n = order.get(commit)
-            if n is None:
-                continue
-            for kind, path, new in changes:
-                self.events.setdefault(path, []).append((n, kind, new, commit[:7]))
-
-    def of(self, anchor: str, path: str) -> tuple[str, str | None, str | None] | None:
-        """``("renamed", new path, commit)``, ``("deleted", None, commit)``, ``("kept", path,
-        None)``, or None when ``anchor`` is not on the first-parent history read."""
-        at = self.order.get(anchor)
-        if at is None:
-            return None
-        current, commit, moved = path, None, False
-        while True:
-            later = [e for e in self.events.get(current, []) if e[0] > at and e[1] in ("R", "D")]
-            if not later:
-                break
-            at, kind, new, commit = later[0]
-            if kind == "D":
-                return "deleted", None, commit
-            current, moved = str(new), True
-        return ("renamed", current, commit) if moved and current != path else ("kept", path, None)
-
-
-def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[Reason]]:
+def _judge_all(code: _Code, items: list[tuple[Memory, str]], changes: bool = False
+               ) -> tuple[dict[str, list[Reason]], dict[str, list[Change]]]:
     """The reasons each memory of ``items`` (``(memory, anchor)``) may be outdated at
-    ``code.head``, in a fixed number of git processes for the whole batch: the tree, the
-    identifiers and the declared targets at ``HEAD``; which names existed at their anchors
-    (one ``cat-file --batch-check``); what became of the gone ones (one ``git log`` of the
-    first-parent history); which missing identifiers occurred at their anchors (one ``git
-    grep`` over those anchors). Anchors with a glob or a command to check are read one by one
-    (a tree, the Makefiles)."""
+    ``code.head`` and, with ``changes``, the weaker news of each (:func:`_changes`), in a
+    fixed number of git processes for the whole batch: the tree, the identifiers and the
+    declared targets at ``HEAD``; which names existed at their anchors (one ``cat-file
+    --batch-check``); what became of the gone ones and what touched the others (one ``git log``
+    of the first-parent history, or the cache of it); which missing identifiers occurred at
+    their anchors (one ``git grep`` over those anchors). Anchors with a glob or a command to
+    check are read one by one (a tree, the Makefiles)."""
     from memcli.git.code import existing, last_change, moves
 
     now = code.tree(code.head)
     pointed = {m.id: _pointed(m) for m, _ in items}
+    changed = _changes(code, items, pointed) if changes and items else {}
     present = code.present(code.head, {w for _, words, _ in pointed.values() for w in words})
     declared_now = code.declared(code.head)
     todo: list[tuple[Memory, str, list[str], list[str], set[str], list[str]]] = []
@@ -378,10 +420,9 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
         if gone or globs or missing_words or missing_commands:
             todo.append((memory, anchor, gone, globs, missing_words, missing_commands))
     if not todo:
-        return {}
+        return {}, changed
     there = existing(code.top, [(a, f.strip("/")) for _, a, gone, _, _, _ in todo for f in gone])
     out: dict[str, list[Reason]] = {}
-    fates: _Fates | None = None
     words_then = _words_then(code, todo, pointed)
     for memory, anchor, gone, globs, missing_words, missing_commands in todo:
         reasons: list[Reason] = []
@@ -396,14 +437,12 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
                 if not found:
                     continue  # never resolved: never judged
                 path = found[0].rstrip("/")
-            if fates is None:
-                fates = _Fates(code.top, code.oldest([a for _, a, *_ in todo]), code.head, code.times or {})
             folder = there.get((anchor, path)) == "tree" or (
                 (anchor, path) not in there and path in code.tree(anchor).folders)
             inside = next((f for f in sorted(code.tree(anchor).paths) if f.startswith(path + "/")), None) \
                 if folder else None
             probe = inside or path  # a folder's fate is the fate of a file it held
-            fate = fates.of(anchor, probe)
+            fate = code.history([a for _, a in items]).fate(anchor, probe)
             if fate is None:  # an anchor off the first-parent history: one diff from it
                 kind, new = moves(code.top, anchor, code.head, [probe]).get(probe, ("deleted", None))
                 fate = (kind, new, last_change(code.top, anchor, code.head, probe))
@@ -426,6 +465,44 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]]) -> dict[str, list[R
                                        _command_kind(c)[1])]
         if reasons:
             out[memory.id] = reasons
+    return out, changed
+
+
+def _changes(code: _Code, items: list[tuple[Memory, str]], pointed: dict[str, tuple[list[str], list[str], list[str]]]
+             ) -> dict[str, list[Change]]:
+    """The weaker news (listed apart, never a mark): for each memory, each file or folder it
+    names that is still there and each ``paths`` glob, with the number of first-parent commits
+    after its anchor that touched it (at least one), from the history's events."""
+    now = code.tree(code.head)
+    history = code.history([a for _, a in items])
+    touched = history.paths()
+    under: dict[str, list[str]] = {}
+
+    def paths_of(name: str, glob: bool) -> list[str]:
+        key = ("g:" if glob else "f:") + name
+        if key not in under:
+            if glob:
+                from memcli.index import paths_match
+
+                under[key] = [p for p in touched if paths_match([name], p)]
+            else:
+                found = now.resolve(name)
+                folders = [f.rstrip("/") + "/" for f in found if f.endswith("/")]
+                under[key] = [f for f in found if not f.endswith("/")] + [
+                    p for p in touched if any(p.startswith(f) for f in folders)]
+        return under[key]
+
+    out: dict[str, list[Change]] = {}
+    for memory, anchor in items:
+        files = pointed[memory.id][0]
+        names = [(f, False) for f in files] + [(g, True) for g in memory.paths if any(c in g for c in "*?[{")]
+        found = []
+        for name, glob in names:
+            commits, last = history.touched(anchor, paths_of(name, glob))
+            if commits:
+                found.append(Change(name, commits, last))
+        if found:
+            out[memory.id] = found
     return out
 
 
@@ -491,39 +568,54 @@ def verdicts(ctx: Ctx, ids: list[str] | None = None, refresh: bool = False) -> R
     top, head = found if found is not None else (None, None)
     if top is None or head is None:
         return Report(None if top is None else str(top), None, [Verdict(m.id, None) for m in memories])
-    from memcli.git.code import commits_known, first_parent_times
+    from memcli.git.code import commits_known
 
-    checked = {} if refresh else load(ctx, CHECKED_FILE, head)
-    code = _Code(top, head)
-    times: list[tuple[int, str]] | None = None
+    then, checked = (None, {}) if refresh else load_head(ctx, CHECKED_FILE)
+    code = _Code(top, head, ctx)
+    move: Moved | None | bool = then == head or None  # True: same HEAD; a Moved: HEAD moved along its history
+    if then is not None and then != head and checked:
+        from memcli.service.stale_history import moved
+
+        move = moved(top, then, head, code.order(), (MAKEFILES + JUSTFILES + ("package.json",), (".mk",)))
     report = Report(str(top), head, [])
     judged: list[tuple[Memory, str, bool, str]] = []
     for memory in memories:
         anchor = (memory.anchor or {}).get("commit")
         lazy = anchor is None
         if lazy:
-            times = first_parent_times(top, head) if times is None else times
-            anchor = _lazy_anchor(times, memory)
+            anchor = _lazy_anchor(code.first_parent(), memory)
         if anchor is None:
             report.verdicts.append(Verdict(memory.id, None, lazy))
             continue
         key = _key(memory, anchor)
         cached = checked.get(memory.id)
-        if cached is not None and cached.get("key") == key:
+        if cached is not None and cached.get("key") == key and move is not None and (
+                move is True or not _concerns(move, memory, cached)):
             report.reused += 1
-            report.verdicts.append(Verdict(memory.id, anchor, lazy, [Reason(**{k: r.get(k) for k in (
-                "kind", "name", "now", "commit")}) for r in cached.get("reasons", [])], key))
+            report.verdicts.append(Verdict.cached(memory.id, anchor, lazy, cached, key))
             continue
         judged.append((memory, anchor, lazy, key))
     known = commits_known(top, sorted({a for _, a, _, _ in judged}))
-    reasons = _judge_all(code, [(m, a) for m, a, _, _ in judged if a in known])
+    reasons, changes = _judge_all(code, [(m, a) for m, a, _, _ in judged if a in known], changes=True)
     for memory, anchor, lazy, key in judged:
         report.checked += 1
-        report.verdicts.append(Verdict(memory.id, anchor, lazy, reasons.get(memory.id, []), key))
+        report.verdicts.append(Verdict(memory.id, anchor, lazy, reasons.get(memory.id, []), key,
+                                       changes.get(memory.id, [])))
     report.verdicts.sort(key=lambda v: v.id)
     if not ids:
         _save(ctx, report)
     return report
+
+
+def _concerns(move: Moved | bool, memory: Memory, cached: dict[str, Any]) -> bool:
+    """True when the move of ``HEAD`` may change ``memory``'s cached verdict (``Moved.concerns``
+    over its names, and the new paths its renamed files went to)."""
+    if not isinstance(move, Moved):
+        return False
+    files, identifiers, commands = _pointed(memory)
+    moved_to = [str(r["now"]) for r in cached.get("reasons", []) if isinstance(r, dict) and r.get("now")]
+    globs = [g for g in memory.paths if any(c in g for c in "*?[{")]
+    return move.concerns([*files, *moved_to], globs, identifiers, commands)
 
 
 def became_stale(ctx: Ctx, old: str | None, new: str) -> list[Verdict]:
@@ -569,12 +661,12 @@ def became_stale(ctx: Ctx, old: str | None, new: str) -> list[Verdict]:
             items.append((memory, anchor))
     known = commits_known(top, sorted({a for _, a in items}))
     items = [(m, a) for m, a in items if a in known]
-    at_new = _judge_all(_Code(top, shas[new]), items)
+    at_new, _ = _judge_all(_Code(top, shas[new]), items)
     if old is None or not at_new:
         before: dict[str, list[Reason]] = {}
     else:
         history = {sha for _, sha in first_parent_times(top, shas[old])}
-        before = _judge_all(_Code(top, shas[old]), [(m, a) for m, a in items if m.id in at_new and a in history])
+        before, _ = _judge_all(_Code(top, shas[old]), [(m, a) for m, a in items if m.id in at_new and a in history])
     anchors = dict((m.id, a) for m, a in items)
     return [Verdict(i, anchors[i], False, reasons) for i, reasons in sorted(at_new.items()) if i not in before]
 
@@ -586,8 +678,9 @@ def _save(ctx: Ctx, report: Report) -> None:
     """Write both cache files (atomically; a failure leaves the old ones)."""
     from memcli.store.files import atomic_write
 
-    checked = {v.id: {"key": v.key, "reasons": [r.to_dict() for r in v.reasons]} for v in report.verdicts
-               if v.anchor}
+    checked = {v.id: {"key": v.key, "reasons": [r.to_dict() for r in v.reasons],
+                      **({"changes": [c.to_dict() for c in v.changes]} if v.changes else {})}
+               for v in report.verdicts if v.anchor}
     stale = {v.id: {"note": v.note()} for v in report.verdicts if v.reasons}  # what the reads show, only
     cache = ctx.ws.root / ".cache"
     try:
