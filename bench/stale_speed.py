@@ -87,6 +87,15 @@ def build(top: Path, memories: int, commits: int, files: int, memcli_cmd: list[s
     subprocess.run([*memcli_cmd, "index", "build"], cwd=top, check=True, capture_output=True, env=env)
 
 
+def one_more_commit(top: Path, i: int) -> None:
+    """A new code commit on top of the bench repository (one module edited): ``HEAD`` moves,
+    as after a pull, so the next ``memcli stale`` judges incrementally."""
+    path = top / "src" / f"mod{1500 + i % 400}.py"
+    path.write_text(path.read_text(encoding="utf-8") + f"# edit {i} {time.time_ns()}\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(top), "-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-q",
+                    "-a", "-m", f"edit {i}"], check=True)
+
+
 def memcli(top: Path, *args: str, env: dict[str, str]) -> float:
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "memcli", *args], cwd=top, capture_output=True, env=env,

@@ -411,3 +411,17 @@ def test_incremental_judging_on_a_real_history_agrees_with_a_whole_judgement(tmp
     out = stale_replay.walk(stale_replay.FIXTURES / "debug.bundle", tmp_path, steps=4)
     assert out["agree"], out
     assert any(r["reused"] for r in out["rounds"]) and any(r["stale"] for r in out["rounds"]), out
+
+
+def test_words_present_with_a_few_names_says_what_git_grep_says(tmp_path: Path) -> None:
+    """A few names are asked of ``git grep`` directly (``GREP_WORDS``); the answer is the same."""
+    from memcli.git import code as gitcode
+
+    top = tmp_path / "repo"
+    (top / "src").mkdir(parents=True)
+    (top / "src" / "a.py").write_text("def alpha_one():\n    return beta.gamma(x)\n", encoding="utf-8")
+    (top / "data.bin").write_bytes(b"\0binary_word\n")
+    git(tmp_path, "init", "-q", str(top))
+    commit_all(top, "code")
+    assert gitcode.words_present(top, "HEAD", ["alpha_one", "alpha", "gamma", "beta", "binary_word", "nope"]) == {
+        "alpha_one", "gamma", "beta"}

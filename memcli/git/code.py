@@ -126,6 +126,9 @@ _WORD = re.compile(rb"[A-Za-z0-9_]+")
 _SIMPLE = re.compile(r"[A-Za-z0-9_]+")
 #: Files larger than this (bytes) are left to ``git grep`` rather than read into memory.
 READ_LIMIT = 1 << 20
+#: Up to this many names, ``words_present`` asks ``git grep`` (it matches each line against
+#: each name: quick for a few, slow for thousands) instead of reading the whole tree.
+GREP_WORDS = 64
 #: ``git grep -I``: a file with a NUL byte in its first 8000 bytes is binary (git's own heuristic).
 BINARY_PROBE = 8000
 
@@ -147,9 +150,12 @@ def words_present(top: Path, rev: str, words: list[str]) -> set[str]:
     each, when there are any)."""
     if not words:
         return set()
-    simple = [w for w in words if _SIMPLE.fullmatch(w)]
+    # a few names of word characters (whole-word matches of those never overlap, so -o prints
+    # each): git grep is quicker than reading every file
+    few = len(words) <= GREP_WORDS and all(_SIMPLE.fullmatch(w) for w in words)
+    simple = [] if few else [w for w in words if _SIMPLE.fullmatch(w)]
     found: set[str] = set()
-    rest = [w for w in words if not _SIMPLE.fullmatch(w)]
+    rest = list(words) if few else [w for w in words if not _SIMPLE.fullmatch(w)]
     big: list[str] = []
     if simple:
         status, out = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev)

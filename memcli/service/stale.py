@@ -213,8 +213,8 @@ def _key(memory: Memory, anchor: str) -> str:
     """What a verdict depends on besides ``HEAD``: the anchor, the text, the paths."""
     import hashlib
 
-    raw = json.dumps([anchor, memory.text, memory.paths, memory.anchor], sort_keys=True, default=str)
-    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+    raw = repr((anchor, memory.text, memory.paths, memory.anchor))  # the anchor as read: its keys in file order
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _pointed(memory: Memory) -> tuple[list[str], list[str], list[str]]:
@@ -602,7 +602,8 @@ def verdicts(ctx: Ctx, ids: list[str] | None = None, refresh: bool = False) -> R
         report.verdicts.append(Verdict(memory.id, anchor, lazy, reasons.get(memory.id, []), key,
                                        changes.get(memory.id, [])))
     report.verdicts.sort(key=lambda v: v.id)
-    if not ids:
+    unchanged = then == head and not report.checked and {v.id for v in report.verdicts if v.anchor} == set(checked)
+    if not ids and not unchanged:
         _save(ctx, report)
     return report
 
@@ -674,12 +675,17 @@ def became_stale(ctx: Ctx, old: str | None, new: str) -> list[Verdict]:
 # --- the cache -------------------------------------------------------------------------------
 
 
+def _short(entry: dict[str, Any]) -> dict[str, Any]:
+    """A reason or change as the cache keeps it: without its ``line`` (made again when read)."""
+    return {k: v for k, v in entry.items() if k != "line"}
+
+
 def _save(ctx: Ctx, report: Report) -> None:
     """Write both cache files (atomically; a failure leaves the old ones)."""
     from memcli.store.files import atomic_write
 
-    checked = {v.id: {"key": v.key, "reasons": [r.to_dict() for r in v.reasons],
-                      **({"changes": [c.to_dict() for c in v.changes]} if v.changes else {})}
+    checked = {v.id: {"key": v.key, **({"reasons": [_short(r.to_dict()) for r in v.reasons]} if v.reasons else {}),
+                      **({"changes": [_short(c.to_dict()) for c in v.changes]} if v.changes else {})}
                for v in report.verdicts if v.anchor}
     stale = {v.id: {"note": v.note()} for v in report.verdicts if v.reasons}  # what the reads show, only
     cache = ctx.ws.root / ".cache"
