@@ -425,3 +425,45 @@ def test_words_present_with_a_few_names_says_what_git_grep_says(tmp_path: Path) 
     commit_all(top, "code")
     assert gitcode.words_present(top, "HEAD", ["alpha_one", "alpha", "gamma", "beta", "binary_word", "nope"]) == {
         "alpha_one", "gamma", "beta"}
+
+
+def test_an_agent_proposes_the_mended_text_through_mcp_and_a_person_approves_it(code: Path, run) -> None:  # noqa: ANN001
+    """Issue 23 pt 4, through a real MCP client: the agent sees ``mayBeOutdated``, proposes the
+    corrected text with ``supersede``; in the shared project scope it waits for review (no
+    tool approves), the old one is still served, marked; ``review --stale`` shows the
+    proposal beside the verdict; a person approves it, which anchors it at today's code."""
+    from test_mcp_server import drive
+
+    case = remember(run, CASE, "--path", "src/payments/**")
+    move_the_code(code)
+    assert run("stale", "--quiet").code == 0
+    mended = "Payment retries go through `backoff_schedule` in src/payments/backoff.py; run `make test` after it"
+    proposed: dict = {}
+
+    async def steps(client) -> None:  # noqa: ANN001 - mcp.ClientSession
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "supersede" in names and not any("approve" in n for n in names)
+        hit = (await client.call_tool("recall", {"query": "retry_with_backoff"})).structured_content["hits"][0]
+        assert hit["id"] == case and hit["mayBeOutdated"].startswith(
+            "may be outdated: src/payments/retry.py was renamed to src/payments/backoff.py")
+        result = await client.call_tool("supersede", {"memory_id": case, "text": mended})
+        assert not result.is_error
+        proposed.update(result.structured_content)
+        again = (await client.call_tool("recall", {"query": "retry_with_backoff"})).structured_content["hits"]
+        assert [h["id"] for h in again] == [case] and again[0]["mayBeOutdated"]  # still served, still marked
+
+    drive(code, steps)
+    assert proposed["outcome"] == "pending_review" and proposed["memory"]["status"] == "pending_review"
+    new = proposed["id"]
+    review = run("--json", "review", "--stale").json()["data"]["stale"]
+    assert [v["id"] for v in review] == [case]
+    assert [p["id"] for p in review[0]["proposed"]] == [new] and review[0]["proposed"][0]["source"] == "model_derived"
+    table = run("review", "--stale")
+    assert new in table.out and "memcli approve ID" in table.err
+
+    before = memcli_commits(code)
+    assert run("approve", new).code == 0
+    assert memcli_commits(code) == before + 1
+    assert f"commit: {git(code, 'rev-parse', 'HEAD').strip()}" in memory_file(code, new).read_text(encoding="utf-8")
+    assert run("--json", "stale").json()["data"]["stale"] == []
+    assert "no active memory is outdated" in run("review", "--stale").err

@@ -619,6 +619,28 @@ def _concerns(move: Moved | bool, memory: Memory, cached: dict[str, Any]) -> boo
     return move.concerns([*files, *moved_to], globs, identifiers, commands)
 
 
+def to_review(ctx: Ctx) -> tuple[Report, list[tuple[Verdict, Memory, list[Memory]]]]:
+    """``memcli review --stale``: the stale verdicts (judged again where the code or a memory
+    changed), each with its memory and the replacements proposed for it that wait for review
+    (a ``pending_review`` memory that supersedes it: an agent's mend through MCP, or a
+    person's in a shared scope), oldest first.
+
+    Raises:
+        GitFailed: git cannot be started.
+    """
+    report = verdicts(ctx)
+    stale = report.stale()
+    if not stale:
+        return report, []
+    catalog = ctx.catalog()
+    proposed: dict[str, list[Memory]] = {}
+    for memory in sorted(catalog.with_status("pending_review"), key=lambda m: m.id):
+        if ctx.may_see(memory):
+            for old in memory.supersedes:
+                proposed.setdefault(old, []).append(memory)
+    return report, [(v, ctx.resolve(v.id).memory, proposed.get(v.id, [])) for v in stale]
+
+
 def became_stale(ctx: Ctx, old: str | None, new: str) -> list[Verdict]:
     """The active memories outdated at the code revision ``new`` that were not at ``old``
     (``memcli check --stale OLD..NEW``: a CI run fails on the memories a change made stale).
