@@ -423,6 +423,8 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]], changes: bool = Fal
         return {}, changed
     there = existing(code.top, [(a, f.strip("/")) for _, a, gone, _, _, _ in todo for f in gone])
     out: dict[str, list[Reason]] = {}
+    anchors = [a for _, a in items]
+    history: History | None = None
     words_then = _words_then(code, todo, pointed)
     for memory, anchor, gone, globs, missing_words, missing_commands in todo:
         reasons: list[Reason] = []
@@ -442,7 +444,9 @@ def _judge_all(code: _Code, items: list[tuple[Memory, str]], changes: bool = Fal
             inside = next((f for f in sorted(code.tree(anchor).paths) if f.startswith(path + "/")), None) \
                 if folder else None
             probe = inside or path  # a folder's fate is the fate of a file it held
-            fate = code.history([a for _, a in items]).fate(anchor, probe)
+            if history is None:
+                history = code.history(anchors)
+            fate = history.fate(anchor, probe)
             if fate is None:  # an anchor off the first-parent history: one diff from it
                 kind, new = moves(code.top, anchor, code.head, [probe]).get(probe, ("deleted", None))
                 fate = (kind, new, last_change(code.top, anchor, code.head, probe))
@@ -487,9 +491,9 @@ def _changes(code: _Code, items: list[tuple[Memory, str]], pointed: dict[str, tu
                 under[key] = [p for p in touched if paths_match([name], p)]
             else:
                 found = now.resolve(name)
-                folders = [f.rstrip("/") + "/" for f in found if f.endswith("/")]
-                under[key] = [f for f in found if not f.endswith("/")] + [
-                    p for p in touched if any(p.startswith(f) for f in folders)]
+                folders = tuple(f.rstrip("/") + "/" for f in found if f.endswith("/"))
+                under[key] = [f for f in found if not f.endswith("/")] + (
+                    [p for p in touched if p.startswith(folders)] if folders else [])
         return under[key]
 
     out: dict[str, list[Change]] = {}
