@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import git
 
@@ -467,3 +469,18 @@ def test_an_agent_proposes_the_mended_text_through_mcp_and_a_person_approves_it(
     assert f"commit: {git(code, 'rev-parse', 'HEAD').strip()}" in memory_file(code, new).read_text(encoding="utf-8")
     assert run("--json", "stale").json()["data"]["stale"] == []
     assert "no active memory is outdated" in run("review", "--stale").err
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=400), paths=st.lists(st.text(max_size=40), max_size=4))
+def test_pointers_never_fail_on_any_text(text: str, paths: list[str]) -> None:
+    """Anything an agent or a person writes: the pointer rules return at most MAX_EACH names
+    of each kind, every one of them found in the text or the paths, and never raise."""
+    from memcli.policy.pointers import MAX_EACH, find
+
+    found = find(text, paths)
+    for names in (found.files, found.identifiers, found.commands):
+        assert len(names) <= MAX_EACH and len(set(names)) == len(names)
+    source = text + "\n" + "\n".join(paths)
+    assert all(name in source for name in found.files + found.identifiers)
+    assert all(c.split()[-1] in source for c in found.commands)
