@@ -285,7 +285,11 @@ def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code:
     case = remember(run, CASE, "--path", "src/payments/**")
     fresh = remember(run, "src/other.py returns 1 from other()")
     move_the_code(code)
+    behind = run("doctor")
+    assert "the code moved since memories were last judged" in behind.err, behind
+    assert run("--json", "doctor").json()["data"]["staleBehind"] is True
     assert run("stale", "--quiet").code == 0
+    assert run("--json", "doctor").json()["data"]["staleBehind"] is False
     hits = {h["id"]: h for h in run("--json", "recall", "retry_with_backoff").json()["data"]["hits"]}
     assert hits[case]["mayBeOutdated"].startswith("may be outdated: src/payments/retry.py was renamed")
     assert "may be outdated" in run("recall", "retry_with_backoff").out  # the table's status column

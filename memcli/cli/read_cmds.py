@@ -228,6 +228,7 @@ def doctor(
     data["personal"] = report.moved
     data["semantic"] = service.semantic(context)
     data["stale"] = service.stale_ids(context)
+    data["staleBehind"] = service.stale_behind(context)
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],
@@ -252,6 +253,9 @@ def doctor(
             print(f"memcli: {count} active memor{'y' if count == 1 else 'ies'} may be outdated (the code "
                   f"{'it names' if count == 1 else 'they name'} moved): `memcli stale` lists the evidence, "
                   "`memcli confirm ID` or `memcli supersede ID TEXT` mends each", file=sys.stderr)
+        if data["staleBehind"]:
+            print("memcli: the code moved since memories were last judged against it (or they never were): "
+                  "`memcli stale` judges them now", file=sys.stderr)
     if problems or report.refused:
         raise typer.Exit(11 if problems else 6)
 
