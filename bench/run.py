@@ -391,18 +391,24 @@ def stale_rows(workdir: Path, memcli: str, repeat: int, memories: int = 10_000, 
             sys.exit(f"the {event} block shows no stale mark: its rows would not measure marks")
         marked: list[Stats] = []
         plain: list[Stats] = []
-        for _ in range(repeat):  # alternating single runs: the two series see the same load
+        for _ in range(3 * repeat):  # alternating single runs, paired: both sides of a pair see the same load
             marked.append(series(hook, top, env, 1, before=lambda i: (cache / "stale.json").write_bytes(kept),
                                  stdin=stdin))
             plain.append(series(hook, top, env, 1, before=lambda i: (cache / "stale.json").unlink(missing_ok=True),
                                 stdin=stdin))
         (cache / "stale.json").write_bytes(kept)
         with_marks, without = merged(marked), merged(plain)
-        wall_ms = (with_marks.median - without.median) * 1000
-        cpu_ms = (with_marks.cpu - without.cpu) * 1000
+        walls = sorted((m.median - p.median) * 1000 for m, p in zip(marked, plain))
+        cpus = sorted((m.cpu - p.cpu) * 1000 for m, p in zip(marked, plain))
+        wall_ms, cpu_ms = statistics.median(walls), statistics.median(cpus)
+
+        def quartiles(values: list[float]) -> str:
+            return f"{values[len(values) // 4]:+.1f}..{values[3 * len(values) // 4]:+.1f}"
+
         add(f"{event} hook, {len(json.loads(kept)['memories']):,} stale verdicts cached ({marks} marks shown)",
-            with_marks, "verdicts add < 5 ms", f"{'yes' if wall_ms < 5 and cpu_ms < 5 else 'NO'} ({wall_ms:+.1f} ms "
-            f"wall, {cpu_ms:+.1f} ms cpu)")
+            with_marks, "verdicts add < 5 ms", f"{'yes' if wall_ms < 5 and cpu_ms < 5 else 'NO'} (median of "
+            f"{len(walls)} paired differences: {wall_ms:+.1f} ms wall, quartiles {quartiles(walls)}; "
+            f"{cpu_ms:+.1f} ms cpu, quartiles {quartiles(cpus)})")
         add(f"{event} hook, no verdicts", without)
     return rows
 
