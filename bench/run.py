@@ -374,14 +374,15 @@ def stale_rows(workdir: Path, memcli: str, repeat: int, memories: int = 10_000, 
     add("memcli stale (verdicts cached at this HEAD)", series([memcli, "stale", "--quiet"], top, env, repeat))
     kept = (cache / "stale.json").read_bytes()
     runs = iter(range(10 ** 6))
+    fresh = f"bench-{time.time_ns()}"  # a session seen before would leave out what it was given
 
     def start(i: int) -> bytes:
-        return json.dumps({"session_id": f"bench-{next(runs)}", "cwd": str(top), "hook_event_name": "SessionStart",
+        return json.dumps({"session_id": f"{fresh}-{next(runs)}", "cwd": str(top), "hook_event_name": "SessionStart",
                            "source": "startup"}).encode()
 
     def prompt(i: int) -> bytes:  # fn_5_2 lives in src/mod5.py, renamed in the last commit: its memories are stale
-        return json.dumps({"session_id": f"bench-{next(runs)}", "cwd": str(top), "hook_event_name": "UserPromptSubmit",
-                           "prompt": "how is fn_5_2 in src/mod5.py used?"}).encode()
+        return json.dumps({"session_id": f"{fresh}-{next(runs)}", "cwd": str(top),
+                           "hook_event_name": "UserPromptSubmit", "prompt": stale_speed.PROMPT}).encode()
 
     for event, stdin, must in (("session-start", start, False), ("user-prompt-submit", prompt, True)):
         hook = [memcli, "hook", "claude", event]
@@ -410,6 +411,20 @@ def stale_rows(workdir: Path, memcli: str, repeat: int, memories: int = 10_000, 
             f"{len(walls)} paired differences: {wall_ms:+.1f} ms wall, quartiles {quartiles(walls)}; "
             f"{cpu_ms:+.1f} ms cpu, quartiles {quartiles(cpus)})")
         add(f"{event} hook, no verdicts", without)
+        python = Path(memcli).parent / "python"  # memcli's own interpreter: the in-process measure imports it
+        probe = subprocess.run([str(python if python.exists() else sys.executable),
+                                str(Path(__file__).resolve().parent / "stale_speed.py"), "--in-process", str(top),
+                                "--event", event, "--pairs", str(20 * repeat)], env=env, capture_output=True,
+                               check=True, text=True)
+        inside = json.loads(probe.stdout)
+        diff, low, high = inside["cpu_diff_ms"], *inside["cpu_diff_quartiles"]
+        label = f"{event} hook inside one process ({inside['marks']} marks; no start-up, n={inside['pairs']} pairs)"
+        rows.append(Row(memories, label, Stats(inside["cpu_ms"]["verdicts"] / 1000, 0, 0, 0, [], runs=inside["pairs"],
+                                               lines=0, warmup=0, cpu=inside["cpu_ms"]["verdicts"] / 1000),
+                        target="verdicts add < 5 ms", kind="stale",
+                        met=f"{'yes' if diff < 5 else 'NO'} ({diff:+.2f} ms cpu, quartiles {low:+.2f}..{high:+.2f}; "
+                            f"{inside['cpu_ms']['none']:.1f} ms without)"))
+        print(f"  {label}: {json.dumps(inside)}", flush=True)
     return rows
 
 
