@@ -54,6 +54,7 @@ class Stats:
     runs: int
     lines: int
     warmup: float
+    cpu: float = 0.0  # median CPU seconds (user + system, git's included): what a busy machine does not inflate
 
 
 @dataclass
@@ -71,8 +72,10 @@ class Row:
     kind: str = "—"
 
 
-def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None = None) -> tuple[float, int, str, int]:
-    """Run ``cmd`` once; return (wall seconds, peak RSS KB, failure text or "", stdout lines).
+def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None = None
+             ) -> tuple[float, int, str, int, float]:
+    """Run ``cmd`` once; return (wall seconds, peak RSS KB, failure text or "", stdout lines,
+    CPU seconds: user and system time of the process and the children it waited for).
 
     Output goes to temporary files, not /dev/null, so no tool can take a short cut for
     discarded output. ``os.wait4`` gives the rusage of this child (and its waited-for
@@ -92,7 +95,7 @@ def run_once(cmd: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None
         lines = sum(1 for line in out if line.strip())
         err.seek(0)
         failure = f"exit {code}: {err.read().decode(errors='replace').strip()[-300:]}" if code else ""
-        return wall, usage.ru_maxrss, failure, lines
+        return wall, usage.ru_maxrss, failure, lines, usage.ru_utime + usage.ru_stime
 
 
 def series(cmd, cwd: Path, env: dict[str, str], repeat: int, before=None, stdin=None) -> Stats:
@@ -101,12 +104,12 @@ def series(cmd, cwd: Path, env: dict[str, str], repeat: int, before=None, stdin=
     ``cmd`` is an argv list, or a function of the run number giving one; ``before(i)``
     (untimed) runs ahead of each run; ``stdin``: bytes, or a function of the run number giving them.
     """
-    walls, peaks, failures, warmup = [], [], [], 0.0
+    walls, peaks, cpus, failures, warmup = [], [], [], [], 0.0
     for i in range(repeat + 1):
         argv = cmd(i) if callable(cmd) else cmd
         if before is not None:
             before(i)
-        wall, peak, failure, lines = run_once(argv, cwd, env, stdin(i) if callable(stdin) else stdin)
+        wall, peak, failure, lines, cpu = run_once(argv, cwd, env, stdin(i) if callable(stdin) else stdin)
         if failure:
             failures.append(failure)
         if i == 0:
@@ -114,8 +117,9 @@ def series(cmd, cwd: Path, env: dict[str, str], repeat: int, before=None, stdin=
         else:
             walls.append(wall)
             peaks.append(peak)
+            cpus.append(cpu)
     return Stats(statistics.median(walls), min(walls), max(walls), max(peaks) / 1024, failures,
-                 runs=repeat + 1, lines=lines, warmup=warmup)
+                 runs=repeat + 1, lines=lines, warmup=warmup, cpu=statistics.median(cpus))
 
 
 def ensure_workspace(workdir: Path, size: int, memcli: str) -> Path:
@@ -323,8 +327,15 @@ def mcp_recall(memcli: str, ws: Path, env: dict[str, str], calls: int) -> Stats 
 
 
 def stale_rows(workdir: Path, memcli: str, repeat: int, memories: int = 10_000, commits: int = 10_000) -> list[Row]:
-    """The ``--stale`` rows: ``stale --refresh``, ``stale`` cached, and the session-start hook
-    with and without marks, on a repository built once under ``workdir`` (kept for the next run)."""
+    """The ``--stale`` rows, on a repository built once under ``workdir`` (kept for the next run):
+    ``memcli stale`` with no cache at all (a fresh clone's first run), ``--refresh`` (every
+    memory judged, the history's events cached), after one new code commit (the incremental
+    case: a session start after a pull), and cached at this ``HEAD``; then the session-start
+    and the prompt hooks with the verdicts in the cache beside the same hooks without them, in
+    alternating runs (the session-start block is full of fresh memories, which come first, so
+    it reads the verdicts and shows few marks or none; the prompt names a stale memory's
+    function, so its block must show marks). Targets (issue 23): ``stale`` at 10k is seconds;
+    reading the verdicts adds under 5 ms to a hook (the medians' difference, wall and CPU)."""
     import stale_speed
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
@@ -338,23 +349,91 @@ def stale_rows(workdir: Path, memcli: str, repeat: int, memories: int = 10_000, 
         stale_speed.build(top, memories, commits, 2_000, [memcli], env)
         ready.write_text("ok\n", encoding="utf-8")
     rows: list[Row] = []
+    cache = top / ".memcli" / ".cache"
 
-    def add(label: str, stats: Stats) -> None:
-        rows.append(Row(memories, label, stats))
-        print(f"  {label}: {fmt_stats(stats)}", flush=True)
+    def add(label: str, stats: Stats, target: str = "—", met: str = "—") -> None:
+        rows.append(Row(memories, label, stats, target=target, met=met, kind="stale"))
+        print(f"  {label}: {fmt_stats(stats)} (cpu {stats.cpu:.3f} s)", flush=True)
 
-    add(f"memcli stale --refresh ({commits:,} commits; every memory judged)",
-        series([memcli, "stale", "--refresh", "--quiet"], top, env, max(1, repeat // 3)))
+    def forget(i: int) -> None:
+        for name in ("stale.json", "stale-checked.json", "stale-history.json"):
+            (cache / name).unlink(missing_ok=True)
+
+    few = max(1, repeat // 3)
+    seconds = "seconds: ≤ 10 s"
+
+    def within(stats: Stats) -> str:  # CPU time too: on a busy machine the wall time is mostly waiting
+        return f"{'yes' if stats.median <= 10 else 'NO'} (wall); {'yes' if stats.cpu <= 10 else 'NO'} (cpu)"
+
+    cold = series([memcli, "stale", "--quiet"], top, env, few, before=forget)
+    add(f"memcli stale, first run, no cache ({commits:,} commits)", cold, seconds, within(cold))
+    full = series([memcli, "stale", "--refresh", "--quiet"], top, env, few)
+    add("memcli stale --refresh (every memory judged)", full, seconds, within(full))
+    moved = series([memcli, "stale", "--quiet"], top, env, repeat, before=lambda i: stale_speed.one_more_commit(top, i))
+    add("memcli stale after one new code commit", moved, seconds, within(moved))
     add("memcli stale (verdicts cached at this HEAD)", series([memcli, "stale", "--quiet"], top, env, repeat))
-    cache = top / ".memcli" / ".cache" / "stale.json"
-    kept = cache.read_bytes()
-    hook = [memcli, "hook", "claude", "session-start"]
-    add("session-start hook, stale marks in the cache", series(hook, top, env, repeat,
-                                                               before=lambda i: cache.write_bytes(kept)))
-    add("session-start hook, no verdicts (same block)", series(hook, top, env, repeat,
-                                                               before=lambda i: cache.unlink(missing_ok=True)))
-    cache.write_bytes(kept)
+    kept = (cache / "stale.json").read_bytes()
+    runs = iter(range(10 ** 6))
+    fresh = f"bench-{time.time_ns()}"  # a session seen before would leave out what it was given
+
+    def start(i: int) -> bytes:
+        return json.dumps({"session_id": f"{fresh}-{next(runs)}", "cwd": str(top), "hook_event_name": "SessionStart",
+                           "source": "startup"}).encode()
+
+    def prompt(i: int) -> bytes:  # fn_5_2 lives in src/mod5.py, renamed in the last commit: its memories are stale
+        return json.dumps({"session_id": f"{fresh}-{next(runs)}", "cwd": str(top),
+                           "hook_event_name": "UserPromptSubmit", "prompt": stale_speed.PROMPT}).encode()
+
+    for event, stdin, must in (("session-start", start, False), ("user-prompt-submit", prompt, True)):
+        hook = [memcli, "hook", "claude", event]
+        shown = subprocess.run(hook, cwd=top, env=env, input=stdin(0), capture_output=True, check=True).stdout
+        marks = shown.count(b"may be outdated")
+        if must and not marks:
+            sys.exit(f"the {event} block shows no stale mark: its rows would not measure marks")
+        marked: list[Stats] = []
+        plain: list[Stats] = []
+        for _ in range(3 * repeat):  # alternating single runs, paired: both sides of a pair see the same load
+            marked.append(series(hook, top, env, 1, before=lambda i: (cache / "stale.json").write_bytes(kept),
+                                 stdin=stdin))
+            plain.append(series(hook, top, env, 1, before=lambda i: (cache / "stale.json").unlink(missing_ok=True),
+                                stdin=stdin))
+        (cache / "stale.json").write_bytes(kept)
+        with_marks, without = merged(marked), merged(plain)
+        walls = sorted((m.median - p.median) * 1000 for m, p in zip(marked, plain))
+        cpus = sorted((m.cpu - p.cpu) * 1000 for m, p in zip(marked, plain))
+        wall_ms, cpu_ms = statistics.median(walls), statistics.median(cpus)
+
+        def quartiles(values: list[float]) -> str:
+            return f"{values[len(values) // 4]:+.1f}..{values[3 * len(values) // 4]:+.1f}"
+
+        add(f"{event} hook, {len(json.loads(kept)['memories']):,} stale verdicts cached ({marks} marks shown)",
+            with_marks, "verdicts add < 5 ms", f"{'yes' if wall_ms < 5 and cpu_ms < 5 else 'NO'} (median of "
+            f"{len(walls)} paired differences: {wall_ms:+.1f} ms wall, quartiles {quartiles(walls)}; "
+            f"{cpu_ms:+.1f} ms cpu, quartiles {quartiles(cpus)})")
+        add(f"{event} hook, no verdicts", without)
+        python = Path(memcli).parent / "python"  # memcli's own interpreter: the in-process measure imports it
+        probe = subprocess.run([str(python if python.exists() else sys.executable),
+                                str(Path(__file__).resolve().parent / "stale_speed.py"), "--in-process", str(top),
+                                "--event", event, "--pairs", str(20 * repeat)], env=env, capture_output=True,
+                               check=True, text=True)
+        inside = json.loads(probe.stdout)
+        diff, low, high = inside["cpu_diff_ms"], *inside["cpu_diff_quartiles"]
+        label = f"{event} hook inside one process ({inside['marks']} marks; no start-up, n={inside['pairs']} pairs)"
+        at = inside["cpu_ms"]["verdicts"] / 1000  # CPU time inside the process: no wall time of its own
+        rows.append(Row(memories, label, Stats(at, at, at, 0, [], runs=inside["pairs"], lines=0, warmup=0, cpu=at),
+                        target="verdicts add < 5 ms", kind="stale",
+                        met=f"{'yes' if diff < 5 else 'NO'} ({diff:+.2f} ms cpu, quartiles {low:+.2f}..{high:+.2f}; "
+                            f"{inside['cpu_ms']['none']:.1f} ms without)"))
+        print(f"  {label}: {json.dumps(inside)}", flush=True)
     return rows
+
+
+def merged(runs: list[Stats]) -> Stats:
+    """Single-run :class:`Stats` (alternating series) as one: medians of their walls and CPU times."""
+    walls = [r.median for r in runs]
+    return Stats(statistics.median(walls), min(walls), max(walls), max(r.peak_mb for r in runs),
+                 [f for r in runs for f in r.failures], runs=len(runs), lines=runs[0].lines, warmup=0.0,
+                 cpu=statistics.median(r.cpu for r in runs))
 
 
 def fresh_clone_row(ws: Path, size: int, memcli: str, repeat: int) -> Row:
@@ -414,14 +493,15 @@ def rg_cell(rg: Stats | None) -> str:
 
 def table(rows: list[Row], markdown: bool) -> str:
     """The result table as aligned plain text or as Markdown."""
-    head = ["size", "operation", "memcli median / min / max (s)", "peak MB", "reference", "ref median (s)",
-            "× ref", "rg median (s)", "× rg", "target", "met?"]
+    head = ["size", "operation", "memcli median / min / max (s)", "cpu (s)", "peak MB", "reference",
+            "ref median (s)", "× ref", "rg median (s)", "× rg", "target", "met?"]
     body = []
     for r in rows:
         ok = r.memcli is not None and not r.memcli.failures
         ratio = f"{r.memcli.median / r.rg.median:.1f}×" if ok and r.rg and not r.rg.failures else "—"
         to_ref = f"{r.memcli.median / r.ref.median:.1f}×" if ok and r.ref and not r.ref.failures else "—"
         body.append([f"{r.size:,}", r.operation, fmt_stats(r.memcli),
+                     f"{r.memcli.cpu:.3f}" if ok and r.memcli.cpu else "—",
                      f"{r.memcli.peak_mb:.0f}" if ok and r.memcli.peak_mb else "—",
                      r.ref_name or "—", rg_cell(r.ref), to_ref, rg_cell(r.rg), ratio, r.target, r.met])
     if markdown:

@@ -87,6 +87,15 @@ def build(top: Path, memories: int, commits: int, files: int, memcli_cmd: list[s
     subprocess.run([*memcli_cmd, "index", "build"], cwd=top, check=True, capture_output=True, env=env)
 
 
+def one_more_commit(top: Path, i: int) -> None:
+    """A new code commit on top of the bench repository (one module edited): ``HEAD`` moves,
+    as after a pull, so the next ``memcli stale`` judges incrementally."""
+    path = top / "src" / f"mod{1500 + i % 400}.py"
+    path.write_text(path.read_text(encoding="utf-8") + f"# edit {i} {time.time_ns()}\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(top), "-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-q",
+                    "-a", "-m", f"edit {i}"], check=True)
+
+
 def memcli(top: Path, *args: str, env: dict[str, str]) -> float:
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "memcli", *args], cwd=top, capture_output=True, env=env,
@@ -97,6 +106,55 @@ def memcli(top: Path, *args: str, env: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
+PROMPT = "how is fn_5_2 in src/mod5.py used?"  # fn_5_2 lives in src/mod5.py, renamed in the last commit
+
+
+def payload(top: Path, event: str, session: str) -> str:
+    """A Claude Code hook's stdin for ``event`` (``session-start`` or ``user-prompt-submit``)."""
+    if event == "session-start":
+        return json.dumps({"session_id": session, "cwd": str(top), "hook_event_name": "SessionStart",
+                           "source": "startup"})
+    return json.dumps({"session_id": session, "cwd": str(top), "hook_event_name": "UserPromptSubmit",
+                       "prompt": PROMPT})
+
+
+def in_process(top: Path, event: str, pairs: int) -> dict:
+    """What the cached verdicts add to one hook, inside one process (no start-up, no other
+    process's noise): ``memcli.service.hooks.run_hook`` for ``event``, alternately with
+    ``.cache/stale.json`` in place and removed, ``pairs`` times; CPU time of this process
+    (``time.process_time``) and wall time of each call. Run with memcli's own Python, in the
+    workspace ``top`` (its code repository, the store on the memory branch)."""
+    import itertools
+
+    from memcli.service.hooks import run_hook
+
+    os.chdir(top)
+    cache = top / ".memcli" / ".cache" / "stale.json"
+    kept = cache.read_bytes()
+    sessions = itertools.count()
+    fresh = f"inproc-{time.time_ns()}"  # a session seen before would leave out what it was given
+    run_hook("claude", event, payload(top, event, f"{fresh}-warm"), None, None)
+    runs: dict[str, list[tuple[float, float, int]]] = {"verdicts": [], "none": []}
+    for n in range(pairs):
+        for side in (("verdicts", "none") if n % 2 else ("none", "verdicts")):
+            if side == "verdicts":
+                cache.write_bytes(kept)
+            else:
+                cache.unlink(missing_ok=True)
+            cpu, wall = time.process_time(), time.perf_counter()
+            out = run_hook("claude", event, payload(top, event, f"{fresh}-{next(sessions)}"), None, None).stdout
+            runs[side].append((time.process_time() - cpu, time.perf_counter() - wall, out.count("may be outdated")))
+    cache.write_bytes(kept)
+    cpu_diff = sorted((a[0] - b[0]) * 1000 for a, b in zip(runs["verdicts"], runs["none"]))
+    wall_diff = sorted((a[1] - b[1]) * 1000 for a, b in zip(runs["verdicts"], runs["none"]))
+    return {"event": event, "pairs": pairs, "marks": runs["verdicts"][0][2],
+            "cpu_ms": {side: statistics.median(r[0] for r in v) * 1000 for side, v in runs.items()},
+            "cpu_diff_ms": statistics.median(cpu_diff), "cpu_diff_quartiles": [cpu_diff[pairs // 4],
+                                                                              cpu_diff[3 * pairs // 4]],
+            "wall_diff_ms": statistics.median(wall_diff), "wall_diff_quartiles": [wall_diff[pairs // 4],
+                                                                                wall_diff[3 * pairs // 4]]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000)
@@ -104,7 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="Build the repository here and keep it (to profile).")
+    parser.add_argument("--in-process", type=Path, metavar="TOP",
+                        help="Only measure what the verdicts add to a hook inside one process, in the workspace "
+                             "TOP built before (prints JSON; see in_process).")
+    parser.add_argument("--event", default="session-start", choices=["session-start", "user-prompt-submit"])
+    parser.add_argument("--pairs", type=int, default=60)
     args = parser.parse_args(argv)
+    if args.in_process:
+        print(json.dumps(in_process(args.in_process.resolve(), args.event, args.pairs)))
+        return 0
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
     env |= {"MEMCLI_ACTOR": "bench", "MEMCLI_SEMANTIC": "off"}
     with tempfile.TemporaryDirectory(prefix="memcli-stale-") as tmp:

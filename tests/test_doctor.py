@@ -164,7 +164,7 @@ def test_plain_doctor_is_unchanged_and_writes_nothing(hand, ws, run):
     result = run("--json", "doctor")
     data = result.json()["data"]
     # repository: what doctor found in git; semantic: SPEC.md section 5; stale: issue 23
-    assert result.code == 11 and set(data) <= {"problems", "repository", "personal", "semantic", "stale"}
+    assert result.code == 11 and set(data) <= {"problems", "repository", "personal", "semantic", "stale", "staleBehind"}
     assert not data.get("repository"), data
     assert hand["body"].read_bytes() == BODY_ONLY and commits(ws) == head
 

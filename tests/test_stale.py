@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import git
 
@@ -227,18 +229,58 @@ def test_head_cheap_agrees_with_git(code: Path) -> None:
 
 
 
-def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path) -> None:
-    """pallets/itsdangerous's history (tests/fixtures/repos/itsdangerous.bundle, BSD-3-Clause):
-    memories anchored at old commits, every verdict checked against git (bench/stale_replay.py)."""
+@pytest.mark.parametrize("bundle, kinds", [
+    ("itsdangerous.bundle", ("renamed", "deleted", "identifier", "command")),
+    ("debug.bundle", ("renamed", "deleted", "command")),
+])
+def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path, bundle: str, kinds: tuple[str, ...]) -> None:
+    """Real histories (tests/fixtures/repos/, NOTICE.md there): pallets/itsdangerous (BSD-3-Clause)
+    and debug-js/debug (MIT); memories anchored at old commits naming files, identifiers and
+    make targets / npm scripts, every verdict checked against git and GNU make (bench/stale_replay.py)."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     import stale_replay
 
-    out = stale_replay.replay(stale_replay.DEFAULT, tmp_path, anchors=6, per_files=8, per_symbols=4)
+    out = stale_replay.replay(stale_replay.FIXTURES / bundle, tmp_path, anchors=6, per_files=8, per_symbols=4,
+                              per_commands=4)
     assert out["mismatches"] == [], out["mismatches"]
-    assert out["verdicts"].get("renamed", 0) >= 1 and out["verdicts"].get("deleted", 0) >= 1, out
+    assert all(out["verdicts"].get(kind, 0) >= 1 for kind in kinds), out
     assert out["checks"] == out["agree"] and out["memories"] >= 60
+    assert all(c["checks"] > 0 for c in out["checked"].values()), out["checked"]
+
+
+def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run) -> None:  # noqa: ANN001
+    """``make X`` is gone when no Makefile of a folder that declared it at the anchor declares
+    it now, nor the top one: a same-named target elsewhere, or a catch-all pattern rule,
+    does not keep it alive; a target moved to the top Makefile or to a ``*.mk`` fragment does."""
+    (code / "tools").mkdir()
+    (code / "tools" / "Makefile").write_text("lint:\n\truff check\n", encoding="utf-8")
+    (code / "mk").mkdir()
+    (code / "mk" / "fmt.mk").write_text("fmt:\n\truff format\n", encoding="utf-8")
+    (code / "web").mkdir()
+    (code / "web" / "package.json").write_text('{"scripts": {"storybook": "sb", "build": "vite"}}', encoding="utf-8")
+    commit_all(code, "tools")
+    e2e = remember(run, "Run `make e2e` before a release")
+    lint = remember(run, "Run `make lint` from tools/ before pushing")
+    fmt = remember(run, "Run `make fmt` to format")
+    storybook = remember(run, "In web/, `npm run storybook` shows the components")
+    build = remember(run, "In web/, `npm run build` makes the bundle")
+    (code / "Makefile").write_text("test:\n\tpytest\nlint:\n\truff check .\nfmt:\n\truff format\n", encoding="utf-8")
+    (code / "sub").mkdir()
+    (code / "sub" / "Makefile").write_text("e2e:\n\tpytest e2e\n", encoding="utf-8")  # e2e moved away from the top
+    (code / "docs").mkdir()
+    (code / "docs" / "Makefile").write_text("help:\n\tsphinx-build -M help . _build\n%: Makefile\n"
+                                            "\tsphinx-build -M $@ . _build\n", encoding="utf-8")
+    (code / "tools" / "Makefile").write_text("check:\n\truff check\n", encoding="utf-8")  # lint now at the top
+    (code / "mk" / "fmt.mk").unlink()  # fmt now at the top too
+    (code / "web" / "package.json").write_text('{"scripts": {"build": "vite build"}}', encoding="utf-8")
+    (code / "package.json").write_text('{"scripts": {"storybook": "echo elsewhere"}}', encoding="utf-8")
+    commit_all(code, "move targets")
+    stale = {v["id"]: v["reasons"] for v in run("--json", "stale").json()["data"]["stale"]}
+    assert {(r["kind"], r["name"]) for r in stale.get(e2e, [])} == {("command", "make e2e")}
+    assert lint not in stale and fmt not in stale and build not in stale
+    assert storybook not in stale  # the top package.json has it now: `npm run storybook` at the top works
 
 
 def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code: Path, run) -> None:  # noqa: ANN001
@@ -249,7 +291,11 @@ def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code:
     case = remember(run, CASE, "--path", "src/payments/**")
     fresh = remember(run, "src/other.py returns 1 from other()")
     move_the_code(code)
+    behind = run("doctor")
+    assert "the code moved since memories were last judged" in behind.err, behind
+    assert run("--json", "doctor").json()["data"]["staleBehind"] is True
     assert run("stale", "--quiet").code == 0
+    assert run("--json", "doctor").json()["data"]["staleBehind"] is False
     hits = {h["id"]: h for h in run("--json", "recall", "retry_with_backoff").json()["data"]["hits"]}
     assert hits[case]["mayBeOutdated"].startswith("may be outdated: src/payments/retry.py was renamed")
     assert "may be outdated" in run("recall", "retry_with_backoff").out  # the table's status column
@@ -323,3 +369,128 @@ def test_words_present_says_what_git_grep_says(tmp_path: Path) -> None:
     head = git(top, "rev-parse", "HEAD").strip()
     assert gitcode.words_in(top, [(head, "src/a.py"), (head, "nope.py")], {"alpha_one", "gamma", "zeta"}) == {
         head: {"alpha_one", "gamma"}}
+
+
+def test_a_moved_head_judges_only_what_the_move_touched_as_a_whole_judgement_would(code: Path, run) -> None:  # noqa: ANN001
+    """Issue 23 pt 2, "computed incrementally": when the code's HEAD moves along its history,
+    only the memories whose names the new commits touched are judged again; the verdicts are
+    the ones a whole judgement (``--refresh`` of every id, which saves nothing) gives."""
+    case = remember(run, CASE, "--path", "src/payments/**")
+    other = remember(run, "src/other.py returns 1 from other()")
+    ids = [case, other]
+    first = run("--json", "stale").json()["data"]
+    assert first["checked"] == 2 and first["changed"] == []
+
+    def both() -> tuple[dict, dict]:
+        quick = run("--json", "stale").json()["data"]
+        whole = run("--json", "stale", "--refresh", *ids).json()["data"]
+        assert (quick["stale"], quick["changed"]) == (whole["stale"], whole["changed"])
+        return quick, whole
+
+    (code / "src" / "other.py").write_text("def other():\n    return 2\n", encoding="utf-8")
+    commit_all(code, "other returns 2")
+    quick, _ = both()
+    assert (quick["checked"], quick["reused"]) == (1, 1)  # the payments memory was not touched
+    assert [v["id"] for v in quick["changed"]] == [other]
+    change = quick["changed"][0]["changes"][0]
+    assert (change["name"], change["commits"]) == ("src/other.py", 1)
+    assert change["line"].startswith("src/other.py changed in 1 commit since (last ")
+
+    move_the_code(code)
+    quick, _ = both()
+    assert [v["id"] for v in quick["stale"]] == [case] and quick["checked"] == 1  # other.py untouched this time
+
+    git(code, "mv", "src/payments/backoff.py", "src/payments/schedule.py")  # where it went moves on
+    commit_all(code, "rename again")
+    quick, _ = both()
+    renamed = next(r for r in quick["stale"][0]["reasons"] if r["kind"] == "renamed")
+    assert renamed["now"] == "src/payments/schedule.py" and quick["checked"] == 1
+
+    git(code, "checkout", "-q", "-b", "elsewhere", "HEAD~3")  # not ahead of the cached HEAD: all judged again
+    quick, _ = both()
+    assert quick["reused"] == 0 and quick["stale"] == []
+    assert "changed since written" not in run("stale").out
+
+
+def test_incremental_judging_on_a_real_history_agrees_with_a_whole_judgement(tmp_path: Path) -> None:
+    """debug-js/debug's history (tests/fixtures/repos/debug.bundle): memories anchored over its
+    first third, HEAD moved forward in steps; at each, the incremental verdicts are the whole ones."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import stale_replay
+
+    out = stale_replay.walk(stale_replay.FIXTURES / "debug.bundle", tmp_path, steps=4)
+    assert out["agree"], out
+    assert any(r["reused"] for r in out["rounds"]) and any(r["stale"] for r in out["rounds"]), out
+
+
+def test_words_present_with_a_few_names_says_what_git_grep_says(tmp_path: Path) -> None:
+    """A few names are asked of ``git grep`` directly (``GREP_WORDS``); the answer is the same."""
+    from memcli.git import code as gitcode
+
+    top = tmp_path / "repo"
+    (top / "src").mkdir(parents=True)
+    (top / "src" / "a.py").write_text("def alpha_one():\n    return beta.gamma(x)\n", encoding="utf-8")
+    (top / "data.bin").write_bytes(b"\0binary_word\n")
+    git(tmp_path, "init", "-q", str(top))
+    commit_all(top, "code")
+    assert gitcode.words_present(top, "HEAD", ["alpha_one", "alpha", "gamma", "beta", "binary_word", "nope"]) == {
+        "alpha_one", "gamma", "beta"}
+
+
+def test_an_agent_proposes_the_mended_text_through_mcp_and_a_person_approves_it(code: Path, run) -> None:  # noqa: ANN001
+    """Issue 23 pt 4, through a real MCP client: the agent sees ``mayBeOutdated``, proposes the
+    corrected text with ``supersede``; in the shared project scope it waits for review (no
+    tool approves), the old one is still served, marked; ``review --stale`` shows the
+    proposal beside the verdict; a person approves it, which anchors it at today's code."""
+    from test_mcp_server import drive
+
+    case = remember(run, CASE, "--path", "src/payments/**")
+    move_the_code(code)
+    assert run("stale", "--quiet").code == 0
+    mended = "Payment retries go through `backoff_schedule` in src/payments/backoff.py; run `make test` after it"
+    proposed: dict = {}
+
+    async def steps(client) -> None:  # noqa: ANN001 - mcp.ClientSession
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "supersede" in names and not any("approve" in n for n in names)
+        hit = (await client.call_tool("recall", {"query": "retry_with_backoff"})).structured_content["hits"][0]
+        assert hit["id"] == case and hit["mayBeOutdated"].startswith(
+            "may be outdated: src/payments/retry.py was renamed to src/payments/backoff.py")
+        result = await client.call_tool("supersede", {"memory_id": case, "text": mended})
+        assert not result.is_error
+        proposed.update(result.structured_content)
+        again = (await client.call_tool("recall", {"query": "retry_with_backoff"})).structured_content["hits"]
+        assert [h["id"] for h in again] == [case] and again[0]["mayBeOutdated"]  # still served, still marked
+
+    drive(code, steps)
+    assert proposed["outcome"] == "pending_review" and proposed["memory"]["status"] == "pending_review"
+    new = proposed["id"]
+    review = run("--json", "review", "--stale").json()["data"]["stale"]
+    assert [v["id"] for v in review] == [case]
+    assert [p["id"] for p in review[0]["proposed"]] == [new] and review[0]["proposed"][0]["source"] == "model_derived"
+    table = run("review", "--stale")
+    assert new in table.out and "memcli approve ID" in table.err
+
+    before = memcli_commits(code)
+    assert run("approve", new).code == 0
+    assert memcli_commits(code) == before + 1
+    assert f"commit: {git(code, 'rev-parse', 'HEAD').strip()}" in memory_file(code, new).read_text(encoding="utf-8")
+    assert run("--json", "stale").json()["data"]["stale"] == []
+    assert "no active memory is outdated" in run("review", "--stale").err
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=400), paths=st.lists(st.text(max_size=40), max_size=4))
+def test_pointers_never_fail_on_any_text(text: str, paths: list[str]) -> None:
+    """Anything an agent or a person writes: the pointer rules return at most MAX_EACH names
+    of each kind, every one of them found in the text or the paths, and never raise."""
+    from memcli.policy.pointers import MAX_EACH, find
+
+    found = find(text, paths)
+    for names in (found.files, found.identifiers, found.commands):
+        assert len(names) <= MAX_EACH and len(set(names)) == len(names)
+    source = text + "\n" + "\n".join(paths)
+    assert all(name in source for name in found.files + found.identifiers)
+    assert all(c.split()[-1] in source for c in found.commands)

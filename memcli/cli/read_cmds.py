@@ -142,23 +142,33 @@ def review(
 
 def _review_stale(context) -> None:  # noqa: ANN001 - memcli.service.Ctx
     """``review --stale``: the verdicts of ``memcli stale`` (judged again where the code or the
-    memory changed) as a review list."""
-    from memcli.service.stale import verdicts
+    memory changed) as a review list, with the replacements proposed for each."""
+    from memcli.service.redact import for_reader
+    from memcli.service.stale import to_review
 
-    report = verdicts(context)
+    report, found = to_review(context)
     flush_warnings(context)
-    found = [(v, context.resolve(v.id).memory) for v in report.stale()]
-    emit({"stale": [{**v.to_dict(), "scope": m.scope, "text": m.text} for v, m in found], "head": report.head})
+    shown = {m.id: m for m in for_reader(context, [m for _, m, _ in found])}  # secrets cut out, as every read
+
+    def proposal(m) -> dict:  # noqa: ANN001 - memcli.model.Memory
+        return {"id": m.id, "actor": m.provenance.actor, "source": m.provenance.source_type}
+
+    emit({"stale": [{**v.to_dict(), "scope": m.scope, "text": shown[m.id].text,
+                     "proposed": [proposal(p) for p in proposed]} for v, m, proposed in found],
+          "head": report.head})
     if _json():
         return
     if not found:
         print("no active memory is outdated by the code" + (f" at {report.head[:10]}" if report.head else ""),
               file=sys.stderr)
         return
-    table("may be outdated", ["id", "scope", "why", "text"],
-          [[v.id, m.scope, "; ".join(r.line() for r in v.reasons), one_line(m.text)] for v, m in found])
+    table("may be outdated", ["id", "scope", "why", "proposed", "text"],
+          [[v.id, m.scope, "; ".join(r.line() for r in v.reasons),
+            ", ".join(f"{p.id} ({p.provenance.actor})" for p in proposed), one_line(shown[m.id].text)]
+           for v, m, proposed in found])
     print("memcli: after checking one against the code, `memcli confirm ID` re-anchors it and "
-          "`memcli supersede ID TEXT` replaces it", file=sys.stderr)
+          "`memcli supersede ID TEXT` replaces it; a proposed replacement is read with `memcli show ID` "
+          "and approved with `memcli approve ID` (or rejected with `memcli reject ID --reason ...`)", file=sys.stderr)
 
 
 @app.command()
@@ -218,6 +228,7 @@ def doctor(
     data["personal"] = report.moved
     data["semantic"] = service.semantic(context)
     data["stale"] = service.stale_ids(context)
+    data["staleBehind"] = service.stale_behind(context)
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],
@@ -242,6 +253,9 @@ def doctor(
             print(f"memcli: {count} active memor{'y' if count == 1 else 'ies'} may be outdated (the code "
                   f"{'it names' if count == 1 else 'they name'} moved): `memcli stale` lists the evidence, "
                   "`memcli confirm ID` or `memcli supersede ID TEXT` mends each", file=sys.stderr)
+        if data["staleBehind"]:
+            print("memcli: the code moved since memories were last judged against it (or they never were): "
+                  "`memcli stale` judges them now", file=sys.stderr)
     if problems or report.refused:
         raise typer.Exit(11 if problems else 6)
 

@@ -9,6 +9,9 @@ import typer
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
 from memcli.cli.output import emit, one_line
 
+#: How many memories of the weaker list (files changed since) the text output shows; --json has all.
+CHANGED_SHOWN = 20
+
 
 @app.command()
 def stale(
@@ -21,7 +24,8 @@ def stale(
     json_: JsonOpt = False,
 ) -> None:
     """Memories whose code moved since they were written: files renamed or deleted, paths that
-    match nothing, identifiers and make/just/npm targets that are gone (with the commit)."""
+    match nothing, identifiers and make/just/npm targets that are gone (with the commit); apart,
+    the weaker news: files they name changed in N commits since."""
     from memcli.service.stale import verdicts
 
     context = ctx()
@@ -38,9 +42,17 @@ def stale(
         memory = context.resolve(verdict.id).memory
         lines.append(f"{verdict.id}  {one_line(memory.text)}")
         lines += [f"  {reason.line()}" for reason in verdict.reasons]
+    changed = report.changed()
+    if changed:
+        lines.append(f"changed since written (weaker: the files they name were edited; they may still hold)"
+                     f"{f', the {CHANGED_SHOWN} most touched' if len(changed) > CHANGED_SHOWN else ''}:")
+        for verdict in changed[:CHANGED_SHOWN]:
+            lines.append(f"{verdict.id}  " + "; ".join(c.line() for c in verdict.changes[:3])
+                         + (f" (+{len(verdict.changes) - 3} more)" if len(verdict.changes) > 3 else ""))
     checked = len(report.verdicts)
     noun = "memory" if checked == 1 else "memories"
     lines.append(f"{len(found)} of {checked} active {noun} may be outdated"
+                 + (f", {len(changed)} more name files changed since" if changed else "")
                  + (f" (code at {report.head[:10]})" if report.head else "")
                  + ("; after checking one, `memcli confirm ID` re-anchors it, `memcli supersede ID TEXT` "
                     "replaces it" if found else ""))

@@ -126,11 +126,14 @@ _WORD = re.compile(rb"[A-Za-z0-9_]+")
 _SIMPLE = re.compile(r"[A-Za-z0-9_]+")
 #: Files larger than this (bytes) are left to ``git grep`` rather than read into memory.
 READ_LIMIT = 1 << 20
+#: Up to this many names, ``words_present`` asks ``git grep`` (it matches each line against
+#: each name: quick for a few, slow for thousands) instead of reading the whole tree.
+GREP_WORDS = 64
 #: ``git grep -I``: a file with a NUL byte in its first 8000 bytes is binary (git's own heuristic).
 BINARY_PROBE = 8000
 
 
-def _tokens(blob: bytes) -> set[bytes]:
+def tokens(blob: bytes) -> set[bytes]:
     """The whole words of a text file's contents; none for a binary one (as ``git grep -I``)."""
     return set() if b"\0" in blob[:BINARY_PROBE] else set(_WORD.findall(blob))
 
@@ -147,9 +150,12 @@ def words_present(top: Path, rev: str, words: list[str]) -> set[str]:
     each, when there are any)."""
     if not words:
         return set()
-    simple = [w for w in words if _SIMPLE.fullmatch(w)]
+    # a few names of word characters (whole-word matches of those never overlap, so -o prints
+    # each): git grep is quicker than reading every file
+    few = len(words) <= GREP_WORDS and all(_SIMPLE.fullmatch(w) for w in words)
+    simple = [] if few else [w for w in words if _SIMPLE.fullmatch(w)]
     found: set[str] = set()
-    rest = [w for w in words if not _SIMPLE.fullmatch(w)]
+    rest = list(words) if few else [w for w in words if not _SIMPLE.fullmatch(w)]
     big: list[str] = []
     if simple:
         status, out = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev)
@@ -160,10 +166,10 @@ def words_present(top: Path, rev: str, words: list[str]) -> set[str]:
             if len(parts) == 4 and parts[1] == b"blob":
                 path = name.decode("utf-8", "surrogateescape")
                 (small if parts[3].isdigit() and int(parts[3]) <= READ_LIMIT else big).append(path)
-        tokens: set[bytes] = set()
+        words_read: set[bytes] = set()
         for blob in blobs(top, rev, small).values():
-            tokens |= _tokens(blob)
-        found = {w for w in simple if w.encode() in tokens}
+            words_read |= tokens(blob)
+        found = {w for w in simple if w.encode() in words_read}
         if big:
             rest += [w for w in simple if w not in found]
     if rest:
@@ -201,7 +207,7 @@ def words_in(top: Path, pairs: list[tuple[str, str]], words: set[str]) -> dict[s
         blob = out[at:at + size]
         at += size + 1
         if header[1] == b"blob":
-            found.setdefault(rev, set()).update(wanted[t] for t in _tokens(blob) & wanted.keys())
+            found.setdefault(rev, set()).update(wanted[t] for t in tokens(blob) & wanted.keys())
     return found
 
 
@@ -227,12 +233,16 @@ def commits_known(top: Path, revs: list[str]) -> set[str]:
     return {rev for rev, line in zip(revs, lines) if " commit " in line}
 
 
-def path_events(top: Path, old: str, new: str) -> list[tuple[str, list[tuple[str, str, str | None]]]]:
-    """Each first-parent commit after ``old`` up to ``new``, oldest first, with its renames and
-    deletions (each commit's own rename detection): ``[(hash, [("R", old, new) | ("D", path,
-    None) | ("A", path, None)])]``. One ``git log``."""
+def path_events(top: Path, old: str | None, new: str, every: bool = False
+                ) -> list[tuple[str, list[tuple[str, str, str | None]]]]:
+    """Each first-parent commit after ``old`` (None: from the root) up to ``new``, oldest
+    first, with its renames, deletions and additions (each commit's own rename detection; a
+    merge's changes against its first parent): ``[(hash, [("R", old, new) | ("D", path, None)
+    | ("A", path, None)])]``; with ``every`` its modifications too (``("M", path, None)``, type
+    changes included; a copy is an addition of its new path). One ``git log``."""
     status, out = _git(top, "log", "--reverse", "--first-parent", "-M", "-z", "--name-status",
-                       "--diff-filter=RDA", "--format=%x01%H", f"{old}..{new}")
+                       *(() if every else ("--diff-filter=RDA",)), "--format=%x01%H",
+                       f"{old}..{new}" if old else new)
     if status != 0:
         return []
     commits: list[tuple[str, list[tuple[str, str, str | None]]]] = []
@@ -243,11 +253,12 @@ def path_events(top: Path, old: str, new: str) -> list[tuple[str, list[tuple[str
         if field.startswith("\x01"):
             commits.append((field[1:].strip(), []))
             i += 1
-        elif field.startswith("R") and i + 2 < len(fields) and commits:
-            commits[-1][1].append(("R", fields[i + 1], fields[i + 2]))
+        elif field[:1] in ("R", "C") and i + 2 < len(fields) and commits:
+            renamed = field[0] == "R"
+            commits[-1][1].append(("R", fields[i + 1], fields[i + 2]) if renamed else ("A", fields[i + 2], None))
             i += 3
-        elif field[:1] in ("D", "A") and i + 1 < len(fields) and commits:
-            commits[-1][1].append((field[:1], fields[i + 1], None))
+        elif field[:1] in ("D", "A", "M", "T") and i + 1 < len(fields) and commits:
+            commits[-1][1].append(("M" if field[0] == "T" else field[0], fields[i + 1], None))
             i += 2
         else:
             i += 1

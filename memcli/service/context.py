@@ -268,6 +268,10 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     lead = [_leading(m, size, fmt) for m in lead or ()]
     pool, total = candidates(ctx, query, folder, exclude, lead)
     notes = stale_notes(ctx)  # memories whose code moved: marked, and after the others
+    if notes:  # after every fresh candidate, not only those of the chunks read so far
+        leading = {m.id for m in lead}
+        pool = [m for m in pool if m.id not in notes or m.id in leading] + [
+            m for m in pool if m.id in notes and m.id not in leading]
     from memcli.service.read import partial_note
 
     partial = partial_note(ctx)

@@ -339,6 +339,15 @@ def stale_ids(ctx: Ctx) -> list[str]:
     return sorted(m.id for m in catalog.with_status("active") if m.id in outdated and ctx.may_see(m))
 
 
+def stale_behind(ctx: Ctx) -> bool:
+    """True when the cached verdicts ``stale_ids`` reads were made at another code ``HEAD``
+    than today's, or were never made, in a store with code and anchored memories
+    (``service.stale_notes.code_moved``: no process). Informational, as ``stale_ids``."""
+    from memcli.service.stale_notes import code_moved
+
+    return code_moved(ctx) and any(m.anchor for m in ctx.catalog().with_status("active") if ctx.may_see(m))
+
+
 def semantic(ctx: Ctx) -> dict[str, Any]:
     """The semantic retriever's state for ``doctor``: ``{"active": bool, "model": str | None,
     "reason": str, "warm": bool, "vectors": {"current", "memories"} | None}`` (SPEC.md section

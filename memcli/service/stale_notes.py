@@ -36,6 +36,19 @@ def load(ctx: Ctx, name: str, head: str | None) -> dict[str, dict]:
     return memories if isinstance(memories, dict) else {}
 
 
+def load_head(ctx: Ctx, name: str) -> tuple[str | None, dict[str, dict]]:
+    """(the ``HEAD`` it was written at, the cached ``{id: {...}}``) of the cache file ``name``;
+    ``(None, {})`` when it is missing or damaged."""
+    try:
+        data = json.loads((ctx.ws.root / ".cache" / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, {}
+    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("head"), str):
+        return None, {}
+    memories = data.get("memories")
+    return (data["head"], memories) if isinstance(memories, dict) else (None, {})
+
+
 def notes(ctx: Ctx) -> dict[str, str]:
     """``{id: "may be outdated: …"}`` of the memories the last verdicts found stale (one
     small file read; empty when there are none or no verdicts yet). For the context block,
