@@ -277,8 +277,12 @@ def load_config(path: Path) -> Config:
         setattr(config, attr, value)
     if not 0 <= config.near_duplicate <= 100:
         raise WorkspaceInvalid(f"{path}: [gates] near_duplicate must be from 0 to 100 (a rapidfuzz ratio)")
-    if config.context_budget < 200 or config.lock_timeout < 0:
-        raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 and [git] lock_timeout not negative")
+    if config.context_budget < 200:
+        raise WorkspaceInvalid(f"{path}: [context] budget must be at least 200 characters",
+                               hint="the default is 8000 (Claude Code caps a hook's output at 10,000)")
+    if config.lock_timeout < 0:
+        raise WorkspaceInvalid(f"{path}: [git] lock_timeout must not be negative (seconds to wait for a lock)",
+                               hint="the default is 10; 0 gives up at once")
     if isinstance(config.hook_deadline, bool) or not 0.1 <= config.hook_deadline <= 60:
         raise WorkspaceInvalid(f"{path}: [hooks] deadline must be from 0.1 to 60 seconds",
                                hint="the default is 2.0; keep it well under the hooks' installed timeouts")

@@ -18,7 +18,7 @@ import os
 import re
 from datetime import date, datetime, timedelta, timezone
 
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
+_DURATION = re.compile(r"^\s*([-+]?\d+)\s*([smhdwy])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 
 
@@ -100,17 +100,24 @@ def format_instant(value: datetime) -> str:
     return f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}Z"
 
 
+class NotPositive(ValueError):
+    """A duration of zero or less (``0d``, ``-1w``): well formed, but no time at all."""
+
+
 def parse_duration(text: str) -> timedelta:
     """Parse a TTL such as ``30d``, ``12h``, ``2w``, ``1y`` (a year is 365 days).
 
     Raises:
-        ValueError: not a positive whole number followed by one of s, m, h, d, w, y
-            (``OutOfCalendar``: a duration longer than the calendar itself, which ends past
-            :data:`MAX_INSTANT` from any instant).
+        ValueError: not a whole number followed by one of s, m, h, d, w, y
+            (``NotPositive``: a number that is zero or negative, ``0d``; ``OutOfCalendar``: a
+            duration longer than the calendar itself, which ends past :data:`MAX_INSTANT`
+            from any instant).
     """
     match = _DURATION.match(text or "")
-    if not match or int(match.group(1)) <= 0:
+    if not match:
         raise ValueError(_not_a("duration", text, "use e.g. 30d, 12h, 2w, 1y"))
+    if int(match.group(1)) <= 0:
+        raise NotPositive("a duration must be positive (use e.g. 30d, 12h, 2w, 1y)")
     seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     if seconds > _CALENDAR_SECONDS:
         raise OutOfCalendar(_PAST_END)

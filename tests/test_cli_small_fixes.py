@@ -90,3 +90,63 @@ def test_the_library_checks_ids_as_the_cli_does(ws):
             ctx.resolve(bad)
     with pytest.raises(MemoryNotFound, match="at least 4 characters"):
         ctx.resolve("abc")
+
+
+# --- newcomer's finding 10: each wrong setting or value its own message --------------------
+
+
+@pytest.mark.parametrize(("old", "new", "says", "not_said"), [
+    ("budget = 8000", "budget = 10", "[context] budget must be at least 200 characters", "lock_timeout"),
+    ("lock_timeout = 10", "lock_timeout = -1", "[git] lock_timeout must not be negative", "budget"),
+])
+def test_each_out_of_range_setting_has_its_own_message(ws, run, old, new, says, not_said):
+    config = ws / "memcli.toml"
+    text = config.read_text(encoding="utf-8")
+    assert old in text
+    config.write_text(text.replace(old, new), encoding="utf-8")
+    result = run("list")
+    assert result.code == 3 and says in result.err and not_said not in result.err, result
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("ttl", ["0d", "0h", "-1d", "-3w"])
+def test_a_ttl_of_zero_or_less_is_said_to_be_not_positive(ws, run, ttl):
+    result = run("remember", "Expires at once", f"--ttl={ttl}")
+    assert result.code == 5 and "--ttl: a TTL must be positive" in result.err, result
+    assert "not a duration" not in result.err and result.err.count("\n") == 1
+    assert not list((ws / "memories").rglob("*.md"))
+    soon = run("remember", "Expires some day", "--ttl", "soon")
+    assert soon.code == 5 and "not a duration" in soon.err, soon
+
+
+def test_an_empty_read_list_is_warned_on_every_read(ws, run):
+    assert run("remember", "Deploys go out on Tuesdays").code == 0
+    config = ws / "memcli.toml"
+    text = config.read_text(encoding="utf-8")
+    line = next(line for line in text.splitlines() if line.startswith("read = "))
+    config.write_text(text.replace(line, "read = []"), encoding="utf-8")
+    for args in (("list",), ("context",), ("recall", "deploys")):
+        result = run(*args)
+        assert result.code == 0 and "Tuesdays" not in result.out, result
+        assert "[scopes] read is empty" in result.err and "unless --scope names one" in result.err, result
+    named = run("list", "--scope", "project")
+    assert "Tuesdays" in named.out, named
+
+
+def test_an_export_with_nothing_to_export_says_so(ws, project, run):
+    from pathlib import Path
+
+    from memcli.agents.memstores import claude
+
+    store = Path.home() / ".claude" / "projects" / claude.project_slug(project) / "memory"
+    store.mkdir(parents=True)
+    (store / "MEMORY.md").write_text("- [Role](role.md) — the user's role\n", encoding="utf-8")
+    before = sorted((p.name, p.read_bytes()) for p in store.iterdir())
+    result = run("export", "--format", "claude-memory", cwd=project)
+    assert result.code == 0, result
+    assert result.out.strip() == (f"nothing to export (claude-memory): no active memory in user:alice; "
+                                  f"~/.claude/projects/{store.parent.name}/memory is left as it was"), result
+    assert sorted((p.name, p.read_bytes()) for p in store.iterdir()) == before
+    assert run("remember", "Prefer uv over pip", "--scope", "user:alice").code == 0
+    one = run("export", "--format", "claude-memory", cwd=project)
+    assert one.out.startswith("exported (claude-memory) 1 memory to ") and "2 files changed" in one.out, one

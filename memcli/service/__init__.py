@@ -117,11 +117,17 @@ def _clock() -> datetime:
 
 
 def _config_notes(ws: Workspace) -> list[str]:
-    """The warning about unknown configuration keys, if any (a typo would otherwise be silently ignored)."""
-    if not ws.config.unknown:
-        return []
-    return [f"{ws.root / 'memcli.toml'}: unknown {', '.join(ws.config.unknown[:5])} (ignored; "
-            "the keys are listed in docs/reference/configuration.md)"]
+    """The warnings about the configuration: unknown keys (a typo would otherwise be silently
+    ignored), and an empty ``[scopes] read`` (every read without ``--scope`` would find nothing)."""
+    notes = []
+    if ws.config.unknown:
+        notes.append(f"{ws.root / 'memcli.toml'}: unknown {', '.join(ws.config.unknown[:5])} (ignored; "
+                     "the keys are listed in docs/reference/configuration.md)")
+    if not ws.config.read_scopes:
+        notes.append(f"{ws.root / 'memcli.toml'}: [scopes] read is empty, so list, recall, context and the hooks "
+                     "read no memory unless --scope names one (the default is "
+                     "[\"global\", \"project\", \"user:{actor}\"])")
+    return notes
 
 
 class Ctx:

@@ -582,6 +582,7 @@ class NativeExport:
             earlier export of a memory no longer exported).
         memories: how many memories the export holds.
         left_out: memories left out because they came from that same store.
+        scopes: the scopes exported.
     """
 
     format: str
@@ -589,18 +590,31 @@ class NativeExport:
     files: list[tuple[str, str]] = field(default_factory=list)
     memories: int = 0
     left_out: int = 0
+    scopes: list[str] = field(default_factory=list)
 
     def message(self) -> str:
-        """One line for a person."""
+        """One line for a person. With nothing to export and nothing changed it says so: the
+        agent's own index (``MEMORY.md``), read and left as it was, is no exported file."""
         written = sum(1 for _, state in self.files if state != "unchanged")
+        if not self.memories and not written:
+            held = ", ".join(self.scopes)
+            if self.left_out:
+                came = _count(self.left_out, "active memory", "active memories")
+                return f"nothing to export ({self.format}): the {came} in {held} came from {self.place} itself; " \
+                       "it is left as it was"
+            return f"nothing to export ({self.format}): no active memory in {held}; {self.place} is left as it was"
         extra = f"; left out {self.left_out} that came from this store" if self.left_out else ""
-        return (f"exported ({self.format}) {self.memories} memories to {self.place}: {written} files changed, "
-                f"{len(self.files) - written} unchanged{extra}")
+        return (f"exported ({self.format}) {_count(self.memories, 'memory', 'memories')} to {self.place}: "
+                f"{_count(written, 'file', 'files')} changed, {len(self.files) - written} unchanged{extra}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"format": self.format, "place": self.place, "memories": self.memories, "left_out": self.left_out,
-                "files": [{"path": p, "state": s} for p, s in self.files]}
+                "scopes": self.scopes, "files": [{"path": p, "state": s} for p, s in self.files]}
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def _put(path: Path, text: str, out: NativeExport) -> None:
@@ -667,7 +681,8 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
         place = gemini.home()
     own = label(place) + "/"
     kept = [m for m in memories if not (m.provenance.source or "").startswith(own)]
-    out = NativeExport(fmt, label(place), memories=len(kept), left_out=len(memories) - len(kept))
+    out = NativeExport(fmt, label(place), memories=len(kept), left_out=len(memories) - len(kept),
+                       scopes=list(scopes or [f"user:{ctx.actor}"]))
     if fmt == "gemini-memory":
         from memcli.store.personal import cross_project_store
 

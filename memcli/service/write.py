@@ -30,7 +30,7 @@ from memcli.model import Memory, Provenance
 from memcli.policy import gates
 from memcli.service import Ctx
 from memcli.store.files import Loaded, atomic_write
-from memcli.timeutil import OutOfCalendar, format_instant, parse_duration, parse_instant, shift
+from memcli.timeutil import NotPositive, OutOfCalendar, format_instant, parse_duration, parse_instant, shift
 
 
 @dataclass
@@ -369,6 +369,10 @@ def _expiry(ctx: Ctx, opts: WriteOptions, category: str) -> datetime | None:
             default = ctx.ws.config.default_ttl(category)
             return shift(ctx.now, default) if default else None
         when = parse_instant(opts.expire_at)
+    except NotPositive:
+        option = "--ttl" if opts.ttl else f"[ttl] {category}"
+        raise ValidationFailed(f"{option}: a TTL must be positive: a memory that expires at once is never served",
+                               hint="give e.g. --ttl 30d; to retire a memory now, `memcli forget ID`") from None
     except ValueError as err:  # OutOfCalendar too: the message says which end of the calendar
         option = "--ttl" if opts.ttl else "--expire-at" if opts.expire_at else f"[ttl] {category}"
         hint = ("leave out --ttl and --expire-at for a memory that never expires"

@@ -145,7 +145,7 @@ def fields(text: str, name: str) -> tuple[dict[str, Any] | None, InvalidMemoryFi
     """The front-matter of a topic file's ``text`` as YAML, as Claude Code reads it, and what
     is wrong with it: ``(mapping, None)`` when it parses; ``(mapping, error)`` when only Claude
     Code's second try (:func:`_quoted_as_claude`) parses it; ``(None, error)`` when neither
-    does (Claude Code then reads no field either). ``error`` is ``memcli.frontmatter``'s, the
+    does. ``error`` is ``memcli.frontmatter``'s, the
     words and line ``doctor`` gives for a memory file (``name`` is the file named in it).
     A text without front-matter is ``({}, None)``."""
     from memcli.frontmatter import parse
@@ -181,7 +181,7 @@ def _kind(meta: dict[str, Any] | None, problem: InvalidMemoryFile | None) -> tup
     if problem is not None:
         broken = f"line {problem.lineno}: {problem.reason}" if problem.lineno else problem.reason
     if meta is None:
-        return "", f"{broken}; Claude Code reads none of its fields either, so its type is unknown: imported as a fact"
+        return "", f"{broken}; none of its fields is read, so its type is unknown: imported as a fact"
     value = _field(meta, "type")
     if value is None:
         return "", None
