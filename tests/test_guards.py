@@ -168,14 +168,31 @@ def test_a_prefix_never_reaches_across_an_operator(left: list[str], op: str, rig
     assert g.matches(g.parse(f"Bash({right[0]}:*)"), g.Call("Bash", command=command))
 
 
-def test_suggestions_from_the_text() -> None:
-    assert suggest("Use pnpm, never npm, for packages in this repository") == ["Bash(npm:*)"]
-    assert suggest("never run npm install here") == ["Bash(npm install:*)"]
-    assert suggest("Don't use `git push --force` on main") == ["Bash(git push --force:*)"]
-    assert suggest("Always use pnpm, not npm.") == ["Bash(npm:*)"]
-    assert suggest("不要用 npm 安装依赖") == ["Bash(npm:*)"]
-    assert suggest("禁止 rm -rf /") == ["Bash(rm:*)"]
-    assert suggest("never forget the tests") == []
+SUGGESTIONS = [
+    # (text, the --deny patterns suggested): the command's words as written, up to the first
+    # that is not a command's; never a bare program broader than what was said
+    ("Use pnpm, never npm, for packages in this repository", ["Bash(npm:*)"]),
+    ("never run npm install here", ["Bash(npm install:*)"]),
+    ("Don't use `git push --force` on main", ["Bash(git push --force:*)"]),
+    ("Always use pnpm, not npm.", ["Bash(npm:*)"]),
+    ("Never run rm -rf on the build folder", ["Bash(rm -rf:*)"]),
+    ("never run git push --force", ["Bash(git push --force:*)"]),
+    ("Never run git push --force on main", ["Bash(git push --force:*)"]),
+    ("Never run docker compose down -v.", ["Bash(docker compose down -v:*)"]),
+    ("never run npm publish, use the release script", ["Bash(npm publish:*)"]),
+    ("never use sudo pip install", ["Bash(sudo pip install:*)"]),
+    ("不要运行 npm publish", ["Bash(npm publish:*)"]),
+    ("不要运行 git push --force 到主分支", ["Bash(git push --force:*)"]),
+    ("禁止运行 rm -rf build/", ["Bash(rm -rf build/:*)"]),
+    ("不要用 npm 安装依赖", ["Bash(npm:*)"]),
+    ("禁止 rm -rf /", ["Bash(rm -rf /:*)"]),
+    ("never forget the tests", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SUGGESTIONS)
+def test_suggestions_from_the_text(text: str, expected: list[str]) -> None:
+    assert suggest(text) == expected
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -195,7 +212,7 @@ def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run) -> None:  #
     assert subprocess.run(["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout == before
     hint = run("remember", "Never run git push --force on main")
-    assert "--deny 'Bash(git push:*)'" in hint.err, hint
+    assert "--deny 'Bash(git push --force:*)'" in hint.err, hint
 
 
 def _hook(run, agent: str, payload: dict, cwd: Path) -> dict | str:  # noqa: ANN001
