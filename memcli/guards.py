@@ -35,8 +35,7 @@ specifier) is refused when the memory is written (:func:`parse`).
 from __future__ import annotations
 
 import re
-import shlex
-from typing import TypeVar
+from typing import Iterator, TypeVar
 
 from memcli.errors import ValidationFailed
 
@@ -49,8 +48,11 @@ TOOLS = {"Bash": "command", "Read": "path", "Edit": "path", "Write": "path", "Mu
 EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 #: Write bounds (as those of tags, ``model.MAX_TAGS``): guards per memory, characters per pattern.
 MAX_GUARDS, MAX_GUARD_CHARS = 20, 500
-#: Parts of one command matched at most (a command of thousands of ``;`` stays cheap).
-MAX_PARTS = 200
+#: Simple commands of one shell command read at most, and its characters: a command over
+#: either cannot be fully checked, and the pre-tool hook refuses it while a ``deny`` or ``ask``
+#: guard on the shell is in force (docs/guards.md, "Limits").
+MAX_PARTS = 1000
+MAX_COMMAND_CHARS = 100_000
 #: Process wrappers removed before matching, and how many words of options each may take.
 WRAPPERS = ("timeout", "time", "nice", "nohup", "stdbuf", "env")
 _RULE = re.compile(r"^(?P<tool>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<spec>.*)\))?$", re.DOTALL)
@@ -211,14 +213,15 @@ class Call:
     ``MultiEdit``, ``NotebookEdit``, ``WebFetch``) and what it acts on: ``command`` (Bash),
     ``paths`` (the file tools; as the agent named them) or ``urls`` (WebFetch)."""
 
-    __slots__ = ("tool", "command", "paths", "urls")
+    __slots__ = ("tool", "command", "paths", "urls", "cut")
 
     def __init__(self, tool: str, command: str = "", paths: list[str] | None = None,
-                 urls: list[str] | None = None) -> None:
+                 urls: list[str] | None = None, cut: str = "") -> None:
         self.tool = tool
         self.command = command
         self.paths = [] if paths is None else paths
         self.urls = [] if urls is None else urls
+        self.cut = cut  # why ``paths`` or ``urls`` are not all the call acts on ("" when they are)
 
     def __repr__(self) -> str:
         return f"Call({self.tool!r}, {self.command or self.paths or self.urls!r})"
@@ -236,12 +239,15 @@ class Where:
         self.home = home
 
 
+def covers(rule: Rule, tool: str) -> bool:
+    """Whether ``rule`` is about calls of ``tool`` (Claude Code's name): its own tool, or any
+    editing tool for an ``Edit`` rule."""
+    return tool in EDIT_TOOLS if rule.tool == "Edit" else rule.tool == tool
+
+
 def matches(rule: Rule, call: Call, where: Where | None = None) -> bool:
     """Whether ``rule`` matches ``call`` (module docstring); never raises."""
-    if rule.tool == "Edit":
-        if call.tool not in EDIT_TOOLS:
-            return False
-    elif rule.tool != call.tool:
+    if not covers(rule, call.tool):
         return False
     if rule.spec is None:
         return True
@@ -269,60 +275,98 @@ def command_matches(spec: str, command: str) -> bool:
         return command == prefix or command.startswith(prefix + " ")
     if "*" not in spec.replace("\\*", ""):
         return command == " ".join(spec.replace("\\*", "*").split())
-    return _wildcard(spec).fullmatch(command) is not None
+    return _star_match(spec, command)
 
 
-_WILDCARDS: dict[str, re.Pattern[str]] = {}
-
-
-def _wildcard(spec: str) -> re.Pattern[str]:
-    """The regular expression of a specifier with ``*`` wildcards (``\\*`` is a literal star);
-    a single trailing `` *`` is optional, so ``ls *`` matches ``ls`` too."""
-    found = _WILDCARDS.get(spec)
-    if found is not None:
-        return found
+def _star_match(spec: str, command: str) -> bool:
+    """Whether ``command`` matches a specifier with ``*`` wildcards (``\\*`` is a literal star),
+    a single trailing `` *`` being optional (``ls *`` matches ``ls``). Each star matches any
+    characters: the literal pieces between stars are found left to right (the leftmost place of
+    each is always the best one), so the work is at most the command's length times the pieces',
+    however many stars the pattern has (a regular expression backtracks exponentially on them)."""
     spec = " ".join(spec.split())
-    pieces = re.split(r"(\\\*|\\\\|\*)", spec)
-    stars = pieces.count("*")
-    out = []
-    for i, piece in enumerate(pieces):
+    pieces = [""]
+    for piece in re.split(r"(\\\*|\\\\|\*)", spec):
         if piece == "*":
-            out.append(".*")
-        elif piece == "\\*":
-            out.append(re.escape("*"))
-        elif piece == "\\\\":
-            out.append(re.escape("\\"))
+            pieces.append("")
         else:
-            out.append(re.escape(piece))
-    text = "".join(out)
-    if stars == 1 and spec.endswith(" *"):
-        text = text[: -len(re.escape(" ") + ".*")] + "(?: .*)?"
-    compiled = re.compile(text, re.DOTALL)
-    if len(_WILDCARDS) < 512:
-        _WILDCARDS[spec] = compiled
-    return compiled
+            pieces[-1] += {"\\*": "*", "\\\\": "\\"}.get(piece, piece)
+    if len(pieces) == 2 and pieces[1] == "" and pieces[0].endswith(" ") and command == pieces[0][:-1]:
+        return True
+    first, last = pieces[0], pieces[-1]
+    end = len(command) - len(last)
+    if end < len(first) or not command.startswith(first) or not command.endswith(last):
+        return False
+    at = len(first)
+    for piece in pieces[1:-1]:
+        found = command.find(piece, at, end)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
 
 
-def commands_of(command: str, depth: int = 0) -> list[str]:
-    """The simple commands of a shell command line, each normalised for matching: split on
-    the shell's operators (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``,
-    backticks), leading assignments and process wrappers removed, redirections dropped,
-    words joined by one space; ``sh -c STRING`` also gives STRING's commands. Never raises:
-    a line ``shlex`` cannot read (an open quote) is split on the operators as plain text.
+#: Shell syntax, one token per match (linear: no backtracking across a token): blanks, a run of
+#: operator or redirection characters, a quoted string, an escaped character, plain text, or an
+#: opening quote that is never closed (``other``: :data:`_BALANCED` reads such a line first).
+_TOKEN = re.compile(r"""(?P<blank>[ \t\r]+)|(?P<op>[&|;()<>`\n]+)|'(?P<single>[^']*)'"""
+                    r"""|"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"|\\(?P<escaped>.)|(?P<plain>[^ \t\r&|;()<>`\n'"\\]+)"""
+                    r"""|(?P<other>['"\\])""", re.DOTALL)
+#: A line whose quotes all close (possessive: linear, no backtracking), and the plain-text split.
+_BALANCED = re.compile(r"""(?:[^'"\\]++|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)*+""", re.DOTALL)
+_PLAIN = re.compile(r"[&|;()<>`\n]+|[^\s&|;()<>`\n]+")
+_DOUBLE_ESCAPE = re.compile(r"\\([\\\"$`])")
+
+
+def _tokens(command: str) -> Iterator[str]:
+    """The words and operator runs of ``command``, as ``shlex`` in POSIX mode with
+    ``punctuation_chars`` reads them (quotes removed, a quoted operator kept as text), in one
+    linear pass, lazily; a line with an unclosed quote is split on the operators as plain text."""
+    if _BALANCED.fullmatch(command) is None:  # an open quote: operators are all memcli can read
+        yield from (m.group() for m in _PLAIN.finditer(command))
+        return
+    word: list[str] = []
+    in_word = False
+    for found in _TOKEN.finditer(command):
+        kind = found.lastgroup
+        if kind in ("blank", "op"):
+            if in_word:
+                yield "".join(word)
+                word, in_word = [], False
+            if kind == "op":
+                yield found.group()
+            continue
+        in_word = True
+        if kind == "double":
+            word.append(_DOUBLE_ESCAPE.sub(r"\1", found["double"]))
+        elif kind == "escaped":
+            if found["escaped"] != "\n":  # a backslash-newline joins two lines
+                word.append(found["escaped"])
+        else:
+            word.append(found.group(kind or 0))
+    if in_word:
+        yield "".join(word)
+
+
+def split(command: str, depth: int = 0) -> tuple[list[str], str]:
+    """The simple commands of a shell command line, each normalised for matching, and the
+    limit that cut them short ("" when every part was read): split on the shell's operators
+    (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``, backticks), leading
+    assignments and process wrappers removed, redirections dropped, words joined by one
+    space; ``sh -c STRING`` also gives STRING's commands. Linear in the command's length;
+    never raises. A command over :data:`MAX_COMMAND_CHARS` characters is not read at all,
+    and reading stops at :data:`MAX_PARTS` simple commands: a caller that must not let an
+    unread part through (the pre-tool hook's guards) decides on the limit returned.
     """
     if not isinstance(command, str) or not command.strip():
-        return []
+        return [], ""
+    if len(command) > MAX_COMMAND_CHARS:
+        return [], f"it has {len(command):,} characters, over the limit of {MAX_COMMAND_CHARS:,}"
+    over = f"it has more than {MAX_PARTS:,} simple commands, the limit"
     parts: list[list[str]] = [[]]
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars="&|;()<>`\n")
-        lexer.whitespace = " \t\r"
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        tokens = list(lexer)
-    except ValueError:
-        tokens = re.findall(r"[&|;()<>`\n]+|[^\s&|;()<>`\n]+", command)
-    skip_next = False
-    for token in tokens:
+    cut = ""
+    skip_next = full = False
+    for token in _tokens(command):
         if skip_next:
             skip_next = False
             continue
@@ -332,12 +376,16 @@ def commands_of(command: str, depth: int = 0) -> list[str]:
                     parts[-1].pop()
                 skip_next = not token.endswith("&") or token in ("<&", ">&")
                 continue
-            if len(parts) >= MAX_PARTS:
-                break
-            parts.append([])
+            if parts[-1]:
+                full = len(parts) >= MAX_PARTS
+                if not full:
+                    parts.append([])
             continue
+        if full:  # a word after the last part memcli reads
+            cut = over
+            break
         parts[-1].append(token)
-    out = []
+    out: list[str] = []
     for raw in parts:
         words = _strip(raw)
         if not words:
@@ -349,8 +397,27 @@ def commands_of(command: str, depth: int = 0) -> list[str]:
         if bare and bare != words:  # the wrapper too: Bash(nohup:*) still sees "nohup npm start"
             out.append(" ".join(bare))
         if depth < 2 and len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
-            out.extend(commands_of(words[2], depth + 1))
-    return out[:MAX_PARTS]
+            inner, inner_cut = split(words[2], depth + 1)
+            out.extend(inner)
+            cut = cut or inner_cut
+    if len(out) > 2 * MAX_PARTS:
+        return out[: 2 * MAX_PARTS], cut or over
+    return out, cut
+
+
+def commands_of(command: str, depth: int = 0) -> list[str]:
+    """The simple commands :func:`split` reads of ``command`` (at most :data:`MAX_PARTS`; the
+    rest is not read). Never raises."""
+    return split(command, depth)[0]
+
+
+def unchecked(call: Call) -> str:
+    """Why ``call`` cannot be matched in full against guards ("" when it can): a shell
+    command over :data:`MAX_COMMAND_CHARS` characters or :data:`MAX_PARTS` simple commands
+    (:func:`split`), or more files or URLs than the hook reads (``call.cut``)."""
+    if call.cut:
+        return call.cut
+    return split(call.command)[1] if call.tool == "Bash" else ""
 
 
 def _strip(words: list[str]) -> list[str]:

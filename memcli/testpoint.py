@@ -27,6 +27,12 @@ POINTS = (
     "move:stored",  # doctor --fix: personal memories committed in the person's store, not yet removed here
     "fresh:walking",  # the full walk a read started after its answer (index.fresh), before it walks
 )
+#: ``$MEMCLI_TEST_STALL_AT``: the process that reaches this named step waits there (an hour, the
+#: GIL released) instead of dying, so that a deadline is met there: the hook tests' watchdog.
+STALL_ENV = "MEMCLI_TEST_STALL_AT"
+STALLS = (
+    "guards:matching",  # the pre-tool hook holds the guards in force and is about to match the call
+)
 
 
 def reached(name: str) -> None:
@@ -41,3 +47,16 @@ def reached(name: str) -> None:
     if name.endswith("-child"):
         os.kill(os.getppid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def stall(name: str) -> None:
+    """Wait an hour (a deadline's watchdog answers meanwhile) when ``$MEMCLI_TEST_STALL_AT``
+    names ``name``; otherwise nothing.
+
+    Args:
+        name: one of :data:`STALLS`.
+    """
+    if os.environ.get(STALL_ENV) == name:
+        import time
+
+        time.sleep(3600)

@@ -116,6 +116,41 @@ def test_splitting_never_crashes(command: str) -> None:
     g.matches(g.parse("Bash(npm install:*)"), g.Call("Bash", command=command))
 
 
+LIMITS = [
+    # (command, what split says of it: "" when read whole)
+    ("true && " * (g.MAX_PARTS - 1) + "npm install x", ""),
+    ("true && " * g.MAX_PARTS + "npm install x", "more than 1,000 simple commands, the limit"),
+    ("true; " * g.MAX_PARTS, ""),  # operators after the last part: nothing unread
+    ("echo ok;;;;; " * 2 + "npm install", ""),  # empty parts do not count
+    ("bash -c '" + "true && " * g.MAX_PARTS + "npm install x'", "more than 1,000 simple commands"),  # inside sh -c
+    ("npm install " + "a" * (g.MAX_COMMAND_CHARS - 12), ""),
+    ("npm install " + "a" * 200_000, "200,012 characters, over the limit of 100,000"),
+    ("'" + "a" * (g.MAX_COMMAND_CHARS - 1), ""),  # an open quote, read as plain text
+    ('"' + "\\a" * (g.MAX_COMMAND_CHARS // 2 - 1), ""),
+    ("a && " * (g.MAX_COMMAND_CHARS // 5), "more than 1,000 simple commands"),
+]
+
+
+@pytest.mark.parametrize(("command", "said"), LIMITS)
+def test_a_command_over_the_limits_is_said_to_be_unread(command: str, said: str) -> None:
+    parts, cut = g.split(command)
+    assert (cut == "") is (said == "") and said in cut, cut
+    assert g.unchecked(g.Call("Bash", command=command)) == cut
+    if not said and "npm install" in command:
+        assert g.matches(g.parse("Bash(npm install:*)"), g.Call("Bash", command=command))
+
+
+@pytest.mark.parametrize(("pattern", "command", "expected"), [
+    # wildcards are matched piece by piece: many stars on a long command take linear time
+    ("Bash(git" + " *" * 30 + " main)", "git" + " a" * 5_000, False),
+    ("Bash(git" + " *" * 30 + " main)", "git" + " a" * 5_000 + " main", True),
+    ("Bash(*a*a*a*a*a*a*a*a*a*a*a*a*b)", "a" * 50_000, False),
+    ("Bash(\\* x *)", "* x y", True), ("Bash(\\* x *)", "a x y", False),  # an escaped star is a star
+])
+def test_wildcards_on_long_commands(pattern: str, command: str, expected: bool) -> None:
+    assert g.matches(g.parse(pattern), g.Call("Bash", command=command)) is expected
+
+
 WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=8)
 
 
@@ -133,14 +168,31 @@ def test_a_prefix_never_reaches_across_an_operator(left: list[str], op: str, rig
     assert g.matches(g.parse(f"Bash({right[0]}:*)"), g.Call("Bash", command=command))
 
 
-def test_suggestions_from_the_text() -> None:
-    assert suggest("Use pnpm, never npm, for packages in this repository") == ["Bash(npm:*)"]
-    assert suggest("never run npm install here") == ["Bash(npm install:*)"]
-    assert suggest("Don't use `git push --force` on main") == ["Bash(git push --force:*)"]
-    assert suggest("Always use pnpm, not npm.") == ["Bash(npm:*)"]
-    assert suggest("不要用 npm 安装依赖") == ["Bash(npm:*)"]
-    assert suggest("禁止 rm -rf /") == ["Bash(rm:*)"]
-    assert suggest("never forget the tests") == []
+SUGGESTIONS = [
+    # (text, the --deny patterns suggested): the command's words as written, up to the first
+    # that is not a command's; never a bare program broader than what was said
+    ("Use pnpm, never npm, for packages in this repository", ["Bash(npm:*)"]),
+    ("never run npm install here", ["Bash(npm install:*)"]),
+    ("Don't use `git push --force` on main", ["Bash(git push --force:*)"]),
+    ("Always use pnpm, not npm.", ["Bash(npm:*)"]),
+    ("Never run rm -rf on the build folder", ["Bash(rm -rf:*)"]),
+    ("never run git push --force", ["Bash(git push --force:*)"]),
+    ("Never run git push --force on main", ["Bash(git push --force:*)"]),
+    ("Never run docker compose down -v.", ["Bash(docker compose down -v:*)"]),
+    ("never run npm publish, use the release script", ["Bash(npm publish:*)"]),
+    ("never use sudo pip install", ["Bash(sudo pip install:*)"]),
+    ("不要运行 npm publish", ["Bash(npm publish:*)"]),
+    ("不要运行 git push --force 到主分支", ["Bash(git push --force:*)"]),
+    ("禁止运行 rm -rf build/", ["Bash(rm -rf build/:*)"]),
+    ("不要用 npm 安装依赖", ["Bash(npm:*)"]),
+    ("禁止 rm -rf /", ["Bash(rm -rf /:*)"]),
+    ("never forget the tests", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SUGGESTIONS)
+def test_suggestions_from_the_text(text: str, expected: list[str]) -> None:
+    assert suggest(text) == expected
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -160,7 +212,7 @@ def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run) -> None:  #
     assert subprocess.run(["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout == before
     hint = run("remember", "Never run git push --force on main")
-    assert "--deny 'Bash(git push:*)'" in hint.err, hint
+    assert "--deny 'Bash(git push --force:*)'" in hint.err, hint
 
 
 def _hook(run, agent: str, payload: dict, cwd: Path) -> dict | str:  # noqa: ANN001
@@ -413,3 +465,69 @@ def test_compact_proposes_memories_no_session_was_given_for_90_days(ws: Path, ru
     assert candidates() == [idle]
     assert f"candidate to retire {idle}" in run("compact", env=now).out
     assert run("--json", "show", idle, env=now).json()["data"]["status"] == "active"  # proposed only
+
+
+# --- calls memcli cannot check in full -------------------------------------------------------
+
+TOO_MANY = "true && " * g.MAX_PARTS + "npm install x"  # the guarded part is past the last one read
+TOO_LONG = "npm install " + "a" * 200_000
+
+
+def _decision(answer: dict | str) -> tuple[str, str]:
+    if not isinstance(answer, dict):
+        return "", ""
+    if "decision" in answer:  # Gemini CLI
+        return answer["decision"], answer["reason"]
+    out = answer["hookSpecificOutput"]
+    return out.get("permissionDecision", ""), out.get("permissionDecisionReason", "")
+
+
+UNCHECKED = [
+    # (guard, agent, command, env, decision, the limit the reason names)
+    ("--deny", "claude", TOO_MANY, {}, "deny", "more than 1,000 simple commands"),
+    ("--deny", "codex", TOO_MANY, {}, "deny", "more than 1,000 simple commands"),
+    ("--deny", "gemini", TOO_MANY, {}, "deny", "more than 1,000 simple commands"),
+    ("--deny", "claude", TOO_LONG, {}, "deny", "over the limit of 100,000"),
+    ("--ask", "claude", TOO_MANY, {}, "ask", "more than 1,000 simple commands"),
+    ("--ask", "codex", TOO_LONG, {}, "deny", "cannot ask"),
+    ("--ask", "gemini", TOO_LONG, {}, "ask", "over the limit of 100,000"),
+    # past the hook's deadline while the guards are matched
+    ("--deny", "claude", "ls", {"MEMCLI_TEST_STALL_AT": "guards:matching"}, "deny", "deadline"),
+    ("--ask", "codex", "ls", {"MEMCLI_TEST_STALL_AT": "guards:matching"}, "deny", "deadline"),
+    # no deny or ask guard on the shell: nothing to refuse
+    ("--warn", "claude", TOO_MANY, {}, "", ""),
+    ("--warn", "claude", "ls", {"MEMCLI_TEST_STALL_AT": "guards:matching"}, "", ""),
+]
+
+
+@pytest.mark.parametrize(("flag", "agent", "command", "env", "decision", "said"), UNCHECKED)
+def test_a_call_too_long_or_complex_to_check_is_not_let_through(ws: Path, run, tmp_path: Path,  # noqa: ANN001
+                                                                flag: str, agent: str, command: str,
+                                                                env: dict[str, str], decision: str,
+                                                                said: str) -> None:
+    mid = run("--json", "remember", "Use pnpm, never npm", flag, "Bash(npm install:*)").json()["data"]["id"]
+    run("remember", "Migrations are written by the release owner", "--deny", "Edit(migrations/**)")
+    payload = {"claude": _claude, "codex": _codex, "gemini": _gemini}[agent](command, tmp_path)
+    out = run("hook", agent, "pre-tool-use", input=json.dumps(payload), cwd=tmp_path, env=env)
+    assert out.code == 0, out
+    answer = json.loads(out.out) if out.out.strip() else ""
+    found, reason = _decision(answer)
+    assert found == decision, out
+    if decision:
+        assert "too long or complex to check against the guards" in reason and said in reason, reason
+        assert mid in reason and "Bash(npm install:*)" in reason
+        assert "migrations" not in reason  # only the guards on the call's tool
+
+
+def test_a_patch_over_the_file_limit_is_not_let_through(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+    from memcli.agents.tools import MAX_FILES
+
+    run("remember", "Migrations are written by the release owner", "--deny", "Edit(migrations/**)")
+    files = [f"src/f{i}.py" for i in range(MAX_FILES)] + ["migrations/001.sql"]
+    patch = "*** Begin Patch\n" + "".join(f"*** Add File: {f}\n+x\n" for f in files) + "*** End Patch\n"
+    payload = {**_codex("", tmp_path), "tool_name": "apply_patch", "tool_input": {"command": patch}}
+    found, reason = _decision(_hook(run, "codex", payload, tmp_path))
+    assert found == "deny" and f"more than {MAX_FILES} files" in reason, reason
+    payload["tool_input"] = {"command": patch.replace("*** Add File: src/f0.py\n+x\n", "")}  # 20 files: read whole
+    found, reason = _decision(_hook(run, "codex", payload, tmp_path))
+    assert found == "deny" and "says:" in reason, reason  # denied by the memory itself

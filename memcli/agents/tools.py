@@ -100,11 +100,17 @@ def call_of(agent: str, tool_name: str, tool_input: object):  # noqa: ANN201 - a
         return None
     if tool == "Bash":
         return Call("Bash", command=_command_text(tool_input.get("command") or tool_input.get("cmd")))
+    over = f"it names more than {MAX_FILES} files or addresses, the limit"
     if tool == "WebFetch":
         urls = [tool_input["url"]] if isinstance(tool_input.get("url"), str) else []
         urls += _URL.findall(tool_input.get("prompt") or "") if isinstance(tool_input.get("prompt"), str) else []
-        return Call("WebFetch", urls=urls[:MAX_FILES])
+        return Call("WebFetch", urls=urls[:MAX_FILES], cut=over if len(urls) > MAX_FILES else "")
     paths = files_of(tool_name, tool_input)
+    cut = ""
+    if tool_name in CODEX_PATCH_TOOLS and len(paths) == MAX_FILES:
+        texts = [v for v in tool_input.values() if isinstance(v, str)]
+        if len({m.group(1) for text in texts for m in _PATCH_FILE.finditer(text)}) > MAX_FILES:
+            cut = over
     if not paths:
         for key in ("file_path", "absolute_path", "path", "notebook_path"):
             if isinstance(tool_input.get(key), str) and tool_input[key].strip() and "\0" not in tool_input[key]:
@@ -113,11 +119,13 @@ def call_of(agent: str, tool_name: str, tool_input: object):  # noqa: ANN201 - a
         else:
             listed = tool_input.get("paths") or tool_input.get("include")
             if isinstance(listed, list):
-                paths = [p for p in listed if isinstance(p, str) and p and "\0" not in p][:MAX_FILES]
+                paths = [p for p in listed if isinstance(p, str) and p and "\0" not in p]
+                cut = over if len(paths) > MAX_FILES else ""
+                paths = paths[:MAX_FILES]
     if tool == "Edit" and tool_name == "apply_patch":
         # a patch that adds a file writes it: Write(...) guards see it too (Codex's hooks match it as both)
-        return Call("Edit", paths=paths)
-    return Call(tool, paths=paths)
+        return Call("Edit", paths=paths, cut=cut)
+    return Call(tool, paths=paths, cut=cut)
 
 
 def call_key(call) -> str:  # noqa: ANN001 - a memcli.guards.Call

@@ -17,7 +17,11 @@ WORDS = Path(__file__).parent / "words" / "guards.toml"
 #: Suggestions made for one text at most.
 MAX_SUGGESTIONS = 3
 _WORD = re.compile(r"\s*(?:`(?P<quoted>[^`\n]+)`|(?P<word>[A-Za-z0-9_./:@=+-]+))")
-_SUBCOMMAND = re.compile(r"^[a-z][a-z0-9:-]*$")
+#: Words of a command after its program: a subcommand or argument (``push``, ``build/``, ``/``), or an
+#: option (``-rf``, ``--force``, ``--env=prod``).
+_ARGUMENT = re.compile(r"^(?:[a-z0-9/~.][a-z0-9:._/@+~-]*|--?[A-Za-z0-9][A-Za-z0-9_-]*(?:=[^\s]+)?)$")
+#: Words taken after the program at most.
+MAX_WORDS = 5
 
 
 @lru_cache(maxsize=1)
@@ -31,9 +35,10 @@ def suggest(text: str) -> list[str]:
     """The guard patterns ``text`` suggests, in order of mention (at most ``MAX_SUGGESTIONS``).
 
     A command in backticks is taken whole (``never `git push --force` `` gives
-    ``Bash(git push --force:*)``); otherwise the program and, when one follows it after a
-    space, its subcommand (``never run npm install here`` gives ``Bash(npm install:*)``;
-    ``never npm, for packages`` gives ``Bash(npm:*)``).
+    ``Bash(git push --force:*)``); otherwise the program and the words after it as the text
+    wrote them, up to the first that is not a command's (a stop word, prose, punctuation that
+    ends the clause): ``never run rm -rf on the build folder`` gives ``Bash(rm -rf:*)``, never
+    the broader ``Bash(rm:*)``; ``never npm, for packages`` gives ``Bash(npm:*)``.
     """
     cues, programs, stop = _words()
     found: list[str] = []
@@ -45,14 +50,30 @@ def suggest(text: str) -> list[str]:
             if first["quoted"]:
                 words = first["quoted"].split()
             else:
-                words = [first["word"].rstrip(".,;:")]
-                after = text[first.end():]
-                nxt = re.match(r"[ \t]+([a-z][a-z0-9:-]*)(?![\w.-])", after)
-                if nxt and nxt.group(1) not in stop and _SUBCOMMAND.match(nxt.group(1)):
-                    words.append(nxt.group(1))
+                words = _command_words(text, first, stop)
             if not words or words[0].lower() not in programs:
                 continue
             rule = f"Bash({' '.join(words).rstrip('.,;:')}:*)"
             if rule not in found:
                 found.append(rule)
     return found[:MAX_SUGGESTIONS]
+
+
+def _command_words(text: str, first: re.Match[str], stop: frozenset[str]) -> list[str]:
+    """The program ``first`` found in ``text`` and the words that follow it while they read as
+    its subcommands, options and arguments (:data:`_ARGUMENT`, not in ``stop``, at most
+    :data:`MAX_WORDS`); punctuation ending a word (``npm publish.``) ends the command."""
+    raw = first["word"]
+    words = [raw.rstrip(".,;:")]
+    at = first.end()
+    while len(words) <= MAX_WORDS and raw == raw.rstrip(".,;:!?"):
+        nxt = re.match(r"[ \t]+(\S+)", text[at:])
+        if nxt is None:
+            break
+        raw = nxt.group(1)
+        word = raw.rstrip(".,;:!?")
+        if not word or word.lower() in stop or not _ARGUMENT.match(word):
+            break
+        words.append(word)
+        at += nxt.end()
+    return words

@@ -223,7 +223,15 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
         if call is not None and event == "pre-tool-use":
-            decision = _guard(ctx, agent, payload, call)
+            if on_open is not None:
+                deadline, keep = ctx.ws.config.hook_deadline, on_open
+
+                def late_decision(answer: str | None) -> None:  # the watchdog's answer while guards are checked
+                    keep(deadline, before_exit, answer if answer is not None else late)
+                decision = _guard(ctx, agent, payload, call, late_decision, deadline)
+                late_decision(None)
+            else:
+                decision = _guard(ctx, agent, payload, call)
         if not decision and not (event == "pre-tool-use" and after):
             context = _dispatch(ctx, event, payload, run, agent=agent, call=call)
         run.warnings.extend(ctx.warnings)
@@ -308,29 +316,49 @@ def guards_in_force(ctx) -> list[tuple[Memory, Guard]]:  # noqa: ANN001
     return out
 
 
-def _guard(ctx, agent: str, payload: formats.HookInput, call) -> list[str]:  # noqa: ANN001 - a guards.Call
+def _guard(ctx, agent: str, payload: formats.HookInput, call,  # noqa: ANN001 - a guards.Call
+           late: Callable[[str | None], None] | None = None, deadline: float = 0.0) -> list[str]:
     """The guards' verdict on a tool call: ``[decision, reason]`` (``deny`` or ``ask``) when a
     guard of a memory in force denies or asks about it, else ``[]``; each verdict and each
-    ``warn`` guard's match goes to the usage journal."""
+    ``warn`` guard's match goes to the usage journal.
+
+    A call memcli cannot check in full (``memcli.guards.unchecked``: a command over the
+    limits) while a ``deny`` or ``ask`` guard on its tool is in force is refused (or asked
+    about) as too long or complex to check, never let through unchecked. ``late``, when
+    given, is told the agent's answer for a watchdog that answers at the hook's ``deadline``
+    (seconds) while the guards are being matched: the same refusal, saying the call could
+    not be checked in time.
+    """
+    from memcli import testpoint
     from memcli.agents.registry import get
     from memcli.agents.tools import call_key
+    from memcli.guards import covers, unchecked
 
     guards = guards_in_force(ctx)
     if not guards:
         return []
+    own = get(agent)
+    held = [(m, g) for m, g in guards if g.kind in ("deny", "ask") and covers(g.rule, call.tool)]
+    if held and late is not None:
+        why = f"it could not be checked within the hook's deadline, [hooks] deadline = {deadline:g} s"
+        late(own.decide(*_unchecked_verdict(own, held, why)))
     key = call_key(call)  # before the paths are resolved: as the agent named them, as its transcript does
+    testpoint.stall("guards:matching")
     matched = match_call(guards, call, payload.cwd)
-    if not matched:
-        return []
     for memory, guard in matched:
         if guard.kind == "warn":
             _journal(ctx, agent, payload, "violated", [memory.id], guard.pattern, key)
     strong = [(m, g) for m, g in matched if g.kind in ("deny", "ask")]
     if not strong:
-        return []
+        why = unchecked(call) if held else ""
+        if not why:
+            return []
+        verdict = _unchecked_verdict(own, held, why)
+        _journal(ctx, agent, payload, "denied" if verdict[0] == "deny" else "asked",
+                 list(dict.fromkeys(m.id for m, _ in held)), held[0][1].pattern, key)
+        return verdict
     kind = strong[0][1].kind
     chosen = [(m, g) for m, g in strong if g.kind == kind]
-    own = get(agent)
     asks = kind == "ask" and own.asks
     lines = []
     for memory, guard in chosen[:3]:
@@ -352,6 +380,24 @@ def _guard(ctx, agent: str, payload: formats.HookInput, call) -> list[str]:  # n
     _journal(ctx, agent, payload, "denied" if not asks else "asked", [m.id for m, _ in chosen],
              chosen[0][1].pattern, key)
     return ["deny" if not asks else "ask", reason]
+
+
+def _unchecked_verdict(own, held: list, why: str) -> list[str]:  # noqa: ANN001 - an agents.registry Agent
+    """``[decision, reason]`` for a call memcli could not check against the ``deny``/``ask``
+    guards ``held`` (``(memory, guard)`` pairs on its tool), ``why`` saying which limit it
+    passed: ``deny`` when one of them denies or the agent cannot ask, else ``ask``."""
+    kind = "deny" if any(g.kind == "deny" for _, g in held) else "ask"
+    asks = kind == "ask" and own.asks
+    lines = [f"memory {m.id} ({m.scope}) holds the guard {g.kind} {g.pattern}." for m, g in held[:3]]
+    checked = "too long or complex to check against the guards of this project's memories"
+    if kind == "deny":
+        lead = f"memcli: this call is denied: it is {checked} ({why})."
+    elif asks:
+        lead = f"memcli: this call is {checked} ({why}), so the person is asked to confirm it."
+    else:
+        lead = f"memcli: this call is {checked} ({why}), and {own.title} hooks cannot ask, so it is denied."
+    tail = "Split it into shorter calls, each of which memcli can check."
+    return ["deny" if not asks else "ask", " ".join([lead, *lines, tail])]
 
 
 def match_call(guards: list, call, cwd: str) -> list:  # noqa: ANN001 - a guards.Call
