@@ -357,10 +357,11 @@ def test_on_arrival_a_commit_under_your_own_address_is_yours_only_when_your_key_
 # --- the server-side gate of docs/teams.md ----------------------------------------------------
 
 def documented_hook() -> str:
-    """The pre-receive hook as docs/teams.md prints it (the first ``sh`` block after its heading)."""
+    """The pre-receive hook as docs/teams.md prints it (the first ``sh no-test`` block after its
+    heading: tests/test_doc_examples.py does not run it as a page example, this test installs it)."""
     text = (Path(__file__).parent.parent / "docs" / "teams.md").read_text(encoding="utf-8")
     after = text[text.index("**A pre-receive hook**"):]
-    start = after.index("```sh\n") + len("```sh\n")
+    start = after.index("```sh no-test\n") + len("```sh no-test\n")
     return after[start:after.index("```\n", start)]
 
 
