@@ -329,7 +329,6 @@ def _guard(ctx, agent: str, payload: formats.HookInput, call,  # noqa: ANN001 - 
     (seconds) while the guards are being matched: the same refusal, saying the call could
     not be checked in time.
     """
-    from memcli import testpoint
     from memcli.agents.registry import get
     from memcli.agents.tools import call_key
     from memcli.guards import covers, unchecked
@@ -343,7 +342,10 @@ def _guard(ctx, agent: str, payload: formats.HookInput, call,  # noqa: ANN001 - 
         why = f"it could not be checked within the hook's deadline, [hooks] deadline = {deadline:g} s"
         late(own.decide(*_unchecked_verdict(own, held, why)))
     key = call_key(call)  # before the paths are resolved: as the agent named them, as its transcript does
-    testpoint.stall("guards:matching")
+    if os.environ.get("MEMCLI_TEST_STALL_AT"):  # tests only (memcli.testpoint); no import on the hot path
+        from memcli import testpoint
+
+        testpoint.stall("guards:matching")
     matched = match_call(guards, call, payload.cwd)
     for memory, guard in matched:
         if guard.kind == "warn":
