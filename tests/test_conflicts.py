@@ -199,3 +199,28 @@ def test_two_machines_of_one_person_share_their_personal_store_on_one_branch(tea
     for ws, env, _ in (laptop, desktop):
         listed = mem(ws, "--json", "list", "--scope", "user:alice", env=env)
         assert {m["id"] for m in listed.json()["data"]["memories"]} == {laptop[2], desktop[2]}, listed.out
+
+
+def test_an_approval_merged_beside_the_proposers_edit_is_no_forgery(team) -> None:
+    """alice approves bob's agent memory while bob edits its importance: the driver merges both,
+    and the merge commit (by bob) is not taken for an approval by its proposer: check passes and
+    neither clone quarantines it (it did before: the merge was judged as the activation)."""
+    _, clone = team
+    bob, alice = clone("bob"), clone("alice")
+    for ws, name in ((bob, "bob"), (alice, "alice")):
+        git("config", "user.email", f"{name}@example.com", cwd=ws)
+        git("config", "user.name", name, cwd=ws)
+    mid = remember(bob, "--actor", "bob@example.com", "remember", "Run the linter before pushing",
+                   "--source-type", "model_derived")
+    assert mem(bob, "sync").code == 0 and mem(alice, "sync").code == 0
+    base = git("rev-parse", "HEAD", cwd=alice)
+    assert mem(alice, "--actor", "alice@example.com", "approve", mid).code == 0
+    edit_text(bob, mid, "importance: 3", "importance: 4")
+    assert mem(alice, "sync").code == 0
+    merged = mem(bob, "sync")
+    assert merged.code == 0 and "quarantined" not in merged.out, merged
+    assert mem(alice, "sync").code == 0
+    for ws in (bob, alice):
+        assert mem(ws, "check", f"{base}..HEAD").code == 0
+        assert mem(ws, "--json", "quarantine", "list").json()["data"]["quarantined"] == []
+        assert shown(ws, mid)["status"] == "active" and shown(ws, mid)["importance"] == 4

@@ -99,6 +99,29 @@ class _Git:
         status, out, _ = self.repo.raw("cat-file", "blob", spec, env=self.env)
         return out if status == 0 else None
 
+    def blobs(self, specs: list[str]) -> list[bytes | None]:
+        """The bytes of each ``REV:PATH`` (None where absent or not a blob), one ``git cat-file --batch``."""
+        if not specs:
+            return []
+        status, out, _ = self.repo.raw("cat-file", "--batch", input="".join(f"{s}\n" for s in specs).encode(),
+                                       env=self.env)
+        found: list[bytes | None] = []
+        pos = 0
+        for _ in specs:
+            end = out.find(b"\n", pos) if status == 0 else -1
+            if end < 0:
+                found.append(None)
+                continue
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) == 3 and header[1] == b"blob":
+                size = int(header[2])
+                found.append(out[pos:pos + size])
+                pos += size + 1
+            else:
+                found.append(None)
+        return found
+
     def mode(self, rev: str | None, path: str) -> str:
         if rev is None:  # the staged version
             rows = self.lines("ls-files", "-s", "--", path)
@@ -266,46 +289,60 @@ def _identity(text: str) -> "Identity":
     return review.Identity(name.strip(), rest.split(">", 1)[0].strip())
 
 
+def _load(ctx, git: _Git, rel: str, data: bytes | None):  # noqa: ANN001, ANN202 - model.Memory | None
+    if data is None:
+        return None
+    try:
+        return git.files.load(ctx.ws.root / rel, data=data, mtime=0).memory
+    except MemcliError:
+        return None
+
+
 def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> list:  # noqa: ANN001
-    """Every version of the file up to ``new`` (oldest first; the staged one last when ``new`` is None)."""
+    """Every version of the file up to ``new`` (oldest first; the staged one last when ``new`` is
+    None), each as ``(review.Version, [the memory as each of its commit's parents had it])``: a
+    change is judged against the commit's own parents, so a merge that only carries a change
+    made on one side (an approval merged beside an edit) is not taken for making it."""
     from memcli.policy import review
 
-    history = git.lines("log", "--no-renames", "--format=%H%x00%an <%ae>%x00%cn <%ce>", "--reverse",
+    history = git.lines("log", "--no-renames", "--format=%H%x00%an <%ae>%x00%cn <%ce>%x00%P", "--reverse",
                         *([new] if new else ["HEAD"]), "--", rel)
-    rows = [parts for parts in (row.split("\x00") for row in history) if len(parts) == 3]
+    rows = [parts for parts in (row.split("\x00") for row in history) if len(parts) == 4]
     trust = git.trust
-    trust.prepare([sha for sha, _, _ in rows])
+    trust.prepare([sha for sha, _, _, _ in rows])
+    specs = [f"{sha}:{full}" for sha, _, _, _ in rows] + [f"{p}:{full}" for _, _, _, ps in rows for p in ps.split()]
+    datas = dict(zip(specs, git.blobs(specs)))
     out = []
-    for sha, author, committer in rows:
-        data = git.blob(f"{sha}:{full}")
-        loaded = None
-        if data is not None:
-            try:
-                loaded = git.files.load(ctx.ws.root / rel, data=data, mtime=0).memory
-            except MemcliError:
-                loaded = None
-        out.append(review.Version(sha, loaded, _identity(author), _identity(committer), trust.required(sha),
-                                  trust.signer(sha), trust.words(sha)))
+    for sha, author, committer, parents in rows:
+        before = [_load(ctx, git, rel, datas.get(f"{p}:{full}")) for p in parents.split()]
+        out.append((review.Version(sha, _load(ctx, git, rel, datas.get(f"{sha}:{full}")), _identity(author),
+                                   _identity(committer), trust.required(sha), trust.signer(sha), trust.words(sha)),
+                    before))
     if new is None:  # the staged version is about to be committed by the current git identity
         author = git.lines("var", "GIT_AUTHOR_IDENT")[0].rsplit(">", 1)[0] + ">"
         committer = git.lines("var", "GIT_COMMITTER_IDENT")[0].rsplit(">", 1)[0] + ">"
-        out.append(review.Version("staged", memory, _identity(author), _identity(committer)))
+        head = git.blobs([f"HEAD:{full}"])[0]
+        out.append((review.Version("staged", memory, _identity(author), _identity(committer)),
+                    [_load(ctx, git, rel, head)] if head is not None else []))
     return out
 
 
 def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> list[Problem]:  # noqa: ANN001
     """The rules over the file's history (``policy.review``): provenance never changes after the
-    first version, and a memory that needs review became active only by a valid approval."""
+    first version, and a memory that needs review became active only by a valid approval. A
+    version became active when it is ``active`` and none of its commit's parents had it active
+    (a merge that brings an approval from one side is not an approval of its own)."""
     from memcli.policy import gates, review
 
-    versions = [v for v in _versions(ctx, git, rel, full, memory, new) if v.memory is not None]
-    if not versions:
+    walked = [(v, [b for b in before if b is not None]) for v, before in _versions(ctx, git, rel, full, memory, new)
+              if v.memory is not None]
+    if not walked:
         return []
-    first = versions[0]
+    first = walked[0][0]
     assert first.memory is not None
     proposer = first.person() or first.author  # an unsigned first version where signing applies: rule signature
     problems = []
-    for version in versions[1:]:
+    for version, _ in walked[1:]:
         assert version.memory is not None
         changed = review.provenance_changes(first.memory, version.memory)
         if changed:
@@ -313,48 +350,47 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
                                     f"{version.where()}; provenance is written once, by the first version"))
             break
     shared = ctx.ws.config.shared_scopes
-    problems.extend(_guard_problems(ctx, rel, versions, proposer))
+    problems.extend(_guard_problems(ctx, rel, walked, proposer))
     if memory.status != "active" or not any(gates.review_required(v.memory.scope, v.memory.provenance.source_type,
-                                                                  shared) for v in versions if v.memory):
+                                                                  shared) for v, _ in walked if v.memory):
         return problems
-    previous: str | None = None
     approved = None  # the version at the last valid approval
     verdict: str | None = None
-    for version in versions:
+    for index, (version, before) in enumerate(walked):
         assert version.memory is not None
-        status = version.memory.status
-        if status == "active" and previous != "active":
-            verdict = review.judge_activation(version, previous, proposer, ctx.ws.config.allow_self_approve)
-            if verdict is None:
-                approved = version.memory
-            elif review.restores_approved(version.memory, previous, approved):
-                verdict = None
-        previous = status
+        if version.memory.status != "active" or any(b.status == "active" for b in before):
+            continue
+        previous = before[0].status if before else (None if index == 0 else walked[index - 1][0].memory.status)
+        verdict = review.judge_activation(version, previous, proposer, ctx.ws.config.allow_self_approve)
+        if verdict is None:
+            approved = version.memory
+        elif review.restores_approved(version.memory, previous, approved):
+            verdict = None
     if verdict is not None:
         problems.append(Problem(rel, "review", verdict))
     return problems
 
 
-def _guard_problems(ctx, rel: str, versions: list, proposer) -> list[Problem]:  # noqa: ANN001
-    """A later version of a memory in a shared scope that adds or widens a guard, other than a
-    valid approval of a pending memory (module docstring)."""
+def _guard_problems(ctx, rel: str, walked: list, proposer) -> list[Problem]:  # noqa: ANN001
+    """A later version of a memory in a shared scope that adds or widens a guard (against every
+    parent of its commit), other than a valid approval of a pending memory (module docstring)."""
     from memcli.guards import check_guards, widened
     from memcli.policy import gates, review
 
     out = []
-    for before, version in zip(versions, versions[1:]):
-        if not gates.review_required(version.memory.scope, "model_derived", ctx.ws.config.shared_scopes):
-            continue  # a personal scope: its owner's own power
+    for version, before in walked[1:]:
+        if not before or not gates.review_required(version.memory.scope, "model_derived", ctx.ws.config.shared_scopes):
+            continue  # a personal scope: its owner's own power (or a file added anew: its first version)
         try:
-            added = widened(check_guards(before.memory.guards), check_guards(version.memory.guards))
+            added = [widened(check_guards(b.guards), check_guards(version.memory.guards)) for b in before]
         except MemcliError:
             continue  # an unreadable guard: the file's own check says so
-        if not added:
-            continue
-        if before.memory.status == "pending_review" and version.memory.status == "active" and \
+        if not all(added):
+            continue  # a merge carrying one side's guards adds none of its own
+        if all(b.status == "pending_review" for b in before) and version.memory.status == "active" and \
                 review.judge_activation(version, "pending_review", proposer, ctx.ws.config.allow_self_approve) is None:
             continue
-        shown = ", ".join(f"{g.kind} {g.pattern}" for g in added[:3])
+        shown = ", ".join(f"{g.kind} {g.pattern}" for g in added[0][:3])
         out.append(Problem(rel, "guard", f"{version.where()} adds a guard ({shown}) to an existing memory; a guard "
                            "needs another person's approval: `memcli supersede ID --deny PATTERN` writes a new "
                            "memory that is reviewed as any write"))
