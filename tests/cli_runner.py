@@ -13,8 +13,10 @@ What memcli changes in the process for one command is put back after it: ``os.en
 folder, the umask (``memcli.store.personal.private_umask`` narrows it to 077), the signal
 handlers, ``sys.argv``, the standard streams (``sys.std*`` and ``sys.__std*__``: click and
 ``shutil.get_terminal_size`` read the latter), the time zone (``time.tzset`` for the ``TZ``
-the call sees) and the warning filters. The per-command state of ``memcli.cli`` itself
-(output settings, global options, the workspace opened) is reset by ``main`` on entry.
+the call sees) and the warning filters; objects it left in reference cycles (the index's
+SQLite connections) are collected, so their files close as at a process's exit. The
+per-command state of ``memcli.cli`` itself (output settings, global options, the workspace
+opened) is reset by ``main`` on entry.
 ``memcli.service.process_started`` answers the call's start, as it would in a new process
 (it bounds a hook's and ``context``'s deadline).
 
@@ -34,6 +36,7 @@ Not reproduced in-process: ``timeout=`` (a hang hangs the test), and output of a
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import locale
@@ -157,6 +160,7 @@ def run_in_process(*args: str, cwd: Path | str | None = None, input: str | None 
             pass
     finally:
         saved.restore()
+        gc.collect()  # what the command left in reference cycles (its index connections) closes, as at exit
     return Result(code, _text(stdout, encoding), _text(stderr, encoding), process=False)
 
 

@@ -46,16 +46,18 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-#: The files switched to the in-process runner so far (the others still start a process per call).
-IN_PROCESS_FILES = ("test_smoke.py", "test_cli_contract.py", "test_cli_habits.py", "test_rollback.py",
-                    "test_audit.py")
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all-processes", action="store_true",
+                     help="memcli: run every run/run_memcli call as a real process, as before the in-process "
+                          "runner (to compare the two forms of a test)")
 
 
 @pytest.fixture(autouse=True)
 def _runner_mode(request: pytest.FixtureRequest):
-    """A test marked ``process`` runs every ``run``/``run_memcli`` call as a real process."""
+    """A test marked ``process`` (or any, with ``--all-processes``) runs every ``run``/``run_memcli``
+    call as a real process."""
     cli_runner.FORCE_PROCESS = (request.node.get_closest_marker("process") is not None
-                                or request.node.path.name not in IN_PROCESS_FILES)
+                                or request.config.getoption("--all-processes"))
     yield
     cli_runner.FORCE_PROCESS = False
 
