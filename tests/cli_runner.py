@@ -51,6 +51,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import typer.main
+
+import memcli.cli.app  # noqa: F401 - the app's commands, from memcli's own agents, before any test registers one
+
 MEMCLI = [sys.executable, "-m", "memcli"]
 
 #: Set by the autouse fixture ``_runner_mode`` (conftest.py) for a test marked ``process``.
@@ -150,6 +154,7 @@ def run_in_process(*args: str, cwd: Path | str | None = None, input: str | None 
         sys.stdout = sys.__stdout__ = stdout
         sys.stderr = sys.__stderr__ = stderr
         memcli.service.process_started = lambda: started  # type: ignore[assignment]  # this call is the process
+        typer.main.get_command = _command  # type: ignore[assignment]
         sqlite3.connect = saved.connect_recorded  # type: ignore[assignment]
         os._exit = _exit  # type: ignore[assignment]  # memcli's fast exit ends the call, not the test run
         warnings.filters[:] = DEFAULT_WARNINGS
@@ -163,6 +168,16 @@ def run_in_process(*args: str, cwd: Path | str | None = None, input: str | None 
     finally:
         saved.restore()
     return Result(code, _text(stdout, encoding), _text(stderr, encoding), process=False)
+
+
+def _command(typer_app: Any) -> Any:
+    """``typer.main.get_command``, once per app: the click command tree typer builds from
+    memcli's app on every run (about 45 ms, most of an in-process typer command) is the same
+    each time, since the app is complete once ``memcli.cli.app`` is imported."""
+    built = _COMMANDS.get(id(typer_app))
+    if built is None or built[0] is not typer_app:
+        built = _COMMANDS[id(typer_app)] = (typer_app, _GET_COMMAND(typer_app))
+    return built[1]
 
 
 class _Exited(BaseException):
@@ -207,6 +222,9 @@ def _text(stream: io.TextIOWrapper, encoding: str) -> str:
     return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
 
 
+#: typer's own ``get_command``, and what it built per app (:func:`_command`).
+_GET_COMMAND = typer.main.get_command
+_COMMANDS: dict[int, tuple[Any, Any]] = {}
 #: The interpreter's own ``sys.__std*__`` (their error handlers are copied).
 _ORIGINAL = (sys.__stdin__, sys.__stdout__, sys.__stderr__)
 
@@ -248,6 +266,7 @@ class _Saved:
         for name, stream in self.streams.items():
             setattr(sys, name, stream)
         os._exit = self.exit  # type: ignore[assignment]
+        typer.main.get_command = _GET_COMMAND  # type: ignore[assignment]
         sys.argv = self.argv
         warnings.filters[:], warnings.showwarning = self.warnings[0], self.warnings[1]
         warnings._filters_mutated()  # type: ignore[attr-defined]
