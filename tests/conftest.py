@@ -1,20 +1,24 @@
 """Shared fixtures: every test runs with a clean environment and its own folders.
 
-Tests use real parts: real git repositories in temporary folders, real files, and the
-real ``memcli`` console script in a subprocess (``run``). Nothing is mocked.
+Tests use real parts: real git repositories in temporary folders, real files, and memcli's
+real command line (``run``): its entry point called in the test process, or a real
+``python -m memcli`` process where the process boundary is the point (``cli_runner.py``
+says which; a test marked ``@pytest.mark.process`` and ``run_proc`` always start one).
+Nothing is mocked.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-MEMCLI = [sys.executable, "-m", "memcli"]
+import cli_runner
+from cli_runner import MEMCLI, Result, run_memcli, run_memcli_proc
+
+__all__ = ["MEMCLI", "Result", "run_memcli", "run_memcli_proc", "git", "personal_store", "shared_tree"]
 
 
 @pytest.fixture(autouse=True)
@@ -42,29 +46,20 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-class Result:
-    """A finished ``memcli`` process: exit code, stdout, stderr, and ``json()`` of stdout."""
-
-    def __init__(self, proc: subprocess.CompletedProcess) -> None:
-        self.code = proc.returncode
-        self.out = proc.stdout
-        self.err = proc.stderr
-
-    def json(self) -> dict:
-        return json.loads(self.out)
-
-    def __repr__(self) -> str:
-        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--all-processes", action="store_true",
+                     help="memcli: run every run/run_memcli call as a real process, as before the in-process "
+                          "runner (to compare the two forms of a test)")
 
 
-def run_memcli(*args: str, cwd: Path | None = None, input: str | None = None,
-               env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-    """Run the real CLI in a subprocess (``python -m memcli``)."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    proc = subprocess.run([*MEMCLI, *args], cwd=cwd, input=input, capture_output=True, text=True,
-                          env=full_env, timeout=timeout)
-    return Result(proc)
+@pytest.fixture(autouse=True)
+def _runner_mode(request: pytest.FixtureRequest):
+    """A test marked ``process`` (or any, with ``--all-processes``) runs every ``run``/``run_memcli``
+    call as a real process."""
+    cli_runner.FORCE_PROCESS = (request.node.get_closest_marker("process") is not None
+                                or request.config.getoption("--all-processes"))
+    yield
+    cli_runner.FORCE_PROCESS = False
 
 
 @pytest.fixture
@@ -75,8 +70,15 @@ def semantic_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def run():
-    """``run(*args, cwd=..., input=..., env=...)`` -> Result; see ``run_memcli``."""
+    """``run(*args, cwd=..., input=..., env=...)`` -> Result; see ``cli_runner.run_memcli``
+    (in this process unless the call or the test needs a real one)."""
     return run_memcli
+
+
+@pytest.fixture
+def run_proc():
+    """As ``run``, always a real ``python -m memcli`` process (``cli_runner.run_memcli_proc``)."""
+    return run_memcli_proc
 
 
 @pytest.fixture

@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     from memcli.cli import fast, output
     from memcli.store.personal import private_umask
 
+    _fresh_state()
     private_umask()  # the person's stores, indexes and git objects are theirs alone (issue 22 point 6)
 
     args = hoist_globals(list(sys.argv[1:] if argv is None else argv))
@@ -124,6 +125,21 @@ def main(argv: list[str] | None = None) -> None:
             pass
         os._exit(status)
     sys.exit(status)
+
+
+def _fresh_state() -> None:
+    """Forget what an earlier ``main`` call in this process left behind: the output settings
+    (an earlier command's warnings would join this one's envelope), the global options and
+    the workspace it opened (a command that opens none would be logged in it). One process
+    runs one command, but ``main`` may be called again (the tests' in-process runner)."""
+    from memcli.cli import output
+    from memcli.cli.state import GLOBALS
+
+    output.STATE.reset()
+    GLOBALS.workspace = GLOBALS.actor = None
+    workspace = sys.modules.get("memcli.store.workspace")
+    if workspace is not None:
+        workspace.OPENED = None  # type: ignore[attr-defined]
 
 
 def _record(head: list[str], started: float, status: int) -> None:

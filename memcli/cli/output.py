@@ -37,6 +37,10 @@ class State:
         self.warnings = [] if warnings is None else warnings
         self.fast_exit = fast_exit
 
+    def reset(self) -> None:
+        """Back to the settings of a new process (``main`` calls it first)."""
+        self.__init__()  # type: ignore[misc]
+
 
 STATE = State()
 
