@@ -252,8 +252,10 @@ class IndexCatalog:
     def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
         """See :class:`Catalog`."""
         def on_index() -> dict[str, str]:
+            from memcli.index.db import NORM_SQL
+
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
-            found = dict(self.db.execute(f"SELECT id, norm FROM docs WHERE scope = ? AND status IN {statuses}",
+            found = dict(self.db.execute(f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}",
                                          (scope,)))
             if not all(isinstance(v, str) for v in found.values()):
                 raise TypeError("a row's norm is not text")
