@@ -73,6 +73,9 @@ BATCH = 200
 SMALL_SYNC = 500
 #: A walk stops at its deadline only past this many files (20 ms on an idle machine).
 SMALL_WALK = 5_000
+#: Test-only (tests/test_partial_index.py, not a setting): a sync with a deadline stops after this
+#: many changed files as if its deadline had come, so a test gets a partial index without a clock.
+STOP_AFTER_ENV = "MEMCLI_TEST_SYNC_FILES"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -792,6 +795,8 @@ class IndexDB:
         from memcli.index import parallel
 
         gone_hashes = {known[p][2] for p in vanished}
+        forced = os.environ.get(STOP_AFTER_ENV, "") if deadline is not None else ""
+        stop_after = int(forced) if forced.isdigit() else None
         if len(changed) <= SMALL_SYNC:
             deadline = None
         self.db.execute("BEGIN IMMEDIATE")
@@ -805,7 +810,7 @@ class IndexDB:
                     progress(done, len(changed))
                 self._apply(path, known.get(path), gone_hashes, report, None if reads is None else next(reads))
                 in_batch += 1
-                late = deadline is not None and time.monotonic() >= deadline
+                late = deadline is not None and time.monotonic() >= deadline or done == stop_after
                 if in_batch >= BATCH or late or done == len(changed):
                     self._commit_batch(report)
                     in_batch = 0
