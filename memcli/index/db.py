@@ -43,7 +43,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from memcli.errors import InvalidMemoryFile
 from memcli.index.tokenize import fingerprint, normalise, prepare
@@ -1109,10 +1109,15 @@ class IndexDB:
 
     # --- reading -----------------------------------------------------------------------
 
-    def problems(self) -> list[InvalidMemoryFile]:
-        """Files that could not be served, in path order."""
+    def problems(self) -> Iterator[InvalidMemoryFile]:
+        """Files that could not be served, in path order, made one by one as they are read
+        (a store may hold thousands: a caller that wants the first few reads no more)."""
         rows = self.db.execute("SELECT path, error, error_line FROM docs WHERE error IS NOT NULL ORDER BY path")
-        return [InvalidMemoryFile(path, reason, line) for path, reason, line in rows]
+        return (InvalidMemoryFile(path, reason, line) for path, reason, line in rows)
+
+    def problem_paths(self) -> Iterator[str]:
+        """The paths of :meth:`problems`, without making a problem of each (for counting)."""
+        return (path for (path,) in self.db.execute("SELECT path FROM docs WHERE error IS NOT NULL"))
 
     def status(self) -> dict:
         """Counts for ``index status``: memories, unreadable files, size in bytes, schema, and
