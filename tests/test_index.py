@@ -60,10 +60,14 @@ def dump(ws: Path) -> dict:
     try:
         docs = db.execute(
             "SELECT path, size, hash, id, scope, status, category, subject, importance, pinned, created, updated,"
-            " expire, idem, norm, tags, search_text, record, error, error_line FROM docs ORDER BY path").fetchall()
-        fts = db.execute("SELECT d.path, f.body, f.subject, f.tags FROM fts f JOIN docs d ON d.rowid = f.rowid"
-                         " ORDER BY d.path").fetchall()
-        orphans = db.execute("SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT rowid FROM docs)").fetchone()
+            " expire, idem, norm, tags, search_text, search_more, record, error, error_line FROM docs ORDER BY path"
+        ).fetchall()
+        # the FTS5 table is contentless: every token it holds, where (column, offset) and for which file
+        db.execute("CREATE VIRTUAL TABLE temp.instances USING fts5vocab(main, 'fts', 'instance')")
+        fts = db.execute("SELECT d.path, i.col, i.offset, i.term FROM temp.instances i LEFT JOIN docs d"
+                         " ON d.rowid = i.doc ORDER BY d.path, i.col, i.offset").fetchall()
+        orphans = db.execute("SELECT count(*) FROM temp.instances WHERE doc NOT IN (SELECT rowid FROM docs)"
+                             ).fetchone()
         vocab = db.execute("SELECT term, doc, cnt FROM vocab ORDER BY term").fetchall()
         found = {q: db.execute("SELECT d.path, round(bm25(fts, 1.0, 2.0, 1.5), 9) FROM fts JOIN docs d"
                                " ON d.rowid = fts.rowid WHERE fts MATCH ? ORDER BY 2, 1", (q,)).fetchall()

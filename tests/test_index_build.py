@@ -225,3 +225,22 @@ def set_deadline_from(ws: Path, old: float, new: float) -> None:
     config = ws / "memcli.toml"
     config.write_text(config.read_text(encoding="utf-8").replace(f"deadline = {old}", f"deadline = {new}"),
                       encoding="utf-8")
+
+
+def test_a_build_read_by_worker_processes_writes_the_index_one_process_writes(ws, run, tmp_path):
+    # memcli.index.parallel: with enough changed files, workers read and parse while one process
+    # writes; the rows and every token of the FTS5 table are those of a build in one process
+    write_memories(ws, 450)
+    folder = ws / "memories" / "project" / "2026-11"
+    (folder / "m000007.md").write_text("---\nid: m000003\nscope: project\ncategory: fact\n---\nSame id as another.\n",
+                                       encoding="utf-8")  # an id held twice: the smaller path wins either way
+    (folder / "broken.md").write_text("---\nid: [unclosed\n---\nbody\n", encoding="utf-8")
+    dumps = []
+    for workers in ("0", "2"):
+        assert run("index", "rebuild", env={"MEMCLI_TEST_INDEX_WORKERS": workers}).code == 0
+        dumps.append(dump(ws))
+    assert dumps[0]["orphans"] == dumps[1]["orphans"] == (0,)
+    for key in ("docs", "fts", "vocab", "found"):
+        assert dumps[0][key] == dumps[1][key], key
+    assert any(row[0].endswith("broken.md") and row[-2] for row in dumps[1]["docs"])  # a problem row
+    assert len(dumps[1]["fts"]) > 450 * 5

@@ -120,3 +120,33 @@ def test_a_closed_output_pipe_ends_quietly_with_141(ws, run, args) -> None:  # n
     proc.stdout.close()  # the reader is gone before the first byte
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and err == "", err
+
+
+@pytest.mark.parametrize("unbuffered", ["1", None])
+@pytest.mark.parametrize("args", [("recall", "quokka", "--limit", "1000"), ("list", "--limit", "1000"),
+                                  ("--json", "recall", "quokka", "--limit", "1000"),
+                                  ("--json", "list", "--limit", "1000")])
+def test_a_real_pipe_to_head_ends_quietly_with_141_as_git(ws, args, unbuffered) -> None:  # noqa: ANN001
+    # issue 21 point 4: `memcli recall X | head -1` through a real pipe, with more output than the
+    # pipe holds, so the reader is gone before memcli has written it all (git ends with 141 so).
+    # With PYTHONUNBUFFERED the write cut short by the reader was taken as done: exit 0.
+    folder = ws / "memories" / "project" / "2026-11"
+    folder.mkdir(parents=True)
+    words = " ".join(["the quokka ledger keeps its balances in the eastern vault"] * 2)
+    for i in range(1000):  # some 130 bytes a line: twice what a pipe holds
+        (folder / f"m{i:06d}.md").write_text(f"---\nid: m{i:06d}\nscope: project\ncategory: fact\n---\n"
+                                             f"Entry {i}: {words}.\n", encoding="utf-8")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONUNBUFFERED"}
+    env |= {"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}
+    assert run_memcli("index", "status").code == 0
+    full = subprocess.run([sys.executable, "-m", "memcli", *args], capture_output=True, env=env)
+    assert full.returncode == 0 and len(full.stdout) > 100_000, (full.returncode, len(full.stdout))
+    memcli = subprocess.Popen([sys.executable, "-m", "memcli", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env)
+    head = subprocess.Popen(["head", "-c", "100"] if "--json" in args else ["head", "-1"], stdin=memcli.stdout,
+                            stdout=subprocess.PIPE)
+    memcli.stdout.close()  # head holds the only reading end
+    first = head.communicate(timeout=120)[0]
+    err = memcli.stderr.read().decode()
+    assert memcli.wait(timeout=120) == 141 and err == "", (memcli.returncode, err)
+    assert first and head.returncode == 0

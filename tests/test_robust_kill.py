@@ -14,7 +14,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import MEMCLI, git
+import pytest
+
+from conftest import MEMCLI, git, personal_store
 
 KILLS = 50
 
@@ -24,22 +26,44 @@ def _memcli_staged(ws: Path) -> list[str]:
     return [p for p in git(ws, "diff", "--cached", "--name-only").splitlines() if p.startswith("memories/")]
 
 
-def test_fifty_writers_killed_at_random_instants_leave_a_consistent_workspace(ws, run):
-    user_file = ws / "notes.txt"
+def _store(kind: str, ws: Path, project: Path, run) -> Path:
+    """The store the writers write to: ``ws`` itself (a folder of its own repository), the memory
+    branch's worktree of ``project``, or the person's own store of ``ws`` (made by a first write)."""
+    if kind == "in-tree":
+        return ws
+    if kind == "branch":
+        made = run("init", cwd=project)
+        assert made.code == 0, made
+        return project / ".memcli"
+    first = run("remember", "My own note, which makes my personal store.", "--scope", "user:alice")
+    assert first.code == 0, first
+    return personal_store(ws)
+
+
+@pytest.mark.parametrize("kind", ["in-tree", "branch", "personal"])
+def test_fifty_writers_killed_at_random_instants_leave_a_consistent_workspace(kind, ws, project, run):
+    store = _store(kind, ws, project, run)
+    if kind == "branch":  # the memory branch's worktree keeps git's index split (memcli.git.commit)
+        assert (store / ".git").is_file()
+    where = ["-w", str(store)]
+    git_dir = Path(git(store, "rev-parse", "--absolute-git-dir").strip())
+    index_lock = Path(git(store, "rev-parse", "--path-format=absolute", "--git-path", "index.lock").strip())
+    user_file = store / "notes.txt"
     user_file.write_text("the person's own staged work\n", encoding="utf-8")
-    git(ws, "add", "notes.txt")
-    first = run("remember", "A memory written before the kills, superseded by some of them.", "--subject", "kill")
+    git(store, "add", "notes.txt")
+    first = run(*where, "remember", "A memory written before the kills, superseded by some of them.",
+                "--subject", "kill")
     assert first.code == 0, first
 
     started = time.monotonic()
-    timed = subprocess.run([*MEMCLI, "remember", "A timing run for the kill instants."], capture_output=True)
+    timed = subprocess.run([*MEMCLI, *where, "remember", "A timing run for the kill instants."], capture_output=True)
     assert timed.returncode == 0, timed
     span = max(0.3, (time.monotonic() - started) * 1.3)
 
     rng = random.Random(20261201)
     windows = 0
     for number in range(KILLS):
-        args = [*MEMCLI, "remember", f"Killed writer number {number} says hello."]
+        args = [*MEMCLI, *where, "remember", f"Killed writer number {number} says hello."]
         if number % 3 == 0:
             args += ["--subject", "kill"]  # a rewrite of another file too (supersede)
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -49,31 +73,33 @@ def test_fifty_writers_killed_at_random_instants_leave_a_consistent_workspace(ws
         except ProcessLookupError:
             pass
         proc.wait(timeout=60)
-        staged = _memcli_staged(ws)
+        staged = _memcli_staged(store)
         if staged:  # only between moving the branch and renaming the index: index.lock then blocks git commit
-            assert (ws / ".git" / "index.lock").exists(), (number, staged)
+            assert index_lock.exists(), (number, staged)
             windows += 1
     print(f"{KILLS} writers killed; {windows} kills landed between update-ref and the index rename")
 
-    doctor = run("doctor", timeout=120)
+    doctor = run(*where, "doctor", timeout=120)
     assert doctor.code in (0, 11), doctor
     assert "Traceback" not in doctor.err
-    assert _memcli_staged(ws) == [], "nothing of memcli's is staged after recovery"
-    assert not (ws / ".git" / "index.lock").exists()
-    assert git(ws, "diff", "--cached", "--name-only").split() == ["notes.txt"], "the person's staging is kept"
-    fsck = subprocess.run(["git", "-C", str(ws), "fsck", "--no-progress"], capture_output=True, text=True)
+    assert _memcli_staged(store) == [], "nothing of memcli's is staged after recovery"
+    assert not index_lock.exists()
+    assert git(store, "diff", "--cached", "--name-only").split() == ["notes.txt"], "the person's staging is kept"
+    fsck = subprocess.run(["git", "-C", str(store), "fsck", "--no-progress"], capture_output=True, text=True)
     assert fsck.returncode == 0 and "error" not in fsck.stderr.lower(), fsck.stderr
-    assert not list((ws / ".git").glob("memcli-index.*")), "temporary indexes are cleaned up"
-    assert not list((ws / "memories").rglob(".*.tmp")), "no half-written file is left"
-    assert not (ws / ".cache" / "unfinished-write.json").exists()
+    assert not list(git_dir.glob("memcli-index.*")), "temporary indexes are cleaned up"
+    assert not list((store / "memories").rglob(".*.tmp")), "no half-written file is left"
+    assert not (store / ".cache" / "unfinished-write.json").exists()
 
-    listed = run("--json", "list", "--status", "active")
+    listed = run(*where, "--json", "list", "--status", "active")
     assert listed.code == 0 and "skipped" not in listed.err, listed
     # every memory file on disk is committed: nothing half-done is left in the working tree
-    assert git(ws, "status", "--porcelain", "--untracked-files=all", "--", "memories") == ""
+    assert git(store, "status", "--porcelain", "--untracked-files=all", "--", "memories") == ""
 
-    after = run("--json", "remember", "The write after the kills succeeds.")
+    after = run(*where, "--json", "remember", "The write after the kills succeeds.")
     assert after.code == 0, after
     assert after.json()["data"]["commit"]
-    assert git(ws, "status", "--porcelain", "--", "memories") == ""
-    assert git(ws, "diff", "--cached", "--name-only").split() == ["notes.txt"]
+    assert git(store, "status", "--porcelain", "--", "memories") == ""
+    assert git(store, "diff", "--cached", "--name-only").split() == ["notes.txt"]
+    if kind != "in-tree":  # only memcli stages there: its commits keep git's index split
+        assert list(git_dir.glob("sharedindex.*"))

@@ -267,3 +267,18 @@ def test_history_and_diff_agree_with_log(mixed, run, ws):
     assert diff.code == 0 and not leaks(diff, PLAN) and mixed["bob"] not in diff.out, diff
     assert mixed["alice"] in diff.out
     assert mixed["bob"] in run("diff", f"{mixed['commit']}~1..{mixed['commit']}", env=BOB).out
+
+
+def test_the_count_of_unreadable_files_leaves_out_another_users_folder(ws, run):
+    # a read names the first five unreadable files and counts the rest without making each one
+    # (issue 21: thousands of problem rows cost 13 MB a read); bob's folder is neither named nor counted
+    for folder, count in (("project/2026-11", 8), ("user/bob/2026-11", 4)):
+        target = ws / "memories" / folder
+        target.mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            (target / f"broken{i}.md").write_text("---\nid: [unclosed\n---\nbody\n", encoding="utf-8")
+    result = run("recall", "anything")
+    assert result.code == 0, result
+    named = re.findall(r"skipped memories/(\S+?):", result.err)
+    assert len(named) == 5 and all(n.startswith("project/") for n in named), result.err
+    assert "skipped 3 more unreadable files" in result.err and "bob" not in result.err, result.err

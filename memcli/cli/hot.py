@@ -53,6 +53,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
     from memcli.text.secrets import shown
 
     context = ctx()
+    context.bound()  # as a hook: answer within [hooks] deadline from what is indexed, build the rest in the background
     mode = check_mode(fuzzy, grep)
     chosen = filters(**{"limit": RECALL_LIMIT, **options})
     using = semantic_retriever(context, COMMAND_BUDGET) if mode == "ranked" else None

@@ -13,6 +13,7 @@ never imported (it costs tens of milliseconds on the hot path).
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from typing import Any
@@ -45,6 +46,25 @@ class State:
 STATE = State()
 
 
+def write(text: str) -> None:
+    """Write ``text`` to stdout whole, or raise ``BrokenPipeError`` when its reader has gone.
+
+    With ``PYTHONUNBUFFERED`` set (or ``python -u``), ``sys.stdout`` writes straight to the
+    raw file, and a write the reader cuts short (``memcli --json recall X | head -c 100``)
+    is taken as done: the rest is dropped, no error, exit 0 where git ends with 141. Then
+    the bytes are written here until all are out, so a closed pipe raises (``cli._pipe_closed``).
+    """
+    stream = sys.stdout
+    raw = getattr(stream, "buffer", None)
+    if not isinstance(raw, io.FileIO):  # buffered: its writer writes everything or raises
+        stream.write(text)
+        return
+    stream.flush()
+    view = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while view:
+        view = view[raw.write(view) or 0:]
+
+
 def warn(message: str) -> None:
     """A warning: on stderr now (text mode) or in the envelope's ``warnings`` (JSON mode)."""
     if STATE.json:
@@ -58,9 +78,9 @@ def emit(data: Any, text: str | None = None) -> None:
     if STATE.json:
         envelope = {"schema": SCHEMA, "command": STATE.command, "ok": True, "data": data,
                     "warnings": STATE.warnings}
-        sys.stdout.write(json.dumps(envelope, ensure_ascii=False, default=str) + "\n")
+        write(json.dumps(envelope, ensure_ascii=False, default=str) + "\n")
     elif text:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        write(text if text.endswith("\n") else text + "\n")
 
 
 def error(code: str, message: str, hint: str | None, exit_code: int) -> None:
@@ -69,7 +89,7 @@ def error(code: str, message: str, hint: str | None, exit_code: int) -> None:
         envelope = {"schema": SCHEMA, "command": STATE.command, "ok": False,
                     "error": {"code": code, "message": message, "hint": hint, "exit": exit_code},
                     "warnings": STATE.warnings}
-        sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+        write(json.dumps(envelope, ensure_ascii=False) + "\n")
     else:
         line = f"{message.rstrip('.')}; {hint}" if hint else message
         print(f"memcli: error: {line}", file=sys.stderr)
@@ -93,10 +113,8 @@ def table(title: str, columns: list[str], rows: list[list[str]], header: bool = 
     """Print rows: a rich table on a terminal, else tab-separated lines, led by the column
     names when ``header`` (output read by a person, such as ``recall --explain``)."""
     if not is_terminal():
-        if header:
-            sys.stdout.write("\t".join(columns) + "\n")
-        for row in rows:
-            sys.stdout.write("\t".join(one_line(c, 400) for c in row) + "\n")
+        lines = ["\t".join(columns)] if header else []
+        write("".join(f"{line}\n" for line in [*lines, *("\t".join(one_line(c, 400) for c in row) for row in rows)]))
         return
     from rich.console import Console
     from rich.table import Table

@@ -3,7 +3,7 @@
 ``run``      the sealed runner: environment, locale, ``core.quotePath``, deadline, errors
              mapped to memcli's (``GitFailed``, exit 10); light enough for the hot path
 ``log``      memcli's commit records: ``Memcli-*`` trailers, messages, ``git log`` entries (pure)
-``commit``   crash-safe, path-limited commits in a temporary index; recovery after a kill
+``commit``   crash-safe, path-limited commits (only the trees on the paths rebuilt); recovery after a kill
 ``repo``     :class:`GitRepo`: the repository holding a workspace (paths, revisions, log, commit)
 ``history``  :class:`History`: old versions, changed files, commits per path
 ``rewrite``  ``purge --history``: git-filter-repo in a child process, then reflog expiry and gc

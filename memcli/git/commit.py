@@ -13,15 +13,19 @@ writes the shared index but by one atomic rename:
    located with ``git rev-parse --git-path`` so linked worktrees work;
 2. take git's ``index.lock`` as git does (``O_CREAT | O_EXCL``), writing ``memcli PID``
    into it, so no other git process writes the index meanwhile;
-3. build the tree in a temporary index seeded from ``HEAD`` (``GIT_INDEX_FILE``,
-   ``read-tree``, ``update-index --stdin``, ``write-tree``) and the commit with
-   ``commit-tree -F -`` (paths and message go through stdin: any batch size, never
-   "Argument list too long");
-4. prepare the next shared index in the lock file: a copy of the current index with
-   only memcli's paths updated (the person's staged changes stay staged, as with
-   ``commit --only``);
+3. prepare the next shared index in a temporary file: a copy of the current index with
+   only memcli's paths updated by ``update-index --stdin`` (paths go through stdin: any
+   batch size, never "Argument list too long"); the person's staged changes stay staged,
+   as with ``commit --only``. Where only memcli stages (the memory branch's worktree, a
+   personal store) the index is kept split (``core.splitIndex``), so this writes only the
+   changed entries, not an index of every file;
+4. build the commit's tree from ``HEAD``'s, reading and rebuilding only the trees on
+   memcli's paths (``cat-file --batch``, ``mktree --batch``; the blobs are the ones the
+   next index holds), and the commit with ``commit-tree -F -``: no index of the whole
+   ``HEAD`` is built, so a commit costs the same at 1,000 memories or 100,000;
 5. move the branch with ``update-ref HEAD NEW OLD``, a compare-and-swap;
-6. rename the lock file over the index (git's ``commit_lock_file``).
+6. rename the lock file (by then holding the next index) over the index (git's
+   ``commit_lock_file``).
 
 A kill before step 5 leaves ``HEAD`` and the index as they were (the lock file says
 ``memcli PID``); a kill between 5 and 6 leaves the finished next index in the lock file,
@@ -155,8 +159,13 @@ def _temp_index(repo: GitRepo, kind: str, pid: int | None = None) -> Path:
 
 
 def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str], fallback_env: dict[str, str],
-           timeout: float, on_commit: Callable[[str, bytes], None] | None = None) -> str:
+           timeout: float, on_commit: Callable[[str, bytes], None] | None = None, split_index: bool = False) -> str:
     """Commit exactly ``rels`` (workspace-relative; added, changed or deleted) with ``message``.
+
+    The next shared index is a copy of the current one with ``rels`` updated (git's own
+    ``update-index``, as ``git add``/``git rm`` of those paths). The commit's tree is ``HEAD``'s
+    with only the trees on the paths of ``rels`` rebuilt (:func:`_tree`): no index of the
+    whole ``HEAD`` is read or written, whatever the store's size.
 
     Args:
         repo: the :class:`memcli.git.repo.GitRepo`.
@@ -165,6 +174,11 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
         timeout: seconds to wait for another process's ``index.lock``.
         on_commit: called with the new commit and the next index's checksum just before the
             branch moves (the caller records them for :func:`recover`).
+        split_index: keep the shared index split (``core.splitIndex``, git's
+            ``Documentation/technical/split-index.txt``): the update then writes a small file
+            of the changed entries, not the whole index. Only for repositories where no one
+            else works with the index (the memory branch's worktree, a personal store): tools
+            that do not read split indexes (libgit2) would not read it.
 
     Returns:
         The new commit's hash (``HEAD``'s, unchanged, when the files equal ``HEAD``'s).
@@ -177,21 +191,30 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     check_state(repo)
     status, out, _ = repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
     old = out.decode().strip() if status == 0 else None
+    settings = _settings(repo)
+    if any("\n" in r or "\0" in r for r in rels):
+        raise GitFailed("a path to commit holds a line break; nothing was committed")
     from memcli.git.signatures import SIGNING_HINT, signing_args
 
     ssh = bool(getattr(repo, "sign_ssh", False))  # the store signs its commits: [review] signing = "ssh"
-    sign = ssh or repo.raw("config", "--bool", "--get", "commit.gpgsign")[1].decode().strip() == "true"
+    sign = ssh or settings.get("commit.gpgsign", "").lower() in TRUE
     pre, _ = signing_args(ssh)
     lock = _take_lock(repo, timeout)
-    head_index, next_index = _temp_index(repo, "head"), _temp_index(repo, "next")
+    next_index = _temp_index(repo, "next")
     listed = b"".join(os.fsencode(r) + b"\0" for r in rels)
     landed = False
     try:
-        seed = ("read-tree", old) if old else ("read-tree", "--empty")
-        _plumb(repo, *seed, index=head_index)
-        _plumb(repo, "update-index", "-z", "--add", "--remove", "--stdin", index=head_index, input=listed)
-        tree = _plumb(repo, "write-tree", index=head_index).decode().strip()
-        if old and tree == _plumb(repo, "rev-parse", f"{old}^{{tree}}").decode().strip():
+        shared = repo.index_path()
+        if shared.exists():
+            import shutil
+
+            shutil.copyfile(shared, next_index)
+        split = ("-c", "core.splitIndex=true") if split_index else ()
+        _plumb(repo, *split, "update-index", "-z", "--add", "--remove", "--stdin", index=next_index, input=listed)
+        if not next_index.exists():  # no index yet and nothing to add: git wrote none
+            _plumb(repo, "read-tree", "--empty", index=next_index)
+        tree, old_tree = _tree(repo, old, rels, next_index, settings)
+        if old and tree == old_tree:
             return old  # the files already equal HEAD's: no commit for a no-op
         args = [*pre, "commit-tree", tree, *(["-p", old] if old else []), *(["-S"] if sign else []), "-F", "-"]
         try:
@@ -203,12 +226,6 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
                                                   "empty ident")):
                 raise
             new = _plumb(repo, *args, input=message.encode(), env={**env, **fallback_env}).decode().strip()
-        shared = repo.index_path()
-        if shared.exists():
-            import shutil
-
-            shutil.copyfile(shared, next_index)
-        _plumb(repo, "update-index", "-z", "--add", "--remove", "--stdin", index=next_index, input=listed)
         checksum = next_index.read_bytes()[-CHECKSUM_BYTES:]
         if on_commit is not None:  # recorded before the lock holds it: a kill at any instant is recoverable
             on_commit(new, checksum)
@@ -221,9 +238,163 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     finally:
         if not landed:
             lock.unlink(missing_ok=True)
-        for path in (head_index, next_index):
-            path.unlink(missing_ok=True)
-            Path(f"{path}.lock").unlink(missing_ok=True)
+        next_index.unlink(missing_ok=True)
+        Path(f"{next_index}.lock").unlink(missing_ok=True)
+
+
+#: git's spellings of a true boolean (``git-config(1)``, "Values").
+TRUE = ("true", "yes", "on", "1")
+
+
+def _settings(repo: GitRepo) -> dict[str, str]:
+    """The settings a commit reads (``commit.gpgsign``, ``core.filemode``), lower-cased names, in one git call."""
+    status, out, _ = repo.raw("config", "-z", "--get-regexp", r"^(commit\.gpgsign|core\.filemode)$")
+    found: dict[str, str] = {}
+    if status == 0:
+        for record in out.decode("utf-8", "replace").split("\0"):
+            name, _, value = record.partition("\n")
+            if name:
+                found[name.lower()] = value if _ else "true"  # a bare key is true
+    return found
+
+
+def _tree(repo: GitRepo, old: str | None, rels: list[str], index: Path,
+          settings: dict[str, str]) -> tuple[str, str | None]:
+    """The tree of ``old`` (None: no commit yet) with ``rels`` (workspace-relative) as ``index`` holds them.
+
+    Only the trees on the paths are read (one ``cat-file --batch``, which also gives each
+    path's blob from ``index``: the object ``update-index`` just wrote) and rebuilt (one
+    ``mktree --batch``, bottom up); a folder left empty is dropped, as git never stores one.
+    The new trees' ids are computed here first (each parent names its children) and checked
+    against the ids ``mktree`` gives.
+
+    Returns:
+        ``(new tree, old's tree or None)``.
+
+    Raises:
+        GitFailed: a tree or blob cannot be read, or git's ids differ from the ones computed.
+    """
+    import hashlib
+    import posixpath
+
+    top = {posixpath.normpath(repo.prefix + Path(rel).as_posix()): rel for rel in rels}  # from the top -> on disk
+    if any(path.startswith("../") or path in ("..", ".") for path in top):
+        raise GitFailed("a path to commit is outside the repository; nothing was committed")
+    paths = list(top)
+    folders = {""}
+    for path in paths:
+        parts = path.split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    order = sorted(folders)
+    kept = [p for p in paths if os.path.lexists(repo.workspace / top[p])]
+    queries = [f"{old}^{{tree}}" if not folder else f"{old}:{folder}" for folder in order] if old else []
+    queries += [f":{path}" for path in kept]
+    found = _batch(repo, queries, index) if queries else []
+    algorithm = _object_format(repo, old)
+    width = 20 if algorithm == "sha1" else 32
+    trees: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}
+    old_tree = None
+    for i, folder in enumerate(order):
+        oid, kind, data = found[i] if old else (None, None, b"")
+        if folder == "" and oid:
+            old_tree = oid
+        trees[folder] = _entries(data, width) if kind == "tree" else {}
+    blobs = {path: found[len(queries) - len(kept) + i] for i, path in enumerate(kept)}
+    trust_mode = settings.get("core.filemode", "true").lower() in TRUE
+    for path in paths:
+        folder, _, name = path.rpartition("/")
+        entries, key = trees[folder], os.fsencode(name)
+        if path not in blobs:
+            entries.pop(key, None)
+            continue
+        oid, kind, _ = blobs[path]
+        if kind != "blob" or oid is None:
+            raise GitFailed(f"git's index holds no file {path} after adding it; nothing was committed")
+        entries[key] = (_mode(repo.workspace / top[path], entries.get(key), trust_mode),
+                        bytes.fromhex(oid))
+    written: list[tuple[str, bytes]] = []
+    for folder in sorted(order, key=lambda f: (-f.count("/") - bool(f), f)):  # deepest first, the root last
+        entries = trees[folder]
+        parent, _, name = folder.rpartition("/")
+        if not entries and folder:
+            trees[parent].pop(os.fsencode(name), None)
+            continue
+        body = b"".join(mode + b" " + key + b"\0" + oid for key, (mode, oid) in
+                        sorted(entries.items(), key=lambda e: e[0] + (b"/" if e[1][0] == b"40000" else b"")))
+        oid_bytes = hashlib.new(algorithm, b"tree %d\0" % len(body) + body).digest()
+        written.append((oid_bytes.hex(), b"".join(
+            mode + (b" tree " if mode == b"40000" else b" commit " if mode == b"160000" else b" blob ")
+            + oid.hex().encode() + b"\t" + key + b"\0" for key, (mode, oid) in entries.items()) + b"\0"))
+        if folder:
+            trees[parent][os.fsencode(name)] = (b"40000", oid_bytes)
+    tree = written[-1][0]  # the root's (always written, even empty)
+    if old_tree == tree:
+        return tree, old_tree
+    # --missing: the unchanged entries are not looked up (a partial clone may lack them); the ids are checked
+    made = _plumb(repo, "mktree", "-z", "--missing", "--batch",
+                  input=b"".join(text for _, text in written)).decode().split()
+    if made != [oid for oid, _ in written]:
+        raise GitFailed("git built other trees than memcli computed for the commit; nothing was committed",
+                        hint="report this with `git --version`; commit the files with git meanwhile")
+    return tree, old_tree
+
+
+def _object_format(repo: GitRepo, old: str | None) -> str:
+    """``sha1`` or ``sha256``: from the length of ``old``'s id, else asked of git (a repository without commits)."""
+    if old:
+        return "sha1" if len(old) == 40 else "sha256"
+    return "sha256" if _plumb(repo, "rev-parse", "--show-object-format").strip() == b"sha256" else "sha1"
+
+
+def _mode(path: Path, before: tuple[bytes, bytes] | None, trust_mode: bool) -> bytes:
+    """The tree mode git's ``update-index --add`` gives ``path`` (``read-cache.c``, ``ce_mode_from_stat``):
+    a symbolic link 120000; a file 100755 when its owner may run it, else 100644; with
+    ``core.fileMode`` false a file keeps the mode it had."""
+    import stat
+
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return b"120000"
+    if not trust_mode and before is not None and before[0] in (b"100644", b"100755"):
+        return before[0]
+    return b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
+
+
+def _entries(data: bytes, width: int) -> dict[bytes, tuple[bytes, bytes]]:
+    """A raw tree object's entries: name -> (mode, binary id); ``width`` is the id's length in bytes."""
+    entries = {}
+    at = 0
+    while at < len(data):
+        space = data.index(b" ", at)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1:nul]] = (data[at:space], data[nul + 1:nul + 1 + width])
+        at = nul + 1 + width
+    return entries
+
+
+def _batch(repo: GitRepo, queries: list[str], index: Path) -> list[tuple[str | None, str | None, bytes]]:
+    """``git cat-file --batch`` for ``queries`` (revisions, ``:path`` read from ``index``): per query
+    ``(id, type, content)``, or ``(None, None, b"")`` when git has no such object.
+
+    Raises:
+        GitFailed: git failed or its answer cannot be read.
+    """
+    out = _plumb(repo, "cat-file", "--batch", index=index, input="".join(q + "\n" for q in queries).encode())
+    found: list[tuple[str | None, str | None, bytes]] = []
+    at = 0
+    for _ in queries:
+        end = out.find(b"\n", at)
+        head = out[at:end].split(b" ")
+        if end < 0 or len(head) != 3 or not head[2].isdigit():
+            found.append((None, None, b""))  # "QUERY missing" (a folder HEAD does not have yet)
+            at = end + 1
+            if end < 0:
+                raise GitFailed("git cat-file gave a short answer; nothing was committed")
+            continue
+        size = int(head[2])
+        found.append((head[0].decode(), head[1].decode(), out[end + 1:end + 1 + size]))
+        at = end + 1 + size + 1
+    return found
 
 
 def _plumb(repo: GitRepo, *args: str, index: Path | None = None, input: bytes | None = None,  # noqa: A002

@@ -13,7 +13,7 @@ is retried with the actor as author (``actor@memcli.invalid``).
 
 Commits are path-limited, with ``git commit --only`` semantics, and crash-safe: whatever
 the user has staged elsewhere stays staged and is not committed, and nothing of memcli's
-is ever left staged (``memcli.git.commit`` builds the commit in a temporary index). No
+is ever left staged (``memcli.git.commit`` builds the commit beside the index). No
 hook runs, as with ``--no-verify``: the repository's pre-commit hooks are meant for the
 user's own code, not for memory files that memcli has already validated.
 """
@@ -50,15 +50,16 @@ class GitRepo:
         seal_environment()
         self.workspace = workspace
         names = ["index", *(name for name, _, _ in STATE_MARKERS), "rebase-apply/applying"]
-        try:  # one git call: the per-worktree git folder and every path git keeps its state in
-            out = self.run("rev-parse", "--path-format=absolute", "--absolute-git-dir",
+        try:  # one git call: the per-worktree git folder, the workspace's prefix, every path git keeps its state in
+            out = self.run("rev-parse", "--path-format=absolute", "--absolute-git-dir", "--show-prefix",
                            *(arg for name in names for arg in ("--git-path", name)))
         except GitFailed:
             raise GitFailed(f"{workspace} is not inside a git repository",
                             hint="run `git init` there, or `memcli init` to set it up") from None
         lines = out.split("\n")
         self.git_dir = Path(lines[0])
-        self._git_paths = dict(zip(names, (Path(line) for line in lines[1:])))
+        self._prefix = lines[1]
+        self._git_paths = dict(zip(names, (Path(line) for line in lines[2:])))
 
     @staticmethod
     def init(folder: Path, own: bool = False, branch: str | None = None) -> bool:
@@ -127,7 +128,8 @@ class GitRepo:
                 "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
     def commit(self, paths: list[Path], message: str, *, actor: str, timeout: float = 10.0,
-               date: str | None = None, on_commit: Callable[[str, bytes], None] | None = None) -> str:
+               date: str | None = None, on_commit: Callable[[str, bytes], None] | None = None,
+               split_index: bool = False) -> str:
         """Commit exactly ``paths`` (added, changed or deleted) with ``message``, crash-safe.
 
         The shared index is written only by one rename at the end, with only ``paths``
@@ -143,6 +145,8 @@ class GitRepo:
                 (``$MEMCLI_NOW``); git's own clock when None.
             on_commit: ``on_commit(commit, index_checksum)`` just before the branch moves,
                 for a journal that ``memcli.git.commit.recover`` reads after a crash.
+            split_index: keep the shared index split, so the update writes only the changed
+                entries (for a repository no one else stages in; see ``memcli.git.commit.commit``).
 
         Returns:
             The new commit's full hash (``HEAD``'s when the files already equal it).
@@ -158,7 +162,7 @@ class GitRepo:
         rels = [os.path.relpath(p, self.workspace) for p in paths]
         env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}
         return committing.commit(self, rels, message, env=env, fallback_env=self._fallback_identity(actor),
-                                timeout=timeout, on_commit=on_commit)
+                                timeout=timeout, on_commit=on_commit, split_index=split_index)
 
     # --- paths and revisions ----------------------------------------------------------------
 

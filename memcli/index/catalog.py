@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from memcli.errors import InvalidMemoryFile
 from memcli.index import Retriever
 from memcli.model import Memory, normalise_text
-from memcli.store.files import MemoryFiles, Scan, visible_problems
+from memcli.store.files import MemoryFiles, Scan, others_folder, visible_problems
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,14 +37,19 @@ class Catalog(Protocol):
         """The search interface over the same memories."""
         ...
 
-    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
+    def problems(self, *, actor: str | None, limit: int | None = None) -> list[InvalidMemoryFile]:
         """Files that cannot be served, in path order.
 
         Args:
             actor: the reader: with a name, only the problems that reader may hear about
                 (``store.files.visible_problems``: nothing from another user's personal
                 folder, counted or named); None: every problem (never shown to a person).
+            limit: at most this many, the first (a read's warnings name five); None: all.
         """
+        ...
+
+    def problem_count(self, *, actor: str | None) -> int:
+        """How many :meth:`problems` there are, without making each one."""
         ...
 
     def by_prefix(self, prefix: str) -> list[Memory]:
@@ -93,9 +98,14 @@ class ScanCatalog:
 
         return ScanRetriever(self.memories)
 
-    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
+    def problems(self, *, actor: str | None, limit: int | None = None) -> list[InvalidMemoryFile]:
         """See :class:`Catalog`."""
-        return list(self.scan.problems) if actor is None else visible_problems(self.scan.problems, actor)
+        found = list(self.scan.problems) if actor is None else visible_problems(self.scan.problems, actor)
+        return found if limit is None else found[:limit]
+
+    def problem_count(self, *, actor: str | None) -> int:
+        """See :class:`Catalog`."""
+        return len(self.problems(actor=actor))
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""
@@ -230,10 +240,20 @@ class IndexCatalog:
         """The FTS5 retriever, guarded as every read of this catalog (see the class)."""
         return _Guarded(self)
 
-    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
+    def problems(self, *, actor: str | None, limit: int | None = None) -> list[InvalidMemoryFile]:
+        """See :class:`Catalog`; read from the index only as far as ``limit`` needs."""
+        def on_index() -> list[InvalidMemoryFile]:
+            found = self.index.problems()
+            if actor is not None:
+                return visible_problems(found, actor, limit)
+            return list(found) if limit is None else [p for _, p in zip(range(limit), found)]
+        return self._read(on_index, lambda scan: scan.problems(actor=actor, limit=limit))
+
+    def problem_count(self, *, actor: str | None) -> int:
         """See :class:`Catalog`."""
-        found = self._read(self.index.problems, lambda scan: scan.problems(actor=None))
-        return found if actor is None else visible_problems(found, actor)
+        def on_index() -> int:
+            return sum(1 for p in self.index.problem_paths() if actor is None or not others_folder(p, actor))
+        return self._read(on_index, lambda scan: scan.problem_count(actor=actor))
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""
@@ -252,8 +272,10 @@ class IndexCatalog:
     def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
         """See :class:`Catalog`."""
         def on_index() -> dict[str, str]:
+            from memcli.index.db import NORM_SQL
+
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
-            found = dict(self.db.execute(f"SELECT id, norm FROM docs WHERE scope = ? AND status IN {statuses}",
+            found = dict(self.db.execute(f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}",
                                          (scope,)))
             if not all(isinstance(v, str) for v in found.values()):
                 raise TypeError("a row's norm is not text")

@@ -17,6 +17,15 @@ Sync, run at the start of each command that reads:
 
 Nothing is written when nothing changed, so concurrent readers take no write lock.
 
+Each memory's text is stored once as it is (in ``record``, the memory's JSON) and once in the
+form the substring search reads (``search_text``: normalised, blank runs collapsed). The FTS5
+table is contentless (``content=''``, SQLite's "Contentless Tables"): it holds the inverted
+index only, and a row leaves it by the ``'delete'`` command given the same tokens again,
+computed from ``record`` (:func:`fts_values`); when what the tokens depend on changes
+(``tokenize.fingerprint``), the table is filled again from the records. ``norm`` (the form of
+the duplicate gate) is stored only where ``search_text`` without its closing punctuation is
+not it (a text with Latin accents): :data:`NORM_SQL` reads it.
+
 Builds are shared and resumable (issue 9 point 2, issue 10 point 8): one process at a
 time holds the build lock (``.cache/index.lock``, an OS file lock, released if the process
 dies); the change list is made only under it, so concurrent cold starts never read the
@@ -34,15 +43,17 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from memcli.errors import InvalidMemoryFile
-from memcli.index.tokenize import normalise, prepare
+from memcli.index.tokenize import fingerprint, normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason, read_file
 
-SCHEMA_VERSION = "8"  # 8: the `changes` counter; 7: a partial index of unreadable files; 6: a `<ulid>-<slug>.md`
-# file's default id is the ULID
+#: 9: a contentless FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the
+#: ``changes`` counter; 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's
+#: default id is the ULID.
+SCHEMA_VERSION = "9"
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
@@ -62,6 +73,9 @@ BATCH = 200
 SMALL_SYNC = 500
 #: A walk stops at its deadline only past this many files (20 ms on an idle machine).
 SMALL_WALK = 5_000
+#: Test-only (tests/test_partial_index.py, not a setting): a sync with a deadline stops after this
+#: many changed files as if its deadline had come, so a test gets a partial index without a clock.
+STOP_AFTER_ENV = "MEMCLI_TEST_SYNC_FILES"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -77,7 +91,7 @@ CREATE TABLE IF NOT EXISTS docs (
     importance INTEGER, pinned INTEGER,
     created REAL, updated REAL, expire REAL,
     idem TEXT, norm TEXT,
-    tags TEXT, search_text TEXT, record TEXT,
+    tags TEXT, search_text TEXT, search_more TEXT, record TEXT,
     error TEXT, error_line INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id) WHERE id IS NOT NULL;
@@ -85,7 +99,7 @@ CREATE INDEX IF NOT EXISTS docs_scope ON docs(scope, status);
 CREATE INDEX IF NOT EXISTS docs_idem ON docs(idem) WHERE idem IS NOT NULL;
 CREATE INDEX IF NOT EXISTS docs_error ON docs(path) WHERE error IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    body, subject, tags, tokenize = 'unicode61 remove_diacritics 0');
+    body, subject, tags, content = '', tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS access (id TEXT PRIMARY KEY, hits INTEGER NOT NULL, last_recalled TEXT);
 CREATE TABLE IF NOT EXISTS changes (n INTEGER NOT NULL);
@@ -101,6 +115,15 @@ CHANGE_TRIGGERS = ("CREATE TRIGGER IF NOT EXISTS {table}_{event} AFTER {event} O
 def change_triggers(table: str) -> list[str]:
     """The ``CHANGE_TRIGGERS`` statements for ``table`` (insert, update, delete)."""
     return [CHANGE_TRIGGERS.format(table=table, event=event) for event in ("INSERT", "UPDATE", "DELETE")]
+
+
+#: The duplicate gate's form of a row's text (``model.normalise_text``), in SQL over ``docs``.
+NORM_SQL = "coalesce(norm, rtrim(search_text, ' .!。！'))"
+
+
+def fts_values(memory: Memory) -> tuple[str, str, str]:
+    """What the FTS5 table is given for ``memory``: its text, subject and tags, tokenized."""
+    return prepare(memory.text), prepare(memory.subject or ""), prepare(" ".join(memory.tags))
 
 
 class IndexUnavailable(Exception):
@@ -314,6 +337,52 @@ def reading_order(path: str, reader: str) -> int:
     return 1
 
 
+def _same_as(known: tuple | None) -> str | None:
+    """The hash a changed file may still have for its row to be kept as it is (only its time
+    recorded), or None: no row, or one whose ``createdAt`` came from the file's time."""
+    return known[2] if known is not None and not _dated_by_mtime(known) else None
+
+
+def read_row(files: MemoryFiles, path: str, same: str | None) -> tuple:
+    """Read, hash and parse one changed file, touching no database (a build worker runs it).
+
+    Args:
+        path: workspace-relative, ``/`` separated.
+        same: a hash: when the file still has it, it is not parsed (``("same", ...)``).
+
+    Returns:
+        ``("gone",)``; ``("unreadable", changed_ns, size, reason)``; ``("same", changed_ns,
+        size, hash, read_ns)``; or what :func:`parse_row` gives (``read_ns``: when it was read).
+    """
+    full = files.root / path
+    try:  # only a regular file is opened: a link, pipe, folder or unreadable file is one problem row
+        data, info, _ = read_file(full, path)
+    except InvalidMemoryFile as err:
+        try:
+            info = full.lstat()
+        except OSError:
+            return ("gone",)
+        return ("unreadable", info.st_ctime_ns, info.st_size, err.reason)
+    read_ns = time.time_ns()
+    digest = file_hash(data)
+    if same is not None and digest == same:
+        return ("same", info.st_ctime_ns, info.st_size, digest, read_ns)
+    return parse_row(files, path, data, info, digest, read_ns)
+
+
+def parse_row(files: MemoryFiles, path: str, data: bytes, info: os.stat_result, digest: str, read_ns: int) -> tuple:
+    """One file's row, ready to write: ``("invalid", changed_ns, size, hash, read_ns, reason,
+    line)`` or ``("memory", changed_ns, size, hash, read_ns, columns, warning, fts values)``
+    (``IndexDB._columns`` and :func:`fts_values`)."""
+    base = (info.st_ctime_ns, info.st_size, digest, read_ns)
+    try:
+        loaded = files.load(files.root / path, data=data, mtime=info.st_mtime, round_trip=False)
+    except InvalidMemoryFile as err:
+        return ("invalid", *base, err.reason, err.lineno)
+    memory = loaded.memory
+    return ("memory", *base, IndexDB._columns(memory), loaded.warning, fts_values(memory))
+
+
 class IndexDB:
     """The index database of one workspace.
 
@@ -337,6 +406,8 @@ class IndexDB:
         self.read_started = 0
         #: Whether the last :meth:`quick_sync` walked every file (no walk is then owed).
         self.walked = False
+        self._fts_checked = False  # the FTS5 table's tokens checked against this process's (_fts_ready)
+        self._fts_stale = False  # a row's entries could not be removed exactly: refill before commit
         try:  # one connection per thread at a time: a warm server serialises its calls
             self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                       check_same_thread=False)
@@ -370,6 +441,7 @@ class IndexDB:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                self.db.execute("INSERT INTO meta VALUES ('tokenizer', ?)", (fingerprint(),))
                 self.db.execute("INSERT INTO meta VALUES ('generation', ?)", (os.urandom(8).hex(),))
             self.db.execute("COMMIT")
         except sqlite3.Error:
@@ -699,7 +771,7 @@ class IndexDB:
         # The reader's own folders first, then the shared ones, other people's last; newest
         # first within each (project/ by month, descending): a build stopped half-way by a
         # hook's deadline serves what this reader sees, recent work first. The order changes no result: an id
-        # held by two files goes to the smaller path whichever is read first (``_insert_row``).
+        # held by two files goes to the smaller path whichever is read first (``_store_row``).
         changed = sorted((p for p, stat in disk_known.items()
                           if p not in known or known[p][:2] != stat or known[p][0] + RACY_NS >= known[p][4]),
                          reverse=True)
@@ -718,8 +790,13 @@ class IndexDB:
     def _apply_changes(self, changed: list[str], vanished: list[str], known: dict[str, tuple], report: SyncReport,
                        progress: Callable[[int, int], None] | None, deadline: float | None) -> bool:
         """Delete the ``vanished`` rows and read the ``changed`` files, in batches of ``BATCH``
-        (``known``: their rows before); False when ``deadline`` stopped it (``report.pending``)."""
+        (``known``: their rows before); False when ``deadline`` stopped it (``report.pending``).
+        Many changed files are read by worker processes (``memcli.index.parallel``)."""
+        from memcli.index import parallel
+
         gone_hashes = {known[p][2] for p in vanished}
+        forced = os.environ.get(STOP_AFTER_ENV, "") if deadline is not None else ""
+        stop_after = int(forced) if forced.isdigit() else None
         if len(changed) <= SMALL_SYNC:
             deadline = None
         self.db.execute("BEGIN IMMEDIATE")
@@ -727,20 +804,21 @@ class IndexDB:
             self._delete(path)
             report.removed += 1
         in_batch = len(vanished)
-        for done, path in enumerate(changed, 1):
-            if progress:
-                progress(done, len(changed))
-            self._apply(path, known.get(path), gone_hashes, report)
-            in_batch += 1
-            late = deadline is not None and time.monotonic() >= deadline
-            if in_batch >= BATCH or late or done == len(changed):
-                self._commit_batch(report)
-                in_batch = 0
-                if late and done < len(changed):
-                    report.pending = len(changed) - done
-                    return False
-                if done < len(changed):
-                    self.db.execute("BEGIN IMMEDIATE")
+        with parallel.read_ahead(self.files, [(p, _same_as(known.get(p))) for p in changed]) as reads:
+            for done, path in enumerate(changed, 1):
+                if progress:
+                    progress(done, len(changed))
+                self._apply(path, known.get(path), gone_hashes, report, None if reads is None else next(reads))
+                in_batch += 1
+                late = deadline is not None and time.monotonic() >= deadline or done == stop_after
+                if in_batch >= BATCH or late or done == len(changed):
+                    self._commit_batch(report)
+                    in_batch = 0
+                    if late and done < len(changed):
+                        report.pending = len(changed) - done
+                        return False
+                    if done < len(changed):
+                        self.db.execute("BEGIN IMMEDIATE")
         if in_batch or not changed:  # only vanished files
             self._commit_batch(report)
         return True
@@ -748,6 +826,7 @@ class IndexDB:
     def _commit_batch(self, report: SyncReport) -> None:
         """End one batch: settle id contests, note the change, commit (a killed build keeps it)."""
         self._retry_duplicates()
+        self._refill_if_needed()
         if report.changed:
             self._note_change("sync", report.changed)
         self.db.execute("COMMIT")
@@ -774,6 +853,7 @@ class IndexDB:
                 elif snapshot is not None:
                     snapshot.pop(str(path), None)
             self._retry_duplicates()
+            self._refill_if_needed()
             self._note_change("write", len(paths))
             self.db.execute("COMMIT")
         except (sqlite3.Error, OSError):
@@ -827,30 +907,77 @@ class IndexDB:
             self.snapshot_path.unlink(missing_ok=True)
 
     def _delete(self, path: str) -> None:
-        row = self.db.execute("SELECT rowid FROM docs WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT rowid, record FROM docs WHERE path = ?", (path,)).fetchone()
         if row:
-            self.db.execute("DELETE FROM fts WHERE rowid = ?", (row[0],))
+            if row[1] is not None:  # only a row with a record has FTS5 entries
+                self._fts_forget(row[0], row[1])
             self.db.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
 
-    def _apply(self, path: str, known: tuple | None, gone_hashes: set[str], report: SyncReport) -> None:
-        full = self.files.root / path
-        try:  # only a regular file is opened: a link, pipe, folder or unreadable file is one problem row
-            data, info, _ = read_file(full, path)
-        except InvalidMemoryFile as err:
+    def _fts_ready(self) -> None:
+        """Before the first change to the FTS5 table in this connection: when the tokens would
+        now come out otherwise than when the table was filled (``tokenize.fingerprint``), fill it
+        again from the records (inside the caller's transaction)."""
+        if self._fts_checked:
+            return
+        now = fingerprint()
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+        if row is None or row[0] != now:
+            self._refill_fts()
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('tokenizer', ?)", (now,))
+        self._fts_checked = True
+
+    def _fts_forget(self, rowid: int, record: object) -> None:
+        """Remove a row's FTS5 entries: the ``'delete'`` command with the tokens it was given.
+        A record that no longer decodes (a hand-edited index) cannot say them: the table is
+        filled again from the records before the transaction ends (``_refill_if_needed``)."""
+        self._fts_ready()
+        try:
+            values = fts_values(decode(record))
+        except DamagedRow:
+            self._fts_stale = True
+            return
+        self.db.execute("INSERT INTO fts (fts, rowid, body, subject, tags) VALUES ('delete', ?, ?, ?, ?)",
+                        (rowid, *values))
+
+    def _refill_fts(self) -> None:
+        """Empty the FTS5 table and give it every row's record again (rows whose record does
+        not decode get none: ``damaged`` finds them)."""
+        self.db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
+        rows = self.db.execute("SELECT rowid, record FROM docs WHERE record IS NOT NULL").fetchall()
+        for rowid, record in rows:
             try:
-                info = full.lstat()
-            except OSError:
-                return  # vanished between the walk and now: the next sync removes the row
+                values = fts_values(decode(record))
+            except DamagedRow:
+                continue
+            self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)", (rowid, *values))
+        self._fts_stale = False
+
+    def _refill_if_needed(self) -> None:
+        """Inside a transaction, before it commits: fill the FTS5 table again when a removal could
+        not be made exactly (see :meth:`_fts_forget`)."""
+        if self._fts_stale:
+            self._refill_fts()
+
+    def _apply(self, path: str, known: tuple | None, gone_hashes: set[str], report: SyncReport,
+               read: tuple | None = None) -> None:
+        """Take one changed file in: ``read`` is what :func:`read_row` gave for it (in a build
+        worker), else it is read here."""
+        if read is None:
+            read = read_row(self.files, path, _same_as(known))
+        kind = read[0]
+        if kind == "gone":
+            return  # vanished between the walk and now: the next sync removes the row
+        if kind == "unreadable":  # a link, pipe, folder or unreadable file is one problem row
             self._delete(path)
             self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error) VALUES (?,?,?,?,?,?)",
-                            (path, info.st_ctime_ns, info.st_size, "", time.time_ns(), err.reason))
+                            (path, read[1], read[2], "", time.time_ns(), read[3]))
             report.updated += 1
             return
-        digest = file_hash(data)
-        if known is not None and known[2] == digest and not _dated_by_mtime(known):
+        changed_ns, size, digest, read_ns = read[1:5]
+        if kind == "same":
             self.db.execute("UPDATE docs SET changed_ns = ?, size = ?, synced_ns = ? WHERE path = ?",
-                            (info.st_ctime_ns, info.st_size, time.time_ns(), path))
-            if (known[0], known[1]) != (info.st_ctime_ns, info.st_size):
+                            (changed_ns, size, read_ns, path))
+            if known is not None and (known[0], known[1]) != (changed_ns, size):
                 report.touched += 1
             return
         if known is None and digest in gone_hashes:
@@ -860,37 +987,38 @@ class IndexDB:
         else:
             report.updated += 1
         self._delete(path)
-        self._insert(path, data, info, digest)
+        self._store_row(path, read)
+        self.db.execute("UPDATE docs SET synced_ns = ? WHERE path = ?", (read_ns, path))
 
     def _insert(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
         """Index one file's bytes, hashed just now (see ``RACY_NS``)."""
-        self._insert_row(path, data, info, digest)
+        self._store_row(path, parse_row(self.files, path, data, info, digest, 0))
         self.db.execute("UPDATE docs SET synced_ns = ? WHERE path = ?", (time.time_ns(), path))
 
-    def _insert_row(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
-        base = (path, info.st_ctime_ns, info.st_size, digest)
-        try:
-            loaded = self.files.load(self.files.root / path, data=data, mtime=info.st_mtime, round_trip=False)
-            memory = loaded.memory
-        except InvalidMemoryFile as err:
+    def _store_row(self, path: str, parsed: tuple) -> None:
+        """Write the row of one file as :func:`parse_row` gave it (``memory`` or ``invalid``);
+        an id another file holds goes to the smaller path, the other becomes a problem row."""
+        base = (path, *parsed[1:4])
+        if parsed[0] == "invalid":
             self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error, error_line) VALUES (?,?,?,?,?,?)",
-                            (*base, err.reason, err.lineno))
+                            (*base, parsed[5], parsed[6]))
             return
-        holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory.id,)).fetchone()
+        columns, warning, values = parsed[5], parsed[6], parsed[7]
+        memory_id = columns[0]
+        holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory_id,)).fetchone()
         if holder is not None:
             if holder[0] < path:
                 self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error) VALUES (?,?,?,?,?)",
-                                (*base, duplicate_reason(memory.id, holder[0])))
+                                (*base, duplicate_reason(memory_id, holder[0])))
                 return
-            self._demote(holder[0], memory.id, path)
+            self._demote(holder[0], memory_id, path)
         cursor = self.db.execute(
             "INSERT INTO docs (path, changed_ns, size, hash, id, scope, status, category, subject, importance,"
-            " pinned, created, updated, expire, idem, norm, tags, search_text, record, error)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (*base, *self._columns(memory), loaded.warning))  # a warning: served in part (files.PARTIAL)
-        self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)",
-                        (cursor.lastrowid, prepare(memory.text), prepare(memory.subject or ""),
-                         prepare(" ".join(memory.tags))))
+            " pinned, created, updated, expire, idem, norm, tags, search_text, search_more, record, error)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (*base, *columns, warning))  # a warning: served in part (files.PARTIAL)
+        self._fts_ready()
+        self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)", (cursor.lastrowid, *values))
 
     def _demote(self, path: str, memory_id: str, winner: str) -> None:
         # The loser keeps no memory column (scope, idem, norm, ...): exactly the row a
@@ -926,11 +1054,13 @@ class IndexDB:
     def _columns(memory: Memory) -> tuple:
         def stamp(value):  # noqa: ANN001, ANN202
             return value.timestamp() if value else None
-        search_text = normalise(" ".join([memory.text, memory.subject or "", *memory.tags]))
+        search_text = " ".join(normalise(memory.text).split())
+        more = normalise(" ".join([memory.subject or "", *memory.tags])).strip() or None
+        norm = normalise_text(memory.text)
         return (memory.id, memory.scope, memory.status, memory.category, memory.subject, memory.importance,
                 int(memory.pinned), stamp(memory.created_at), stamp(memory.updated_at), stamp(memory.expire_at),
-                memory.provenance.idempotency_key, normalise_text(memory.text),
-                json.dumps(memory.tags, ensure_ascii=False), search_text,
+                memory.provenance.idempotency_key, None if norm == search_text.rstrip(" .!。！") else norm,
+                json.dumps(memory.tags, ensure_ascii=False), search_text, more,
                 json.dumps(memory.to_dict(), ensure_ascii=False))
 
     # --- damaged rows (a hand-edited index) ---------------------------------------------
@@ -943,7 +1073,7 @@ class IndexDB:
         """
         bad = []
         rows = self.db.execute("SELECT path, id, scope, status, category, subject, importance, pinned, created, "
-                               "updated, expire, idem, norm, tags, search_text, record FROM docs "
+                               "updated, expire, idem, norm, tags, search_text, search_more, record FROM docs "
                                "WHERE id IS NOT NULL OR record IS NOT NULL OR scope IS NOT NULL")
         for path, *columns in rows:
             try:
@@ -968,6 +1098,7 @@ class IndexDB:
                     self.db.execute("UPDATE docs SET hash = '', changed_ns = -1 WHERE path = ?", (path,))
                 else:  # a path no walk gives: no sync would ever remove it
                     self._delete(path)
+            self._refill_if_needed()
             self.db.execute("COMMIT")
         except sqlite3.Error as err:
             if self.db.in_transaction:
@@ -978,10 +1109,15 @@ class IndexDB:
 
     # --- reading -----------------------------------------------------------------------
 
-    def problems(self) -> list[InvalidMemoryFile]:
-        """Files that could not be served, in path order."""
+    def problems(self) -> Iterator[InvalidMemoryFile]:
+        """Files that could not be served, in path order, made one by one as they are read
+        (a store may hold thousands: a caller that wants the first few reads no more)."""
         rows = self.db.execute("SELECT path, error, error_line FROM docs WHERE error IS NOT NULL ORDER BY path")
-        return [InvalidMemoryFile(path, reason, line) for path, reason, line in rows]
+        return (InvalidMemoryFile(path, reason, line) for path, reason, line in rows)
+
+    def problem_paths(self) -> Iterator[str]:
+        """The paths of :meth:`problems`, without making a problem of each (for counting)."""
+        return (path for (path,) in self.db.execute("SELECT path FROM docs WHERE error IS NOT NULL"))
 
     def status(self) -> dict:
         """Counts for ``index status``: memories, unreadable files, size in bytes, schema, and

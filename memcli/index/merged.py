@@ -62,15 +62,22 @@ class MergedCatalog:
         """A retriever that searches every store (see :class:`MergedRetriever`)."""
         return MergedRetriever(self)
 
-    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
-        """Every store's unreadable files; a personal store's with their absolute paths."""
+    def problems(self, *, actor: str | None, limit: int | None = None) -> list[InvalidMemoryFile]:
+        """Every store's unreadable files (the first ``limit``); a personal store's with their absolute paths."""
         found: list[InvalidMemoryFile] = []
         for part in self.parts:
-            for problem in part.catalog.problems(actor=actor):
+            left = None if limit is None else limit - len(found)
+            if left is not None and left <= 0:
+                break
+            for problem in part.catalog.problems(actor=actor, limit=left):
                 if part.root is not None and not Path(problem.path).is_absolute():
                     problem = InvalidMemoryFile(str(part.root / problem.path), problem.reason, problem.lineno)
                 found.append(problem)
         return found
+
+    def problem_count(self, *, actor: str | None) -> int:
+        """See ``Catalog``: every store's."""
+        return sum(part.catalog.problem_count(actor=actor) for part in self.parts)
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See ``Catalog``: the project store's first, then each personal store's."""

@@ -45,9 +45,13 @@ class QuarantinedCatalog:
         """A retriever over the same memories without the quarantined ones."""
         return _Retriever(self)
 
-    def problems(self, *, actor: str | None) -> list[InvalidMemoryFile]:
+    def problems(self, *, actor: str | None, limit: int | None = None) -> list[InvalidMemoryFile]:
         """See ``Catalog``: the inner catalog's unreadable files."""
-        return self.inner.problems(actor=actor)
+        return self.inner.problems(actor=actor, limit=limit)
+
+    def problem_count(self, *, actor: str | None) -> int:
+        """See ``Catalog``: the inner catalog's."""
+        return self.inner.problem_count(actor=actor)
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See ``Catalog``."""

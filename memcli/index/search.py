@@ -40,7 +40,7 @@ import re
 from datetime import datetime
 
 from memcli.index import Hit, Query, path_specificity, paths_match
-from memcli.index.db import IndexDB, decode
+from memcli.index.db import IndexDB, decode, fts_values
 from memcli.index.db import score as number
 from memcli.index.query import Word, analyse, content, other_forms
 from memcli.index.tokenize import match_expression, normalise, quote_term, stem, surface_words, tokens
@@ -124,7 +124,9 @@ class FtsRetriever:
         self.index = index
         self.db = index.db
         self.db.create_function("memcli_paths_match", 2, _sql_paths_match, deterministic=True)
-        self._docs: dict[str, tuple[list[str], str]] = {}
+        #: Per hit: its memory and its normalised text (``search_text`` and ``search_more``).
+        self._docs: dict[str, tuple[Memory, str]] = {}
+        self._tokens: dict[str, list[str]] = {}
         self._vocab: dict[str, bool] = {}
         self._counts: dict[str, int] = {}
 
@@ -148,16 +150,25 @@ class FtsRetriever:
     def _run(self, query: Query, expression: str, tier: str, exclude: set[str], limit: int) -> list[Hit]:
         where, params = _filters(query)
         params.update(match=expression, limit=limit + len(exclude))
-        sql = (f"SELECT d.record, {_SCORE} AS score, {_RELEVANCE} AS rel, fts.body, fts.subject, fts.tags,"
-               f" d.search_text FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
+        sql = (f"SELECT d.record, {_SCORE} AS score, {_RELEVANCE} AS rel, d.search_text, d.search_more"
+               f" FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
                " ORDER BY score DESC, d.id LIMIT :limit")
         hits = []
-        for record, score, relevance, body, subject, tags, text in self.db.execute(sql, params):
+        for record, score, relevance, text, more in self.db.execute(sql, params):
             memory = _memory(record)
             if memory.id not in exclude:
                 hits.append(Hit(memory, number(score), tier, {"bm25": relevance, "tier": TIERS.index(tier)}))
-                self._docs[memory.id] = (f"{body} | {subject} | {tags}".split(), text or "")
+                self._docs[memory.id] = (memory, f"{text or ''} {more or ''}")
         return hits[:limit]
+
+    def _indexed(self, memory_id: str) -> list[str]:
+        """The tokens the FTS5 table holds for a hit (its text, subject and tags, ``|`` between
+        them), computed again from the memory: the table keeps no copy (``db.fts_values``)."""
+        found = self._tokens.get(memory_id)
+        if found is None:
+            body, subject, tags = fts_values(self._docs[memory_id][0])
+            found = self._tokens[memory_id] = f"{body} | {subject} | {tags}".split()
+        return found
 
     def _known(self, term: str) -> bool:
         """Whether the index holds ``term`` (a token), in any memory (cached per retriever)."""
@@ -282,7 +293,7 @@ class FtsRetriever:
             if hit.match == "exact":
                 hit.parts["coverage"], hit.parts["held"] = 1.0, float(len(forms))
                 continue
-            doc = self._docs[hit.memory.id][0]
+            doc = self._indexed(hit.memory.id)
             got, held = 0.0, 0
             for weight, typed, fixed in zip(weights, forms, fixes):
                 if any(_holds(doc, _unquote(a)) for a in typed):
@@ -303,7 +314,7 @@ class FtsRetriever:
         if path:  # all of them, so that the memory for exactly that file is not cut by broader ones
             params["limit"] = max(query.limit, PATH_POOL)
         sql = (f"SELECT d.record, (0.8 + 0.1 * d.importance) FROM docs d WHERE {where}"
-               f" AND (instr(d.search_text, :needle) > 0{about})"
+               f" AND (instr(d.search_text, :needle) > 0 OR instr(d.search_more, :needle) > 0{about})"
                " ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
         hits = [Hit(_memory(r), number(s), "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
         if path:  # the narrowest glob first (index.path_specificity), a mention in the text as a glob of its own

@@ -95,6 +95,20 @@ def prepare(text: str) -> str:
     return " ".join(tokens(text))
 
 
+#: Bumped whenever :func:`prepare` gives other tokens for some text (see :func:`fingerprint`).
+REVISION = 1
+
+
+def fingerprint() -> str:
+    """What the tokens of :func:`prepare` depend on: this module's :data:`REVISION`, Python's
+    Unicode tables (``unicodedata.unidata_version``) and the stemmer's version. The index's
+    FTS5 table keeps no copy of what it was given, so a row is removed by giving FTS5 the same
+    tokens again (``memcli.index.db``): when this changes, the table is filled again."""
+    import Stemmer
+
+    return f"{REVISION} unicode {unicodedata.unidata_version} stemmer {Stemmer.version()}"
+
+
 def has_cjk(text: str) -> bool:
     """True when the text holds any Chinese, Japanese or Korean character."""
     return CJK_RUN.search(text) is not None

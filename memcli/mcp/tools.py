@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -312,7 +313,10 @@ class Tools:
         if statuses and not wanted:
             raise ReviewRefused(PENDING_REFUSED, hint=PENDING_HINT)
 
+        started = time.monotonic()
+
         def work(ctx, allowed):  # noqa: ANN001, ANN202
+            ctx.bound(started)  # within [hooks] deadline of the call: from what is indexed, the rest built after
             given = {name: value for name, value in filters.items() if value is not None}
             chosen = Filters(**{"limit": 10, **given, "scopes": self._narrow(allowed, ctx.actor, given.get("scopes")),
                                 "statuses": wanted})
@@ -328,7 +332,10 @@ class Tools:
         """The context block (``memcli context``) for the server's working folder."""
         from memcli.service.context import context
 
+        started = time.monotonic()
+
         def work(ctx, allowed):  # noqa: ANN001, ANN202
+            ctx.bound(started)
             try:
                 folder = Path.cwd()
             except OSError:

@@ -31,6 +31,14 @@ DEFAULT_BRANCH = "memcli/memory"
 FOLDER = ".memcli"
 
 
+def unshared_index(root: Path, kind: str) -> bool:
+    """Whether only memcli stages in the repository holding the workspace at ``root``: a
+    personal store (``kind``), or the memory branch's worktree (``.memcli/`` holding git's
+    ``.git`` file of a linked worktree; a hidden in-tree store has no such file). Its
+    commits may then keep git's index split (``memcli.git.commit.commit``)."""
+    return kind == "personal" or (root.name == FOLDER and (root / ".git").is_file())
+
+
 def _git(cwd: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
     from memcli.git import run as runner
 

@@ -211,9 +211,12 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
                 atomic_write(path, data)
         commit = None
         if repo is not None:
+            from memcli.service.branch import unshared_index
+
             commit = repo.commit(list(writes), message or _message(ctx, op, memories, related, trailers, with_text),
                                  actor=ctx.actor, timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now),
-                                 on_commit=lambda new, checksum: journal.mark(ctx, new, checksum))
+                                 on_commit=lambda new, checksum: journal.mark(ctx, new, checksum),
+                                 split_index=unshared_index(ctx.ws.root, ctx.ws.config.kind))
     except BaseException:
         for path, data in backups.items():
             if data is None:

@@ -12,6 +12,7 @@ import os
 import re
 import stat
 import unicodedata
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -149,16 +150,21 @@ def duplicate_reason(memory_id: str, holder: str) -> str:
     return DUPLICATE.format(id=memory_id, path=holder)
 
 
-def visible_problems(problems: list[InvalidMemoryFile], actor: str) -> list[InvalidMemoryFile]:
+def visible_problems(problems: Iterable[InvalidMemoryFile], actor: str,
+                     limit: int | None = None) -> list[InvalidMemoryFile]:
     """The problems ``actor`` may hear about: none in another user's personal folder, and no
     reason naming such a folder (a duplicate id held there reads ``also in`` ``HIDDEN_HOLDER``).
 
     Args:
-        problems: every unreadable file, as the scan or the index found them.
+        problems: every unreadable file, as the scan or the index found them (an iterator is
+            read only as far as needed).
         actor: the reader's name.
+        limit: at most this many (the first, in the order given); None: all.
     """
-    out = []
+    out: list[InvalidMemoryFile] = []
     for problem in problems:
+        if limit is not None and len(out) >= limit:
+            break
         if others_folder(problem.path, actor):
             continue
         match = _DUPLICATE.fullmatch(problem.reason)

@@ -1,0 +1,136 @@
+"""memcli's commits build only the trees on the paths they change (``memcli.git.commit``, issue 21).
+
+Whatever the paths, the commit must hold exactly what ``git add`` of those paths and
+``git commit --only`` would: the same tree as git's own ``write-tree`` of an index with the
+same changes, the shared index in step (``git status`` clean), the person's staged work kept
+and not committed. Checked against git itself on real repositories, for paths Hypothesis
+makes up (nested folders, names that sort around ``/``, spaces, non-ASCII, deletions that
+empty a folder), with and without the split index, in a store at the repository's top and in
+a folder of it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import git
+from memcli.git.repo import GitRepo
+
+NAMES = st.sampled_from(["a", "a.b", "a-b", "a0", "b", "é", "z z", "memories", "2025-01", "x.md", "a b.md"])
+PATHS = st.lists(NAMES, min_size=1, max_size=4).map("/".join)
+
+
+def _write(root: Path, rel: str, text: str) -> bool:
+    """Write ``rel`` under ``root``; False when a file or folder of the path is in the way."""
+    path = root / rel
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            return False
+        path.write_text(text, encoding="utf-8")
+    except (NotADirectoryError, FileExistsError):
+        return False
+    return True
+
+
+def _expected_tree(top: Path, rels: list[str], sub: str) -> str:
+    """git's own answer: HEAD's tree with ``rels`` changed (``read-tree``, ``update-index``, ``write-tree``)."""
+    index = top / ".git" / "expected-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    head = subprocess.run(["git", "-C", str(top), "rev-parse", "-q", "--verify", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    subprocess.run(["git", "-C", str(top), "read-tree", *([head] if head else ["--empty"])], env=env, check=True)
+    listed = "".join(f"{sub}{rel}\0" for rel in rels)
+    subprocess.run(["git", "-C", str(top), "update-index", "-z", "--add", "--remove", "--stdin"], env=env,
+                   input=listed.encode(), check=True)
+    tree = subprocess.run(["git", "-C", str(top), "write-tree"], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    index.unlink()
+    return tree
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=st.lists(PATHS, min_size=1, max_size=6), second=st.lists(PATHS, min_size=1, max_size=6),
+       delete=st.lists(st.integers(0, 5), max_size=3), split=st.booleans(), in_folder=st.booleans())
+def test_a_commit_holds_what_git_would_commit(tmp_path_factory, first, second, delete, split, in_folder):
+    top = tmp_path_factory.mktemp("repo")
+    git(top, "init", "-q")
+    (top / "staged.txt").write_text("the person's staged work\n", encoding="utf-8")
+    sub = "store/" if in_folder else ""
+    root = top / sub
+    root.mkdir(exist_ok=True)
+    repo = GitRepo(root)
+    rounds = [[p for p in first if _write(root, p, f"one {p}\n")]]
+    written = sorted({p for p in rounds[0]})
+    second_round = [p for p in second if _write(root, p, f"two {p}\n")]
+    removed = [written[i] for i in delete if i < len(written)]
+    for rel in removed:
+        (root / rel).unlink(missing_ok=True)
+    rounds.append(sorted(set(second_round) | set(removed)))
+    for number, rels in enumerate(rounds):
+        rels = sorted(set(rels))
+        if number == 0:
+            expected = _expected_tree(top, rels, sub)
+        else:
+            git(top, "add", "staged.txt")  # staged by the person: stays staged, not committed
+            expected = _expected_tree(top, rels, sub)
+        commit = repo.commit([root / rel for rel in rels], f"round {number}", actor="test", split_index=split)
+        assert git(top, "rev-parse", f"{commit}^{{tree}}").strip() == expected
+        if rels:
+            assert git(top, "status", "--porcelain", "--untracked-files=no", "--", *rels) == ""
+    assert git(top, "diff", "--cached", "--name-only").split() == ["staged.txt"]
+    assert git(top, "fsck", "--no-dangling").strip() == ""
+    if split:
+        assert list((top / ".git").glob("sharedindex.*"))
+
+
+def test_a_commit_of_the_files_as_they_are_is_no_commit(tmp_path: Path):
+    top = tmp_path / "repo"
+    top.mkdir()
+    git(top, "init", "-q")
+    (top / "a.md").write_text("a\n", encoding="utf-8")
+    repo = GitRepo(top)
+    first = repo.commit([top / "a.md"], "first", actor="test", split_index=True)
+    assert repo.commit([top / "a.md"], "again", actor="test", split_index=True) == first
+    assert git(top, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+def test_deleting_the_last_file_commits_an_empty_tree(tmp_path: Path):
+    top = tmp_path / "repo"
+    top.mkdir()
+    git(top, "init", "-q")
+    (top / "only" / "deep").mkdir(parents=True)
+    (top / "only" / "deep" / "a.md").write_text("a\n", encoding="utf-8")
+    repo = GitRepo(top)
+    repo.commit([top / "only" / "deep" / "a.md"], "first", actor="test")
+    (top / "only" / "deep" / "a.md").unlink()
+    second = repo.commit([top / "only" / "deep" / "a.md"], "second", actor="test")
+    assert git(top, "ls-tree", "-r", second).strip() == ""
+    assert git(top, "status", "--porcelain").strip() == ""
+
+
+def test_an_executable_file_keeps_its_mode(tmp_path: Path):
+    top = tmp_path / "repo"
+    top.mkdir()
+    git(top, "init", "-q")
+    script = top / "run.sh"
+    script.write_text("#!/bin/sh\n", encoding="utf-8")
+    script.chmod(0o755)
+    repo = GitRepo(top)
+    commit = repo.commit([script], "first", actor="test", split_index=True)
+    assert git(top, "ls-tree", commit, "run.sh").split()[0] == "100755"
+    assert git(top, "status", "--porcelain").strip() == ""
+
+
+def test_no_paths_in_a_repository_without_commits(tmp_path: Path):
+    top = tmp_path / "repo"
+    top.mkdir()
+    git(top, "init", "-q")
+    commit = GitRepo(top).commit([], "nothing", actor="test")
+    assert git(top, "ls-tree", "-r", commit).strip() == ""
+    assert git(top, "status", "--porcelain").strip() == ""
