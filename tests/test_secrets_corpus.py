@@ -125,6 +125,10 @@ def test_planted_secrets_are_redacted_in_context_and_export(planted: Path, run) 
 
 
 def test_planted_secrets_are_redacted_in_hooks_recall_list_and_show(planted: Path, run) -> None:
+    # The hand commit of 103 files is an arrival: the first read verifies it (secret scans of
+    # every file) before serving any of it. A hook would spend its 2 s deadline on that under
+    # load and answer without the memories; the point here is redaction, so a read verifies first.
+    assert run("list").code == 0
     payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionStart", "cwd": str(planted)})
     hook = run("hook", "claude", "session-start", input=payload, cwd=planted)
     assert hook.code == 0 and "Secret sample" in hook.out
