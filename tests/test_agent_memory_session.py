@@ -17,9 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from modelsim import ModelSim, Request, Turn
 
 from test_agent_session import agents, claude, claude_bin, claude_env, describe  # noqa: F401 - claude_bin: a fixture
+
+pytestmark = pytest.mark.slow  # real agent CLIs or kill loops: CI runs them, the inner loop does not
 
 TOPIC = ("---\nname: use-pnpm-not-npm\ndescription: Install packages with pnpm, never npm\n"
          "metadata:\n  type: feedback\n---\n\n"

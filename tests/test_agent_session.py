@@ -36,6 +36,8 @@ import pytest
 import tomlkit
 from modelsim import ModelSim, Request, Turn, result_text
 
+pytestmark = pytest.mark.slow  # real agent CLIs or kill loops: CI runs them, the inner loop does not
+
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL = ROOT / "scripts" / "install-agent-clis.sh"
 #: read before the autouse fixture of conftest clears every MEMCLI_ variable

@@ -36,6 +36,8 @@ from modelsim_gemini import GeminiRequest, GeminiSim
 
 from test_agent_session import BILLING, BILLING_FILE, CLI_TIMEOUT, INSTALL, PREFIX, agents
 
+pytestmark = pytest.mark.slow  # real agent CLIs or kill loops: CI runs them, the inner loop does not
+
 #: what the stand-in npm prints, and the file it leaves in the project when it runs
 NPM_SAYS = "added 1 package: left-pad (the memcli stand-in for npm)"
 NPM_MARK = "npm-ran.txt"

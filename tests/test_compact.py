@@ -10,6 +10,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from rapidfuzz import fuzz
 
 from conftest import git
@@ -61,6 +62,7 @@ def commit_config(ws: Path, text: str) -> None:
 # --- 1. plan, apply, diff ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_path, monkeypatch, run):
     ws = sample(tmp_path, monkeypatch)
     head = git(ws, "rev-parse", "HEAD").strip()

@@ -47,6 +47,7 @@ def sandbox(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # every shell block of every page, in real shells
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=lambda p: p.name)
 def test_the_examples_of_a_page_run(page: Path, tmp_path: Path) -> None:
     env = sandbox(tmp_path)

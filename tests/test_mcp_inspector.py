@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # real agent CLIs or kill loops: CI runs them, the inner loop does not
+
 SCRIPT = Path(__file__).parent.parent / "scripts" / "mcp-inspector-check.sh"
 
 

@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # real agent CLIs or kill loops: CI runs them, the inner loop does not
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "real-agents.py"
 #: read before the autouse fixture of conftest clears every MEMCLI_ variable
 PREFIX = os.environ.get("MEMCLI_AGENT_PREFIX")

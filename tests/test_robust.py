@@ -281,6 +281,7 @@ def test_g3_a_stale_index_lock_is_reported_with_its_age_and_doctor_fix_clears_it
 # --- point 4: batch sizes ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_r5_compact_apply_over_thousands_of_expired_memories_makes_one_commit(ws, run):
     folder = ws / PROJECT / "2025-01"
     folder.mkdir(parents=True)

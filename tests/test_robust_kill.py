@@ -18,6 +18,8 @@ import pytest
 
 from conftest import MEMCLI, git, personal_store
 
+pytestmark = pytest.mark.slow  # real agent CLIs or kill loops: CI runs them, the inner loop does not
+
 KILLS = 50
 
 

@@ -72,6 +72,7 @@ def _writer(ws: Path, name: str) -> list[int]:
     return codes
 
 
+@pytest.mark.slow
 def test_three_writers_with_sync_lose_nothing_and_never_force_push(team) -> None:
     bare, clone = team
     clones = [clone(f"c{i}") for i in range(3)]
