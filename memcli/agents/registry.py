@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from pathlib import Path
+    from types import ModuleType
 
     from memcli.agents.hooks import HookInput
 
@@ -179,8 +180,9 @@ class Agent:
 
         return standard_decision(self, decision, reason, context)
 
-    def transcript_module(self):  # noqa: ANN201 - a module with claims() and Reader
-        """The module that reads this agent's transcripts (imported now), or None."""
+    def transcript_module(self) -> ModuleType | None:
+        """The module that reads this agent's transcripts (``claims(entry)`` and a ``Reader``
+        class; imported now), or None."""
         if self.transcript is None:
             return None
         import importlib
@@ -188,8 +190,9 @@ class Agent:
         return importlib.import_module(self.transcript)
 
 
-    def memory_module(self):  # noqa: ANN201 - a module with recognise(), find() and read()
-        """The module that reads this agent's own memory store (imported now), or None."""
+    def memory_module(self) -> ModuleType | None:
+        """The module that reads this agent's own memory store (``recognise()``, ``find()`` and
+        ``read()``; imported now), or None."""
         if self.memory is None:
             return None
         import importlib

@@ -51,7 +51,8 @@ def serve(
     run_server(settings, transport, port)
 
 
-def _install(agent: str, user: bool, remove: bool, scope=None, as_agent=None, read_only=False) -> None:  # noqa: ANN001
+def _install(agent: str, user: bool, remove: bool, scope: list[str] | None = None, as_agent: str | None = None,
+             read_only: bool = False) -> None:
     import os
 
     from memcli.cli.state import GLOBALS

@@ -17,7 +17,7 @@ Only this module imports the SDK; ``memcli.cli.mcp_cmds`` imports it when the se
 import logging
 import os
 import sys
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Callable, Literal, TypedDict
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -176,7 +176,7 @@ def _failed(err: MemcliError, values: list[Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=_safe(err.line(), values))], is_error=True)
 
 
-def _call(method, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN001
+def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run a ``Tools`` method; a ``MemcliError`` becomes a tool error, never a crash."""
     try:
         return method(*args, **kwargs)

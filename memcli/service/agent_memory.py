@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli.agents import memstores
-from memcli.errors import MemcliError, SecretDetected, UsageProblem
+from memcli.errors import MemcliError, SecretDetected, UnknownStore, UsageProblem
 from memcli.model import STATUSES, Memory, normalise_text
 from memcli.service import Ctx
 
@@ -221,7 +221,7 @@ def stores_for(agent: str, cwd: Path | None = None) -> list[memstores.Store]:
     folder = (cwd or Path.cwd()).resolve()
     found, looked = memstores.find(agent, folder, _project(folder))
     if not found:
-        raise memstores.UnknownStore(f"{title} keeps no memory for {folder} (looked in "
+        raise UnknownStore(f"{title} keeps no memory for {folder} (looked in "
                                      f"{', '.join(label(p) for p in looked)})",
                                      hint="run it from the project's folder, or give the store's path")
     return found
@@ -300,7 +300,7 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     if strict and odd and not any(r.entries for r in readings):
         reading, file, why = odd[0]
         more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
-        raise memstores.UnknownStore(f"{memstores.title_of(reading.kind)} at {label(reading.root)}: {file}: {why}"
+        raise UnknownStore(f"{memstores.title_of(reading.kind)} at {label(reading.root)}: {file}: {why}"
                                      f"{more}; nothing read",
                                      hint="the agent may have changed its format: see the layouts memcli reads in "
                                           "docs/commands.md (The agents' own memories), and report this one")
@@ -481,7 +481,7 @@ def harvest(ctx: Ctx, agent: str, cwd: Path | None, deadline: float | None = Non
     """
     try:
         stores = stores_for(agent, cwd)
-    except memstores.UnknownStore:
+    except UnknownStore:
         return None
     result = import_stores(ctx, stores, None, apply=True, apply_changes=True, apply_deletions=False,
                            command=f"memcli import --agent {agent}", cwd=cwd, deadline=deadline, strict=False)

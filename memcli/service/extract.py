@@ -20,6 +20,7 @@ write; a write that has started is finished.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def transcript_hint() -> str:
     return hint()
 
 
-def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
+def _refuse(path: Path, info: os.stat_result) -> None:
     """Raise unless ``info`` (``os.stat`` of ``path``) is a regular file of at most :data:`MAX_TRANSCRIPT_BYTES`."""
     import stat
 

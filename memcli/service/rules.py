@@ -451,7 +451,8 @@ def export_memories(ctx: Ctx, all_statuses: bool = False, scopes: list[str] | No
     Raises:
         ValidationFailed, ScopeViolation: a scope is malformed or another user's.
     """
-    from memcli.service.read import Filters, build_query, retriever
+    from memcli.filters import Filters
+    from memcli.service.read import build_query, retriever
 
     query = build_query(ctx, "", Filters(scopes=scopes or [], statuses=list(STATUSES) if all_statuses else [],
                                          include_expired=all_statuses, limit=1))

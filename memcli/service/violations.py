@@ -27,6 +27,7 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+from memcli.model import Memory
 from memcli.service import Ctx
 
 #: The end of a long transcript read by the scan, in bytes (``service.extract.read_transcript_tail``;
@@ -61,7 +62,7 @@ def _instant(text: str | None) -> datetime | None:
     return at if at.tzinfo is not None else None
 
 
-def in_force_since(memory) -> datetime | None:  # noqa: ANN001 - a model.Memory
+def in_force_since(memory: Memory) -> datetime | None:
     """When ``memory``'s guards started to be enforced: its approval (``review.at`` of an
     approved memory), else its creation; None when unknown."""
     from memcli.timeutil import parse_instant, to_utc

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from memcli import frontmatter, model
 from memcli.errors import (
@@ -31,6 +31,10 @@ from memcli.policy import gates
 from memcli.service import Ctx
 from memcli.store.files import Loaded, atomic_write
 from memcli.timeutil import NotPositive, OutOfCalendar, format_instant, parse_duration, parse_instant, shift
+
+if TYPE_CHECKING:
+    from memcli.git.history import History
+    from memcli.policy.review import Identity
 
 
 @dataclass
@@ -246,7 +250,7 @@ def record_scans(ctx: Ctx, memories: list[Memory]) -> None:
     text_spans([m.text for m in memories], cache_of(ctx))
 
 
-def edited_by_hand(ctx: Ctx, paths: list[Path], repo=None) -> list[Path]:  # noqa: ANN001 - History
+def edited_by_hand(ctx: Ctx, paths: list[Path], repo: History | None = None) -> list[Path]:
     """The files among ``paths`` that ``HEAD`` holds and that differ from it, staged or not.
 
     Files that do not exist yet, or that git has never committed (untracked, or only
@@ -833,7 +837,7 @@ RETIRING = ("forget", "reject")
 
 
 def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: dict[str, Any],
-                check=None) -> WriteResult:  # noqa: ANN001
+                check: Callable[[Memory], None] | None = None) -> WriteResult:
     ctx = ctx.owner(ref)  # a personal memory changes in the person's own store
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
@@ -989,7 +993,7 @@ def _person_only(action: str) -> None:
     person_only(os.environ, action)
 
 
-def _proposer(ctx: Ctx, memory: Memory):  # noqa: ANN202 - a policy.review.Identity or None
+def _proposer(ctx: Ctx, memory: Memory) -> Identity | None:
     """The git identity that committed ``memory``'s first version (its proposer, as ``memcli
     check`` reads it); None when it was never committed."""
     from memcli.policy.review import Identity

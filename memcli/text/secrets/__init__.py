@@ -147,7 +147,7 @@ def _public_test_value(text: str, start: int, end: int, kind: str) -> bool:
 def _detector_placeholder(value: str) -> bool:
     from memcli.text.secrets import rules
 
-    return rules._placeholder(value, value)  # noqa: SLF001 - one placeholder rule for every source
+    return rules._placeholder(value, value)  # one placeholder rule for every source
 
 
 def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
