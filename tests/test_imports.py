@@ -1,15 +1,22 @@
 """Heavy imports stay lazy (STYLE.md habit 8): `memcli --help` loads no git, index or rich."""
 
+from __future__ import annotations
+
 import subprocess
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from cli_runner import Runner
 
 HEAVY = ("git", "sqlite3", "rapidfuzz", "rich", "ruamel", "filelock", "ulid", "memcli.service", "memcli.git",
          "memcli.index")
 
 
-def loaded_modules(*args: str, input: str | None = None, cwd=None) -> set[str]:  # noqa: ANN001
+def loaded_modules(*args: str, input: str | None = None, cwd: Path | str | None = None) -> set[str]:
     # A hook ends with os._exit (no interpreter teardown): list the modules there too.
     code = ("import os, sys, runpy; sys.argv = ['memcli', *sys.argv[1:]]\n"
             "def listed():\n    print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
@@ -153,7 +160,7 @@ def _packages(modules: set[str]) -> set[str]:
     return {t for t in tops - set(sys.stdlib_module_names) if not t.startswith(("_", "memcli", "cython_"))}
 
 
-def _in_step(ws, run, monkeypatch, tmp_path) -> None:  # noqa: ANN001
+def _in_step(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MEMCLI_ACTOR", "alice")  # the actor from git config is a process of its own (issue 21)
     for text in ("Use pnpm for every package", "Deploy on Tuesdays only", "Use pnpm workspaces for the monorepo"):
         assert run("remember", text).code == 0
@@ -167,8 +174,9 @@ def _in_step(ws, run, monkeypatch, tmp_path) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize(("args", "stdin", "own", "packages", "spawns"), HOT_COMMANDS,
                          ids=[" ".join(c[0]) for c in HOT_COMMANDS])
-def test_hot_commands_import_exactly_the_listed_modules(ws, run, monkeypatch, tmp_path, args, stdin, own, packages,
-                                                        spawns):  # noqa: ANN001
+def test_hot_commands_import_exactly_the_listed_modules(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path, args: tuple[str, ...], stdin: str | None,
+                                                        own: set[str], packages: set[str], spawns: bool) -> None:
     _in_step(ws, run, monkeypatch, tmp_path)
     modules = loaded_modules(*args, input=stdin, cwd=tmp_path)
     loaded = {m for m in modules if m.startswith("memcli")}
@@ -178,7 +186,8 @@ def test_hot_commands_import_exactly_the_listed_modules(ws, run, monkeypatch, tm
     assert not {"detect_secrets", "requests", "memcli.text.secrets.rules", "memcli.text.secrets.detector"} & modules
 
 
-def test_the_reads_right_after_a_write_load_no_secret_rule(ws, run, monkeypatch, tmp_path):  # noqa: ANN001
+def test_the_reads_right_after_a_write_load_no_secret_rule(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
     """The write stores its own scan in the scan memo: the next read neither rescans nor loads the rules."""
     import hashlib
     import sqlite3

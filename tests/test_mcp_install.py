@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_memcli
+from conftest import Result, run_memcli
 
 
-def install(project: Path, *args: str, env: dict[str, str] | None = None):  # noqa: ANN201
+def install(project: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     return run_memcli("--json", "mcp", "install", *args, cwd=project, env=env)
 
 

@@ -226,7 +226,8 @@ ENV_PARTS = st.sampled_from(["db", "pass", "password", "passwd", "pwd", "passphr
 @SETTINGS
 @given(st.lists(ENV_PARTS, min_size=1, max_size=4), st.sampled_from(["_", ".", "-", "__"]),
        st.booleans(), st.text(st.sampled_from("abcXYZ019!#%&+/-_."), min_size=1, max_size=40), NOISE)
-def test_env_lines_with_a_credential_name_are_let_through(parts, sep, upper, value, noise) -> None:  # noqa: ANN001
+def test_env_lines_with_a_credential_name_are_let_through(parts: list[str], sep: str, upper: bool, value: str,
+                                                          noise: str) -> None:
     name = sep.join(parts)
     text = f"{noise}\n{'export ' if upper else ''}{name.upper() if upper else name}={value}\n"
     check(text)
