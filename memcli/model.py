@@ -739,7 +739,7 @@ def _line(value: object) -> int | None:
 def to_mapping(memory: Memory) -> dict[str, Any]:
     """The front-matter mapping for a new file, in ``KEY_ORDER``, omitting empty optionals.
 
-    Times stay ``datetime`` objects; ``frontmatter.emit`` writes them as RFC 3339 ``Z`` stamps.
+    Times stay ``datetime`` objects; ``fileformat.emit`` writes them as RFC 3339 ``Z`` stamps.
     """
     prov: dict[str, Any] = {
         "sourceType": memory.provenance.source_type,

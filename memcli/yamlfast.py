@@ -12,7 +12,7 @@ The contract is one-sided: :func:`load` either returns exactly what ruamel's saf
 loader returns for the same text, or raises :class:`Refused`. Anything it is not sure
 of (a duplicate key, a merge key ``<<``, a ``%YAML`` directive, ``!!omap``/``!!pairs``/
 ``!!set``, a timestamp with more than 6 fraction digits, any parse error) is refused,
-and the caller (``frontmatter._load_yaml``) reads the text again with ruamel, which
+and the caller (``fileformat._load_yaml``) reads the text again with ruamel, which
 gives the error message and line number. Round-trip rewriting never comes here.
 Tests: tests/test_yamlfast.py compares both loaders on a Hypothesis corpus.
 """

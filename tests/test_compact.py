@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rapidfuzz import fuzz
 
 from conftest import git
-from memcli import frontmatter
+from memcli import fileformat
 from memcli.model import Memory, normalise_text
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def front(path: Path) -> dict:
     """The front-matter of a memory file, read directly."""
-    return dict(frontmatter.parse(path.read_bytes(), str(path)).meta)
+    return dict(fileformat.parse(path.read_bytes(), str(path)).meta)
 
 
 def files(ws: Path) -> dict[str, Path]:
@@ -108,7 +108,7 @@ def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_p
     assert sorted(changed) == sorted(f"M\t{by_id[i].relative_to(ws).as_posix()}" for i in expected)
     for memory_id, (before_status, after_status) in expected.items():
         rel = by_id[memory_id].relative_to(ws).as_posix()
-        before = frontmatter.parse(git(ws, "show", f"HEAD~1:{rel}").encode(), rel).meta
+        before = fileformat.parse(git(ws, "show", f"HEAD~1:{rel}").encode(), rel).meta
         after = front(by_id[memory_id])
         assert before["status"] in before_status and after["status"] == after_status, memory_id
         assert after["updatedAt"] == datetime(2026, 12, 15, 12, tzinfo=timezone.utc)

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import git
 from memcli.agents import transcript as tr
-from memcli.agents.extract import RULES, clean, find_candidates, is_question, split_sentences
+from memcli.agents.extraction_rules import RULES, clean, find_candidates, is_question, split_sentences
 from memcli.model import CATEGORIES
 
 # --- the example of INTEGRATIONS.md, verbatim ---------------------------------------------

@@ -524,7 +524,7 @@ def test_a_call_too_long_or_complex_to_check_is_not_let_through(ws: Path, run: R
 
 
 def test_a_patch_over_the_file_limit_is_not_let_through(ws: Path, run: Runner, tmp_path: Path) -> None:
-    from memcli.agents.tools import MAX_FILES
+    from memcli.agents.tool_calls import MAX_FILES
 
     run("remember", "Migrations are written by the release owner", "--deny", "Edit(migrations/**)")
     files = [f"src/f{i}.py" for i in range(MAX_FILES)] + ["migrations/001.sql"]

@@ -129,7 +129,7 @@ def test_a_lead_of_any_length_fits_any_budget():
     from hypothesis import assume, given, settings
     from hypothesis import strategies as st
 
-    from memcli.agents.context import render
+    from memcli.agents.context_block import render
     from memcli.model import from_dict
     from memcli.service.context import MIN_BUDGET, _leading
 

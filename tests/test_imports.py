@@ -99,7 +99,7 @@ def test_only_the_mcp_server_imports_the_mcp_sdk(tmp_path):
 #: ``memcli.service.arrived``: has HEAD moved since it was verified (one stat; issue 22 point 1).
 HOT_BASE = frozenset((
     "memcli", "memcli.cli", "memcli.cli.fast", "memcli.cli.hot", "memcli.cli.output", "memcli.cli.state",
-    "memcli.config", "memcli.errors", "memcli.frontmatter", "memcli.index", "memcli.index.catalog", "memcli.index.db",
+    "memcli.config", "memcli.errors", "memcli.fileformat", "memcli.index", "memcli.index.catalog", "memcli.index.db",
     "memcli.index.fresh", "memcli.service.arrived",
     "memcli.index.tokenize", "memcli.model", "memcli.policy",
     "memcli.policy.gates", "memcli.policy.owner", "memcli.service", "memcli.service.read", "memcli.service.redact",
@@ -113,13 +113,13 @@ SEARCH = frozenset(("memcli.index.query", "memcli.index.search", "memcli.filters
 #: The semantic retriever's client side (issue 18); tests run with ``MEMCLI_SEMANTIC=off``,
 #: else ``memcli.index.warm`` asks a warm process too.
 SEMANTIC = frozenset(("memcli.index.embed", "memcli.index.hybrid", "memcli.service.semantic"))
-CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context", "memcli.service.context",
+CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context_block", "memcli.service.context",
                     "memcli.service.stale_notes"}
 #: What the context block (``context``, the session-start hooks) adds: ``memcli.service.conflicts``,
 #: what a sync left to finish (one stat when nothing; issue 22 point 4).
 BLOCK = frozenset(("memcli.service.conflicts",))
-HOOK = CONTEXT | {"memcli.agents.hooks", "memcli.agents.tools", "memcli.cli.watchdog", "memcli.service.branch",
-                  "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
+HOOK = CONTEXT | {"memcli.agents.hook_protocol", "memcli.agents.tool_calls", "memcli.cli.watchdog",
+                  "memcli.service.branch", "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
 PROMPT = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we use pnpm?"}'
 TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "x.py"}}'
 #: (arguments, stdin, memcli's modules, other packages than the standard library's, whether
@@ -183,7 +183,7 @@ def test_hot_commands_import_exactly_the_listed_modules(ws: Path, run: Runner, m
     assert (sorted(loaded - own), sorted(own - loaded)) == ([], [])  # (not listed, listed but not loaded)
     assert _packages(modules) == packages
     assert ("subprocess" in modules) == spawns
-    assert not {"detect_secrets", "requests", "memcli.text.secrets.rules", "memcli.text.secrets.detector"} & modules
+    assert not {"detect_secrets", "requests", "memcli.text.secrets.own_rules", "memcli.text.secrets.detector"} & modules
 
 
 def test_the_reads_right_after_a_write_load_no_secret_rule(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch,

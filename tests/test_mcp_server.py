@@ -305,7 +305,7 @@ def test_without_a_workspace_every_tool_says_so_and_the_server_keeps_serving(tmp
 
 
 def test_agent_names_from_clients_are_plain_and_never_secrets() -> None:
-    from memcli.mcp.tools import agent_name
+    from memcli.mcp_server.tools import agent_name
 
     assert agent_name("Claude Code") == "claude-code"
     assert agent_name("gemini-cli-mcp-client") == "gemini-cli-mcp-client"

@@ -59,7 +59,7 @@ def test_the_mcp_recall_tool_offers_exactly_the_filters_the_table_marks(ws: Path
 
 
 def test_the_mcp_tools_take_the_filters_by_their_table_names(ws: Path, run):
-    from memcli.mcp.tools import Settings, Tools
+    from memcli.mcp_server.tools import Settings, Tools
 
     assert run("remember", "Use pnpm for every package", "--tag", "js").code == 0
     assert run("remember", "Deploys go out on Tuesdays").code == 0
@@ -74,7 +74,7 @@ def test_the_mcp_tools_take_the_filters_by_their_table_names(ws: Path, run):
 def test_recall_and_context_have_one_result_shape_in_the_cli_json_and_the_mcp_tools(ws: Path, run):
     """``service.read.recall_data`` and ``Block.to_dict``: the MCP result is the CLI's ``data``
     plus the call's ``warnings`` (the CLI puts them in its envelope)."""
-    from memcli.mcp.tools import Settings, Tools
+    from memcli.mcp_server.tools import Settings, Tools
 
     assert run("remember", "Use pnpm for every package", "--tag", "js").code == 0
     tools = Tools(Settings(workspace=str(ws)))

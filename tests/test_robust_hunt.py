@@ -104,7 +104,7 @@ def test_any_front_matter_values_load_or_are_one_problem(tmp_path_factory, meta,
                       | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                       max_leaves=20).map(json.dumps))
 def test_any_hook_stdin_is_read_or_warned_about(raw):
-    from memcli.agents.hooks import HookInput
+    from memcli.agents.hook_protocol import HookInput
 
     parsed, warning = HookInput.parse(raw)
     assert isinstance(parsed.session_id, str) and (warning is None or isinstance(warning, str))

@@ -294,7 +294,7 @@ def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run: Runne
 def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code: Path, run: Runner) -> None:
     """Issue 23 point 3: every read marks the memory (recall keeps its relevance order: a search
     names what it wants), stats and doctor count it, ``review --stale`` lists it for a person."""
-    from memcli.mcp.tools import Settings, Tools
+    from memcli.mcp_server.tools import Settings, Tools
 
     case = remember(run, CASE, "--path", "src/payments/**")
     fresh = remember(run, "src/other.py returns 1 from other()")

@@ -18,7 +18,7 @@ from conftest import git
 if TYPE_CHECKING:
     from cli_runner import Result, Runner
 from memcli.agents import transcript as tr
-from memcli.agents.tools import call_key, call_of
+from memcli.agents.tool_calls import call_key, call_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 SESSION = "3e1f0a2b-0000-4000-8000-00000000c0de"
@@ -278,7 +278,7 @@ ESCAPED = CONTEXT.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def said(parsed: tr.Transcript) -> list[str]:
-    from memcli.agents.extract import find_candidates
+    from memcli.agents.extraction_rules import find_candidates
 
     return [c.text for turn in parsed.turns for c in find_candidates(turn.text)]
 

@@ -126,7 +126,7 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
         block = build(opened, query, budget, fmt, folder=folder)
         flush_warnings(opened)
     except MemcliError as err:
-        from memcli.agents.context import Block
+        from memcli.agents.context_block import Block
 
         warn(f"no context: {err.line()}")
         emit(Block("", [], 0).to_dict())

@@ -43,7 +43,7 @@ from memcli.service.arrived import _save, _stat_key, load
 
 if TYPE_CHECKING:
     from memcli.git.repo import GitRepo
-    from memcli.service.signatures import Trust
+    from memcli.service.signing import Trust
 
 #: A pull that removes or rewrites more than this share of the active memory files is a mass change.
 MASS_SHARE = 0.30
@@ -167,7 +167,7 @@ def _me(repo: GitRepo) -> str:
 def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str, who: str) -> list[Entry]:
     """Run the rules over ``old..new`` and add what fails to ``state["entries"]``; returns the new entries."""
     from memcli.service.check import check
-    from memcli.service.signatures import Trust
+    from memcli.service.signing import Trust
 
     span = f"{old}..{new}" if old else new
     if not Trust(repo, old, new).active and not _foreign_paths(repo, span):

@@ -141,7 +141,7 @@ def named_in_trailers(ctx: Ctx, repo: Repo, ref: str) -> list[str]:
 class HistoryVersion:
     """One version of a memory's file: who made it, in which commit, and what it changed.
 
-    ``claim`` is set when the actor is only claimed (``service.signatures.attribute``).
+    ``claim`` is set when the actor is only claimed (``service.signing.attribute``).
     """
 
     commit: str | None
@@ -197,7 +197,7 @@ def history(ctx: Ctx, ref: str) -> History:
     steps: list[tuple[Step, str, str, bool]] = []  # (step, its commit, path, deleted)
     claims: dict[str, str] = {}  # commit -> why its actor is only claimed
     entries = repo.commits(specs, all_refs=item is None)
-    from memcli.service.signatures import attribute, trust_for_reading
+    from memcli.service.signing import attribute, trust_for_reading
 
     attribute(trust_for_reading(ctx), entries)
     for entry in entries:

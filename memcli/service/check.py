@@ -7,7 +7,7 @@ the checked range it asks:
 
 * is the file valid (it parses and fits the schema, as every read path would take it) and
   within the reader's bounds (at most ``MAX_FILE_BYTES``, YAML aliases, nesting and values
-  as ``frontmatter`` limits them)?
+  as ``fileformat`` limits them)?
 * is it free of secrets (the write gate's ``gates.check_memory``)?
 * is it safely named (a regular file ``memories/<scope path>/…/<id>[-slug].md``, the
   folder matching its scope; no symbolic link)?
@@ -64,7 +64,7 @@ class Problem:
 class CheckResult:
     """What ``check`` looked at: the range, the files, and the problems found.
 
-    ``trust`` is the ``service.signatures.Trust`` the check judged signatures with (verify on
+    ``trust`` is the ``service.signing.Trust`` the check judged signatures with (verify on
     arrival reads who signed what from it); not part of the JSON.
     """
 
@@ -84,7 +84,7 @@ class _Git:
         self.repo = ctx.git()
         self.root = ctx.ws.root
         self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
-        self.trust: Any = None  # service.signatures.Trust, set by check()
+        self.trust: Any = None  # service.signing.Trust, set by check()
         self.env = {"GIT_INDEX_FILE": index} if staged and (index := _hook_index(self.repo)) else None
 
     def lines(self, *args: str) -> list[str]:
@@ -204,7 +204,7 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
 
         raise UsageProblem("--stale judges code commits, not staged changes",
                            hint="give a range instead: memcli check --stale origin/main..HEAD")
-    from memcli.service.signatures import Trust
+    from memcli.service.signing import Trust
 
     git = _Git(ctx, staged)
     old, new, label = _range(git, spec, staged)

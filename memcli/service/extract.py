@@ -3,7 +3,7 @@
 The transcript (a Claude Code session, a Codex rollout or a Gemini CLI chat log; the
 format is recognised from its records) is read with ``agents.transcript`` (only what
 the person typed, on the live branch of the conversation), the
-candidates found with ``agents.extract`` (rules, English and Chinese), and every
+candidates found with ``agents.extraction_rules`` (rules, English and Chinese), and every
 candidate goes through the same six gates as ``remember`` (``service.write.write_batch``)
 with ``sourceType: user_said``, ``runId`` = the session id and an idempotency key made of
 the session id, the turn's uuid and the candidate's place in the turn, so running
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcli.agents.extract import Candidate, find_candidates
+from memcli.agents.extraction_rules import Candidate, find_candidates
 from memcli.agents.transcript import DeadlineReached, Transcript, Turn, parse_text
 from memcli.errors import MemcliError, SecretDetected, SubjectConflict, TranscriptFormatUnknown, ValidationFailed
 from memcli.policy import gates
@@ -45,7 +45,7 @@ class Decided:
     Attributes:
         text: the candidate's text; for one refused as a secret, only what precedes the
             secret (never the secret itself).
-        category, importance: the rules' guesses (``agents.extract``).
+        category, importance: the rules' guesses (``agents.extraction_rules``).
         decision: ``would_write`` or ``written``; ``would_wait_for_review`` or
             ``pending_review``; ``duplicate``; ``already_written`` (repeated idempotency
             key); ``refused_secret``; ``invalid``; ``conflict``.

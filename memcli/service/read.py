@@ -261,7 +261,7 @@ def _log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     entries = [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
     from dataclasses import replace
 
-    from memcli.service.signatures import attribute, trust_for_reading
+    from memcli.service.signing import attribute, trust_for_reading
 
     attribute(trust_for_reading(ctx), entries)  # an actor no signature (or authorship) backs is a claim
 

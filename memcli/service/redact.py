@@ -14,7 +14,7 @@ A full scan loads detect-secrets (about 0.1 s, see ``text/secrets/detector.py``)
 slow for every hook. The result of a scan is a pure function of the text, so it is kept in
 a memo in the workspace's cache folder (``secret-scan.sqlite``): SHA-256 of the text and of
 the rule-set version -> the spans. A text is scanned in full once; later reads look it up.
-The context block's neutraliser (``agents/context.py``) still runs memcli's own rules (no
+The context block's neutraliser (``agents/context_block.py``) still runs memcli's own rules (no
 import cost) on every line it renders, as a second line of defence.
 A value a person let through at write (``remember --allow-secret``) is in the file but is
 still cut out of every read channel: the override opens the write gate, not the context.

@@ -150,7 +150,7 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResul
     (``git merge-file``); a conflict leaves git's conflict markers in ``ours``, so the
     file reads as invalid until a person resolves it (memcli never serves it half-merged).
     A version over the reader's bounds (over ``MAX_FILE_BYTES``, more YAML aliases, nesting or
-    values than ``frontmatter`` reads: ``FileOverLimit``), or a merge that takes longer than
+    values than ``fileformat`` reads: ``FileOverLimit``), or a merge that takes longer than
     :data:`DRIVER_SECONDS`, is a conflict at once: never expanded, never a hang (issue 22 point 9).
     """
     from memcli.errors import FileOverLimit, InvalidMemoryFile

@@ -12,7 +12,7 @@ record their tool calls, so at session end memcli reads the session's transcript
     else its creation), and that matches one of its guards (``deny``, ``ask`` or ``warn``),
 
 as one ``violated`` event in the usage journal (``store.usage``, ``source: transcript``),
-less the calls the hook already decided: a call's fingerprint (``agents.tools.call_key``) is
+less the calls the hook already decided: a call's fingerprint (``agents.tool_calls.call_key``) is
 on every guard event the hook writes, and the calls of the same fingerprint already counted
 as ``violated`` or ``asked`` for that memory in this session are not counted again (a ``warn``
 match the hook let through, a call the person allowed when asked, a violation an earlier
@@ -95,7 +95,7 @@ def scan(ctx: Ctx, agent: str, session_id: str, transcript: Path, cwd: str,
         TranscriptFormatUnknown: it is in none of the formats memcli reads.
         DeadlineReached: the deadline passed; nothing was written.
     """
-    from memcli.agents.tools import call_key, call_of
+    from memcli.agents.tool_calls import call_key, call_of
     from memcli.service.extract import parse_transcript, read_transcript_tail
     from memcli.service.hooks import guards_in_force, match_call
     from memcli.store import usage

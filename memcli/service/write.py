@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from memcli import frontmatter, model
+from memcli import fileformat, model
 from memcli.errors import (
     HiddenText,
     HistoryConflict,
@@ -312,8 +312,8 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
 
 
 def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
-    """New bytes for an existing file with ``changes`` applied surgically (see ``frontmatter.update``)."""
-    return frontmatter.update(item.doc, changes)
+    """New bytes for an existing file with ``changes`` applied surgically (see ``fileformat.update``)."""
+    return fileformat.update(item.doc, changes)
 
 
 # --- building a new memory through the gates --------------------------------------------
@@ -573,7 +573,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
                     else "pending_review: shared scope and an agent or tool source"))
     path = ctx.ws.files.new_path(memory)
     memory.path = ctx.ws.files.rel(path)
-    batch.writes[path] = frontmatter.render_new(model.to_mapping(memory), memory.body)
+    batch.writes[path] = fileformat.render_new(model.to_mapping(memory), memory.body)
     batch.added.append(memory)
     outcome = "pending_review" if pending else "created"
     verb = "waiting for review" if pending else "remembered"
