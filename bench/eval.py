@@ -22,11 +22,15 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import eval_data  # noqa: E402
+import eval_data
+
+if TYPE_CHECKING:
+    from memcli.service import Ctx
 
 STAMP = "2026-11-01T09:00:00Z"
 
@@ -45,7 +49,7 @@ def build(root: Path) -> Path:
     return workspace
 
 
-def open_ctx(workspace: Path):  # noqa: ANN201 - memcli.service.Ctx
+def open_ctx(workspace: Path) -> Ctx:
     """A service context on ``workspace`` as actor ``alice`` (the index is built on first use)."""
     from memcli.service import Ctx
 
@@ -64,7 +68,7 @@ class PromptScore:
     missed: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
-def score_prompts(ctx, floor: float | None = None) -> PromptScore:  # noqa: ANN001
+def score_prompts(ctx: Ctx, floor: float | None = None) -> PromptScore:
     """Run every prompt of the set through the prompt hook's selection (a fresh session each)."""
     from memcli.service.hooks import _prompt_block
 
@@ -97,7 +101,7 @@ class KindScore:
     misses: list[tuple[str, int | None]] = field(default_factory=list)
 
 
-def score_queries(ctx) -> list[KindScore]:  # noqa: ANN001
+def score_queries(ctx: Ctx) -> list[KindScore]:
     """recall@5 and MRR per kind of query (top-10 ranked recall)."""
     from memcli.service.read import Filters, recall
 

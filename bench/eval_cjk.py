@@ -26,13 +26,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import eval as evaluation  # noqa: E402
-import eval_data  # noqa: E402
+import eval as evaluation
+import eval_data
+
+if TYPE_CHECKING:
+    from memcli.index.query import Word
+    from memcli.service import Ctx
+
+    #: memcli.index.query._split_piece's shape: a piece of text and the known-word test -> its words.
+    Splitter = Callable[[str, Callable[[str], bool] | None], list[Word]]
 
 #: What the hot path imports anyway (the ranked retriever): start-up is measured beyond it.
 BASE = "import memcli.index.search"
@@ -68,7 +77,7 @@ def chinese_bodies(count: int) -> list[str]:
     return [r.text for r in records if r.lang == "zh"]
 
 
-def index_size(texts: list[str], tokenize) -> int:  # noqa: ANN001
+def index_size(texts: list[str], tokenize: Callable[[str], str]) -> int:
     """Bytes of an FTS5 database holding ``texts`` tokenized by ``tokenize(text) -> str``."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "size.sqlite3"
@@ -82,17 +91,17 @@ def index_size(texts: list[str], tokenize) -> int:  # noqa: ANN001
         return path.stat().st_size
 
 
-def jieba_splitter(cut):  # noqa: ANN001, ANN201
+def jieba_splitter(cut: Callable[[str], list[str]]) -> Splitter:
     """A ``_split_piece`` replacement: the piece cut into words by a jieba-style ``cut``."""
     from memcli.index.query import Word
 
-    def split(piece: str, known) -> list:  # noqa: ANN001
+    def split(piece: str, known: Callable[[str], bool] | None) -> list[Word]:
         words = [w for w in cut(piece) if w.strip()]
         return [Word(w, cjk=True, weak=len(w) == 1) for w in words]
     return split
 
 
-def cjk_quality(ctx, splitter) -> tuple[float, float]:  # noqa: ANN001
+def cjk_quality(ctx: Ctx, splitter: Splitter | None) -> tuple[float, float]:
     """recall@5 and MRR of the "CJK unsegmented" queries with ``splitter`` in place (None: memcli's)."""
     import memcli.index.query as query
 

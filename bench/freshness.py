@@ -18,12 +18,14 @@ import shutil
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 GAP = 0.0
 
 
-def timed(cmd: list[str], cwd: Path, repeat: int, stdin: str | None = None, between=None) -> list[float]:  # noqa: ANN001
+def timed(cmd: list[str], cwd: Path, repeat: int, stdin: str | None = None,
+          between: Callable[[], object] | None = None) -> list[float]:
     out = []
     for i in range(repeat + 1):
         if between is not None:

@@ -211,7 +211,7 @@ def hook_ids(stdout: str) -> list[str]:
 
 def call_hook(workspace: Path, event: str, session: str, fields: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Run one hook event as Claude Code would; returns the delivered ids and the warnings."""
-    from memcli.agents.hooks import event_name
+    from memcli.agents.hook_protocol import event_name
     from memcli.service.hooks import run_hook
 
     raw = json.dumps({"session_id": session, "cwd": str(workspace),

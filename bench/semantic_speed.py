@@ -40,12 +40,16 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 from mcp_bench import QUERIES, load, workspace  # noqa: E402
+
+_T = TypeVar("_T")
 
 PROMPT = "why does the deploy of the staging cache fail after the migration?"
 
@@ -112,7 +116,7 @@ def timed(cmd: list[str], env: dict[str, str], stdin: str | None = None) -> floa
     return elapsed
 
 
-def alternate(make, repeat: int) -> tuple[list[float], list[float]]:  # noqa: ANN001 - (mode, i) -> seconds
+def alternate(make: Callable[[str, int], float], repeat: int) -> tuple[list[float], list[float]]:
     """``repeat`` rounds of ``make("off", i)`` then ``make("auto", i)``, after one warm-up of each."""
     make("off", -1), make("auto", -1)
     off, auto = [], []
@@ -122,7 +126,7 @@ def alternate(make, repeat: int) -> tuple[list[float], list[float]]:  # noqa: AN
     return off, auto
 
 
-async def with_warm_server(memcli: str, ws: Path, env: dict[str, str], work) -> object:  # noqa: ANN001
+async def with_warm_server(memcli: str, ws: Path, env: dict[str, str], work: Callable[[], _T]) -> _T:
     """Run ``work()`` (blocking) while a hybrid MCP server of ``ws`` is up and answering."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client

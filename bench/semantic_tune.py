@@ -21,12 +21,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from semantic_probe import LEXICAL, MEMORIES, PARAPHRASE, UNRELATED, UPDATES
+
+if TYPE_CHECKING:
+    from memcli.index import Retriever
+    from memcli.index.hybrid import HybridRetriever
+    from memcli.service import Ctx
 
 
 def workspace(root: Path, memories: dict[str, str]) -> tuple[object, dict[str, str]]:
@@ -49,7 +56,8 @@ def rank_of(hits: list, targets: set[str]) -> int | None:
     return next((n for n, h in enumerate(hits, 1) if h.memory.id in targets), None)
 
 
-def evaluate(ctx, retriever_of, cases: list[tuple[str, list[str], str]], ids: dict[str, str]) -> dict:  # noqa: ANN001
+def evaluate(ctx: Ctx, retriever_of: Callable[[], Retriever], cases: list[tuple[str, list[str], str]],
+             ids: dict[str, str]) -> dict:
     from memcli.service.read import Filters, build_query
 
     per: dict[str, list[tuple[bool, float]]] = {}
@@ -83,7 +91,7 @@ def main() -> None:
     out: dict = {"lexical": evaluate(ctx, catalog.retriever, cases, ids)}
     queries: dict = {}
 
-    def hybrid_retriever():  # noqa: ANN202
+    def hybrid_retriever() -> HybridRetriever:
         return HybridRetriever(catalog.retriever(), LocalSemantic(catalog, embedder, queries))
 
     out["hybrid"] = evaluate(ctx, hybrid_retriever, cases, ids)

@@ -4,10 +4,10 @@
 :class:`Filters`, and the MCP ``recall`` tool's argument), its command-line options, its
 kind and default, and its help. The fast path (``cli/fast.py``) parses the options from it,
 the typer commands (``cli/read_cmds.py``) get their parameters from it, the MCP tools
-(``mcp/tools.py``) map their arguments through it, and ``service.read.build_query`` checks
+(``mcp_server/tools.py``) map their arguments through it, and ``service.read.build_query`` checks
 the values and turns them into an ``index.Query``. Adding a filter: a row here, its check in
 ``build_query`` (a plain value passes through when ``query`` is set), the ``index.Query``
-field the retrievers read, and the argument of the MCP tool's schema (``mcp/server.py``).
+field the retrievers read, and the argument of the MCP tool's schema (``mcp_server/server.py``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Callable
 
 from memcli.errors import ValidationFailed
 from memcli.timeutil import OutOfCalendar, format_instant, parse_instant, to_utc
@@ -562,7 +562,8 @@ def from_mapping(meta: dict[str, Any], body: str, *, path: str, file_id: str,
     Raises:
         ValidationFailed: a key has a value outside the schema; the message names the key.
     """
-    def key(name: str, check, default=None):  # noqa: ANN001 - local helper
+    def key(name: str, check: Callable[[Any], Any], default: Any = None) -> Any:
+        """``check(meta[name])``, or ``default`` when the key is absent or null; errors name the key."""
         if name not in meta or meta[name] is None:
             return default
         try:
@@ -738,7 +739,7 @@ def _line(value: object) -> int | None:
 def to_mapping(memory: Memory) -> dict[str, Any]:
     """The front-matter mapping for a new file, in ``KEY_ORDER``, omitting empty optionals.
 
-    Times stay ``datetime`` objects; ``frontmatter.emit`` writes them as RFC 3339 ``Z`` stamps.
+    Times stay ``datetime`` objects; ``fileformat.emit`` writes them as RFC 3339 ``Z`` stamps.
     """
     prov: dict[str, Any] = {
         "sourceType": memory.provenance.source_type,

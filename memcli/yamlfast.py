@@ -12,7 +12,7 @@ The contract is one-sided: :func:`load` either returns exactly what ruamel's saf
 loader returns for the same text, or raises :class:`Refused`. Anything it is not sure
 of (a duplicate key, a merge key ``<<``, a ``%YAML`` directive, ``!!omap``/``!!pairs``/
 ``!!set``, a timestamp with more than 6 fraction digits, any parse error) is refused,
-and the caller (``frontmatter._load_yaml``) reads the text again with ruamel, which
+and the caller (``fileformat._load_yaml``) reads the text again with ruamel, which
 gives the error message and line number. Round-trip rewriting never comes here.
 Tests: tests/test_yamlfast.py compares both loaders on a Hypothesis corpus.
 """
@@ -20,9 +20,13 @@ Tests: tests/test_yamlfast.py compares both loaders on a Hypothesis corpus.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Hashable
+    from datetime import date
 
 __all__ = ["Refused", "load"]
 
@@ -68,11 +72,11 @@ class _Loader(_LoaderBase):
 
     yaml_implicit_resolvers: dict = {}
 
-    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Hashable, Any]:
         """A plain dict; a duplicate key or a merge key is refused."""
         if not isinstance(node, yaml.MappingNode):
             raise Refused("not a mapping")
-        mapping = {}
+        mapping: dict[Hashable, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise Refused("merge key")
@@ -85,13 +89,13 @@ class _Loader(_LoaderBase):
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
-    def construct_yaml_map(self, node):  # noqa: ANN001, ANN201
+    def construct_yaml_map(self, node: yaml.MappingNode) -> Generator[dict[Any, Any], None, None]:
         """As PyYAML's, through :meth:`construct_mapping` (kept for recursive structures)."""
         data: dict = {}
         yield data
         data.update(self.construct_mapping(node))
 
-    def construct_yaml_int(self, node):  # noqa: ANN001, ANN201
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         """ruamel's SafeConstructor.construct_yaml_int for YAML 1.2 (``017`` is 17, ``0o17`` is 15)."""
         value = self.construct_scalar(node).replace("_", "")
         sign = -1 if value[:1] == "-" else 1
@@ -106,7 +110,7 @@ class _Loader(_LoaderBase):
                 return sign * int(value[2:], base)
         return sign * int(value)
 
-    def construct_yaml_float(self, node):  # noqa: ANN001, ANN201
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         """ruamel's SafeConstructor.construct_yaml_float for YAML 1.2."""
         value = self.construct_scalar(node).replace("_", "").lower()
         sign = -1 if value[:1] == "-" else 1
@@ -118,14 +122,14 @@ class _Loader(_LoaderBase):
             return float("nan")
         return sign * float(value)
 
-    def construct_yaml_timestamp(self, node):  # noqa: ANN001, ANN201
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> date:
         """PyYAML's, but ruamel rounds a fraction past microseconds where PyYAML cuts it: refused."""
         match = _FRACTION.search(node.value)
         if match and len(match.group(1)) > 6:
             raise Refused("timestamp fraction past microseconds")
         return super().construct_yaml_timestamp(node)
 
-    def refuse(self, node):  # noqa: ANN001, ANN201
+    def refuse(self, node: yaml.Node) -> NoReturn:
         """Types the two libraries build differently (``!!omap``, ``!!pairs``, ``!!set``)."""
         raise Refused(f"tag {node.tag}")
 
@@ -140,7 +144,7 @@ for _tag in ("omap", "pairs", "set"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _Loader.refuse)
 
 
-def load(source: str):  # noqa: ANN201 - whatever the YAML holds
+def load(source: str) -> Any:
     """Parse one YAML document (front-matter text, ``\\n`` line endings) as ruamel's safe
     loader would with YAML 1.2 and duplicate keys refused.
 

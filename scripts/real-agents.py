@@ -81,7 +81,7 @@ class Stub(http.server.ThreadingHTTPServer):
         self.bodies: list[str] = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(handler) -> None:  # noqa: N805
+            def do_POST(handler) -> None:  # `handler`, not `self`: self is the Stub whose bodies it keeps
                 size = int(handler.headers.get("content-length") or 0)
                 self.bodies.append(handler.rfile.read(size).decode("utf-8", "replace"))
                 body = json.dumps({"error": {"message": "memcli test stub: no model here", "code": "invalid_request",
@@ -94,7 +94,7 @@ class Stub(http.server.ThreadingHTTPServer):
 
             do_GET = do_POST
 
-            def log_message(handler, *args) -> None:  # noqa: N805, ANN002
+            def log_message(handler, format: str, *args: object) -> None:
                 pass
 
         super().__init__(("127.0.0.1", 0), Handler)

@@ -49,7 +49,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import typer.main
 
@@ -92,6 +92,13 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
+
+
+class Runner(Protocol):
+    """What the ``run`` and ``run_proc`` fixtures are: :func:`run_memcli`, :func:`run_memcli_proc`."""
+
+    def __call__(self, *args: str, cwd: Path | str | None = None, input: str | None = None,
+                 env: dict[str, str] | None = None, timeout: float = 60) -> Result: ...
 
 
 def run_memcli(*args: str, cwd: Path | str | None = None, input: str | None = None,

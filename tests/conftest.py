@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import cli_runner
-from cli_runner import MEMCLI, Result, run_memcli, run_memcli_proc
+from cli_runner import MEMCLI, Result, Runner, run_memcli, run_memcli_proc
 
 __all__ = ["MEMCLI", "Result", "run_memcli", "run_memcli_proc", "git", "personal_store", "shared_tree"]
 
@@ -69,14 +69,14 @@ def semantic_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def run():
+def run() -> Runner:
     """``run(*args, cwd=..., input=..., env=...)`` -> Result; see ``cli_runner.run_memcli``
     (in this process unless the call or the test needs a real one)."""
     return run_memcli
 
 
 @pytest.fixture
-def run_proc():
+def run_proc() -> Runner:
     """As ``run``, always a real ``python -m memcli`` process (``cli_runner.run_memcli_proc``)."""
     return run_memcli_proc
 

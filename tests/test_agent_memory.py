@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from conftest import personal_store
 from memcli.agents import memstores
-from memcli.agents.memstores import claude
+from memcli.agents.memstores import claude_store
 from memcli.store.files import MemoryFiles
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agent_memory"
@@ -82,7 +82,7 @@ def memories(ws: Path) -> list:
 
 def claude_home(home: Path, project: Path) -> Path:
     """The recorded Claude Code store, placed where Claude Code keeps it for ``project``."""
-    store = home / ".claude" / "projects" / claude.project_slug(project) / "memory"
+    store = home / ".claude" / "projects" / claude_store.project_slug(project) / "memory"
     shutil.copytree(CLAUDE_STORE, store)
     return store
 
@@ -124,8 +124,8 @@ def test_claude_reader_reads_topic_files_and_not_the_index():
 
 
 def test_claude_slug_is_the_path_with_non_alphanumerics_as_dashes():
-    assert claude.project_slug(Path("/tmp/memcli-agent-memory/project")) == "-tmp-memcli-agent-memory-project"
-    assert claude.project_slug(Path("/home/a.b/my_repo")) == "-home-a-b-my-repo"
+    assert claude_store.project_slug(Path("/tmp/memcli-agent-memory/project")) == "-tmp-memcli-agent-memory-project"
+    assert claude_store.project_slug(Path("/home/a.b/my_repo")) == "-home-a-b-my-repo"
 
 
 def test_codex_reader_keeps_block_sections_and_this_project(tmp_path):
@@ -222,7 +222,7 @@ def test_inbox_patches_of_any_shape_never_crash(tmp_path_factory, lines):
 
 @given(text=st.text(max_size=400))
 def test_front_matter_split_never_raises(text):
-    fields, body, first = claude.split(text)
+    fields, body, first = claude_store.split(text)
     assert first >= 1 and isinstance(body, str) and (fields is None or isinstance(fields, dict))
 
 
@@ -628,7 +628,7 @@ def test_an_unknown_layout_is_one_line_exit_2_never_a_silent_0(ws, project, run,
         (store / "memory_summary.md").write_text("v2\n## Durable facts\n- pnpm, never npm\n", encoding="utf-8")
         args, says = ["--agent", "codex"], "its layout is v2; memcli reads v1"
     elif layout == "claude-json":
-        store = home / ".claude" / "projects" / claude.project_slug(project) / "memory"
+        store = home / ".claude" / "projects" / claude_store.project_slug(project) / "memory"
         store.mkdir(parents=True)
         (store / "memories.json").write_text('[{"text": "pnpm, never npm"}]\n', encoding="utf-8")
         args, says = ["--agent", "claude"], "not Markdown topic files (memories.json)"
@@ -712,7 +712,7 @@ def test_front_matter_claude_code_reads_imports_with_its_type_and_no_warning(ws,
 
 @given(text=st.text(max_size=300))
 def test_claude_front_matter_fields_never_raise(text):
-    meta, problem = claude.fields(text, "topic.md")
+    meta, problem = claude_store.fields(text, "topic.md")
     assert isinstance(meta, dict) or (meta is None and problem is not None and problem.reason)
 
 

@@ -16,11 +16,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from modelsim import ModelSim, Request, Turn
 
 from test_agent_session import agents, claude, claude_bin, claude_env, describe  # noqa: F401 - claude_bin: a fixture
+
+if TYPE_CHECKING:
+    from modelsim_codex import CodexRequest
+    from modelsim_gemini import GeminiRequest
 
 pytestmark = pytest.mark.slow  # real agent CLIs or kill loops: CI runs them, the inner loop does not
 
@@ -85,7 +90,7 @@ def test_gemini_session_end_harvests_its_project_memory(claude_bin, tmp_path):  
     config.write_text(config.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"),
                       encoding="utf-8")
 
-    def private(request) -> Path:  # noqa: ANN001 - a GeminiRequest
+    def private(request: GeminiRequest) -> Path:
         found = re.search(r"\*\*Private Project Memory\*\* \(`([^`]+)`\)", request.system)
         assert found, "Gemini CLI's system prompt names no private project memory"
         return Path(found.group(1))
@@ -177,12 +182,12 @@ def test_codex_session_end_harvests_its_ad_hoc_note(claude_bin, tmp_path):  # no
                "NO_COLOR": "1", "TZ": "UTC"}
     extra = f'[features]\nmemories = true\n[projects."{project}"]\ntrust_level = "trusted"\n'
 
-    def notes_folder(request) -> Path:  # noqa: ANN001 - a CodexRequest
+    def notes_folder(request: CodexRequest) -> Path:
         found = re.search(r"append a small Markdown note under\s+`([^`]+)`", "\n".join(request.texts()))
         assert found, "Codex's prompt names no ad-hoc notes folder (is the memory read path off?)"
         return Path(found.group(1))
 
-    def note(request) -> Turn:  # noqa: ANN001
+    def note(request: CodexRequest) -> Turn:
         path = notes_folder(request) / "2026-12-06T10-00-00-tests-no-cacheprovider.md"
         lines = "".join(f"+{line}\n" for line in CODEX_NOTE.splitlines())
         return Turn.tools(("apply_patch", f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch\n"))  # type: ignore[arg-type]

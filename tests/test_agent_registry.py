@@ -25,7 +25,7 @@ KITE = textwrap.dedent('''
     ``{"kite_context": TEXT}``, transcripts of ``{"kite_log": ...}`` lines, MCP in ``.kite/mcp.json``."""
     import json
 
-    from memcli.agents.hooks import HookInput
+    from memcli.agents.hook_protocol import HookInput
     from memcli.agents.registry import Agent
     from memcli.agents.transcript import Turn, string
 

@@ -13,10 +13,14 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from conftest import run_memcli
+from conftest import Result, run_memcli
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 PEOPLE = ("alice", "bob", "mallory")
 #: Ids of mallory's hand-made files (26 characters of the id alphabet).
@@ -58,16 +62,16 @@ class Team:
         return {"HOME": str(self.homes[name]), "XDG_CONFIG_HOME": str(self.homes[name] / ".config"),
                 "MEMCLI_ACTOR": name}
 
-    def run(self, name: str, *args: str, env: dict[str, str] | None = None):  # noqa: ANN201
+    def run(self, name: str, *args: str, env: dict[str, str] | None = None) -> Result:
         return run_memcli(*args, env={**self.env(name), **(env or {})})
 
-    def mem(self, name: str, *args: str, env: dict[str, str] | None = None):  # noqa: ANN201
+    def mem(self, name: str, *args: str, env: dict[str, str] | None = None) -> Result:
         return self.run(name, "-w", str(self.ws[name]), *args, env=env)
 
     def git(self, name: str, *args: str, env: dict[str, str] | None = None) -> str:
         return git(*args, cwd=self.ws[name], env={**self.env(name), **(env or {})})
 
-    def sync(self, name: str):  # noqa: ANN201
+    def sync(self, name: str) -> Result:
         out = self.mem(name, "sync")
         assert out.code == 0, out
         return out
@@ -219,7 +223,7 @@ def test_three_clones_quarantine_every_hostile_case_and_receive_every_honest_mem
     # nothing of it reaches an agent through MCP either
     from test_mcp_server import drive, text_of
 
-    async def steps(client) -> None:  # noqa: ANN001
+    async def steps(client: ClientSession) -> None:
         found = await client.call_tool("recall", {"query": "hostile", "limit": 50})
         assert not found.is_error and found.structured_content["hits"] == [], text_of(found)
         listed = await client.call_tool("recall", {"query": "deploy Fridays", "limit": 50})

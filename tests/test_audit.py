@@ -9,12 +9,16 @@ from __future__ import annotations
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from conftest import git
 from memcli.changes import Step, Version, classify
 from memcli.model import Memory
+
+if TYPE_CHECKING:
+    from cli_runner import Runner
 
 T = "2027-01-0{}T00:00:00Z"
 
@@ -416,7 +420,7 @@ def test_classify_link_changes():
     assert _kinds(a, _memory(), None)[0][0] == "edited by hand"
 
 
-def test_log_with_a_missing_commit_object_says_so(ws, run) -> None:  # noqa: ANN001
+def test_log_with_a_missing_commit_object_says_so(ws: Path, run: Runner) -> None:
     # GitPython's error was turned into [] and `memcli log` exited 0 with no entries: an
     # audit trail that reads as empty when the repository is damaged
     for text in ("Deploys go out on Tuesdays.", "Use pnpm for the web packages."):

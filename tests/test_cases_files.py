@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from memcli import frontmatter
+from memcli import fileformat
 from memcli.store.files import MemoryFiles
 
 SKIPPED = "fix or remove the file; `memcli doctor` lists every such file"
@@ -81,7 +81,7 @@ def test_f2_crlf_same_metadata_from_tree_and_git_show(ws, run):
         assert (memory.id, memory.scope, memory.status, memory.tags) == ("crlf01", "project", "active", ["build", "ci"])
         assert memory.text == "Run make before pushing."
     assert from_git.to_dict() == from_tree.to_dict()
-    assert frontmatter.parse(shown, F2_PATH).meta["status"] == "active"  # no trailing '\r'
+    assert fileformat.parse(shown, F2_PATH).meta["status"] == "active"  # no trailing '\r'
     entry = listed(run("--json", "list"))["crlf01"]
     assert (entry["status"], entry["createdAt"], entry["tags"]) == ("active", "2025-01-01T00:00:00Z", ["build", "ci"])
 
@@ -113,7 +113,7 @@ def test_f3_fence_text_in_value_and_body_survive_load_and_save(ws, run):
     loaded = MemoryFiles(ws).load(path)
     assert loaded.doc.meta["note"] == "build --- then deploy"
     assert loaded.memory.body == "First build.\n\n---\n\nThen deploy.\n"
-    assert frontmatter.update(loaded.doc, {}) == F3
+    assert fileformat.update(loaded.doc, {}) == F3
     assert listed(run("--json", "list"))["fence3"]["text"] == "First build.\n\n---\n\nThen deploy."
     assert run("forget", "fence3", env={"MEMCLI_NOW": "2025-02-01T00:00:00Z"}).code == 0
     assert path.read_bytes() == F3.replace(b"status: active\n", b"status: archived\nupdatedAt: 2025-02-01T00:00:00Z\n")

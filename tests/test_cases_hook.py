@@ -106,7 +106,7 @@ def test_h1_json_format_is_valid_json_within_budget(run, many):
 
 def test_h1_json_render_never_exceeds_the_budget():
     """The pure renderer, over a sweep of budgets (a subprocess per budget would be slow)."""
-    from memcli.agents.context import render
+    from memcli.agents.context_block import render
     from memcli.model import Memory
 
     memories = [Memory(id=f"m{i:04d}", scope="project", body=_text(i)) for i in range(300)]

@@ -136,9 +136,9 @@ def test_an_empty_read_list_is_warned_on_every_read(ws, run):
 def test_an_export_with_nothing_to_export_says_so(ws, project, run):
     from pathlib import Path
 
-    from memcli.agents.memstores import claude
+    from memcli.agents.memstores import claude_store
 
-    store = Path.home() / ".claude" / "projects" / claude.project_slug(project) / "memory"
+    store = Path.home() / ".claude" / "projects" / claude_store.project_slug(project) / "memory"
     store.mkdir(parents=True)
     (store / "MEMORY.md").write_text("- [Role](role.md) — the user's role\n", encoding="utf-8")
     before = sorted((p.name, p.read_bytes()) for p in store.iterdir())

@@ -9,13 +9,19 @@ import json
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from rapidfuzz import fuzz
 
 from conftest import git
-from memcli import frontmatter
+from memcli import fileformat
 from memcli.model import Memory, normalise_text
+
+if TYPE_CHECKING:
+    import pytest
+
+    from cli_runner import Runner
 
 SAMPLE = Path(__file__).parent.parent / "sample_workspace"
 NOW = "2026-12-15T12:00:00Z"
@@ -26,7 +32,7 @@ PENDING_DUPLICATE = "01m7vzgc00rgkycg4ecyfcvw4n"  # pending_review, same text as
 CONFLICT = {"01m1e5q4b0z58dz1kdt6f138ja", "01m6p70g00cqg6aj478swzjvgx"}
 
 
-def sample(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
+def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of sample_workspace in its own git repository, with one commit; the current workspace."""
     copy = tmp_path / "sample"
     shutil.copytree(SAMPLE, copy)
@@ -39,7 +45,7 @@ def sample(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
 
 def front(path: Path) -> dict:
     """The front-matter of a memory file, read directly."""
-    return dict(frontmatter.parse(path.read_bytes(), str(path)).meta)
+    return dict(fileformat.parse(path.read_bytes(), str(path)).meta)
 
 
 def files(ws: Path) -> dict[str, Path]:
@@ -104,7 +110,7 @@ def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_p
     assert sorted(changed) == sorted(f"M\t{by_id[i].relative_to(ws).as_posix()}" for i in expected)
     for memory_id, (before_status, after_status) in expected.items():
         rel = by_id[memory_id].relative_to(ws).as_posix()
-        before = frontmatter.parse(git(ws, "show", f"HEAD~1:{rel}").encode(), rel).meta
+        before = fileformat.parse(git(ws, "show", f"HEAD~1:{rel}").encode(), rel).meta
         after = front(by_id[memory_id])
         assert before["status"] in before_status and after["status"] == after_status, memory_id
         assert after["updatedAt"] == datetime(2026, 12, 15, 12, tzinfo=timezone.utc)
@@ -309,7 +315,7 @@ WIKI = "The release checklist lives in the wiki under the operations section."
 WIKI_TOO = "The release checklist lives in the wiki, under the operations section."
 
 
-def remembered(run, text: str, *args: str, when: str = "2026-11-01T09:00:00Z") -> str:  # noqa: ANN001
+def remembered(run: Runner, text: str, *args: str, when: str = "2026-11-01T09:00:00Z") -> str:
     made = run("--json", "remember", text, *args, env={"MEMCLI_NOW": when})
     assert made.code == 0, made
     return made.json()["data"]["id"]
@@ -394,7 +400,7 @@ LATER = {"MEMCLI_NOW": "2026-06-01T00:00:00Z"}
 DIRTY = "uncommitted edits; commit or discard them first"
 
 
-def goal(run, text: str, cwd: Path | None = None) -> str:  # noqa: ANN001
+def goal(run: Runner, text: str, cwd: Path | None = None) -> str:
     """An expiring goal (default TTL 30 days); its workspace-relative path."""
     made = run("--json", "remember", text, "--category", "goal", env=EXPIRING, cwd=cwd)
     assert made.code == 0, made
@@ -475,7 +481,7 @@ def test_uncommitted_edits_are_found_when_the_workspace_is_a_sub_folder(project,
 JAN = {"MEMCLI_NOW": "2027-01-01T00:00:00Z"}
 
 
-def expiry(run, *args: str, env=JAN) -> str | None:  # noqa: ANN001
+def expiry(run: Runner, *args: str, env: dict[str, str] = JAN) -> str | None:
     result = run("--json", "remember", *args, env=env)
     assert result.code == 0, result
     return result.json()["data"]["memory"]["expireAt"]

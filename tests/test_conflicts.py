@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import personal_store, run_memcli
+from conftest import Result, personal_store, run_memcli
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -39,7 +40,7 @@ def team(tmp_path: Path):
     return bare, clone
 
 
-def mem(ws: Path, *args: str, **kwargs):  # noqa: ANN003, ANN201
+def mem(ws: Path, *args: str, **kwargs: Any) -> Result:
     return run_memcli("-w", str(ws), *args, **kwargs)
 
 

@@ -38,7 +38,7 @@ def test_the_install_lines_are_found():
 
 @pytest.mark.parametrize("page, kind, agent, flags, comment", documented_installs())
 def test_each_install_writes_the_documented_file_and_events(tmp_path, page, kind, agent, flags, comment):
-    from memcli.mcp import install as mcp_install
+    from memcli.mcp_server import install as mcp_install
     from memcli.service import hook_install
 
     project = tmp_path / "project"
@@ -73,7 +73,7 @@ def cited_elsewhere(page: Path, name: str, files: list[str], quoted: bool = Fals
     nor an agent's rule file or memory store file (the names ``memcli import`` reads), nor an example: a lower-case
     name in a code span (``quoted``: `` `docs/x.md` ``, `` `handnote.md` ``), or a bare one."""
     from memcli.agents.memstores import STORE_FILES
-    from memcli.agents.rules import DISCOVER
+    from memcli.agents.rule_files import DISCOVER
 
     name = name.removeprefix("./").removeprefix("~/")
     base = name.rsplit("/", 1)[-1]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from memcli import frontmatter
+from memcli import fileformat
 
 ADDED = "2025-01-02T03:04:05Z"
 BODY_ONLY = b"Deploys go out on Tuesdays.\r\nNever on Fridays.\r\n"  # CRLF, no front-matter
@@ -80,12 +80,12 @@ def test_fix_writes_the_defaults_in_one_commit(hand, ws, run):
     assert hand["broken"].read_bytes() == BROKEN
     assert next((ws / "memories").rglob(f"{hand['written']}*.md")).read_bytes() == written_bytes
 
-    meta = frontmatter.parse(body, "handnote.md").meta
+    meta = fileformat.parse(body, "handnote.md").meta
     assert meta["id"] == "handnote" and meta["scope"] == "project" and meta["status"] == "active"
     assert meta["category"] == "fact" and meta["importance"] == 3
     assert b"\r\ncreatedAt: 2025-01-02T03:04:05Z\r\nupdatedAt: 2025-01-02T03:04:05Z\r\n" in body
     assert dict(meta["provenance"]) == {"sourceType": "admin_edit", "actor": "unknown", "runId": None}
-    partial_meta = frontmatter.parse(partial, "Blue-Green.md").meta
+    partial_meta = fileformat.parse(partial, "Blue-Green.md").meta
     assert partial_meta["category"] == "decision" and partial_meta["scope"] == "project"
 
     after = {ref: seen(run, ref) for ref in ("handnote", "blue-green", hand["written"])}
@@ -232,6 +232,6 @@ def test_the_id_of_a_ulid_named_file_is_the_ulid(ws, run):
     result = run("--json", "doctor", "--fix")
     assert result.code == 0, result
     assert {f["id"] for f in result.json()["data"]["fixed"]} == ids
-    meta = frontmatter.parse((folder / "01m3aaaaaaaaaaaaaaaaaaaaaa-build.md").read_bytes(), "x.md").meta
+    meta = fileformat.parse((folder / "01m3aaaaaaaaaaaaaaaaaaaaaa-build.md").read_bytes(), "x.md").meta
     assert meta["id"] == ulid
     assert run("--json", "show", ulid).json()["data"]["path"] == "memories/project/01m3aaaaaaaaaaaaaaaaaaaaaa-build.md"

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import git
 from memcli.agents import transcript as tr
-from memcli.agents.extract import RULES, clean, find_candidates, is_question, split_sentences
+from memcli.agents.extraction_rules import RULES, clean, find_candidates, is_question, split_sentences
 from memcli.model import CATEGORIES
 
 # --- the example of INTEGRATIONS.md, verbatim ---------------------------------------------
@@ -143,7 +143,7 @@ def _line(kind: str, text: str, n: int) -> str:
     return text if kind == "broken" else json.dumps(entries[kind], ensure_ascii=False)
 
 
-def _write_session(path: Path, script=SCRIPT) -> Path:  # noqa: ANN001
+def _write_session(path: Path, script: list[tuple[str, str, list[tuple[str, str, int]] | None]] = SCRIPT) -> Path:
     path.write_text("\n".join(_line(kind, text, n) for n, (kind, text, _) in enumerate(script)) + "\n",
                     encoding="utf-8")
     return path
@@ -297,7 +297,7 @@ def test_json_records_of_no_known_format_are_an_error_naming_the_formats(ws, tmp
 # --- the transcript parser ------------------------------------------------------------------
 
 
-def _user(content, **flags) -> str:  # noqa: ANN001
+def _user(content: object, **flags: object) -> str:
     return json.dumps({"type": "user", "uuid": "x", "sessionId": "s", "message": {"role": "user", "content": content},
                        **flags})
 

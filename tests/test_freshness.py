@@ -12,8 +12,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from cli_runner import Runner
 
 #: Seconds after which a file memcli hashed is no longer "racy" (``memcli.index.db.RACY_NS``):
 #: the tests wait this long so that a change is found by the folder check or the full walk,
@@ -21,13 +25,13 @@ import pytest
 SETTLE = 2.2
 
 
-def recall(run, *words: str) -> list[dict]:  # noqa: ANN001
+def recall(run: Runner, *words: str) -> list[dict]:
     result = run("--json", "recall", *words)
     assert result.code == 0 and "Traceback" not in result.err, result
     return result.json()["data"]["hits"]
 
 
-def texts(run, *words: str) -> list[str]:  # noqa: ANN001
+def texts(run: Runner, *words: str) -> list[str]:
     return [h["text"] for h in recall(run, *words)]
 
 
@@ -39,7 +43,7 @@ def large_store_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def settled(ws: Path, run) -> dict[str, Path]:  # noqa: ANN001
+def settled(ws: Path, run: Runner) -> dict[str, Path]:
     """Three memories, indexed and older than the racy window; ``word -> file``."""
     out = {}
     for word in ("alpha", "bravo", "charlie"):
@@ -56,7 +60,8 @@ def _put_back(folder: Path, info: os.stat_result) -> None:
     os.utime(folder, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
-def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_read(settled, run) -> None:  # noqa: ANN001
+def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_read(settled: dict[str, Path],
+                                                                                   run: Runner) -> None:
     path = settled["alpha"]
     folder = path.parent.stat()
     path.write_text(path.read_text(encoding="utf-8").replace("port 1234", "port 9876 zulu"), encoding="utf-8")
@@ -67,7 +72,7 @@ def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_rea
     assert texts(run, "alpha") == ["The alpha service listens on port 9876 zulu."]
 
 
-def test_a_hand_added_file_is_seen_by_the_next_read(settled, run) -> None:  # noqa: ANN001
+def test_a_hand_added_file_is_seen_by_the_next_read(settled: dict[str, Path], run: Runner) -> None:
     source = settled["bravo"]
     copy = source.with_name("01zzzzzzzzzzzzzzzzzzzzzzzz-added.md")
     text = source.read_text(encoding="utf-8").replace(source.name.split("-")[0], copy.name.split("-")[0])
@@ -75,13 +80,14 @@ def test_a_hand_added_file_is_seen_by_the_next_read(settled, run) -> None:  # no
     assert texts(run, "yankee") == ["The yankee service listens on port 1234."]
 
 
-def test_a_hand_deleted_file_is_gone_from_the_next_read(settled, run) -> None:  # noqa: ANN001
+def test_a_hand_deleted_file_is_gone_from_the_next_read(settled: dict[str, Path], run: Runner) -> None:
     settled["charlie"].unlink()
     assert texts(run, "charlie") == []
     assert texts(run, "bravo")
 
 
-def test_a_renamed_file_is_found_at_its_new_path_by_the_next_read(ws: Path, settled, run) -> None:  # noqa: ANN001
+def test_a_renamed_file_is_found_at_its_new_path_by_the_next_read(ws: Path, settled: dict[str, Path],
+                                                                  run: Runner) -> None:
     source = settled["bravo"]
     target_folder = ws / "memories" / "project" / "moved"
     target_folder.mkdir()
@@ -94,7 +100,7 @@ def test_a_renamed_file_is_found_at_its_new_path_by_the_next_read(ws: Path, sett
     assert [h["path"] for h in recall(run, "charlie")] == [same.relative_to(ws).as_posix()]
 
 
-def test_a_file_replaced_by_a_same_size_file_in_the_same_second_is_seen(settled, run) -> None:  # noqa: ANN001
+def test_a_file_replaced_by_a_same_size_file_in_the_same_second_is_seen(settled: dict[str, Path], run: Runner) -> None:
     path = settled["alpha"]
     info, folder = path.stat(), path.parent.stat()
     replacement = path.with_name(".replacement")
@@ -116,7 +122,7 @@ def test_a_file_replaced_by_a_same_size_file_in_the_same_second_is_seen(settled,
     assert texts(run, "omega") == []
 
 
-def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled, ws: Path, run) -> None:  # noqa: ANN001
+def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled: dict[str, Path], ws: Path, run: Runner) -> None:
     """The walk a read owes is done by the next read itself when none runs (a killed child)."""
     path = settled["bravo"]
     folder = path.parent.stat()

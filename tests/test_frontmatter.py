@@ -1,4 +1,4 @@
-"""memcli.frontmatter at the library level: parse, update and render_new round trips.
+"""memcli.fileformat at the library level: parse, update and render_new round trips.
 
 SPEC.md section 2: rewriting a file keeps everything it does not change (key order,
 comments, unknown keys, line endings, BOM, the body byte for byte); YAML 1.2 semantics;
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memcli import frontmatter as fm
+from memcli import fileformat as fm
 from memcli.errors import InvalidMemoryFile
 
 FILE = b"""---

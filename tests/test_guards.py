@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +16,9 @@ from conftest import run_memcli
 from memcli import guards as g
 from memcli.errors import ValidationFailed
 from memcli.policy.suggest import suggest
+
+if TYPE_CHECKING:
+    from cli_runner import Result, Runner
 
 # --- the pattern language, table-driven ---------------------------------------------------
 
@@ -198,7 +202,7 @@ def test_suggestions_from_the_text(text: str, expected: list[str]) -> None:
 # --- writing -------------------------------------------------------------------------------
 
 
-def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run) -> None:  # noqa: ANN001
+def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run: Runner) -> None:
     out = run("--json", "remember", "Use pnpm, never npm, for packages in this repository",
               "--deny", "Bash(npm install:*)", "--ask", "Edit(migrations/**)")
     assert out.code == 0, out
@@ -215,7 +219,7 @@ def test_remember_stores_guards_and_refuses_a_bad_one(ws: Path, run) -> None:  #
     assert "--deny 'Bash(git push --force:*)'" in hint.err, hint
 
 
-def _hook(run, agent: str, payload: dict, cwd: Path) -> dict | str:  # noqa: ANN001
+def _hook(run: Runner, agent: str, payload: dict, cwd: Path) -> dict | str:
     event = "post-tool-use" if payload.get("hook_event_name") == "AfterTool" else "pre-tool-use"
     out = run("hook", agent, event, input=json.dumps(payload), cwd=cwd)
     assert out.code == 0, out
@@ -239,7 +243,7 @@ def _gemini(command: str, cwd: Path) -> dict:  # BeforeTool of Gemini CLI 0.61
             "tool_input": {"command": command, "description": "install"}}
 
 
-def test_every_agent_denies_a_guarded_call_quoting_the_memory(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_every_agent_denies_a_guarded_call_quoting_the_memory(ws: Path, run: Runner, tmp_path: Path) -> None:
     mid = run("--json", "remember", "Use pnpm, never npm, for packages in this repository",
               "--deny", "Bash(npm install:*)").json()["data"]["id"]
     folder = tmp_path / "code"
@@ -264,7 +268,7 @@ def test_every_agent_denies_a_guarded_call_quoting_the_memory(ws: Path, run, tmp
     assert mid in table.out and "denied" in table.out
 
 
-def test_ask_is_asked_by_claude_and_denied_by_codex(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_ask_is_asked_by_claude_and_denied_by_codex(ws: Path, run: Runner, tmp_path: Path) -> None:
     run("remember", "Deploys go through the release checklist", "--ask", "Bash(make deploy:*)")
     claude = _hook(run, "claude", _claude("make deploy prod", tmp_path), tmp_path)
     assert isinstance(claude, dict) and claude["hookSpecificOutput"]["permissionDecision"] == "ask"
@@ -275,7 +279,7 @@ def test_ask_is_asked_by_claude_and_denied_by_codex(ws: Path, run, tmp_path: Pat
     assert isinstance(gemini, dict) and gemini["decision"] == "ask"
 
 
-def test_a_warn_guard_lets_the_call_through_and_counts_a_violation(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_warn_guard_lets_the_call_through_and_counts_a_violation(ws: Path, run: Runner, tmp_path: Path) -> None:
     mid = run("--json", "remember", "Prefer make test over calling pytest directly",
               "--warn", "Bash(pytest:*)").json()["data"]["id"]
     answer = _hook(run, "claude", _claude("pytest -x tests", tmp_path), tmp_path)
@@ -285,7 +289,7 @@ def test_a_warn_guard_lets_the_call_through_and_counts_a_violation(ws: Path, run
     assert row["violated"] == 1 and row["delivered"] == 1
 
 
-def test_an_agents_guard_waits_for_review_and_is_enforced_once_approved(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_an_agents_guard_waits_for_review_and_is_enforced_once_approved(ws: Path, run: Runner, tmp_path: Path) -> None:
     out = run("--json", "remember", "Never run the seed script against production", "--source-type",
               "model_derived", "--deny", "Bash(./seed.sh:*)")
     assert out.json()["data"]["memory"]["status"] == "pending_review"
@@ -298,7 +302,7 @@ def test_an_agents_guard_waits_for_review_and_is_enforced_once_approved(ws: Path
     assert "enforced: denies Bash(./seed.sh:*)" in context
 
 
-def test_a_command_memory_is_delivered_once_before_that_command(tmp_path: Path, run,  # noqa: ANN001
+def test_a_command_memory_is_delivered_once_before_that_command(tmp_path: Path, run: Runner,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     code = tmp_path / "code"
     code.mkdir()
@@ -319,7 +323,7 @@ def git(ws: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(ws), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_check_refuses_a_guard_added_to_an_existing_memory_by_hand(ws: Path, run) -> None:  # noqa: ANN001
+def test_check_refuses_a_guard_added_to_an_existing_memory_by_hand(ws: Path, run: Runner) -> None:
     start = git(ws, "rev-parse", "HEAD")
     path = ws / run("--json", "remember", "Keep migrations reversible").json()["data"]["memory"]["path"]
     text = path.read_text(encoding="utf-8").replace("\n---\n", "\nguards:\n  - deny: Edit(migrations/**)\n---\n", 1)
@@ -362,7 +366,7 @@ GUARDED = {"claude": "claude-2.1.332-guarded.jsonl", "codex": "codex-0.171.0-gua
 BEFORE = {"MEMCLI_NOW": "2026-12-01T00:00:00Z"}  # the sessions were recorded on 2026-12-06
 
 
-def _end(run, agent: str, session: str, transcript: Path, cwd: Path):  # noqa: ANN001, ANN202
+def _end(run: Runner, agent: str, session: str, transcript: Path, cwd: Path) -> Result:
     payload = {"session_id": session, "transcript_path": str(transcript), "cwd": str(cwd),
                "hook_event_name": "SessionEnd", "reason": "exit"}
     out = run("hook", agent, "session-end", input=json.dumps(payload), cwd=cwd)
@@ -370,12 +374,12 @@ def _end(run, agent: str, session: str, transcript: Path, cwd: Path):  # noqa: A
     return out
 
 
-def _violated(run) -> dict[str, int]:  # noqa: ANN001
+def _violated(run: Runner) -> dict[str, int]:
     return {r["id"]: r["violated"] for r in run("--json", "stats", "--memories").json()["data"]["perMemory"]}
 
 
 @pytest.mark.parametrize("agent", sorted(GUARDED))
-def test_session_end_counts_the_guarded_calls_the_transcript_shows_ran(ws: Path, run, tmp_path: Path,  # noqa: ANN001
+def test_session_end_counts_the_guarded_calls_the_transcript_shows_ran(ws: Path, run: Runner, tmp_path: Path,
                                                                        agent: str) -> None:
     def remember(text: str, flag: str, pattern: str, env: dict[str, str] = BEFORE) -> str:
         return run("--json", "remember", text, flag, pattern, env=env).json()["data"]["id"]
@@ -398,7 +402,7 @@ def test_session_end_counts_the_guarded_calls_the_transcript_shows_ran(ws: Path,
                                                 "source"}  # no command, no text
 
 
-def test_a_call_the_hook_already_counted_is_not_counted_again(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_call_the_hook_already_counted_is_not_counted_again(ws: Path, run: Runner, tmp_path: Path) -> None:
     mid = run("--json", "remember", "Prefer make test to calling pytest directly", "--warn", "Bash(pytest:*)",
               env=BEFORE).json()["data"]["id"]
     # the hook saw the call (a warn guard lets it through and counts it), then the session ends
@@ -407,7 +411,7 @@ def test_a_call_the_hook_already_counted_is_not_counted_again(ws: Path, run, tmp
     assert _violated(run)[mid] == 1
 
 
-def test_the_usage_journal_shows_each_person_only_their_own_sessions(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
+def test_the_usage_journal_shows_each_person_only_their_own_sessions(ws: Path, run: Runner, tmp_path: Path) -> None:
     mid = run("--json", "remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)").json()["data"]["id"]
     _hook(run, "claude", _claude("npm install left-pad", tmp_path, session="alices"), tmp_path)
     mine = run("--json", "stats", "--memories").json()["data"]
@@ -417,7 +421,7 @@ def test_the_usage_journal_shows_each_person_only_their_own_sessions(ws: Path, r
     assert "alices" not in (ws / ".cache" / "usage.jsonl").read_text()  # the session id is hashed
 
 
-def test_gemini_gets_a_files_memory_after_the_tool_and_only_guards_before_it(tmp_path: Path, run,  # noqa: ANN001
+def test_gemini_gets_a_files_memory_after_the_tool_and_only_guards_before_it(tmp_path: Path, run: Runner,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     code = tmp_path / "code"
     (code / "src").mkdir(parents=True)
@@ -444,7 +448,7 @@ def test_gemini_gets_a_files_memory_after_the_tool_and_only_guards_before_it(tmp
 # --- decay by use: compact's candidates to retire ----------------------------------------------
 
 
-def test_compact_proposes_memories_no_session_was_given_for_90_days(ws: Path, run) -> None:  # noqa: ANN001
+def test_compact_proposes_memories_no_session_was_given_for_90_days(ws: Path, run: Runner) -> None:
     old = {"MEMCLI_NOW": "2026-01-01T00:00:00Z"}
     used = run("--json", "remember", "The staging database is ledger_stage", env=old).json()["data"]["id"]
     idle = run("--json", "remember", "The old CI ran on Jenkins", env=old).json()["data"]["id"]
@@ -501,7 +505,7 @@ UNCHECKED = [
 
 
 @pytest.mark.parametrize(("flag", "agent", "command", "env", "decision", "said"), UNCHECKED)
-def test_a_call_too_long_or_complex_to_check_is_not_let_through(ws: Path, run, tmp_path: Path,  # noqa: ANN001
+def test_a_call_too_long_or_complex_to_check_is_not_let_through(ws: Path, run: Runner, tmp_path: Path,
                                                                 flag: str, agent: str, command: str,
                                                                 env: dict[str, str], decision: str,
                                                                 said: str) -> None:
@@ -519,8 +523,8 @@ def test_a_call_too_long_or_complex_to_check_is_not_let_through(ws: Path, run, t
         assert "migrations" not in reason  # only the guards on the call's tool
 
 
-def test_a_patch_over_the_file_limit_is_not_let_through(ws: Path, run, tmp_path: Path) -> None:  # noqa: ANN001
-    from memcli.agents.tools import MAX_FILES
+def test_a_patch_over_the_file_limit_is_not_let_through(ws: Path, run: Runner, tmp_path: Path) -> None:
+    from memcli.agents.tool_calls import MAX_FILES
 
     run("remember", "Migrations are written by the release owner", "--deny", "Edit(migrations/**)")
     files = [f"src/f{i}.py" for i in range(MAX_FILES)] + ["migrations/001.sql"]

@@ -10,10 +10,14 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.conftest import git
+
+if TYPE_CHECKING:
+    from memcli.model import Memory
 
 SID = "9c0d1e2f-0000-4000-8000-000000000001"
 SCOPE = f"session:{SID}"
@@ -125,7 +129,7 @@ def test_a_lead_of_any_length_fits_any_budget():
     from hypothesis import assume, given, settings
     from hypothesis import strategies as st
 
-    from memcli.agents.context import render
+    from memcli.agents.context_block import render
     from memcli.model import from_dict
     from memcli.service.context import MIN_BUDGET, _leading
 
@@ -133,7 +137,7 @@ def test_a_lead_of_any_length_fits_any_budget():
     @given(st.integers(MIN_BUDGET, 3000), st.text(min_size=1, max_size=4000).filter(str.strip),
            st.sampled_from(["text", "markdown"]))
     def check(budget: int, body: str, fmt: str) -> None:
-        def summary(text: str):  # noqa: ANN202 - a Memory
+        def summary(text: str) -> Memory:
             return from_dict({"id": "01JSUMMARY0000000000000000", "text": text, "scope": "session:s", "category":
                               "summary", "status": "active", "importance": 3,
                               "provenance": {"sourceType": "tool_output", "actor": "alice"}})

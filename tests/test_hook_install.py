@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memcli.agents.launcher import PREFIX
+from memcli.agents.launch_command import PREFIX
 
 SCRIPT = str(Path(sys.executable).absolute().parent / "memcli")
 

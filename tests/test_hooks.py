@@ -20,7 +20,7 @@ def shared(*args: str) -> str:
     """The command a shared settings file runs: the launcher that finds memcli, then its arguments."""
     import shlex
 
-    from memcli.agents.launcher import PREFIX
+    from memcli.agents.launch_command import PREFIX
 
     return shlex.join([*PREFIX, *args])
 

@@ -1,15 +1,22 @@
 """Heavy imports stay lazy (STYLE.md habit 8): `memcli --help` loads no git, index or rich."""
 
+from __future__ import annotations
+
 import subprocess
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from cli_runner import Runner
 
 HEAVY = ("git", "sqlite3", "rapidfuzz", "rich", "ruamel", "filelock", "ulid", "memcli.service", "memcli.git",
          "memcli.index")
 
 
-def loaded_modules(*args: str, input: str | None = None, cwd=None) -> set[str]:  # noqa: ANN001
+def loaded_modules(*args: str, input: str | None = None, cwd: Path | str | None = None) -> set[str]:
     # A hook ends with os._exit (no interpreter teardown): list the modules there too.
     code = ("import os, sys, runpy; sys.argv = ['memcli', *sys.argv[1:]]\n"
             "def listed():\n    print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
@@ -92,7 +99,7 @@ def test_only_the_mcp_server_imports_the_mcp_sdk(tmp_path):
 #: ``memcli.service.arrived``: has HEAD moved since it was verified (one stat; issue 22 point 1).
 HOT_BASE = frozenset((
     "memcli", "memcli.cli", "memcli.cli.fast", "memcli.cli.hot", "memcli.cli.output", "memcli.cli.state",
-    "memcli.config", "memcli.errors", "memcli.frontmatter", "memcli.index", "memcli.index.catalog", "memcli.index.db",
+    "memcli.config", "memcli.errors", "memcli.fileformat", "memcli.index", "memcli.index.catalog", "memcli.index.db",
     "memcli.index.fresh", "memcli.service.arrived",
     "memcli.index.tokenize", "memcli.model", "memcli.policy",
     "memcli.policy.gates", "memcli.policy.owner", "memcli.service", "memcli.service.read", "memcli.service.redact",
@@ -106,13 +113,13 @@ SEARCH = frozenset(("memcli.index.query", "memcli.index.search", "memcli.filters
 #: The semantic retriever's client side (issue 18); tests run with ``MEMCLI_SEMANTIC=off``,
 #: else ``memcli.index.warm`` asks a warm process too.
 SEMANTIC = frozenset(("memcli.index.embed", "memcli.index.hybrid", "memcli.service.semantic"))
-CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context", "memcli.service.context",
+CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context_block", "memcli.service.context",
                     "memcli.service.stale_notes"}
 #: What the context block (``context``, the session-start hooks) adds: ``memcli.service.conflicts``,
 #: what a sync left to finish (one stat when nothing; issue 22 point 4).
 BLOCK = frozenset(("memcli.service.conflicts",))
-HOOK = CONTEXT | {"memcli.agents.hooks", "memcli.agents.tools", "memcli.cli.watchdog", "memcli.service.branch",
-                  "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
+HOOK = CONTEXT | {"memcli.agents.hook_protocol", "memcli.agents.tool_calls", "memcli.cli.watchdog",
+                  "memcli.service.branch", "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
 PROMPT = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we use pnpm?"}'
 TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "x.py"}}'
 #: (arguments, stdin, memcli's modules, other packages than the standard library's, whether
@@ -153,7 +160,7 @@ def _packages(modules: set[str]) -> set[str]:
     return {t for t in tops - set(sys.stdlib_module_names) if not t.startswith(("_", "memcli", "cython_"))}
 
 
-def _in_step(ws, run, monkeypatch, tmp_path) -> None:  # noqa: ANN001
+def _in_step(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MEMCLI_ACTOR", "alice")  # the actor from git config is a process of its own (issue 21)
     for text in ("Use pnpm for every package", "Deploy on Tuesdays only", "Use pnpm workspaces for the monorepo"):
         assert run("remember", text).code == 0
@@ -167,18 +174,20 @@ def _in_step(ws, run, monkeypatch, tmp_path) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize(("args", "stdin", "own", "packages", "spawns"), HOT_COMMANDS,
                          ids=[" ".join(c[0]) for c in HOT_COMMANDS])
-def test_hot_commands_import_exactly_the_listed_modules(ws, run, monkeypatch, tmp_path, args, stdin, own, packages,
-                                                        spawns):  # noqa: ANN001
+def test_hot_commands_import_exactly_the_listed_modules(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path, args: tuple[str, ...], stdin: str | None,
+                                                        own: set[str], packages: set[str], spawns: bool) -> None:
     _in_step(ws, run, monkeypatch, tmp_path)
     modules = loaded_modules(*args, input=stdin, cwd=tmp_path)
     loaded = {m for m in modules if m.startswith("memcli")}
     assert (sorted(loaded - own), sorted(own - loaded)) == ([], [])  # (not listed, listed but not loaded)
     assert _packages(modules) == packages
     assert ("subprocess" in modules) == spawns
-    assert not {"detect_secrets", "requests", "memcli.text.secrets.rules", "memcli.text.secrets.detector"} & modules
+    assert not {"detect_secrets", "requests", "memcli.text.secrets.own_rules", "memcli.text.secrets.detector"} & modules
 
 
-def test_the_reads_right_after_a_write_load_no_secret_rule(ws, run, monkeypatch, tmp_path):  # noqa: ANN001
+def test_the_reads_right_after_a_write_load_no_secret_rule(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
     """The write stores its own scan in the scan memo: the next read neither rescans nor loads the rules."""
     import hashlib
     import sqlite3

@@ -10,10 +10,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from conftest import run_memcli
+
+if TYPE_CHECKING:
+    from cli_runner import Runner
 
 ROOT = Path(__file__).parent.parent
 
@@ -111,7 +115,7 @@ def test_gotcha_and_pitfall_are_facts_with_a_tag(ws):
 
 
 @pytest.mark.parametrize("args", [("recall", "deploy"), ("list",), ("--json", "list"), ("show", "ID")])
-def test_a_closed_output_pipe_ends_quietly_with_141(ws, run, args) -> None:  # noqa: ANN001
+def test_a_closed_output_pipe_ends_quietly_with_141(ws: Path, run: Runner, args: tuple[str, ...]) -> None:
     # `memcli recall X | head -1` ended in "internal error: BrokenPipeError" (exit 1), and
     # commands through typer in a silent exit 1 (its click's answer to EPIPE)
     written = run("--json", "remember", "Deploys go out on Tuesdays; the deploy script warms the cache.").json()
@@ -126,7 +130,8 @@ def test_a_closed_output_pipe_ends_quietly_with_141(ws, run, args) -> None:  # n
 @pytest.mark.parametrize("args", [("recall", "quokka", "--limit", "1000"), ("list", "--limit", "1000"),
                                   ("--json", "recall", "quokka", "--limit", "1000"),
                                   ("--json", "list", "--limit", "1000")])
-def test_a_real_pipe_to_head_ends_quietly_with_141_as_git(ws, args, unbuffered) -> None:  # noqa: ANN001
+def test_a_real_pipe_to_head_ends_quietly_with_141_as_git(ws: Path, args: tuple[str, ...],
+                                                          unbuffered: str | None) -> None:
     # issue 21 point 4: `memcli recall X | head -1` through a real pipe, with more output than the
     # pipe holds, so the reader is gone before memcli has written it all (git ends with 141 so).
     # With PYTHONUNBUFFERED the write cut short by the reader was taken as done: exit 0.

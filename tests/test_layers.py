@@ -24,13 +24,13 @@ PACKAGE = ROOT / "memcli"
 LAYERS: list[tuple[str, ...]] = [
     ("memcli.__main__",),                                   # ``python -m memcli``
     ("memcli.cli",),                                        # entry: typer app and the fast path
-    ("memcli.mcp",),                                        # entry: the MCP server (``memcli mcp`` starts it)
+    ("memcli.mcp_server",),                                 # entry: the MCP server (``memcli mcp`` starts it)
     ("memcli.service",),                                    # the operations
     ("memcli.index",),                                      # the search index (reads through store, policy)
     ("memcli.policy", "memcli.store", "memcli.agents", "memcli.changes"),  # the domain
     ("memcli.git",),                                        # git: the sealed runner, commits, history, rewrite
     ("memcli.config",),                                     # settings (config.toml)
-    ("memcli.model", "memcli.frontmatter"),                 # the record and its file format
+    ("memcli.model", "memcli.fileformat"),                  # the record and its file format
     ("memcli.guards",),                                     # guard patterns: Claude Code's permission-rule syntax
     ("memcli.text",),                                       # text rules: secrets, hidden characters
     ("memcli", "memcli.errors", "memcli.timeutil", "memcli.yamlfast", "memcli.testpoint",
@@ -144,3 +144,61 @@ def test_the_scanner_sees_every_kind_of_import(tmp_path):
     got = imports_of("memcli.pkg.mod", src)
     assert [(i.line, i.imported) for i in got] == [
         (1, "memcli.model"), (2, "memcli.errors"), (4, "memcli.timeutil"), (5, "memcli.pkg.sibling")]
+
+
+def module_names() -> dict[str, list[str]]:
+    """Every module and sub-package name of ``memcli`` (its last dotted part) -> where it is;
+    ``__init__`` and ``__main__`` are no names of their own."""
+    names: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.stem not in ("__init__", "__main__"):
+            names[path.stem].append(str(path.relative_to(ROOT)))
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        if init.parent != PACKAGE:
+            names[init.parent.name].append(str(init.parent.relative_to(ROOT)) + "/")
+    return names
+
+
+def dependency_modules() -> dict[str, str]:
+    """Top-level module names of every installed distribution memcli depends on, with all its
+    extras, transitively -> the distribution (``frontmatter`` -> ``python-frontmatter``)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    todo = [("memcli", ("test", "semantic", "semantic-offline"))]
+    while todo:
+        name, extras = todo.pop()
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional dependency of a dependency that is not installed
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        if key != "memcli":
+            tops = set((dist.read_text("top_level.txt") or "").split())
+            tops |= {f.parts[0].removesuffix(".py") for f in dist.files or []
+                     if not f.parts[0].endswith((".dist-info", ".data", ".pth")) and f.parts[0] != ".."
+                     and (len(f.parts) > 1 or f.parts[0].endswith(".py"))}
+            out.update((top, key) for top in tops if top.isidentifier())
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in (*extras, "")):
+                todo.append((req.name, tuple(req.extras)))
+    return out
+
+
+def test_no_module_name_repeats_a_siblings_or_a_dependencys():
+    # a reader (and a grep, a traceback, an editor's "open file") tells two modules apart by name;
+    # a module named as a dependency (memcli/frontmatter.py beside python-frontmatter) reads as that library
+    names = module_names()
+    repeated = {name: where for name, where in names.items() if len(where) > 1}
+    assert not repeated, f"module names used twice in memcli/ (rename one to say what it holds): {repeated}"
+    deps = dependency_modules()
+    assert "frontmatter" in deps and "mcp" in deps, "the dependencies' module names were not found"
+    clashing = {name: (names[name], deps[name]) for name in names if name in deps}
+    assert not clashing, f"memcli modules named as a dependency's top-level module: {clashing}"

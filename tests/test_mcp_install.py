@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_memcli
+from conftest import Result, run_memcli
 
 
-def install(project: Path, *args: str, env: dict[str, str] | None = None):  # noqa: ANN201
+def install(project: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     return run_memcli("--json", "mcp", "install", *args, cwd=project, env=env)
 
 
@@ -31,7 +31,7 @@ def assert_absolute_memcli(entry: dict) -> None:
 
 def assert_launcher(entry: dict) -> None:
     """A shared file's entry: the launcher that finds memcli (no path of this machine)."""
-    from memcli.agents.launcher import PREFIX
+    from memcli.agents.launch_command import PREFIX
 
     assert [entry["command"], *entry["args"][:3]] == list(PREFIX) and "mcp" in entry["args"]
 

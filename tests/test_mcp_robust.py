@@ -20,8 +20,8 @@ import pytest
 from mcp import ClientSession
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
-from memcli.mcp import stdio
-from memcli.mcp.tools import LIMITS
+from memcli.mcp_server import stdio
+from memcli.mcp_server.tools import LIMITS
 from test_mcp_server import drive, text_of
 
 #: Seconds to wait for one answer before the test fails (a bound, not a timing assertion: the

@@ -11,13 +11,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp_types import Implementation
+from mcp_types import CallToolResult, Implementation
 
 from conftest import personal_store, run_memcli
 
@@ -27,7 +29,8 @@ GUARD = 180
 
 
 @contextlib.asynccontextmanager
-async def session(ws: Path, *args: str, actor: str = "alice", name: str = "Test Client", errlog=None):  # noqa: ANN001
+async def session(ws: Path, *args: str, actor: str = "alice", name: str = "Test Client",
+                  errlog: TextIO | None = None) -> AsyncIterator[ClientSession]:
     env = {**os.environ, "MEMCLI_ACTOR": actor}
     params = StdioServerParameters(command=sys.executable, args=["-m", "memcli", "-w", str(ws), "mcp", *args],
                                    env=env, cwd=str(ws))
@@ -38,7 +41,7 @@ async def session(ws: Path, *args: str, actor: str = "alice", name: str = "Test 
             yield client
 
 
-def drive(ws: Path, steps, *args: str, **kwargs) -> None:  # noqa: ANN001
+def drive(ws: Path, steps: Callable[[ClientSession], Awaitable[None]], *args: str, **kwargs: Any) -> None:
     """Run ``steps(client)`` against a server on ``ws``, under a hang guard."""
     async def main() -> None:
         with anyio.fail_after(GUARD):
@@ -47,7 +50,7 @@ def drive(ws: Path, steps, *args: str, **kwargs) -> None:  # noqa: ANN001
     anyio.run(main)
 
 
-def text_of(result) -> str:  # noqa: ANN001
+def text_of(result: CallToolResult) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
@@ -302,7 +305,7 @@ def test_without_a_workspace_every_tool_says_so_and_the_server_keeps_serving(tmp
 
 
 def test_agent_names_from_clients_are_plain_and_never_secrets() -> None:
-    from memcli.mcp.tools import agent_name
+    from memcli.mcp_server.tools import agent_name
 
     assert agent_name("Claude Code") == "claude-code"
     assert agent_name("gemini-cli-mcp-client") == "gemini-cli-mcp-client"

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_memcli
-from memcli import frontmatter
+from memcli import fileformat
 from memcli.errors import FileOverLimit, InvalidMemoryFile
 
 HEAD = "---\nid: 01m8aaaaaaaaaaaaaaaaaaaab1\nscope: project\n"
@@ -31,11 +31,11 @@ def alias_bomb(levels: int = 9, width: int = 9) -> str:
 @pytest.mark.parametrize("round_trip", [False, True])
 def test_an_alias_bomb_is_refused_before_it_expands(round_trip: bool) -> None:
     with pytest.raises(FileOverLimit, match="YAML aliases"):
-        frontmatter.parse(alias_bomb().encode(), "bomb.md", round_trip)
+        fileformat.parse(alias_bomb().encode(), "bomb.md", round_trip)
 
 
 def test_a_few_aliases_still_read() -> None:
-    doc = frontmatter.parse((HEAD + "a: &x [p, q]\nb: *x\n---\nbody\n").encode(), "ok.md", False)
+    doc = fileformat.parse((HEAD + "a: &x [p, q]\nb: *x\n---\nbody\n").encode(), "ok.md", False)
     assert doc.meta["b"] == ["p", "q"]
 
 
@@ -47,13 +47,13 @@ def test_a_few_aliases_still_read() -> None:
 @pytest.mark.parametrize("round_trip", [False, True])
 def test_deep_nesting_is_refused_not_a_recursion_error(text: str, round_trip: bool) -> None:
     with pytest.raises(InvalidMemoryFile, match="nested more than"):
-        frontmatter.parse((HEAD + text + "---\nbody\n").encode(), "deep.md", round_trip)
+        fileformat.parse((HEAD + text + "---\nbody\n").encode(), "deep.md", round_trip)
 
 
 def test_too_many_values_are_refused() -> None:
-    text = "k:\n" + "".join(f"  - v{i}\n" for i in range(frontmatter.MAX_VALUES + 5))
+    text = "k:\n" + "".join(f"  - v{i}\n" for i in range(fileformat.MAX_VALUES + 5))
     with pytest.raises(FileOverLimit, match="values"):
-        frontmatter.parse((HEAD + text + "---\nbody\n").encode(), "many.md", False)
+        fileformat.parse((HEAD + text + "---\nbody\n").encode(), "many.md", False)
 
 
 yaml_chars = st.text(alphabet="&*ab:-[]{}, \n'\"|>?!#", max_size=300)
@@ -68,7 +68,7 @@ def test_any_front_matter_parses_or_is_refused_in_bounded_time(junk: str, nest: 
         "]" * nest + "\n" + junk + "\n---\nbody\n"
     for round_trip in (False, True):
         try:
-            frontmatter.parse(text.encode(), "any.md", round_trip)
+            fileformat.parse(text.encode(), "any.md", round_trip)
         except InvalidMemoryFile:
             pass
 

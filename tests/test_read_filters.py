@@ -5,11 +5,15 @@ all take them from that table."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memcli.cli import fast
 from memcli.filters import FILTERS, Filters
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 
 def typer_params(name: str) -> dict[str, tuple[str, ...]]:
@@ -47,7 +51,7 @@ def test_filters_refuse_a_name_that_is_not_a_filter_and_default_from_the_table()
 def test_the_mcp_recall_tool_offers_exactly_the_filters_the_table_marks(ws: Path):
     from test_mcp_server import drive
 
-    async def steps(client) -> None:  # noqa: ANN001
+    async def steps(client: ClientSession) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         offered = set(tools["recall"].input_schema["properties"])
         assert offered - {"query", "mode"} == {f.name for f in FILTERS if f.mcp}
@@ -55,7 +59,7 @@ def test_the_mcp_recall_tool_offers_exactly_the_filters_the_table_marks(ws: Path
 
 
 def test_the_mcp_tools_take_the_filters_by_their_table_names(ws: Path, run):
-    from memcli.mcp.tools import Settings, Tools
+    from memcli.mcp_server.tools import Settings, Tools
 
     assert run("remember", "Use pnpm for every package", "--tag", "js").code == 0
     assert run("remember", "Deploys go out on Tuesdays").code == 0
@@ -70,7 +74,7 @@ def test_the_mcp_tools_take_the_filters_by_their_table_names(ws: Path, run):
 def test_recall_and_context_have_one_result_shape_in_the_cli_json_and_the_mcp_tools(ws: Path, run):
     """``service.read.recall_data`` and ``Block.to_dict``: the MCP result is the CLI's ``data``
     plus the call's ``warnings`` (the CLI puts them in its envelope)."""
-    from memcli.mcp.tools import Settings, Tools
+    from memcli.mcp_server.tools import Settings, Tools
 
     assert run("remember", "Use pnpm for every package", "--tag", "js").code == 0
     tools = Tools(Settings(workspace=str(ws)))

@@ -15,12 +15,16 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from conftest import git
 from memcli.errors import UsageProblem
 from memcli.index.scan import Grep
+
+if TYPE_CHECKING:
+    from cli_runner import Runner
 
 TEXT = "Deploys go out with the blue-green script"
 
@@ -35,7 +39,7 @@ def test_a_pattern_that_cannot_be_run_is_refused_before_it_runs(pattern: str) ->
     assert refused.value.line().startswith("invalid regular expression ")
 
 
-def test_grep_recursion_is_a_usage_error_on_the_command_line(ws: Path, run) -> None:  # noqa: ANN001
+def test_grep_recursion_is_a_usage_error_on_the_command_line(ws: Path, run: Runner) -> None:
     assert run("remember", TEXT).code == 0
     result = run("recall", "--grep", "(?R)")
     assert result.code == 2 and result.out == "", result
@@ -79,7 +83,7 @@ def _indexes(root: Path) -> list[Path]:
     return found
 
 
-def test_a_hand_edited_row_is_rebuilt_and_recall_and_list_answer(ws: Path, tmp_path: Path, run) -> None:  # noqa: ANN001
+def test_a_hand_edited_row_is_rebuilt_and_recall_and_list_answer(ws: Path, tmp_path: Path, run: Runner) -> None:
     import time
 
     from memcli.index.db import RACY_NS
@@ -112,7 +116,7 @@ def test_a_hand_edited_row_is_rebuilt_and_recall_and_list_answer(ws: Path, tmp_p
     assert "damaged row" in result.err and "Traceback" not in result.err
 
 
-def test_a_read_that_trips_on_a_sound_index_is_a_bug_not_a_repair(ws: Path, run) -> None:  # noqa: ANN001
+def test_a_read_that_trips_on_a_sound_index_is_a_bug_not_a_repair(ws: Path, run: Runner) -> None:
     from memcli.index.catalog import open_catalog
     from memcli.service import Ctx
 
@@ -130,13 +134,13 @@ def test_a_read_that_trips_on_a_sound_index_is_a_bug_not_a_repair(ws: Path, run)
 # --- long queries and prompts --------------------------------------------------------------
 
 
-def test_context_caps_its_query_as_recall_does(ws: Path, run) -> None:  # noqa: ANN001
+def test_context_caps_its_query_as_recall_does(ws: Path, run: Runner) -> None:
     assert run("remember", TEXT).code == 0
     result = run("context", "--query", "deploy " * 15_000)
     assert result.code == 0 and "context takes at most 2,000" in result.err and result.out == "", result
 
 
-def test_a_long_hook_prompt_is_trimmed_not_refused(ws: Path, run) -> None:  # noqa: ANN001
+def test_a_long_hook_prompt_is_trimmed_not_refused(ws: Path, run: Runner) -> None:
     config = ws / "memcli.toml"  # a loaded test machine may need more than the 2 s a hook has by default
     config.write_text(config.read_text(encoding="utf-8").replace("deadline = 2.0", "deadline = 30"), encoding="utf-8")
     assert run("remember", TEXT, "--scope", "user:alice").code == 0
@@ -205,7 +209,8 @@ def test_the_tail_keeps_line_numbers_and_the_first_line(tmp_path: Path) -> None:
     assert small == (path.read_bytes(), 0, size)
 
 
-def test_a_hook_reads_only_the_end_of_a_long_transcript(ws: Path, tmp_path: Path, run, monkeypatch) -> None:  # noqa: ANN001
+def test_a_hook_reads_only_the_end_of_a_long_transcript(ws: Path, tmp_path: Path, run: Runner,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from memcli.service import hooks
 
     _enable(ws)
@@ -224,7 +229,7 @@ def test_a_hook_reads_only_the_end_of_a_long_transcript(ws: Path, tmp_path: Path
 
 
 @pytest.mark.slow
-def test_a_200000_line_transcript_is_handled_well_inside_the_deadline(ws: Path, tmp_path: Path, run) -> None:  # noqa: ANN001
+def test_a_200000_line_transcript_is_handled_well_inside_the_deadline(ws: Path, tmp_path: Path, run: Runner) -> None:
     # the hostile tester's input: it kept the hook busy 19.8 s, to its 20 s deadline, and nothing was written
     _enable(ws)
     path = _claude(tmp_path / "huge.jsonl", 2_000, filler=99)

@@ -11,11 +11,15 @@ import os
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import MEMCLI
+
+if TYPE_CHECKING:
+    from memcli.store.files import MemoryFiles
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 SLOW = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
@@ -34,7 +38,7 @@ YAML_SCALARS = st.one_of(
 )
 
 
-def _yaml_value(depth: int = 3):  # noqa: ANN202
+def _yaml_value(depth: int = 3) -> st.SearchStrategy[Any]:
     if depth == 0:
         return YAML_SCALARS
     inner = _yaml_value(depth - 1)
@@ -49,7 +53,7 @@ def _yaml_value(depth: int = 3):  # noqa: ANN202
 FRONT_MATTER = st.dictionaries(st.sampled_from(KEYS), _yaml_value(), max_size=6)
 
 
-def _workspace_files(tmp_path: Path):  # noqa: ANN202
+def _workspace_files(tmp_path: Path) -> tuple[MemoryFiles, Path]:
     from memcli.store.files import MemoryFiles
 
     folder = tmp_path / "memories" / "project"
@@ -100,7 +104,7 @@ def test_any_front_matter_values_load_or_are_one_problem(tmp_path_factory, meta,
                       | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                       max_leaves=20).map(json.dumps))
 def test_any_hook_stdin_is_read_or_warned_about(raw):
-    from memcli.agents.hooks import HookInput
+    from memcli.agents.hook_protocol import HookInput
 
     parsed, warning = HookInput.parse(raw)
     assert isinstance(parsed.session_id, str) and (warning is None or isinstance(warning, str))

@@ -225,11 +225,11 @@ def test_undo_passes_over_another_users_personal_change(shared_tree_ws, ws, run)
 
 def front_matter(ws: Path) -> dict[str, dict]:
     """id -> front-matter of every memory file, read directly from disk."""
-    from memcli import frontmatter
+    from memcli import fileformat
 
     out = {}
     for path in (ws / "memories").rglob("*.md"):
-        meta = dict(frontmatter.parse(path.read_bytes(), str(path)).meta)
+        meta = dict(fileformat.parse(path.read_bytes(), str(path)).meta)
         out[meta["id"]] = meta
     return out
 

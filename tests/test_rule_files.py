@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from memcli.agents import rulekinds, rules
+from memcli.agents import rule_files, rulekinds
 from memcli.service import Ctx
-from memcli.service.rules import export_rules, import_rules, write_export
+from memcli.service.import_export import export_rules, import_rules, write_export
 from memcli.store.files import MemoryFiles
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rules"
@@ -236,7 +236,7 @@ def test_export_agents_md_nests_by_folder_and_cursor_keeps_globs(ws: Path, tmp_p
         write_export(files, folder)
         again = import_rules(Ctx.open(), [folder])
         assert again.counts()["created"] == 0 and not [w for w in again.warnings if "near duplicate" in w], fmt
-    reread = rules.parse_rule_file("cursor", texts[".cursor/rules/memcli-web.mdc"], ".cursor/rules/memcli-web.mdc")
+    reread = rule_files.parse_rule_file("cursor", texts[".cursor/rules/memcli-web.mdc"], ".cursor/rules/memcli-web.mdc")
     assert (reread.paths, reread.pinned, [i.text for i in reread.items]) == (
         ["web/**", "*.tsx"], True, ["Components are function components."])
 

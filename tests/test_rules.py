@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from conftest import git, personal_store
-from memcli.agents import rules
+from memcli.agents import rule_files
 from memcli.service import Ctx
-from memcli.service.rules import import_rules
+from memcli.service.import_export import import_rules
 from memcli.store.files import MemoryFiles
 
 GITHUB_TOKEN = "ghp_" + "a1B2" * 9
@@ -325,7 +325,7 @@ def test_jsonl_import_refuses_bad_lines_and_other_users_scopes(ws: Path, tmp_pat
 def test_export_never_includes_another_users_personal_memories(ws: Path, run):
     assert run("remember", "Alice keeps her notes in Obsidian", "-s", "user:alice").code == 0
     assert run("remember", "The project uses Postgres 16").code == 0
-    for fmt in (f for f in rules.FORMATS if f != "cursor"):  # cursor: files only (test_rule_files_round_trip)
+    for fmt in (f for f in rule_files.FORMATS if f != "cursor"):  # cursor: files only (test_rule_files_round_trip)
         as_bob = run("--actor", "bob", "export", "--format", fmt, "--all")
         assert as_bob.code == 0, as_bob
         assert "Postgres 16" in as_bob.out and "Obsidian" not in as_bob.out
@@ -349,7 +349,7 @@ def test_unknown_paths_are_usage_errors(ws: Path, tmp_path: Path, run):
 
 
 def parse(text: str, **kw) -> list[tuple[str, int, list[str]]]:
-    items, _ = rules.parse_markdown(text, "x.md", **kw)
+    items, _ = rule_files.parse_markdown(text, "x.md", **kw)
     return [(i.text, i.line, i.tags) for i in items]
 
 
@@ -369,16 +369,18 @@ def test_setext_headings_comments_and_tables():
 
 
 def test_imports_are_found_outside_code_only():
-    assert rules.find_imports("See @a.md, `@b.md` and ``x @c.md``; mail me@d.md or @e/f.md.") == ["a.md", "e/f.md"]
-    items, imports = rules.parse_markdown("@only.md\n\n```\n@fenced.md\n```\n", "x.md", follow_imports=True)
+    assert rule_files.find_imports("See @a.md, `@b.md` and ``x @c.md``; mail me@d.md or @e/f.md.") == ["a.md", "e/f.md"]
+    items, imports = rule_files.parse_markdown("@only.md\n\n```\n@fenced.md\n```\n", "x.md", follow_imports=True)
     assert imports == [(1, "only.md")] and [i.text for i in items] == ["@only.md\n```\n@fenced.md\n```"]
-    parsed = rules.parse_rule_file("claude", "@only.md\n\n```\n@fenced.md\n```\n", "x.md")
+    parsed = rule_files.parse_rule_file("claude", "@only.md\n\n```\n@fenced.md\n```\n", "x.md")
     assert parsed.items == [] and [(i.line, i.skipped) for i in parsed.skipped] == [(1, "pointer")]
 
 
 def test_cursor_front_matter_that_is_not_yaml_is_read_leniently():
-    parsed = rules.parse_rule_file("cursor", "---\nglobs: *.tsx, web/**\nalwaysApply: true\n---\n- Rule\n", "r.mdc")
+    parsed = rule_files.parse_rule_file("cursor", "---\nglobs: *.tsx, web/**\nalwaysApply: true\n---\n- Rule\n",
+                                        "r.mdc")
     assert (parsed.paths, parsed.pinned, parsed.items[0].line) == (["*.tsx", "web/**"], True, 5)
     assert parsed.warnings and "not valid YAML" in parsed.warnings[0]
-    listed = rules.parse_rule_file("cursor", "---\nglobs:\n  - a/**\n  - b/*.py\nalwaysApply: false\n---\nX\n", "r.mdc")
+    listed = rule_files.parse_rule_file("cursor", "---\nglobs:\n  - a/**\n  - b/*.py\nalwaysApply: false\n---\nX\n",
+                                        "r.mdc")
     assert (listed.paths, listed.pinned) == (["a/**", "b/*.py"], False)

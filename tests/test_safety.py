@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memcli import model
-from memcli.agents.context import neutralise
+from memcli.agents.context_block import neutralise
 from memcli.errors import ValidationFailed
 from memcli.text.secrets import find_secrets
 

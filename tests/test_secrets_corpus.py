@@ -147,7 +147,7 @@ def test_planted_secrets_are_redacted_in_hooks_recall_list_and_show(planted: Pat
 
 
 def test_planted_secrets_are_redacted_in_the_mcp_tools(planted: Path) -> None:
-    from memcli.mcp.tools import Settings, Tools
+    from memcli.mcp_server.tools import Settings, Tools
 
     tools = Tools(Settings.start(str(planted), "alice", None, None, False))
     found = tools.recall("secret sample planted", limit=100)

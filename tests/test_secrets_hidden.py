@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memcli.agents.context import instruction_like, neutralise
+from memcli.agents.context_block import instruction_like, neutralise
 from memcli.agents.injection import PHRASES, language_of_match
 from memcli.text.hidden import find_hidden, scan_view, strip_hidden
 

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcli.text.hidden import scan_view
-from memcli.text.secrets import _scan, detector, prefilter, rules, tokens
+from memcli.text.secrets import _scan, detector, own_rules, prefilter, tokens
 
 #: sha256 of every denylist pattern (source and flags) of the plugins memcli uses, as the
 #: anchors of prefilter.PLUGIN_ANCHORS were derived from them. A detect-secrets upgrade that
@@ -69,7 +69,7 @@ def test_every_plugin_has_an_anchor_per_pattern_cut_from_that_pattern() -> None:
 
 def _own_found(view: str) -> bool:
     """Whether any of memcli's own rules reports a candidate in ``view`` (before overlaps are merged)."""
-    return bool(rules.candidates(view) or tokens.command_spans(view)
+    return bool(own_rules.candidates(view) or tokens.command_spans(view)
                 or any(regex.search(view) for _, _, regex in tokens.TOKEN_RULES))
 
 
@@ -173,9 +173,10 @@ def _embedded(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 def _rule_patterns() -> list[re.Pattern[str]]:
     """Every pattern that can start a finding: the plugins' denylists and memcli's own rules."""
-    own = [regex for _, regex, _ in rules._TOKEN_RULES] + [regex for _, _, regex in tokens.TOKEN_RULES] + [
-        rules._AWS_SECRET_NAMED_RE, rules._AWS_SECRET_ALONE_RE, rules._CN_ID_RE, rules._CARD_RE, rules._SSN_RE,
-        rules._SSN_LABELLED_RE, rules._ASSIGN_RE, rules._URL_CRED_RE, rules._BEARER_RE, rules._PROSE_PASSWORD_RE,
+    own = [regex for _, regex, _ in own_rules._TOKEN_RULES] + [regex for _, _, regex in tokens.TOKEN_RULES] + [
+        own_rules._AWS_SECRET_NAMED_RE, own_rules._AWS_SECRET_ALONE_RE, own_rules._CN_ID_RE, own_rules._CARD_RE,
+        own_rules._SSN_RE, own_rules._SSN_LABELLED_RE, own_rules._ASSIGN_RE, own_rules._URL_CRED_RE,
+        own_rules._BEARER_RE, own_rules._PROSE_PASSWORD_RE,
         tokens._BASIC_RE, tokens._DOCKER_RE, tokens._CMD_PASSWORD_RE, tokens._CMD_USER_RE]
     return own + [p for patterns in _denylists().values() for p in patterns]
 
@@ -226,7 +227,8 @@ ENV_PARTS = st.sampled_from(["db", "pass", "password", "passwd", "pwd", "passphr
 @SETTINGS
 @given(st.lists(ENV_PARTS, min_size=1, max_size=4), st.sampled_from(["_", ".", "-", "__"]),
        st.booleans(), st.text(st.sampled_from("abcXYZ019!#%&+/-_."), min_size=1, max_size=40), NOISE)
-def test_env_lines_with_a_credential_name_are_let_through(parts, sep, upper, value, noise) -> None:  # noqa: ANN001
+def test_env_lines_with_a_credential_name_are_let_through(parts: list[str], sep: str, upper: bool, value: str,
+                                                          noise: str) -> None:
     name = sep.join(parts)
     text = f"{noise}\n{'export ' if upper else ''}{name.upper() if upper else name}={value}\n"
     check(text)

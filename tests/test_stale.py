@@ -10,12 +10,18 @@ import json
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import git
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+    from cli_runner import Runner
 
 RETRY = "".join(f"    step_{n} = attempt * {n}  # one step of the backoff schedule\n" for n in range(40))
 CASE = ("Payment retries go through `retry_with_backoff` in src/payments/retry.py; run `make e2e` after "
@@ -28,7 +34,7 @@ def commit_all(top: Path, message: str) -> None:
 
 
 @pytest.fixture(params=["branch", "in-tree"])
-def code(request: pytest.FixtureRequest, tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # noqa: ANN001
+def code(request: pytest.FixtureRequest, tmp_path: Path, run: Runner, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A code repository with a store (on the memory branch, or in the same tree) and two memories."""
     top = tmp_path / "proj"
     (top / "src" / "payments").mkdir(parents=True)
@@ -44,7 +50,7 @@ def code(request: pytest.FixtureRequest, tmp_path: Path, run, monkeypatch: pytes
     return top
 
 
-def remember(run, *args: str) -> str:  # noqa: ANN001
+def remember(run: Runner, *args: str) -> str:
     result = run("--json", "remember", *args)
     assert result.code == 0, result
     return result.json()["data"]["id"]
@@ -69,7 +75,7 @@ def memcli_commits(top: Path) -> int:
     return int(git(store, "rev-list", "--count", "HEAD").strip())
 
 
-def test_the_case_is_listed_with_its_evidence_and_marked_then_confirm_clears_it(code: Path, run) -> None:  # noqa: ANN001
+def test_the_case_is_listed_with_its_evidence_and_marked_then_confirm_clears_it(code: Path, run: Runner) -> None:
     case = remember(run, CASE, "--path", "src/payments/**")
     untouched = remember(run, "src/other.py returns 1 from other()")
     anchor = memory_file(code, case).read_text(encoding="utf-8")
@@ -101,7 +107,7 @@ def test_the_case_is_listed_with_its_evidence_and_marked_then_confirm_clears_it(
     assert run("--json", "stale").json()["data"]["stale"] == []
 
 
-def test_supersede_writes_a_fresh_anchored_memory_in_one_commit(code: Path, run) -> None:  # noqa: ANN001
+def test_supersede_writes_a_fresh_anchored_memory_in_one_commit(code: Path, run: Runner) -> None:
     case = remember(run, CASE, "--path", "src/payments/**")
     move_the_code(code)
     assert [v["id"] for v in run("--json", "stale").json()["data"]["stale"]] == [case]
@@ -116,7 +122,7 @@ def test_supersede_writes_a_fresh_anchored_memory_in_one_commit(code: Path, run)
     assert "may be outdated" not in run("context").out
 
 
-def test_a_deleted_file_a_glob_that_matches_nothing_and_names_that_never_resolved(code: Path, run) -> None:  # noqa: ANN001
+def test_a_deleted_file_a_glob_that_matches_nothing_and_names_that_never_resolved(code: Path, run: Runner) -> None:
     glob = remember(run, "Payment code lives under src/payments/", "--path", "src/payments/**")
     product = remember(run, "Server state goes through TanStack Query and `useQueryClient`; see docs/never.md")
     git(code, "rm", "-q", "-r", "src/payments")
@@ -128,7 +134,8 @@ def test_a_deleted_file_a_glob_that_matches_nothing_and_names_that_never_resolve
     assert product not in stale
 
 
-def test_a_memory_without_an_anchor_is_anchored_at_the_code_commit_before_it_was_written(code: Path, run) -> None:  # noqa: ANN001
+def test_a_memory_without_an_anchor_is_anchored_at_the_code_commit_before_it_was_written(code: Path,
+                                                                                         run: Runner) -> None:
     case = remember(run, CASE)
     path = memory_file(code, case)
     text = path.read_text(encoding="utf-8")
@@ -145,7 +152,8 @@ def test_a_memory_without_an_anchor_is_anchored_at_the_code_commit_before_it_was
 
 
 @pytest.mark.parametrize("harvest", [False, True])
-def test_the_session_start_judges_again_in_the_background_when_the_code_moved(code: Path, run, harvest) -> None:  # noqa: ANN001
+def test_the_session_start_judges_again_in_the_background_when_the_code_moved(code: Path, run: Runner,
+                                                                              harvest: bool) -> None:
     """Also with ``[agents] harvest`` on, whose note comes first in the same answer."""
     if harvest:
         config = next(p for p in (code / ".memcli" / "memcli.toml", code / "memcli.toml") if p.is_file())
@@ -171,7 +179,7 @@ def test_the_session_start_judges_again_in_the_background_when_the_code_moved(co
     assert "may be outdated" in run("context").out
 
 
-def test_a_malformed_anchor_is_one_clear_line(code: Path, run) -> None:  # noqa: ANN001
+def test_a_malformed_anchor_is_one_clear_line(code: Path, run: Runner) -> None:
     case = remember(run, CASE)
     path = memory_file(code, case)
     text = path.read_text(encoding="utf-8")
@@ -180,7 +188,7 @@ def test_a_malformed_anchor_is_one_clear_line(code: Path, run) -> None:  # noqa:
     assert result.code == 11 and "anchor: expected a mapping with commit" in result.out, result
 
 
-def test_confirm_refuses_what_it_cannot_anchor(ws: Path, run) -> None:  # noqa: ANN001
+def test_confirm_refuses_what_it_cannot_anchor(ws: Path, run: Runner) -> None:
     result = run("confirm", "nosuchid")
     assert result.code == 4 and "Traceback" not in result.err, result
     assert run("confirm").code == 2  # no id: a usage error
@@ -250,7 +258,7 @@ def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path, bundle: str, k
     assert all(c["checks"] > 0 for c in out["checked"].values()), out["checked"]
 
 
-def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run) -> None:  # noqa: ANN001
+def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run: Runner) -> None:
     """``make X`` is gone when no Makefile of a folder that declared it at the anchor declares
     it now, nor the top one: a same-named target elsewhere, or a catch-all pattern rule,
     does not keep it alive; a target moved to the top Makefile or to a ``*.mk`` fragment does."""
@@ -283,10 +291,10 @@ def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run) -> No
     assert storybook not in stale  # the top package.json has it now: `npm run storybook` at the top works
 
 
-def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code: Path, run) -> None:  # noqa: ANN001
+def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code: Path, run: Runner) -> None:
     """Issue 23 point 3: every read marks the memory (recall keeps its relevance order: a search
     names what it wants), stats and doctor count it, ``review --stale`` lists it for a person."""
-    from memcli.mcp.tools import Settings, Tools
+    from memcli.mcp_server.tools import Settings, Tools
 
     case = remember(run, CASE, "--path", "src/payments/**")
     fresh = remember(run, "src/other.py returns 1 from other()")
@@ -323,7 +331,7 @@ def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code:
     assert "no active memory is outdated" in run("review", "--stale").err
 
 
-def test_check_stale_fails_on_what_the_range_made_outdated_only(code: Path, run) -> None:  # noqa: ANN001
+def test_check_stale_fails_on_what_the_range_made_outdated_only(code: Path, run: Runner) -> None:
     """``memcli check --stale OLD..NEW`` (opt-in, for a CI job): a problem for each memory the
     range's code commits made outdated, none for one that was outdated before it."""
     case = remember(run, CASE, "--path", "src/payments/**")
@@ -371,7 +379,7 @@ def test_words_present_says_what_git_grep_says(tmp_path: Path) -> None:
         head: {"alpha_one", "gamma"}}
 
 
-def test_a_moved_head_judges_only_what_the_move_touched_as_a_whole_judgement_would(code: Path, run) -> None:  # noqa: ANN001
+def test_a_moved_head_judges_only_what_the_move_touched_as_a_whole_judgement_would(code: Path, run: Runner) -> None:
     """Issue 23 pt 2, "computed incrementally": when the code's HEAD moves along its history,
     only the memories whose names the new commits touched are judged again; the verdicts are
     the ones a whole judgement (``--refresh`` of every id, which saves nothing) gives."""
@@ -439,7 +447,7 @@ def test_words_present_with_a_few_names_says_what_git_grep_says(tmp_path: Path) 
         "alpha_one", "gamma", "beta"}
 
 
-def test_an_agent_proposes_the_mended_text_through_mcp_and_a_person_approves_it(code: Path, run) -> None:  # noqa: ANN001
+def test_an_agent_proposes_the_mended_text_through_mcp_and_a_person_approves_it(code: Path, run: Runner) -> None:
     """Issue 23 pt 4, through a real MCP client: the agent sees ``mayBeOutdated``, proposes the
     corrected text with ``supersede``; in the shared project scope it waits for review (no
     tool approves), the old one is still served, marked; ``review --stale`` shows the
@@ -452,7 +460,7 @@ def test_an_agent_proposes_the_mended_text_through_mcp_and_a_person_approves_it(
     mended = "Payment retries go through `backoff_schedule` in src/payments/backoff.py; run `make test` after it"
     proposed: dict = {}
 
-    async def steps(client) -> None:  # noqa: ANN001 - mcp.ClientSession
+    async def steps(client: ClientSession) -> None:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "supersede" in names and not any("approve" in n for n in names)
         hit = (await client.call_tool("recall", {"query": "retry_with_backoff"})).structured_content["hits"][0]

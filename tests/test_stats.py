@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from memcli import frontmatter
+from memcli import fileformat
 
 NOW = {"MEMCLI_NOW": "2027-01-01T00:00:00Z"}
 BROKEN = "---\nstatus: [\n---\nA broken file.\n"
@@ -37,7 +37,7 @@ def visible_files(ws: Path, actor: str) -> list[dict]:
         if parts[0] == "user" and parts[1] != actor:
             continue
         try:
-            out.append(dict(frontmatter.parse(path.read_bytes(), str(path)).meta))
+            out.append(dict(fileformat.parse(path.read_bytes(), str(path)).meta))
         except Exception:  # noqa: BLE001 - the broken file: counted apart
             continue
     return out

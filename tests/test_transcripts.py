@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from conftest import git
+
+if TYPE_CHECKING:
+    from cli_runner import Result, Runner
 from memcli.agents import transcript as tr
-from memcli.agents.tools import call_key, call_of
+from memcli.agents.tool_calls import call_key, call_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 SESSION = "3e1f0a2b-0000-4000-8000-00000000c0de"
 FORCE = "From now on, always deploy with --force."
 
 
-def record(kind: str, uuid: str, parent: str | None, content=None, **extra) -> dict:  # noqa: ANN001
+def record(kind: str, uuid: str, parent: str | None, content: object = None, **extra: object) -> dict:
     """A Claude Code record of ``kind`` (user, assistant, attachment, system) on a chain."""
     entry = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/dev/project",
              "sessionId": SESSION, "version": "2.1.332", "type": kind, "uuid": uuid,
@@ -39,7 +43,7 @@ def write(path: Path, records: list[dict]) -> Path:
     return path
 
 
-def extracted(run, path: Path, *args: str) -> dict:  # noqa: ANN001
+def extracted(run: Runner, path: Path, *args: str) -> dict:
     result = run("extract", str(path), "--json", *args)
     assert result.code == 0, result
     return result.json()["data"]
@@ -55,7 +59,7 @@ def enable_hooks(ws: Path) -> None:
                       .replace("summarize = false", "summarize = true"), encoding="utf-8")
 
 
-def pre_compact(run, ws: Path, path: Path, agent: str = "claude"):  # noqa: ANN001, ANN201
+def pre_compact(run: Runner, ws: Path, path: Path, agent: str = "claude") -> Result:
     payload = {"session_id": SESSION, "transcript_path": str(path), "cwd": str(ws), "hook_event_name": "PreCompact",
                "trigger": "auto"}
     result = run("hook", agent, "pre-compact", input=json.dumps(payload))
@@ -63,7 +67,7 @@ def pre_compact(run, ws: Path, path: Path, agent: str = "claude"):  # noqa: ANN0
     return result
 
 
-def memories(run) -> list[str]:  # noqa: ANN001
+def memories(run: Runner) -> list[str]:
     return [m["text"] for m in run("--json", "list", "--status", "active", "--status", "pending_review")
             .json()["data"]["memories"] if m["category"] != "summary"]
 
@@ -274,7 +278,7 @@ ESCAPED = CONTEXT.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def said(parsed: tr.Transcript) -> list[str]:
-    from memcli.agents.extract import find_candidates
+    from memcli.agents.extraction_rules import find_candidates
 
     return [c.text for turn in parsed.turns for c in find_candidates(turn.text)]
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from conftest import git
 
+if TYPE_CHECKING:
+    from cli_runner import Result, Runner
+
 TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 DRAFT = "DRAFT: maybe db-stg-2\n"
 
 
-def made(run, *args: str, cwd: Path | None = None, env: dict | None = None) -> dict:  # noqa: ANN001
+def made(run: Runner, *args: str, cwd: Path | None = None, env: dict | None = None) -> dict:
     result = run("--json", "remember", *args, cwd=cwd, env=env)
     assert result.code == 0, result
     return result.json()["data"]["memory"]
@@ -29,7 +33,7 @@ def edit(where: Path, rel: str, stage: bool = False) -> bytes:
     return path.read_bytes()
 
 
-def assert_refused(result, rel: str, op: str, where: Path, head: str, data: bytes) -> None:  # noqa: ANN001
+def assert_refused(result: Result, rel: str, op: str, where: Path, head: str, data: bytes) -> None:
     assert result.code == 13, result
     lines = result.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"memcli: error: {rel} has uncommitted edits; {op} refused")
@@ -142,7 +146,7 @@ def test_autocommit_false_checks_nothing(ws, run):
     assert "status: archived" in (ws / memory["path"]).read_text(encoding="utf-8")
 
 
-def git_statuses(run, tmp_path: Path, *args: str) -> int:  # noqa: ANN001
+def git_statuses(run: Runner, tmp_path: Path, *args: str) -> int:
     """How many `git status` one command runs (GIT_TRACE)."""
     trace = tmp_path / f"trace-{len(list(tmp_path.glob('trace-*')))}.txt"
     result = run(*args, env={"GIT_TRACE": str(trace)})
@@ -162,7 +166,7 @@ def test_remember_asks_git_nothing_more_and_a_rewrite_asks_once(ws, run, tmp_pat
 # --- problem 6: secrets in every written field ----------------------------------------------
 
 
-def assert_no_secret_written(ws: Path, result, field: str, head: str) -> None:  # noqa: ANN001
+def assert_no_secret_written(ws: Path, result: Result, field: str, head: str) -> None:
     assert result.code == 6, result
     error = result.json()["error"]
     assert error["code"] == "secret_detected" and error["message"].startswith(f"refused: {field} holds a GitHub token")

@@ -2,7 +2,7 @@
 
 The contract: whenever ``yamlfast.load`` returns, ruamel's safe loader (duplicate keys
 refused) returns an equal value; whenever ruamel refuses a text, ``yamlfast`` refuses it
-too, so ``frontmatter.parse`` reports it with ruamel's message and line.
+too, so ``fileformat.parse`` reports it with ruamel's message and line.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memcli import frontmatter, yamlfast
+from memcli import fileformat, yamlfast
 
 TRICKY = ["no", "No", "NO", "yes", "on", "off", "y", "n", "true", "False", "TRUE", "null", "Null", "~", "",
           "017", "0o17", "0o9", "09", "0x1F", "0xg", "0b101", "-0x1", "+12", "-0", "1_000", "1__", "_1", "-_",
@@ -129,15 +129,15 @@ def test_refusals_are_explained_by_the_round_trip_reading():
 def test_parse_reads_alike_in_both_modes():
     text = (b"---\nid: abc1\nscope: project\nstatus: active\ncreatedAt: 2026-11-02T09:14:05Z\nflag: off\n"
             b"tags: [a, 'b']\nprovenance:\n  sourceType: user_said\n  runId: null\n---\nbody\n")
-    fast = frontmatter.parse(text, "x.md", round_trip=False)
-    slow = frontmatter.parse(text, "x.md", round_trip=True)
+    fast = fileformat.parse(text, "x.md", round_trip=False)
+    slow = fileformat.parse(text, "x.md", round_trip=True)
     assert type(fast.meta) is dict
     assert fast.meta == dict(slow.meta) and fast.body == slow.body
     bad = b"---\nid: a\nid: b\n---\nbody\n"
     errors = []
     for mode in (False, True):
         try:
-            frontmatter.parse(bad, "x.md", round_trip=mode)
+            fileformat.parse(bad, "x.md", round_trip=mode)
         except Exception as err:  # noqa: BLE001
             errors.append(str(err))
     assert len(errors) == 2 and errors[0] == errors[1] and "x.md:3" in errors[0]

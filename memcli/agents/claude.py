@@ -52,5 +52,5 @@ AGENT = Agent(
     mcp_config=mcp_config, mcp_entry=mcp_entry,
     mcp_note="Claude Code asks once before it starts a server from a project's .mcp.json",
     tool_env=("CLAUDECODE",),
-    memory="memcli.agents.memstores.claude",
+    memory="memcli.agents.memstores.claude_store",
 )

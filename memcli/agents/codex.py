@@ -63,6 +63,6 @@ AGENT = Agent(
     mcp_config=mcp_config, mcp_format="toml",
     mcp_note="Codex reads .codex/config.toml only in a project you have trusted",
     tool_env=("CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"),
-    memory="memcli.agents.memstores.codex",
+    memory="memcli.agents.memstores.codex_store",
     asks=False,
 )

@@ -7,7 +7,7 @@ Sources (INTEGRATIONS.md; Gemini CLI 0.61, seen with the real CLI, ``scripts/rea
   context in ``hookSpecificOutput.additionalContext``. Its event names differ where
   ``gemini hooks migrate --from-claude`` maps them: BeforeAgent runs once per prompt,
   PreCompress before its compression, BeforeTool before a tool runs and AfterTool after it (their
-  stdin carries ``tool_name`` and ``tool_input``, Gemini's own names: ``agents.tools.TOOL_NAMES``).
+  stdin carries ``tool_name`` and ``tool_input``, Gemini's own names: ``agents.tool_calls.TOOL_NAMES``).
   SessionEnd's ``reason`` is ``exit``.
 * A BeforeTool hook can block a call or rewrite its input, but its ``additionalContext`` never
   reaches the model: Gemini CLI 0.61 reads only the blocking decision, ``stop`` and
@@ -37,7 +37,8 @@ from memcli.agents.registry import Agent
 
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "BeforeAgent", "pre-compact": "PreCompress",
           "session-end": "SessionEnd", "pre-tool-use": "BeforeTool", "post-tool-use": "AfterTool"}
-#: BeforeTool's and AfterTool's matcher: the tools guards and path memories are about (``agents.tools.TOOL_NAMES``).
+#: BeforeTool's and AfterTool's matcher: the tools guards and path memories are about
+#: (``agents.tool_calls.TOOL_NAMES``).
 TOOLS = "run_shell_command|read_file|read_many_files|write_file|replace|web_fetch"
 MATCHERS = {"pre-tool-use": TOOLS, "post-tool-use": TOOLS}
 
@@ -83,7 +84,7 @@ AGENT = Agent(
     mcp_config=mcp_config,
     mcp_note="Gemini CLI reads .gemini/settings.json only in a folder you have trusted",
     tool_env=("GEMINI_CLI",),
-    memory="memcli.agents.memstores.gemini",
+    memory="memcli.agents.memstores.gemini_store",
     matchers=MATCHERS,
     decide=decide,
 )

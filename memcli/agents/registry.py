@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from pathlib import Path
+    from types import ModuleType
 
-    from memcli.agents.hooks import HookInput
+    from memcli.agents.hook_protocol import HookInput
 
 #: name -> the module that defines its ``AGENT``, in the order memcli lists agents.
 MODULES: dict[str, str] = {
@@ -46,19 +47,19 @@ class Agent:
         hook_help: the help line of ``memcli hook NAME``.
         matchers: event word -> the matcher of its group in the settings file (none: no matcher).
         timeouts: event word -> seconds, where the agent needs other than memcli's
-            (``agents.hooks.TIMEOUTS``).
+            (``agents.hook_protocol.TIMEOUTS``).
         timeout_scale: the settings file's timeout unit per second (1 for seconds, 1000 for
             milliseconds).
         plain_events: event words whose context the agent takes as plain stdout rather than
             as ``hookSpecificOutput`` JSON (and whose stdout need not be JSON).
         parse_input: reads the hook's stdin into ``(HookInput, warning or None)``; None: the
-            common JSON of ``agents.hooks.HookInput.parse``.
-        answer: ``(event word, context) -> stdout``; None: ``agents.hooks.standard_answer``.
+            common JSON of ``agents.hook_protocol.HookInput.parse``.
+        answer: ``(event word, context) -> stdout``; None: ``agents.hook_protocol.standard_answer``.
         check_fields: extra fields of ``hook check``'s stdin: event word (or ``*`` for every
             event) -> fields.
         settings: where the hooks are installed: ``project``, ``user`` and optionally
             ``local`` -> the settings file relative to the project (or the home folder for
-            ``user``). The file holds the three-level JSON of ``agents.hooks.merge``.
+            ``user``). The file holds the three-level JSON of ``agents.hook_protocol.merge``.
         trust_steps: ``(where, project folder) -> lines``: what the person must still do before
             the agent runs the installed hooks; None: nothing.
         transcript: the module that reads the agent's session files (a ``claims(entry)`` function
@@ -81,7 +82,7 @@ class Agent:
         decide: ``(decision, reason, context) -> stdout``: the pre-tool hook's answer that denies
             (``deny``) or asks about (``ask``) the call, with ``reason`` for the model and the
             person; None: Claude Code's ``hookSpecificOutput.permissionDecision``
-            (``agents.hooks.standard_decision``).
+            (``agents.hook_protocol.standard_decision``).
         asks: False when the agent has no "ask" decision (memcli then denies, saying why).
     """
 
@@ -141,7 +142,7 @@ class Agent:
     def event_name(self, event: str) -> str:
         """The agent's name for memcli's ``event`` word (``user-prompt-submit`` is Gemini CLI's
         ``BeforeAgent``); memcli's common name for an event the agent does not list."""
-        from memcli.agents.hooks import EVENTS
+        from memcli.agents.hook_protocol import EVENTS
 
         return self.events.get(event) or EVENTS[event]
 
@@ -151,7 +152,7 @@ class Agent:
 
     def timeout(self, event: str) -> int:
         """The ``timeout`` memcli installs for ``event``, in the settings file's unit."""
-        from memcli.agents.hooks import TIMEOUTS
+        from memcli.agents.hook_protocol import TIMEOUTS
 
         return self.timeouts.get(event, TIMEOUTS[event]) * self.timeout_scale
 
@@ -159,7 +160,7 @@ class Agent:
         """The hook's stdin read: ``(input, a warning when it was not usable)``; never raises."""
         if self.parse_input is not None:
             return self.parse_input(raw)
-        from memcli.agents.hooks import HookInput
+        from memcli.agents.hook_protocol import HookInput
 
         return HookInput.parse(raw)
 
@@ -167,7 +168,7 @@ class Agent:
         """The hook's stdout for ``context`` (possibly empty) in the agent's format."""
         if self.answer_with is not None:
             return self.answer_with(event, context)
-        from memcli.agents.hooks import standard_answer
+        from memcli.agents.hook_protocol import standard_answer
 
         return standard_answer(self, event, context)
 
@@ -175,12 +176,13 @@ class Agent:
         """The pre-tool hook's stdout that denies (``deny``) or asks about (``ask``) a tool call."""
         if self.decide_with is not None:
             return self.decide_with(decision, reason, context)
-        from memcli.agents.hooks import standard_decision
+        from memcli.agents.hook_protocol import standard_decision
 
         return standard_decision(self, decision, reason, context)
 
-    def transcript_module(self):  # noqa: ANN201 - a module with claims() and Reader
-        """The module that reads this agent's transcripts (imported now), or None."""
+    def transcript_module(self) -> ModuleType | None:
+        """The module that reads this agent's transcripts (``claims(entry)`` and a ``Reader``
+        class; imported now), or None."""
         if self.transcript is None:
             return None
         import importlib
@@ -188,8 +190,9 @@ class Agent:
         return importlib.import_module(self.transcript)
 
 
-    def memory_module(self):  # noqa: ANN201 - a module with recognise(), find() and read()
-        """The module that reads this agent's own memory store (imported now), or None."""
+    def memory_module(self) -> ModuleType | None:
+        """The module that reads this agent's own memory store (``recognise()``, ``find()`` and
+        ``read()``; imported now), or None."""
         if self.memory is None:
             return None
         import importlib

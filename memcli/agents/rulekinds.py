@@ -1,6 +1,6 @@
 """What one item of a rule file is: a memory of which category and importance, or not a memory. Pure.
 
-``memcli import`` splits a rule file into items (``agents.rules.parse_markdown``: a bullet or
+``memcli import`` splits a rule file into items (``agents.rule_files.parse_markdown``: a bullet or
 a paragraph each); this module reads one item with the cues of ``words/rule-lines.txt`` (data,
 English and Chinese, with its sources):
 
@@ -277,7 +277,7 @@ def classify(text: str, tags: list[str] | None = None) -> Kind:
     """What one item of a rule file is (module docstring).
 
     Args:
-        text: the item as ``agents.rules.parse_markdown`` gives it (Markdown, may hold lines).
+        text: the item as ``agents.rule_files.parse_markdown`` gives it (Markdown, may hold lines).
         tags: slugs of its enclosing headings.
 
     Returns:

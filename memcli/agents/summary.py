@@ -18,7 +18,7 @@ the other sentences stay as they were. Only a private key goes further: from its
 it. A line whose secret cannot be placed in a sentence (a ``>`` quote, say) becomes its
 marker. ``Conversation.withheld`` counts the secrets found.
 
-The summary (:func:`summarise`) sorts the sentences (``agents.extract.split_sentences``:
+The summary (:func:`summarise`) sorts the sentences (``agents.extraction_rules.split_sentences``:
 code fences and ``>`` quotes are not sentences) of every message by the rule tables
 :data:`DECISIONS`, :data:`CONCLUSIONS` and :data:`OPEN` (English and Chinese), in that
 order of precedence, except that an open-question marker wins. A question (ending in
@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memcli.agents.extract import MAX_SENTENCE_CHARS, split_sentences
+from memcli.agents.extraction_rules import MAX_SENTENCE_CHARS, split_sentences
 from memcli.agents.transcript import parse, parse_text
 from memcli.model import FORBIDDEN_CHARS, MAX_BODY_CHARS
 
@@ -247,7 +247,7 @@ def _answered(question: str, role: str, later: list[Message]) -> bool:
 def summarise(conversation: Conversation) -> RuleSummary:
     """Decisions, conclusions and open questions of a conversation, by the rule tables.
 
-    Sentences longer than ``agents.extract.MAX_SENTENCE_CHARS`` are pastes and are
+    Sentences longer than ``agents.extraction_rules.MAX_SENTENCE_CHARS`` are pastes and are
     skipped; a sentence seen before (same words, any case) is not repeated; each section
     keeps its first :data:`MAX_ITEMS`.
     """

@@ -33,8 +33,19 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Protocol
+
+    class _Reader(Protocol):
+        """What an agent's transcript module's ``Reader`` does with the records it is fed."""
+
+        def feed(self, number: int, entry: dict) -> None: ...
+        def finish(self) -> None: ...
 
 #: A line longer than this (characters) is skipped with a warning: no one types 16 MiB, and
 #: reading such a line (a pasted binary, a runaway tool result) costs memory for nothing.
@@ -73,7 +84,7 @@ CLIENT_TEXT = re.compile(
     r"|# AGENTS\.md instructions for )", re.IGNORECASE)
 
 
-class DeadlineReached(Exception):  # noqa: N818 - not an error a user caused: the caller's budget ran out
+class DeadlineReached(Exception):  # not named *Error: not an error a user caused, the caller's budget ran out
     """Raised by :func:`parse` (and the write gates, ``service.write.write_batch``) when a
     ``deadline`` has passed; nothing has been written.
 
@@ -222,27 +233,30 @@ def entries(lines: Iterable[str], tally: Transcript, deadline: float | None = No
         yield number, entry
 
 
-def _readers() -> list[tuple[str, object]]:
+def _readers() -> list[tuple[str, ModuleType]]:
     """``(agent name, transcript module)`` of every agent with a reader, in claiming order
     (``Agent.transcript_rank``: Codex's and Gemini CLI's before Claude Code's looser claim)."""
     from memcli.agents.registry import agents
 
     ranked = sorted((a for a in agents() if a.transcript is not None), key=lambda a: a.transcript_rank)
-    return [(a.name, a.transcript_module()) for a in ranked]
+    return [(a.name, module) for a in ranked if (module := a.transcript_module()) is not None]
 
 
 def detect(entry: dict) -> str | None:
     """The format that claims one record: an agent's name (``codex``, ``gemini``, ``claude``), or None."""
     for name, reader in _readers():
-        if reader.claims(entry):  # type: ignore[attr-defined]
+        if reader.claims(entry):
             return name
     return None
 
 
-def _reader(name: str):  # noqa: ANN202 - the Reader class of the agent's transcript module
+def _reader(name: str) -> Callable[[Transcript], _Reader]:
+    """The ``Reader`` class of the transcript module of agent ``name`` (one :func:`detect` named)."""
     from memcli.agents.registry import get
 
-    return get(name).transcript_module().Reader
+    module = get(name).transcript_module()
+    assert module is not None, name  # detect() names only agents that have a transcript module
+    return module.Reader
 
 
 def parse(lines: Iterable[str], deadline: float | None = None) -> Transcript:

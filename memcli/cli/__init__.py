@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from memcli.errors import StorageFailed
 
 #: Commands that must never fail an agent's session: they exit 0 whatever happens.
 NEVER_FAIL = ("context",)
@@ -261,7 +265,7 @@ def _usage_message(err: Exception) -> str:
     return first_line if len(first_line) <= USAGE_MESSAGE_CHARS else first_line[: USAGE_MESSAGE_CHARS - 1] + "…"
 
 
-def _guarded(run) -> int:  # noqa: ANN001
+def _guarded(run: Callable[[], int]) -> int:
     """Call ``run`` and turn every error into its exit status (the only such place)."""
     from memcli.cli import output
     from memcli.errors import MemcliError
@@ -305,7 +309,7 @@ def _pipe_closed() -> int:
     return 141
 
 
-def _storage_refusal(err: OSError):  # noqa: ANN202 - StorageFailed | None
+def _storage_refusal(err: OSError) -> StorageFailed | None:
     """The ``StorageFailed`` for an OS refusal to write (disk full, quota, read-only, no
     permission, file too large), or None for any other ``OSError`` (a bug: exit 1)."""
     import errno

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -10,6 +10,9 @@ from memcli import __version__
 from memcli.cli.state import GLOBALS
 from memcli.cli.state import ctx as ctx  # `x as x`: re-exported for the command modules
 from memcli.cli.state import flush_warnings as flush_warnings  # likewise
+
+if TYPE_CHECKING:
+    from typer import _click as click  # typer 0.28 vendors click
 
 app = typer.Typer(
     name="memcli",
@@ -22,7 +25,7 @@ app = typer.Typer(
 )
 
 
-def _metavar(self, ctx, *, usage: bool = False) -> str:  # noqa: ANN001
+def _metavar(self: typer.core.TyperArgument, ctx: object, *, usage: bool = False) -> str:
     """Arguments as click and most command-line tools show them: ``QUERY...``, ``[PATH]``.
 
     typer 0.28 writes a required argument as ``{query}...``; this replaces its
@@ -37,7 +40,7 @@ def _metavar(self, ctx, *, usage: bool = False) -> str:  # noqa: ANN001
 typer.core.TyperArgument.make_metavar = _metavar  # type: ignore[method-assign]  # typer offers no hook for it
 
 
-def _summary(self, limit: int = 45) -> str:  # noqa: ANN001
+def _summary(self: click.Command, limit: int = 45) -> str:
     """A command's one-line summary in ``--help``: its docstring's first clause, whole.
 
     click cuts the first sentence at ``limit`` characters and ends it in "..."; this takes

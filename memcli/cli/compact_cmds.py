@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
 from memcli.cli.output import emit
+
+if TYPE_CHECKING:
+    from memcli.service import Ctx
 
 
 @app.command()
@@ -46,7 +49,7 @@ def compact(
         _workspace(context, scope, apply)
 
 
-def _workspace(context, scope, apply: bool) -> None:  # noqa: ANN001
+def _workspace(context: Ctx, scope: list[str] | None, apply: bool) -> None:
     """Plan (or apply) the consolidation of the workspace's memories; see ``memcli.service.compact``."""
     from memcli.service.compact import compact as do_compact
 
@@ -55,7 +58,7 @@ def _workspace(context, scope, apply: bool) -> None:  # noqa: ANN001
     emit(result.to_dict(), "\n".join(result.lines()))
 
 
-def _session(context, transcript: Path, keep_recent: int, summarizer, timeout: float) -> None:  # noqa: ANN001
+def _session(context: Ctx, transcript: Path, keep_recent: int, summarizer: str | None, timeout: float) -> None:
     """Summarise one session transcript into a ``summary`` memory; see ``memcli.service.session``."""
     from memcli.cli.output import warn
     from memcli.service.session import compact_session

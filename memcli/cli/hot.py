@@ -14,10 +14,14 @@ from memcli.cli.output import STATE, emit, is_terminal, one_line, table, warn
 from memcli.cli.state import ctx, flush_warnings
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memcli.filters import Filters
+    from memcli.index import Hit
+    from memcli.model import Memory
 
 
-def row(memory, now, stale: bool = False) -> list[str]:  # noqa: ANN001
+def row(memory: Memory, now: datetime, stale: bool = False) -> list[str]:
     """A table row for one memory: id, scope, category, status (expired, and with ``stale``
     "may be outdated", marked), text."""
     status = memory.status + (" (expired)" if memory.is_expired(now) else "") + (" (may be outdated)" if stale else "")
@@ -83,7 +87,7 @@ def recall(query: str, *, fuzzy: bool = False, grep: bool = False, explain: bool
         if answered != "lexical":
             columns.insert(5, "cosine")
 
-        def cells(h) -> list[str]:  # noqa: ANN001 - a Hit
+        def cells(h: Hit) -> list[str]:
             out = [h.memory.id, h.match, f"{h.score:.3g}", f"{h.parts.get('bm25', 0):.3g}",
                    f"{h.parts.get('coverage', 0):.2f}", f"{h.parts.get('importance', 0):.2f}",
                    f"{h.parts.get('recency', 0):.3f}", one_line(h.memory.text, 60)]
@@ -122,7 +126,7 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
         block = build(opened, query, budget, fmt, folder=folder)
         flush_warnings(opened)
     except MemcliError as err:
-        from memcli.agents.context import Block
+        from memcli.agents.context_block import Block
 
         warn(f"no context: {err.line()}")
         emit(Block("", [], 0).to_dict())

@@ -39,24 +39,25 @@ def serve(
         return
     from memcli.cli.state import GLOBALS
     from memcli.errors import UsageProblem
-    from memcli.mcp.tools import Settings
+    from memcli.mcp_server.tools import Settings
 
     if transport not in ("stdio", "streamable-http"):
         raise UsageProblem(f"unknown --transport {transport!r}", hint="use stdio or streamable-http")
     settings = Settings.start(GLOBALS.workspace, GLOBALS.actor, scope, agent, read_only)
-    from memcli.mcp.server import serve as run_server
+    from memcli.mcp_server.server import serve as run_server
 
     if sys.stdin is not None and sys.stdin.isatty() and transport == "stdio":
         warn("the MCP server reads JSON-RPC on stdin: an agent starts it (see `memcli mcp install`)")
     run_server(settings, transport, port)
 
 
-def _install(agent: str, user: bool, remove: bool, scope=None, as_agent=None, read_only=False) -> None:  # noqa: ANN001
+def _install(agent: str, user: bool, remove: bool, scope: list[str] | None = None, as_agent: str | None = None,
+             read_only: bool = False) -> None:
     import os
 
     from memcli.cli.state import GLOBALS
-    from memcli.mcp import install as service
-    from memcli.mcp.tools import Settings
+    from memcli.mcp_server import install as service
+    from memcli.mcp_server.tools import Settings
 
     project = service.project_folder()
     service.config_path(agent, user, project)  # an unknown agent fails before anything else

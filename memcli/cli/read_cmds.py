@@ -12,6 +12,8 @@ from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, one_line, table
 
 if TYPE_CHECKING:
+    from memcli.model import Memory
+    from memcli.service import Ctx
     from memcli.service.audit import ShownAt
     from memcli.service.read import Shown
 
@@ -140,7 +142,7 @@ def review(
               "`memcli check` in CI enforces that a second person (by git author) approves", file=sys.stderr)
 
 
-def _review_stale(context) -> None:  # noqa: ANN001 - memcli.service.Ctx
+def _review_stale(context: Ctx) -> None:
     """``review --stale``: the verdicts of ``memcli stale`` (judged again where the code or the
     memory changed) as a review list, with the replacements proposed for each."""
     from memcli.service.redact import for_reader
@@ -150,7 +152,7 @@ def _review_stale(context) -> None:  # noqa: ANN001 - memcli.service.Ctx
     flush_warnings(context)
     shown = {m.id: m for m in for_reader(context, [m for _, m, _ in found])}  # secrets cut out, as every read
 
-    def proposal(m) -> dict:  # noqa: ANN001 - memcli.model.Memory
+    def proposal(m: Memory) -> dict:
         return {"id": m.id, "actor": m.provenance.actor, "source": m.provenance.source_type}
 
     emit({"stale": [{**v.to_dict(), "scope": m.scope, "text": shown[m.id].text,

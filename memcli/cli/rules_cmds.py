@@ -54,7 +54,7 @@ def import_(
     if apply_changes:
         raise UsageProblem("--apply-changes is for an agent's memory store", hint="a rule file's import is a no-op "
                                                                                  "when repeated")
-    from memcli.service.rules import import_rules
+    from memcli.service.import_export import import_rules
 
     context = ctx()
     result = import_rules(context, given, scope, apply=not dry_run)
@@ -144,7 +144,7 @@ def export(
     .claude/rules/*.md (paths:), the AGENTS.md of their folder, or .cursor/rules/*.mdc (globs:).
     """
     from memcli.errors import UsageProblem
-    from memcli.service.rules import export_rules, write_export
+    from memcli.service.import_export import export_rules, write_export
 
     if output is not None and folder is not None:
         raise UsageProblem("--output and --dir cannot be used together", hint="give one of them")

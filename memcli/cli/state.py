@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memcli.service import Ctx
+
 
 class Globals:
     """Options given before the command, shared by every command."""
@@ -13,14 +18,14 @@ class Globals:
 GLOBALS = Globals()
 
 
-def ctx():  # noqa: ANN201 - returns memcli.service.Ctx; imported lazily
+def ctx() -> Ctx:
     """Open the workspace named by the global options (imports the service layer lazily)."""
     from memcli.service import Ctx
 
     return Ctx.open(GLOBALS.workspace, GLOBALS.actor)
 
 
-def flush_warnings(context) -> None:  # noqa: ANN001
+def flush_warnings(context: Ctx) -> None:
     """Send the warnings a service gathered to stderr (or the JSON envelope)."""
     from memcli.cli.output import warn
 

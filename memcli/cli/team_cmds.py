@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings
 from memcli.cli.output import emit
+
+if TYPE_CHECKING:
+    from memcli.service.check import CheckResult
 
 
 @app.command()
@@ -80,7 +83,7 @@ def check(
     raise_if_failed(result)
 
 
-def _report(result, json_: bool) -> None:  # noqa: ANN001 - service.check.CheckResult
+def _report(result: CheckResult, json_: bool) -> None:
     if result.problems and not json_:
         for problem in result.problems:
             print(f"memcli: {problem.line()}", file=sys.stderr)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
 from memcli.cli.output import emit, warn
+
+if TYPE_CHECKING:
+    from memcli.service import Ctx
+    from memcli.service.write import WriteOptions, WriteResult
 
 Scope = Annotated[Optional[str], typer.Option("--scope", "-s", help="global, project, user:NAME, agent:NAME, …")]
 Category = Annotated[Optional[str], typer.Option("--category", "-c", help="preference, fact, decision, procedure, … "
@@ -51,8 +55,11 @@ def _read_text(text: str) -> str:
     return text
 
 
-def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, source_type, run_id,  # noqa: ANN001
-             idempotency_key, pinned, on_conflict, deny=None, ask=None, warn_guard=None):
+def _options(scope: str | None, category: str | None, subject: str | None, importance: int | None,
+             tags: list[str] | None, paths: list[str] | None, ttl: str | None, expire_at: str | None,
+             source_type: str | None, run_id: str | None, idempotency_key: str | None, pinned: bool | None,
+             on_conflict: str | None, deny: list[str] | None = None, ask: list[str] | None = None,
+             warn_guard: list[str] | None = None) -> WriteOptions:
     from memcli.errors import UsageProblem
     from memcli.service.write import WriteOptions
 
@@ -78,7 +85,7 @@ def _options(scope, category, subject, importance, tags, paths, ttl, expire_at, 
                         deny=list(deny or []), ask=list(ask or []), warn=list(warn_guard or []))
 
 
-def _report(context, result, close: list | None = None) -> None:  # noqa: ANN001
+def _report(context: Ctx, result: WriteResult, close: list[dict[str, Any]] | None = None) -> None:
     flush_warnings(context)
     data = result.to_dict(context.now)
     if close is not None:  # remember and supersede: live memories close in meaning (issue 18 point 5)
@@ -91,7 +98,7 @@ def _report(context, result, close: list | None = None) -> None:  # noqa: ANN001
     emit(data, result.message)
 
 
-def _close(context, result, exclude: tuple[str, ...] = ()) -> list:  # noqa: ANN001
+def _close(context: Ctx, result: WriteResult, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The live memories close to the one written, by a warm process's model; [] when none runs."""
     from memcli.service.semantic import close_to_warm
 
@@ -167,7 +174,7 @@ def remember(
     _report(context, result, _close(context, result))
 
 
-def _suggest_guards(result, opts) -> None:  # noqa: ANN001 - a WriteResult and its WriteOptions
+def _suggest_guards(result: WriteResult, opts: WriteOptions) -> None:
     """One line when the text forbids a command and no guard enforces it yet (``policy.suggest``),
     or when a repeated text came with guards the existing memory does not hold."""
     import shlex

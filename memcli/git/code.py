@@ -18,7 +18,7 @@ from memcli.errors import GitFailed
 TIMEOUT = 60.0
 
 
-def _git(top: Path, *args: str, input: bytes | None = None) -> tuple[int, bytes]:  # noqa: A002
+def _git(top: Path, *args: str, input: bytes | None = None) -> tuple[int, bytes]:
     """``git ARGS`` in ``top`` through the sealed runner: (status, stdout).
 
     Raises:

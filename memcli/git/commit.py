@@ -397,7 +397,7 @@ def _batch(repo: GitRepo, queries: list[str], index: Path) -> list[tuple[str | N
     return found
 
 
-def _plumb(repo: GitRepo, *args: str, index: Path | None = None, input: bytes | None = None,  # noqa: A002
+def _plumb(repo: GitRepo, *args: str, index: Path | None = None, input: bytes | None = None,
            env: dict[str, str] | None = None) -> bytes:
     """Run one plumbing command; stdout bytes.
 

@@ -33,7 +33,7 @@ class Entry:
     (memcli puts the memory's text there). ``touched`` is filled by ``History.commits``.
     ``email`` is the author's address. ``signer`` (the principal of a good signature) and
     ``claim`` (why the actor is only claimed: ``unverified: not signed`` …) are filled by
-    ``service.signatures.attribute`` for ``history`` and ``log``; ``claim`` None: verified.
+    ``service.signing.attribute`` for ``history`` and ``log``; ``claim`` None: verified.
     """
 
     commit: str

@@ -192,7 +192,7 @@ class GitRepo:
         """``path`` relative to the top folder (for ``REV:PATH``); pathspecs are relative to the workspace."""
         return Path(os.path.relpath(path.parent.resolve() / path.name, self.toplevel())).as_posix()
 
-    def raw(self, *args: str, input: bytes | None = None,  # noqa: A002
+    def raw(self, *args: str, input: bytes | None = None,
             env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
         """Run ``git ARGS`` in the workspace folder; ``(status, stdout bytes, stderr text)``, never raises on status.
 

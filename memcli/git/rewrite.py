@@ -119,14 +119,14 @@ def paths_of(repo: History, memory_id: str, current: Path | None) -> list[str]:
 
 def texts_of(repo: History, paths: list[str]) -> set[str]:
     """Every text the memory had in history (each version's body, stripped, ``\\n`` line endings)."""
-    from memcli import frontmatter
+    from memcli import fileformat
     from memcli.errors import InvalidMemoryFile
 
     texts: set[str] = set()
     for blob in blobs_of(repo, paths):
         data = repo.run("cat-file", "blob", blob, binary=True)
         try:
-            body = frontmatter.parse(data, "history", round_trip=False).body
+            body = fileformat.parse(data, "history", round_trip=False).body
         except InvalidMemoryFile:
             body = data.decode("utf-8", "replace")
         texts.add(body.replace("\r\n", "\n").strip())

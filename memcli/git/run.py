@@ -84,7 +84,7 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | str | None = None,  # noqa: A002
+def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | str | None = None,
         env: dict[str, str] | None = None, timeout: float | None = None, deadline: float | None = None,
         text: bool = False) -> "subprocess.CompletedProcess[Any]":
     """Run ``git ARGS`` in the folder ``cwd`` (a path; None: the current folder), sealed.
@@ -130,7 +130,7 @@ def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | st
         raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
 
 
-def _run_bounded(argv: list[str], cwd: Any, input: bytes | str | None, env: dict[str, str],  # noqa: A002
+def _run_bounded(argv: list[str], cwd: Any, input: bytes | str | None, env: dict[str, str],
                  limit: float, decoding: dict[str, Any]) -> "subprocess.CompletedProcess[Any]":
     """``subprocess.run`` with a time limit that ends git *and every process it started* (the
     merge driver, ssh, a remote helper): git runs as the leader of its own process group, and

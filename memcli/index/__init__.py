@@ -9,10 +9,13 @@ without changing them.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memcli.model import Memory
 from memcli.policy.gates import visible
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class Query:
@@ -158,7 +161,7 @@ class Retriever(Protocol):
         ...
 
 
-def browse_key(query: Query):  # noqa: ANN201 - a sort key function
+def browse_key(query: Query) -> Callable[[Memory], tuple[Any, ...]]:
     """The sort key of an empty query's results, by ``query.order`` (see :class:`Query`)."""
     if query.order == "newest":
         # ids are ULIDs (millisecond time first): within one second, the later id is newer

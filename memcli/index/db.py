@@ -43,12 +43,19 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from memcli.errors import InvalidMemoryFile
 from memcli.index.tokenize import fingerprint, normalise, prepare
 from memcli.model import Memory, normalise_text
 from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason, read_file
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from filelock import BaseFileLock
+
+    from memcli.index.fresh import FolderState
 
 #: 9: a contentless FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the
 #: ``changes`` counter; 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's
@@ -572,7 +579,7 @@ class IndexDB:
             return report
         return self._check(state, progress, deadline, wait)
 
-    def _check(self, state, progress: Callable[[int, int], None] | None, deadline: float | None,  # noqa: ANN001
+    def _check(self, state: FolderState, progress: Callable[[int, int], None] | None, deadline: float | None,
                wait: float) -> SyncReport:
         """The hot path of :meth:`quick_sync` over ``state`` (a ``fresh.FolderState``)."""
         from memcli.index import fresh
@@ -699,7 +706,7 @@ class IndexDB:
                                "WHERE path >= ? AND path < ?", (low, high))
         return {r[0]: r[1:] for r in rows if deep or "/" not in r[0][len(low):]}
 
-    def _save_checked(self, state, keys: dict[str, tuple[int, int]], gone: list[str], racy: list[str],  # noqa: ANN001
+    def _save_checked(self, state: FolderState, keys: dict[str, tuple[int, int]], gone: list[str], racy: list[str],
                       wait: float | None) -> None:
         """Save the folder state after a hot check: ``keys`` replace the folders listed, ``gone``
         (and everything under them) leave, ``racy`` is the new racy list. ``wait`` 0: only if the
@@ -727,7 +734,7 @@ class IndexDB:
                 lock.release()
 
     @staticmethod
-    def _build_lock(path: Path, wait: float):  # noqa: ANN205 - a held filelock.FileLock, or None
+    def _build_lock(path: Path, wait: float) -> BaseFileLock | None:
         """The build lock, held, or None when another process kept it for ``wait`` seconds.
 
         Raises:
@@ -1052,7 +1059,7 @@ class IndexDB:
 
     @staticmethod
     def _columns(memory: Memory) -> tuple:
-        def stamp(value):  # noqa: ANN001, ANN202
+        def stamp(value: datetime | None) -> float | None:
             return value.timestamp() if value else None
         search_text = " ".join(normalise(memory.text).split())
         more = normalise(" ".join([memory.subject or "", *memory.tags])).strip() or None

@@ -11,10 +11,16 @@ store's memories keep their workspace-relative paths.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memcli.errors import InvalidMemoryFile
 from memcli.index import Hit, Query, Retriever, browse_key, rank_key
 from memcli.model import Memory
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from memcli.index.catalog import Catalog
 
 
 class Part:
@@ -27,7 +33,7 @@ class Part:
 
     __slots__ = ("root", "catalog")
 
-    def __init__(self, root: Path | None, catalog) -> None:  # noqa: ANN001 - a Catalog
+    def __init__(self, root: Path | None, catalog: Catalog) -> None:
         self.root = root
         self.catalog = catalog
 
@@ -47,7 +53,7 @@ class MergedCatalog:
         others: ``(root, catalog)`` of each personal store that exists.
     """
 
-    def __init__(self, own, others: list[tuple[Path, object]]) -> None:  # noqa: ANN001 - Catalogs
+    def __init__(self, own: Catalog, others: list[tuple[Path, Catalog]]) -> None:
         self.own = own
         self.parts = [Part(None, own)] + [Part(root, catalog) for root, catalog in others]
         self._home: dict[str, Part] = {}
@@ -106,7 +112,7 @@ class MergedCatalog:
         """See ``Catalog``."""
         return [m for part in self.parts for m in self._placed(part, part.catalog.with_status(status))]
 
-    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+    def record_access(self, ids: list[str], at: datetime) -> None:
         """Count a recall of ``ids`` in the statistics of the store each came from."""
         for part in self.parts:
             mine = [i for i in ids if self._home.get(i, self.parts[0]) is part]

@@ -11,10 +11,16 @@ quarantined hit never pushes an honest one out of the top ``limit``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memcli.errors import InvalidMemoryFile
 from memcli.index import Hit, Query, Retriever
 from memcli.model import Memory
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from memcli.index.catalog import Catalog
 
 
 class QuarantinedCatalog:
@@ -26,12 +32,12 @@ class QuarantinedCatalog:
         ids: their memory ids.
     """
 
-    def __init__(self, inner, paths: set[str], ids: set[str]) -> None:  # noqa: ANN001 - a Catalog
+    def __init__(self, inner: Catalog, paths: set[str], ids: set[str]) -> None:
         self.inner = inner
         self.paths = paths
         self.ids = ids
 
-    def __getattr__(self, name: str):  # noqa: ANN204 - index status, report, scan… of the inner catalog
+    def __getattr__(self, name: str) -> Any:  # index status, report, scan… of the inner catalog
         return getattr(self.inner, name)
 
     def held(self, memory: Memory) -> bool:
@@ -74,7 +80,7 @@ class QuarantinedCatalog:
         """See ``Catalog``."""
         return self._free(self.inner.with_status(status))
 
-    def record_access(self, ids: list[str], at) -> None:  # noqa: ANN001
+    def record_access(self, ids: list[str], at: datetime) -> None:
         """See ``Catalog``."""
         self.inner.record_access([i for i in ids if i not in self.ids], at)
 

@@ -170,7 +170,7 @@ class Plan:
         actions: archives, then retirements, then merges, each in id (or keeper) order.
         conflicts: subject conflicts left for the person to resolve.
         changes: memory id -> the front-matter keys to change (``status``, ``updatedAt``,
-            ``supersededBy``, ``supersedes``, ``merged`` …), ready for ``frontmatter.update``.
+            ``supersededBy``, ``supersedes``, ``merged`` …), ready for ``fileformat.update``.
         waiting: ``(id, when)`` of each superseded or rejected memory younger than the
             retention, with the instant (aware UTC) it becomes due, soonest first: why a
             compaction may have nothing to do yet.

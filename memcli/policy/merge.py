@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memcli import frontmatter
+from memcli import fileformat
 from memcli.errors import InvalidMemoryFile
 
 #: The later stage of a memory's life wins when both sides changed ``status``.
@@ -169,9 +169,9 @@ def merge_file(base: bytes | None, ours: bytes, theirs: bytes, path: str) -> Mer
     Raises:
         InvalidMemoryFile: a version does not parse; the caller falls back to a textual merge.
     """
-    doc_ours = frontmatter.parse(ours, path)
-    doc_theirs = frontmatter.parse(theirs, path)
-    doc_base = frontmatter.parse(base, path) if base else None
+    doc_ours = fileformat.parse(ours, path)
+    doc_theirs = fileformat.parse(theirs, path)
+    doc_base = fileformat.parse(base, path) if base else None
     if not (doc_ours.has_front_matter and doc_theirs.has_front_matter):
         raise InvalidMemoryFile(path, "a version has no front-matter")
     merged = Merged(None)
@@ -197,7 +197,7 @@ def merge_file(base: bytes | None, ours: bytes, theirs: bytes, path: str) -> Mer
     if not changes and body == doc_ours.body:
         merged.data = ours
         return merged
-    rewritten = frontmatter.update(doc_ours, changes) if changes else ours
+    rewritten = fileformat.update(doc_ours, changes) if changes else ours
     if body != doc_ours.body:
         head = rewritten.decode("utf-8")
         head = head[: len(head) - len(doc_ours.body)] if doc_ours.body else head

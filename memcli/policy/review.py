@@ -12,7 +12,7 @@ commits that wrote them, and asks these functions what is wrong:
   proposer, and with a ``review`` record (``decision: approved``) whose ``by`` names that
   commit's author. Without commit signing these identities are what git records, which a person
   can set; docs/teams.md says what can still be forged. With signing on (``[review] signing``,
-  ``service.signatures``) a version that had to be signed is by its signer, the principal of a
+  ``service.signing``) a version that had to be signed is by its signer, the principal of a
   good signature of an allowed key, and by nobody when it has none: author and committer no
   longer count.
 """

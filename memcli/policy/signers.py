@@ -7,7 +7,7 @@ The file is ssh-keygen(1)'s "ALLOWED SIGNERS" format, one key a line::
 (principals, comma-separated; optional options; the key type and its base64; a comment).
 git verifies commit signatures against it (``memcli.git.signatures``). Whoever may edit it
 could list their own key under a teammate's name, so with signing on a change to it is
-judged like an approval (``service.signatures``), by these rules:
+judged like an approval (``service.signing``), by these rules:
 
 * the changing commit carries a good signature of a key the file *before* it lists;
 * a key added to a principal that already had keys is added by that principal (its own

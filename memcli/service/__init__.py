@@ -10,7 +10,7 @@ import getpass
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Callable, Literal, overload
 
 from memcli.errors import AmbiguousId, MemoryNotFound, ValidationFailed, WorkspaceNotFound
 from memcli.model import Memory, check_id, check_scope
@@ -19,6 +19,11 @@ from memcli.store.files import PARTIAL, Loaded
 from memcli.store.workspace import Workspace, open_workspace
 from memcli.timeutil import OutOfCalendar
 from memcli.timeutil import now as clock_now
+
+if TYPE_CHECKING:
+    from memcli.git.history import History
+    from memcli.git.repo import GitRepo
+    from memcli.index.catalog import Catalog
 
 MIN_PREFIX = 4
 #: Share of ``[hooks] deadline`` the index sync of a hook may take; the answer needs the rest.
@@ -156,7 +161,7 @@ class Ctx:
         #: A long-lived process's opened indexes (index path -> ``IndexDB``), reused by
         #: :meth:`catalog` instead of opened anew (the MCP server); None: one per command.
         self.kept: dict | None = None
-        self._catalog: object | None = None  # opened by catalog(), once per command
+        self._catalog: Catalog | None = None  # opened by catalog(), once per command
         self._warned = False  # the catalog's unreadable files were reported
         self._stores: list | None = None  # the person's own stores, found by personal_stores()
 
@@ -198,8 +203,8 @@ class Ctx:
         again.kept = self.kept
         return again
 
-    def catalog(self, refresh: bool = False, progress=None, wait: float | None = None,  # noqa: ANN001, ANN201
-                full: bool = False):
+    def catalog(self, refresh: bool = False, progress: Callable[[int, int], None] | None = None,
+                wait: float | None = None, full: bool = False) -> Catalog:
         """The memories of the workspace (a ``memcli.index.catalog.Catalog``): the synced index,
         or a scan when the index is unusable.
 
@@ -437,15 +442,15 @@ class Ctx:
                               hint="give more characters of the id (8 tell apart memories a second apart)")
         return self.load(items[0])
 
-    def git(self):  # noqa: ANN201 - memcli.git.repo.GitRepo, imported lazily (not on the read path)
-        """The repository holding the workspace."""
+    def git(self) -> GitRepo:
+        """The repository holding the workspace (``memcli.git`` is imported now, not on the read path)."""
         from memcli.git.repo import GitRepo
 
         repo = GitRepo(self.ws.root)
         repo.sign_ssh = self.ws.config.signing == "ssh"
         return repo
 
-    def history(self):  # noqa: ANN201 - memcli.git.history.History, imported lazily
+    def history(self) -> History:
         """The repository holding the workspace, with its history readers (old versions, commits per path)."""
         from memcli.git.history import History
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from memcli.agents import memstores
-from memcli.errors import MemcliError, SecretDetected, UsageProblem
+from memcli.errors import MemcliError, SecretDetected, UnknownStore, UsageProblem
 from memcli.model import STATUSES, Memory, normalise_text
 from memcli.service import Ctx
 
@@ -221,7 +221,7 @@ def stores_for(agent: str, cwd: Path | None = None) -> list[memstores.Store]:
     folder = (cwd or Path.cwd()).resolve()
     found, looked = memstores.find(agent, folder, _project(folder))
     if not found:
-        raise memstores.UnknownStore(f"{title} keeps no memory for {folder} (looked in "
+        raise UnknownStore(f"{title} keeps no memory for {folder} (looked in "
                                      f"{', '.join(label(p) for p in looked)})",
                                      hint="run it from the project's folder, or give the store's path")
     return found
@@ -300,7 +300,7 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
     if strict and odd and not any(r.entries for r in readings):
         reading, file, why = odd[0]
         more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
-        raise memstores.UnknownStore(f"{memstores.title_of(reading.kind)} at {label(reading.root)}: {file}: {why}"
+        raise UnknownStore(f"{memstores.title_of(reading.kind)} at {label(reading.root)}: {file}: {why}"
                                      f"{more}; nothing read",
                                      hint="the agent may have changed its format: see the layouts memcli reads in "
                                           "docs/commands.md (The agents' own memories), and report this one")
@@ -346,7 +346,7 @@ def import_stores(ctx: Ctx, stores: list[memstores.Store], scope: str | None = N
             deletions.extend((_offer(reading.kind, memory), memory) for memory in memories
                              if memory.status in ("active", "pending_review") and memory.provenance.actor == actor
                              and _owns(store, reading, memory.provenance.source or ""))
-    from memcli.service.rules import _anchor, planned_id
+    from memcli.service.import_export import _anchor, planned_id
 
     anchor = _anchor(ctx)  # ids a dry run shows are the ids the real run writes, as for rule files
     for number, (_, (_, opts)) in enumerate(drafts):
@@ -481,7 +481,7 @@ def harvest(ctx: Ctx, agent: str, cwd: Path | None, deadline: float | None = Non
     """
     try:
         stores = stores_for(agent, cwd)
-    except memstores.UnknownStore:
+    except UnknownStore:
         return None
     result = import_stores(ctx, stores, None, apply=True, apply_changes=True, apply_deletions=False,
                            command=f"memcli import --agent {agent}", cwd=cwd, deadline=deadline, strict=False)
@@ -669,16 +669,16 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
         UsageProblem: a file cannot be written; ``gemini-memory`` with project memories for a
             project Gemini CLI has not registered yet (nothing is written).
     """
-    from memcli.agents.memstores import MARK, claude, gemini, read_text
-    from memcli.service.rules import export_memories
+    from memcli.agents.memstores import MARK, claude_store, gemini_store, read_text
+    from memcli.service.import_export import export_memories
 
     memories = export_memories(ctx, False, scopes or [f"user:{ctx.actor}"])
     folder = (cwd or Path.cwd()).resolve()
     if fmt == "claude-memory":
-        found, looked = claude.find(folder, _project(folder))
+        found, looked = claude_store.find(folder, _project(folder))
         place = found[0].root if found else looked[0]
     else:
-        place = gemini.home()
+        place = gemini_store.home()
     own = label(place) + "/"
     kept = [m for m in memories if not (m.provenance.source or "").startswith(own)]
     out = NativeExport(fmt, label(place), memories=len(kept), left_out=len(memories) - len(kept),
@@ -689,33 +689,33 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
         everywhere = cross_project_store()
         wide = [m for m in kept if everywhere in Path(m.path or "").parents]
         narrow = [m for m in kept if m not in wide]
-        memory = gemini.project_memory(place, folder) or gemini.project_memory(place, _project(folder))
+        memory = gemini_store.project_memory(place, folder) or gemini_store.project_memory(place, _project(folder))
         if narrow and memory is None:
             raise UsageProblem(f"Gemini CLI has not registered {_project(folder)} yet (it is not in "
                                f"{label(place / 'projects.json')}), so its project memory has no folder",
                                hint="start `gemini` in the project once, then export again")
-        targets = [(place / gemini.GLOBAL, wide)]
+        targets = [(place / gemini_store.GLOBAL, wide)]
         if memory is not None:
-            targets.append((memory / gemini.INDEX, narrow))
-            out.place = f"{label(memory / gemini.INDEX)} and {label(place / gemini.GLOBAL)}"
-        texts = [(path, gemini.render_global(_held(path), [f"- {' '.join(m.text.split())}" for m in chosen]))
+            targets.append((memory / gemini_store.INDEX, narrow))
+            out.place = f"{label(memory / gemini_store.INDEX)} and {label(place / gemini_store.GLOBAL)}"
+        texts = [(path, gemini_store.render_global(_held(path), [f"- {' '.join(m.text.split())}" for m in chosen]))
                  for path, chosen in targets]  # every file read before one is written
         for path, text in texts:
             if text or path.is_file():
                 _put(path, text, out)
         return out
-    index = place / claude.INDEX
+    index = place / claude_store.INDEX
     held = _held(index)  # before any file is written
     wanted: dict[str, str] = {}
     pointers = []
     for m in kept:
-        name = f"{claude.EXPORT_PREFIX}{m.id}.md"
-        wanted[name] = claude.render_topic(m.id, m.scope, m.category, list(m.tags), m.text)
+        name = f"{claude_store.EXPORT_PREFIX}{m.id}.md"
+        wanted[name] = claude_store.render_topic(m.id, m.scope, m.category, list(m.tags), m.text)
         hook = " ".join(m.text.split())
         pointers.append(f"- [{m.category}: {hook[:60]}]({name}) — {hook[:90]}")
     for name, text in wanted.items():
         _put(place / name, text, out)
-    for stale in sorted(place.glob(f"{claude.EXPORT_PREFIX}*.md")) if place.is_dir() else []:
+    for stale in sorted(place.glob(f"{claude_store.EXPORT_PREFIX}*.md")) if place.is_dir() else []:
         try:
             mine = any(MARK in line for line in read_text(stale).split("\n")[:12])
         except OSError:
@@ -723,7 +723,7 @@ def export_native(ctx: Ctx, fmt: str, scopes: list[str] | None = None, cwd: Path
         if stale.name not in wanted and mine:
             stale.unlink()
             out.files.append((label(stale), "removed"))
-    text = claude.render_index(held, pointers)
+    text = claude_store.render_index(held, pointers)
     if text or index.is_file():
         _put(index, text, out)
     return out

@@ -35,10 +35,15 @@ import hashlib
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from memcli.errors import MemoryNotFound
 from memcli.service import Ctx
 from memcli.service.arrived import _save, _stat_key, load
+
+if TYPE_CHECKING:
+    from memcli.git.repo import GitRepo
+    from memcli.service.signing import Trust
 
 #: A pull that removes or rewrites more than this share of the active memory files is a mass change.
 MASS_SHARE = 0.30
@@ -96,7 +101,7 @@ def entries(ctx: Ctx) -> list[Entry]:
     return found
 
 
-def _key_path(repo) -> str:  # noqa: ANN001 - git.repo.GitRepo
+def _key_path(repo: GitRepo) -> str:
     """The file whose ``stat`` moves with ``HEAD``: the reflog of ``HEAD``, else the index."""
     reflog = repo.git_path("logs/HEAD")
     return str(reflog if reflog.exists() else repo.index_path)
@@ -128,7 +133,7 @@ def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout") -> dict:
     return state
 
 
-def _base(repo, verified: str, head: str) -> str | None:  # noqa: ANN001
+def _base(repo: GitRepo, verified: str, head: str) -> str | None:
     """Where the arrival starts: the verified commit, or its merge base with ``HEAD`` (a
     checkout or reset elsewhere); None when they share nothing (everything at ``HEAD`` arrived)."""
     if repo.raw("merge-base", "--is-ancestor", verified, head)[0] == 0:
@@ -148,21 +153,21 @@ def _memory_id(path: str) -> str:
     return name.split("-", 1)[0] if name else ""
 
 
-def _lines(repo, *args: str) -> list[str]:  # noqa: ANN001
+def _lines(repo: GitRepo, *args: str) -> list[str]:
     status, out, _ = repo.raw(*args)
     return out.decode("utf-8", "replace").splitlines() if status == 0 else []
 
 
-def _me(repo) -> str:  # noqa: ANN001
+def _me(repo: GitRepo) -> str:
     """This clone's committer e-mail (lower case), or '' when git has none."""
     line = next(iter(_lines(repo, "var", "GIT_COMMITTER_IDENT")), "")
     return line.rsplit(">", 1)[0].partition("<")[2].strip().lower() if "<" in line else ""
 
 
-def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) -> list[Entry]:  # noqa: ANN001
+def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str, who: str) -> list[Entry]:
     """Run the rules over ``old..new`` and add what fails to ``state["entries"]``; returns the new entries."""
     from memcli.service.check import check
-    from memcli.service.signatures import Trust
+    from memcli.service.signing import Trust
 
     span = f"{old}..{new}" if old else new
     if not Trust(repo, old, new).active and not _foreign_paths(repo, span):
@@ -194,7 +199,7 @@ def _verify(ctx: Ctx, repo, state: dict, old: str | None, new: str, who: str) ->
     return added
 
 
-def _is_mine(trust, commit: str, committer: str, me: str) -> bool:  # noqa: ANN001 - signatures.Trust
+def _is_mine(trust: Trust | None, commit: str, committer: str, me: str) -> bool:
     """Is ``commit`` this person's own? With signing on (a commit that had to be signed): its
     good signature names their address; otherwise its committer is their git identity."""
     if trust is not None and trust.required(commit):
@@ -203,7 +208,7 @@ def _is_mine(trust, commit: str, committer: str, me: str) -> bool:  # noqa: ANN0
     return bool(me) and committer == me
 
 
-def _foreign_paths(repo, span: str, trust=None) -> set[str]:  # noqa: ANN001
+def _foreign_paths(repo: GitRepo, span: str, trust: Trust | None = None) -> set[str]:
     """Memory files (workspace-relative) that commits of ``span`` not made by this person
     (:func:`_is_mine`) touched: what arrived. A commit under the person's own identity is
     theirs (a hand commit, a second machine); without signing that is what git says, with
@@ -223,7 +228,7 @@ def _foreign_paths(repo, span: str, trust=None) -> set[str]:  # noqa: ANN001
     return found
 
 
-def _forged_trailers(repo, span: str, before: str, trust=None) -> list[Entry]:  # noqa: ANN001
+def _forged_trailers(repo: GitRepo, span: str, before: str, trust: Trust | None = None) -> list[Entry]:
     """Files of commits whose review trailer (``Memcli-Op: approve|reject``) names an actor who
     is not the commit's author (with signing on: its signer): rule ``trailer``."""
     from memcli.policy.review import Identity
@@ -243,12 +248,13 @@ def _forged_trailers(repo, span: str, before: str, trust=None) -> list[Entry]:  
             continue
         if not any(op.strip() in REVIEW_OPS for op in ops.split(",")):
             continue
-        signed = trust is not None and trust.required(sha)
-        author = trust.signer(sha) if signed else Identity(name, email)
+        verifier = trust if trust is not None and trust.required(sha) else None  # its signature names its author
+        signed = verifier is not None
+        author = verifier.signer(sha) if verifier is not None else Identity(name, email)
         claimed = [a.strip() for a in actors.split(",") if a.strip()]
         if author is not None and claimed and all(author.named_by(a) for a in claimed):
             continue
-        who = author.show() if author else f"{Identity(name, email).show()} ({trust.words(sha)})"
+        who = author.show() if author else f"{Identity(name, email).show()} ({verifier.words(sha) if verifier else ''})"
         said = ", ".join(claimed) or "nobody"
         for path in _lines(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", sha, "--", "memories"):
             if path.endswith(".md"):
@@ -259,7 +265,7 @@ def _forged_trailers(repo, span: str, before: str, trust=None) -> list[Entry]:  
     return found
 
 
-def _mass_change(repo, old: str | None, new: str, who: str) -> Entry | None:  # noqa: ANN001
+def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | None:
     """A mass change by another person in ``old..new`` (module docstring), or None."""
     if not old:
         return None

@@ -12,16 +12,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memcli.service import Ctx
 
 #: The record beside the index.
 STATE_NAME = "arrival.json"
 
 
-def _state_path(ctx) -> Path:  # noqa: ANN001 - service.Ctx
+def _state_path(ctx: Ctx) -> Path:
     return ctx.ws.root / ".cache" / STATE_NAME
 
 
-def load(ctx) -> dict:  # noqa: ANN001 - service.Ctx
+def load(ctx: Ctx) -> dict:
     """The store's record (``{}`` when there is none or it cannot be read). One small read."""
     try:
         data = json.loads(_state_path(ctx).read_bytes())
@@ -30,7 +34,7 @@ def load(ctx) -> dict:  # noqa: ANN001 - service.Ctx
     return data if isinstance(data, dict) else {}
 
 
-def _save(ctx, state: dict) -> None:  # noqa: ANN001 - service.Ctx
+def _save(ctx: Ctx, state: dict) -> None:
     """Write the record atomically; a read-only cache folder, or one that is a link (the index
     refuses it too: it may point anywhere), is left alone (the next read tries again)."""
     from memcli.store.files import atomic_write
@@ -54,7 +58,7 @@ def _stat_key(path: str | None) -> list[int] | None:
     return [info.st_size, info.st_mtime_ns, info.st_ino]
 
 
-def held(ctx) -> tuple[set[str], set[str]]:  # noqa: ANN001 - service.Ctx
+def held(ctx: Ctx) -> tuple[set[str], set[str]]:
     """What a read must not serve: ``(workspace-relative paths, memory ids)`` of the quarantined
     files, after verifying what arrived since the record (``arrival.catch_up``; a failure
     there is a warning in ``ctx.warnings`` and the record is used as it is). Never raises."""
@@ -78,13 +82,13 @@ def held(ctx) -> tuple[set[str], set[str]]:  # noqa: ANN001 - service.Ctx
     return paths, ids
 
 
-def unmoved(ctx) -> bool:  # noqa: ANN001 - service.Ctx
+def unmoved(ctx: Ctx) -> bool:
     """True when ``HEAD`` is where it was verified (the recorded ``stat`` matches; no git process)."""
     state = load(ctx)
     return bool(state.get("verified")) and _stat_key(state.get("keyPath")) == state.get("key")
 
 
-def advance(ctx, was_unmoved: bool, commit: str | None) -> None:  # noqa: ANN001 - service.Ctx
+def advance(ctx: Ctx, was_unmoved: bool, commit: str | None) -> None:
     """After memcli's own commit ``commit``: when ``HEAD`` had not moved since it was verified
     (``was_unmoved``, :func:`unmoved` before the commit), the new commit is verified too. Never raises."""
     if not was_unmoved or not commit:
@@ -95,7 +99,7 @@ def advance(ctx, was_unmoved: bool, commit: str | None) -> None:  # noqa: ANN001
         _save(ctx, state)
 
 
-def take_notices(ctx) -> list[str]:  # noqa: ANN001 - service.Ctx
+def take_notices(ctx: Ctx) -> list[str]:
     """The mass-change lines not yet shown in a session's context block; shown once (removed here)."""
     state = load(ctx)
     notices = [str(n) for n in state.get("notices", [])]

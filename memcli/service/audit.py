@@ -141,7 +141,7 @@ def named_in_trailers(ctx: Ctx, repo: Repo, ref: str) -> list[str]:
 class HistoryVersion:
     """One version of a memory's file: who made it, in which commit, and what it changed.
 
-    ``claim`` is set when the actor is only claimed (``service.signatures.attribute``).
+    ``claim`` is set when the actor is only claimed (``service.signing.attribute``).
     """
 
     commit: str | None
@@ -194,10 +194,10 @@ def history(ctx: Ctx, ref: str) -> History:
     memory_id, item = find_id(ctx, ref)
     repo = ctx.history()
     specs = [f"{MEMORIES}/*{memory_id}*"] + ([item.memory.path] if item else [])
-    steps: list[tuple[Step, str, bool]] = []  # (step, path, deleted)
+    steps: list[tuple[Step, str, str, bool]] = []  # (step, its commit, path, deleted)
     claims: dict[str, str] = {}  # commit -> why its actor is only claimed
     entries = repo.commits(specs, all_refs=item is None)
-    from memcli.service.signatures import attribute, trust_for_reading
+    from memcli.service.signing import attribute, trust_for_reading
 
     attribute(trust_for_reading(ctx), entries)
     for entry in entries:
@@ -206,11 +206,11 @@ def history(ctx: Ctx, ref: str) -> History:
         for t in entry.touched:
             if (t.path == (item.memory.path if item else None) or memory_id in Path(t.path).name.lower()) \
                     and visible_path(ctx, t.path):  # a namesake in another user's folder is not this memory
-                steps.append((step_of(entry, repo), t.path, t.kind == "D"))
-    datas = repo.blobs([(s.commit, p) for s, p, gone in steps if not gone])
+                steps.append((step_of(entry, repo), entry.commit, t.path, t.kind == "D"))
+    datas = repo.blobs([(commit, p) for _, commit, p, gone in steps if not gone])
     versions: list[tuple[Step, Version | None]] = []
     found = iter(datas)
-    for step, path, gone in steps:
+    for step, _, path, gone in steps:
         versions.append((step, None if gone else read_version(ctx, path, next(found), step.at)))
     if item is not None:  # uncommitted edits (or a file never committed, with autocommit = false)
         on_disk = read_disk(ctx, item.memory.path)
@@ -239,8 +239,8 @@ def history(ctx: Ctx, ref: str) -> History:
     out.chain = chain(ctx, latest) if latest else []
     from memcli.service.redact import cache_of, for_reader, redact_texts
 
-    for entry, text in zip(out.versions, redact_texts([v.text for v in out.versions], cache_of(ctx))):
-        entry.text = first_line(text)  # old versions never passed today's gate; cut only once redacted
+    for shown_version, text in zip(out.versions, redact_texts([v.text for v in out.versions], cache_of(ctx))):
+        shown_version.text = first_line(text)  # old versions never passed today's gate; cut only once redacted
     if out.current is not None:
         (out.current,) = for_reader(ctx, [out.current])
     return out

@@ -7,7 +7,7 @@ the checked range it asks:
 
 * is the file valid (it parses and fits the schema, as every read path would take it) and
   within the reader's bounds (at most ``MAX_FILE_BYTES``, YAML aliases, nesting and values
-  as ``frontmatter`` limits them)?
+  as ``fileformat`` limits them)?
 * is it free of secrets (the write gate's ``gates.check_memory``)?
 * is it safely named (a regular file ``memories/<scope path>/…/<id>[-slug].md``, the
   folder matching its scope; no symbolic link)?
@@ -36,7 +36,10 @@ from typing import TYPE_CHECKING, Any
 from memcli.errors import CheckFailed, InvalidMemoryFile, MemcliError, RevisionNotFound
 
 if TYPE_CHECKING:
-    from memcli.policy.review import Identity
+    from memcli.git.repo import GitRepo
+    from memcli.model import Memory
+    from memcli.policy.review import Identity, Version
+    from memcli.service import Ctx
 
 #: Provenance of writes that must pass review in a shared scope (SPEC.md section 3, gate 6).
 NEEDS_REVIEW = ("model_derived", "tool_result")
@@ -61,7 +64,7 @@ class Problem:
 class CheckResult:
     """What ``check`` looked at: the range, the files, and the problems found.
 
-    ``trust`` is the ``service.signatures.Trust`` the check judged signatures with (verify on
+    ``trust`` is the ``service.signing.Trust`` the check judged signatures with (verify on
     arrival reads who signed what from it); not part of the JSON.
     """
 
@@ -75,13 +78,13 @@ class CheckResult:
 
 
 class _Git:
-    def __init__(self, ctx, staged: bool = False) -> None:  # noqa: ANN001
+    def __init__(self, ctx: Ctx, staged: bool = False) -> None:
         from memcli.store.files import MemoryFiles
 
         self.repo = ctx.git()
         self.root = ctx.ws.root
         self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
-        self.trust: Any = None  # service.signatures.Trust, set by check()
+        self.trust: Any = None  # service.signing.Trust, set by check()
         self.env = {"GIT_INDEX_FILE": index} if staged and (index := _hook_index(self.repo)) else None
 
     def lines(self, *args: str) -> list[str]:
@@ -130,7 +133,7 @@ class _Git:
         return rows[0].split()[0] if rows else ""
 
 
-def _hook_index(repo) -> str | None:  # noqa: ANN001 - git.repo.GitRepo
+def _hook_index(repo: GitRepo) -> str | None:
     """The index git is committing from, when memcli runs in its pre-commit hook: git gives the
     hook ``GIT_INDEX_FILE`` (``index.lock`` for ``git commit -a``, ``next-index-*.lock`` for
     ``git commit PATH``), and only that index holds what is about to be committed. Taken only
@@ -175,7 +178,7 @@ def _changed(git: _Git, old: str | None, new: str | None) -> list[str]:
     return git.lines(*args, "--", "memories")
 
 
-def check(ctx, spec: str | None = None, staged: bool = False, stale: bool = False) -> CheckResult:  # noqa: ANN001
+def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool = False) -> CheckResult:
     """Check the memory files changed in a range (see the module docstring).
 
     Args:
@@ -201,7 +204,7 @@ def check(ctx, spec: str | None = None, staged: bool = False, stale: bool = Fals
 
         raise UsageProblem("--stale judges code commits, not staged changes",
                            hint="give a range instead: memcli check --stale origin/main..HEAD")
-    from memcli.service.signatures import Trust
+    from memcli.service.signing import Trust
 
     git = _Git(ctx, staged)
     old, new, label = _range(git, spec, staged)
@@ -223,7 +226,7 @@ def check(ctx, spec: str | None = None, staged: bool = False, stale: bool = Fals
     return result
 
 
-def _stale_problems(ctx, old: str | None, new: str) -> list[Problem]:  # noqa: ANN001
+def _stale_problems(ctx: Ctx, old: str | None, new: str) -> list[Problem]:
     """One problem per memory the code range ``old..new`` made outdated (rule ``stale``)."""
     from memcli.service.stale import became_stale
 
@@ -236,7 +239,7 @@ def _stale_problems(ctx, old: str | None, new: str) -> list[Problem]:  # noqa: A
     return problems
 
 
-def _check_file(ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | None,  # noqa: ANN001
+def _check_file(ctx: Ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | None,
                 new: str | None, full: str) -> list[Problem]:
     from memcli.policy import gates
 
@@ -270,7 +273,7 @@ def _check_file(ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | N
     return problems
 
 
-def _scope_problems(ctx, rel: str, memory) -> list[Problem]:  # noqa: ANN001
+def _scope_problems(ctx: Ctx, rel: str, memory: Memory) -> list[Problem]:
     """A personal scope (``user:*``, ``session:*``) in a project's shared tree: refused (its
     owner's memory lives in their own store; a teammate's commit must not plant one)."""
     from memcli.store.personal import is_personal
@@ -289,7 +292,7 @@ def _identity(text: str) -> "Identity":
     return review.Identity(name.strip(), rest.split(">", 1)[0].strip())
 
 
-def _load(ctx, git: _Git, rel: str, data: bytes | None):  # noqa: ANN001, ANN202 - model.Memory | None
+def _load(ctx: Ctx, git: _Git, rel: str, data: bytes | None) -> Memory | None:
     if data is None:
         return None
     try:
@@ -298,7 +301,8 @@ def _load(ctx, git: _Git, rel: str, data: bytes | None):  # noqa: ANN001, ANN202
         return None
 
 
-def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> list:  # noqa: ANN001
+def _versions(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
+              new: str | None) -> list[tuple[Version, list[Memory | None]]]:
     """Every version of the file up to ``new`` (oldest first; the staged one last when ``new`` is
     None), each as ``(review.Version, [the memory as each of its commit's parents had it])``: a
     change is judged against the commit's own parents, so a merge that only carries a change
@@ -327,7 +331,8 @@ def _versions(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> l
     return out
 
 
-def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | None) -> list[Problem]:  # noqa: ANN001
+def _history_problems(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
+                      new: str | None) -> list[Problem]:
     """The rules over the file's history (``policy.review``): provenance never changes after the
     first version, and a memory that needs review became active only by a valid approval. A
     version became active when it is ``active`` and none of its commit's parents had it active
@@ -360,7 +365,8 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
         assert version.memory is not None
         if version.memory.status != "active" or any(b.status == "active" for b in before):
             continue
-        previous = before[0].status if before else (None if index == 0 else walked[index - 1][0].memory.status)
+        prior = walked[index - 1][0].memory if index else None  # every walked version has its memory
+        previous = before[0].status if before else (prior.status if prior is not None else None)
         verdict = review.judge_activation(version, previous, proposer, ctx.ws.config.allow_self_approve)
         if verdict is None:
             approved = version.memory
@@ -371,7 +377,8 @@ def _history_problems(ctx, git: _Git, rel: str, full: str, memory, new: str | No
     return problems
 
 
-def _guard_problems(ctx, rel: str, walked: list, proposer) -> list[Problem]:  # noqa: ANN001
+def _guard_problems(ctx: Ctx, rel: str, walked: list[tuple[Version, list[Memory]]],
+                    proposer: Identity) -> list[Problem]:
     """A later version of a memory in a shared scope that adds or widens a guard (against every
     parent of its commit), other than a valid approval of a pending memory (module docstring)."""
     from memcli.guards import check_guards, widened
@@ -379,6 +386,7 @@ def _guard_problems(ctx, rel: str, walked: list, proposer) -> list[Problem]:  # 
 
     out = []
     for version, before in walked[1:]:
+        assert version.memory is not None  # walked: the readable versions
         if not before or not gates.review_required(version.memory.scope, "model_derived", ctx.ws.config.shared_scopes):
             continue  # a personal scope: its owner's own power (or a file added anew: its first version)
         try:

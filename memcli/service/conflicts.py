@@ -17,16 +17,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memcli.service import Ctx
 
 #: The record beside the index.
 RECORD_NAME = "conflicts.json"
 
 
-def _path(ctx) -> Path:  # noqa: ANN001 - service.Ctx
+def _path(ctx: Ctx) -> Path:
     return ctx.ws.root / ".cache" / RECORD_NAME
 
 
-def load(ctx) -> dict:  # noqa: ANN001 - service.Ctx
+def load(ctx: Ctx) -> dict:
     """The record (``{}`` when there is none or it cannot be read)."""
     try:
         data = json.loads(_path(ctx).read_bytes())
@@ -35,7 +39,7 @@ def load(ctx) -> dict:  # noqa: ANN001 - service.Ctx
     return data if isinstance(data, dict) else {}
 
 
-def save(ctx, data: dict) -> None:  # noqa: ANN001 - service.Ctx
+def save(ctx: Ctx, data: dict) -> None:
     """Write the record atomically (removed when empty); a cache folder that is a link or
     read-only is left alone."""
     from memcli.store.files import atomic_write
@@ -53,7 +57,7 @@ def save(ctx, data: dict) -> None:  # noqa: ANN001 - service.Ctx
         pass
 
 
-def set_blocked(ctx, blocked: dict | None) -> None:  # noqa: ANN001 - service.Ctx
+def set_blocked(ctx: Ctx, blocked: dict | None) -> None:
     """Record (or, with None, clear) a blocked sync."""
     data = load(ctx)
     if blocked is None and "blocked" not in data:
@@ -71,7 +75,7 @@ def blocked_line(blocked: dict) -> str:
             f"({files}{more}); nothing syncs until it is resolved: run `memcli resolve` in {blocked.get('root', '.')}")
 
 
-def notes(ctx) -> list[str]:  # noqa: ANN001 - service.Ctx
+def notes(ctx: Ctx) -> list[str]:
     """The lines the context block carries: a blocked sync, and each pair still both active
     (one ``stat`` when there is no record)."""
     if not _path(ctx).is_file():

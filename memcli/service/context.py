@@ -12,14 +12,14 @@ Only ``active``, unexpired memories in the caller's scopes. The order, best firs
    memory must not outrank a general one for that alone);
 4. the rest, by importance, then by recency of ``updatedAt``.
 
-The rendering (fence, budget, neutralising) is ``memcli.agents.context``.
+The rendering (fence, budget, neutralising) is ``memcli.agents.context_block``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from memcli.agents.context import FOOTER_RESERVE, Block, render
+from memcli.agents.context_block import FOOTER_RESERVE, Block, render
 from memcli.errors import UsageProblem, ValidationFailed
 from memcli.index import Query
 from memcli.model import Memory, check_choice
@@ -304,7 +304,7 @@ def with_note(block: Block, note: str, fmt: str, key: str = "partial") -> Block:
     Adds at most ``len(note) + 40`` characters."""
     import json
 
-    from memcli.agents.context import HEADER, TAG
+    from memcli.agents.context_block import HEADER, TAG
 
     line = f"memcli: {note}"
     if fmt == "json":

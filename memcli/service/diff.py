@@ -15,6 +15,7 @@ from typing import Any
 from memcli.changes import Change, Step, Version, classify, expired_between, expiry, purged_from_history
 from memcli.errors import UsageProblem
 from memcli.git.history import History
+from memcli.git.log import Touched
 from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
 from memcli.service.audit import is_memory_path, read_disk, read_version, step_of, visible_path
@@ -102,7 +103,7 @@ def diff(ctx: Ctx, spec: str | None = None) -> DiffResult:
     tracks: dict[str, _Track] = {}
     others: dict[str, None] = {}
 
-    def follow(step: Step, touched: list) -> None:  # noqa: ANN001 - git.log.Touched
+    def follow(step: Step, touched: list[Touched]) -> None:
         for t in touched:
             if not is_memory_path(t.path):
                 others[t.path] = None

@@ -9,7 +9,7 @@ nothing a reader sees changes, with one exception that makes the record stable:
 ``createdAt`` becomes the author date of the commit that first added the file (the
 loader's default, the file's modification time, changes on every checkout), or the
 modification time when git never saw the file. Existing keys, comments and the body stay
-byte for byte (``frontmatter.update``). Files that cannot be parsed are reported and never
+byte for byte (``fileformat.update``). Files that cannot be parsed are reported and never
 rewritten; a file whose text holds a secret is not fixed either (what memcli commits, it
 checks: the sensitive-data gate), and is reported as refused. A committed file with
 uncommitted edits (staged or not) is skipped and listed, so a person's draft is never
@@ -249,7 +249,7 @@ def fix(ctx: Ctx) -> Report:
     Raises:
         WorkspaceLocked, GitLocked, GitFailed: nothing is left written.
     """
-    from memcli import frontmatter
+    from memcli import fileformat
     from memcli.errors import SecretDetected
     from memcli.policy.gates import check_memory
     from memcli.service.move import move_personal
@@ -292,7 +292,7 @@ def fix(ctx: Ctx) -> Report:
         for memory, _ in lacking:
             item = ctx.load(memory)  # the round-trip reading, for a surgical rewrite
             changes = defaults(item.memory, item.doc.meta, added.get(memory.path))
-            writes[item.file] = frontmatter.update(item.doc, changes)
+            writes[item.file] = fileformat.update(item.doc, changes)
             fixed.append(Fixed(memory.path, memory.id, list(changes)))
         commit = apply(ctx, writes, OP, [m for m, _ in lacking], [], edits_checked=True)
     return Report(problems, fixed, refused, skipped, commit, notes + quarantined(ctx), moved)

@@ -3,7 +3,7 @@
 The transcript (a Claude Code session, a Codex rollout or a Gemini CLI chat log; the
 format is recognised from its records) is read with ``agents.transcript`` (only what
 the person typed, on the live branch of the conversation), the
-candidates found with ``agents.extract`` (rules, English and Chinese), and every
+candidates found with ``agents.extraction_rules`` (rules, English and Chinese), and every
 candidate goes through the same six gates as ``remember`` (``service.write.write_batch``)
 with ``sourceType: user_said``, ``runId`` = the session id and an idempotency key made of
 the session id, the turn's uuid and the candidate's place in the turn, so running
@@ -20,11 +20,12 @@ write; a write that has started is finished.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcli.agents.extract import Candidate, find_candidates
+from memcli.agents.extraction_rules import Candidate, find_candidates
 from memcli.agents.transcript import DeadlineReached, Transcript, Turn, parse_text
 from memcli.errors import MemcliError, SecretDetected, SubjectConflict, TranscriptFormatUnknown, ValidationFailed
 from memcli.policy import gates
@@ -44,7 +45,7 @@ class Decided:
     Attributes:
         text: the candidate's text; for one refused as a secret, only what precedes the
             secret (never the secret itself).
-        category, importance: the rules' guesses (``agents.extract``).
+        category, importance: the rules' guesses (``agents.extraction_rules``).
         decision: ``would_write`` or ``written``; ``would_wait_for_review`` or
             ``pending_review``; ``duplicate``; ``already_written`` (repeated idempotency
             key); ``refused_secret``; ``invalid``; ``conflict``.
@@ -152,7 +153,7 @@ def transcript_hint() -> str:
     return hint()
 
 
-def _refuse(path: Path, info) -> None:  # noqa: ANN001 - an os.stat_result
+def _refuse(path: Path, info: os.stat_result) -> None:
     """Raise unless ``info`` (``os.stat`` of ``path``) is a regular file of at most :data:`MAX_TRANSCRIPT_BYTES`."""
     import stat
 

@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from memcli.agents import hooks as formats
+from memcli.agents import hook_protocol as formats
 from memcli.agents.registry import get, names
 from memcli.errors import HookCheckFailed, MemcliError
 from memcli.service.hook_install import read_settings, settings_path

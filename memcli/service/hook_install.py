@@ -1,10 +1,10 @@
 """Hook installation: merging memcli's handlers into each agent's settings file.
 
 The settings shapes come from INTEGRATIONS.md (three levels: event -> matcher group ->
-handler); the pure shape check, merge and removal live in ``memcli.agents.hooks``.
+handler); the pure shape check, merge and removal live in ``memcli.agents.hook_protocol``.
 
 A shared file (the project's, meant to be committed) never names this machine's memcli: its
-commands run the launcher of ``agents.launcher`` (``sh -c SCRIPT memcli hook AGENT EVENT``),
+commands run the launcher of ``agents.launch_command`` (``sh -c SCRIPT memcli hook AGENT EVENT``),
 which finds memcli on every teammate's machine, and the install writes this machine's
 personal launcher (``service.launcher.record``) so the hooks run whatever the agent's ``PATH``
 (CASES.md R9 and T11: after the README's set-up memcli may live only in a virtual
@@ -19,8 +19,8 @@ import os
 import shlex
 from pathlib import Path
 
-from memcli.agents import hooks as formats
-from memcli.agents import launcher
+from memcli.agents import hook_protocol as formats
+from memcli.agents import launch_command
 from memcli.agents.registry import agents, get
 from memcli.errors import MemcliError, SettingsUnmergeable, UsageProblem
 from memcli.service.launcher import memcli_program, record, where_label
@@ -61,7 +61,7 @@ def command(agent: str, event: str, workspace: str | None, shared: bool = False,
     if workspace:
         pin = ["-w", shared_workspace(workspace, project or Path.cwd()) if shared else str(Path(workspace).absolute())]
     tail = [*pin, "hook", agent, event]
-    return shlex.join(launcher.words(tail) if shared else [*memcli_program(), *tail])
+    return shlex.join(launch_command.words(tail) if shared else [*memcli_program(), *tail])
 
 
 def shared_workspace(workspace: str, project: Path) -> str:

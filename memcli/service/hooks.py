@@ -14,7 +14,7 @@ summary (``session:<id>``, written by the pre-compact hook with ``[hooks] summar
 or by ``compact --transcript``) first in the block, for its owner only
 (``policy.owner``). ``pre-tool-use`` (``post-tool-use`` for an agent that takes a tool's
 context only after the call) adds, before a tool reads or edits a file
-(``agents.tools``), the active memories whose ``paths`` globs match that file relative
+(``agents.tool_calls``), the active memories whose ``paths`` globs match that file relative
 to the project's root, at most ``TOOL_LIMIT`` within ``TOOL_BUDGET`` characters, the
 narrowest glob first (``index.path_specificity``: the memory written for that file before
 those for its folder or the whole tree).
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from memcli.agents import hooks as formats
+from memcli.agents import hook_protocol as formats
 from memcli.errors import MemcliError
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
             answers first.
     """
     from memcli.agents.registry import get
-    from memcli.agents.tools import call_of
+    from memcli.agents.tool_calls import call_of
 
     own = get(agent)
     payload, problem = own.read_input(raw)
@@ -330,7 +330,7 @@ def _guard(ctx, agent: str, payload: formats.HookInput, call,  # noqa: ANN001 - 
     not be checked in time.
     """
     from memcli.agents.registry import get
-    from memcli.agents.tools import call_key
+    from memcli.agents.tool_calls import call_key
     from memcli.guards import covers, unchecked
 
     guards = guards_in_force(ctx)
@@ -561,8 +561,8 @@ def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[
                 call=None):  # noqa: ANN001 - a guards.Call
     """Memories about the files a tool call reads or edits, or about the command it runs
     (:func:`command_memories`), that this session has not been given yet."""
-    from memcli.agents.context import render
-    from memcli.agents.tools import files_of
+    from memcli.agents.context_block import render
+    from memcli.agents.tool_calls import files_of
     from memcli.index import Query, path_specificity
     from memcli.service.context import project_path
     from memcli.service.read import retriever
@@ -669,7 +669,7 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
         seen: ids already given in this session.
         floor: overrides ``[hooks] prompt_floor`` (0-1), for the evaluations in bench/.
     """
-    from memcli.agents.context import render
+    from memcli.agents.context_block import render
     from memcli.agents.transcript import strip_injected
     from memcli.filters import Filters
     from memcli.service.read import recall, semantic_retriever

@@ -23,8 +23,12 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memcli.service import Ctx
+
+if TYPE_CHECKING:
+    from memcli.git.repo import GitRepo
 
 NAME = "unfinished-write.json"
 
@@ -71,7 +75,7 @@ def pending(ctx: Ctx) -> bool:
     return (ctx.ws.root / ".cache" / NAME).exists()
 
 
-def recover(ctx: Ctx, repo=None) -> str | None:  # noqa: ANN001 - git.repo.GitRepo
+def recover(ctx: Ctx, repo: GitRepo | None = None) -> str | None:
     """Complete or roll back a write whose writer died; the caller holds the workspace lock.
 
     Args:
@@ -133,13 +137,13 @@ def started_at(record: dict) -> float:
         return time.time()
 
 
-def _branch_ref(repo) -> str | None:  # noqa: ANN001 - git.repo.GitRepo
+def _branch_ref(repo: GitRepo) -> str | None:
     """The full name of the branch ``HEAD`` points to (``refs/heads/main``), or None."""
     status, out, _ = repo.raw("symbolic-ref", "-q", "HEAD")
     return (out.decode().strip() or None) if status == 0 else None
 
 
-def drop_stale_locks(repo, since: float, names: tuple[str, ...], when: str) -> None:  # noqa: ANN001
+def drop_stale_locks(repo: GitRepo, since: float, names: tuple[str, ...], when: str) -> None:
     """Remove the git lock files ``names`` (``repo.git_path`` names: ``HEAD.lock``,
     ``refs/heads/main.lock``…) changed at or after ``since`` (POSIX seconds): those a git
     process killed with an interrupted operation left. Only when no git process runs in the

@@ -1,6 +1,6 @@
 """This machine's memcli, for the agents: the absolute program and the personal launcher.
 
-Shared files run ``agents.launcher.SCRIPT``, which starts ``~/.local/share/memcli/bin/memcli``
+Shared files run ``agents.launch_command.SCRIPT``, which starts ``~/.local/share/memcli/bin/memcli``
 first; this module writes that file (a two-line ``sh`` script naming this machine's memcli by
 its absolute path). Personal files name the absolute program directly.
 """
@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from memcli.agents import launcher
+from memcli.agents import launch_command
 
 #: Where a file is read: ``shared`` (in the project, meant to be committed) or ``personal``.
 SHARED, PERSONAL = "shared", "personal"
@@ -34,8 +34,8 @@ def memcli_program() -> list[str]:
 
 def personal_path() -> Path:
     """The personal launcher: ``~/.local/share/memcli/bin/memcli`` (fixed under ``$HOME``, see
-    ``agents.launcher``)."""
-    return Path.home() / launcher.PERSONAL
+    ``agents.launch_command``)."""
+    return Path.home() / launch_command.PERSONAL
 
 
 def record() -> str | None:
@@ -52,7 +52,7 @@ def record() -> str | None:
 
     path = personal_path()
     program = memcli_program()
-    text = launcher.personal_text(program)
+    text = launch_command.personal_text(program)
     try:
         if path.read_text(encoding="utf-8") == text and os.access(path, os.X_OK):
             return None

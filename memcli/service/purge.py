@@ -27,13 +27,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcli import model, testpoint
 from memcli.errors import MemcliError, UsageProblem
 from memcli.model import Memory
 from memcli.service import Ctx, journal
 from memcli.service.write import apply, rewrite
+
+if TYPE_CHECKING:
+    from memcli.git.rewrite import Rewritten
 
 
 @dataclass
@@ -328,7 +331,7 @@ def _prune_links(ctx: Ctx, memory: Memory, writes: dict[Path, bytes | None]) -> 
     return changed
 
 
-def _warnings(done) -> list[str]:  # noqa: ANN001 - gitrewrite.Rewritten
+def _warnings(done: Rewritten) -> list[str]:
     remotes = ", ".join(done.remotes)
     push = (f"the remotes ({remotes}) need a forced push (`git push --force --all` and `--tags`)"
             if done.remotes else "any remote you push to needs a forced push")

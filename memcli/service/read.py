@@ -6,7 +6,7 @@ queries through :class:`memcli.index.Query`, id look-ups through ``Ctx.resolve``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from memcli.errors import UsageProblem, ValidationFailed
 from memcli.filters import FILTERS, TIMES, Filters
@@ -16,6 +16,13 @@ from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
 from memcli.service.redact import for_reader
 from memcli.timeutil import parse_instant
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memcli.git.history import History
+    from memcli.git.log import Entry
+    from memcli.index.catalog import Catalog
 
 MAX_LIMIT = 1000
 
@@ -212,7 +219,7 @@ def review_queue(ctx: Ctx) -> list[Memory]:
     return for_reader(ctx, [m for m in ctx.catalog().with_status("pending_review") if ctx.may_see(m)])
 
 
-def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.git.log.Entry]
+def log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     """memcli commits, newest first; for one memory when ``ref`` is given (its file may be gone).
     The trail of every store the workspace reads (its own and the person's, ``Ctx.personal_stores``),
     merged by time; one memory's from the store that holds it.
@@ -241,11 +248,11 @@ def log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[m
     return _log(ctx, ref, limit)
 
 
-def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[memcli.git.log.Entry]
+def _log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     """:func:`log` of one store."""
     from memcli.service.audit import find_id
 
-    def visible(entry) -> bool:  # noqa: ANN001 - a git.log.Entry
+    def visible(entry: Entry) -> bool:
         scopes = entry.trailers.get("scope", "").split()
         return not scopes or any(_mine(ctx, s, entry) for s in scopes)
 
@@ -254,7 +261,7 @@ def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[
     entries = [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
     from dataclasses import replace
 
-    from memcli.service.signatures import attribute, trust_for_reading
+    from memcli.service.signing import attribute, trust_for_reading
 
     attribute(trust_for_reading(ctx), entries)  # an actor no signature (or authorship) backs is a claim
 
@@ -264,12 +271,12 @@ def _log(ctx: Ctx, ref: str | None, limit: int) -> list:  # noqa: ANN201 - list[
     return [e if text == e.text else replace(e, text=text) for e, text in zip(entries, texts)]
 
 
-def _mine(ctx: Ctx, scope: str, entry) -> bool:  # noqa: ANN001 - a git.log.Entry
+def _mine(ctx: Ctx, scope: str, entry: Entry) -> bool:
     """True for a scope of ``entry``'s ``Memcli-Scope`` trailer that the caller may see (``policy.owner``)."""
     return scope_in_commit_is_mine(scope, entry.trailers.get("actor") or entry.author, ctx.actor)
 
 
-def trimmed(ctx: Ctx, repo, entry):  # noqa: ANN001, ANN201 - git.history.History, git.log.Entry in and out
+def trimmed(ctx: Ctx, repo: History, entry: Entry) -> Entry:
     """``entry`` as the caller may see it: unchanged unless it names another user's personal scope.
 
     Then its ``Id``, ``Related`` and ``Run`` trailers keep only the caller's memories, its
@@ -320,7 +327,7 @@ def index_status(ctx: Ctx) -> dict[str, Any]:
     return _status(ctx, ctx.catalog(full=True))
 
 
-def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
+def index_rebuild(ctx: Ctx, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Delete the index and build it again from the files.
 
     Args:
@@ -340,7 +347,8 @@ def index_rebuild(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
     return _status(ctx, catalog)
 
 
-def index_build(ctx: Ctx, progress=None, background: bool = False) -> dict[str, Any]:  # noqa: ANN001
+def index_build(ctx: Ctx, progress: Callable[[int, int], None] | None = None,
+                background: bool = False) -> dict[str, Any]:
     """Bring the index in step with the files, going on from where a stopped build left off.
 
     This is what a hook leaves to the background when its deadline comes first
@@ -361,10 +369,10 @@ def index_build(ctx: Ctx, progress=None, background: bool = False) -> dict[str, 
     return _status(ctx, ctx.catalog(progress=progress, full=True))
 
 
-class _build_lock:  # noqa: N801 - used as a context manager, like a function
+class _build_lock:  # lower case: used as a context manager, like a function
     """Hold the index build lock (``wait`` seconds at most, then go on: the index is a cache)."""
 
-    def __init__(self, path, wait: float) -> None:  # noqa: ANN001
+    def __init__(self, path: Path, wait: float) -> None:
         from filelock import FileLock
 
         self.lock = FileLock(str(path), timeout=wait)
@@ -379,21 +387,21 @@ class _build_lock:  # noqa: N801 - used as a context manager, like a function
         except (Timeout, OSError):
             pass
 
-    def __exit__(self, *exc) -> None:  # noqa: ANN002
+    def __exit__(self, *exc: object) -> None:
         if self.held:
             self.lock.release()
 
 
-def _status(ctx: Ctx, catalog) -> dict[str, Any]:  # noqa: ANN001 - a Catalog
+def _status(ctx: Ctx, catalog: Catalog) -> dict[str, Any]:
     """``index status`` data; unreadable files counted as ``Ctx.catalog`` reports them (the caller's only)."""
     from memcli.index.catalog import IndexCatalog
 
     problems = len(catalog.problems(actor=ctx.actor))
-    catalog = getattr(catalog, "own", catalog)  # the workspace's own index (index.merged)
-    if not isinstance(catalog, IndexCatalog):
-        return {"backend": "scan", "memories": len(catalog.memories), "problems": problems}
-    return {"backend": "fts5", **catalog.index.status(), "problems": problems, "files": catalog.report.files,
-            "complete": catalog.report.complete, "last_sync": catalog.report.to_dict()}
+    own: Any = getattr(catalog, "own", catalog)  # the workspace's own index (index.merged)
+    if not isinstance(own, IndexCatalog):
+        return {"backend": "scan", "memories": len(own.memories), "problems": problems}
+    return {"backend": "fts5", **own.index.status(), "problems": problems, "files": own.report.files,
+            "complete": own.report.complete, "last_sync": own.report.to_dict()}
 
 
 def check_mode(fuzzy: bool, grep: bool) -> str:

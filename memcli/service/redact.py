@@ -14,7 +14,7 @@ A full scan loads detect-secrets (about 0.1 s, see ``text/secrets/detector.py``)
 slow for every hook. The result of a scan is a pure function of the text, so it is kept in
 a memo in the workspace's cache folder (``secret-scan.sqlite``): SHA-256 of the text and of
 the rule-set version -> the spans. A text is scanned in full once; later reads look it up.
-The context block's neutraliser (``agents/context.py``) still runs memcli's own rules (no
+The context block's neutraliser (``agents/context_block.py``) still runs memcli's own rules (no
 import cost) on every line it renders, as a second line of defence.
 A value a person let through at write (``remember --allow-secret``) is in the file but is
 still cut out of every read channel: the override opens the write gate, not the context.
@@ -27,8 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memcli.model import Memory
+
+if TYPE_CHECKING:
+    from memcli.service import Ctx
 
 #: Bumped whenever the rules change, so old memo entries are not trusted.
 RULESET_VERSION = "2"  # 2: PuTTY v3, lax PEM armour, SSN forms, hf_ with digits, AccountKey spellings, look-alikes
@@ -179,7 +183,7 @@ def redact_memories(memories: list[Memory], folder: Path | None) -> list[Memory]
     return out
 
 
-def cache_of(ctx) -> Path | None:  # noqa: ANN001 - a service.Ctx
+def cache_of(ctx: Ctx) -> Path | None:
     """The workspace's cache folder for the memo, or None when it cannot be used (read-only)."""
     from memcli.errors import MemcliError
 
@@ -189,6 +193,6 @@ def cache_of(ctx) -> Path | None:  # noqa: ANN001 - a service.Ctx
         return None
 
 
-def for_reader(ctx, memories: list[Memory]) -> list[Memory]:  # noqa: ANN001 - a service.Ctx
+def for_reader(ctx: Ctx, memories: list[Memory]) -> list[Memory]:
     """:func:`redact_memories` with the memo in ``ctx``'s workspace cache."""
     return redact_memories(memories, cache_of(ctx)) if memories else memories

@@ -27,10 +27,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcli.errors import MemoryNotFound, ReviewRefused, UsageProblem, WrongStatus
 from memcli.service import Ctx
+
+if TYPE_CHECKING:
+    from memcli.git.history import History
+    from memcli.git.repo import GitRepo
+    from memcli.index.catalog import Catalog
 
 #: The sides a person chooses between.
 SIDES = ("ours", "theirs")
@@ -141,7 +146,7 @@ def pending(ctx: Ctx) -> Pending:
     return result
 
 
-def _changed(repo, base: str | None, rev: str) -> list[str]:  # noqa: ANN001 - git.history.History
+def _changed(repo: History, base: str | None, rev: str) -> list[str]:
     """Workspace-relative files that differ from ``base`` to ``rev`` (every file of ``rev`` when no base)."""
     if base is None:
         return repo.files(rev)
@@ -224,7 +229,7 @@ def finish(ctx: Ctx, choices: dict[str, str]) -> Resolved:
     return out
 
 
-def _take(repo, path: str, rev: str) -> None:  # noqa: ANN001 - git.repo.GitRepo
+def _take(repo: GitRepo, path: str, rev: str) -> None:
     """Put ``path`` as ``rev`` has it (removed when ``rev`` has none) in the work tree and index."""
     full = f"{repo.prefix}{path}"
     if repo.raw("cat-file", "-e", f"{rev}:{full}")[0] == 0:
@@ -293,7 +298,7 @@ def after_merge(ctx: Ctx, before: str | None) -> list[str]:
     return lines
 
 
-def _restore_after_rejection(ctx: Ctx, catalog, arrived: set[str]) -> list[str]:  # noqa: ANN001
+def _restore_after_rejection(ctx: Ctx, catalog: Catalog, arrived: set[str]) -> list[str]:
     from memcli.git import log as gitlog
     from memcli.service.write import apply, rewrite
 
@@ -324,7 +329,7 @@ def _restore_after_rejection(ctx: Ctx, catalog, arrived: set[str]) -> list[str]:
             f"recorded in its review)" + (f"; {', '.join(m.id for m in restored)} active again" if restored else "")]
 
 
-def _duplicates(catalog, arrived: set[str]) -> list[tuple[str, str]]:  # noqa: ANN001
+def _duplicates(catalog: Catalog, arrived: set[str]) -> list[tuple[str, str]]:
     """Pairs of active memories for one subject, one of them changed by the merge: the same
     ``subject`` in one scope, or two active replacements of one memory."""
     active = catalog.with_status("active")

@@ -6,7 +6,7 @@ A restored memory keeps its id, status, times, provenance, links and review; see
 
 from __future__ import annotations
 
-from memcli import frontmatter, model
+from memcli import fileformat, model
 from memcli.errors import ScopeViolation, SubjectConflict
 from memcli.model import Memory
 from memcli.policy import gates
@@ -74,7 +74,7 @@ def restore(ctx: Ctx, op: str, record: Memory, batch: Batch) -> WriteResult:
     decided.append(("review", record.status))
     path = ctx.ws.files.new_path(record)
     record.path = ctx.ws.files.rel(path)
-    batch.writes[path] = frontmatter.render_new(model.to_mapping(record), record.body)
+    batch.writes[path] = fileformat.render_new(model.to_mapping(record), record.body)
     batch.added.append(record)
     return WriteResult(op, record, "pending_review" if record.status == "pending_review" else "created",
                        f"restored: {record.id} ({record.scope}, {record.status})", gates=decided,

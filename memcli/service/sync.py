@@ -26,13 +26,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcli import testpoint
 from memcli.errors import MemcliError, SyncStopped
 from memcli.git import log as gitlog
 from memcli.git import run as runner
 from memcli.git.repo import GitRepo
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from memcli.service import Ctx
 
 #: Fetch-merge-push rounds before giving up on a remote that keeps moving.
 ATTEMPTS = 6
@@ -112,7 +117,7 @@ class _deadline:
         if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
             return
 
-        def expired(signum, frame) -> None:  # noqa: ANN001
+        def expired(signum: int, frame: FrameType | None) -> None:
             raise TimeoutError("merge driver deadline")
 
         self.old = signal.signal(signal.SIGALRM, expired)
@@ -145,7 +150,7 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str) -> DriverResul
     (``git merge-file``); a conflict leaves git's conflict markers in ``ours``, so the
     file reads as invalid until a person resolves it (memcli never serves it half-merged).
     A version over the reader's bounds (over ``MAX_FILE_BYTES``, more YAML aliases, nesting or
-    values than ``frontmatter`` reads: ``FileOverLimit``), or a merge that takes longer than
+    values than ``fileformat`` reads: ``FileOverLimit``), or a merge that takes longer than
     :data:`DRIVER_SECONDS`, is a conflict at once: never expanded, never a hang (issue 22 point 9).
     """
     from memcli.errors import FileOverLimit, InvalidMemoryFile
@@ -258,7 +263,7 @@ def _remote_for(git: _Git, branch: str, wanted: str | None) -> str:
                       hint="`memcli sync REMOTE`, or add one with `git remote add origin URL`")
 
 
-def _check_state(git: _Git, ctx) -> str:  # noqa: ANN001
+def _check_state(git: _Git, ctx: Ctx) -> str:
     """The branch to sync; refuses a store that is not its repository's top, a detached HEAD,
     an operation in progress, or uncommitted memory files."""
     top = Path(git.out("rev-parse", "--show-toplevel")).resolve()
@@ -297,7 +302,7 @@ def _personal_target(git: _Git, remote: str, branch: str) -> str:
     return heads[0] if len(heads) == 1 else branch
 
 
-def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None:  # noqa: ANN001
+def _merge(ctx: Ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None:
     """``git merge`` of ``remote_ref``, recorded first (``service.sync_recover``) so that a kill
     half-way is rolled back by the next command; a failed merge is aborted.
 
@@ -348,7 +353,7 @@ def _merge(ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None: 
                            "the one you choose; then `memcli sync` again")
 
 
-def sync(ctx, remote: str | None = None, deadline: float | None = None) -> SyncResult:  # noqa: ANN001
+def sync(ctx: Ctx, remote: str | None = None, deadline: float | None = None) -> SyncResult:
     """Fetch, merge and push the store's branch; see the module docstring. Then the same for
     each of the person's own stores (``Ctx.personal_stores``) that has a git remote; a failure
     there is a warning (``SyncResult.personal`` lists what synced).
@@ -376,7 +381,7 @@ def sync(ctx, remote: str | None = None, deadline: float | None = None) -> SyncR
     return result
 
 
-def _sync_store(ctx, remote: str | None, deadline: float | None) -> SyncResult:  # noqa: ANN001
+def _sync_store(ctx: Ctx, remote: str | None, deadline: float | None) -> SyncResult:
     """:func:`sync` of one store."""
     git = _Git(ctx.ws.root, deadline)
     with ctx.ws.lock():
@@ -395,7 +400,7 @@ def _sync_store(ctx, remote: str | None, deadline: float | None) -> SyncResult: 
                               hint="run `memcli sync` again without --deadline") from None
 
 
-def _sync_locked(ctx, git: _Git, wanted: str | None) -> SyncResult:  # noqa: ANN001
+def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
     from memcli.service.sync_recover import roll_back
 
     undone = roll_back(ctx)  # a merge a kill interrupted: put back as HEAD has it, then merged again below

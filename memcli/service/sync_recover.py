@@ -29,8 +29,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memcli.service import Ctx, journal
+
+if TYPE_CHECKING:
+    from memcli.git.repo import GitRepo
 
 #: Conflict markers git (and memcli's merge driver, through ``git merge-file``) writes.
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
@@ -106,7 +110,7 @@ def roll_back(ctx: Ctx) -> str | None:
     return line
 
 
-def _drop_stale_locks(repo, record: dict, when: str) -> None:  # noqa: ANN001 - git.repo.GitRepo
+def _drop_stale_locks(repo: GitRepo, record: dict, when: str) -> None:
     """Remove the lock files the killed ``git merge`` left (the index's, ``HEAD``'s, the branch's):
     those made since the sync started, when no git process runs in the repository
     (``journal.drop_stale_locks``).
@@ -160,18 +164,18 @@ def _plan(ctx: Ctx, record: dict) -> tuple[list[str], list[str]]:
     return restore, keep
 
 
-def _changed(repo, old: str, new: str) -> set[str]:  # noqa: ANN001 - git.repo.GitRepo
+def _changed(repo: GitRepo, old: str, new: str) -> set[str]:
     """Paths that differ between the commits ``old`` and ``new`` (no rename detection)."""
     status, out, _ = repo.raw("diff", "--name-only", "-z", "--no-renames", old, new)
     return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p} if status == 0 else set()
 
 
-def _rev(repo, name: str) -> str:  # noqa: ANN001 - git.repo.GitRepo
+def _rev(repo: GitRepo, name: str) -> str:
     status, out, _ = repo.raw("rev-parse", "-q", "--verify", f"{name}^{{commit}}")
     return out.decode().strip() if status == 0 else ""
 
 
-def _tree(repo, rev: str) -> dict[str, str]:  # noqa: ANN001
+def _tree(repo: GitRepo, rev: str) -> dict[str, str]:
     """``path -> blob`` of every file of ``rev`` (empty when it names nothing)."""
     if not rev:
         return {}
@@ -184,7 +188,7 @@ def _tree(repo, rev: str) -> dict[str, str]:  # noqa: ANN001
     return found
 
 
-def _hash(repo, path: Path) -> str | None:  # noqa: ANN001
+def _hash(repo: GitRepo, path: Path) -> str | None:
     """The blob hash git would give the working-tree file, or None when there is none."""
     if not path.is_file() or path.is_symlink():
         return None

@@ -12,7 +12,7 @@ record their tool calls, so at session end memcli reads the session's transcript
     else its creation), and that matches one of its guards (``deny``, ``ask`` or ``warn``),
 
 as one ``violated`` event in the usage journal (``store.usage``, ``source: transcript``),
-less the calls the hook already decided: a call's fingerprint (``agents.tools.call_key``) is
+less the calls the hook already decided: a call's fingerprint (``agents.tool_calls.call_key``) is
 on every guard event the hook writes, and the calls of the same fingerprint already counted
 as ``violated`` or ``asked`` for that memory in this session are not counted again (a ``warn``
 match the hook let through, a call the person allowed when asked, a violation an earlier
@@ -27,6 +27,7 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+from memcli.model import Memory
 from memcli.service import Ctx
 
 #: The end of a long transcript read by the scan, in bytes (``service.extract.read_transcript_tail``;
@@ -61,7 +62,7 @@ def _instant(text: str | None) -> datetime | None:
     return at if at.tzinfo is not None else None
 
 
-def in_force_since(memory) -> datetime | None:  # noqa: ANN001 - a model.Memory
+def in_force_since(memory: Memory) -> datetime | None:
     """When ``memory``'s guards started to be enforced: its approval (``review.at`` of an
     approved memory), else its creation; None when unknown."""
     from memcli.timeutil import parse_instant, to_utc
@@ -94,7 +95,7 @@ def scan(ctx: Ctx, agent: str, session_id: str, transcript: Path, cwd: str,
         TranscriptFormatUnknown: it is in none of the formats memcli reads.
         DeadlineReached: the deadline passed; nothing was written.
     """
-    from memcli.agents.tools import call_key, call_of
+    from memcli.agents.tool_calls import call_key, call_of
     from memcli.service.extract import parse_transcript, read_transcript_tail
     from memcli.service.hooks import guards_in_force, match_call
     from memcli.store import usage

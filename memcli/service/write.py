@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from memcli import frontmatter, model
+from memcli import fileformat, model
 from memcli.errors import (
     HiddenText,
     HistoryConflict,
@@ -31,6 +31,10 @@ from memcli.policy import gates
 from memcli.service import Ctx
 from memcli.store.files import Loaded, atomic_write
 from memcli.timeutil import NotPositive, OutOfCalendar, format_instant, parse_duration, parse_instant, shift
+
+if TYPE_CHECKING:
+    from memcli.git.history import History
+    from memcli.policy.review import Identity
 
 
 @dataclass
@@ -246,7 +250,7 @@ def record_scans(ctx: Ctx, memories: list[Memory]) -> None:
     text_spans([m.text for m in memories], cache_of(ctx))
 
 
-def edited_by_hand(ctx: Ctx, paths: list[Path], repo=None) -> list[Path]:  # noqa: ANN001 - History
+def edited_by_hand(ctx: Ctx, paths: list[Path], repo: History | None = None) -> list[Path]:
     """The files among ``paths`` that ``HEAD`` holds and that differ from it, staged or not.
 
     Files that do not exist yet, or that git has never committed (untracked, or only
@@ -308,8 +312,8 @@ def _message(ctx: Ctx, op: str, memories: list[Memory], related: list[str],
 
 
 def rewrite(item: Loaded, changes: dict[str, Any]) -> bytes:
-    """New bytes for an existing file with ``changes`` applied surgically (see ``frontmatter.update``)."""
-    return frontmatter.update(item.doc, changes)
+    """New bytes for an existing file with ``changes`` applied surgically (see ``fileformat.update``)."""
+    return fileformat.update(item.doc, changes)
 
 
 # --- building a new memory through the gates --------------------------------------------
@@ -569,7 +573,7 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
                     else "pending_review: shared scope and an agent or tool source"))
     path = ctx.ws.files.new_path(memory)
     memory.path = ctx.ws.files.rel(path)
-    batch.writes[path] = frontmatter.render_new(model.to_mapping(memory), memory.body)
+    batch.writes[path] = fileformat.render_new(model.to_mapping(memory), memory.body)
     batch.added.append(memory)
     outcome = "pending_review" if pending else "created"
     verb = "waiting for review" if pending else "remembered"
@@ -833,7 +837,7 @@ RETIRING = ("forget", "reject")
 
 
 def _transition(ctx: Ctx, ref: str, op: str, allowed: tuple[str, ...], changes: dict[str, Any],
-                check=None) -> WriteResult:  # noqa: ANN001
+                check: Callable[[Memory], None] | None = None) -> WriteResult:
     ctx = ctx.owner(ref)  # a personal memory changes in the person's own store
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
@@ -989,7 +993,7 @@ def _person_only(action: str) -> None:
     person_only(os.environ, action)
 
 
-def _proposer(ctx: Ctx, memory: Memory):  # noqa: ANN202 - a policy.review.Identity or None
+def _proposer(ctx: Ctx, memory: Memory) -> Identity | None:
     """The git identity that committed ``memory``'s first version (its proposer, as ``memcli
     check`` reads it); None when it was never committed."""
     from memcli.policy.review import Identity

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memcli import frontmatter, model
+from memcli import fileformat, model
 from memcli.errors import InvalidMemoryFile, ValidationFailed
 
 MEMORIES = "memories"
@@ -204,7 +204,7 @@ class Loaded:
 
     __slots__ = ("doc", "memory", "file", "warning")
 
-    def __init__(self, doc: frontmatter.Document, memory: model.Memory, file: Path, warning: str | None = None) -> None:
+    def __init__(self, doc: fileformat.Document, memory: model.Memory, file: Path, warning: str | None = None) -> None:
         self.doc = doc
         self.memory = memory
         self.file = file
@@ -302,7 +302,7 @@ class MemoryFiles:
             data: the bytes, if already read (e.g. from ``git show``).
             mtime: the file's modification time (seconds since the epoch), the default
                 ``createdAt`` of a hand-written file; read from disk when not given.
-            round_trip: False for a read-only document, parsed faster (see ``frontmatter.parse``).
+            round_trip: False for a read-only document, parsed faster (see ``fileformat.parse``).
 
         Raises:
             InvalidMemoryFile: unreadable, unparsable, or outside the schema.
@@ -331,7 +331,7 @@ class MemoryFiles:
         truncated = len(data) > MAX_FILE_BYTES
         raw = _cut(data[:MAX_FILE_BYTES]) if truncated else data
         file_time = datetime.fromtimestamp(int(mtime), timezone.utc)
-        doc = frontmatter.parse(raw, rel, round_trip)
+        doc = fileformat.parse(raw, rel, round_trip)
         parts = path.relative_to(self.base).parts[:-1]
         try:
             memory = model.from_mapping(
@@ -340,8 +340,8 @@ class MemoryFiles:
         except ValidationFailed as err:
             key = err.message.split(":", 1)[0].split(".")[0]
             if not round_trip:  # only the round-trip reading knows line numbers
-                doc = frontmatter.parse(raw, rel, True)
-            raise InvalidMemoryFile(rel, err.message, frontmatter.line_of(doc, key)) from None
+                doc = fileformat.parse(raw, rel, True)
+            raise InvalidMemoryFile(rel, err.message, fileformat.line_of(doc, key)) from None
         if self.shared and memory.scope.startswith("user:"):  # a session's memory is its owner's (policy.owner)
             raise InvalidMemoryFile(rel, PLANTED.format(scope=memory.scope))
         warning = None

@@ -11,7 +11,7 @@ or for a prompt), ``delivered`` (given before a tool call: a path or command mem
 that let it through: a ``warn`` guard, or a call the session's transcript shows although no
 hook stopped it). ``session`` is a hash of the agent's session id (never the id itself);
 ``pattern`` is the guard's pattern, for guard events; ``call`` a fingerprint of the tool call a
-guard event is about (``agents.tools.call_key``: a hash, so that a call the hook saw is not
+guard event is about (``agents.tool_calls.call_key``: a hash, so that a call the hook saw is not
 counted again from the transcript); ``source`` is ``transcript`` for a violation found in the
 session's transcript at its end (``service.violations``). No text, query, command or path is
 recorded.
@@ -60,7 +60,7 @@ def append(cache: Path, actor: str, agent: str, session_id: str, event: str, ids
         ids: the memories concerned (at most :data:`MAX_IDS` kept); nothing is written when empty.
         pattern: the guard's pattern, for ``denied``, ``asked`` and ``violated``.
         at: seconds since the epoch (default now).
-        call: the fingerprint of the tool call (``agents.tools.call_key``), for guard events.
+        call: the fingerprint of the tool call (``agents.tool_calls.call_key``), for guard events.
         source: ``transcript`` for a violation found in the transcript (else the hook's own event).
     """
     if not ids or event not in EVENTS:

@@ -221,6 +221,6 @@ def create_files(path: Path, hidden: bool = False, kind: str = "project") -> tup
         raise WorkspaceInvalid(f"cannot create a workspace in {root}: {err.strerror}",
                                hint="choose a folder you can write to") from None
     created = Workspace(root=root, config=load_config(root / CONFIG_NAME))
-    created.cache  # noqa: B018 - creates .cache/
-    created.archive  # noqa: B018 - creates archive/
+    created.cache  # the property creates .cache/
+    created.archive  # the property creates archive/
     return root, True

@@ -44,7 +44,7 @@ _HIDDEN_RE = re.compile(
     "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
     "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
-#: ANSI (ECMA-48) escapes, as agents/context.py removes them at read.
+#: ANSI (ECMA-48) escapes, as agents/context_block.py removes them at read.
 _ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -~]?)")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ZWJ, _VS15, _VS16, _KEYCAP = 0x200D, 0xFE0E, 0xFE0F, 0x20E3

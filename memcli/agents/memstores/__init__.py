@@ -4,19 +4,19 @@ apart from reading the files it is given (no git, no memcli store, no service).
 Each agent writes memory by itself, in its own place and format (docs/commands.md, "The
 agents' own memories"); one module per agent reads it:
 
-* ``memstores.claude``: Claude Code's auto memory, ``~/.claude/projects/<slug>/memory/``:
+* ``memstores.claude_store``: Claude Code's auto memory, ``~/.claude/projects/<slug>/memory/``:
   ``MEMORY.md`` (an index: one ``- [Title](file.md) — hook`` line per memory, never a
   memory itself) and one topic file per memory with front-matter ``name``, ``description``
   and ``type`` (``user``, ``feedback``, ``project``, ``reference``; Claude Code 2.1.3xx
   writes it under ``metadata:``).
-* ``memstores.codex``: Codex Memories, ``$CODEX_HOME/memories_v2/`` (Codex 0.171; earlier
+* ``memstores.codex_store``: Codex Memories, ``$CODEX_HOME/memories_v2/`` (Codex 0.171; earlier
   ``memories/``): the ad-hoc notes a session writes (``extensions/ad_hoc/notes/*.md``, one
   entry each), ``memory_summary.md`` (its profile, preference and tip sections), or, when
   there is one, ``MEMORY.md`` (``# Task Group:`` blocks whose ``## User preferences``, ``##
   Reusable knowledge`` and ``## Failures and how to do differently`` bullets are the
   memories; the ``## Task <n>`` sections are routing); ``raw_memories.md`` and
   ``rollout_summaries/`` (the inputs of the consolidation) are not memories.
-* ``memstores.gemini``: Gemini CLI: the global ``~/.gemini/GEMINI.md`` (its bullets, and
+* ``memstores.gemini_store``: Gemini CLI: the global ``~/.gemini/GEMINI.md`` (its bullets, and
   the legacy ``## Gemini Added Memories`` section of ``save_memory``), the private project
   memory ``~/.gemini/tmp/<project>/memory/`` (``MEMORY.md`` bullets, sibling topic files;
   ``- See <path> for …`` pointers are not memories) and its Auto Memory inbox

@@ -7,7 +7,7 @@ Three sources of rules, merged:
   key files of any version, Azure storage keys after any spelling of ``AccountKey``);
   loaded only by a full scan (``full=True``, the default);
 * provider tokens with a documented prefix and credentials on command lines (``tokens.py``);
-* memcli's own rules (``rules.py``): AWS secret keys by context, cards (Luhn), national
+* memcli's own rules (``own_rules.py``): AWS secret keys by context, cards (Luhn), national
   ids, passwords and assignments in prose, in English and Chinese.
 
 Before any rule runs, a prefilter (``prefilter.py``) looks for the parts every match of a
@@ -145,9 +145,9 @@ def _public_test_value(text: str, start: int, end: int, kind: str) -> bool:
 
 
 def _detector_placeholder(value: str) -> bool:
-    from memcli.text.secrets import rules
+    from memcli.text.secrets import own_rules
 
-    return rules._placeholder(value, value)  # noqa: SLF001 - one placeholder rule for every source
+    return own_rules._placeholder(value, value)  # one placeholder rule for every source
 
 
 def secret_spans(text: str, *, full: bool = True) -> list[tuple[int, int, str]]:
@@ -182,9 +182,9 @@ def _scan(text: str, full: bool, screen: bool = True) -> tuple[tuple[int, int, s
     own, plugins = prefilter(view, plugins=full) if screen else (True, None)
     cands: list[tuple[float, int, int, str]] = []
     if own:
-        from memcli.text.secrets import rules, tokens
+        from memcli.text.secrets import own_rules, tokens
 
-        cands.extend(rules.candidates(view))
+        cands.extend(own_rules.candidates(view))
         for kind, _slug, regex in tokens.TOKEN_RULES:
             cands.extend((0, m.start(), m.end(), kind) for m in regex.finditer(view))
         cands.extend((4, start, end, kind) for start, end, kind in tokens.command_spans(view))
@@ -266,7 +266,7 @@ def redact(text: str, spans: list[tuple[int, int, str]] | None = None, *, full: 
 
 _KEY_BLOCK_KINDS = frozenset((PEM, "private key", "PuTTY private key", "SSH2 private key"))
 # RFC 7468 / RFC 4716 end lines, and the last line of a PuTTY key file (Private-MAC).
-# Any case and spacing, as the BEGIN lines are found (rules.py, plugins.py).
+# Any case and spacing, as the BEGIN lines are found (own_rules.py, plugins.py).
 _KEY_END_RE = re.compile(r"-{4,5}[ \t]*(?i:end)[ \t]+[^\n]{0,60}?-{4,5}|(?i:private-mac)[ \t]*:[^\n]*")
 
 

@@ -19,6 +19,7 @@ text loads none.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 #: ``(module, class)`` of each plugin used, and the memcli kind and slug of what it finds; a module
@@ -81,7 +82,8 @@ def _kind(kind: str, match: str) -> str:
     return kind
 
 
-def spans(text: str, placeholder, only: frozenset[str] | None = None) -> list[tuple[int, int, str]]:  # noqa: ANN001
+def spans(text: str, placeholder: Callable[[str], bool],
+          only: frozenset[str] | None = None) -> list[tuple[int, int, str]]:
     """``(start, end, kind)`` of every plugin match in ``text`` (already normalised for scanning).
 
     A span is the whole match of the plugin's pattern that produced the value it reports.

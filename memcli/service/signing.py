@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from memcli.git.log import Entry
     from memcli.git.repo import GitRepo
     from memcli.git.signatures import Signature
+    from memcli.service import Ctx
 
 CONFIG_NAME = "memcli.toml"
 
@@ -261,7 +262,7 @@ def attribute(trust: Trust | None, entries: list["Entry"]) -> None:
             entry.claim = f"unverified: committed by {Identity(entry.author, entry.email).show()}"
 
 
-def trust_for_reading(ctx) -> Trust | None:  # noqa: ANN001 - service.Ctx
+def trust_for_reading(ctx: Ctx) -> Trust | None:
     """A :class:`Trust` for ``history`` and ``log`` when the store has signing on, else None."""
     if ctx.ws.config.signing != "ssh":
         return None

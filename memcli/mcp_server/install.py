@@ -6,7 +6,7 @@ list`` in ``scripts/mcp-inspector-check.sh``): Claude Code's ``.mcp.json`` or ``
 Codex's ``.codex/config.toml`` (TOML), Gemini CLI's ``.gemini/settings.json``.
 
 A project's file is shared (teams commit it), so its entry names no path of this machine:
-it runs ``sh -c SCRIPT memcli …`` (``agents.launcher``), which finds memcli on each
+it runs ``sh -c SCRIPT memcli …`` (``agents.launch_command``), which finds memcli on each
 teammate's machine, and the install writes this machine's personal launcher
 (``service.launcher.record``); a pinned workspace is written relative to the project (the
 agents start servers in the project folder). A user's file names the installing memcli
@@ -224,7 +224,7 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
         UsageProblem: unknown agent (exit 2).
         ValidationFailed: the file cannot be merged safely; it is left untouched (exit 5).
     """
-    from memcli.agents import launcher
+    from memcli.agents import launch_command
     from memcli.agents.registry import get
     from memcli.service.launcher import record, where_label
 
@@ -233,7 +233,7 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
     if user:
         program, lead = server_command()
     else:
-        program, *lead = launcher.words([])
+        program, *lead = launch_command.words([])
     entry = None if remove else entry_for(agent, program, [*lead, *args])
     own = get(agent)
     edit = _toml_edit if own.mcp_format == "toml" else _json_edit

@@ -78,7 +78,7 @@ class HookCommand:
     @property
     def through_launcher(self) -> bool:
         """True for the launcher of shared files (``sh -c SCRIPT memcli …``)."""
-        from memcli.agents.launcher import is_launcher
+        from memcli.agents.launch_command import is_launcher
 
         return is_launcher(self.program)
 
@@ -97,11 +97,11 @@ def parse_command(command: object) -> HookCommand | None:
 
     Recognises what every memcli version wrote: ``memcli [-w PATH] hook AGENT EVENT`` with a
     bare or absolute ``memcli`` (quoted or not), ``PYTHON -m memcli …``, and the launcher of
-    shared files, ``sh -c SCRIPT memcli …`` (``agents.launcher``).
+    shared files, ``sh -c SCRIPT memcli …`` (``agents.launch_command``).
     """
     import shlex
 
-    from memcli.agents.launcher import is_launcher
+    from memcli.agents.launch_command import is_launcher
 
     if not isinstance(command, str):
         return None
@@ -133,7 +133,7 @@ class HookInput:
     """What a hook was told on stdin (missing fields are empty).
 
     ``event`` is the agent's ``hook_event_name``; for PreToolUse, ``tool_name`` and
-    ``tool_input`` are the tool about to run and its input (any JSON value; ``agents.tools``
+    ``tool_input`` are the tool about to run and its input (any JSON value; ``agents.tool_calls``
     reads it).
     """
 

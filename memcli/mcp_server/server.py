@@ -3,7 +3,7 @@
 Tools (SPEC.md section 9): ``recall``, ``context``, ``show``, ``history``, ``review``
 (read only) and ``remember``, ``supersede``, ``forget`` (writes, left out with
 ``--read-only``). Approving and rejecting are human acts on the command line: no tool
-does them. Each tool is a thin layer over :class:`memcli.mcp.tools.Tools`; the SDK
+does them. Each tool is a thin layer over :class:`memcli.mcp_server.tools.Tools`; the SDK
 builds the input and output schemas from the signatures and return types below.
 
 A gate refusal, an unknown id or a bad argument comes back as a tool error
@@ -17,7 +17,7 @@ Only this module imports the SDK; ``memcli.cli.mcp_cmds`` imports it when the se
 import logging
 import os
 import sys
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Callable, Literal, TypedDict
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 
 from memcli import __version__
 from memcli.errors import MemcliError, MemoryNotFound
-from memcli.mcp.tools import LIMITS, Settings, Tools
+from memcli.mcp_server.tools import LIMITS, Settings, Tools
 
 #: What an error text shows instead of an argument that looks like a secret.
 HIDDEN = "<value not shown: it looks like a secret>"
@@ -176,7 +176,7 @@ def _failed(err: MemcliError, values: list[Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=_safe(err.line(), values))], is_error=True)
 
 
-def _call(method, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN001
+def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run a ``Tools`` method; a ``MemcliError`` becomes a tool error, never a crash."""
     try:
         return method(*args, **kwargs)
@@ -222,10 +222,10 @@ class MemcliServer(MCPServer):
             raise ToolError(_safe(line, [name, *(arguments or {}).values()])) from None
 
     async def run_stdio_async(self) -> None:
-        """As ``MCPServer.run_stdio_async``, over :func:`memcli.mcp.stdio.stdio_transport`: a message
+        """As ``MCPServer.run_stdio_async``, over :func:`memcli.mcp_server.stdio.stdio_transport`: a message
         over its size limit, not JSON or not JSON-RPC is answered with an error instead of being
         dropped (the SDK's transport leaves the client waiting for its timeout)."""
-        from memcli.mcp.stdio import stdio_transport
+        from memcli.mcp_server.stdio import stdio_transport
 
         lowlevel = self._lowlevel_server  # MCPServer's own server, as its run_stdio_async uses it (mcp 2.x)
         async with stdio_transport() as (read_stream, write_stream):
@@ -236,7 +236,7 @@ class MemcliServer(MCPServer):
         try:
             memories = await anyio.to_thread.run_sync(self.memcli.memories)
         except MemcliError as err:
-            logging.getLogger("memcli.mcp").warning("memcli: no resources: %s", err.line())
+            logging.getLogger("memcli.mcp_server").warning("memcli: no resources: %s", err.line())
             return []
         return [MCPResource(uri=f"{URI_PREFIX}{m['id']}", name=m["id"], title=_title(m["text"]),
                             description=f"{m['category']} in {m['scope']} ({m['status']})",

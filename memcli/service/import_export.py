@@ -1,6 +1,6 @@
 """``import`` and ``export``: agents' rule files to memories and back (SPEC.md section 4).
 
-Import reads rule files (the kinds in :mod:`memcli.agents.rules`) and sends every item
+Import reads rule files (the kinds in :mod:`memcli.agents.rule_files`) and sends every item
 through the same six gates as ``remember`` (``write.write_batch``), with
 ``sourceType: admin_edit``, no run id, and the file and line in the provenance
 (``provenance.source``, ``provenance.line``). Everything accepted is written in one commit.
@@ -11,7 +11,7 @@ through the same six gates as ``remember`` (``write.write_batch``), with
   memory: the file's introduction ("This file provides guidance to Claude Code …") and
   sentences that only point at another file ("See ``docs/x.md``.", a bare ``@import``) are
   reported as ``skipped`` (gate ``boilerplate`` or ``pointer``) and written nowhere.
-* Paths: a folder is searched for the known rule files (``agents.rules.DISCOVER``), and for
+* Paths: a folder is searched for the known rule files (``agents.rule_files.DISCOVER``), and for
   ``AGENTS.md``, ``CLAUDE.md`` and ``GEMINI.md`` in its sub-folders (:data:`NESTED_DEPTH`
   deep, hidden folders and :data:`NOT_WALKED` left out): such a file is about the files under
   its folder, so its items get ``paths: [sub/**]``; a file is read as the kind its name
@@ -41,7 +41,7 @@ through the same six gates as ``remember`` (``write.write_batch``), with
   apply to them; an id that exists already is a duplicate (no-op).
 
 Export reads what ``list`` reads (the caller's scopes; active and unexpired, or every
-status and expired ones with ``all_statuses``) and renders it with ``agents.rules.render``.
+status and expired ones with ``all_statuses``) and renders it with ``agents.rule_files.render``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from memcli.agents import rules
+from memcli.agents import rule_files
 from memcli.errors import MemcliError, SecretDetected, SubjectConflict, UsageProblem, ValidationFailed
 from memcli.model import STATUSES, Memory, check_choice, from_dict, normalise_text
 from memcli.policy.gates import check_write_scope
@@ -188,7 +188,7 @@ def _nested(folder: Path) -> list[Path]:
         depth = len(Path(top).parts) - base
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_WALKED and depth < NESTED_DEPTH)
         if depth:
-            found.extend(Path(top) / name for name in rules.NESTED if name in files)
+            found.extend(Path(top) / name for name in rule_files.NESTED if name in files)
     return sorted(found)
 
 
@@ -205,14 +205,14 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
     for given in paths:
         path = given.expanduser().resolve()
         if path.is_dir():
-            found = dict.fromkeys(p.resolve() for pattern in rules.DISCOVER for p in sorted(path.glob(pattern))
+            found = dict.fromkeys(p.resolve() for pattern in rule_files.DISCOVER for p in sorted(path.glob(pattern))
                                   if p.is_file())
             found.update(dict.fromkeys(p.resolve() for p in _nested(path) if p.is_file()))
             outside = [p for p in found if path not in p.parents]
             warnings.extend(f"skipped {p}: a link that leads outside {given}" for p in outside)
             files = [(p, path) for p in found if p not in outside]
             if not files:
-                warnings.append(f"no rule files in {given} (looked for {', '.join(rules.DISCOVER)})")
+                warnings.append(f"no rule files in {given} (looked for {', '.join(rule_files.DISCOVER)})")
         elif path.is_file():
             files = [(path, _root_of(path))]
         elif path.exists():
@@ -221,12 +221,12 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
         else:
             raise UsageProblem(f"no such file or folder: {given}", hint="give rule files or folders that hold them")
         for file, root in files:
-            kind = rules.kind_of(PurePosixPath(file.relative_to(root).as_posix()))
-            if kind == "markdown" and file.suffix.lower() not in rules.IMPORTABLE_SUFFIXES:
+            kind = rule_files.kind_of(PurePosixPath(file.relative_to(root).as_posix()))
+            if kind == "markdown" and file.suffix.lower() not in rule_files.IMPORTABLE_SUFFIXES:
                 raise UsageProblem(f"cannot import {given}: not a rule file",
                                    hint="give Markdown rule files, .cursor/rules/*.mdc, or JSON Lines from export")
             folder = file.parent.relative_to(root).as_posix()
-            under = [f"{folder}/**"] if file.name in rules.NESTED and folder != "." \
+            under = [f"{folder}/**"] if file.name in rule_files.NESTED and folder != "." \
                 and not folder.startswith((".claude", ".gemini")) else []
             out.append(_File(file, root, kind, personal if file.name == "CLAUDE.local.md" else default,
                              paths=under, boundary=_repository(root) or root))
@@ -249,7 +249,7 @@ def _resolve_import(src: _File, target: str) -> tuple[Path | None, str | None]:
         shown = path.relative_to(base).as_posix() if base in path.parents else str(path)
         return None, "no such file" if shown == target.lstrip("./") else \
             f"no such file {shown} (an @import is relative to the file that holds it)"
-    if path.suffix.lower() not in rules.IMPORTABLE_SUFFIXES:
+    if path.suffix.lower() not in rule_files.IMPORTABLE_SUFFIXES:
         return None, "not a Markdown or text file"
     return path, None
 
@@ -350,7 +350,7 @@ class _Collector:
             self.rule_file(src, text)
 
     def jsonl(self, src: _File, text: str) -> None:
-        records, problems = rules.parse_jsonl(text)
+        records, problems = rule_files.parse_jsonl(text)
         self.result.files.append({"source": src.rel, "kind": src.kind, "items": len(records) + len(problems)})
         entries = sorted([*((n, d, None) for n, d in records), *((n, None, r) for n, r in problems)],
                          key=lambda entry: entry[0])
@@ -368,7 +368,7 @@ class _Collector:
     def rule_file(self, src: _File, text: str) -> None:
         from memcli.service.write import WriteOptions
 
-        parsed = rules.parse_rule_file(src.kind, text, src.rel)
+        parsed = rule_files.parse_rule_file(src.kind, text, src.rel)
         self.result.warnings.extend(parsed.warnings)
         info = {"source": src.rel, "kind": src.kind, "items": len(parsed.items)}
         info.update({k: v for k, v in (("description", parsed.description), ("paths", parsed.paths or src.paths),
@@ -389,8 +389,8 @@ class _Collector:
                                   importance=item.importance), (item.text, opts))
         for line, target in parsed.imports:
             path, why = _resolve_import(src, target)
-            if path is not None and src.depth >= rules.MAX_IMPORT_DEPTH:
-                why = f"imports go at most {rules.MAX_IMPORT_DEPTH} levels deep"
+            if path is not None and src.depth >= rule_files.MAX_IMPORT_DEPTH:
+                why = f"imports go at most {rule_files.MAX_IMPORT_DEPTH} levels deep"
             if why:
                 self.result.warnings.append(f"{src.rel}:{line}: not following @{target}: {why}")
             elif path is not None:
@@ -451,7 +451,8 @@ def export_memories(ctx: Ctx, all_statuses: bool = False, scopes: list[str] | No
     Raises:
         ValidationFailed, ScopeViolation: a scope is malformed or another user's.
     """
-    from memcli.service.read import Filters, build_query, retriever
+    from memcli.filters import Filters
+    from memcli.service.read import build_query, retriever
 
     query = build_query(ctx, "", Filters(scopes=scopes or [], statuses=list(STATUSES) if all_statuses else [],
                                          include_expired=all_statuses, limit=1))
@@ -467,7 +468,7 @@ class ExportResult:
     """What :func:`export_rules` made.
 
     Attributes:
-        files: the files (``agents.rules_render.RuleOutput``), main file first; one for stdout and ``jsonl``.
+        files: the files (``agents.rule_files_render.RuleOutput``), main file first; one for stdout and ``jsonl``.
         left_out: personal memories left out of a shared Markdown file.
         unscoped: memories with ``paths`` written without them (stdout, or globs the format cannot say).
     """
@@ -493,10 +494,10 @@ def export_rules(ctx: Ctx, fmt: str = "claude-md", all_statuses: bool = False, s
     ``jsonl`` (a lossless backup for ``import``) keeps every scope read.
 
     Args:
-        fmt: ``claude-md`` (default), ``agents-md``, ``cursor`` or ``jsonl`` (``agents.rules_render``).
+        fmt: ``claude-md`` (default), ``agents-md``, ``cursor`` or ``jsonl`` (``agents.rule_files_render``).
         all_statuses, scopes: see :func:`export_memories`.
         personal: include personal scopes in a Markdown export.
-        project: lay the export out as the files of a project (``agents.rules_render.layout``:
+        project: lay the export out as the files of a project (``agents.rule_files_render.layout``:
             ``paths`` kept in ``.claude/rules``, nested ``AGENTS.md``, ``.cursor/rules``);
             else one file, whose memories with ``paths`` are written without them.
 
@@ -504,37 +505,38 @@ def export_rules(ctx: Ctx, fmt: str = "claude-md", all_statuses: bool = False, s
         ValidationFailed: unknown format; and the errors of :func:`export_memories`.
         UsageProblem: ``cursor`` without ``project`` (Cursor rules are several files).
     """
-    from memcli.agents import rules_render
+    from memcli.agents import rule_files_render
 
-    check_choice("format", fmt, rules.FORMATS)
+    check_choice("format", fmt, rule_files.FORMATS)
     if fmt == "cursor" and not project:
         raise UsageProblem("--format cursor writes several .cursor/rules/*.mdc files, not one",
                            hint="give the project folder with --dir DIR")
     memories = export_memories(ctx, all_statuses, scopes)
     if fmt == "jsonl":
-        return ExportResult([rules_render.RuleOutput("memories.jsonl", rules_render.render(memories, fmt, ctx.now),
-                                                     len(memories), main=True)])
+        text = rule_files_render.render(memories, fmt, ctx.now)
+        return ExportResult([rule_files_render.RuleOutput("memories.jsonl", text, len(memories), main=True)])
     mine = [m for m in memories if m.scope.startswith(("user:", "session:"))]
     shared = [m for m in memories if m not in mine]
     asked = personal or any(s.startswith(("user:", "session:")) for s in scopes or [])
     placed = shared if not project else [m for m in shared if not m.paths]
     if fmt == "cursor":
-        files, unplaced = rules_render.layout(shared + (mine if asked else []), fmt, ctx.now)
+        files, unplaced = rule_files_render.layout(shared + (mine if asked else []), fmt, ctx.now)
         return ExportResult(files, 0 if asked else len(mine), 0)
     if project and fmt == "agents-md":
-        _, unplaced = rules_render.layout(shared, fmt, ctx.now)
+        _, unplaced = rule_files_render.layout(shared, fmt, ctx.now)
         placed = placed + unplaced
-    text = rules_render.render(placed, fmt, ctx.now) if placed or not (asked and mine) else ""
+    text = rule_files_render.render(placed, fmt, ctx.now) if placed or not (asked and mine) else ""
     if asked and mine:
         names = ", ".join(sorted({m.scope for m in mine}))
         text += (("\n" if text else "") + f"<!-- Personal memories ({names}): keep them out of a shared file, "
                  "e.g. in CLAUDE.local.md. -->\n\n# Personal (" + names + ")\n"
-                 + rules_render.render(mine, fmt, ctx.now).split("\n", 1)[1])
+                 + rule_files_render.render(mine, fmt, ctx.now).split("\n", 1)[1])
     count = len(placed) + (len(mine) if asked else 0)
     if not project:
-        main = rules_render.RuleOutput(rules_render.MAIN[fmt], text, count, main=True)
+        main = rule_files_render.RuleOutput(rule_files_render.MAIN[fmt], text, count, main=True)
         return ExportResult([main], 0 if asked else len(mine), sum(1 for m in shared if m.paths))
-    files, unplaced = rules_render.layout(shared, fmt, ctx.now, main=placed + (mine if asked else []), main_text=text)
+    files, unplaced = rule_files_render.layout(shared, fmt, ctx.now, main=placed + (mine if asked else []),
+                                               main_text=text)
     return ExportResult(files, 0 if asked else len(mine), len(unplaced))
 
 
@@ -542,11 +544,11 @@ def write_export(result: ExportResult, folder: Path, main: Path | None = None) -
     """Write an export's files: the main file to ``main`` (default: its place in ``folder``), the
     others to their places in ``folder``; each atomically.
 
-    A file memcli did not write (no ``agents.rules.GENERATED`` header) is never overwritten,
+    A file memcli did not write (no ``agents.rule_files.GENERATED`` header) is never overwritten,
     except the main file a person named with ``--output``.
 
     Returns:
-        ``(path written, agents.rules_render.RuleOutput)`` pairs, in order.
+        ``(path written, agents.rule_files_render.RuleOutput)`` pairs, in order.
 
     Raises:
         UsageProblem: a file in the way was not written by memcli, or a file cannot be
@@ -562,7 +564,7 @@ def write_export(result: ExportResult, folder: Path, main: Path | None = None) -
             held = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
         except OSError:
             held = None
-        if held is not None and rules.GENERATED not in held:
+        if held is not None and rule_files.GENERATED not in held:
             raise UsageProblem(f"{path} exists and memcli did not write it; not overwriting it",
                                hint="move it aside, or export elsewhere with --dir DIR or --output FILE")
         if path.exists() and not path.is_file():

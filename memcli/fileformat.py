@@ -19,9 +19,14 @@ from __future__ import annotations
 import io
 import re
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memcli.errors import FileOverLimit, InvalidMemoryFile
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.representer import RoundTripRepresenter
 
 BOM = "\ufeff"
 FENCE = "---"
@@ -59,10 +64,10 @@ class Document:
         self.fences = fences
 
 
-_LOADERS: dict[bool, Any] = {}
+_LOADERS: dict[bool, YAML] = {}
 
 
-def _yaml(round_trip: bool = True):  # noqa: ANN202
+def _yaml(round_trip: bool = True) -> YAML:
     """A cached ruamel loader: round-trip (keeps comments and line numbers) or fast (libyaml)."""
     if round_trip not in _LOADERS:
         from ruamel.yaml import YAML
@@ -73,7 +78,7 @@ def _yaml(round_trip: bool = True):  # noqa: ANN202
     return _LOADERS[round_trip]
 
 
-def _dumper():
+def _dumper() -> YAML:
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="rt")
@@ -93,7 +98,7 @@ def _dumper():
 YAML11_BOOLEANS = {"y", "yes", "n", "no", "on", "off", "true", "false"}
 
 
-def _represent_str(representer, value: str):  # noqa: ANN001, ANN202
+def _represent_str(representer: RoundTripRepresenter, value: str) -> ScalarNode:
     """Strings as ruamel would write them, but YAML 1.1 booleans (``no``, ``on``) quoted for other readers."""
     if value.lower() in YAML11_BOOLEANS:
         return representer.represent_scalar("tag:yaml.org,2002:str", value, style="'")

@@ -15,6 +15,10 @@ Pure: no I/O. Sources:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memcli.guards import Call
 
 #: Claude Code's file tools and the ``tool_input`` keys that name their file.
 CLAUDE_FILE_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
@@ -84,7 +88,7 @@ def _command_text(value: object) -> str:
     return ""
 
 
-def call_of(agent: str, tool_name: str, tool_input: object):  # noqa: ANN201 - a memcli.guards.Call or None
+def call_of(agent: str, tool_name: str, tool_input: object) -> Call | None:
     """The tool call a pre-tool hook was told of, in Claude Code's terms (``memcli.guards.Call``),
     or None for a tool no guard pattern names (memcli has nothing to check or add then).
 
@@ -128,7 +132,7 @@ def call_of(agent: str, tool_name: str, tool_input: object):  # noqa: ANN201 - a
     return Call(tool, paths=paths, cut=cut)
 
 
-def call_key(call) -> str:  # noqa: ANN001 - a memcli.guards.Call
+def call_key(call: Call) -> str:
     """A short fingerprint of a tool call in Claude Code's terms (16 hex digits of a SHA-256 of
     its tool and what it acts on, as the agent named it): the same for the call a pre-tool
     hook is told of and the one the agent's transcript records, so that the usage journal can

@@ -145,10 +145,10 @@ def fields(text: str, name: str) -> tuple[dict[str, Any] | None, InvalidMemoryFi
     """The front-matter of a topic file's ``text`` as YAML, as Claude Code reads it, and what
     is wrong with it: ``(mapping, None)`` when it parses; ``(mapping, error)`` when only Claude
     Code's second try (:func:`_quoted_as_claude`) parses it; ``(None, error)`` when neither
-    does. ``error`` is ``memcli.frontmatter``'s, the
+    does. ``error`` is ``memcli.fileformat``'s, the
     words and line ``doctor`` gives for a memory file (``name`` is the file named in it).
     A text without front-matter is ``({}, None)``."""
-    from memcli.frontmatter import parse
+    from memcli.fileformat import parse
 
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":

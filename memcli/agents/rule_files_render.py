@@ -19,7 +19,7 @@ NAME is the rule file the memories were imported from (``.claude/rules/api.md`` 
 when they share one, else taken from the globs' folder (``src/api/**`` -> ``src-api``). The
 ``memcli-`` prefix keeps an export from overwriting a person's own rule file.
 
-Each file starts with :data:`memcli.agents.rules.GENERATED` and groups its memories by
+Each file starts with :data:`memcli.agents.rule_files.GENERATED` and groups its memories by
 category under memcli's headings (``## Preferences`` …), so that ``import`` reads a file it
 wrote back exactly: the same texts (an exact duplicate is a no-op, never a near duplicate),
 the categories of the headings. In ``claude-md`` an ``@`` that would start an import is
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 
-from memcli.agents.rules import _CODE_SPAN, _FENCE, _IMPORT, HEADINGS, find_imports, slug
+from memcli.agents.rule_files import _CODE_SPAN, _FENCE, _IMPORT, HEADINGS, find_imports, slug
 from memcli.model import CATEGORIES, Memory
 from memcli.timeutil import format_instant
 

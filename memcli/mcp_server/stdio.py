@@ -58,7 +58,7 @@ DRAIN = 5.0
 #: longest tool deadline is ``[git] lock_timeout`` plus a commit, well under this).
 IN_FLIGHT = 60.0
 
-_LOG = logging.getLogger("memcli.mcp")
+_LOG = logging.getLogger("memcli.mcp_server")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: An ``"id": VALUE`` member closing the top-level object at the end of a line (a client
 #: that writes ``id`` last, as the TypeScript SDK does).

@@ -25,12 +25,18 @@ import uuid
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from memcli.errors import MemoryNotFound, ReviewRefused, ScopeViolation
 
 if TYPE_CHECKING:  # annotation only: the warm model process is started by the server
+    from memcli.service import Ctx
     from memcli.service.semantic import Warm
+    from memcli.service.write import WriteOptions, WriteResult
+    from memcli.store.files import Loaded
+
+#: What a call's work returns.
+_T = TypeVar("_T")
 
 #: The provenance actor when the configuration names no agent (a client's own name is never used).
 DEFAULT_AGENT = "mcp-client"
@@ -169,12 +175,12 @@ class Tools:
         self.warm: Warm | None = None
         #: Calls run one at a time: they share the opened indexes (one SQLite connection each).
         self._mutex = threading.Lock()
-        self._base = None  # the Ctx of the first call: workspace, configuration, actor, kept indexes
+        self._base: Ctx | None = None  # the Ctx of the first call: workspace, configuration, actor, kept indexes
         self._config_key: tuple | None = None  # the stat of memcli.toml that _base read
 
     # --- the warm context: kept between calls, freshness off the request path ----------
 
-    def _open(self):  # noqa: ANN202 - (memcli.service.Ctx, list[str])
+    def _open(self) -> tuple[Ctx, list[str]]:
         """A ``Ctx`` for one call whose read scopes are narrowed to the server's, and those scopes.
 
         The workspace, its configuration (read again when ``memcli.toml`` changes), the
@@ -201,7 +207,7 @@ class Tools:
         ctx.ws.config.read_scopes = allowed  # every query of this context reads these and no more
         return ctx, allowed
 
-    def _call(self, work):  # noqa: ANN001, ANN202
+    def _call(self, work: Callable[[Ctx, list[str]], _T]) -> _T:
         """Run ``work(ctx, allowed)`` in the call's context; then record the read and ask the
         background thread for the walk it owes (``index.fresh.run_after_answer``)."""
         with self._mutex:
@@ -215,7 +221,7 @@ class Tools:
     def close(self) -> None:
         """Close the kept indexes (the server ends)."""
         with self._mutex:
-            kept: dict = self._base.kept if self._base is not None else {}
+            kept: dict = (self._base.kept if self._base is not None else None) or {}
             for index in kept.values():
                 try:
                     index.close()
@@ -224,7 +230,7 @@ class Tools:
             kept.clear()
 
     @staticmethod
-    def _resolve(ctx, allowed: list[str], ref: str):  # noqa: ANN001, ANN205 - memcli.store.files.Loaded
+    def _resolve(ctx: Ctx, allowed: list[str], ref: str) -> Loaded:
         """One memory by id or prefix, answered as for an unknown id when it lies outside the server's scopes.
 
         Raises:
@@ -255,7 +261,7 @@ class Tools:
             out.append(scope)
         return out
 
-    def _write_scope(self, ctx, allowed: list[str], scope: str | None) -> str:  # noqa: ANN001
+    def _write_scope(self, ctx: Ctx, allowed: list[str], scope: str | None) -> str:
         """Where a new memory goes: ``scope`` if it lies inside the server's scopes, else the default.
 
         The default is ``[scopes] write`` when the server may write there, else the first
@@ -315,7 +321,7 @@ class Tools:
 
         started = time.monotonic()
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             ctx.bound(started)  # within [hooks] deadline of the call: from what is indexed, the rest built after
             given = {name: value for name, value in filters.items() if value is not None}
             chosen = Filters(**{"limit": 10, **given, "scopes": self._narrow(allowed, ctx.actor, given.get("scopes")),
@@ -334,7 +340,7 @@ class Tools:
 
         started = time.monotonic()
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             ctx.bound(started)
             try:
                 folder = Path.cwd()
@@ -348,7 +354,7 @@ class Tools:
         """One memory, whatever its status (``memcli show``)."""
         from memcli.service.redact import for_reader
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             found = self._resolve(ctx, allowed, memory_id).memory
             if found.status == PENDING:
                 raise ReviewRefused(f"{found.id} waits for review: {PENDING_REFUSED}", hint=PENDING_HINT)
@@ -363,7 +369,7 @@ class Tools:
         """Every version of one memory from git and its supersede chain (``memcli history``)."""
         from memcli.service.audit import history
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             memory = self._resolve(ctx, allowed, memory_id).memory
             if memory.status == PENDING:
                 raise ReviewRefused(f"{memory.id} waits for review: {PENDING_REFUSED}", hint=PENDING_HINT)
@@ -381,7 +387,7 @@ class Tools:
         """What waits in ``pending_review`` in the server's scopes, oldest first (``memcli review``)."""
         from memcli.service.read import review_queue
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             pending = [m for m in review_queue(ctx) if inside(m.scope, allowed, ctx.actor)]
             return {"pending": [{k: v for k, v in m.to_dict(ctx.now).items() if k not in WITHHELD}
                                 for m in pending], "warnings": list(ctx.warnings)}
@@ -393,7 +399,7 @@ class Tools:
         from memcli.service.read import MAX_LIMIT, list_memories
         from memcli.service.stale_notes import notes
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> list[dict[str, Any]]:
             marks = notes(ctx)
             return [labelled(m.to_dict(ctx.now), marks) for m in list_memories(ctx, Filters(limit=MAX_LIMIT))
                     if m.status != PENDING]
@@ -401,8 +407,10 @@ class Tools:
 
     # --- writing ---------------------------------------------------------------------
 
-    def _options(self, client, scope, category, subject, importance, tags, paths, ttl, expire_at,  # noqa: ANN001, ANN202
-                 idempotency_key, deny=None, ask=None):
+    def _options(self, client: str | None, scope: str | None, category: str | None, subject: str | None,
+                 importance: int | None, tags: list[str] | None, paths: list[str] | None, ttl: str | None,
+                 expire_at: str | None, idempotency_key: str | None, deny: list[str] | None = None,
+                 ask: list[str] | None = None) -> WriteOptions:
         from memcli.service.write import WriteOptions
 
         return WriteOptions(scope=scope, category=category, subject=subject, importance=importance,
@@ -426,7 +434,7 @@ class Tools:
 
         self._writable()
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             target = self._write_scope(ctx, allowed, scope)
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
                                  idempotency_key, deny, ask)
@@ -448,7 +456,7 @@ class Tools:
 
         self._writable()
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             old = self._resolve(ctx, allowed, memory_id).memory
             target = self._write_scope(ctx, allowed, scope) if scope is not None else None
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
@@ -471,7 +479,7 @@ class Tools:
 
         self._writable()
 
-        def work(ctx, allowed):  # noqa: ANN001, ANN202
+        def work(ctx: Ctx, allowed: list[str]) -> dict[str, Any]:
             memory = self._resolve(ctx, allowed, memory_id).memory
             if review_required(memory.scope, "model_derived", ctx.ws.config.shared_scopes):
                 raise ReviewRefused(f"{memory.id} is in the shared scope {memory.scope}; an agent may not "
@@ -480,7 +488,8 @@ class Tools:
             return self._written(ctx, forget(ctx, memory.id), suggest=False)
         return self._call(work)
 
-    def _written(self, ctx, result, exclude: tuple[str, ...] = (), suggest: bool = True) -> dict[str, Any]:  # noqa: ANN001
+    def _written(self, ctx: Ctx, result: WriteResult, exclude: tuple[str, ...] = (),
+                 suggest: bool = True) -> dict[str, Any]:
         """A write's answer: the result, its warnings, and ``close_to``: the live memories whose
         meaning is close to the one written (issue 18 point 5: "close to ID: supersede it?", a
         suggestion, never a refusal; empty while the model is not loaded). The written memory
@@ -509,7 +518,7 @@ def _stat_key(path: Path) -> tuple | None:
     return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
 
-def _written(ctx, result) -> dict[str, Any]:  # noqa: ANN001 - (Ctx, WriteResult)
+def _written(ctx: Ctx, result: WriteResult) -> dict[str, Any]:
     return {**result.to_dict(ctx.now), "warnings": [*ctx.warnings, *result.warnings]}
 
 
