@@ -1,7 +1,7 @@
 """What the semantic retriever costs: the speed goals of hybrid retrieval, measured side by side.
 
     python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--parts 1,2,3,4,5]
-                                   [--workdir /tmp/memcli-bench]
+                                   [--workdir /tmp/memcli-bench] [--baseline MEMCLI] [--sessions 3]
 
 Needs ``memcli[semantic-offline]`` in the environment of ``--memcli``. On the generated
 workspace of ``bench/generate.py`` (``<workdir>/ws-<size>``, shared with ``bench/run.py``
@@ -24,7 +24,9 @@ each in alternating rounds so that the machine's load falls on both sides alike:
    after ``service.write.remember``), with no warm process and with a warm MCP server: the
    difference alone, without the whole processes' start-up noise.
 
-``--parts 3,4,5`` measures only those (default: all).
+``--parts 3,4,5`` measures only those (default: all). ``--baseline EXE`` measures part 3 for
+another memcli executable too (an earlier version: before and after a change), in the same
+run, the two versions' server sessions alternating for ``--sessions`` rounds.
 
 Prints medians (and min/max) per side and the difference of the medians, with the load
 average before and after. Numbers, not assertions: see docs/benchmark.md.
@@ -40,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -172,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memcli", default=str(Path(sys.executable).parent / "memcli"),
                         help="memcli executable (default: the one beside this Python)")
     parser.add_argument("--parts", default="1,2,3,4,5", help="which measurements (default: 1,2,3,4,5)")
+    parser.add_argument("--baseline", help="part 3 only: another memcli executable (an earlier version) measured "
+                                           "in the same run, its server sessions alternating with this one's "
+                                           "(--sessions rounds)")
     args = parser.parse_args(argv)
     parts = {p.strip() for p in args.parts.split(",")}
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
@@ -208,14 +214,25 @@ def main(argv: list[str] | None = None) -> int:
         pair("2b. Claude Code prompt hook, no warm process", *alternate(hook, args.repeat), "no slower")
 
     # 3. remember while a hybrid MCP server is warm; 4. with none
-    def remember(mode: str, i: int) -> float:
-        text = f"Semantic bench note {mode} {i} {time.time_ns()}: the staging cache is warmed after each deploy."
-        return timed([args.memcli, "-w", str(ws), "remember", text], off_env if mode == "off" else auto_env)
+    def remember_by(memcli: str) -> Callable[[str, int], float]:
+        def remember(mode: str, i: int) -> float:
+            text = f"Semantic bench note {mode} {i} {time.time_ns()}: the staging cache is warmed after each deploy."
+            return timed([memcli, "-w", str(ws), "remember", text], off_env if mode == "off" else auto_env)
+        return remember
+    remember = remember_by(args.memcli)
 
     if "3" in parts:
-        off, auto = asyncio.run(with_warm_server(args.memcli, ws, auto_env,
-                                                 lambda: alternate(remember, args.repeat)))
-        pair("3. `memcli remember` (with its commit) while a warm MCP server runs", off, auto, "at most +50 ms")
+        versions = [("this", args.memcli)] + ([("baseline", args.baseline)] if args.baseline else [])
+        got: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _ in versions}
+        for round_ in range(args.sessions if args.baseline else 1):  # server sessions, the versions alternating
+            for name, memcli in (versions if round_ % 2 == 0 else versions[::-1]):
+                off, auto = asyncio.run(with_warm_server(memcli, ws, auto_env,
+                                                         lambda: alternate(remember_by(memcli), args.repeat)))
+                got[name][0].extend(off)
+                got[name][1].extend(auto)
+        for name, memcli in versions:
+            pair(f"3. `memcli remember` (with its commit) while a warm MCP server runs ({name}: {memcli})",
+                 *got[name], "at most +50 ms")
     if "4" in parts:
         pair("4. `memcli remember` (with its commit), no warm process", *alternate(remember, args.repeat),
              "at most +50 ms")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +29,13 @@ from memcli.index import Query, Retriever
 from memcli.service import Ctx
 
 if TYPE_CHECKING:  # annotations only: the model's modules load numpy
+    import logging
+
     from memcli.index.embed import Embedder
-    from memcli.index.hybrid import HybridRetriever
+    from memcli.index.hybrid import HybridRetriever, LocalSemantic, Semantic
+    from memcli.index.vectors import Floats
     from memcli.index.warm import Server
+    from memcli.service.write import WriteResult
 
 #: The least score at which a live memory is named as close to one being written ("close
 #: to ID: supersede it?"). Measured on the old→new pairs of bench/semantic_probe.py: see
@@ -46,7 +51,8 @@ COMMAND_BUDGET = 0.5
 IDLE = 5.0
 
 
-def _log():  # noqa: ANN202 - logging.Logger, imported only when something is said (not on the hot path)
+def _log() -> logging.Logger:
+    """memcli's semantic logger (``logging`` is imported only when something is said)."""
     import logging
 
     return logging.getLogger("memcli.semantic")
@@ -75,7 +81,10 @@ class Warm:
         self.ready = threading.Event()
         self.stop = threading.Event()
         self.work = threading.Event()
-        self.queries: dict = {}
+        #: query vectors by text, shared by the tool calls, the socket and the backfill: a
+        #: write's "close to" question embeds the text that is stored (``vectors.text_of``),
+        #: and the backfill stores that vector instead of embedding the text again
+        self.queries: dict[str, Floats] = {}
         self.server: Server | None = None
         self.paths: list[Path] = []
         self.lock = threading.Lock()
@@ -194,7 +203,7 @@ class Warm:
         return {"model": embedder.model_id, "name": embedder.name,
                 "hits": [[i, round(s, 5)] for i, s in hits[:limit]], "also": {i: round(s, 5) for i, s in extra.items()}}
 
-    def _indexes(self):  # noqa: ANN202 - an iterator of (Path, sqlite3.Connection)
+    def _indexes(self) -> Iterator[tuple[Path, sqlite3.Connection]]:
         """Each index file of the workspace's stores that exists, opened for the time the
         caller works on it (closed when the loop moves on or ends)."""
         with self.lock:
@@ -213,11 +222,12 @@ class Warm:
     def _backfill_loop(self) -> None:
         from memcli.index.vectors import backfill
 
+        embedder = self._model()
         while not self.stop.is_set():
             done = 0
             for path, db in self._indexes():
                 try:
-                    done += backfill(db, self.embedder, stop=self.stop)
+                    done += backfill(db, embedder, stop=self.stop, known=self.queries)
                 except Exception as err:  # noqa: BLE001 - the next round tries again
                     _log().info("memcli: backfill of %s stopped: %s", path, err)
             self.work.wait(0.5 if done else IDLE)
@@ -244,13 +254,13 @@ class Warm:
 
         try:
             for db, _, _ in _parts(ctx.catalog()):
-                backfill(db, self.embedder, limit=8)
+                backfill(db, self.embedder, limit=8, known=self.queries)
         except Exception as err:  # noqa: BLE001 - a write never fails for its vector
             _log().info("memcli: embedding a written memory failed: %s", err)
         self._stores(ctx)  # a write may have made the person's store
         self.work.set()
 
-    def semantic(self, ctx: Ctx):  # noqa: ANN201 - a hybrid.LocalSemantic, or None
+    def semantic(self, ctx: Ctx) -> LocalSemantic | None:
         """The semantic side over ``ctx``'s catalog, or None while there is no model."""
         if self.embedder is None:
             return None
@@ -290,11 +300,16 @@ def warm_for(ctx: Ctx, lexical: Retriever | None = None, budget: float | None = 
                           deadline_s=WARM_BUDGET if budget is None else budget)
 
 
-def close_to(ctx: Ctx, semantic, text: str, scope: str, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:  # noqa: ANN001
+def close_to(ctx: Ctx, semantic: Semantic | None, text: str, scope: str,
+             exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The live (active) memories of ``scope`` the caller may see whose meaning is close to
     ``text`` (score at least ``CLOSE_TO``), best first, at most ``CLOSE_LIMIT``:
     ``[{"id", "score", "text"}]``. ``semantic`` is a ``hybrid.LocalSemantic`` or
-    ``RemoteSemantic``; empty when it is None or cannot answer. Never raises."""
+    ``RemoteSemantic``; empty when it is None or cannot answer. Never raises.
+
+    For a memory just written, give ``vectors.text_of(memory)``, the text its vector is made
+    of: the process that embeds it for this question then stores the same vector for the
+    memory (``vectors.backfill``'s ``known``) instead of embedding it a second time."""
     if semantic is None:
         return []
     from memcli.index.hybrid import similar
@@ -308,7 +323,7 @@ def close_to(ctx: Ctx, semantic, text: str, scope: str, exclude: tuple[str, ...]
     return [{"id": m.id, "score": round(s, 3), "text": m.text[:120]} for m, s in found]
 
 
-def close_to_warm(ctx: Ctx, result, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:  # noqa: ANN001
+def close_to_warm(ctx: Ctx, result: WriteResult, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """For the CLI's ``remember`` and ``supersede``: :func:`close_to` for ``result`` (a
     ``service.write.WriteResult``) by a warm process's model, or [] when none answers
     (within ``hybrid.WARM_BUDGET`` per question), the write was a no-op, or anything fails.
@@ -321,8 +336,10 @@ def close_to_warm(ctx: Ctx, result, exclude: tuple[str, ...] = ()) -> list[dict[
         return []
     if hybrid is None:
         return []
+    from memcli.index.vectors import text_of
+
     memory = result.memory
-    return close_to(ctx, hybrid.semantic, memory.text, memory.scope,
+    return close_to(ctx, hybrid.semantic, text_of(memory), memory.scope,
                     exclude=(memory.id, *memory.supersedes, *exclude))
 
 
@@ -377,7 +394,7 @@ def status(ctx: Ctx) -> dict[str, Any]:
     return out
 
 
-def embed_all(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
+def embed_all(ctx: Ctx, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Embed, in this process, every memory of the workspace's indexes without a current
     vector (``index rebuild --embed``): loads the model (seconds, 200-400 MiB) and takes about
     10 ms a memory. ``progress(done, total)`` is called between batches.
