@@ -91,11 +91,13 @@ def _report(context, result, close: list | None = None) -> None:  # noqa: ANN001
     emit(data, result.message)
 
 
-def _close(context, result, exclude: tuple[str, ...] = ()) -> list:  # noqa: ANN001
-    """The live memories close to the one written, by a warm process's model; [] when none runs."""
-    from memcli.service.semantic import close_to_warm
+def _early(context, text: str | None, opts):  # noqa: ANN001, ANN202 - a Ctx, WriteOptions; a semantic.EarlyClose
+    """The question "which live memories are close to this one?" asked of a warm process now,
+    before the write (``service.semantic.EarlyClose``); its ``result(context, result)`` is
+    [] when none runs."""
+    from memcli.service.semantic import EarlyClose
 
-    return close_to_warm(context, result, exclude)
+    return EarlyClose(context, text, opts.subject, opts.scope)
 
 
 @app.command()
@@ -162,9 +164,11 @@ def remember(
                     idempotency_key, pinned, on_conflict, deny, ask, warn_guard)
     opts.allow_secret = list(allow_secret or [])
     opts.cross_project = all_projects
-    result = do_remember(context, _read_text(text), opts)
+    said = _read_text(text)
+    early = _early(context, said, opts)  # a warm model embeds the text while the write commits
+    result = do_remember(context, said, opts)
     _suggest_guards(result, opts)
-    _report(context, result, _close(context, result))
+    _report(context, result, early.result(context, result))
 
 
 def _suggest_guards(result, opts) -> None:  # noqa: ANN001 - a WriteResult and its WriteOptions
@@ -210,8 +214,10 @@ def supersede(
     context = ctx()
     opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
                     idempotency_key, pinned, None, deny, ask, warn_guard)
-    result = do_supersede(context, old, None if text is None else _read_text(text), opts)
-    _report(context, result, _close(context, result))
+    said = None if text is None else _read_text(text)
+    early = _early(context, said, opts)
+    result = do_supersede(context, old, said, opts)
+    _report(context, result, early.result(context, result))
 
 
 @app.command()
