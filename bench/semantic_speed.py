@@ -20,9 +20,9 @@ each in alternating rounds so that the machine's load falls on both sides alike:
    most 50 ms more at 10,000);
 4. ``memcli remember`` with no warm process anywhere, ``auto`` (the extra installed: the
    write looks for the socket, finds none, and writes as without it) against ``off``;
-5. the step ``auto`` adds to a write, in this process (``service.semantic.close_to_warm``
-   after ``service.write.remember``), with no warm process and with a warm MCP server: the
-   difference alone, without the whole processes' start-up noise.
+5. the steps ``auto`` adds to a write, in this process (``service.semantic.EarlyClose``
+   before ``service.write.remember`` and its ``result`` after), with no warm process and with
+   a warm MCP server: the difference alone, without the whole processes' start-up noise.
 
 ``--parts 3,4,5`` measures only those (default: all). ``--baseline EXE`` measures part 3 for
 another memcli executable too (an earlier version: before and after a change), in the same
@@ -145,21 +145,26 @@ async def with_warm_server(memcli: str, ws: Path, env: dict[str, str], work) -> 
 
 
 def close_steps(ws: Path, repeat: int) -> list[float]:
-    """``repeat`` writes in this process, each followed by ``close_to_warm`` (timed alone)."""
+    """``repeat`` writes in this process as ``memcli remember`` makes them: the question to a
+    warm process asked before the write (``semantic.EarlyClose``), its answer read after; the
+    time of those two steps alone (the write between them is not counted)."""
     os.environ.pop("MEMCLI_SEMANTIC", None)
     sys.path.insert(0, str(HERE.parent))
     from memcli.service import Ctx
-    from memcli.service.semantic import close_to_warm
+    from memcli.service.semantic import EarlyClose
     from memcli.service.write import WriteOptions, remember
 
     times = []
     for i in range(repeat):
         ctx = Ctx.open(str(ws), "alice")
-        result = remember(ctx, f"Close-step note {i} {time.time_ns()}: the staging cache is warmed after a deploy.",
-                          WriteOptions(scope="project"))
+        text = f"Close-step note {i} {time.time_ns()}: the staging cache is warmed after a deploy."
         started = time.perf_counter()
-        close_to_warm(ctx, result)
-        times.append(time.perf_counter() - started)
+        early = EarlyClose(ctx, text, None, "project")
+        asked = time.perf_counter() - started
+        result = remember(ctx, text, WriteOptions(scope="project"))
+        started = time.perf_counter()
+        early.result(ctx, result)
+        times.append(asked + time.perf_counter() - started)
         time.sleep(0.5)  # the server's backfill of the write, as between two commands
     return times
 
@@ -239,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     if "5" in parts:
         alone = close_steps(ws, args.repeat)
         warm = asyncio.run(with_warm_server(args.memcli, ws, auto_env, lambda: close_steps(ws, args.repeat)))
-        print("5. the step `auto` adds to `remember` (close_to_warm, in process)", flush=True)
+        print("5. the steps `auto` adds to `remember` (EarlyClose before the write, its result after; in process)",
+              flush=True)
         print(f"  no warm process: {ms(alone)}\n  a warm MCP server: {ms(warm)}  (goal: at most +50 ms)", flush=True)
     print(f"load average after: {load()}")
     return 0

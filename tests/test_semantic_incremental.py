@@ -179,7 +179,7 @@ def test_a_log_pruned_past_the_kept_set_or_a_new_index_means_a_full_read(ws: Pat
        seed=st.integers(0, 2**16))
 def test_any_sequence_of_changes_keeps_the_set_equal_to_a_full_read(tmp_path_factory: pytest.TempPathFactory,
                                                                     steps: list[str], seed: int) -> None:
-    from conftest import run_memcli
+    from conftest import git, run_memcli
     from memcli.service.write import WriteOptions, forget, supersede
 
     ws = tmp_path_factory.mktemp("inc") / "ws"
@@ -216,6 +216,8 @@ def test_any_sequence_of_changes_keeps_the_set_equal_to_a_full_read(tmp_path_fac
                 else:
                     path.write_text(path.read_text(encoding="utf-8") + f"\nEdited at step {n}.\n", encoding="utf-8")
                     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 3_000_000_000))
+                git(ws, "add", "-A")  # the person commits the hand edit (memcli refuses to write over one)
+                git(ws, "commit", "-q", "-m", f"by hand, step {n}")
         elif step == "expire":
             live.append(write(ws, f"Step {n}: a memory for an hour.", ttl="1h"))
         ctx = ctx_of(ws)

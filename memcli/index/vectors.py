@@ -426,7 +426,7 @@ def _catch_up(db: sqlite3.Connection, matrix: Matrix, stamp: tuple[str, int]) ->
     """
     changed = _changed_since(db, matrix.seq) if matrix.stamp is not None and matrix.stamp[0] == stamp[0] else None
     if changed is None:
-        matrix.reset(_last(db))
+        matrix.reset(last(db))
     else:
         ids, seq = changed
         matrix.forget(ids)
@@ -439,8 +439,9 @@ def _catch_up(db: sqlite3.Connection, matrix: Matrix, stamp: tuple[str, int]) ->
     matrix.stamp = stamp
 
 
-def _last(db: sqlite3.Connection) -> int:
-    """The change log's last entry (0 when it is empty).
+def last(db: sqlite3.Connection) -> int:
+    """The change log's last entry (0 when it is empty): it moves whenever a memory or a
+    vector of the index is written or deleted, by any process.
 
     Raises:
         sqlite3.Error: the index refused.
@@ -458,7 +459,7 @@ def _changed_since(db: sqlite3.Connection, seq: int) -> tuple[set[str], int] | N
     rows = db.execute("SELECT seq, id FROM vectors_log WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
     if rows:
         return None if rows[0][0] != seq + 1 else ({i for _, i in rows}, rows[-1][0])
-    return (set(), seq) if _last(db) == seq else None
+    return (set(), seq) if last(db) == seq else None
 
 
 def _load(db: sqlite3.Connection, matrix: Matrix, rows: list[tuple[str, str, float | None]]) -> None:

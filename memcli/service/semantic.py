@@ -47,8 +47,13 @@ CLOSE_LIMIT = 3
 #: gives it ``index.hybrid.WARM_BUDGET`` (0.15 s). A warm answer takes 10-30 ms; the rest is
 #: room for a loaded machine, spent only when a warm process runs and is slow.
 COMMAND_BUDGET = 0.5
-#: Seconds between two background backfill rounds when the last one found nothing to do.
-IDLE = 5.0
+#: Seconds the question :class:`EarlyClose` asks before a write may take in its own thread;
+#: the write waits for it at most until ``COMMAND_BUDGET`` after it was asked, as before.
+EARLY_BUDGET = 3.0
+#: Seconds between two looks of the background backfill at the indexes' change logs
+#: (``vectors.last``: one query each); it looks for memories without a vector only when a
+#: log moved, so a memory written by any process is embedded about this soon.
+POLL = 0.5
 
 
 def _log() -> logging.Logger:
@@ -220,18 +225,25 @@ class Warm:
     # --- embedding --------------------------------------------------------------------
 
     def _backfill_loop(self) -> None:
-        from memcli.index.vectors import backfill
+        from memcli.index.vectors import backfill, last, prepare
 
         embedder = self._model()
+        seen: dict[Path, int] = {}  # each index's change-log entry its last backfill started from
         while not self.stop.is_set():
-            done = 0
+            asked = self.work.is_set()
+            self.work.clear()
             for path, db in self._indexes():
                 try:
-                    done += backfill(db, embedder, stop=self.stop, known=self.queries)
+                    if not prepare(db, embedder.model_id):
+                        continue
+                    now = last(db)
+                    if not asked and seen.get(path) == now:
+                        continue  # nothing written there since: no look for missing vectors
+                    backfill(db, embedder, stop=self.stop, known=self.queries)
+                    seen[path] = now
                 except Exception as err:  # noqa: BLE001 - the next round tries again
                     _log().info("memcli: backfill of %s stopped: %s", path, err)
-            self.work.wait(0.5 if done else IDLE)
-            self.work.clear()
+            self.work.wait(POLL)
 
     def retriever(self, ctx: Ctx, lexical: Retriever | None = None) -> Retriever:
         """The retriever for one tool call: hybrid once the model is loaded, else lexical."""
@@ -368,7 +380,8 @@ class EarlyClose:
 
         self.reply: dict[str, Any] | None = None
         self.thread: threading.Thread | None = None
-        self.deadline = time.monotonic() + COMMAND_BUDGET
+        self.started = time.monotonic()
+        self.deadline = self.started + COMMAND_BUDGET
         self.asked = ""
         self.query: Query | None = None
         if text is None:
@@ -400,10 +413,11 @@ class EarlyClose:
 
         from memcli.index.warm import ask, query_to_json
 
-        if ask(path, {"ping": True}, self.deadline - time.monotonic()) is None:
+        end = self.started + EARLY_BUDGET  # the write's own time is the question's too
+        if ask(path, {"ping": True}, end - time.monotonic()) is None:
             return
         self.reply = ask(path, {"search": query.text, "query": query_to_json(query), "limit": query.limit,
-                                "also": []}, self.deadline - time.monotonic())
+                                "also": []}, end - time.monotonic())
 
     def result(self, ctx: Ctx, result: WriteResult, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """What :func:`close_to_warm` gives for ``result``, from the answer to the question asked
