@@ -16,7 +16,9 @@ depend on it, ``embed.Embedder.score``).
 Search is filters first: the ids that may be scored are those the ``docs`` rows give for
 the query's SQL conditions (``search._filters``: scope, personal stores, status, expiry,
 fields), and only those are scored, with numpy over a matrix kept per index and model in
-this process (:class:`Matrix`). Nothing here is imported by hooks or one-shot commands.
+this process (:class:`Matrix`). Hooks never import this module, and one-shot commands only
+for :func:`text_of` when a warm process answers a write's question (numpy is imported by
+the functions that need it, in long-lived processes).
 
 A long-lived process keeps, per set of filters, the ids that pass them (:func:`_rows`), and
 brings that set up to date after a change by reading only the memories that changed: table
