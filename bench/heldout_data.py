@@ -14,8 +14,8 @@ reporting only (never edit a held-out list after seeing a result).
   optionally ``paths`` (globs) and ``pinned``.
 * ``QUERIES_TUNE`` / ``QUERIES_HELDOUT``: kind -> ``[(query, [relevant keys])]``;
   ``no_answer`` queries have no relevant key.
-* ``PROMPTS_TUNE`` / ``PROMPTS_HELDOUT`` (and ``PROMPTS_FRESH``, ``PROMPTS_FRESH2``, reported
-  only): ``(prompt, want, ok)`` for the prompt hook:
+* ``PROMPTS_TUNE`` / ``PROMPTS_HELDOUT`` (and ``PROMPTS_FRESH``, ``PROMPTS_FRESH2``,
+  ``PROMPTS_FRESH3``, reported only): ``(prompt, want, ok)`` for the prompt hook:
   ``want`` should be injected, ``ok`` is fair but not required, anything else is noise.
 * ``TOOLS_TUNE`` / ``TOOLS_HELDOUT``: ``(tool_name, file_path, want, ok)`` for the
   before-tool hook; ``want[0]``, when there is one, is the most specific memory for the file.
@@ -825,11 +825,111 @@ PROMPTS_FRESH2: list[Prompt] = [
     ("把这段话改得更正式一点", [], []),
 ]
 
+#: Written for the third round of the prompt hook's work (issue 18), before anything ran on
+#: it, after fresh and fresh2 had been seen: reported only, never tuned on. Questions, bug
+#: reports and commands, with and without the memories' words; 14 in Chinese or mixed (some
+#: asking an English memory in Chinese and the other way round); 74 prompts, 68 needing 72
+#: memories, 6 needing nothing.
+PROMPTS_FRESH3: list[Prompt] = [
+    ("the tests hang at 'waiting for postgres container', what am I missing?", ["test-make-docker"],
+     ["docker-compose-services", "local-pg-port"]),
+    ("call the Stripe API from the payments module", ["httpx-not-requests"], ["no-new-deps-adr", "secrets-env"]),
+    ("pip install python-dateutil for parsing bank dates", ["no-new-deps-adr"],
+     ["importer-formats", "python-version"]),
+    ("do the postings of a journal entry need to balance?", ["glossary-posting"], ["glossary-entry"]),
+    ("someone booked an entry with the wrong amount, can I just edit it in the database?", ["glossary-entry"],
+     ["glossary-period-close", "glossary-posting", "zh-invoice-glossary"]),
+    ("what does account 4000 mean in our chart?", ["glossary-account-code"], []),
+    ("our customer's financial year starts in April, is that supported?", ["fiscal-year"],
+     ["glossary-period-close"]),
+    ("why does Dana's .env use a different postgres port?", ["local-pg-port"], ["docker-compose-services"]),
+    ("how do I get my branch onto staging?", ["deploy-staging"],
+     ["deploy-prod", "zh-staging-access", "code-review-rule"]),
+    ("ship v2.4.1 to prod", ["deploy-prod"], ["release-tag"]),
+    ("bump the version and tag a new release", ["release-tag"], ["deploy-prod"]),
+    ("add a bandit security scan to the pull request checks", ["ci-workflows"], ["ruff-mypy", "no-new-deps-adr"]),
+    ("playwright keeps timing out waiting for the progress bar", ["ci-flaky-playwright"], ["ci-workflows"]),
+    ("who do I hand the pager to on Monday?", ["oncall-rotation"], ["oncall-handover-zh", "oncall-pager-ack"]),
+    ("PagerDuty just woke me up for ledgerly, what's the procedure?", ["oncall-pager-ack"],
+     ["oncall-rotation", "incident-postmortem"]),
+    ("the outage is over, what paperwork is left?", ["incident-postmortem"], ["oncall-pager-ack"]),
+    ("users report a crash on the import page but I can't reproduce it, where do errors end up?",
+     ["sentry-errors"], ["api-logging", "zh-log-retention"]),
+    ("my local db is full of junk from testing, reset it", ["make-db-reset"], ["make-targets-list"]),
+    ("is there a make target that formats the code?", ["ruff-mypy"], ["make-targets-list"]),
+    ("which port does the Flask api listen on in compose?", ["docker-compose-services"], ["vite-proxy"]),
+    ("ruff format --check fails in CI", ["ruff-mypy"], ["ci-workflows"]),
+    ("can I use 3.12 features like the new generic syntax in the api?", ["python-version"], []),
+    ("where do I put the new SENDGRID_API_KEY for production?", ["secrets-env"], []),
+    ("the demo account I set up on staging disappeared over the weekend", ["staging-reset-weekly"],
+     ["deploy-staging"]),
+    ("a report run right after saving an invoice doesn't show the invoice yet", ["prod-read-replica"], []),
+    ("someone dropped the ledger table in prod, how far back can we recover?", ["backup-policy", "pitr-procedure"],
+     ["oncall-pager-ack", "secrets-env"]),
+    ("hide the new reconciliation screen behind a toggle until it's ready", ["feature-flags"], []),
+    ("can I merge my own PR without review?", ["code-review-rule"], ["zh-code-review-time"]),
+    ("the created times in the export are two hours off from Berlin time", ["timezone-utc"], []),
+    ("add the company logo to the top of the balance sheet PDF", ["pdf-reports"], []),
+    ("sending the monthly statement emails blocks the request for 20 seconds", ["api-celery-tasks"], []),
+    ("add a price column to the products table", ["money-as-integer-cents", "alembic-new-migration"],
+     ["migrations-backward-compatible", "alembic-one-head"]),
+    ("split a 100.00 CHF payment into three equal parts", ["rounding-banker", "money-as-integer-cents"], []),
+    ("where do the api routes get registered?", ["api-blueprints"], ["api-sqlalchemy-session"]),
+    ("DetachedInstanceError when I use a model after the request ends", ["api-sqlalchemy-session"], []),
+    ("a bad date in POST /api/v1/entries returns a 500 instead of a validation error",
+     ["api-pydantic-validation"], ["api-blueprints"]),
+    ("add some debug output in the rounding code so I can see what's happening", ["api-logging"],
+     ["rounding-banker"]),
+    ("the USD rate didn't change all morning although the market moved", ["exchange-rate-service"], []),
+    ("Revolut's CSV puts the amount in a different column, teach the importer", ["importer-formats"],
+     ["importer-csv-bom", "importer-dedupe"]),
+    ("why didn't re-uploading last month's statement create new transactions?", ["importer-dedupe"],
+     ["importer-formats"]),
+    ("the importer can't detect semicolon-separated files", ["importer-csv-bom"], ["importer-formats"]),
+    ("generate a migration for the new tags table", ["alembic-new-migration"],
+     ["migrations-backward-compatible", "alembic-one-head"]),
+    ("rename the column amount to amount_cents in one migration", ["migrations-backward-compatible"],
+     ["alembic-new-migration", "money-as-integer-cents"]),
+    ("npm install react-router-dom", ["pnpm-only", "no-new-deps-adr"], ["web-deps-renovate"]),
+    ("call the /api/v1/reports endpoint from the dashboard component", ["web-api-client"], ["web-react-query"]),
+    ("keep the selected company in a global store so every page can read it", ["web-react-query"], []),
+    ("cast this response to any so the build passes", ["web-strict-ts"], []),
+    ("upgrade React to 19", ["web-deps-renovate"], ["pnpm-only", "no-new-deps-adr"]),
+    ("in dev, where do the web app's requests to /api go?", ["vite-proxy"], ["docker-compose-services"]),
+    ("write a snapshot test for the AccountsTable component", ["web-tests-vitest"], []),
+    ("initialise the router before Sentry in app.ts", ["web-app-ts-bootstrap"], ["sentry-errors"]),
+    ("run the linters before I push", ["ruff-mypy"], ["make-targets-list", "ci-workflows"]),
+    ("start the whole stack locally", ["docker-compose-services"], ["make-targets-list"]),
+    ("how long are production logs kept in CloudWatch?", ["zh-log-retention"], ["sentry-errors"]),
+    ("can I clean up old rows in the audit_log table to save space?", ["zh-log-retention"], []),
+    ("报表页面打开要十几秒，数据库那边怎么查原因", ["slow-query-procedure"], ["prod-read-replica"]),
+    ("生产库需要回滚到上午十点的数据，步骤是什么", ["pitr-procedure"], ["backup-policy", "secrets-env"]),
+    ("值班结束前要交代哪些事情", ["oncall-handover-zh"], ["oncall-rotation"]),
+    ("journal entry 在中文里叫什么？凭证怎么编号", ["zh-invoice-glossary"], ["glossary-entry"]),
+    ("税率表里的旧记录能直接改吗", ["zh-tax-rate"], []),
+    ("api 报错 too many connections", ["zh-connection-pool"], ["slow-query-procedure"]),
+    ("月结之前银行流水要先处理好吗", ["zh-month-end-close"], ["importer-formats", "glossary-period-close"]),
+    ("把设置页面的按钮文字翻译成中文", ["zh-frontend-i18n"], []),
+    ("导入工商银行的对账单时报 UnicodeDecodeError", ["zh-importer-encoding"],
+     ["importer-csv-bom", "importer-formats"]),
+    ("新同事要连 staging，需要准备什么", ["zh-staging-access"], ["secrets-env"]),
+    ("review 一般多久能完成", ["zh-code-review-time"], ["code-review-rule"]),
+    ("部署到生产环境有时间限制吗", ["deploy-prod"], ["release-tag"]),
+    ("本地跑测试需要先启动什么", ["test-make-docker"], ["docker-compose-services", "make-targets-list"]),
+    ("what's a good name for a boolean that says whether a row is archived?", [], []),
+    ("explain big-O notation in two sentences", [], []),
+    ("ok, do it", [], []),
+    ("帮我写一个正则匹配邮箱地址", [], []),
+    ("sort this list of dicts by the 'name' key", [], []),
+    ("why is the sky blue?", [], []),
+]
+
 SPLITS: dict[str, tuple[dict[str, list[Query]], list[Prompt], list[ToolEvent]]] = {
     "tune": (QUERIES_TUNE, PROMPTS_TUNE, TOOLS_TUNE),
     "heldout": (QUERIES_HELDOUT, PROMPTS_HELDOUT, TOOLS_HELDOUT),
     "fresh": (QUERIES_HELDOUT, PROMPTS_FRESH, TOOLS_HELDOUT),
     "fresh2": (QUERIES_HELDOUT, PROMPTS_FRESH2, TOOLS_HELDOUT),
+    "fresh3": (QUERIES_HELDOUT, PROMPTS_FRESH3, TOOLS_HELDOUT),
 }
 
 
@@ -850,7 +950,7 @@ def check() -> list[str]:
     tune = {q for qs in QUERIES_TUNE.values() for q, _ in qs}
     held = {q for qs in QUERIES_HELDOUT.values() for q, _ in qs}
     problems += [f"query in both splits: {q!r}" for q in sorted(tune & held)]
-    splits = [PROMPTS_TUNE, PROMPTS_HELDOUT, PROMPTS_FRESH, PROMPTS_FRESH2]
+    splits = [PROMPTS_TUNE, PROMPTS_HELDOUT, PROMPTS_FRESH, PROMPTS_FRESH2, PROMPTS_FRESH3]
     for i, first in enumerate(splits):
         for second in splits[i + 1:]:
             both = {p for p, want, _ in first if want} & {p for p, _, _ in second}

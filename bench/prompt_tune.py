@@ -5,12 +5,14 @@
 Builds ``bench/heldout.py``'s workspace (with ``--semantic``, the model loaded as
 ``memcli mcp`` loads it), asks recall once per prompt for the first ``--pool`` hits, as the
 prompt hook asks it (``service.hooks.prompt_words``, then ``recall``), and then scores the
-hook's selection (``service.hooks.chosen`` and ``PROMPT_LIMIT``) over those hits, for the
-current constants and, with ``--grid``, over a grid of them: micro precision and recall
+hook's selection (``service.hooks.prompt_selection``) over those hits, for the current
+constants and, with ``--grid``, over a grid of them (``bench/prompt_learn.py`` fits the
+weights of the selection with a warm model): micro precision and recall
 (``bench/heldout.py``'s definitions) and the prompts that need a memory and got nothing.
 
-TUNING DATA ONLY: run it on ``tune`` and ``heldout`` (the default). ``fresh`` and
-``fresh2`` are reported with ``bench/heldout.py`` and never looked at here.
+TUNING DATA ONLY: run it on ``tune`` and ``heldout`` (the default), and since the third
+round of this work on ``fresh`` and ``fresh2`` too (seen by then, so no longer held out).
+``fresh3`` is reported with ``bench/heldout.py`` and never looked at here.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import heldout
 import heldout_data as data
 
-REPORTED = {"fresh", "fresh2"}
+REPORTED = {"fresh3"}
 
 
 def gather(ctx: Any, warm: Any, prompts: list[data.Prompt], pool: int) -> list[tuple[data.Prompt, list, list]]:
@@ -66,7 +68,7 @@ def constants(**values: float) -> Iterator[None]:
             setattr(hooks, f"PROMPT_{name}", value)
 
 
-def score(gathered: list[tuple[data.Prompt, list, list]], floor: float) -> dict[str, float]:
+def score(gathered: list[tuple[data.Prompt, list, list]], floor: float, hybrid: bool = False) -> dict[str, float]:
     """The prompt hook's figures over ``gathered`` with the current constants."""
     import copy
 
@@ -74,8 +76,8 @@ def score(gathered: list[tuple[data.Prompt, list, list]], floor: float) -> dict[
 
     injected = good = wanted = found = empty = 0
     for (_, want, ok), words, hits in gathered:
-        pool = copy.deepcopy(hits[:hooks.PROMPT_POOL])
-        given = [h.memory.id for h in hooks.chosen(pool, words, floor)][:hooks.PROMPT_LIMIT] if words else []
+        pool = copy.deepcopy(hits)
+        given = [h.memory.id for h in hooks.prompt_selection(pool, words, floor, hybrid)] if words else []
         injected += len(given)
         good += sum(k in want or k in ok for k in given)
         wanted += len(want)
@@ -112,19 +114,19 @@ def main(argv: list[str] | None = None) -> int:
             if warm is not None:
                 warm.close()
     floor = 0.35
-    print(f"{len(prompts)} prompts of {', '.join(splits)}; current rule:", score(gathered, floor))
+    print(f"{len(prompts)} prompts of {', '.join(splits)}; current rule:", score(gathered, floor, args.semantic))
     wanted = sum(len(want) for (_, want, _), _, _ in gathered)
     for k in (1, 2, 3, 5, 10, args.pool):
         found = sum(key in [h.memory.id for h in hits[:k]] for (_, want, _), _, hits in gathered for key in want)
         print(f"  wanted among recall's first {k:>2}: {found}/{wanted} = {found / wanted:.3f}")
-    if args.grid:
-        names = ("FUSED", "FUSED_RANK", "FUSED_GAP", "COSINE", "COSINE_GAP", "STANDOUT_COSINE", "STANDOUT")
-        grid = itertools.product((0.25, 0.3, 0.35), (1, 2), (0.03, 0.06), (0.35, 0.375, 0.4, 0.45),
-                                 (0.05, 0.1, 0.15), (0.25, 0.3, 0.35), (0.0, 0.05, 0.1, 0.15))
+    if args.grid:  # the lexical rule's constants, or (--semantic) the scored selection's cut and limit
+        names = ("CUT", "SCORED_LIMIT") if args.semantic else ("MIN_HELD", "MIN_SCORE", "LIMIT")
+        grid = (itertools.product((0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7), (1, 2, 3, 4)) if args.semantic
+                else itertools.product((1, 2, 3), (0.3, 0.4, 0.5, 0.6, 0.7), (2, 3, 4)))
         rows = []
         for values in grid:
             with constants(**dict(zip(names, values))):
-                rows.append((values, score(gathered, floor)))
+                rows.append((values, score(gathered, floor, args.semantic)))
         # the Pareto front of precision and recall (fewest empty answers first among equals)
         rows.sort(key=lambda r: (-r[1]["recall"], -r[1]["precision"], r[1]["empty"]))
         print("Pareto front:", ", ".join(names))

@@ -1,7 +1,7 @@
 """What the semantic retriever costs: the speed goals of hybrid retrieval, measured side by side.
 
     python bench/semantic_speed.py [--size 10000] [--calls 40] [--repeat 9] [--parts 1,2,3,4,5]
-                                   [--workdir /tmp/memcli-bench]
+                                   [--workdir /tmp/memcli-bench] [--baseline MEMCLI] [--sessions 3]
 
 Needs ``memcli[semantic-offline]`` in the environment of ``--memcli``. On the generated
 workspace of ``bench/generate.py`` (``<workdir>/ws-<size>``, shared with ``bench/run.py``
@@ -20,11 +20,13 @@ each in alternating rounds so that the machine's load falls on both sides alike:
    most 50 ms more at 10,000);
 4. ``memcli remember`` with no warm process anywhere, ``auto`` (the extra installed: the
    write looks for the socket, finds none, and writes as without it) against ``off``;
-5. the step ``auto`` adds to a write, in this process (``service.semantic.close_to_warm``
-   after ``service.write.remember``), with no warm process and with a warm MCP server: the
-   difference alone, without the whole processes' start-up noise.
+5. the steps ``auto`` adds to a write, in this process (``service.semantic.EarlyClose``
+   before ``service.write.remember`` and its ``result`` after), with no warm process and with
+   a warm MCP server: the difference alone, without the whole processes' start-up noise.
 
-``--parts 3,4,5`` measures only those (default: all).
+``--parts 3,4,5`` measures only those (default: all). ``--baseline EXE`` measures part 3 for
+another memcli executable too (an earlier version: before and after a change), in the same
+run, the two versions' server sessions alternating for ``--sessions`` rounds.
 
 Prints medians (and min/max) per side and the difference of the medians, with the load
 average before and after. Numbers, not assertions: see docs/benchmark.md.
@@ -146,21 +148,26 @@ async def with_warm_server(memcli: str, ws: Path, env: dict[str, str], work: Cal
 
 
 def close_steps(ws: Path, repeat: int) -> list[float]:
-    """``repeat`` writes in this process, each followed by ``close_to_warm`` (timed alone)."""
+    """``repeat`` writes in this process as ``memcli remember`` makes them: the question to a
+    warm process asked before the write (``semantic.EarlyClose``), its answer read after; the
+    time of those two steps alone (the write between them is not counted)."""
     os.environ.pop("MEMCLI_SEMANTIC", None)
     sys.path.insert(0, str(HERE.parent))
     from memcli.service import Ctx
-    from memcli.service.semantic import close_to_warm
+    from memcli.service.semantic import EarlyClose
     from memcli.service.write import WriteOptions, remember
 
     times = []
     for i in range(repeat):
         ctx = Ctx.open(str(ws), "alice")
-        result = remember(ctx, f"Close-step note {i} {time.time_ns()}: the staging cache is warmed after a deploy.",
-                          WriteOptions(scope="project"))
+        text = f"Close-step note {i} {time.time_ns()}: the staging cache is warmed after a deploy."
         started = time.perf_counter()
-        close_to_warm(ctx, result)
-        times.append(time.perf_counter() - started)
+        early = EarlyClose(ctx, text, None, "project")
+        asked = time.perf_counter() - started
+        result = remember(ctx, text, WriteOptions(scope="project"))
+        started = time.perf_counter()
+        early.result(ctx, result)
+        times.append(asked + time.perf_counter() - started)
         time.sleep(0.5)  # the server's backfill of the write, as between two commands
     return times
 
@@ -176,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memcli", default=str(Path(sys.executable).parent / "memcli"),
                         help="memcli executable (default: the one beside this Python)")
     parser.add_argument("--parts", default="1,2,3,4,5", help="which measurements (default: 1,2,3,4,5)")
+    parser.add_argument("--baseline", help="part 3 only: another memcli executable (an earlier version) measured "
+                                           "in the same run, its server sessions alternating with this one's "
+                                           "(--sessions rounds)")
     args = parser.parse_args(argv)
     parts = {p.strip() for p in args.parts.split(",")}
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
@@ -212,21 +222,33 @@ def main(argv: list[str] | None = None) -> int:
         pair("2b. Claude Code prompt hook, no warm process", *alternate(hook, args.repeat), "no slower")
 
     # 3. remember while a hybrid MCP server is warm; 4. with none
-    def remember(mode: str, i: int) -> float:
-        text = f"Semantic bench note {mode} {i} {time.time_ns()}: the staging cache is warmed after each deploy."
-        return timed([args.memcli, "-w", str(ws), "remember", text], off_env if mode == "off" else auto_env)
+    def remember_by(memcli: str) -> Callable[[str, int], float]:
+        def remember(mode: str, i: int) -> float:
+            text = f"Semantic bench note {mode} {i} {time.time_ns()}: the staging cache is warmed after each deploy."
+            return timed([memcli, "-w", str(ws), "remember", text], off_env if mode == "off" else auto_env)
+        return remember
+    remember = remember_by(args.memcli)
 
     if "3" in parts:
-        off, auto = asyncio.run(with_warm_server(args.memcli, ws, auto_env,
-                                                 lambda: alternate(remember, args.repeat)))
-        pair("3. `memcli remember` (with its commit) while a warm MCP server runs", off, auto, "at most +50 ms")
+        versions = [("this", args.memcli)] + ([("baseline", args.baseline)] if args.baseline else [])
+        got: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _ in versions}
+        for round_ in range(args.sessions if args.baseline else 1):  # server sessions, the versions alternating
+            for name, memcli in (versions if round_ % 2 == 0 else versions[::-1]):
+                off, auto = asyncio.run(with_warm_server(memcli, ws, auto_env,
+                                                         lambda: alternate(remember_by(memcli), args.repeat)))
+                got[name][0].extend(off)
+                got[name][1].extend(auto)
+        for name, memcli in versions:
+            pair(f"3. `memcli remember` (with its commit) while a warm MCP server runs ({name}: {memcli})",
+                 *got[name], "at most +50 ms")
     if "4" in parts:
         pair("4. `memcli remember` (with its commit), no warm process", *alternate(remember, args.repeat),
              "at most +50 ms")
     if "5" in parts:
         alone = close_steps(ws, args.repeat)
         warm = asyncio.run(with_warm_server(args.memcli, ws, auto_env, lambda: close_steps(ws, args.repeat)))
-        print("5. the step `auto` adds to `remember` (close_to_warm, in process)", flush=True)
+        print("5. the steps `auto` adds to `remember` (EarlyClose before the write, its result after; in process)",
+              flush=True)
         print(f"  no warm process: {ms(alone)}\n  a warm MCP server: {ms(warm)}  (goal: at most +50 ms)", flush=True)
     print(f"load average after: {load()}")
     return 0

@@ -158,6 +158,14 @@ def test_the_warm_socket_serves_this_user_only_and_survives_garbage(ws: Path) ->
             "--json", "remember", "Outgoing HTTP calls must use httpx now; requests is banned."))
         assert [c["id"] for c in written.json()["data"]["close_to"]] == [target]
         assert any(f"close to {target}" in w for w in written.json()["warnings"]), written
+        # asked before the write (service.semantic.EarlyClose) with the text the memory holds,
+        # its subject too; a supersede leaves out the memory it replaces
+        titled = await anyio.to_thread.run_sync(lambda: run_memcli(
+            "--json", "remember", "--subject", "http client", "Every outgoing HTTP request goes through httpx."))
+        assert target in {c["id"] for c in titled.json()["data"]["close_to"]}, titled
+        replaced = await anyio.to_thread.run_sync(lambda: run_memcli(
+            "--json", "supersede", target, "Outgoing HTTP calls use httpx with a ten-second timeout."))
+        assert replaced.code == 0 and target not in {c["id"] for c in replaced.json()["data"]["close_to"]}, replaced
     drive(ws, steps)
     assert not path.exists()  # the server removed its socket when it stopped
 

@@ -13,6 +13,7 @@ from memcli.cli.output import emit, warn
 
 if TYPE_CHECKING:
     from memcli.service import Ctx
+    from memcli.service.semantic import EarlyClose
     from memcli.service.write import WriteOptions, WriteResult
 
 Scope = Annotated[Optional[str], typer.Option("--scope", "-s", help="global, project, user:NAME, agent:NAME, …")]
@@ -98,11 +99,13 @@ def _report(context: Ctx, result: WriteResult, close: list[dict[str, Any]] | Non
     emit(data, result.message)
 
 
-def _close(context: Ctx, result: WriteResult, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """The live memories close to the one written, by a warm process's model; [] when none runs."""
-    from memcli.service.semantic import close_to_warm
+def _early(context: Ctx, text: str | None, opts: WriteOptions) -> EarlyClose:
+    """The question "which live memories are close to this one?" asked of a warm process now,
+    before the write (``service.semantic.EarlyClose``); its ``result(context, result)`` is
+    [] when none runs."""
+    from memcli.service.semantic import EarlyClose
 
-    return close_to_warm(context, result, exclude)
+    return EarlyClose(context, text, opts.subject, opts.scope)
 
 
 @app.command()
@@ -169,9 +172,11 @@ def remember(
                     idempotency_key, pinned, on_conflict, deny, ask, warn_guard)
     opts.allow_secret = list(allow_secret or [])
     opts.cross_project = all_projects
-    result = do_remember(context, _read_text(text), opts)
+    said = _read_text(text)
+    early = _early(context, said, opts)  # a warm model embeds the text while the write commits
+    result = do_remember(context, said, opts)
     _suggest_guards(result, opts)
-    _report(context, result, _close(context, result))
+    _report(context, result, early.result(context, result))
 
 
 def _suggest_guards(result: WriteResult, opts: WriteOptions) -> None:
@@ -217,8 +222,10 @@ def supersede(
     context = ctx()
     opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
                     idempotency_key, pinned, None, deny, ask, warn_guard)
-    result = do_supersede(context, old, None if text is None else _read_text(text), opts)
-    _report(context, result, _close(context, result))
+    said = None if text is None else _read_text(text)
+    early = _early(context, said, opts)
+    result = do_supersede(context, old, said, opts)
+    _report(context, result, early.result(context, result))
 
 
 @app.command()

@@ -32,10 +32,24 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memcli.errors import ModelUnavailable
+
+if TYPE_CHECKING:  # annotations only: importing numpy is for long-lived processes
+    import numpy as np
+    import numpy.typing as npt
+
+    #: vectors: ``(dim,)`` or ``(n, dim)`` float32
+    Floats = npt.NDArray[np.float32]
+
+#: An encoder: texts -> one row of floats each (``(len(texts), size)``, any float type).
+Encode = Callable[[list[str]], Any]
+#: ``progress(done_bytes, total_bytes or 0, file_name)`` while a model is fetched.
+Progress = Callable[[int, int, str], None]
 
 ENV_MODEL = "MEMCLI_EMBED_MODEL"
 #: Overrides ``[search] semantic`` for one process and its children (``auto``, ``on``, ``off``).
@@ -81,7 +95,7 @@ class Source:
         return BUILTIN if self.kind == "builtin" else self.value
 
 
-def source(configured: str = "", environ: dict | None = None) -> Source:
+def source(configured: str = "", environ: Mapping[str, str] | None = None) -> Source:
     """The model's :class:`Source` from ``$MEMCLI_EMBED_MODEL`` or ``[search] model``.
 
     Args:
@@ -97,7 +111,7 @@ def source(configured: str = "", environ: dict | None = None) -> Source:
     return Source("path" if local else "name", value, origin)
 
 
-def mode(configured: str, environ: dict | None = None) -> str:
+def mode(configured: str, environ: Mapping[str, str] | None = None) -> str:
     """The semantic setting in force: ``$MEMCLI_SEMANTIC`` when it is ``auto``, ``on`` or
     ``off``, else ``configured`` (``[search] semantic``, checked when the file was read)."""
     env = ((os.environ if environ is None else environ).get(ENV_MODE) or "").strip().lower()
@@ -123,7 +137,8 @@ def cache_folder() -> Path:
     return Path(user_cache_dir("memcli")) / "models"
 
 
-def availability(configured: str = "", mode: str = "auto", environ: dict | None = None) -> tuple[bool, str | None, str]:
+def availability(configured: str = "", mode: str = "auto",
+                 environ: Mapping[str, str] | None = None) -> tuple[bool, str | None, str]:
     """Whether the semantic retriever can run here, without loading anything: ``(available,
     model label or None, reason)``, the reason one line a person can act on.
 
@@ -187,7 +202,7 @@ class Part:
 
     __slots__ = ("encode", "size", "latin", "cjk")
 
-    def __init__(self, encode, size: int, latin: float = 1.0, cjk: float = 1.0) -> None:  # noqa: ANN001
+    def __init__(self, encode: Encode, size: int, latin: float = 1.0, cjk: float = 1.0) -> None:
         self.encode = encode
         self.size = size
         self.latin = latin
@@ -214,7 +229,7 @@ class Embedder:
         self.dim = sum(p.size for p in parts)
         self.lock = threading.Lock()  # one embedding at a time: tool calls, the socket and the backfill share it
 
-    def embed(self, texts: list[str]):  # noqa: ANN201 - a numpy array, imported lazily
+    def embed(self, texts: list[str]) -> Floats:
         """The vectors of ``texts``: a ``(len(texts), dim)`` float32 array, each part's slice of
         a row L2-normalised (so the dot product of two slices is their cosine)."""
         import numpy as np
@@ -227,7 +242,7 @@ class Embedder:
             blocks.append(rows / np.maximum(norms, 1e-12))
         return np.ascontiguousarray(np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0])
 
-    def score(self, vector, query_cjk: bool, matrix, cjk):  # noqa: ANN001, ANN201 - numpy arrays
+    def score(self, vector: Floats, query_cjk: bool, matrix: Floats, cjk: npt.NDArray[np.bool_]) -> Floats:
         """The score of each row of ``matrix`` (``(n, dim)``) for the query ``vector`` (``(dim,)``):
         per part, its weight (``cjk`` when the query or that row's text holds CJK, ``cjk`` being
         an ``(n,)`` bool array) times the cosine of the two slices, added up (-1 to 1)."""
@@ -276,7 +291,7 @@ def _onnx_part(onnx: Path, tokenizer_json: str, size: int | None = None) -> Part
     out = session.get_outputs()[0]
     width = size or (out.shape[-1] if isinstance(out.shape[-1], int) else None)
 
-    def encode(texts: list[str]):  # noqa: ANN202
+    def encode(texts: list[str]) -> Floats:
         encoded = tokenizer.encode_batch(texts)
         length = max(1, max(len(e.ids) for e in encoded))
         ids = np.zeros((len(texts), length), dtype=np.int64)
@@ -350,7 +365,7 @@ def _local(folder: Path, name: str) -> Embedder:
     return Embedder(f"onnx:{onnx.parent.name}:{digest}", name, [_onnx_part(onnx, text)])
 
 
-def load(configured: str = "", environ: dict | None = None, progress=None) -> Embedder:  # noqa: ANN001
+def load(configured: str = "", environ: Mapping[str, str] | None = None, progress: Progress | None = None) -> Embedder:
     """Load the model named by ``$MEMCLI_EMBED_MODEL`` or ``[search] model`` (see the module docstring).
 
     Takes 0.5-2 s and 200-400 MiB (docs/search.md): for long-lived processes only.
@@ -375,7 +390,7 @@ def load(configured: str = "", environ: dict | None = None, progress=None) -> Em
     return _local(fetch(src.value, cache_folder(), progress, environ), src.value)
 
 
-def fetch(name: str, cache: Path, progress=None, environ: dict | None = None) -> Path:  # noqa: ANN001
+def fetch(name: str, cache: Path, progress: Progress | None = None, environ: Mapping[str, str] | None = None) -> Path:
     """Fetch the model ``name`` (``owner/model``) once into ``cache`` and return its folder.
 
     Downloads ``tokenizer.json`` and ``onnx/model.onnx`` from ``$MEMCLI_MODEL_HUB/<name>/resolve/main/``
@@ -408,7 +423,7 @@ def fetch(name: str, cache: Path, progress=None, environ: dict | None = None) ->
         url = f"{hub.rstrip('/')}/{name}/resolve/main/{remote}"
         partial = target.with_name(f".{local}.part")
         try:
-            with urllib.request.urlopen(url, timeout=30) as response, open(partial, "wb") as out:  # noqa: S310 - https by default
+            with urllib.request.urlopen(url, timeout=30) as response, open(partial, "wb") as out:  # https by default
                 total = int(response.headers.get("Content-Length") or 0)
                 done = 0
                 while chunk := response.read(1 << 20):

@@ -35,11 +35,20 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memcli.index import Hit, Query, Retriever
 from memcli.model import Memory
+
+if TYPE_CHECKING:  # annotations only: the model's modules load numpy
+    from memcli.index.catalog import Catalog
+    from memcli.index.embed import Embedder, Floats
+
+#: What a semantic side answers: ``(memory, score)`` best first (each read again through the
+#: query's filters in the caller's index), and the scores of the ids asked for in ``also``.
+Scored = tuple[list[tuple[Memory, float]], dict[str, float]]
 
 #: A partial hit's coverage at or over which the lexical evidence is strong (tuned on
 #: bench/semantic_probe.py, docs/search.md).
@@ -54,6 +63,18 @@ SEMANTIC_FLOOR = 0.2
 POOL = 50
 #: Seconds a hook or one-shot command gives the warm process in all (connect, ask, answer).
 WARM_BUDGET = 0.15
+
+
+class Semantic(Protocol):
+    """The semantic side of a :class:`HybridRetriever`: :class:`LocalSemantic` or
+    :class:`RemoteSemantic`."""
+
+    name: str
+
+    def scores(self, query: Query, limit: int, also: Sequence[str]) -> Scored | None:
+        """The best ``limit`` memories passing ``query`` by meaning, and the scores of
+        ``also``; None when the model could not answer."""
+        ...
 
 
 def describe(retriever: object) -> str:
@@ -74,7 +95,7 @@ class HybridRetriever:
             else ``"lexical"`` (blank query, grep or fuzzy mode, or a semantic side that failed).
     """
 
-    def __init__(self, lexical: Retriever, semantic) -> None:  # noqa: ANN001
+    def __init__(self, lexical: Retriever, semantic: Semantic) -> None:
         self.lexical = lexical
         self.semantic = semantic
         self.answered = "lexical"
@@ -135,18 +156,19 @@ def combine(hits: list[Hit], ranked: list[tuple[Memory, float]], scores: dict[st
     return (rest + mixed)[:limit]
 
 
-def _parts(catalog) -> list[tuple[sqlite3.Connection, str, Callable[[Memory], Memory]]]:  # noqa: ANN001
+def _parts(catalog: Catalog | None) -> list[tuple[sqlite3.Connection, str, Callable[[Memory], Memory]]]:
     """``(sqlite connection, index path, place)`` of each indexed store of ``catalog``
     (``place(memory) -> memory`` gives another store's memory its absolute path); none for a
-    catalog that scans the files."""
+    catalog that scans the files, or None."""
     own = getattr(catalog, "parts", None)
     if own is not None:  # index.merged.MergedCatalog
+        merged: Any = catalog
         out: list[tuple[sqlite3.Connection, str, Callable[[Memory], Memory]]] = []
         for part in own:
             index = getattr(part.catalog, "index", None)
             if index is not None:
                 def place(m: Memory, p: object = part) -> Memory:
-                    return catalog._placed(p, [m])[0]  # noqa: SLF001 - registers its store
+                    return merged._placed(p, [m])[0]  # a private helper: registers its store
 
                 out.append((index.db, str(index.path), place))
         return out
@@ -154,7 +176,7 @@ def _parts(catalog) -> list[tuple[sqlite3.Connection, str, Callable[[Memory], Me
     return [] if index is None else [(index.db, str(index.path), lambda m: m)]
 
 
-def _checked(catalog, query: Query, scored: list[tuple[str, float]]) -> list[tuple[Memory, float]]:  # noqa: ANN001
+def _checked(catalog: Catalog | None, query: Query, scored: list[tuple[str, float]]) -> list[tuple[Memory, float]]:
     """The memories of ``scored`` ids that pass ``query`` in the caller's own indexes, best first."""
     from memcli.index.vectors import records
 
@@ -170,18 +192,19 @@ class LocalSemantic:
     """The semantic side with the model loaded in this process.
 
     Args:
-        catalog: the caller's catalog (``Ctx.catalog()``: an index, or a merged one).
+        catalog: the caller's catalog (``Ctx.catalog()``: an index, or a merged one); None
+            for a side that only makes vectors (:meth:`vector`).
         embedder: a loaded ``embed.Embedder``.
         queries: an optional dict to keep query vectors in (text -> vector), shared across calls.
     """
 
-    def __init__(self, catalog, embedder, queries: dict | None = None) -> None:  # noqa: ANN001
+    def __init__(self, catalog: Catalog | None, embedder: Embedder, queries: dict[str, Floats] | None = None) -> None:
         self.catalog = catalog
         self.embedder = embedder
         self.name = embedder.name
         self.queries = {} if queries is None else queries
 
-    def vector(self, text: str):  # noqa: ANN201 - a numpy array
+    def vector(self, text: str) -> Floats:
         """The query vector of ``text`` (kept: a prompt is often asked again)."""
         found = self.queries.get(text)
         if found is None:
@@ -194,7 +217,7 @@ class LocalSemantic:
             self.queries[text] = found
         return found
 
-    def scores(self, query: Query, limit: int, also: list[str]) -> tuple[list[tuple[Memory, float]], dict[str, float]]:
+    def scores(self, query: Query, limit: int, also: Sequence[str]) -> Scored:
         """The best ``limit`` memories passing ``query`` by meaning, and the scores of ``also``."""
         from memcli.index.vectors import search
 
@@ -220,14 +243,13 @@ class RemoteSemantic:
         deadline: a ``time.monotonic()`` instant past which the search gives up (lexical).
     """
 
-    def __init__(self, catalog, path: Path, name: str, deadline: float) -> None:  # noqa: ANN001
+    def __init__(self, catalog: Catalog, path: Path, name: str, deadline: float) -> None:
         self.catalog = catalog
         self.path = path
         self.name = name
         self.deadline = deadline
 
-    def scores(self, query: Query, limit: int,
-               also: list[str]) -> tuple[list[tuple[Memory, float]], dict[str, float]] | None:
+    def scores(self, query: Query, limit: int, also: Sequence[str]) -> Scored | None:
         """As :meth:`LocalSemantic.scores`, or None when the server did not answer in time."""
         from memcli.index.warm import ask, query_to_json
 
@@ -246,7 +268,7 @@ class RemoteSemantic:
         return _checked(self.catalog, query, hits), extra
 
 
-def similar(semantic, query: Query, text: str, threshold: float, limit: int = 3,  # noqa: ANN001
+def similar(semantic: Semantic, query: Query, text: str, threshold: float, limit: int = 3,
             exclude: tuple[str, ...] = ()) -> list[tuple[Memory, float]]:
     """Live memories close to ``text`` (a memory being written): those passing ``query``'s
     filters whose score is at least ``threshold``, best first, at most ``limit``, none of
@@ -260,7 +282,7 @@ def similar(semantic, query: Query, text: str, threshold: float, limit: int = 3,
     return [(m, s) for m, s in found[0] if s >= threshold and m.id not in exclude][:limit]
 
 
-def warm_retriever(catalog, lexical: Retriever, index_path: Path | None = None,  # noqa: ANN001
+def warm_retriever(catalog: Catalog, lexical: Retriever, index_path: Path | None = None,
                    deadline_s: float = WARM_BUDGET) -> HybridRetriever | None:
     """A hybrid retriever whose model is a warm process's, or None (answer lexically).
 

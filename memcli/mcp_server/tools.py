@@ -498,11 +498,13 @@ class Tools:
 
         close: list[dict[str, Any]] = []
         if self.warm is not None:
-            self.warm.after_write(ctx)
             if suggest and result.outcome in ("created", "pending_review"):
-                memory = result.memory
-                close = close_to(ctx, self.warm.semantic(ctx), memory.text, memory.scope,
+                from memcli.index.vectors import text_of
+
+                memory = result.memory  # asked with the stored text first: after_write then reuses its vector
+                close = close_to(ctx, self.warm.semantic(ctx), text_of(memory), memory.scope,
                                  exclude=(memory.id, *memory.supersedes, *exclude))
+            self.warm.after_write(ctx)
         out = _written(ctx, result)
         out["close_to"] = close
         out["warnings"] += close_warnings(close)

@@ -26,15 +26,21 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from memcli.agents import hook_protocol as formats
 from memcli.errors import MemcliError
 
 if TYPE_CHECKING:
-    from memcli.guards import Guard
+    from memcli.agents.context_block import Block
+    from memcli.agents.registry import Agent
+    from memcli.guards import Call, Guard
+    from memcli.index import Hit, Query, Retriever
+    from memcli.index.query import Word
     from memcli.model import Memory
+    from memcli.service import Ctx
 
 #: Characters for the block a prompt adds (the session start has the full budget).
 PROMPT_BUDGET = 2_000
@@ -46,27 +52,21 @@ PROMPT_POOL = 10
 PROMPT_MIN_HELD = 2
 #: A prompt's memory must also score this share of the best hit's score.
 PROMPT_MIN_SCORE = 0.5
-#: With a warm model: the least score of meaning (the model's cosine, ``index.hybrid``) that
-#: brings a memory whatever its words, and how far below the best one it may be.
-PROMPT_COSINE = 0.4
-PROMPT_COSINE_GAP = 0.05
 #: Seconds the prompt hook gives a warm process's model (spent only while one runs): a warm
 #: answer takes 10-30 ms, but 200-450 ms on a loaded 2-core machine (CI, a first backfill),
 #: and the hook's own deadline (``[hooks] deadline``, 2 s) leaves room for it.
 PROMPT_WARM_BUDGET = 0.6
-#: With a warm model: the closest memory is also kept from this cosine on when it stands
-#: out, at least ``PROMPT_STANDOUT`` above the next one (0: whatever the next one's).
-PROMPT_STANDOUT_COSINE = 0.3
-PROMPT_STANDOUT = 0.0
-#: With a warm model and weak lexical evidence (``index.hybrid.combine`` then orders hits by
-#: their fused score, coverage and cosine combined): the first ``PROMPT_FUSED_RANK`` fused
-#: hits are kept from a fused score of ``PROMPT_FUSED`` when within ``PROMPT_FUSED_GAP`` of
-#: the best one. These five were set on the tune and heldout prompt splits
-#: (``bench/prompt_tune.py --semantic --grid``: a point of the precision/recall front whose
-#: neighbours stay within 0.035), and are reported on ``fresh`` and ``fresh2`` (docs/search.md).
-PROMPT_FUSED = 0.35
-PROMPT_FUSED_RANK = 2
-PROMPT_FUSED_GAP = 0.06
+#: With a warm model (hybrid retrieval) the hook looks at the first ``PROMPT_SCORED_POOL``
+#: hits, gives each the probability of being relevant by a logistic function of
+#: :func:`prompt_features` with ``PROMPT_WEIGHTS`` (bias last), and adds those from
+#: ``PROMPT_CUT``, most likely first, at most ``PROMPT_SCORED_LIMIT`` (:func:`select_scored`).
+#: Fitted with ``bench/prompt_learn.py`` on the tune, heldout, fresh and fresh2 prompt splits
+#: of ``bench/heldout_data.py`` (the cut and the limit chosen on held-out splits, each fitted
+#: on the three others); reported on fresh3 (docs/search.md, "Evaluation").
+PROMPT_WEIGHTS = (2.402, 0.627, 0.542, 2.078, -0.86, 2.118, 1.632, 0.256, -3.383)
+PROMPT_CUT = 0.5
+PROMPT_SCORED_LIMIT = 2
+PROMPT_SCORED_POOL = 20
 #: Seconds the transcript work (extraction, then the summary) of pre-compact and session-end
 #: may take in all: well under the timeouts memcli installs (30 s and 10 s). Past it, the step
 #: under way stops, writes nothing and says so (``agents.transcript.DeadlineReached``).
@@ -118,17 +118,17 @@ class HookRun:
         self.tracebacks = [] if tracebacks is None else tracebacks
 
 
-def _session_file(ctx, session_id: str) -> Path:  # noqa: ANN001
+def _session_file(ctx: Ctx, session_id: str) -> Path:
     digest = hashlib.sha256(session_id.encode()).hexdigest()[:24]
     return ctx.ws.cache / "sessions" / f"{digest}.json"
 
 
-def _late_file(ctx, session_id: str) -> Path:  # noqa: ANN001
+def _late_file(ctx: Ctx, session_id: str) -> Path:
     """The mark that this session has had :data:`LATE_PROMPT_NOTE` (beside its seen-list)."""
     return _session_file(ctx, session_id).with_suffix(".late")
 
 
-def late_answer(ctx, agent: str, event: str, session_id: str) -> tuple[str, Callable[[], None]]:  # noqa: ANN001
+def late_answer(ctx: Ctx, agent: str, event: str, session_id: str) -> tuple[str, Callable[[], None]]:
     """What a read hook answers if its deadline comes first, and what to do then.
 
     ``session-start`` answers ``cli.watchdog.LATE_NOTE`` (set by the caller); a prompt or tool
@@ -158,7 +158,7 @@ def late_answer(ctx, agent: str, event: str, session_id: str) -> tuple[str, Call
     return formats.answer(agent, event, note), before_exit
 
 
-def _seen(ctx, session_id: str) -> set[str]:  # noqa: ANN001
+def _seen(ctx: Ctx, session_id: str) -> set[str]:
     if not session_id:
         return set()
     try:
@@ -167,7 +167,7 @@ def _seen(ctx, session_id: str) -> set[str]:  # noqa: ANN001
         return set()
 
 
-def _remember_seen(ctx, session_id: str, ids: set[str]) -> None:  # noqa: ANN001
+def _remember_seen(ctx: Ctx, session_id: str, ids: set[str]) -> None:
     if not session_id:
         return
     from memcli.store.files import atomic_write
@@ -243,7 +243,7 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     return run
 
 
-def _background_build(ctx) -> None:  # noqa: ANN001
+def _background_build(ctx: Ctx) -> None:
     """Start the background index build (it finds nothing to do, or waits for the holder of
     the build lock, when the index is in step or being built)."""
     from memcli.index.build import spawn_build
@@ -254,7 +254,7 @@ def _background_build(ctx) -> None:  # noqa: ANN001
         pass
 
 
-def _bug(ctx, run: HookRun, what: str, err: Exception) -> None:  # noqa: ANN001
+def _bug(ctx: Ctx | None, run: HookRun, what: str, err: Exception) -> None:
     """One warning line for an unexpected error (a bug), its traceback kept in ``run.tracebacks``
     and, unless ``MEMCLI_DEBUG`` is set (the CLI then prints it), written to
     ``.cache/last-error.log`` as the CLI does for commands. Call from an ``except`` block."""
@@ -274,7 +274,7 @@ def _bug(ctx, run: HookRun, what: str, err: Exception) -> None:  # noqa: ANN001
     run.warnings.append(f"{what} failed: {type(err).__name__}: {err}{where}")
 
 
-def _open(workspace: str | None, actor: str | None, cwd: str):  # noqa: ANN202
+def _open(workspace: str | None, actor: str | None, cwd: str) -> Ctx:
     from memcli.service import Ctx
     from memcli.service.branch import locate
 
@@ -287,7 +287,7 @@ def _open(workspace: str | None, actor: str | None, cwd: str):  # noqa: ANN202
     return ctx
 
 
-def _journal(ctx, agent: str, payload: formats.HookInput, event: str, ids: list[str],  # noqa: ANN001
+def _journal(ctx: Ctx, agent: str, payload: formats.HookInput, event: str, ids: list[str],
              pattern: str | None = None, call: str | None = None) -> None:
     """One line of the usage journal (``store.usage``); never raises."""
     from memcli.store import usage
@@ -299,7 +299,7 @@ def _journal(ctx, agent: str, payload: formats.HookInput, event: str, ids: list[
     usage.append(cache, ctx.actor, agent, payload.session_id, event, ids, pattern, call=call)
 
 
-def guards_in_force(ctx) -> list[tuple[Memory, Guard]]:  # noqa: ANN001
+def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
     """``(memory, memcli.guards.Guard)`` for every guard of the memories in force that the
     caller reads (active, not expired, in ``ctx.scopes()``, visible to ``ctx.actor``): a
     pending proposal's guard is never enforced."""
@@ -316,7 +316,7 @@ def guards_in_force(ctx) -> list[tuple[Memory, Guard]]:  # noqa: ANN001
     return out
 
 
-def _guard(ctx, agent: str, payload: formats.HookInput, call,  # noqa: ANN001 - a guards.Call
+def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
            late: Callable[[str | None], None] | None = None, deadline: float = 0.0) -> list[str]:
     """The guards' verdict on a tool call: ``[decision, reason]`` (``deny`` or ``ask``) when a
     guard of a memory in force denies or asks about it, else ``[]``; each verdict and each
@@ -384,7 +384,7 @@ def _guard(ctx, agent: str, payload: formats.HookInput, call,  # noqa: ANN001 - 
     return ["deny" if not asks else "ask", reason]
 
 
-def _unchecked_verdict(own, held: list, why: str) -> list[str]:  # noqa: ANN001 - an agents.registry Agent
+def _unchecked_verdict(own: Agent, held: list[tuple[Memory, Guard]], why: str) -> list[str]:
     """``[decision, reason]`` for a call memcli could not check against the ``deny``/``ask``
     guards ``held`` (``(memory, guard)`` pairs on its tool), ``why`` saying which limit it
     passed: ``deny`` when one of them denies or the agent cannot ask, else ``ask``."""
@@ -402,7 +402,7 @@ def _unchecked_verdict(own, held: list, why: str) -> list[str]:  # noqa: ANN001 
     return ["deny" if not asks else "ask", " ".join([lead, *lines, tail])]
 
 
-def match_call(guards: list, call, cwd: str) -> list:  # noqa: ANN001 - a guards.Call
+def match_call(guards: list[tuple[Memory, Guard]], call: Call, cwd: str) -> list[tuple[Memory, Guard]]:
     """The ``(memory, guard)`` pairs of ``guards`` that match ``call``, strongest kind first
     (``memcli.guards.decide``), its paths read from the agent's working folder ``cwd`` (made
     absolute and real here: ``call.paths`` is rewritten) and ``/path`` patterns from the
@@ -428,8 +428,8 @@ def _project_root(cwd: str) -> str:
     return str(_toplevel(folder) or os.path.realpath(folder))
 
 
-def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: str = "",  # noqa: ANN001
-              call=None) -> str:  # noqa: ANN001 - a guards.Call
+def _dispatch(ctx: Ctx, event: str, payload: formats.HookInput, run: HookRun, agent: str = "",
+              call: Call | None = None) -> str:
     from memcli.service.context import context
 
     folder = Path(payload.cwd) if payload.cwd and Path(payload.cwd).is_dir() else None
@@ -471,7 +471,7 @@ def _dispatch(ctx, event: str, payload: formats.HookInput, run: HookRun, agent: 
     return ""
 
 
-def _violations(ctx, agent: str, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
+def _violations(ctx: Ctx, agent: str, payload: formats.HookInput, run: HookRun) -> None:
     """session-end: count the guard violations the session's transcript shows
     (``service.violations``); a failure is one warning line, never a failed hook."""
     from memcli.agents.transcript import DeadlineReached
@@ -494,7 +494,7 @@ def _violations(ctx, agent: str, payload: formats.HookInput, run: HookRun) -> No
                             "transcript (memcli stats --memories)")
 
 
-def _harvest(ctx, agent: str, folder: Path | None, run: HookRun, deadline: float) -> None:  # noqa: ANN001
+def _harvest(ctx: Ctx, agent: str, folder: Path | None, run: HookRun, deadline: float) -> None:
     """``[agents] harvest``: import what ``agent`` wrote into its own memory store this session
     (``service.agent_memory.harvest``, imported only here) by ``deadline`` (``time.monotonic()``,
     the one extraction had); a failure is one warning line."""
@@ -518,7 +518,7 @@ def _harvest(ctx, agent: str, folder: Path | None, run: HookRun, deadline: float
         _bug(ctx, run, "harvest", err)
 
 
-def _harvest_note(ctx) -> str:  # noqa: ANN001
+def _harvest_note(ctx: Ctx) -> str:
     """The fenced note of what the last harvest brought in, once; '' when there is none."""
     if not (ctx.ws.cache / HARVEST_NOTE).is_file():  # the usual case costs one stat
         return ""
@@ -528,7 +528,7 @@ def _harvest_note(ctx) -> str:  # noqa: ANN001
     return f"<memcli-context>\n{note}\n</memcli-context>\n" if note else ""
 
 
-def _sync(ctx, run: HookRun) -> None:  # noqa: ANN001
+def _sync(ctx: Ctx, run: HookRun) -> None:
     """``memcli sync --quiet --deadline [sync] deadline`` for a hook (``[sync] session_start``
     / ``session_end``); a failure is one warning line, never a failed hook."""
     from memcli.service.sync import sync
@@ -539,7 +539,7 @@ def _sync(ctx, run: HookRun) -> None:  # noqa: ANN001
         run.warnings.append(f"sync skipped: {err.line()}")
 
 
-def _session_summary(ctx, session_id: str) -> list:  # noqa: ANN001
+def _session_summary(ctx: Ctx, session_id: str) -> list[Memory]:
     """The latest ``summary`` memory of the session ``session_id`` that the caller owns (empty if none).
 
     The scope is ``session:<name>`` as ``compact --transcript`` names it from the
@@ -557,8 +557,8 @@ def _session_summary(ctx, session_id: str) -> list:  # noqa: ANN001
     return [h.memory for h in retriever(ctx).search(query)]
 
 
-def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[str],  # noqa: ANN001, ANN202
-                call=None):  # noqa: ANN001 - a guards.Call
+def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen: set[str],
+                call: Call | None = None) -> Block:
     """Memories about the files a tool call reads or edits, or about the command it runs
     (:func:`command_memories`), that this session has not been given yet."""
     from memcli.agents.context_block import render
@@ -594,7 +594,7 @@ def _tool_block(ctx, payload: formats.HookInput, folder: Path | None, seen: set[
     return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx))
 
 
-def command_memories(ctx, command: str) -> list:  # noqa: ANN001
+def command_memories(ctx: Ctx, command: str) -> list[Memory]:
     """The memories in force (in the caller's scopes) that name a command this shell command
     line runs: one of their anchor's ``commands`` (``policy.pointers``: ``make e2e``,
     ``npm run build``) starts one of its simple commands (``memcli.guards.commands_of``) at a
@@ -633,7 +633,7 @@ def command_memories(ctx, command: str) -> list:  # noqa: ANN001
 _NAMES = ("path", "file name", "folder")
 
 
-def _naming(search, query, path: str) -> dict[str, tuple[int, int]]:  # noqa: ANN001 - a Retriever and its Query
+def _naming(search: Retriever, query: Query, path: str) -> dict[str, tuple[int, int]]:
     """Which memories about ``path`` (those ``query``, with its path filter, finds) name the file
     in their text, and how (``_NAMES``): id -> (level, rank within the level).
 
@@ -656,12 +656,12 @@ def _naming(search, query, path: str) -> dict[str, tuple[int, int]]:  # noqa: AN
     return named
 
 
-def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):  # noqa: ANN001, ANN202
+def _prompt_block(ctx: Ctx, prompt: str, seen: set[str], floor: float | None = None) -> Block:
     """The few memories relevant to the prompt that this session has not been given yet.
 
     The prompt is searched on its content words less the words that say what to do
-    (``index.query.prompt_words``: "add", "fix", "thanks"); the hits that clear the
-    relevance floor (:func:`chosen`) are added, at most ``PROMPT_LIMIT``, best first. A
+    (``index.query.prompt_words``: "add", "fix", "thanks"), and the model of a warm process,
+    when one answers, reads the whole prompt; what is added is :func:`prompt_selection`'s. A
     prompt of stop and task words only ("what do you think?", "thanks!") adds nothing.
 
     Args:
@@ -682,17 +682,31 @@ def _prompt_block(ctx, prompt: str, seen: set[str], floor: float | None = None):
         return render([], PROMPT_BUDGET)
     floor = ctx.ws.config.prompt_floor if floor is None else floor
     using = semantic_retriever(ctx, PROMPT_WARM_BUDGET)  # a warm process's model, else lexical
+    pool = PROMPT_SCORED_POOL if getattr(using, "semantic", None) is not None else PROMPT_POOL
     # the lexical side searches the content words; a model reads the whole prompt, which it
     # was trained on (sentences), not a bag of words
-    hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=PROMPT_POOL + len(seen)), using=using,
+    hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=pool + len(seen)), using=using,
                   meaning=said)
     from memcli.service.stale_notes import notes
 
-    return render([h.memory for h in chosen(hits, words, floor) if h.memory.id not in seen][:PROMPT_LIMIT],
-                  PROMPT_BUDGET, notes=notes(ctx))
+    hybrid = str(getattr(using, "answered", "lexical")).startswith("hybrid")
+    return render([h.memory for h in prompt_selection(hits, words, floor, hybrid, seen)], PROMPT_BUDGET,
+                  notes=notes(ctx))
 
 
-def prompt_words(text: str) -> list:
+def prompt_selection(hits: list[Hit], words: list[Word], floor: float, hybrid: bool,
+                     seen: set[str] | frozenset[str] = frozenset()) -> list[Hit]:
+    """What the prompt hook adds of a prompt's recall ``hits`` (its content ``words``), none
+    of ``seen``: with a warm model's answer (``hybrid``), :func:`select_scored` over the first
+    ``PROMPT_SCORED_POOL`` hits; else the lexical rule (:func:`chosen`, at most
+    ``PROMPT_LIMIT`` of the first ``PROMPT_POOL``)."""
+    if hybrid:
+        return select_scored(hits[:PROMPT_SCORED_POOL + len(seen)], words, PROMPT_WEIGHTS, PROMPT_CUT,
+                             PROMPT_SCORED_LIMIT, seen=seen)
+    return [h for h in chosen(hits[:PROMPT_POOL + len(seen)], words, floor) if h.memory.id not in seen][:PROMPT_LIMIT]
+
+
+def prompt_words(text: str) -> list[Word]:
     """The words of a prompt the prompt hook searches on (``index.query.Word``): its content
     words, less those that say what to do (``index.query.prompt_words``); empty for a prompt
     of stop and task words only."""
@@ -706,22 +720,17 @@ def prompt_words(text: str) -> list:
     return [w for w in words if w.cjk or not all(t in skip for t in w.tokens)]
 
 
-def chosen(hits: list, words: list, floor: float) -> list:
-    """The hits of a prompt's recall that clear the relevance floor, best first.
+def chosen(hits: list[Hit], words: list[Word], floor: float) -> list[Hit]:
+    """The hits of a prompt's lexical recall that clear the relevance floor, best first.
 
     A hit is kept on its words when it holds enough of the prompt (its IDF-weighted
     ``coverage``, see :func:`_share`, reaches ``floor``), holds at least
     ``PROMPT_MIN_HELD`` of the prompt's content words (all of them for a shorter prompt:
     "good morning!" matching "morning" alone is no reason), and scores at least
     ``PROMPT_MIN_SCORE`` of the best lexical hit's score (a long tail of memories sharing
-    one common word stays out). With a warm model (hybrid retrieval), a hit is also kept on
-    its meaning: a ``cosine`` of at least ``PROMPT_COSINE`` and within ``PROMPT_COSINE_GAP``
-    of the best one, or, for the closest memory, at least ``PROMPT_STANDOUT_COSINE`` and
-    ``PROMPT_STANDOUT`` above the next one; when the lexical evidence is weak and the hits
-    are ordered by their fused score, the first ``PROMPT_FUSED_RANK`` of them from
-    ``PROMPT_FUSED`` and within ``PROMPT_FUSED_GAP`` of the best. Thresholds were set on the
-    tune and heldout prompt splits of ``bench/heldout_data.py`` and are reported on its
-    fresh split (docs/search.md).
+    one common word stays out). Set on the tune and heldout prompt splits of
+    ``bench/heldout_data.py`` (docs/search.md). A warm model's answer is chosen by
+    :func:`select_scored` instead.
 
     Args:
         hits: ranked recall hits (``index.Hit``), best first.
@@ -731,35 +740,71 @@ def chosen(hits: list, words: list, floor: float) -> list:
     if not hits:
         return []
     need = min(PROMPT_MIN_HELD, len(words))
-    lexical = [h for h in hits if h.match != "semantic"]
-    best = max((h.parts.get("lexical", h.score) for h in lexical), default=0.0)
-    cosines = sorted((h.parts.get("cosine", -1.0) for h in hits), reverse=True)
-    close = cosines[0]
-    standout = len(cosines) < 2 or close - cosines[1] >= PROMPT_STANDOUT
-    fused = [h for h in hits if h.match == "semantic" or "lexical" in h.parts][:PROMPT_FUSED_RANK]
-    fused_floor = max(PROMPT_FUSED, max((h.score for h in fused), default=0.0) - PROMPT_FUSED_GAP)
+    best = max((h.parts.get("lexical", h.score) for h in hits if h.match != "semantic"), default=0.0)
 
-    def kept(hit) -> bool:  # noqa: ANN001 - a Hit
-        if any(hit is h for h in fused) and hit.score >= fused_floor:
-            return True
-        if hit.match != "semantic" and _share(hit, words) >= floor and _held(hit, words) >= need \
-                and hit.parts.get("lexical", hit.score) >= PROMPT_MIN_SCORE * best:
-            return True
-        cosine = hit.parts.get("cosine", -1.0)
-        if cosine == close and standout and cosine >= PROMPT_STANDOUT_COSINE:
-            return True  # far closer in meaning than any other memory
-        return cosine >= PROMPT_COSINE and cosine >= close - PROMPT_COSINE_GAP
+    def kept(hit: Hit) -> bool:
+        return (hit.match != "semantic" and _share(hit, words) >= floor and _held(hit, words) >= need
+                and hit.parts.get("lexical", hit.score) >= PROMPT_MIN_SCORE * best)
     return [h for h in hits if kept(h)]
 
 
-def _held(hit, words) -> int:  # noqa: ANN001 - a Hit and the prompt's content words
+#: The features :func:`prompt_features` gives a hit, in this order (``PROMPT_WEIGHTS``).
+PROMPT_FEATURES = ("cosine", "below the best cosine", "cosine's standing in the pool", "lexical coverage",
+                   "every word held", "1 / (1 + rank)", "coverage x cosine", "every word held x cosine")
+
+
+def prompt_features(hits: list[Hit], words: list[Word]) -> list[list[float]]:
+    """What the prompt hook's scored selection reads of each hit of a hybrid recall
+    (``PROMPT_FEATURES``): the model's score (``cosine``), its distance below the pool's best,
+    its standing among the pool's scores (standard score), the hit's coverage of the prompt's
+    content words (:func:`_share`; 0 for a hit only the meaning found), whether it holds every
+    word (``exact`` or ``fuzzy``), and its rank in recall's order."""
+    cosines = [float(h.parts.get("cosine", 0.0)) for h in hits]
+    if not cosines:
+        return []
+    best = max(cosines)
+    mean = sum(cosines) / len(cosines)
+    spread = (sum((c - mean) ** 2 for c in cosines) / len(cosines)) ** 0.5
+    out = []
+    for rank, (hit, cosine) in enumerate(zip(hits, cosines)):
+        share = 0.0 if hit.match == "semantic" else _share(hit, words)
+        whole = float(hit.match in ("exact", "fuzzy"))
+        out.append([cosine, cosine - best, (cosine - mean) / (spread + 1e-3), share, whole, 1 / (1 + rank),
+                    share * cosine, whole * cosine])
+    return out
+
+
+def select_scored(hits: list[Hit], words: list[Word], weights: Sequence[float], cut: float, limit: int,
+                  first: float = 1.0, seen: set[str] | frozenset[str] = frozenset()) -> list[Hit]:
+    """The hits of a hybrid recall whose relevance, a logistic function of
+    :func:`prompt_features` (over all of ``hits``) with ``weights`` (bias last), is at least
+    ``cut``, most likely first, none of ``seen``, at most ``limit``; when none is, the most
+    likely one if it reaches ``first`` (1.0, the default: never; measured in
+    ``bench/prompt_learn.py``, a lower one left fewer prompts empty-handed but gave a memory
+    to most prompts that need none)."""
+    import math
+
+    scored = []
+    for hit, feats in zip(hits, prompt_features(hits, words)):
+        if hit.memory.id in seen:
+            continue
+        z = weights[-1] + sum(w * f for w, f in zip(weights, feats))
+        scored.append((1 / (1 + math.exp(-max(-50.0, min(50.0, z)))), hit))
+    scored.sort(key=lambda pair: -pair[0])
+    kept = [hit for p, hit in scored if p >= cut][:limit]
+    if not kept and scored and scored[0][0] >= first:
+        kept = [scored[0][1]]
+    return kept
+
+
+def _held(hit: Hit, words: list[Word]) -> int:
     """How many of the prompt's content words a hit holds (the index's ``held``; else estimated)."""
     if "held" in hit.parts:
         return int(hit.parts["held"])
     return round(_share(hit, words) * len(words))
 
 
-def _share(hit, words) -> float:  # noqa: ANN001 - a Hit and the prompt's content words
+def _share(hit: Hit, words: list[Word]) -> float:
     """A hit's coverage of the prompt: the index's IDF-weighted ``coverage``; from the file scan
     (index unavailable), the unweighted share of content words the memory holds; 0 for a
     substring hit."""
@@ -774,7 +819,7 @@ def _share(hit, words) -> float:  # noqa: ANN001 - a Hit and the prompt's conten
     return sum(set(w.tokens) <= held for w in words) / len(words)
 
 
-def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) -> None:  # noqa: ANN001
+def _after_session(ctx: Ctx, event: str, payload: formats.HookInput, run: HookRun) -> None:
     """pre-compact / session-end: extraction (``[hooks] extract``) and, for pre-compact, the
     session summary (``[hooks] summarize``), each on its own: one failing gives one warning
     line and the other still runs. A transcript memcli must not read (a FIFO, ``/dev/zero``,
@@ -811,7 +856,7 @@ def _after_session(ctx, event: str, payload: formats.HookInput, run: HookRun) ->
             _bug(ctx, run, what, err)
 
 
-def _extract(ctx, transcript: Path, run: HookRun, deadline: float) -> None:  # noqa: ANN001
+def _extract(ctx: Ctx, transcript: Path, run: HookRun, deadline: float) -> None:
     """Extract from the transcript (``extract --apply``) by ``deadline``; a warning says what was written."""
     from memcli.service.extract import extract
 
@@ -822,7 +867,7 @@ def _extract(ctx, transcript: Path, run: HookRun, deadline: float) -> None:  # n
         run.warnings.append(result.message())
 
 
-def _summarize(ctx, transcript: Path, run: HookRun, deadline: float) -> None:  # noqa: ANN001
+def _summarize(ctx: Ctx, transcript: Path, run: HookRun, deadline: float) -> None:
     """The session's rule-based summary memory (``compact --transcript``).
 
     No external summarizer runs here: a hook has a time budget (INTEGRATIONS.md), and the

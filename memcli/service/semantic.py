@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +29,12 @@ from memcli.index import Query, Retriever
 from memcli.service import Ctx
 
 if TYPE_CHECKING:  # annotations only: the model's modules load numpy
-    from memcli.index.embed import Embedder
-    from memcli.index.hybrid import HybridRetriever
+    import logging
+
+    from memcli.index.embed import Embedder, Floats
+    from memcli.index.hybrid import HybridRetriever, LocalSemantic, Semantic
     from memcli.index.warm import Server
+    from memcli.service.write import WriteResult
 
 #: The least score at which a live memory is named as close to one being written ("close
 #: to ID: supersede it?"). Measured on the old→new pairs of bench/semantic_probe.py: see
@@ -42,11 +46,17 @@ CLOSE_LIMIT = 3
 #: gives it ``index.hybrid.WARM_BUDGET`` (0.15 s). A warm answer takes 10-30 ms; the rest is
 #: room for a loaded machine, spent only when a warm process runs and is slow.
 COMMAND_BUDGET = 0.5
-#: Seconds between two background backfill rounds when the last one found nothing to do.
-IDLE = 5.0
+#: Seconds the question :class:`EarlyClose` asks before a write may take in its own thread;
+#: the write waits for it at most until ``COMMAND_BUDGET`` after it was asked, as before.
+EARLY_BUDGET = 3.0
+#: Seconds between two looks of the background backfill at the indexes' change logs
+#: (``vectors.last``: one query each); it looks for memories without a vector only when a
+#: log moved, so a memory written by any process is embedded about this soon.
+POLL = 0.5
 
 
-def _log():  # noqa: ANN202 - logging.Logger, imported only when something is said (not on the hot path)
+def _log() -> logging.Logger:
+    """memcli's semantic logger (``logging`` is imported only when something is said)."""
     import logging
 
     return logging.getLogger("memcli.semantic")
@@ -75,7 +85,10 @@ class Warm:
         self.ready = threading.Event()
         self.stop = threading.Event()
         self.work = threading.Event()
-        self.queries: dict = {}
+        #: query vectors by text, shared by the tool calls, the socket and the backfill: a
+        #: write's "close to" question embeds the text that is stored (``vectors.text_of``),
+        #: and the backfill stores that vector instead of embedding the text again
+        self.queries: dict[str, Floats] = {}
         self.server: Server | None = None
         self.paths: list[Path] = []
         self.lock = threading.Lock()
@@ -194,7 +207,7 @@ class Warm:
         return {"model": embedder.model_id, "name": embedder.name,
                 "hits": [[i, round(s, 5)] for i, s in hits[:limit]], "also": {i: round(s, 5) for i, s in extra.items()}}
 
-    def _indexes(self):  # noqa: ANN202 - an iterator of (Path, sqlite3.Connection)
+    def _indexes(self) -> Iterator[tuple[Path, sqlite3.Connection]]:
         """Each index file of the workspace's stores that exists, opened for the time the
         caller works on it (closed when the loop moves on or ends)."""
         with self.lock:
@@ -211,17 +224,25 @@ class Warm:
     # --- embedding --------------------------------------------------------------------
 
     def _backfill_loop(self) -> None:
-        from memcli.index.vectors import backfill
+        from memcli.index.vectors import backfill, last, prepare
 
+        embedder = self._model()
+        seen: dict[Path, int] = {}  # each index's change-log entry its last backfill started from
         while not self.stop.is_set():
-            done = 0
+            asked = self.work.is_set()
+            self.work.clear()
             for path, db in self._indexes():
                 try:
-                    done += backfill(db, self.embedder, stop=self.stop)
+                    if not prepare(db, embedder.model_id):
+                        continue
+                    now = last(db)
+                    if not asked and seen.get(path) == now:
+                        continue  # nothing written there since: no look for missing vectors
+                    backfill(db, embedder, stop=self.stop, known=self.queries)
+                    seen[path] = now
                 except Exception as err:  # noqa: BLE001 - the next round tries again
                     _log().info("memcli: backfill of %s stopped: %s", path, err)
-            self.work.wait(0.5 if done else IDLE)
-            self.work.clear()
+            self.work.wait(POLL)
 
     def retriever(self, ctx: Ctx, lexical: Retriever | None = None) -> Retriever:
         """The retriever for one tool call: hybrid once the model is loaded, else lexical."""
@@ -244,13 +265,13 @@ class Warm:
 
         try:
             for db, _, _ in _parts(ctx.catalog()):
-                backfill(db, self.embedder, limit=8)
+                backfill(db, self.embedder, limit=8, known=self.queries)
         except Exception as err:  # noqa: BLE001 - a write never fails for its vector
             _log().info("memcli: embedding a written memory failed: %s", err)
         self._stores(ctx)  # a write may have made the person's store
         self.work.set()
 
-    def semantic(self, ctx: Ctx):  # noqa: ANN201 - a hybrid.LocalSemantic, or None
+    def semantic(self, ctx: Ctx) -> LocalSemantic | None:
         """The semantic side over ``ctx``'s catalog, or None while there is no model."""
         if self.embedder is None:
             return None
@@ -290,11 +311,16 @@ def warm_for(ctx: Ctx, lexical: Retriever | None = None, budget: float | None = 
                           deadline_s=WARM_BUDGET if budget is None else budget)
 
 
-def close_to(ctx: Ctx, semantic, text: str, scope: str, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:  # noqa: ANN001
+def close_to(ctx: Ctx, semantic: Semantic | None, text: str, scope: str,
+             exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The live (active) memories of ``scope`` the caller may see whose meaning is close to
     ``text`` (score at least ``CLOSE_TO``), best first, at most ``CLOSE_LIMIT``:
     ``[{"id", "score", "text"}]``. ``semantic`` is a ``hybrid.LocalSemantic`` or
-    ``RemoteSemantic``; empty when it is None or cannot answer. Never raises."""
+    ``RemoteSemantic``; empty when it is None or cannot answer. Never raises.
+
+    For a memory just written, give ``vectors.text_of(memory)``, the text its vector is made
+    of: the process that embeds it for this question then stores the same vector for the
+    memory (``vectors.backfill``'s ``known``) instead of embedding it a second time."""
     if semantic is None:
         return []
     from memcli.index.hybrid import similar
@@ -308,7 +334,7 @@ def close_to(ctx: Ctx, semantic, text: str, scope: str, exclude: tuple[str, ...]
     return [{"id": m.id, "score": round(s, 3), "text": m.text[:120]} for m, s in found]
 
 
-def close_to_warm(ctx: Ctx, result, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:  # noqa: ANN001
+def close_to_warm(ctx: Ctx, result: WriteResult, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """For the CLI's ``remember`` and ``supersede``: :func:`close_to` for ``result`` (a
     ``service.write.WriteResult``) by a warm process's model, or [] when none answers
     (within ``hybrid.WARM_BUDGET`` per question), the write was a no-op, or anything fails.
@@ -321,9 +347,104 @@ def close_to_warm(ctx: Ctx, result, exclude: tuple[str, ...] = ()) -> list[dict[
         return []
     if hybrid is None:
         return []
+    from memcli.index.vectors import text_of
+
     memory = result.memory
-    return close_to(ctx, hybrid.semantic, memory.text, memory.scope,
+    return close_to(ctx, hybrid.semantic, text_of(memory), memory.scope,
                     exclude=(memory.id, *memory.supersedes, *exclude))
+
+
+class EarlyClose:
+    """The question of :func:`close_to_warm` asked of a warm process before the write, so that
+    its model embeds the new text and scores the live memories while the write and its git
+    commit run (the answer is read after, :meth:`result`): the embedding, 15 ms on an idle
+    machine and 100-400 ms on a loaded one, leaves the write's path.
+
+    The text asked is the one the memory will hold (``vectors.text_of``: ``subject: text``,
+    ``text`` trimmed as the write trims it), in the scope it will be written to (``--scope``,
+    else ``[write] scope``); when the memory written differs (a supersede that keeps the old
+    subject, a default scope elsewhere) :meth:`result` asks again after the write, as before.
+    The answer holds only memories that existed before the write; the written memory and the
+    ones it supersedes are left out. The text reaches only the caller's own warm process
+    (the socket is this user's alone), which keeps it in memory among its query vectors.
+
+    Args:
+        ctx: the command's context (only its configuration, cache folder, actor and clock are
+            read here: the question runs in a thread of its own, on the socket alone).
+        text: the memory's text as given; subject: ``--subject``; scope: ``--scope``.
+    """
+
+    def __init__(self, ctx: Ctx, text: str | None, subject: str | None, scope: str | None) -> None:
+        import time
+
+        self.reply: dict[str, Any] | None = None
+        self.thread: threading.Thread | None = None
+        self.started = time.monotonic()
+        self.deadline = self.started + COMMAND_BUDGET
+        self.asked = ""
+        self.query: Query | None = None
+        if text is None:
+            return
+        try:
+            from memcli.index.embed import mode
+
+            config = ctx.ws.config
+            if mode(config.search_semantic) == "off":
+                return
+            from memcli.index.db import INDEX_NAME
+            from memcli.index.warm import socket_path
+
+            path = socket_path(ctx.ws.cache / INDEX_NAME)
+            if not path.exists():
+                return  # no warm process: nothing to ask (one stat, as before)
+            body = text.replace("\r\n", "\n").strip()
+            self.asked = f"{subject}: {body}" if subject else body
+            self.query = Query(text=self.asked, scopes=[scope if scope is not None else config.write_scope],
+                               now=ctx.now, limit=CLOSE_LIMIT + 4, actor=ctx.actor)
+        except Exception:  # noqa: BLE001 - a suggestion never fails a write
+            return
+        self.thread = threading.Thread(target=self._ask, args=(path, self.query), name="memcli-close-to",
+                                       daemon=True)
+        self.thread.start()
+
+    def _ask(self, path: Path, query: Query) -> None:
+        import time
+
+        from memcli.index.warm import ask, query_to_json
+
+        end = self.started + EARLY_BUDGET  # the write's own time is the question's too
+        if ask(path, {"ping": True}, end - time.monotonic()) is None:
+            return
+        self.reply = ask(path, {"search": query.text, "query": query_to_json(query), "limit": query.limit,
+                                "also": []}, end - time.monotonic())
+
+    def result(self, ctx: Ctx, result: WriteResult, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """What :func:`close_to_warm` gives for ``result``, from the answer to the question asked
+        before the write when it asked about this memory's text and scope, else asked now."""
+        import time
+
+        from memcli.index.vectors import text_of
+
+        if result.outcome not in ("created", "pending_review"):
+            return []
+        memory = result.memory
+        if self.thread is None or self.query is None or text_of(memory) != self.asked \
+                or self.query.scopes != [memory.scope]:
+            return close_to_warm(ctx, result, exclude)
+        self.thread.join(max(0.0, self.deadline - time.monotonic()))
+        if self.reply is None:
+            return []
+        try:
+            from memcli.index.hybrid import _checked
+
+            hits = [(str(i), float(s)) for i, s in self.reply["hits"]]
+            skip = {memory.id, *memory.supersedes, *exclude}
+            found = [(m, s) for m, s in _checked(ctx.catalog(), self.query, hits)
+                     if s >= CLOSE_TO and m.id not in skip][:CLOSE_LIMIT]
+        except Exception as err:  # noqa: BLE001 - a suggestion never fails a write
+            _log().info("memcli: similar memories not found: %s", err)
+            return []
+        return [{"id": m.id, "score": round(s, 3), "text": m.text[:120]} for m, s in found]
 
 
 def close_warnings(close: list[dict[str, Any]]) -> list[str]:
@@ -377,7 +498,7 @@ def status(ctx: Ctx) -> dict[str, Any]:
     return out
 
 
-def embed_all(ctx: Ctx, progress=None) -> dict[str, Any]:  # noqa: ANN001
+def embed_all(ctx: Ctx, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Embed, in this process, every memory of the workspace's indexes without a current
     vector (``index rebuild --embed``): loads the model (seconds, 200-400 MiB) and takes about
     10 ms a memory. ``progress(done, total)`` is called between batches.
