@@ -107,7 +107,8 @@ def save_state(index: Path, state: FolderState) -> None:
     folders = {f: (m if m < recent else -1, i) for f, (m, i) in state.folders.items()}
     path = state_path(index)
     try:
-        atomic_write(path, marshal.dumps((state.generation, state.walked_ns, folders, state.racy, state.files)))
+        atomic_write(path, marshal.dumps((state.generation, state.walked_ns, folders, state.racy, state.files)),
+                     durable=False)  # a cache: unreadable after a power loss means a full walk
     except OSError:
         drop_state(index)
 
@@ -219,21 +220,103 @@ def walk_after(root: Path, index: Path) -> None:
         spawn_walk(root, index)
 
 
+class Watch:
+    """Linux inotify watches on every folder under ``top`` (``inotify(7)``, through libc with
+    ``ctypes``): :meth:`changed` says whether anything happened in them since the last call.
+
+    A long-lived process holding one knows, without a walk, that no memory file was added,
+    deleted, renamed, written or touched (``IN_ATTRIB``: ``touch``, ``utime``) since then:
+    the kernel queues an event with the change itself. A new folder, a lost folder or a full
+    queue (``IN_Q_OVERFLOW``) make the watch untrustworthy: :meth:`changed` then says None and
+    the owner walks and starts a new watch.
+
+    Raises:
+        OSError: inotify is missing (not Linux) or a watch cannot be added (the
+            ``max_user_watches`` limit, a folder gone meanwhile).
+    """
+
+    #: inotify(7): IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE,
+    #: IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF; with IN_ONLYDIR and IN_DONT_FOLLOW.
+    MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x01000000 | 0x02000000
+    #: Events after which the watches no longer cover the tree: IN_Q_OVERFLOW, IN_IGNORED,
+    #: IN_DELETE_SELF, IN_MOVE_SELF, and IN_ISDIR with a create or a move in (a new folder).
+    _LOST = 0x4000 | 0x8000 | 0x400 | 0x800
+
+    def __init__(self, top: Path) -> None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if not hasattr(libc, "inotify_init1"):
+            raise OSError("inotify is not available here")
+        self._fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)  # IN_NONBLOCK, IN_CLOEXEC
+        if self._fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        try:
+            folders = [str(top)]
+            for base, dirs, _ in os.walk(top):  # does not follow symbolic links
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                folders.extend(os.path.join(base, d) for d in dirs)
+            for folder in folders:
+                if libc.inotify_add_watch(self._fd, os.fsencode(folder), self.MASK) < 0:
+                    raise OSError(ctypes.get_errno(), f"cannot watch {folder}")
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def changed(self) -> bool | None:
+        """Whether anything happened under the watched folders since the last call (or since
+        the watches were made); None when the watch no longer covers the tree (see the class)."""
+        import struct
+
+        seen = False
+        while True:
+            try:
+                data = os.read(self._fd, 65536)
+            except BlockingIOError:
+                return seen
+            except OSError:
+                return None
+            at = 0
+            while at + 16 <= len(data):
+                _, mask, _, length = struct.unpack_from("iIII", data, at)
+                at += 16 + length
+                if mask & self._LOST or (mask & 0x40000000 and mask & (0x100 | 0x80)):  # IN_ISDIR created/moved in
+                    return None
+                seen = True
+
+    def close(self) -> None:
+        """Remove the watches. Never raises."""
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
 class Walker:
     """The full walks of a long-lived process, in one background thread (the MCP server's
     replacement for :func:`spawn_walk`): :meth:`kick` asks for a walk of a store and returns
     at once; the thread walks each store asked for since its last round (a full
-    ``IndexDB.sync`` on its own connection, under the build lock as any walk)."""
+    ``IndexDB.sync`` on its own connection, under the build lock as any walk).
 
-    def __init__(self) -> None:
+    With ``watch`` (Linux), each store's ``memories/`` tree is watched (:class:`Watch`): a
+    round in which nothing happened there records a complete walk without walking
+    (``IndexDB.walked_unchanged``), so back-to-back calls do not each wait for a walk of every
+    file; any event, or a watch that cannot be trusted or made, means a full walk as before."""
+
+    def __init__(self, watch: bool = True) -> None:
         import threading
 
         self._todo: dict[Path, Path] = {}
         self._mutex = threading.Lock()
         self._event = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watch = watch
+        self._watches: dict[Path, Watch] = {}
         #: Walks finished (for tests and ``status``-like reports).
         self.rounds = 0
+        #: Rounds that walked every file, and rounds that the watch answered without a walk.
+        self.walks = 0
+        self.skipped = 0
 
     def kick(self, root: Path, index: Path) -> None:
         """Ask for a full walk of the store at ``root`` whose index file is ``index``."""
@@ -261,12 +344,36 @@ class Walker:
                 except IndexUnavailable:
                     continue
                 try:
-                    index.sync()
+                    self._round(index, index_path, root)
                 except Exception:  # noqa: BLE001 - a failed walk is owed again: the next read walks itself
-                    pass
+                    self._forget(index_path)
                 finally:
                     index.close()
             self.rounds += 1
+
+    def _round(self, index, index_path: Path, root: Path) -> None:  # noqa: ANN001 - an IndexDB
+        """One store's walk: skipped when its watch saw nothing since the last round."""
+        began = time.time_ns()
+        watch = self._watches.get(index_path)
+        if watch is not None:
+            changed = watch.changed()
+            if changed is False and index.walked_unchanged(began):
+                self.skipped += 1
+                return
+            if changed is None:
+                self._forget(index_path)
+        if self._watch and index_path not in self._watches:
+            try:  # made before the walk: whatever happens after it shows as an event
+                self._watches[index_path] = Watch(index.files.base)
+            except OSError:
+                pass
+        index.sync()
+        self.walks += 1
+
+    def _forget(self, index_path: Path) -> None:
+        watch = self._watches.pop(index_path, None)
+        if watch is not None:
+            watch.close()
 
 
 def after_answer(work: Callable[[], None]) -> None:
