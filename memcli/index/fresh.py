@@ -312,6 +312,7 @@ class Walker:
         self._thread: threading.Thread | None = None
         self._watch = watch
         self._watches: dict[Path, Watch] = {}
+        self._dirty: set[Path] = set()  # stores whose events a kick took in: their next round walks
         #: Walks finished (for tests and ``status``-like reports).
         self.rounds = 0
         #: Rounds that walked every file, and rounds that the watch answered without a walk.
@@ -319,15 +320,50 @@ class Walker:
         self.skipped = 0
 
     def kick(self, root: Path, index: Path) -> None:
-        """Ask for a full walk of the store at ``root`` whose index file is ``index``."""
+        """Ask for a full walk of the store at ``root`` whose index file is ``index``; when its
+        watch saw nothing change, the walk is recorded here at once (a few milliseconds), so
+        the next call finds it done instead of racing the thread for it."""
         import threading
 
+        if self._watch and self._unchanged(root, index):
+            return
         with self._mutex:
             self._todo[index] = root
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="memcli-freshness", daemon=True)
                 self._thread.start()
         self._event.set()
+
+    def _unchanged(self, root: Path, index_path: Path) -> bool:
+        """Whether the store's watch saw nothing since the last round and the walk is recorded
+        as done (``IndexDB.walked_unchanged``). Events it takes in mark the store for a walk."""
+        from memcli.index.db import IndexDB, IndexUnavailable
+        from memcli.store.files import MemoryFiles
+
+        began = time.time_ns()
+        with self._mutex:
+            watch = self._watches.get(index_path)
+            if watch is None or index_path in self._dirty:
+                return False
+            changed = watch.changed()
+            if changed is None:
+                self._forget(index_path)
+            if changed is not False:
+                self._dirty.add(index_path)
+                return False
+        try:
+            index = IndexDB(MemoryFiles(root), index_path)
+        except IndexUnavailable:
+            return False
+        try:
+            done = index.walked_unchanged(began)
+        except IndexUnavailable:
+            return False
+        finally:
+            index.close()
+        if done:
+            self.skipped += 1
+        return done
 
     def _run(self) -> None:
         from memcli.index.db import IndexDB, IndexUnavailable
@@ -352,19 +388,24 @@ class Walker:
             self.rounds += 1
 
     def _round(self, index, index_path: Path, root: Path) -> None:  # noqa: ANN001 - an IndexDB
-        """One store's walk: skipped when its watch saw nothing since the last round."""
+        """One store's walk: skipped when its watch saw nothing since the last round (and no
+        :meth:`kick` took in an event meanwhile)."""
         began = time.time_ns()
-        watch = self._watches.get(index_path)
-        if watch is not None:
-            changed = watch.changed()
-            if changed is False and index.walked_unchanged(began):
-                self.skipped += 1
-                return
+        with self._mutex:
+            watch = self._watches.get(index_path)
+            dirty = index_path in self._dirty
+            self._dirty.discard(index_path)
+            changed = watch.changed() if watch is not None else None
             if changed is None:
                 self._forget(index_path)
+        if not dirty and changed is False and index.walked_unchanged(began):
+            self.skipped += 1
+            return
         if self._watch and index_path not in self._watches:
             try:  # made before the walk: whatever happens after it shows as an event
-                self._watches[index_path] = Watch(index.files.base)
+                watch = Watch(index.files.base)
+                with self._mutex:
+                    self._watches[index_path] = watch
             except OSError:
                 pass
         index.sync()
