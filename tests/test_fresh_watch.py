@@ -79,6 +79,27 @@ def test_a_watched_store_is_walked_only_when_something_changed(ws: Path, run) ->
     assert (walker.walks, walker.skipped) == (4, 2)
 
 
+def test_the_process_own_writes_need_no_walk_but_a_hand_edit_after_them_does(ws: Path, run) -> None:  # noqa: ANN001
+    """A write of this process re-indexes its files (``IndexDB.refresh``): the watch's events on
+    them, and on its hidden temporary files, are no change; the same file edited by hand
+    afterwards is (issue 21: a recall right after a remember costs about a plain one)."""
+    assert run("remember", "The charlie service listens on port 1111.").code == 0
+    walker = fresh.Walker()
+    _round(walker, ws)
+    assert walker.walks == 1
+    made = run("--json", "remember", "The delta service listens on port 2222.")  # in this process
+    assert made.code == 0, made
+    _round(walker, ws)
+    assert (walker.walks, walker.skipped) == (1, 1)
+    path = next((ws / "memories").rglob(f"{made.json()['data']['id']}*.md"))
+    folder = path.parent.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("2222", "3333 whiskey"), encoding="utf-8")
+    os.utime(path.parent, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+    _round(walker, ws)
+    assert walker.walks == 2
+    assert _texts(run, "whiskey") == ["The delta service listens on port 3333 whiskey."]
+
+
 def test_without_a_watch_every_round_walks(ws: Path, run) -> None:  # noqa: ANN001
     assert run("remember", "The bravo service listens on port 4321.").code == 0
     walker = fresh.Walker(watch=False)

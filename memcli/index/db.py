@@ -898,6 +898,8 @@ class IndexDB:
         if state is not None:  # hashed just now: the next reads hash them again until they settle
             state.racy = sorted({*state.racy, *(str(p) for p in paths if p.exists())})
             fresh.save_state(self.path, state)
+        if snapshot is not None:  # re-indexed: a watch's events on them are no change to walk for
+            fresh.note_written(paths)
 
     def _note_change(self, kind: str, files: int) -> None:
         """Remember, inside the open transaction, when the index last changed and how many

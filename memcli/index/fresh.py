@@ -220,6 +220,43 @@ def walk_after(root: Path, index: Path) -> None:
         spawn_walk(root, index)
 
 
+#: Files this process has just written and re-indexed (``IndexDB.refresh``): absolute path ->
+#: their ``(st_ctime_ns, st_size)`` then (None: deleted). A watch's event on such a file that
+#: still has that stat is memcli's own write, already in the index, not a change to walk for.
+_WRITTEN: dict[str, tuple[int, int] | None] = {}
+
+
+def note_written(paths: list[Path]) -> None:
+    """Record files this process has just written (or deleted) and re-indexed (see ``_WRITTEN``). Never raises."""
+    for path in paths:
+        try:
+            info = os.lstat(path)
+            _WRITTEN[str(path)] = (info.st_ctime_ns, info.st_size)
+        except OSError:
+            _WRITTEN[str(path)] = None
+
+
+def _foreign(events: set[str]) -> bool:
+    """Whether ``events`` (paths from :meth:`Watch.changed`) hold a change that is not this
+    process's own, re-indexed write: any path but a hidden one (never indexed: an atomic
+    write's temporary file) or a written file whose stat is still the one recorded."""
+    written = dict(_WRITTEN)
+    _WRITTEN.clear()
+    for path in events:
+        if os.path.basename(path).startswith("."):
+            continue
+        if path not in written:
+            return True
+        try:
+            info = os.lstat(path)
+            now: tuple[int, int] | None = (info.st_ctime_ns, info.st_size)
+        except OSError:
+            now = None
+        if now != written[path]:
+            return True
+    return False
+
+
 class Watch:
     """Linux inotify watches on every folder under ``top`` (``inotify(7)``, through libc with
     ``ctypes``): :meth:`changed` says whether anything happened in them since the last call.
@@ -256,19 +293,23 @@ class Watch:
             for base, dirs, _ in os.walk(top):  # does not follow symbolic links
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 folders.extend(os.path.join(base, d) for d in dirs)
+            self._folders: dict[int, str] = {}
             for folder in folders:
-                if libc.inotify_add_watch(self._fd, os.fsencode(folder), self.MASK) < 0:
+                wd = libc.inotify_add_watch(self._fd, os.fsencode(folder), self.MASK)
+                if wd < 0:
                     raise OSError(ctypes.get_errno(), f"cannot watch {folder}")
+                self._folders[wd] = folder
         except BaseException:
             os.close(self._fd)
             raise
 
-    def changed(self) -> bool | None:
-        """Whether anything happened under the watched folders since the last call (or since
-        the watches were made); None when the watch no longer covers the tree (see the class)."""
+    def changed(self) -> set[str] | None:
+        """The paths (absolute) that something happened to under the watched folders since the
+        last call (or since the watches were made): empty when nothing did; None when the
+        watch no longer covers the tree (see the class)."""
         import struct
 
-        seen = False
+        seen: set[str] = set()
         while True:
             try:
                 data = os.read(self._fd, 65536)
@@ -278,11 +319,15 @@ class Watch:
                 return None
             at = 0
             while at + 16 <= len(data):
-                _, mask, _, length = struct.unpack_from("iIII", data, at)
+                wd, mask, _, length = struct.unpack_from("iIII", data, at)
+                name = data[at + 16:at + 16 + length].rstrip(b"\0")
                 at += 16 + length
                 if mask & self._LOST or (mask & 0x40000000 and mask & (0x100 | 0x80)):  # IN_ISDIR created/moved in
                     return None
-                seen = True
+                folder = self._folders.get(wd)
+                if folder is None:
+                    return None
+                seen.add(os.path.join(folder, os.fsdecode(name)))
 
     def close(self) -> None:
         """Remove the watches. Never raises."""
@@ -345,10 +390,11 @@ class Walker:
             watch = self._watches.get(index_path)
             if watch is None or index_path in self._dirty:
                 return False
-            changed = watch.changed()
-            if changed is None:
+            events = watch.changed()
+            if events is None:
                 self._forget(index_path)
-            if changed is not False:
+                return False
+            if _foreign(events):
                 self._dirty.add(index_path)
                 return False
         try:
@@ -395,10 +441,11 @@ class Walker:
             watch = self._watches.get(index_path)
             dirty = index_path in self._dirty
             self._dirty.discard(index_path)
-            changed = watch.changed() if watch is not None else None
-            if changed is None:
+            events = watch.changed() if watch is not None else None
+            if events is None:
                 self._forget(index_path)
-        if not dirty and changed is False and index.walked_unchanged(began):
+            changed = events is None or _foreign(events)
+        if not dirty and not changed and index.walked_unchanged(began):
             self.skipped += 1
             return
         if self._watch and index_path not in self._watches:
