@@ -56,10 +56,7 @@ def _put_back(folder: Path, info: os.stat_result) -> None:
     os.utime(folder, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
-@pytest.mark.parametrize("fork", ["1", "0"], ids=["walk forked", "walk in a new interpreter"])
-def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_read(settled, run, fork,  # noqa: ANN001
-                                                                                  monkeypatch) -> None:
-    monkeypatch.setenv("MEMCLI_TEST_FORK_WALK", fork)  # index.fresh.FORK_ENV: both ways of starting the walk
+def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_read(settled, run) -> None:  # noqa: ANN001
     path = settled["alpha"]
     folder = path.parent.stat()
     path.write_text(path.read_text(encoding="utf-8").replace("port 1234", "port 9876 zulu"), encoding="utf-8")

@@ -190,10 +190,9 @@ def spawn_walk(root: Path, index: Path) -> bool:
         except OSError:
             return False
         try:
-            if not _forked_walk(root, index, fd, log):
-                subprocess.Popen([sys.executable, "-m", "memcli.index.fresh", str(root), str(index), str(fd)],
-                                 cwd=root, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
-                                 pass_fds=(fd,), start_new_session=True)
+            subprocess.Popen([sys.executable, "-m", "memcli.index.fresh", str(root), str(index), str(fd)], cwd=root,
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, pass_fds=(fd,),
+                             start_new_session=True)
         except OSError:
             return False
         finally:
@@ -201,54 +200,6 @@ def spawn_walk(root: Path, index: Path) -> bool:
         return True
     finally:
         os.close(fd)  # the child keeps the lock through its own copy of the descriptor
-
-
-#: Threads a process may have and still fork its walk (they take no lock the walk needs).
-_FORK_SAFE_THREADS = ("memcli-hook-deadline",)
-
-
-def _forked_walk(root: Path, index: Path, fd: int, log: int) -> bool:
-    """Start the walk as a fork of this process (twice, so it is nobody's zombie) instead of a
-    new interpreter: it needs no start-up and no imports (about 0.1 s of CPU, and more of wall
-    time under load, that the next read would wait for). Only in a process whose other
-    threads are known to hold nothing the walk needs (``_FORK_SAFE_THREADS``); False when it
-    does not fork (then a child interpreter is started).
-
-    Raises:
-        OSError: the fork failed.
-    """
-    import threading
-
-    if not hasattr(os, "fork") or os.environ.get(FORK_ENV) == "0":
-        return False
-    if any(t is not threading.current_thread() and t.name not in _FORK_SAFE_THREADS for t in threading.enumerate()):
-        return False
-    pid = os.fork()
-    if pid:
-        os.waitpid(pid, 0)  # the middle process exits at once: the walk is re-parented to init
-        return True
-    code = 1
-    try:
-        if os.fork():
-            code = 0
-        else:
-            os.setsid()
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.dup2(log, 1)
-            os.dup2(log, 2)
-            os.chdir(root)
-            code = _child(str(root), str(index), fd)
-    except BaseException:  # noqa: BLE001 - the walk is owed again: the next read walks itself
-        code = 1
-    finally:
-        import posix
-
-        posix._exit(code)  # the real one: a caller may have replaced os._exit (the tests' in-process runner)
-
-
-#: Test-only: ``0`` starts the walk as a new interpreter even where it could fork.
-FORK_ENV = "MEMCLI_TEST_FORK_WALK"
 
 
 def set_walker(walker: Callable[[Path, Path], None] | None) -> None:
