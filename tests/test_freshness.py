@@ -131,6 +131,9 @@ def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled, ws: Path, 
 def test_an_empty_or_garbled_folder_state_or_snapshot_means_a_full_walk(settled, ws: Path, run, damage) -> None:  # noqa: ANN001
     """The folder state and the snapshot are written without fsync (a cache): after a power
     loss either may be empty or garbled; a read then walks every file, missing nothing."""
+    from memcli.store.oslock import FileLock
+
+    FileLock(ws / ".cache" / "index.lock", timeout=120).acquire().release()  # the fixture's reads' walk is over
     path = settled["charlie"]
     folder = path.parent.stat()
     path.write_text(path.read_text(encoding="utf-8").replace("1234", "4242 xray"), encoding="utf-8")
