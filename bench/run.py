@@ -470,18 +470,24 @@ def mcp_recall(memcli: str, ws: Path, env: dict[str, str], calls: int) -> tuple[
     in another session a recall right after a ``remember`` beside one with no write before it
     (``mcp_bench.around_remember``, alternating): (plain, (after a remember, its plain)), as
     :class:`Stats` of per-call seconds; None when the MCP SDK is not importable here."""
-    try:
-        import anyio
-        import mcp_bench
-    except ImportError as err:
-        print(f"  MCP recall: skipped ({err})")
+    # In a child process: the MCP SDK would grow this one by about 50 MB, and every process it
+    # starts afterwards would report that as its peak (ru_maxrss counts the forked copy before exec).
+    code = ("import json, sys, anyio; sys.path.insert(0, sys.argv[1]); import mcp_bench; from pathlib import Path\n"
+            "m, ws, n = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]); env = json.loads(sys.stdin.read())\n"
+            "times, _ = anyio.run(mcp_bench.recalls, m, ws, env, n)\n"
+            "plain, after = anyio.run(mcp_bench.around_remember, m, ws, env, max(5, n // 4))\n"
+            "print(json.dumps([times, plain, after]))")
+    done = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent), memcli, str(ws),
+                           str(calls)], input=json.dumps(env), capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"  MCP recall: skipped ({done.stderr.strip()[-200:]})")
         return None
+    times, plain, after = json.loads(done.stdout.strip().splitlines()[-1])
 
-    def stats(times: list[float]) -> Stats:
-        return Stats(statistics.median(times), min(times), max(times), 0.0, [], runs=len(times), lines=0, warmup=0.0)
+    def stats(values: list[float]) -> Stats:
+        return Stats(statistics.median(values), min(values), max(values), 0.0, [], runs=len(values), lines=0,
+                     warmup=0.0)
 
-    times, _ = anyio.run(mcp_bench.recalls, memcli, ws, env, calls)
-    plain, after = anyio.run(mcp_bench.around_remember, memcli, ws, env, max(5, calls // 4))
     return stats(times), (stats(after), stats(plain))
 
 
