@@ -86,13 +86,13 @@ def measure(store: Path, size: int, kind: str, memclis: dict[str, str], rounds: 
         ref.write_text(f"run {i} {time.time()}\n", encoding="utf-8")
         argv = ["sh", "-c", f"git add -- {bench_run.REF_FILE} && git {' '.join(GIT_ID)} commit -q "
                 f"-m 'reference {i}' -- {bench_run.REF_FILE}"]
-        wall, _, failure, _ = bench_run.run_once(argv, store, env)
+        wall, _, failure, _, _ = bench_run.run_once(argv, store, env)
         if failure:
             sys.exit(f"git reference failed: {failure}")
         if i:
             times["git add + git commit"].append(wall)
         for label, memcli in memclis.items():
-            wall, peak, failure, _ = bench_run.run_once(
+            wall, peak, failure, _, _ = bench_run.run_once(
                 [memcli, "remember", bench_run.remember_text(size, i, rng) + f" ({label})"], store, env)
             if failure:
                 sys.exit(f"{label} remember failed: {failure}")

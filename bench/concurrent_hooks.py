@@ -56,33 +56,32 @@ def writer(memcli: str, ws: Path, env: dict[str, str], stop: threading.Event, do
     done.append((n, failed))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
+#: The hook deadline judged by (``[hooks] deadline``'s default, seconds).
+DEADLINE = 2.0
+
+
+def measure(memcli: str, ws: Path, hooks: int, rounds: int, deadline: float) -> dict:
+    """``rounds`` rounds of ``hooks`` hooks started at once on ``ws`` while a writer remembers.
+
+    Returns ``results`` (event, wall seconds, exit status, with memories) per hook, ``limit``
+    (``deadline`` plus the median start of an interpreter, seconds), ``writes`` and ``failed``
+    (the writer's remembers) and ``report`` (printable lines).
+    """
     import run as bench_run
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=20_000)
-    parser.add_argument("--hooks", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--deadline", type=float, default=2.0, help="the hook deadline to judge by (seconds)")
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"))
-    parser.add_argument("--memcli", help="memcli executable (default: install this checkout, as bench/run.py)")
-    args = parser.parse_args(argv)
-    memcli = str(Path(args.memcli).resolve()) if args.memcli else bench_run.install(args.workdir)
-    ws = bench_run.ensure_workspace(args.workdir, args.size, memcli)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
     env |= {"MEMCLI_WORKSPACE": str(ws), "MEMCLI_ACTOR": bench_run.ACTOR, "MEMCLI_SEMANTIC": "off"}
     subprocess.run([memcli, "index", "status"], cwd=ws, env=env, check=True, capture_output=True)  # in step
     start_cost = statistics.median(bench_run.run_once([sys.executable, "-c", "pass"], ws, env)[0] for _ in range(5))
     results: list[tuple[str, float, int, bool]] = []
     writes: list[tuple[int, int]] = []
-    for r in range(args.rounds):
+    for r in range(rounds):
         stop = threading.Event()
         write = threading.Thread(target=writer, args=(memcli, ws, env, stop, writes))
         write.start()
-        barrier = threading.Barrier(args.hooks)
+        barrier = threading.Barrier(hooks)
         threads = []
-        for i in range(args.hooks):
+        for i in range(hooks):
             session = f"conc-{r}-{i}-{time.time_ns()}"
             if i % 2:
                 event, payload = "user-prompt-submit", {"session_id": session, "hook_event_name": "UserPromptSubmit",
@@ -97,16 +96,36 @@ def main(argv: list[str] | None = None) -> int:
             t.join()
         stop.set()
         write.join()
-    limit = args.deadline + start_cost
-    print(f"{args.size:,} memories, {args.rounds} rounds of {args.hooks} hooks at once with a writer "
-          f"({os.cpu_count()} cores); deadline {args.deadline:g} s + interpreter start {start_cost:.3f} s")
+    limit = deadline + start_cost
+    report = [f"{ws.name}: {rounds} rounds of {hooks} hooks at once with a writer ({os.cpu_count()} cores, load "
+              f"{os.getloadavg()[0]:.1f}); deadline {deadline:g} s + interpreter start {start_cost:.3f} s"]
     for event in ("session-start", "user-prompt-submit"):
         mine = [x for x in results if x[0] == event]
         walls = sorted(w for _, w, _, _ in mine)
-        print(f"  {event}: {len(mine)} hooks, median {statistics.median(walls):.3f} s, max {walls[-1]:.3f} s; "
-              f"exit 0: {sum(1 for x in mine if x[2] == 0)}; within {limit:.2f} s: "
-              f"{sum(1 for w in walls if w <= limit)}; with memories: {sum(1 for x in mine if x[3])}")
-    print(f"  writer: {sum(n for n, _ in writes)} remembers, {sum(f for _, f in writes)} failed")
+        report.append(f"  {event}: {len(mine)} hooks, median {statistics.median(walls):.3f} s, max {walls[-1]:.3f} s; "
+                      f"exit 0: {sum(1 for x in mine if x[2] == 0)}; within {limit:.2f} s: "
+                      f"{sum(1 for w in walls if w <= limit)}; with memories: {sum(1 for x in mine if x[3])}")
+    report.append(f"  writer: {sum(n for n, _ in writes)} remembers, {sum(f for _, f in writes)} failed")
+    return {"results": results, "limit": limit, "writes": sum(n for n, _ in writes),
+            "failed": sum(f for _, f in writes), "report": report}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    import run as bench_run
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=20_000)
+    parser.add_argument("--hooks", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--deadline", type=float, default=DEADLINE, help="the hook deadline to judge by (seconds)")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/memcli-bench"))
+    parser.add_argument("--memcli", help="memcli executable (default: install this checkout, as bench/run.py)")
+    args = parser.parse_args(argv)
+    memcli = str(Path(args.memcli).resolve()) if args.memcli else bench_run.install(args.workdir)
+    ws = bench_run.ensure_workspace(args.workdir, args.size, memcli)
+    found = measure(memcli, ws, args.hooks, args.rounds, args.deadline)
+    print("\n".join(found["report"]))
     return 0
 
 

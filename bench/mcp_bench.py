@@ -95,6 +95,38 @@ async def recalls(memcli: str, ws: Path, env: dict[str, str], calls: int,
     return times, hits
 
 
+async def around_remember(memcli: str, ws: Path, env: dict[str, str], rounds: int) -> tuple[list[float], list[float]]:
+    """In one warm session, ``rounds`` times: a ``recall`` call with no write before it, then a
+    ``remember`` call (untimed), then the same ``recall`` (issue 21: a recall right after a
+    remember costs at most twice a plain one). Returns (plain recall seconds, after-remember
+    recall seconds), one each per round."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=memcli, args=["-w", str(ws), "mcp"], env=env, cwd=str(ws))
+    plain: list[float] = []
+    after: list[float] = []
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as client:
+            await client.initialize()
+            await client.call_tool("recall", {"query": "warm up"})
+            for i in range(rounds + 1):
+                query = QUERIES[i % len(QUERIES)]
+                for out in (plain, after):
+                    if out is after:
+                        made = await client.call_tool("remember", {
+                            "text": f"MCP bench note {i} on the release checklist, taken at {time.time_ns()}"})
+                        if made.is_error:
+                            raise SystemExit(f"remember failed: {made.content}")
+                    started = time.perf_counter()
+                    result = await client.call_tool("recall", {"query": query, "limit": 10})
+                    if i:  # the first round warms both paths
+                        out.append(time.perf_counter() - started)
+                    if result.is_error:
+                        raise SystemExit(f"recall {query!r} failed: {result.content}")
+    return plain, after
+
+
 def ms(values: list[float]) -> str:
     ordered = sorted(values)
     p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]

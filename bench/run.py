@@ -122,6 +122,33 @@ def series(cmd, cwd: Path, env: dict[str, str], repeat: int, before=None, stdin=
                  runs=repeat + 1, lines=lines, warmup=warmup, cpu=statistics.median(cpus))
 
 
+def paired(cmd, ref_cmd, cwd: Path, env: dict[str, str], repeat: int, before=None, stdin=None,
+           ref_before=None) -> tuple[Stats, Stats]:
+    """A command and its reference in alternating runs (one warm-up each, then ``repeat`` of
+    each, the order swapped every round), so the load of a shared machine falls on both alike.
+
+    ``cmd``, ``before`` and ``stdin`` are as for :func:`series`; ``ref_cmd`` and ``ref_before``
+    the reference's. Returns (the command's :class:`Stats`, the reference's).
+    """
+    runs: dict[bool, list[tuple[float, int, str, int, float]]] = {True: [], False: []}
+    for i in range(repeat + 1):
+        for mine in ((True, False) if i % 2 else (False, True)):
+            hook, argv = (before, cmd) if mine else (ref_before, ref_cmd)
+            if hook is not None:
+                hook(i)
+            data = (stdin(i) if callable(stdin) else stdin) if mine else None
+            runs[mine].append(run_once(argv(i) if callable(argv) else argv, cwd, env, data))
+    return _stats(runs[True]), _stats(runs[False])
+
+
+def _stats(runs: list[tuple[float, int, str, int, float]]) -> Stats:
+    """:func:`run_once` results as :class:`Stats`; the first run is the warm-up."""
+    walls = [r[0] for r in runs[1:]]
+    return Stats(statistics.median(walls), min(walls), max(walls), max(r[1] for r in runs[1:]) / 1024,
+                 [r[2] for r in runs if r[2]], runs=len(runs), lines=runs[-1][3], warmup=runs[0][0],
+                 cpu=statistics.median(r[4] for r in runs[1:]))
+
+
 def ensure_workspace(workdir: Path, size: int, memcli: str) -> Path:
     """The workspace for ``size`` memories, generated unless a complete one is there."""
     ws = workdir / f"ws-{size}"
@@ -180,6 +207,8 @@ def judge(size: int, kind: str, stats: Stats | None, ref: Stats | None) -> tuple
     if kind == "mcp" and size in (10_000, 100_000):
         limit = 1 if size == 10_000 else 2
         return f"≤ {limit}× python -c pass", "yes" if ratio <= limit else "NO"
+    if kind == "mcp-after":
+        return "≤ 2× a plain MCP recall", "yes" if ratio <= 2 else "NO"
     return "—", "—"
 
 
@@ -204,33 +233,97 @@ def judge_flat(rows: list[Row]) -> None:
             row.target, row.met = "peak < 50 MB", "yes" if row.memcli.peak_mb < 50 else "NO"
 
 
+def concurrent_row(workdir: Path, memcli: str, size: int, hooks: int, rounds: int) -> Row:
+    """``hooks`` Claude Code hooks at once (half session starts, half prompts) on a store of
+    ``size`` memories while a writer remembers (``bench/concurrent_hooks.measure``), ``rounds``
+    times: the row's times are the hooks' walls; met when every hook exited 0 within the hook
+    deadline plus an interpreter's start, each with memories in its answer."""
+    import concurrent_hooks
+
+    ws = ensure_workspace(workdir, size, memcli)
+    print(f"size {size:,}: {hooks} concurrent hooks with a writer, {rounds} rounds", flush=True)
+    found = concurrent_hooks.measure(memcli, ws, hooks, rounds, concurrent_hooks.DEADLINE)
+    walls = [w for _, w, _, _ in found["results"]]
+    late = sum(1 for w in walls if w > found["limit"])
+    bad = sum(1 for _, _, code, _ in found["results"] if code != 0)
+    empty = sum(1 for *_, memories in found["results"] if not memories)
+    stats = Stats(statistics.median(walls), min(walls), max(walls), 0.0,
+                  [f"{bad} hooks exited non-zero"] if bad else [], runs=len(walls), lines=0, warmup=0.0)
+    met = "yes" if not (late or bad or empty) else f"NO ({late} late, {empty} without memories)"
+    for line in found["report"]:
+        print(line, flush=True)
+    return Row(size, f"{hooks} concurrent hooks with a writer ({found['writes']} remembers; max {max(walls):.2f} s)",
+               stats, target=f"each ≤ {found['limit']:.2f} s, with memories", met=met, kind="concurrent")
+
+
+#: Kinds of row that carry a figure of issue 21's goals (shown at every size, judged where the goal sets a size).
+GOAL_KINDS = ("hot", "mcp", "mcp-after", "remember", "rebuild", "rss", "fresh", "concurrent")
+
+
+def goals(rows: list[Row]) -> str:
+    """The rows that carry one of issue 21's goals, as a table: figure, measured, reference, ratio, goal, met?"""
+    head = ["size", "figure", "measured", "reference", "ratio", "goal", "met?"]
+    body = []
+    for r in rows:
+        if r.memcli is None or (r.target == "—" and r.kind not in GOAL_KINDS):
+            continue
+        if r.kind == "rss":
+            measured, ref, ratio = f"{r.memcli.peak_mb:.1f} MB", "—", "—"
+        else:
+            measured = fmt_stats(r.memcli).split(" / ")[0] + " s"
+            ref = f"{r.ref_name} {r.ref.median:.3f} s" if r.ref and not r.ref.failures else "—"
+            ratio = f"{r.memcli.median / r.ref.median:.2f}×" if r.ref and not r.ref.failures \
+                and not r.memcli.failures else "—"
+        body.append([f"{r.size:,}", r.operation, measured, ref, ratio, r.target, r.met])
+    if not body:
+        return ""
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    return "goals of issue 21:\n" + "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+                                              for row in [head, *body])
+
+
 def exponents(rows: list[Row]) -> str:
     """Scaling exponents: for each operation measured at several sizes, ``log(t2/t1) / log(n2/n1)``
-    between consecutive sizes (0: flat, 1: linear in the number of memories)."""
+    between consecutive sizes (0: flat, 1: linear in the number of memories), of the wall time
+    and, where the row has a reference measured beside it, of the ratio to that reference (which
+    the load of a shared machine, different at each size, does not move as much)."""
     import math
 
     by_op: dict[str, list[Row]] = {}
     for row in rows:
         if row.memcli is not None and not row.memcli.failures and row.memcli.median > 0:
             by_op.setdefault(row.operation, []).append(row)
+
+    def ratio(r: Row) -> float | None:
+        return r.memcli.median / r.ref.median if r.memcli and r.ref and not r.ref.failures and r.ref.median else None
+
     lines = []
     for op, found in by_op.items():
         found.sort(key=lambda r: r.size)
-        steps = [f"{a.size:,}→{b.size:,}: "
-                 f"{math.log(b.memcli.median / a.memcli.median) / math.log(b.size / a.size):+.2f}"
-                 for a, b in zip(found, found[1:]) if a.memcli and b.memcli and b.size > a.size]
+        steps = []
+        for a, b in zip(found, found[1:]):
+            if not (a.memcli and b.memcli and b.size > a.size):
+                continue
+            span = math.log(b.size / a.size)
+            step = f"{a.size:,}→{b.size:,}: {math.log(b.memcli.median / a.memcli.median) / span:+.2f}"
+            ra, rb = ratio(a), ratio(b)
+            if ra and rb:
+                step += f" (÷ ref {math.log(rb / ra) / span:+.2f})"
+            steps.append(step)
         if steps:
             lines.append(f"  {op}: " + ", ".join(steps))
     return "scaling exponents (time ∝ size^k):\n" + "\n".join(lines) if lines else ""
 
 
 def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -> list[Row]:
-    """Measure every operation on one workspace, each beside its reference of SPEC.md
-    section 8 measured in the same run; return the table rows."""
+    """Measure every operation on one workspace, each beside its reference of issue 21's goals
+    in alternating runs of the same run; return the table rows."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
     env |= {"MEMCLI_WORKSPACE": str(ws), "MEMCLI_ACTOR": ACTOR, "MEMCLI_SEMANTIC": "off"}
     rows: list[Row] = []
     python = str(Path(memcli).parent / "python") if (Path(memcli).parent / "python").exists() else sys.executable
+    if has_index:  # untimed: the index complete first (a new workspace's reads answer from a partial one meanwhile)
+        subprocess.run([memcli, "index", "status"], cwd=ws, env=env, capture_output=True)
 
     def add(label: str, kind: str, stats: Stats | None, rg: Stats | None = None, ref: Stats | None = None,
             ref_name: str = "") -> None:
@@ -242,39 +335,41 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -
         print(f"  {label}: {fmt_stats(stats)}{printed}" + (f" | rg {rg_cell(rg)} s ({rg.lines} files)" if rg else "")
               + (f" | {ref_name} {rg_cell(ref)} s" if ref else ""), flush=True)
 
-    sqlite_ref = series([python, "-c", "import sqlite3"], ws, env, repeat)
-    add(SQLITE_REF, "ref", sqlite_ref)
+    sqlite = [python, "-c", "import sqlite3"]
     pass_ref = series([python, "-c", "pass"], ws, env, repeat)
     add(PASS_REF, "ref", pass_ref)
     for word in (corpus.RARE_WORD, corpus.COMMON_WORD):
-        mem = series([memcli, "recall", word], ws, env, repeat)
-        add(f"recall {word}", "hot", mem, series(rg_cmd(word), ws, env, repeat), sqlite_ref, SQLITE_REF)
+        mem, ref = paired([memcli, "recall", word], sqlite, ws, env, repeat)
+        add(f"recall {word}", "hot", mem, series(rg_cmd(word), ws, env, repeat), ref, SQLITE_REF)
     database = ws / ".cache" / "index.sqlite3"  # built by the recalls above
     if database.exists():
         add(f"{FTS_REF}: {corpus.RARE_WORD}", "ref",
             series([python, "-c", FTS_QUERY, str(database), corpus.RARE_WORD], ws, env, repeat))
-    mem = series([memcli, "context"], ws, env, repeat)
-    add("context", "hot", mem, series(rg_cmd(corpus.COMMON_WORD), ws, env, repeat), sqlite_ref, SQLITE_REF)
+    mem, ref = paired([memcli, "context"], sqlite, ws, env, repeat)
+    add("context", "hot", mem, series(rg_cmd(corpus.COMMON_WORD), ws, env, repeat), ref, SQLITE_REF)
     hook = [memcli, "hook", "claude"]
-    start = lambda i: json.dumps({"session_id": f"bench-{size}-{i}", "hook_event_name": "SessionStart",  # noqa: E731
-                                  "source": "startup", "cwd": str(ws)}).encode()
-    add("session-start hook", "hot", series([*hook, "session-start"], ws, env, repeat, stdin=start),
-        ref=sqlite_ref, ref_name=SQLITE_REF)
-    prompt = lambda i: json.dumps({"session_id": f"bench-{size}-p{i}", "hook_event_name": "UserPromptSubmit",  # noqa: E731
-                                   "cwd": str(ws), "prompt": PROMPT}).encode()
-    add("prompt hook", "hot", series([*hook, "user-prompt-submit"], ws, env, repeat, stdin=prompt),
-        ref=sqlite_ref, ref_name=SQLITE_REF)
+    start = lambda i: json.dumps({"session_id": f"bench-{size}-{i}-{time.time_ns()}",  # noqa: E731
+                                  "hook_event_name": "SessionStart", "source": "startup", "cwd": str(ws)}).encode()
+    mem, ref = paired([*hook, "session-start"], sqlite, ws, env, repeat, stdin=start)
+    add("session-start hook", "hot", mem, ref=ref, ref_name=SQLITE_REF)
+    prompt = lambda i: json.dumps({"session_id": f"bench-{size}-p{i}-{time.time_ns()}",  # noqa: E731
+                                   "hook_event_name": "UserPromptSubmit", "cwd": str(ws), "prompt": PROMPT}).encode()
+    mem, ref = paired([*hook, "user-prompt-submit"], sqlite, ws, env, repeat, stdin=prompt)
+    add("prompt hook", "hot", mem, ref=ref, ref_name=SQLITE_REF)
     mcp = mcp_recall(memcli, ws, env, max(20, repeat * 4))
     if mcp is not None:
-        add("MCP recall call (warm session)", "mcp", mcp, ref=pass_ref, ref_name=PASS_REF)
+        plain, after = mcp
+        add("MCP recall call (warm session)", "mcp", plain, ref=pass_ref, ref_name=PASS_REF)
+        add("MCP recall right after an MCP remember", "mcp-after", after[0], ref=after[1],
+            ref_name="MCP recall, no write before (same session, alternating)")
 
     rng = random.Random(size)
-    git_ref = series(lambda i: ["sh", "-c", f"git add -- {REF_FILE} && git -c user.name=bench -c "
-                                f"user.email=bench@example.invalid commit -q -m 'reference {i}' -- {REF_FILE}"],
-                     ws, env, repeat, before=lambda i: (ws / REF_FILE).write_text(f"run {i} {time.time()}\n",
-                                                                                  encoding="utf-8"))
+    git_commit = lambda i: ["sh", "-c", f"git add -- {REF_FILE} && git -c user.name=bench -c "  # noqa: E731
+                            f"user.email=bench@example.invalid commit -q -m 'reference {i}' -- {REF_FILE}"]
+    mem, git_ref = paired(lambda i: [memcli, "remember", remember_text(size, i, rng)], git_commit, ws, env, repeat,
+                          ref_before=lambda i: (ws / REF_FILE).write_text(f"run {i} {time.time()}\n",
+                                                                          encoding="utf-8"))
     add(GIT_REF, "ref", git_ref)
-    mem = series(lambda i: [memcli, "remember", remember_text(size, i, rng)], ws, env, repeat)
     add("remember (with commit)", "remember", mem, ref=git_ref, ref_name=GIT_REF)
 
     touch, restore = file_toucher(ws)
@@ -298,6 +393,7 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -
     add("`memcli --version`", "—", series([memcli, "--version"], ws, env, repeat))
     add(f"recall {corpus.COMMON_WORD}: peak memory", "rss", rows[[r.operation for r in rows].index(
         f"recall {corpus.COMMON_WORD}")].memcli)
+    rows += fresh_rows(ws, size, memcli, env)
 
     rebuild_repeat = 1 if size >= 100_000 else repeat  # each takes minutes at 100k
     rebuild = series([memcli, "index", "rebuild"], ws, env, rebuild_repeat) if has_index else None
@@ -307,23 +403,92 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -
     return rows
 
 
+#: The hand changes of issue 21's freshness goal: (label, what is done to the store).
+FRESH_CASES = ("an edit in place (folder mtime put back)", "a hand-added file", "a hand-deleted file")
+
+
+def fresh_rows(ws: Path, size: int, memcli: str, env: dict[str, str], reads: int = 4) -> list[Row]:
+    """Each hand change of the freshness goal made once to a store in step, then ``memcli --json
+    recall WORD`` run one after another until its answer shows the change (at most ``reads``):
+    how many reads it took and the seconds from the change to the answer that showed it.
+    Goal (docs/search.md, "Freshness"): at most one stale answer, within 2 s."""
+    rows: list[Row] = []
+    found = subprocess.run(rg_cmd(corpus.RARE_WORD), cwd=ws, capture_output=True, text=True).stdout.split()
+    source = ws / sorted(found)[0]
+    original = source.read_bytes()
+    mark = f"quetzal{time.time_ns() % 10 ** 9}"
+    stem = source.name.split("-")[0]
+    added = source.with_name(f"{stem[:2]}{mark[-10:].rjust(10, '0')}{'z' * (len(stem) - 12)}-added.md")
+
+    def edit() -> None:
+        folder = source.parent.stat()
+        source.write_bytes(original.replace(corpus.RARE_WORD.encode(), f"{corpus.RARE_WORD} {mark}e".encode(), 1))
+        os.utime(source.parent, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+
+    def add() -> None:
+        text = original.decode().replace(stem, added.name.split("-")[0]).replace(corpus.RARE_WORD, f"{mark}a", 1)
+        added.write_text(text, encoding="utf-8")
+
+    def seen(word: str, present: bool) -> tuple[int, float]:
+        began = time.perf_counter()
+        for n in range(1, reads + 1):
+            proc = subprocess.run([memcli, "--json", "recall", word], cwd=ws, env=env, capture_output=True, text=True)
+            try:
+                hits = json.loads(proc.stdout)["data"]["hits"]
+            except (ValueError, KeyError, TypeError):
+                hits = []
+            if bool(hits) == present:
+                return n, time.perf_counter() - began
+        return reads + 1, time.perf_counter() - began
+
+    try:
+        time.sleep(2.1)  # past the racy window of the last write: the change is found by design, not by a re-hash
+        for label, change, word, present in ((FRESH_CASES[0], edit, f"{mark}e", True),
+                                             (FRESH_CASES[1], add, f"{mark}a", True),
+                                             (FRESH_CASES[2], lambda: added.unlink(), f"{mark}a", False)):
+            change()
+            n, wall = seen(word, present)
+            met = "yes" if n <= 2 and wall <= 2.0 else ("yes (reads)" if n <= 2 else "NO")
+            stats = Stats(wall, wall, wall, 0.0, [], runs=n, lines=n, warmup=0.0)
+            rows.append(Row(size, f"{label}: seen by read #{n}" if n <= reads else f"{label}: NOT seen in {reads}",
+                            stats, target="≤ 1 stale answer, ≤ 2 s", met=met, kind="fresh"))
+            print(f"  {label}: seen by read #{n}, {wall:.3f} s after the change", flush=True)
+    finally:
+        source.write_bytes(original)
+        added.unlink(missing_ok=True)
+    return rows
+
+
 #: The prompt of the prompt-hook rows: everyday words, some in the generated memories.
 PROMPT = "how do we deploy the billing service and run its tests?"
 #: The file the git reference commits (in the workspace's repository, beside the memories).
 REF_FILE = "bench-reference.txt"
 
 
-def mcp_recall(memcli: str, ws: Path, env: dict[str, str], calls: int) -> Stats | None:
-    """The ``recall`` tool's round trip in one warm MCP session (``bench/mcp_bench.recalls``),
-    as a :class:`Stats` of per-call seconds; None when the MCP SDK is not importable here."""
-    try:
-        import anyio
-        import mcp_bench
-    except ImportError as err:
-        print(f"  MCP recall: skipped ({err})")
+def mcp_recall(memcli: str, ws: Path, env: dict[str, str], calls: int) -> tuple[Stats, tuple[Stats, Stats]] | None:
+    """The ``recall`` tool's round trip in one warm MCP session (``bench/mcp_bench.recalls``), and
+    in another session a recall right after a ``remember`` beside one with no write before it
+    (``mcp_bench.around_remember``, alternating): (plain, (after a remember, its plain)), as
+    :class:`Stats` of per-call seconds; None when the MCP SDK is not importable here."""
+    # In a child process: the MCP SDK would grow this one by about 50 MB, and every process it
+    # starts afterwards would report that as its peak (ru_maxrss counts the forked copy before exec).
+    code = ("import json, sys, anyio; sys.path.insert(0, sys.argv[1]); import mcp_bench; from pathlib import Path\n"
+            "m, ws, n = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]); env = json.loads(sys.stdin.read())\n"
+            "times, _ = anyio.run(mcp_bench.recalls, m, ws, env, n)\n"
+            "plain, after = anyio.run(mcp_bench.around_remember, m, ws, env, max(5, n // 4))\n"
+            "print(json.dumps([times, plain, after]))")
+    done = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent), memcli, str(ws),
+                           str(calls)], input=json.dumps(env), capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"  MCP recall: skipped ({done.stderr.strip()[-200:]})")
         return None
-    times, _ = anyio.run(mcp_bench.recalls, memcli, ws, env, calls)
-    return Stats(statistics.median(times), min(times), max(times), 0.0, [], runs=len(times), lines=0, warmup=0.0)
+    times, plain, after = json.loads(done.stdout.strip().splitlines()[-1])
+
+    def stats(values: list[float]) -> Stats:
+        return Stats(statistics.median(values), min(values), max(values), 0.0, [], runs=len(values), lines=0,
+                     warmup=0.0)
+
+    return stats(times), (stats(after), stats(plain))
 
 
 def stale_rows(workdir: Path, memcli: str, repeat: int, memories: int = 10_000, commits: int = 10_000) -> list[Row]:
@@ -571,6 +736,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
     parser.add_argument("--memcli", help="memcli executable to measure (default: install this checkout)")
     parser.add_argument("--stale", action="store_true", help="add the rows of `memcli stale` and its marks")
+    parser.add_argument("--concurrent", type=int, default=20_000,
+                        help="store size for the concurrent-hooks row (0: none; run when a size of 10,000+ is asked)")
     args = parser.parse_args(argv)
     if shutil.which("rg") is None:
         bundled = sorted((Path(__file__).resolve().parent.parent / ".cache" / "agent-clis").glob(
@@ -591,11 +758,16 @@ def main(argv: list[str] | None = None) -> int:
         ws = ensure_workspace(args.workdir, size, memcli)
         print(f"size {size:,}: {args.repeat} runs + 1 warm-up per command", flush=True)
         rows += bench_size(ws, size, memcli, args.repeat, has_index)
+    sizes = [r.size for r in rows]
+    if args.concurrent and any(n >= 10_000 for n in sizes):
+        rows.append(concurrent_row(args.workdir, memcli, args.concurrent, hooks=16, rounds=3))
     if args.stale:
         rows += stale_rows(args.workdir, memcli, args.repeat)
     judge_flat(rows)
     print("\n" + table(rows, markdown=False))
     print("\n" + exponents(rows))
+    print("\n" + goals(rows))
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for row in rows:
         if row.size >= 100_000 and row.operation.startswith("recall") and row.memcli and not row.memcli.failures:
             peak = row.memcli.peak_mb

@@ -131,3 +131,20 @@ def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled: dict[str, 
     read = run("--json", "recall", "5555", env={"MEMCLI_TEST_KILL_AT": "fresh:walking"})  # its walk dies
     assert read.code == 0, read
     assert texts(run, "5555") == ["The bravo service listens on port 5555."]
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00" * 64, b"not marshal"])
+def test_an_empty_or_garbled_folder_state_or_snapshot_means_a_full_walk(settled, ws: Path, run, damage) -> None:
+    """The folder state and the snapshot are written without fsync (a cache): after a power
+    loss either may be empty or garbled; a read then walks every file, missing nothing."""
+    from memcli.store.oslock import FileLock
+
+    FileLock(ws / ".cache" / "index.lock", timeout=120).acquire().release()  # the fixture's reads' walk is over
+    path = settled["charlie"]
+    folder = path.parent.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("1234", "4242 xray"), encoding="utf-8")
+    _put_back(path.parent, folder)
+    for name in ("index.sqlite3.folders", "index.sqlite3.snapshot"):
+        (ws / ".cache" / name).write_bytes(damage)
+    assert texts(run, "xray") == ["The charlie service listens on port 4242 xray."]
+    assert texts(run, "bravo")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import MEMCLI
 
@@ -33,3 +37,24 @@ def test_an_ambiguous_prefix_names_the_candidates(ws: Path) -> None:
     if common >= 4:
         assert shown.returncode == 7, shown
         assert ids[0] in shown.stderr and ids[1] in shown.stderr
+
+
+@given(st.integers(min_value=0, max_value=(1 << 128) - 1))
+def test_an_id_is_the_text_python_ulid_gives_the_same_128_bits(value: int) -> None:
+    from ulid import ULID
+
+    from memcli.model import crockford
+
+    assert crockford(value) == str(ULID.from_bytes(value.to_bytes(16, "big"))).lower()
+
+
+def test_a_new_id_is_a_ulid_of_its_millisecond_and_making_one_imports_no_ulid_library() -> None:
+    code = ("import sys; from datetime import datetime, timezone; from memcli.model import new_id; "
+            "i = new_id(datetime(2026, 12, 6, 9, 30, 0, 123000, tzinfo=timezone.utc)); "
+            "print(i, 'ulid' in sys.modules)")
+    made, imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                    check=True).stdout.split()
+    from ulid import ULID
+
+    assert imported == "False"
+    assert ULID.from_str(made.upper()).milliseconds == 1796549400123

@@ -107,7 +107,8 @@ HOT_BASE = frozenset((
     "memcli.timeutil"))
 #: What redacting a hit costs: the scan view and the prefilter (no rule compiled).
 REDACTION = frozenset(("memcli.text", "memcli.text.confusables", "memcli.text.hidden", "memcli.text.secrets",
-                       "memcli.text.secrets.kinds", "memcli.text.secrets.prefilter"))
+                       "memcli.text.secrets.kinds", "memcli.text.secrets.prefilter",
+                       "memcli.text.recache"))  # the prefilter's and the injection phrases' compiled patterns
 #: A ranked search.
 SEARCH = frozenset(("memcli.index.query", "memcli.index.search", "memcli.filters"))
 #: The semantic retriever's client side (issue 18); tests run with ``MEMCLI_SEMANTIC=off``,

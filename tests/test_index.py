@@ -462,3 +462,26 @@ def test_a_same_size_edit_within_the_same_mtime_tick_is_seen(ws, run):
     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # same size, same mtime
     assert [h["id"] for h in run("--json", "recall", "omega9").json()["data"]["hits"]] == [memory_id]
     assert run("--json", "recall", "alpha1").json()["data"]["hits"] == []
+
+
+def test_a_kept_snapshot_is_read_again_once_another_process_replaced_it(ws: Path, run) -> None:
+    """``IndexDB._snapshot`` keeps the loaded snapshot while its file is the same one (a write's
+    sync and refresh load it once); a snapshot another process saved since is read, never the kept one."""
+    from memcli.index.db import IndexDB
+    from memcli.store.files import MemoryFiles
+
+    assert run("remember", "The first fact about the queue").code == 0
+    path = ws / ".cache" / "index.sqlite3"
+    mine, other = IndexDB(MemoryFiles(ws), path), IndexDB(MemoryFiles(ws), path)
+    try:
+        mine.sync()
+        first = mine._snapshot()
+        assert first is not None and mine._snapshot() is first  # kept: not loaded again
+        assert run("remember", "A second fact about the queue").code == 0  # another process's write
+        other.sync()
+        again = mine._snapshot()
+        assert again == other._snapshot() and again != first
+        assert len(again) == len(first) + 1
+    finally:
+        mine.close()
+        other.close()

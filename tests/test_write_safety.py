@@ -267,3 +267,32 @@ def test_import_of_json_lines_refuses_a_secret_in_the_provenance(ws, run, tmp_pa
     assert item["outcome"] == "refused" and item["message"].startswith(f"refused: {field} holds a GitHub token"), item
     assert git(ws, "rev-parse", "HEAD").strip() == head and TOKEN not in git(ws, "log", "-p", "--all")
     assert memory["id"]
+
+
+@pytest.mark.parametrize("kind", ["in-tree", "branch", "personal"])
+def test_git_status_is_clean_after_every_write_in_each_kind_of_store(kind: str, ws: Path, project: Path, run) -> None:
+    """Issue 21, must-show 3: after each write (remember, a subject's supersede, supersede,
+    forget) the store's working tree and index equal ``HEAD`` (``git status`` prints nothing),
+    on the memory branch, in-tree and in a personal store."""
+    from conftest import personal_store
+
+    if kind == "branch":
+        assert run("init", cwd=project).code == 0
+        store, where, scope = project / ".memcli", ["-w", str(project / ".memcli")], []
+    elif kind == "personal":
+        store, where, scope = None, [], ["--scope", "user:alice"]
+    else:
+        store, where, scope = ws, [], []
+
+    def written(*args: str) -> dict:
+        result = run(*where, "--json", *args)
+        assert result.code == 0, (args, result)
+        root = store or personal_store(ws)
+        assert git(root, "status", "--porcelain", "--untracked-files=all") == "", (args, kind)
+        return result.json()["data"]
+
+    first = written("remember", "The build cache lives in /var/cache/build", *scope)
+    written("remember", "Releases are cut on Tuesdays", "--subject", "release", *scope)
+    written("remember", "Releases are cut on Thursdays", "--subject", "release", *scope)
+    replaced = written("supersede", first["id"], "The build cache lives in /srv/cache/build")
+    written("forget", replaced["id"])

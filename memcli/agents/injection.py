@@ -17,6 +17,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+from memcli.text.recache import compiled
+
 #: The phrase file: ``[language]`` headers, one regular expression per line, ``#`` comments.
 DATA = Path(__file__).with_name("words") / "instructions.txt"
 
@@ -43,7 +45,7 @@ PHRASES: dict[str, tuple[str, ...]] = _load()
 
 @cache
 def _pattern() -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for phrases in PHRASES.values() for p in phrases), re.IGNORECASE)
+    return compiled("|".join(f"(?:{p})" for phrases in PHRASES.values() for p in phrases), re.IGNORECASE)
 
 
 def instruction_like(text: str) -> bool:

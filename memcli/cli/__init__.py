@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> None:
         _record(head, started, status)
         if "memcli.index.fresh" in sys.modules:  # a read answered: record it, start the walk it owes
             sys.modules["memcli.index.fresh"].run_after_answer()
+        if "memcli.text.recache" in sys.modules:  # patterns compiled here, for the next processes
+            sys.modules["memcli.text.recache"].save()
     if output.STATE.fast_exit:  # a read hook has answered and the event is logged
         try:
             sys.stderr.flush()

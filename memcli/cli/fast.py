@@ -1,7 +1,8 @@
 """A fast path for the hot commands: parse their arguments without importing typer.
 
 An agent's session start and every prompt run ``memcli hook …``, ``memcli context`` or
-``memcli recall`` (``memcli --version`` and ``memcli index status`` take it too);
+``memcli recall`` (``memcli --version``, ``memcli index status`` and ``memcli remember``
+take it too);
 importing typer (and click inside it) costs about 40 ms, a third of such a run on a
 10,000-memory workspace. For these two commands, ``main`` first tries this small
 parser. It accepts exactly the options the typer commands define (a test compares the
@@ -31,8 +32,21 @@ COMMANDS: dict[str, dict[str, tuple[str, str]]] = {
         "--format": ("fmt", "str"), "--json": ("json", "flag"),
     },
     "hook": {},  # `hook AGENT EVENT`; `hook install|uninstall AGENT` goes to typer
+    "remember": {
+        "--scope": ("scope", "str"), "-s": ("scope", "str"), "--category": ("category", "str"),
+        "-c": ("category", "str"), "--subject": ("subject", "str"), "--importance": ("importance", "int"),
+        "-i": ("importance", "int"), "--tag": ("tag", "list"), "-t": ("tag", "list"), "--path": ("path", "list"),
+        "--ttl": ("ttl", "str"), "--expire-at": ("expire_at", "str"), "--source-type": ("source_type", "str"),
+        "--run-id": ("run_id", "str"), "--idempotency-key": ("idempotency_key", "str"),
+        "--pinned": ("pinned", "flag"), "--no-pinned": ("pinned", "off"), "--on-conflict": ("on_conflict", "str"),
+        "--deny": ("deny", "list"), "--ask": ("ask", "list"), "--warn": ("warn_guard", "list"),
+        "--allow-secret": ("allow_secret", "list"), "--all-projects": ("all_projects", "flag"),
+        "--json": ("json", "flag"),
+    },
 }
-POSITIONALS = {"recall": 1, "context": 0, "hook": 2}
+POSITIONALS = {"recall": 1, "context": 0, "hook": 2, "remember": 1}
+#: Option kinds that take no value: ``flag`` sets True, ``off`` sets False (``--no-pinned``).
+NO_VALUE = ("flag", "off")
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, Any], dict[str, Any], list[str]] | None:
@@ -52,11 +66,13 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any], dict[str, Any], list[st
     i += 1
     while i < len(argv):
         if argv[i].startswith("-") and argv[i] != "-":
-            spec = {k: v[1] != "flag" for k, v in table.items()}
+            spec = {k: v[1] not in NO_VALUE for k, v in table.items()}
             name, value, i = _take(argv, i, spec)
             if name is None:
                 return None
             keyword, kind = table[name]
+            if kind == "off":
+                value = False
             if kind == "int":
                 try:
                     value = int(value)
@@ -148,6 +164,10 @@ def run(argv: list[str]) -> bool:
     options.pop("json", None)  # already read by main from argv
     if command == "recall":
         hot.recall(positionals[0], **options)
+    elif command == "remember":
+        from memcli.cli import writing
+
+        writing.remember(positionals[0], **options)
     elif command == "hook":
         hot.hook(*positionals)
     else:

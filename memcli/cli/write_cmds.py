@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from memcli.cli.app import JsonOpt, app, ctx, flush_warnings, memory_ref
-from memcli.cli.output import emit, warn
+from memcli.cli import writing
+from memcli.cli.app import JsonOpt, app, ctx, memory_ref
+from memcli.cli.output import emit
 
 if TYPE_CHECKING:
-    from memcli.service import Ctx
-    from memcli.service.semantic import EarlyClose
-    from memcli.service.write import WriteOptions, WriteResult
+    pass
 
 Scope = Annotated[Optional[str], typer.Option("--scope", "-s", help="global, project, user:NAME, agent:NAME, …")]
 Category = Annotated[Optional[str], typer.Option("--category", "-c", help="preference, fact, decision, procedure, … "
@@ -48,64 +47,8 @@ OnConflict = Annotated[Optional[str], typer.Option(
     "--on-conflict", help="When the subject is held: supersede (default) or fail.")]
 
 
-def _read_text(text: str) -> str:
-    if text == "-":
-        if sys.stdin.isatty():
-            warn("reading the memory text from stdin; end with Ctrl-D")
-        return sys.stdin.read()
-    return text
-
-
-def _options(scope: str | None, category: str | None, subject: str | None, importance: int | None,
-             tags: list[str] | None, paths: list[str] | None, ttl: str | None, expire_at: str | None,
-             source_type: str | None, run_id: str | None, idempotency_key: str | None, pinned: bool | None,
-             on_conflict: str | None, deny: list[str] | None = None, ask: list[str] | None = None,
-             warn_guard: list[str] | None = None) -> WriteOptions:
-    from memcli.errors import UsageProblem
-    from memcli.service.write import WriteOptions
-
-    if on_conflict not in (None, "supersede", "fail"):
-        from memcli.text.secrets import shown
-
-        raise UsageProblem(f"invalid --on-conflict {shown(on_conflict)}", hint="use supersede or fail")
-    import os
-
-    if source_type is None:  # an agent's shell tool runs memcli: its write is the agent's (issue 22)
-        from memcli.agents.callers import default_source_type
-
-        source_type, note = default_source_type(os.environ)
-        if note:
-            warn(note)
-    elif source_type in ("user_said", "admin_edit"):  # an agent cannot say that a person said or edited it
-        from memcli.agents.callers import person_only
-
-        person_only(os.environ, f"write --source-type {source_type}")
-    return WriteOptions(scope=scope, category=category, subject=subject, importance=importance, pinned=pinned,
-                        tags=tags or [], paths=paths or [], ttl=ttl, expire_at=expire_at, source_type=source_type,
-                        run_id=run_id, idempotency_key=idempotency_key, on_conflict=on_conflict,
-                        deny=list(deny or []), ask=list(ask or []), warn=list(warn_guard or []))
-
-
-def _report(context: Ctx, result: WriteResult, close: list[dict[str, Any]] | None = None) -> None:
-    flush_warnings(context)
-    data = result.to_dict(context.now)
-    if close is not None:  # remember and supersede: live memories close in meaning (issue 18 point 5)
-        from memcli.service.semantic import close_warnings
-
-        data["close_to"] = close
-        result.warnings = [*result.warnings, *close_warnings(close)]
-    for message in result.warnings:
-        warn(message)
-    emit(data, result.message)
-
-
-def _early(context: Ctx, text: str | None, opts: WriteOptions) -> EarlyClose:
-    """The question "which live memories are close to this one?" asked of a warm process now,
-    before the write (``service.semantic.EarlyClose``); its ``result(context, result)`` is
-    [] when none runs."""
-    from memcli.service.semantic import EarlyClose
-
-    return EarlyClose(context, text, opts.subject, opts.scope)
+# The typer-free bodies (``writing``), under the names the other command modules import.
+_read_text, _options, _report, _early = writing.read_text, writing.options, writing.report, writing.early
 
 
 @app.command()
@@ -165,41 +108,10 @@ def remember(
     """Write a memory through the gates: validation, secrets, idempotency, duplicates, conflict, review.
 
     Personal scopes (user:NAME, session:ID) go to your own store outside the project repository."""
-    from memcli.service.write import remember as do_remember
-
-    context = ctx()
-    opts = _options(scope, category, subject, importance, tag, path, ttl, expire_at, source_type, run_id,
-                    idempotency_key, pinned, on_conflict, deny, ask, warn_guard)
-    opts.allow_secret = list(allow_secret or [])
-    opts.cross_project = all_projects
-    said = _read_text(text)
-    early = _early(context, said, opts)  # a warm model embeds the text while the write commits
-    result = do_remember(context, said, opts)
-    _suggest_guards(result, opts)
-    _report(context, result, early.result(context, result))
-
-
-def _suggest_guards(result: WriteResult, opts: WriteOptions) -> None:
-    """One line when the text forbids a command and no guard enforces it yet (``policy.suggest``),
-    or when a repeated text came with guards the existing memory does not hold."""
-    import shlex
-
-    memory = result.memory
-    given = [*(f"--deny {shlex.quote(p)}" for p in opts.deny), *(f"--ask {shlex.quote(p)}" for p in opts.ask),
-             *(f"--warn {shlex.quote(p)}" for p in opts.warn)]
-    if result.outcome == "noop" and given and result.gate != "duplicate":  # a duplicate's message says it
-        warn(f"{memory.id} already holds this text and its guards were left as they are; to change them: "
-             f"memcli supersede {memory.id} {' '.join(given)}")
-        return
-    if memory.guards or result.outcome == "noop":
-        return
-    from memcli.policy.suggest import suggest
-
-    found = suggest(memory.text)
-    if found:
-        flags = " ".join(f"--deny '{rule}'" for rule in found)
-        warn(f"this memory forbids a command that no guard enforces; to have the agents' hooks deny it: "
-             f"memcli supersede {memory.id} {flags}")
+    writing.remember(text, scope=scope, category=category, subject=subject, importance=importance, tag=tag,
+                     path=path, ttl=ttl, expire_at=expire_at, source_type=source_type, run_id=run_id,
+                     idempotency_key=idempotency_key, pinned=pinned, on_conflict=on_conflict, deny=deny, ask=ask,
+                     warn_guard=warn_guard, allow_secret=allow_secret, all_projects=all_projects)
 
 
 @app.command()

@@ -9,6 +9,7 @@ and returns an :class:`IndexCatalog`; when the index cannot be used it returns a
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -60,8 +61,11 @@ class Catalog(Protocol):
         """The first memory of ``scope`` written with this idempotency key (a key counts within one scope)."""
         ...
 
-    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
-        """``id -> normalised text`` of the active (and, by default, pending) memories of one scope."""
+    def live_texts(self, scope: str, include_pending: bool = True,
+                   lengths: tuple[int, int] | None = None) -> dict[str, str]:
+        """``id -> normalised text`` of the active (and, by default, pending) memories of one scope;
+        with ``lengths`` (low, high), only texts of that many characters, bounds included
+        (``policy.gates.ratio_lengths``: the only ones that can reach a rapidfuzz ratio)."""
         ...
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
@@ -115,10 +119,13 @@ class ScanCatalog:
         """See :class:`Catalog`."""
         return next((m for m in self.memories if m.provenance.idempotency_key == key and m.scope == scope), None)
 
-    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
+    def live_texts(self, scope: str, include_pending: bool = True,
+                   lengths: tuple[int, int] | None = None) -> dict[str, str]:
         """See :class:`Catalog`."""
         statuses = LIVE if include_pending else ("active",)
-        return {m.id: normalise_text(m.text) for m in self.memories if m.scope == scope and m.status in statuses}
+        low, high = lengths or (0, sys.maxsize)
+        texts = {m.id: normalise_text(m.text) for m in self.memories if m.scope == scope and m.status in statuses}
+        return {k: v for k, v in texts.items() if low <= len(v) <= high}
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
         """See :class:`Catalog` (subjects compare without case)."""
@@ -269,18 +276,27 @@ class IndexCatalog:
             return found[0] if found else None
         return self._read(on_index, lambda scan: scan.by_idempotency_key(key, scope))
 
-    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
-        """See :class:`Catalog`."""
+    def live_texts(self, scope: str, include_pending: bool = True,
+                   lengths: tuple[int, int] | None = None) -> dict[str, str]:
+        """See :class:`Catalog`. With ``lengths``, SQLite drops the other rows (``length`` of
+        text counts characters, as Python's ``len`` does); a text holding NUL, which ``length``
+        counts only up to, is kept and judged in Python."""
         def on_index() -> dict[str, str]:
             from memcli.index.db import NORM_SQL
 
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
-            found = dict(self.db.execute(f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}",
-                                         (scope,)))
+            sql = f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}"
+            args: tuple = (scope,)
+            if lengths is not None:
+                sql += f" AND (length({NORM_SQL}) BETWEEN ? AND ? OR instr({NORM_SQL}, char(0)) > 0)"
+                args = (scope, *lengths)
+            found = dict(self.db.execute(sql, args))
             if not all(isinstance(v, str) for v in found.values()):
                 raise TypeError("a row's norm is not text")
+            if lengths is not None:
+                found = {k: v for k, v in found.items() if lengths[0] <= len(v) <= lengths[1]}
             return found
-        return self._read(on_index, lambda scan: scan.live_texts(scope, include_pending))
+        return self._read(on_index, lambda scan: scan.live_texts(scope, include_pending, lengths))
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
         """See :class:`Catalog`."""

@@ -53,9 +53,8 @@ from memcli.store.files import MEMORIES, MemoryFiles, duplicate_reason, read_fil
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from filelock import BaseFileLock
-
     from memcli.index.fresh import FolderState
+    from memcli.store.oslock import FileLock
 
 #: 9: a contentless FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the
 #: ``changes`` counter; 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's
@@ -296,10 +295,10 @@ def walk_from(stack_base: str, deadline: float | None = None,
 
 def build_running(path: Path) -> bool:
     """Whether another process holds the build lock at ``path`` (a non-blocking ``flock``
-    probe, the lock ``filelock`` takes on Unix; False where it cannot be told)."""
+    probe, the lock ``store.oslock`` takes on Unix; False where it cannot be told)."""
     try:
         import fcntl
-    except ImportError:  # not Unix: let filelock decide
+    except ImportError:  # not Unix: let the lock itself decide
         return False
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
@@ -409,6 +408,7 @@ class IndexDB:
         #: other people's personal folders last (see :func:`reading_order`).
         self.reader: str | None = None
         self.snapshot_path = path.with_name(path.name + ".snapshot")
+        self._kept_snapshot: tuple[tuple[int, int, int], tuple] | None = None  # see _snapshot
         #: ``time.time_ns()`` when the last :meth:`quick_sync` began (``fresh.finish_read`` records it).
         self.read_started = 0
         #: Whether the last :meth:`quick_sync` walked every file (no walk is then owed).
@@ -535,6 +535,31 @@ class IndexDB:
         finally:
             if lock is not None:
                 lock.release()
+
+    def walked_unchanged(self, began: int) -> bool:
+        """Record a complete full walk begun at ``began`` (``time.time_ns()``) without walking,
+        for a caller that knows no memory file changed since the last walk recorded (a
+        long-lived process's inotify watch, ``fresh.Walker``); under the build lock, as any
+        walk. False when there is no folder state to move on (the caller walks instead).
+
+        Raises:
+            IndexUnavailable: the build lock file cannot be opened.
+        """
+        from memcli.index import fresh
+
+        lock = self._build_lock(self.path.with_name(BUILD_LOCK), LOCK_WAIT)
+        if lock is None:
+            return False
+        try:
+            state = fresh.load_state(self.path, self.generation)
+            if state is None or state.inline:
+                return False
+            if state.walked_ns < began:
+                state.walked_ns = began
+                fresh.save_state(self.path, state)
+            return True
+        finally:
+            lock.release()
 
     def _walked(self, began: int, folders: dict[str, tuple[int, int]], files: int) -> None:
         """Record a complete full walk that began at ``began`` (``time.time_ns()``) and saw
@@ -734,13 +759,13 @@ class IndexDB:
                 lock.release()
 
     @staticmethod
-    def _build_lock(path: Path, wait: float) -> BaseFileLock | None:
+    def _build_lock(path: Path, wait: float) -> FileLock | None:
         """The build lock, held, or None when another process kept it for ``wait`` seconds.
 
         Raises:
             IndexUnavailable: the lock file cannot be opened (a read-only cache folder).
         """
-        from filelock import FileLock, Timeout
+        from memcli.store.oslock import FileLock, Timeout
 
         lock = FileLock(str(path), timeout=wait)
         try:
@@ -847,6 +872,8 @@ class IndexDB:
         does a full comparison instead; it never raises.
         """
         snapshot = self._snapshot()
+        if snapshot is not None:
+            snapshot = dict(snapshot)  # patched below; the kept one stays as the file holds it
         try:
             self.db.execute("BEGIN IMMEDIATE")
             for path in paths:
@@ -877,6 +904,8 @@ class IndexDB:
         if state is not None:  # hashed just now: the next reads hash them again until they settle
             state.racy = sorted({*state.racy, *(str(p) for p in paths if p.exists())})
             fresh.save_state(self.path, state)
+        if snapshot is not None:  # re-indexed: a watch's events on them are no change to walk for
+            fresh.note_written(paths)
 
     def _note_change(self, kind: str, files: int) -> None:
         """Remember, inside the open transaction, when the index last changed and how many
@@ -891,13 +920,24 @@ class IndexDB:
     # It carries the database's generation, so a rebuilt or replaced index ignores it.
 
     def _snapshot(self) -> dict | None:
+        """The snapshot's stats (path -> (ctime_ns, size)), or None; kept in this object while
+        the file is the same one (inode, mtime and size of the descriptor read), so a write's
+        sync and its ``refresh`` load a large snapshot once (callers never change the dict
+        returned: ``refresh`` patches a copy)."""
         import marshal
 
         try:
-            generation, stats = marshal.loads(self.snapshot_path.read_bytes())
+            with open(self.snapshot_path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                key = (info.st_ino, info.st_mtime_ns, info.st_size)
+                if self._kept_snapshot is not None and self._kept_snapshot[0] == key:
+                    generation, stats = self._kept_snapshot[1]
+                else:
+                    generation, stats = marshal.loads(handle.read())
+                    self._kept_snapshot = (key, (generation, stats))
         except (OSError, EOFError, ValueError, TypeError):
             return None
-        return stats if generation == self.generation else None
+        return stats if generation == self.generation and isinstance(stats, dict) else None
 
     def _save_snapshot(self, stats: dict[str, tuple[int, int]]) -> None:
         """Save the walk the index agrees with; files too recent to trust get size -1, so
@@ -909,7 +949,7 @@ class IndexDB:
         from memcli.store.files import atomic_write
 
         try:
-            atomic_write(self.snapshot_path, marshal.dumps((self.generation, stats)))
+            atomic_write(self.snapshot_path, marshal.dumps((self.generation, stats)), durable=False)  # a cache
         except OSError:
             self.snapshot_path.unlink(missing_ok=True)
 

@@ -30,7 +30,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from memcli.index.db import IndexDB
 
 #: The file beside the index holding the folder state.
 STATE_SUFFIX = ".folders"
@@ -107,7 +110,8 @@ def save_state(index: Path, state: FolderState) -> None:
     folders = {f: (m if m < recent else -1, i) for f, (m, i) in state.folders.items()}
     path = state_path(index)
     try:
-        atomic_write(path, marshal.dumps((state.generation, state.walked_ns, folders, state.racy, state.files)))
+        atomic_write(path, marshal.dumps((state.generation, state.walked_ns, folders, state.racy, state.files)),
+                     durable=False)  # a cache: unreadable after a power loss means a full walk
     except OSError:
         drop_state(index)
 
@@ -219,32 +223,196 @@ def walk_after(root: Path, index: Path) -> None:
         spawn_walk(root, index)
 
 
+#: Files this process has just written and re-indexed (``IndexDB.refresh``): absolute path ->
+#: their ``(st_ctime_ns, st_size)`` then (None: deleted). A watch's event on such a file that
+#: still has that stat is memcli's own write, already in the index, not a change to walk for.
+_WRITTEN: dict[str, tuple[int, int] | None] = {}
+
+
+def note_written(paths: list[Path]) -> None:
+    """Record files this process has just written (or deleted) and re-indexed (see ``_WRITTEN``). Never raises."""
+    for path in paths:
+        try:
+            info = os.lstat(path)
+            _WRITTEN[str(path)] = (info.st_ctime_ns, info.st_size)
+        except OSError:
+            _WRITTEN[str(path)] = None
+
+
+def _foreign(events: set[str]) -> bool:
+    """Whether ``events`` (paths from :meth:`Watch.changed`) hold a change that is not this
+    process's own, re-indexed write: any path but a hidden one (never indexed: an atomic
+    write's temporary file) or a written file whose stat is still the one recorded."""
+    written = dict(_WRITTEN)
+    _WRITTEN.clear()
+    for path in events:
+        if os.path.basename(path).startswith("."):
+            continue
+        if path not in written:
+            return True
+        try:
+            info = os.lstat(path)
+            now: tuple[int, int] | None = (info.st_ctime_ns, info.st_size)
+        except OSError:
+            now = None
+        if now != written[path]:
+            return True
+    return False
+
+
+class Watch:
+    """Linux inotify watches on every folder under ``top`` (``inotify(7)``, through libc with
+    ``ctypes``): :meth:`changed` says whether anything happened in them since the last call.
+
+    A long-lived process holding one knows, without a walk, that no memory file was added,
+    deleted, renamed, written or touched (``IN_ATTRIB``: ``touch``, ``utime``) since then:
+    the kernel queues an event with the change itself. A new folder, a lost folder or a full
+    queue (``IN_Q_OVERFLOW``) make the watch untrustworthy: :meth:`changed` then says None and
+    the owner walks and starts a new watch.
+
+    Raises:
+        OSError: inotify is missing (not Linux) or a watch cannot be added (the
+            ``max_user_watches`` limit, a folder gone meanwhile).
+    """
+
+    #: inotify(7): IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE,
+    #: IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF; with IN_ONLYDIR and IN_DONT_FOLLOW.
+    MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x01000000 | 0x02000000
+    #: Events after which the watches no longer cover the tree: IN_Q_OVERFLOW, IN_IGNORED,
+    #: IN_DELETE_SELF, IN_MOVE_SELF, and IN_ISDIR with a create or a move in (a new folder).
+    _LOST = 0x4000 | 0x8000 | 0x400 | 0x800
+
+    def __init__(self, top: Path) -> None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if not hasattr(libc, "inotify_init1"):
+            raise OSError("inotify is not available here")
+        self._fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)  # IN_NONBLOCK, IN_CLOEXEC
+        if self._fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        try:
+            folders = [str(top)]
+            for base, dirs, _ in os.walk(top):  # does not follow symbolic links
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                folders.extend(os.path.join(base, d) for d in dirs)
+            self._folders: dict[int, str] = {}
+            for folder in folders:
+                wd = libc.inotify_add_watch(self._fd, os.fsencode(folder), self.MASK)
+                if wd < 0:
+                    raise OSError(ctypes.get_errno(), f"cannot watch {folder}")
+                self._folders[wd] = folder
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def changed(self) -> set[str] | None:
+        """The paths (absolute) that something happened to under the watched folders since the
+        last call (or since the watches were made): empty when nothing did; None when the
+        watch no longer covers the tree (see the class)."""
+        import struct
+
+        seen: set[str] = set()
+        while True:
+            try:
+                data = os.read(self._fd, 65536)
+            except BlockingIOError:
+                return seen
+            except OSError:
+                return None
+            at = 0
+            while at + 16 <= len(data):
+                wd, mask, _, length = struct.unpack_from("iIII", data, at)
+                name = data[at + 16:at + 16 + length].rstrip(b"\0")
+                at += 16 + length
+                if mask & self._LOST or (mask & 0x40000000 and mask & (0x100 | 0x80)):  # IN_ISDIR created/moved in
+                    return None
+                folder = self._folders.get(wd)
+                if folder is None:
+                    return None
+                seen.add(os.path.join(folder, os.fsdecode(name)))
+
+    def close(self) -> None:
+        """Remove the watches. Never raises."""
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
 class Walker:
     """The full walks of a long-lived process, in one background thread (the MCP server's
     replacement for :func:`spawn_walk`): :meth:`kick` asks for a walk of a store and returns
     at once; the thread walks each store asked for since its last round (a full
-    ``IndexDB.sync`` on its own connection, under the build lock as any walk)."""
+    ``IndexDB.sync`` on its own connection, under the build lock as any walk).
 
-    def __init__(self) -> None:
+    With ``watch`` (Linux), each store's ``memories/`` tree is watched (:class:`Watch`): a
+    round in which nothing happened there records a complete walk without walking
+    (``IndexDB.walked_unchanged``), so back-to-back calls do not each wait for a walk of every
+    file; any event, or a watch that cannot be trusted or made, means a full walk as before."""
+
+    def __init__(self, watch: bool = True) -> None:
         import threading
 
         self._todo: dict[Path, Path] = {}
         self._mutex = threading.Lock()
         self._event = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watch = watch
+        self._watches: dict[Path, Watch] = {}
+        self._dirty: set[Path] = set()  # stores whose events a kick took in: their next round walks
         #: Walks finished (for tests and ``status``-like reports).
         self.rounds = 0
+        #: Rounds that walked every file, and rounds that the watch answered without a walk.
+        self.walks = 0
+        self.skipped = 0
 
     def kick(self, root: Path, index: Path) -> None:
-        """Ask for a full walk of the store at ``root`` whose index file is ``index``."""
+        """Ask for a full walk of the store at ``root`` whose index file is ``index``; when its
+        watch saw nothing change, the walk is recorded here at once (a few milliseconds), so
+        the next call finds it done instead of racing the thread for it."""
         import threading
 
+        if self._watch and self._unchanged(root, index):
+            return
         with self._mutex:
             self._todo[index] = root
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="memcli-freshness", daemon=True)
                 self._thread.start()
         self._event.set()
+
+    def _unchanged(self, root: Path, index_path: Path) -> bool:
+        """Whether the store's watch saw nothing since the last round and the walk is recorded
+        as done (``IndexDB.walked_unchanged``). Events it takes in mark the store for a walk."""
+        from memcli.index.db import IndexDB, IndexUnavailable
+        from memcli.store.files import MemoryFiles
+
+        began = time.time_ns()
+        with self._mutex:
+            watch = self._watches.get(index_path)
+            if watch is None or index_path in self._dirty:
+                return False
+            events = watch.changed()
+            if events is None:
+                self._forget(index_path)
+                return False
+            if _foreign(events):
+                self._dirty.add(index_path)
+                return False
+        try:
+            index = IndexDB(MemoryFiles(root), index_path)
+        except IndexUnavailable:
+            return False
+        try:
+            done = index.walked_unchanged(began)
+        except IndexUnavailable:
+            return False
+        finally:
+            index.close()
+        if done:
+            self.skipped += 1
+        return done
 
     def _run(self) -> None:
         from memcli.index.db import IndexDB, IndexUnavailable
@@ -261,12 +429,42 @@ class Walker:
                 except IndexUnavailable:
                     continue
                 try:
-                    index.sync()
+                    self._round(index, index_path, root)
                 except Exception:  # noqa: BLE001 - a failed walk is owed again: the next read walks itself
-                    pass
+                    self._forget(index_path)
                 finally:
                     index.close()
             self.rounds += 1
+
+    def _round(self, index: IndexDB, index_path: Path, root: Path) -> None:
+        """One store's walk: skipped when its watch saw nothing since the last round (and no
+        :meth:`kick` took in an event meanwhile)."""
+        began = time.time_ns()
+        with self._mutex:
+            watch = self._watches.get(index_path)
+            dirty = index_path in self._dirty
+            self._dirty.discard(index_path)
+            events = watch.changed() if watch is not None else None
+            if events is None:
+                self._forget(index_path)
+            changed = events is None or _foreign(events)
+        if not dirty and not changed and index.walked_unchanged(began):
+            self.skipped += 1
+            return
+        if self._watch and index_path not in self._watches:
+            try:  # made before the walk: whatever happens after it shows as an event
+                watch = Watch(index.files.base)
+                with self._mutex:
+                    self._watches[index_path] = watch
+            except OSError:
+                pass
+        index.sync()
+        self.walks += 1
+
+    def _forget(self, index_path: Path) -> None:
+        watch = self._watches.pop(index_path, None)
+        if watch is not None:
+            watch.close()
 
 
 def after_answer(work: Callable[[], None]) -> None:

@@ -97,11 +97,12 @@ class MergedCatalog:
                 return self._placed(part, [found])[0]
         return None
 
-    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
+    def live_texts(self, scope: str, include_pending: bool = True,
+                   lengths: tuple[int, int] | None = None) -> dict[str, str]:
         """See ``Catalog``."""
         texts: dict[str, str] = {}
         for part in self.parts:
-            texts.update(part.catalog.live_texts(scope, include_pending))
+            texts.update(part.catalog.live_texts(scope, include_pending, lengths))
         return texts
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:

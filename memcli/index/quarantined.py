@@ -68,9 +68,10 @@ class QuarantinedCatalog:
         found = self.inner.by_idempotency_key(key, scope)
         return None if found is None or self.held(found) else found
 
-    def live_texts(self, scope: str, include_pending: bool = True) -> dict[str, str]:
+    def live_texts(self, scope: str, include_pending: bool = True,
+                   lengths: tuple[int, int] | None = None) -> dict[str, str]:
         """See ``Catalog``."""
-        return {k: v for k, v in self.inner.live_texts(scope, include_pending).items() if k not in self.ids}
+        return {k: v for k, v in self.inner.live_texts(scope, include_pending, lengths).items() if k not in self.ids}
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
         """See ``Catalog``."""

@@ -6,6 +6,8 @@ validation, sensitive data, idempotency, duplicates, conflict, review.
 
 from __future__ import annotations
 
+import sys
+
 from memcli.errors import ScopeViolation, SecretDetected
 from memcli.model import Memory, check_scope, normalise_text
 
@@ -197,6 +199,25 @@ class Duplicate:
         self.memory_id = memory_id
         self.ratio = ratio
         self.exact = exact
+
+
+def ratio_lengths(length: int, threshold: float) -> tuple[int, int]:
+    """The lengths (characters, bounds included) a text can have and still reach a rapidfuzz
+    ``fuzz.ratio`` of ``threshold`` (0-100) against a text of ``length`` characters.
+
+    ``fuzz.ratio`` is the normalised Indel similarity, ``200 * LCS / (l1 + l2)`` (rapidfuzz's
+    documentation of ``Indel.normalized_similarity``); the longest common subsequence is at
+    most the shorter length, so a ratio of at least ``T`` needs ``l2`` within
+    ``[l1 * T / (200 - T), l1 * (200 - T) / T]``. Rounded outwards: a text outside can never
+    reach the threshold, so a gate that compares only these misses nothing.
+    """
+    import math
+
+    if threshold <= 0:
+        return 0, sys.maxsize
+    low = math.floor(length * threshold / (200 - threshold))
+    high = math.ceil(length * (200 - threshold) / threshold) if threshold < 200 else length
+    return low, high
 
 
 def find_duplicates(text: str, candidates: dict[str, str], threshold: int) -> list[Duplicate]:

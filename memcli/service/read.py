@@ -373,13 +373,13 @@ class _build_lock:  # lower case: used as a context manager, like a function
     """Hold the index build lock (``wait`` seconds at most, then go on: the index is a cache)."""
 
     def __init__(self, path: Path, wait: float) -> None:
-        from filelock import FileLock
+        from memcli.store.oslock import FileLock
 
-        self.lock = FileLock(str(path), timeout=wait)
+        self.lock = FileLock(path, timeout=wait)
         self.held = False
 
     def __enter__(self) -> None:
-        from filelock import Timeout
+        from memcli.store.oslock import Timeout
 
         try:
             self.lock.acquire()

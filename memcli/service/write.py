@@ -545,7 +545,10 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
     pending = opts.review or gates.review_required(memory.scope, memory.provenance.source_type,
                                                    ctx.ws.config.shared_scopes)
     # A pending proposal does not swallow a person's active write of the same text.
-    texts = catalog.live_texts(memory.scope, include_pending=pending)
+    # only texts whose length lets them reach either gate's ratio (the duplicate's, the contradiction's)
+    window = gates.ratio_lengths(len(model.normalise_text(memory.text)),
+                                 min(ctx.ws.config.near_duplicate, CONTRADICTION_CANDIDATES))
+    texts = catalog.live_texts(memory.scope, include_pending=pending, lengths=window)
     texts.update({m.id: model.normalise_text(m.text) for m in batch.added
                   if m.scope == memory.scope and (pending or m.status == "active")})
     if base is not None and _differences(memory, base.memory, opts):

@@ -174,8 +174,12 @@ def visible_problems(problems: Iterable[InvalidMemoryFile], actor: str,
     return out
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, replace."""
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, replace.
+
+    ``durable=False`` leaves out both ``fsync`` calls, for a cache whose reader takes a
+    missing or unreadable file as "none" (the index's snapshot and folder state): after a
+    power loss the file may be empty, never half of one version and half of another."""
     import tempfile  # lazily: it pulls in shutil, random, bz2 and lzma (3 ms on every read command)
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,11 +188,14 @@ def atomic_write(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -72,7 +72,7 @@ class Workspace:
             WorkspaceLocked: another process held it for the whole wait.
             WorkspaceInvalid: the lock file cannot be created or opened (a read-only cache folder).
         """
-        from filelock import FileLock, Timeout
+        from memcli.store.oslock import FileLock, Timeout
 
         wait = self.config.lock_timeout if timeout is None else timeout
         lock = FileLock(str(self.cache / "write.lock"), timeout=wait)

@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import re
 
+from memcli.text.recache import compiled
 from memcli.text.secrets.kinds import (
     ANTHROPIC,
     AWS_KEY_ID,
@@ -104,74 +105,74 @@ def _mixed(token: str) -> bool:
 
 
 _TOKEN_RULES = (
-    (PEM, re.compile(r"(?<!-)-----[ \t]*(?i:begin)[ \t]+(?:[A-Za-z0-9]+[ \t]+){0,3}?(?i:private)[ \t]+(?i:key)"
+    (PEM, compiled(r"(?<!-)-----[ \t]*(?i:begin)[ \t]+(?:[A-Za-z0-9]+[ \t]+){0,3}?(?i:private)[ \t]+(?i:key)"
                      r"(?:[ \t]+(?i:block))?[ \t]*-----(?!-)"), None),
-    (AWS_KEY_ID, re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9])"), None),
-    (GITHUB, re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    (AWS_KEY_ID, compiled(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Za-z0-9])"), None),
+    (GITHUB, compiled(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
      None),
-    (SLACK, re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"), None),
-    (ANTHROPIC, re.compile(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"), _mixed),
-    (OPENAI, re.compile(r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:proj-)?[A-Za-z0-9_-]{20,}"), _mixed),
-    (GOOGLE, re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), None),
-    (STRIPE, re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"), None),
-    (JWT, re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    (SLACK, compiled(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"), None),
+    (ANTHROPIC, compiled(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"), _mixed),
+    (OPENAI, compiled(r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:proj-)?[A-Za-z0-9_-]{20,}"), _mixed),
+    (GOOGLE, compiled(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), None),
+    (STRIPE, compiled(r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"), None),
+    (JWT, compiled(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
      None),
 )
 
 _AWS_SECRET_TOKEN = r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
-_AWS_SECRET_BARE_RE = re.compile(_AWS_SECRET_TOKEN)
+_AWS_SECRET_BARE_RE = compiled(_AWS_SECRET_TOKEN)
 # The name is matched whole (possessive, from its start) and checked for aws/secret after,
 # so a long identifier is scanned once rather than once per "aws" inside it.
-_AWS_SECRET_NAMED_RE = re.compile(
+_AWS_SECRET_NAMED_RE = compiled(
     r"(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]++)[\"'`]?[ \t]*[=:：][ \t]*[\"'`]?(" + _AWS_SECRET_TOKEN + ")")
 _AWS_KEY_ID_RE = _TOKEN_RULES[1][1]
 # A token standing alone: not part of an identifier, slug, file name, path or longer base64 run
 # (a sentence's full stop after it is fine).
-_AWS_SECRET_ALONE_RE = re.compile(
+_AWS_SECRET_ALONE_RE = compiled(
     r"(?<![A-Za-z0-9/+_.~\\-])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_~\\-]|\.[A-Za-z0-9])")
 # Context words: aws, secret(s), key(s), credential(s), whole or as a camelCase part (awsKey,
 # accessKey, clientSecret), never inside a lowercase word (laws, monkey, secretary).
-_AWS_CONTEXT_RE = re.compile(
+_AWS_CONTEXT_RE = compiled(
     r"(?<![a-z])(?i:aws|secrets?|keys?|credentials?)(?![a-z])|(?<=[a-z])(?:Aws|AWS|Secrets?|Keys?|Credentials?)(?![a-z])")
 _CONTEXT_BEFORE, _CONTEXT_AFTER = 80, 40  # characters of the token's line searched for a context word
-_PATH_SEGMENT_RE = re.compile(r"[a-z0-9]*|[A-Z][a-z0-9]*")
-_CAMEL_CASE_RE = re.compile(r"[a-z]*(?:[A-Z]+[a-z]{2,})+[0-9]*")  # an identifier made of words
+_PATH_SEGMENT_RE = compiled(r"[a-z0-9]*|[A-Z][a-z0-9]*")
+_CAMEL_CASE_RE = compiled(r"[a-z]*(?:[A-Z]+[a-z]{2,})+[0-9]*")  # an identifier made of words
 
 # Cards: plain 13-19 digits, or 4-digit-led groups with one consistent separator.  Never
 # part of a longer run of digits/letters; a grouped number also not of a longer run of
 # groups (a list of small numbers), though a following ``MM/YY`` expiry is fine.
-_CARD_RE = re.compile(
+_CARD_RE = compiled(
     r"(?<![0-9A-Za-z_.])(?:[0-9]{13,19}(?![0-9A-Za-z_]|[.,][0-9])"
     r"|(?<![0-9][ -])[0-9]{4}(?P<sep>[ -])[0-9]{4,6}(?:(?P=sep)[0-9]{3,5}){1,3}"
     r"(?![0-9A-Za-z_]|[.,][0-9]|(?P=sep)[0-9](?![0-9]?/)))")
-_SSN_RE = re.compile(r"(?<![0-9A-Za-z_.-])([0-9]{3})-([0-9]{2})-([0-9]{4})(?![0-9A-Za-z_]|[-.][0-9])")
+_SSN_RE = compiled(r"(?<![0-9A-Za-z_.-])([0-9]{3})-([0-9]{2})-([0-9]{4})(?![0-9A-Za-z_]|[-.][0-9])")
 # The label first (SSN, SS#, social security number/no/#), then up to 30 characters of its line, then the
 # number grouped by one space or dot, or bare.
-_SSN_LABELLED_RE = re.compile(
+_SSN_LABELLED_RE = compiled(
     r"(?<![A-Za-z0-9_])(?i:ssns?|ss\#|social[ \t]+security(?:[ \t]+(?:number|no\.?|\#))?)(?![A-Za-z0-9_])"
     r"[^\n0-9]{0,30}?(?<![0-9A-Za-z_.-])([0-9]{3})(?P<sep>[ .]?)([0-9]{2})(?P=sep)([0-9]{4})"
     r"(?![0-9A-Za-z_]|[-. ][0-9])")
-_CN_ID_RE = re.compile(r"(?<![0-9A-Za-z_])(?:[0-9]{17}[0-9Xx]|[0-9]{6}(?P<sep>[ -])[0-9]{8}(?P=sep)[0-9]{3}[0-9Xx])"
+_CN_ID_RE = compiled(r"(?<![0-9A-Za-z_])(?:[0-9]{17}[0-9Xx]|[0-9]{6}(?P<sep>[ -])[0-9]{8}(?P=sep)[0-9]{3}[0-9Xx])"
                        r"(?![0-9A-Za-z_])")
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _CN_ID_PROVINCES = frozenset((11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43,
                               44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 91))
 
 # Assignments.  The value class is printable ASCII minus quotes and backtick.
-_ASSIGN_RE = re.compile(
+_ASSIGN_RE = compiled(
     r"(?P<key>(?i:password|passwd|pwd|secret(?:[_-]?(?:access[_-]?)?key)?|api[_-]?key|token)"
     r"(?![A-Za-z0-9_])|密码|口令)"
     r"(?P<pre>[\"'`]?[ \t]*)(?P<sep>:=|=>|==|=|:|：|是|为)(?P<gap>[ \t]*)"
     r"(?P<q>[\"'`]?)(?P<val>[\x21\x23-\x26\x28-\x5f\x61-\x7e]+)")
 _PASSWORD_KEYS = frozenset(("password", "passwd", "pwd", "密码", "口令"))
-_PLACEHOLDER_RE = re.compile(
+_PLACEHOLDER_RE = compiled(
     r"<.*|\{.*|\[.*|\$[{(].*|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|[*xX#?._-]+")
-_CODE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]")
-_DOTTED_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_PATH_CHARS_RE = re.compile(r"[A-Za-z0-9_./-]+")
-_FILE_EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}\Z")
-_ENV_PREFIX_RE = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Za-z0-9_.-]*")
-_LINE_END_RE = re.compile(r"[ \t\r]*(?:#[^\n]*)?(?:\n|\Z)")
+_CODE_RE = compiled(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]")
+_DOTTED_RE = compiled(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_PATH_CHARS_RE = compiled(r"[A-Za-z0-9_./-]+")
+_FILE_EXT_RE = compiled(r"\.[A-Za-z][A-Za-z0-9]{0,4}\Z")
+_ENV_PREFIX_RE = compiled(r"[ \t]*(?:export[ \t]+)?[A-Za-z0-9_.-]*")
+_LINE_END_RE = compiled(r"[ \t\r]*(?:#[^\n]*)?(?:\n|\Z)")
 _WEAK_PASSWORDS = frozenset((
     "changeme", "password", "passw0rd", "letmein", "qwerty", "qwertyuiop", "iloveyou", "welcome",
     "admin", "administrator", "secret", "trustno1"))
@@ -183,16 +184,16 @@ _PROSE_VALUES = frozenset((
 
 # scheme://user:password@host (RFC 3986 3.1, 3.2.1).  The password may hold "@": the
 # greedy class backs off to the last "@" before the host.
-_URL_CRED_RE = re.compile(
+_URL_CRED_RE = compiled(
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://(?P<user>[^\s:/?#@]*+):(?P<pw>[^\s/?#]+)@[^\s/?#@]")
 _URL_PLACEHOLDERS = frozenset(("password", "passwd", "pass", "pwd", "pw", "secret", "mypassword",
                                "yourpassword", "changeme"))
 # RFC 6750 2.1: credentials = "Bearer" 1*SP b64token.
-_BEARER_RE = re.compile(
+_BEARER_RE = compiled(
     r"(?<![A-Za-z0-9_])(?P<auth>(?i:authorization)[\"'`]?[ \t]*[:=][ \t]*[\"'`]?)?(?i:bearer)[ \t]+"
     r"(?P<tok>[A-Za-z0-9._~+/-]+=*)")
 # "my password is hunter2", "the password for the staging db was X", "密码是 X".
-_PROSE_PASSWORD_RE = re.compile(
+_PROSE_PASSWORD_RE = compiled(
     r"(?:(?<![A-Za-z0-9_])(?i:password|passwd|passphrase)"
     r"(?:[ \t]+(?i:for|of|to|on)(?:[ \t]+[^\s.,;:!?]{1,30}){1,4}?)?[ \t]+(?i:is|was)(?![A-Za-z0-9_])[ \t]*[:：]?"
     r"|(?:密码|口令)(?:是|为)[:：]?)[ \t]*"
@@ -378,7 +379,7 @@ def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> b
 
 # A .env / shell assignment: NAME=value (tight "="), NAME holding a credential word (DB_PASS, SECRET_KEY_BASE,
 # ENCRYPTION_KEY, GITHUB_TOKEN): the 12-factor app's config-in-the-environment form.
-_ENV_LINE_RE = re.compile(
+_ENV_LINE_RE = compiled(
     r"(?<![^\s;'\"`])(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)="
     r"(?P<q>[\"']?)(?P<val>[\x21\x23-\x26\x28-\x7e]+)"
     r"(?P=q)(?=[ \t]*(?:#[^\n]*)?$|[ \t;,])", re.MULTILINE)

@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from memcli.text.recache import compiled
+
 #: Parts that every match of one of memcli's own rules contains (``rules.py``, ``tokens.py``);
 #: a rule's name, then the alternatives that cover its pattern(s).
 OWN_ANCHORS: tuple[tuple[str, str], ...] = (
@@ -153,18 +155,18 @@ def _any() -> re.Pattern[str]:
     parts = [f"(?:{pattern})" for _, pattern in OWN_ANCHORS]
     for name, entries in PLUGIN_ANCHORS.items():
         parts += [_alternative(factors[0], flags) for factors, flags in zip(entries, _flags(name))]
-    return re.compile("|".join(parts))
+    return compiled("|".join(parts))
 
 
 @cache
 def _own() -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{pattern})" for _, pattern in OWN_ANCHORS))
+    return compiled("|".join(f"(?:{pattern})" for _, pattern in OWN_ANCHORS))
 
 
 @cache
 def _plugins() -> tuple[tuple[str, tuple[tuple[re.Pattern[str], ...], ...]], ...]:
     """Each plugin's name and, per pattern of its denylist, its factors compiled."""
-    return tuple((name, tuple(tuple(re.compile(_alternative(f, flags)) for f in factors)
+    return tuple((name, tuple(tuple(compiled(_alternative(f, flags)) for f in factors)
                               for factors, flags in zip(entries, _flags(name))))
                  for name, entries in PLUGIN_ANCHORS.items())
 

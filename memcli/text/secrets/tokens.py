@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import re
 
+from memcli.text.recache import compiled
+
 # A token stands alone: no identifier character right before it or right after it.
 _B = r"(?<![A-Za-z0-9_])"
 _E = r"(?![A-Za-z0-9_])"
 
 #: ``(kind, slug, regex)`` for tokens recognised by their prefix.
 TOKEN_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
-    (kind, slug, re.compile(pattern)) for kind, slug, pattern in (
+    (kind, slug, compiled(pattern)) for kind, slug, pattern in (
         ("GitLab token", "gitlab-token",
          _B + r"(?:glpat|gldt|glft|glsoat|glrt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,64}" + r"(?![A-Za-z0-9_-])"),
         ("npm access token", "npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
@@ -63,19 +65,19 @@ TOKEN_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     ))
 
 # Authorization: Basic base64(user:password) (RFC 7617).
-_BASIC_RE = re.compile(r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+(?P<tok>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+_BASIC_RE = compiled(r"(?<![A-Za-z0-9_])(?i:basic)[ \t]+(?P<tok>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 # Docker's ~/.docker/config.json: "auths": {"host": {"auth": "base64(user:password)"}}.
-_DOCKER_RE = re.compile(r"[\"']auth[\"'][ \t]*:[ \t]*[\"'](?P<tok>[A-Za-z0-9+/]{8,}={0,2})[\"']")
+_DOCKER_RE = compiled(r"[\"']auth[\"'][ \t]*:[ \t]*[\"'](?P<tok>[A-Za-z0-9+/]{8,}={0,2})[\"']")
 # mysql -pPASS / --password=PASS; sshpass -p PASS; PGPASSWORD=...; redis-cli -a PASS.
-_CMD_PASSWORD_RE = re.compile(
+_CMD_PASSWORD_RE = compiled(
     r"(?<![A-Za-z0-9_-])(?:(?:mysql|mysqldump|mariadb|mysqladmin)\b[^\n]*?[ \t]-p(?P<glued>[^\s'\"]{3,}|'[^'\n]{3,}'"
     r"|\"[^\"\n]{3,}\")"
     r"|(?:sshpass[ \t]+-p|redis-cli\b[^\n]*?[ \t]-a)[ \t]+(?P<sep>[^\s'\"]{3,}|'[^'\n]{3,}'|\"[^\"\n]{3,}\")"
     r"|--password[= ](?P<long>[^\s'\"]{3,}|'[^'\n]{3,}'|\"[^\"\n]{3,}\"))")
 # curl -u user:password / --user user:password (and wget --http-password).
-_CMD_USER_RE = re.compile(
+_CMD_USER_RE = compiled(
     r"(?<![A-Za-z0-9_-])(?:-u|--user)(?:=|[ \t]+)(?P<q>['\"]?)(?P<user>[^\s:'\"]{1,64}):(?P<pw>[^\s'\"]{3,})(?P=q)")
-_PLACEHOLDER_RE = re.compile(r"(?i)<.*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x{3,}|\.\.\.|%[A-Za-z_]+%"
+_PLACEHOLDER_RE = compiled(r"(?i)<.*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x{3,}|\.\.\.|%[A-Za-z_]+%"
                              r"|(?:your|my)[-_]?(?:password|pass|secret|token)|password|pass|secret|pwd|changeme")
 
 
