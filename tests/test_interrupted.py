@@ -337,3 +337,36 @@ def test_a_remember_killed_inside_update_ref_leaves_no_lock_that_blocks_the_next
     assert after.code == 0, after
     assert not (ws / ".git" / f"{branch}.lock").exists()
     assert git(ws, "status", "--porcelain", "--", "memories") == ""
+
+
+#: A reference-transaction hook that sends SIGINT to memcli (the parent of the git that runs
+#: it) at the phase ``$MEMCLI_TEST_INT_AT`` of moving the branch, as a Ctrl-C then would.
+INT_HOOK = """#!/bin/sh
+[ "$1" = "$MEMCLI_TEST_INT_AT" ] || exit 0
+while read old new ref; do
+  case "$ref" in HEAD|refs/heads/*) kill -INT "$(ps -o ppid= -p "$PPID" | tr -d ' ')" ;; esac
+done
+exit 0
+"""
+
+
+@pytest.mark.parametrize("phase", ["prepared", "committed"])
+@pytest.mark.parametrize("op", ["remember", "forget"])
+def test_ctrl_c_while_the_branch_moves_reports_the_write_that_landed(ws, run, phase, op):
+    """A Ctrl-C while git moves the branch (or after, while the report is printed) exited 130
+    with the memory committed and the "remembered" line missing: a write that landed is done."""
+    target = _remember(ws, "Deploy with make deploy.")["id"] if op == "forget" else None
+    hook = ws / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(INT_HOOK, encoding="utf-8")
+    hook.chmod(0o755)
+    args = ["remember", "Lock hunt: Ctrl-C after the commit."] if op == "remember" else ["forget", str(target)]
+    proc = subprocess.run([*MEMCLI, "-w", str(ws), *args], env={**os.environ, "MEMCLI_TEST_INT_AT": phase},
+                          capture_output=True, text=True, timeout=120)
+    hook.unlink()
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout.startswith("remembered: " if op == "remember" else "forget: "), proc.stdout
+    assert "Traceback" not in proc.stderr and "interrupted" not in proc.stderr, proc.stderr
+    assert git(ws, "status", "--porcelain", "--untracked-files=all", "--", "memories") == ""
+    assert not (ws / ".cache" / "unfinished-write.json").exists()
+    if op == "remember":
+        assert "Lock hunt" in git(ws, "log", "-1", "--format=%B")

@@ -144,6 +144,9 @@ def _fresh_state() -> None:
     workspace = sys.modules.get("memcli.store.workspace")
     if workspace is not None:
         workspace.OPENED = None  # type: ignore[attr-defined]
+    interrupts = sys.modules.get("memcli.interrupts")
+    if interrupts is not None:  # an earlier command's write held Ctrl-C to its end
+        interrupts.release()
 
 
 def _record(head: list[str], started: float, status: int) -> None:
