@@ -370,3 +370,36 @@ def test_ctrl_c_while_the_branch_moves_reports_the_write_that_landed(ws, run, ph
     assert not (ws / ".cache" / "unfinished-write.json").exists()
     if op == "remember":
         assert "Lock hunt" in git(ws, "log", "-1", "--format=%B")
+
+
+#: Runs memcli as the console script does (``sys.argv[0]`` "memcli"), sending itself SIGINT the
+#: first time the module ``sys.argv[1]`` is looked for: a Ctrl-C while that module loads.
+INT_AT_IMPORT = """import os, runpy, signal, sys
+target = sys.argv[1]
+class Interrupt:
+    @staticmethod
+    def find_spec(name, path=None, target_=None):
+        if name == target:
+            sys.meta_path.remove(Interrupt)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt)
+sys.argv = ["memcli", *sys.argv[2:]]
+if target == "entry":
+    os.kill(os.getpid(), signal.SIGINT)
+    from memcli.cli import main
+    main()
+runpy.run_module("memcli", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("target", ["memcli.cli", "memcli.cli.fast", "memcli.store.personal", "typer",
+                                    "memcli.service.read"])
+def test_ctrl_c_while_the_first_modules_load_says_interrupted_and_exits_130(ws, target):
+    """A Ctrl-C in the first tenth of a second printed a traceback of import frames and exited
+    1 or by the signal: now one line and 130 whenever it comes after memcli's first line."""
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", INT_AT_IMPORT, target, "-w", str(ws), "list"],
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "memcli: interrupted\n", ""), proc
