@@ -403,3 +403,44 @@ def test_ctrl_c_while_the_first_modules_load_says_interrupted_and_exits_130(ws, 
     proc = subprocess.run([sys.executable, "-c", INT_AT_IMPORT, target, "-w", str(ws), "list"],
                           capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, "memcli: interrupted\n", ""), proc
+
+
+def _set_read_only(folder: Path, read_only: bool) -> bool:
+    """Make ``folder``, its subfolders and files unwritable (chmod; ``chattr +i`` as root, whom
+    chmod does not stop) or writable again. False when the folder stays writable."""
+    import shutil
+
+    paths = [folder, *folder.rglob("*")]
+    chattr = os.geteuid() == 0 and shutil.which("chattr")
+    for path in paths:
+        if chattr and not read_only:
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+        path.chmod((0o555 if path.is_dir() else 0o444) if read_only else (0o755 if path.is_dir() else 0o644))
+        if chattr and read_only:
+            subprocess.run(["chattr", "+i", str(path)], capture_output=True)
+    if not read_only:
+        return True
+    try:
+        (folder / "probe").write_text("x")
+    except OSError:
+        return True
+    (folder / "probe").unlink()
+    return False
+
+
+def test_a_write_the_disk_refuses_leaves_no_record_to_roll_back(ws, run):
+    """A forget in a read-only memories folder said "nothing was written" (15) but left its
+    journal record, and the next write warned of a rolled-back forget, "0 of 1 files restored"."""
+    memory = _remember(ws, "Deploy with make deploy.")
+    memories = ws / "memories"
+    try:
+        if not _set_read_only(memories, True):
+            pytest.skip("cannot make a folder read-only here")
+        refused = run("forget", memory["id"])
+    finally:
+        _set_read_only(memories, False)
+    assert refused.code == 15 and "nothing was written" in refused.err, refused
+    assert not (ws / ".cache" / "unfinished-write.json").exists()
+    after = run("remember", "The next write has nothing to roll back.")
+    assert after.code == 0 and "rolled back" not in after.err and after.err == "", after
+    assert git(ws, "status", "--porcelain", "--", "memories") == ""
