@@ -17,7 +17,8 @@ EXIT_CODES: dict[int, str] = {
        "an empty query or an invalid regular expression",
     3: "no workspace found, or the workspace is not usable",
     4: "memory not found (unknown id, or not visible in your scopes)",
-    5: "validation failed: a well-formed value memcli does not accept (scope, category, id, date, size, range, text)",
+    5: ("validation failed: a well-formed value memcli does not accept (scope, category, id or an id prefix "
+        "under 4 characters, date, size, range, text)"),
     6: "sensitive data (a secret or personal number) refused by the write gate",
     7: "conflict: an ambiguous id prefix, or a subject already held by an active memory",
     8: "review gate refused the action (self-approval, not pending, wrong status)",

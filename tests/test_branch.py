@@ -160,3 +160,27 @@ def test_the_cli_default_of_init_branch_is_the_services() -> None:
     from memcli.service.branch import DEFAULT_BRANCH
 
     assert OPTIONAL_VALUES["--branch"] == DEFAULT_BRANCH
+
+
+def test_plain_init_in_a_fresh_git_init_says_it_makes_a_store_of_its_own(tmp_path: Path) -> None:
+    """In a repository with no commit (and no file) plain `init` set up in the folder itself and
+    committed "memcli: init workspace" onto main, saying nothing, where the README promised the
+    memory branch at a code repository's root: now init says what it did and why, and the docs
+    say the same; `--branch` there keeps the code's branch unborn."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git("init", "-q", "-b", "main", cwd=fresh)
+    out = run_memcli("init", cwd=fresh)
+    assert out.code == 0, out
+    assert "no commit and no file, so it is a memory store of its own" in out.err and "--branch" in out.err, out
+    assert git("log", "--format=%s", "main", cwd=fresh).strip() == "memcli: init workspace"
+    assert run_memcli("--json", "init", cwd=fresh).json()["data"]["standalone"] is False  # exists: nothing said
+    code = tmp_path / "code"
+    code.mkdir()
+    git("init", "-q", "-b", "main", cwd=code)
+    branch = run_memcli("init", "--branch", cwd=code)
+    assert branch.code == 0 and "memory store of its own" not in branch.err, branch
+    assert subprocess.run(["git", "rev-parse", "-q", "--verify", "main"], cwd=code).returncode != 0  # still unborn
+    root = Path(__file__).parent.parent
+    for doc in ("README.md", "docs/workspace.md"):
+        assert "fresh `git init`" in (root / doc).read_text(encoding="utf-8"), doc

@@ -47,9 +47,10 @@ def test_the_invalid_id_message_fits_whole_ids_and_prefixes(ws, run, ref):
     assert run("--json", "log", ref).json()["error"]["exit"] == 5
 
 
-def test_a_short_well_formed_prefix_is_still_not_found(ws, run):
+def test_a_short_well_formed_prefix_is_a_validation_error(ws, run):
+    # was "not found" (4); the exit table's 5 covers an id memcli does not accept (README: 4 or more)
     result = run("show", "abc")
-    assert result.code == 4 and "at least 4 characters" in result.err, result
+    assert result.code == 5 and "at least 4 characters" in result.err, result
 
 
 @pytest.mark.parametrize("value", ["99999y", "99999999999999999y", "0d", "soon"])
@@ -88,8 +89,10 @@ def test_the_library_checks_ids_as_the_cli_does(ws):
     for bad in ("", "   ", "../x", "a/b", "x\x00y"):
         with pytest.raises(ValidationFailed, match="give a whole id"):
             ctx.resolve(bad)
-    with pytest.raises(MemoryNotFound, match="at least 4 characters"):
+    with pytest.raises(ValidationFailed, match="at least 4 characters"):
         ctx.resolve("abc")
+    with pytest.raises(MemoryNotFound):
+        ctx.resolve("abcd")
 
 
 # --- newcomer's finding 10: each wrong setting or value its own message --------------------

@@ -225,3 +225,49 @@ def test_an_approval_merged_beside_the_proposers_edit_is_no_forgery(team) -> Non
         assert mem(ws, "check", f"{base}..HEAD").code == 0
         assert mem(ws, "--json", "quarantine", "list").json()["data"]["quarantined"] == []
         assert shown(ws, mid)["status"] == "active" and shown(ws, mid)["importance"] == 4
+
+
+def test_the_context_blocks_notes_are_one_a_line_with_no_local_path_and_each_warning_once(ws, run):
+    """A blocked sync and two active memories for one subject ran together on one line, the
+    blocked-sync note named the store's absolute path, and a bad file's warning came 3 times."""
+    import json
+
+    first = run("--json", "remember", "CI runs on GitHub Actions").json()["data"]["id"]
+    second = run("--json", "remember", "CI runs on Buildkite").json()["data"]["id"]
+    record = {"blocked": {"ref": "origin/main", "branch": "main", "root": str(ws), "at": "2026-05-01T00:00:00Z",
+                          "files": ["memories/project/x.md"]},
+              "duplicates": [[first, second]]}
+    (ws / ".cache" / "conflicts.json").write_text(json.dumps(record), encoding="utf-8")
+    (ws / "memories" / "project" / "bad.md").write_text("---\nid: 01m95ebbbbbbbbbbbbbbbbbbbb\ntext: [open\n---\nx\n",
+                                                        encoding="utf-8")
+    for fmt in ("text", "markdown"):
+        block = run("context", "--format", fmt)
+        assert block.code == 0, block
+        lines = block.out.splitlines()
+        blocked = [line for line in lines if "sync is blocked since" in line]
+        pair = [line for line in lines if "two active memories for one subject" in line]
+        assert len(blocked) == 1 and len(pair) == 1 and "two active" not in blocked[0], block.out
+        assert str(ws) not in block.out and str(ws.parent) not in block.out, block.out
+        assert "run `memcli resolve`" in blocked[0]
+        warned = [line for line in block.err.splitlines() if "bad.md" in line]
+        assert len(warned) == 1, block.err
+
+
+def test_a_warning_found_by_several_passes_is_given_once_per_command(capsys) -> None:
+    """The newcomer's `memcli context` printed one bad file's warning 3 times (each pass over
+    the files that met it warned): ``output.warn`` gives each message once per command."""
+    from memcli.cli import output
+
+    output.STATE.reset()
+    try:
+        for _ in range(3):
+            output.warn("skipped memories/project/bad.md:3: invalid YAML front-matter")
+        output.warn("another problem")
+        assert capsys.readouterr().err.splitlines() == [
+            "memcli: warning: skipped memories/project/bad.md:3: invalid YAML front-matter",
+            "memcli: warning: another problem"]
+        output.STATE.reset()  # a new command says it again
+        output.warn("another problem")
+        assert capsys.readouterr().err == "memcli: warning: another problem\n"
+    finally:
+        output.STATE.reset()

@@ -164,7 +164,8 @@ def test_plain_doctor_is_unchanged_and_writes_nothing(hand, ws, run):
     result = run("--json", "doctor")
     data = result.json()["data"]
     # repository: what doctor found in git; semantic: SPEC.md section 5; stale: issue 23
-    assert result.code == 11 and set(data) <= {"problems", "repository", "personal", "semantic", "stale", "staleBehind"}
+    assert result.code == 11 and set(data) <= {"problems", "repository", "personal", "semantic", "stale", "staleBehind",
+                                                   "secrets"}
     assert not data.get("repository"), data
     assert hand["body"].read_bytes() == BODY_ONLY and commits(ws) == head
 
@@ -235,3 +236,23 @@ def test_the_id_of_a_ulid_named_file_is_the_ulid(ws, run):
     meta = fileformat.parse((folder / "01m3aaaaaaaaaaaaaaaaaaaaaa-build.md").read_bytes(), "x.md").meta
     assert meta["id"] == ulid
     assert run("--json", "show", ulid).json()["data"]["path"] == "memories/project/01m3aaaaaaaaaaaaaaaaaaaaaa-build.md"
+
+
+def test_doctor_names_hand_written_files_that_hold_a_secret(ws, run):
+    """`doctor` said "all memory files are readable" (exit 0) while two uncommitted hand-written
+    files held a GitHub token and an AWS key; only `doctor --fix` and `check` named them."""
+    folder = ws / "memories" / "project"
+    folder.mkdir(parents=True, exist_ok=True)
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    (folder / "deploy-token.md").write_text(f"The deploy token is {token} for the CI.\n", encoding="utf-8")
+    (folder / "aws.md").write_text("The AWS key is AKIAIOSFODNN7EXAMPLQ for uploads.\n", encoding="utf-8")
+    (folder / "plain.md").write_text("Deploys go out on Tuesdays.\n", encoding="utf-8")
+    result = run("doctor")
+    assert result.code == 6, result
+    named = [line for line in result.out.splitlines() if "holds a secret" in line]
+    assert [line.split(":")[0] for line in named] == ["memories/project/aws.md", "memories/project/deploy-token.md"]
+    assert "GitHub token" in result.out and "AWS access key" in result.out and token not in result.out + result.err
+    assert "2 hold a secret" in result.err, result.err
+    data = run("--json", "doctor").json()["data"]
+    assert sorted(r["path"] for r in data["secrets"]) == ["memories/project/aws.md", "memories/project/deploy-token.md"]
+    assert git(ws, "status", "--porcelain", "--", "memories").count("??") == 1  # nothing written or committed

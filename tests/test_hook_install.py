@@ -309,3 +309,23 @@ def test_a_settings_file_that_cannot_be_written_is_one_error_line(tmp_path, run)
     assert result.code == 5 and result.out == "" and result.err.count("\n") == 1, result
     assert "cannot be written" in result.err and "Traceback" not in result.err
     assert (tmp_path / ".claude").read_text(encoding="utf-8") == "a file where the folder should be\n"
+
+
+def test_hook_check_runs_are_not_counted_as_the_persons_sessions(proj, run):
+    """`stats` counted `hook check`'s runs (the install's self-test, whose hooks run with only
+    PATH and HOME: the person's own identity) as hooks injected in "your sessions"; an agent's
+    real session start still counts."""
+    home = Path(os.environ["HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text("[user]\n\temail = newcomer@example.com\n\tname = Newcomer\n", encoding="utf-8")
+    me = {"MEMCLI_ACTOR": ""}  # the actor git's identity gives, as in the hooks hook check runs
+    assert run("remember", "Deploys go out on Tuesdays.", cwd=proj, env=me).code == 0
+    assert run("hook", "install", "claude", cwd=proj, env=me).code == 0
+    check = run("hook", "check", "claude", cwd=proj, env=me)
+    assert check.code == 0 and "characters of context" in check.out, check
+    usage = run("--json", "stats", cwd=proj, env=me).json()["data"]["usage"]
+    assert usage["injected"] == 0, usage
+    start = run("hook", "claude", "session-start", cwd=proj, env=me,
+                input=json.dumps({"session_id": "s-1", "source": "startup", "cwd": str(proj)}))
+    assert start.code == 0 and "Tuesdays" in start.out, start
+    assert run("--json", "stats", cwd=proj, env=me).json()["data"]["usage"]["injected"] >= 1

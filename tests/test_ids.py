@@ -58,3 +58,13 @@ def test_a_new_id_is_a_ulid_of_its_millisecond_and_making_one_imports_no_ulid_li
 
     assert imported == "False"
     assert ULID.from_str(made.upper()).milliseconds == 1796549400123
+
+
+def test_an_id_prefix_too_short_is_a_validation_error_and_a_short_hand_written_id_is_found(ws, run):
+    """`memcli show 0` exited 4 (not found) where the exit table says a value memcli does not
+    accept is 5 (README: a prefix of 4 or more characters; shorter only a whole id)."""
+    run("remember", "Deploy with make deploy.")
+    for args in (["show", "0"], ["show", "01m"], ["forget", "0"]):
+        result = run(*args)
+        assert result.code == 5 and "too short" in result.err and result.err.count("\n") == 1, (args, result)
+    assert run("show", "zzzz").code == 4  # a prefix long enough that names nothing: not found

@@ -337,3 +337,110 @@ def test_a_remember_killed_inside_update_ref_leaves_no_lock_that_blocks_the_next
     assert after.code == 0, after
     assert not (ws / ".git" / f"{branch}.lock").exists()
     assert git(ws, "status", "--porcelain", "--", "memories") == ""
+
+
+#: A reference-transaction hook that sends SIGINT to memcli (the parent of the git that runs
+#: it) at the phase ``$MEMCLI_TEST_INT_AT`` of moving the branch, as a Ctrl-C then would.
+INT_HOOK = """#!/bin/sh
+[ "$1" = "$MEMCLI_TEST_INT_AT" ] || exit 0
+while read old new ref; do
+  case "$ref" in HEAD|refs/heads/*) kill -INT "$(ps -o ppid= -p "$PPID" | tr -d ' ')" ;; esac
+done
+exit 0
+"""
+
+
+@pytest.mark.parametrize("phase", ["prepared", "committed"])
+@pytest.mark.parametrize("op", ["remember", "forget"])
+def test_ctrl_c_while_the_branch_moves_reports_the_write_that_landed(ws, run, phase, op):
+    """A Ctrl-C while git moves the branch (or after, while the report is printed) exited 130
+    with the memory committed and the "remembered" line missing: a write that landed is done."""
+    target = _remember(ws, "Deploy with make deploy.")["id"] if op == "forget" else None
+    hook = ws / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(INT_HOOK, encoding="utf-8")
+    hook.chmod(0o755)
+    args = ["remember", "Lock hunt: Ctrl-C after the commit."] if op == "remember" else ["forget", str(target)]
+    proc = subprocess.run([*MEMCLI, "-w", str(ws), *args], env={**os.environ, "MEMCLI_TEST_INT_AT": phase},
+                          capture_output=True, text=True, timeout=120)
+    hook.unlink()
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout.startswith("remembered: " if op == "remember" else "forget: "), proc.stdout
+    assert "Traceback" not in proc.stderr and "interrupted" not in proc.stderr, proc.stderr
+    assert git(ws, "status", "--porcelain", "--untracked-files=all", "--", "memories") == ""
+    assert not (ws / ".cache" / "unfinished-write.json").exists()
+    if op == "remember":
+        assert "Lock hunt" in git(ws, "log", "-1", "--format=%B")
+
+
+#: Runs memcli as the console script does (``sys.argv[0]`` "memcli"), sending itself SIGINT the
+#: first time the module ``sys.argv[1]`` is looked for: a Ctrl-C while that module loads.
+INT_AT_IMPORT = """import os, runpy, signal, sys
+target = sys.argv[1]
+class Interrupt:
+    @staticmethod
+    def find_spec(name, path=None, target_=None):
+        if name == target:
+            sys.meta_path.remove(Interrupt)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt)
+sys.argv = ["memcli", *sys.argv[2:]]
+if target == "entry":
+    os.kill(os.getpid(), signal.SIGINT)
+    from memcli.cli import main
+    main()
+runpy.run_module("memcli", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("target", ["memcli.cli", "memcli.cli.fast", "memcli.store.personal", "typer",
+                                    "memcli.service.read"])
+def test_ctrl_c_while_the_first_modules_load_says_interrupted_and_exits_130(ws, target):
+    """A Ctrl-C in the first tenth of a second printed a traceback of import frames and exited
+    1 or by the signal: now one line and 130 whenever it comes after memcli's first line."""
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", INT_AT_IMPORT, target, "-w", str(ws), "list"],
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "memcli: interrupted\n", ""), proc
+
+
+def _set_read_only(folder: Path, read_only: bool) -> bool:
+    """Make ``folder``, its subfolders and files unwritable (chmod; ``chattr +i`` as root, whom
+    chmod does not stop) or writable again. False when the folder stays writable."""
+    import shutil
+
+    paths = [folder, *folder.rglob("*")]
+    chattr = os.geteuid() == 0 and shutil.which("chattr")
+    for path in paths:
+        if chattr and not read_only:
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+        path.chmod((0o555 if path.is_dir() else 0o444) if read_only else (0o755 if path.is_dir() else 0o644))
+        if chattr and read_only:
+            subprocess.run(["chattr", "+i", str(path)], capture_output=True)
+    if not read_only:
+        return True
+    try:
+        (folder / "probe").write_text("x")
+    except OSError:
+        return True
+    (folder / "probe").unlink()
+    return False
+
+
+def test_a_write_the_disk_refuses_leaves_no_record_to_roll_back(ws, run):
+    """A forget in a read-only memories folder said "nothing was written" (15) but left its
+    journal record, and the next write warned of a rolled-back forget, "0 of 1 files restored"."""
+    memory = _remember(ws, "Deploy with make deploy.")
+    memories = ws / "memories"
+    try:
+        if not _set_read_only(memories, True):
+            pytest.skip("cannot make a folder read-only here")
+        refused = run("forget", memory["id"])
+    finally:
+        _set_read_only(memories, False)
+    assert refused.code == 15 and "nothing was written" in refused.err, refused
+    assert not (ws / ".cache" / "unfinished-write.json").exists()
+    after = run("remember", "The next write has nothing to roll back.")
+    assert after.code == 0 and "rolled back" not in after.err and after.err == "", after
+    assert git(ws, "status", "--porcelain", "--", "memories") == ""

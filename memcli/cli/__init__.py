@@ -87,11 +87,23 @@ def _command_name(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``memcli`` console script.
+    """Entry point of the ``memcli`` console script (and of ``python -m memcli``, every hook).
+
+    A Ctrl-C at any instant, even while the first modules load, prints ``memcli: interrupted``
+    and exits 130 (``memcli/__init__.py`` covers the imports before this function runs).
 
     Args:
         argv: arguments without the program name (default ``sys.argv[1:]``).
     """
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        print("memcli: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+def _main(argv: list[str] | None) -> None:
+    """:func:`main`, without its guard against a Ctrl-C before the command's own (``_guarded``)."""
     started = time.perf_counter()
     from memcli.cli import fast, output
     from memcli.store.personal import private_umask
@@ -146,6 +158,9 @@ def _fresh_state() -> None:
     workspace = sys.modules.get("memcli.store.workspace")
     if workspace is not None:
         workspace.OPENED = None  # type: ignore[attr-defined]
+    interrupts = sys.modules.get("memcli.interrupts")
+    if interrupts is not None:  # an earlier command's write held Ctrl-C to its end
+        interrupts.release()
 
 
 def _record(head: list[str], started: float, status: int) -> None:
@@ -179,6 +194,8 @@ def _run_typer(args: list[str]) -> int:
         completion_init()
     try:
         result = app(args=_optional_values(args), prog_name="memcli", standalone_mode=False)
+        if result == 130:  # typer's (core._main) silent answer to a KeyboardInterrupt: raise Exit(130)
+            print("memcli: interrupted", file=sys.stderr)
         return result if isinstance(result, int) else 0
     except typer.Exit as err:
         return err.exit_code

@@ -26,10 +26,11 @@ class State:
 
     ``json``: the ``--json`` envelope is wanted; ``command``: the command's name in it;
     ``warnings``: the envelope's warnings (a fresh empty list when None); ``fast_exit``: a
-    read hook has answered, so ``main`` ends the process without the interpreter's teardown.
+    read hook has answered, so ``main`` ends the process without the interpreter's teardown;
+    ``said``: the warnings given so far (each is given once per command).
     """
 
-    __slots__ = ("json", "command", "warnings", "fast_exit")
+    __slots__ = ("json", "command", "warnings", "fast_exit", "said")
 
     def __init__(self, json: bool = False, command: str = "memcli", warnings: list[str] | None = None,
                  fast_exit: bool = False) -> None:
@@ -37,6 +38,7 @@ class State:
         self.command = command
         self.warnings = [] if warnings is None else warnings
         self.fast_exit = fast_exit
+        self.said: set[str] = set()
 
     def reset(self) -> None:
         """Back to the settings of a new process (``main`` calls it first)."""
@@ -66,7 +68,11 @@ def write(text: str) -> None:
 
 
 def warn(message: str) -> None:
-    """A warning: on stderr now (text mode) or in the envelope's ``warnings`` (JSON mode)."""
+    """A warning: on stderr now (text mode) or in the envelope's ``warnings`` (JSON mode); once
+    per command, however many passes over the files found the same problem."""
+    if message in STATE.said:
+        return
+    STATE.said.add(message)
     if STATE.json:
         STATE.warnings.append(message)
     else:

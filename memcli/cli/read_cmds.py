@@ -212,8 +212,8 @@ def doctor(
 ) -> None:
     """Report memory files that cannot be served (path, line, reason); --fix writes missing defaults in.
 
-    Exit 11 if any file cannot be served (such files are never rewritten); with --fix, exit 6
-    if a file was left unfixed because it holds a secret. With --fix, files with uncommitted
+    Exit 11 if any file cannot be served (such files are never rewritten); exit 6 if a file holds
+    a secret (with --fix, such a file is left unfixed). With --fix, files with uncommitted
     edits are skipped and listed (exit 0): commit or discard the edits, then run it again."""
     from memcli.service import doctor as service
 
@@ -221,7 +221,9 @@ def doctor(
     report = service.fix(context) if fix else service.check(context)
     problems = report.problems
     fixed_lines = [f"fixed {f.path}: wrote {', '.join(f.added)}" for f in report.fixed]
-    fixed_lines += [f"not fixed {path}: {reason}" for path, reason in report.refused]
+    fixed_lines += [f"not fixed {path}: {reason}" if fix else
+                    f"{path}: holds a secret ({reason}); agents see it redacted: remove it from the file"
+                    for path, reason in report.refused]
     fixed_lines += [f"skipped {path}: {reason}" for path, reason in report.skipped]
     problem_lines = [f"{p.path}:{p.lineno}: {p.reason}" if p.lineno else f"{p.path}: {p.reason}" for p in problems]
     data: dict[str, Any] = {"problems": [{"path": p.path, "line": p.lineno, "reason": p.reason} for p in problems],
@@ -231,6 +233,8 @@ def doctor(
     data["semantic"] = service.semantic(context)
     data["stale"] = service.stale_ids(context)
     data["staleBehind"] = service.stale_behind(context)
+    if not fix:  # files holding a secret (refused by --fix below)
+        data["secrets"] = [{"path": path, "reason": reason} for path, reason in report.refused]
     if fix:
         data.update(fixed=[f.to_dict() for f in report.fixed],
                     refused=[{"path": path, "reason": reason} for path, reason in report.refused],
@@ -248,7 +252,9 @@ def doctor(
                 done += f"; {count} file{'' if count == 1 else 's'} with uncommitted edits skipped"
             print(f"memcli: {done}", file=sys.stderr)
         if not problems:
-            print("all memory files are readable", file=sys.stderr)
+            print("all memory files are readable" + (
+                f"; {len(report.refused)} hold{'s' if len(report.refused) == 1 else ''} a secret"
+                if report.refused else ""), file=sys.stderr)
         print(service.semantic_line(data["semantic"]), file=sys.stderr)
         if data["stale"]:
             count = len(data["stale"])

@@ -70,13 +70,22 @@ def init(
     At the root of a code repository the store goes on its own branch (as --branch) unless
     --in-tree or --hidden is given."""
     from memcli.errors import UsageProblem
+    from memcli.service.setup import empty_repository
     from memcli.service.setup import init as do_init
 
     if in_tree and branch is not None:
         raise UsageProblem("--in-tree and --branch exclude each other", hint="give one of them")
 
+    empty = branch is None and not (in_tree or hidden) and empty_repository(path)
     root, created, commit, on_branch, taken = do_init(path, hidden, branch, in_tree)
     text = f"initialised memcli workspace in {root}" if created else f"already a memcli workspace: {root}"
+    standalone = bool(created and empty and not on_branch)
+    said = ""
+    if standalone:  # a fresh `git init`: a store of its own, not memory beside code (README, "Where memory lives")
+        said = ("memcli: this repository had no commit and no file, so it is a memory store of its own: memcli's "
+                 "commit is its first, on its current branch; for memory beside code on its own branch "
+                 "(memcli/memory in .memcli/), make the code's first commit before `memcli init`, or run "
+                 "`memcli init --branch` in a fresh repository")
     if taken:
         text = f"took the project's memory: {taken}; workspace {root} (nothing new was created)"
     if not created and (branch is not None or in_tree or hidden):
@@ -84,7 +93,12 @@ def init(
     if created and on_branch:
         text += (f" on its own branch {on_branch} (ignored by the code's git; memory never follows code branches"
                  + ("; `memcli init --in-tree` keeps it as a folder of the code instead)" if branch is None else ")"))
-    emit({"root": str(root), "created": created, "commit": commit, "branch": on_branch, "taken": taken}, text)
+    emit({"root": str(root), "created": created, "commit": commit, "branch": on_branch, "taken": taken,
+          "standalone": standalone}, text)
+    from memcli.cli.output import STATE
+
+    if said and not STATE.json:
+        print(said, file=sys.stderr)
 
 
 @app.command()

@@ -23,7 +23,8 @@ writes the shared index but by one atomic rename:
    memcli's paths (``cat-file --batch``, ``mktree --batch``; the blobs are the ones the
    next index holds), and the commit with ``commit-tree -F -``: no index of the whole
    ``HEAD`` is built, so a commit costs the same at 1,000 memories or 100,000;
-5. move the branch with ``update-ref HEAD NEW OLD``, a compare-and-swap;
+5. move the branch with ``update-ref HEAD NEW OLD``, a compare-and-swap, with Ctrl-C held from
+   its start (``memcli.interrupts``): a commit that landed is reported, never undone;
 6. rename the lock file (by then holding the next index) over the index (git's
    ``commit_lock_file``).
 
@@ -40,6 +41,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from memcli import interrupts
 from memcli.errors import GitFailed, GitLocked, UnsafeGitState
 from memcli.git.run import first_line
 
@@ -202,7 +204,7 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     lock = _take_lock(repo, timeout)
     next_index = _temp_index(repo, "next")
     listed = b"".join(os.fsencode(r) + b"\0" for r in rels)
-    landed = False
+    landed = held = False
     try:
         shared = repo.index_path()
         if shared.exists():
@@ -231,6 +233,8 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
             on_commit(new, checksum)
         os.replace(next_index, lock)  # the lock (still held) now holds the next index
         subject = message.split("\n", 1)[0]
+        # from here a Ctrl-C cannot undo a commit git has put on the branch (memcli.interrupts)
+        held = interrupts.hold()
         _plumb(repo, "update-ref", "-m", f"commit: {subject}"[:200], "HEAD", new, old or "")
         landed = True
         os.replace(lock, shared)
@@ -238,6 +242,8 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     finally:
         if not landed:
             lock.unlink(missing_ok=True)
+            if held:  # git refused the move: nothing was written, Ctrl-C works again
+                interrupts.release()
         next_index.unlink(missing_ok=True)
         Path(f"{next_index}.lock").unlink(missing_ok=True)
 

@@ -417,15 +417,17 @@ class Ctx:
         Raises:
             MemoryNotFound: no visible memory matches (another user's is reported the same way).
             AmbiguousId: the prefix matches several.
-            ValidationFailed: ``ref`` is empty or not made of id characters (see :func:`check_ref`).
+            ValidationFailed: ``ref`` is empty or not made of id characters (see :func:`check_ref`),
+                or shorter than ``MIN_PREFIX`` and no whole id (README, "Ids are ULIDs").
         """
         ref = check_ref(ref)  # a malformed id (path characters, '..', NUL) is a validation error, exit 5
         hint = "list ids with `memcli list` or search with `memcli recall WORDS`"
         items = [m for m in self.catalog().by_prefix(ref) if self.may_see(m)]
         if len(ref) < MIN_PREFIX:  # a short hand-written id (ci.md) is found by its whole value only
             items = [m for m in items if m.id == ref]
-            if not items:
-                raise MemoryNotFound(f"no memory {ref!r}: give at least {MIN_PREFIX} characters of the id", hint=hint)
+            if not items:  # not an id and too short to be a prefix: a value memcli refuses (exit 5)
+                raise ValidationFailed(f"the id prefix {ref!r} is too short: give at least {MIN_PREFIX} "
+                                       "characters of the id (a shorter id only whole)", hint=hint)
         exact = [m for m in items if m.id == ref]
         if exact:
             return self.load(exact[0])

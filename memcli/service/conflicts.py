@@ -66,13 +66,20 @@ def set_blocked(ctx: Ctx, blocked: dict | None) -> None:
     save(ctx, data)
 
 
-def blocked_line(blocked: dict) -> str:
-    """One line for a blocked sync: since when, with what, which files, and what to run where."""
+def blocked_line(blocked: dict, where: bool = True) -> str:
+    """One line for a blocked sync: since when, with what, which files, and what to run where.
+
+    Args:
+        where: name the store's folder (its absolute path, for the person at the terminal); the
+            context block leaves it out (the agent runs memcli in the project, which finds it,
+            and a local path is not the model's to see).
+    """
     files = ", ".join(str(f) for f in blocked.get("files", [])[:3]) or "its files"
     more = f" and {len(blocked['files']) - 3} more" if len(blocked.get("files", [])) > 3 else ""
     what = blocked.get("said") or "a true conflict"
+    folder = f" in {blocked.get('root', '.')}" if where else ""
     return (f"sync is blocked since {blocked.get('at', '?')}: {what} with {blocked.get('ref', 'the remote')} "
-            f"({files}{more}); nothing syncs until it is resolved: run `memcli resolve` in {blocked.get('root', '.')}")
+            f"({files}{more}); nothing syncs until it is resolved: run `memcli resolve`{folder}")
 
 
 def notes(ctx: Ctx) -> list[str]:
@@ -81,7 +88,7 @@ def notes(ctx: Ctx) -> list[str]:
     if not _path(ctx).is_file():
         return []
     data = load(ctx)
-    out = [blocked_line(data["blocked"])] if isinstance(data.get("blocked"), dict) else []
+    out = [blocked_line(data["blocked"], where=False)] if isinstance(data.get("blocked"), dict) else []
     pairs = [p for p in data.get("duplicates", []) if isinstance(p, list) and len(p) >= 2]
     if pairs:
         active = {m.id for m in ctx.catalog().with_status("active")}

@@ -277,11 +277,11 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     partial = partial_note(ctx)
     from memcli.service.arrived import take_notices
 
-    arrived = " ".join(take_notices(ctx))  # a mass change by another person: said once, in the next block
+    arrived = "\n".join(take_notices(ctx))  # a mass change by another person: said once, in the next block
     from memcli.service.conflicts import notes as conflict_notes
 
-    standing = " ".join(conflict_notes(ctx))  # a blocked sync, two active for one subject: until fixed
-    room = size - sum(len(n) + 40 for n in (partial, arrived, standing) if n)
+    standing = "\n".join(conflict_notes(ctx))  # a blocked sync, two active for one subject: until fixed
+    room = size - sum(len(n) + 40 * (n.count("\n") + 1) for n in (partial, arrived, standing) if n)
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
         shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
@@ -296,17 +296,18 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
 
 
 def with_note(block: Block, note: str, fmt: str, key: str = "partial") -> Block:
-    """``block`` with a one-line ``note`` after its header (issue 21 point 5: an answer from a
-    partial index says so in the block the agent reads); a block with no memory becomes the
-    header and the note alone. ``fmt``: ``text``, ``markdown`` or ``json`` (the note under ``key``:
-    ``partial``, ``arrival`` for a mass change reported once, ``service.arrival``, or ``conflict`` for
-    what a sync left to finish, ``service.conflicts``).
-    Adds at most ``len(note) + 40`` characters."""
+    """``block`` with ``note`` after its header (issue 21 point 5: an answer from a partial
+    index says so in the block the agent reads), each of its lines (``\\n``-separated notes) a
+    line of its own; a block with no memory becomes the header and the note alone. ``fmt``:
+    ``text``, ``markdown`` or ``json`` (the note under ``key``: ``partial``, ``arrival`` for a
+    mass change reported once, ``service.arrival``, or ``conflict`` for what a sync left to
+    finish, ``service.conflicts``).
+    Adds at most ``len(note) + 40`` characters a line."""
     import json
 
     from memcli.agents.context_block import HEADER, TAG
 
-    line = f"memcli: {note}"
+    lines = [f"memcli: {n}" for n in note.split("\n") if n]
     if fmt == "json":
         data = json.loads(block.text) if block.text else {"memories": [], "omitted": block.omitted}
         data[key] = note
@@ -314,7 +315,9 @@ def with_note(block: Block, note: str, fmt: str, key: str = "partial") -> Block:
     if fmt == "markdown":
         opening = f"## Memories from memcli\n\n_{HEADER}_\n\n"
         text = block.text or opening
-        return Block(text.replace(opening, f"{opening}_{line}_\n\n", 1), block.included, block.omitted)
+        said = "".join(f"_{line}_\n\n" for line in lines)
+        return Block(text.replace(opening, f"{opening}{said}", 1), block.included, block.omitted)
     opening, closing = f"<{TAG}>\n{HEADER}\n", f"</{TAG}>\n"
     text = block.text or opening + closing
-    return Block(text.replace(opening, f"{opening}{line}\n", 1), block.included, block.omitted)
+    said = "".join(f"{line}\n" for line in lines)
+    return Block(text.replace(opening, f"{opening}{said}", 1), block.included, block.omitted)

@@ -75,6 +75,7 @@ def check(ctx: Ctx) -> Report:
     after :func:`repository` has looked at (and repaired) the git side."""
     notes = repository(ctx, fix=False) + exposure(ctx, fix=False)
     report = Report(ctx.catalog(full=True).problems(actor=ctx.actor), repository=notes + quarantined(ctx))
+    report.refused = holding_secrets(ctx)
     if ctx.ws.config.kind == "project":
         from memcli.policy.owner import owner_of
         from memcli.service import move
@@ -88,6 +89,26 @@ def check(ctx: Ctx) -> Report:
             report.moved.append(f"{what} kept in this workspace, where a push publishes {it}: "
                                 f"`memcli doctor --fix` moves {it} to your own store")
     return report
+
+
+def holding_secrets(ctx: Ctx) -> list[tuple[str, str]]:
+    """``(path, reason)`` of this workspace's files the caller may see whose text holds a secret
+    (the write gate's ``check_memory``): a file written by hand, committed or not, never went
+    through the gate, and ``doctor`` said "all memory files are readable" while two held a token
+    and a key that only ``doctor --fix`` and ``check`` named."""
+    from memcli.errors import SecretDetected
+    from memcli.policy.gates import check_memory
+
+    catalog = ctx.catalog()
+    found = []
+    for memory in (m for status in STATUSES for m in catalog.with_status(status) if ctx.may_see(m)):
+        if Path(memory.path).is_absolute():  # a personal store's (index.merged): its own doctor says
+            continue
+        try:
+            check_memory(memory, ("the actor", ctx.actor))
+        except SecretDetected as err:
+            found.append((memory.path, err.message.removeprefix("refused: ")))
+    return found
 
 
 def quarantined(ctx: Ctx) -> list[str]:

@@ -24,11 +24,12 @@ from memcli.agents import hook_protocol as formats
 from memcli.agents.registry import get, names
 from memcli.errors import HookCheckFailed, MemcliError
 from memcli.service.hook_install import read_settings, settings_path
+from memcli.store.usage import SELF_TEST_SESSION
 
 #: The environment a hook runs with here: nothing from the caller's shell but HOME.
 MINIMAL_PATH = "/usr/bin:/bin"
 #: The session id the check's stdin names (its seen-list in the cache is removed at session-end).
-SESSION_ID = "memcli-hook-check"
+SESSION_ID = SELF_TEST_SESSION  # never journaled (store.usage)
 
 
 @dataclass

@@ -82,6 +82,20 @@ def unfinished_init(root: Path) -> bool:
     return (root / CONFIG_NAME).is_file() and status != 0
 
 
+def empty_repository(path: Path) -> bool:
+    """True when ``path`` is the top of a git repository with no commit and no file yet (a fresh
+    ``git init``): plain ``init`` makes the store right there, a repository of its own whose
+    first commit is memcli's, not a memory branch beside code (:func:`_code_root`), and says so."""
+    from memcli.service.branch import _has_ref, _toplevel
+
+    try:
+        top = _toplevel(path.absolute()) if path.is_dir() else None
+        return top is not None and top.resolve() == path.resolve() and not _has_ref(top, "HEAD") and not any(
+            entry.name != ".git" for entry in path.iterdir())
+    except OSError:
+        return False
+
+
 def _code_root(path: Path) -> bool:
     """True when ``path`` is the top of a code repository with no memcli workspace in it yet:
     a git work tree that has a commit or a file (an empty ``git init`` folder is where a

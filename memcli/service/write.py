@@ -222,12 +222,8 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
                                  on_commit=lambda new, checksum: journal.mark(ctx, new, checksum),
                                  split_index=unshared_index(ctx.ws.root, ctx.ws.config.kind))
     except BaseException:
-        for path, data in backups.items():
-            if data is None:
-                path.unlink(missing_ok=True)
-            else:
-                atomic_write(path, data)
-        journal.clear(ctx)
+        _restore(backups)  # raises if a file cannot be put back: the record then stays for the next write
+        journal.clear(ctx)  # every file as it was: nothing is left to roll back
         raise
     journal.clear(ctx)
     arrival.advance(ctx, verified, commit)
@@ -235,6 +231,27 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
         ctx.catalog().refresh(list(writes))  # the next command then finds the index in step at once
         record_scans(ctx, memories)
     return commit
+
+
+def _restore(backups: Mapping[Path, bytes | None]) -> None:
+    """Put every file of a failed write back as ``backups`` holds it (absolute path -> old bytes,
+    or None for a file that did not exist), touching only those that differ: a write the disk
+    refused before it changed anything (a read-only folder) restores nothing and cannot fail.
+
+    Raises:
+        OSError: a changed file cannot be put back (the journal's record then stays).
+    """
+    for path, data in backups.items():
+        try:
+            now = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+        except OSError:
+            now = b"" if data is None else None  # unreadable: differs from what it held
+        if now == data:
+            continue
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write(path, data)
 
 
 def record_scans(ctx: Ctx, memories: list[Memory]) -> None:

@@ -37,6 +37,13 @@ MAX_BYTES = 4_000_000
 MAX_IDS = 50
 
 
+#: The session id of ``memcli hook check``'s runs (the install's self-test, ``service.hook_check``):
+#: no one's session, so nothing of it is journaled (``stats`` counted its runs as hooks injected).
+SELF_TEST_SESSION = "memcli-hook-check"
+#: Its :func:`session_key`, for the events a journal already holds from before.
+SELF_TEST_KEY = "fb633b000bd4b9ac"
+
+
 def session_key(session_id: str) -> str:
     """The journal's name for a session: 16 hex digits of the SHA-256 of its id ("" for none)."""
     if not session_id:
@@ -63,7 +70,7 @@ def append(cache: Path, actor: str, agent: str, session_id: str, event: str, ids
         call: the fingerprint of the tool call (``agents.tool_calls.call_key``), for guard events.
         source: ``transcript`` for a violation found in the transcript (else the hook's own event).
     """
-    if not ids or event not in EVENTS:
+    if not ids or event not in EVENTS or session_id == SELF_TEST_SESSION:
         return
     try:
         record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if at is None else at)),
@@ -93,7 +100,8 @@ def append(cache: Path, actor: str, agent: str, session_id: str, event: str, ids
 def read(cache: Path, actor: str) -> list[dict]:
     """The journal's well-formed events of ``actor``, oldest first (another person's are never returned).
 
-    A missing or unreadable journal reads as empty; malformed lines are skipped.
+    A missing or unreadable journal reads as empty; malformed lines are skipped, and so are
+    the events of ``hook check``'s self-test an older memcli journaled.
     """
     try:
         lines = (cache / NAME).read_bytes().splitlines()
@@ -106,6 +114,7 @@ def read(cache: Path, actor: str) -> list[dict]:
         except ValueError:
             continue
         if isinstance(event, dict) and event.get("actor") == actor and event.get("event") in EVENTS \
-                and isinstance(event.get("ids"), list) and isinstance(event.get("at"), str):
+                and isinstance(event.get("ids"), list) and isinstance(event.get("at"), str) \
+                and event.get("session") != SELF_TEST_KEY:
             out.append(event)
     return out
