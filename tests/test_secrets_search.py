@@ -85,3 +85,15 @@ def test_mcp_recall_learns_nothing_of_a_hidden_secret(ws: Path) -> None:
         await anyio.sleep(0)
 
     drive(ws, steps)
+
+
+def test_context_query_does_not_pull_a_memory_forward_by_its_hidden_secret(ws: Path, run) -> None:
+    plant(ws)
+    for n in range(30):  # others ahead of it in the browse order: only a query match brings it first
+        run("remember", f"filler note number {n} about the build", "--importance", "5")
+    answers = []
+    for guess in (GH[:12], wrong(GH, 12)):
+        result = run("--json", "context", "--query", guess)
+        assert result.code == 0, result
+        answers.append(result.json()["data"]["included"])
+    assert answers[0] == answers[1]

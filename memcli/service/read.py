@@ -119,13 +119,13 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: R
     query.served = lambda texts: redact_texts(texts, folder)  # a pattern sees what a reader sees
     hits = (using if using is not None else retriever(ctx)).search(query)
     if hits:
-        hits = _served_matches(query, hits, for_reader(ctx, [h.memory for h in hits]))
+        hits = served_matches(query, hits, for_reader(ctx, [h.memory for h in hits]))
     if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
     return hits
 
 
-def _served_matches(query: Query, hits: list[Hit], served: list[Memory]) -> list[Hit]:
+def served_matches(query: Query, hits: list[Hit], served: list[Memory]) -> list[Hit]:
     """``hits`` with their memories as served (secrets replaced by markers: ``service.redact``),
     less those that the query matches only in what was cut out.
 
