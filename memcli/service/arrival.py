@@ -61,8 +61,8 @@ class Entry:
         id: a short handle for ``memcli quarantine accept|revert`` (``q`` and 8 hex digits).
         kind: ``file`` (one memory file failed a rule) or ``mass`` (a mass change).
         path: the file (workspace-relative), or for ``mass`` the first of ``paths``.
-        rule: the rule it broke (``review``, ``provenance``, ``scope``, ``valid``, ``size``,
-            ``secret``, ``path``, ``trailer``, ``mass``).
+        rule: the rule it broke (``review``, ``provenance``, ``actor``, ``scope``, ``valid``,
+            ``size``, ``secret``, ``path``, ``trailer``, ``mass``).
         reason: what is wrong, one line.
         commit: the arriving commit that last wrote it.
         author: that commit's author, ``name <email>``.
@@ -186,7 +186,8 @@ def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str, who
                                     problem.message, commit, author or "unknown", old or "",
                                     _memory_id(problem.path))
     for entry in _forged_trailers(repo, span, old or "", result.trust):
-        found.setdefault(entry.path, entry)
+        if found.get(entry.path) is None or found[entry.path].rule == "actor":  # the forged trailer says more
+            found[entry.path] = entry
     added = list(found.values())
     mass = _mass_change(repo, old, new, who)
     if mass is not None:
