@@ -279,6 +279,8 @@ def _check_file(ctx: Ctx, git: _Git, rel: str, spec_new: str, mode: str, old: st
         return [Problem(rel, "valid", err.reason + (f" (line {err.lineno})" if err.lineno else ""))]
     memory = loaded.memory
     problems = []
+    if loaded.warning:  # over what a write may hold (files.cut_text): every read serves it cut
+        problems.append(Problem(rel, "size", loaded.warning.removeprefix("served in part: ")))
     try:
         gates.check_memory(memory)
     except MemcliError as err:
