@@ -136,13 +136,13 @@ def served_matches(query: Query, hits: list[Hit], served: list[Memory]) -> list[
     only when the scanning retriever (``index.scan``: its words as substrings, or close by
     rapidfuzz) matches the query in the served memory too.
     """
-    from memcli.index.scan import ScanRetriever
-
     kept = []
     for hit, memory in zip(hits, served):
         changed = memory is not hit.memory
         hit.memory = memory  # secrets in hand-written files never shown (service/redact.py)
         if changed and query.mode != "grep":
+            from memcli.index.scan import ScanRetriever
+
             probe = Query(query.text, query.scopes, query.now, query.mode, statuses=(memory.status,),
                           include_expired=True, actor=query.actor)
             if not ScanRetriever([memory]).search(probe):
@@ -187,12 +187,15 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
         note = f"{NONE_NOTE} in what is indexed so far"
     from memcli.agents.injection import instruction_like  # the label MCP and the context block show too
     from memcli.service.stale_notes import notes as stale_notes
+    from memcli.service.unbacked import notes as unbacked
 
     notes = stale_notes(ctx) if hits else {}
+    unverified = unbacked(ctx, [h.memory for h in hits])
     return {"query": redact(query, full=False), "mode": mode, "answer": answer, "note": note,
             "partial": partial, "retriever": answered,
             "hits": [{**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match,
                       "instructionLike": instruction_like(h.memory.text), "mayBeOutdated": notes.get(h.memory.id),
+                      "actorUnverified": unverified.get(h.memory.id),
                       **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})}
                      for h in hits]}
 
