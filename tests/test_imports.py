@@ -115,7 +115,7 @@ SEARCH = frozenset(("memcli.index.query", "memcli.index.search", "memcli.filters
 #: else ``memcli.index.warm`` asks a warm process too.
 SEMANTIC = frozenset(("memcli.index.embed", "memcli.index.hybrid", "memcli.service.semantic"))
 CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context_block", "memcli.service.context",
-                    "memcli.service.stale_notes"}
+                    "memcli.service.stale_notes", "memcli.service.unbacked"}
 #: What the context block (``context``, the session-start hooks) adds: ``memcli.service.conflicts``,
 #: what a sync left to finish (one stat when nothing; issue 22 point 4).
 BLOCK = frozenset(("memcli.service.conflicts",))
@@ -131,7 +131,7 @@ TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read
 HOT_COMMANDS = (
     (("recall", "pnpm", "-n", "1"), None,
      HOT_BASE | SEARCH | REDACTION | SEMANTIC | {"memcli.agents", "memcli.agents.injection",
-                                                 "memcli.service.stale_notes"},
+                                                 "memcli.service.stale_notes", "memcli.service.unbacked"},
      {"Stemmer"}, False),
     (("context",), None, HOT_BASE | REDACTION | CONTEXT | BLOCK | {"memcli.agents.injection"}, set(), False),
     (("hook", "claude", "session-start"), "{}",

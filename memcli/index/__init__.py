@@ -39,11 +39,15 @@ class Query:
         meaning: the text the semantic side of a hybrid retriever embeds, when it is not
             ``text`` ('' for ``text``): the prompt hook searches a prompt's content words but
             asks the model about the whole prompt (``index.hybrid``).
+        served: in ``grep`` mode, texts -> the same texts as a reader is shown them (secrets
+            replaced by markers: ``service.redact``), so that a pattern matches the served text,
+            never a secret it hides (a pattern probing a token's prefix would rebuild it); None
+            matches the texts as stored.
     """
 
     __slots__ = ("_text", "scopes", "now", "mode", "statuses", "include_expired", "category", "tag", "subject",
                  "limit", "path", "created_after", "created_before", "updated_after", "updated_before", "order",
-                 "actor", "meaning")
+                 "actor", "meaning", "served")
 
     def __init__(self, text: str, scopes: list[str], now: datetime, mode: str = "ranked",
                  statuses: tuple[str, ...] = ("active",), include_expired: bool = False, category: str | None = None,
@@ -69,6 +73,7 @@ class Query:
         self.updated_before = updated_before
         self.order = order
         self.actor = actor
+        self.served: Callable[[list[str]], list[str]] | None = None
 
 
     @property

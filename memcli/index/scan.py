@@ -14,6 +14,7 @@ Ties break by importance, then by newer ``updatedAt``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from memcli.errors import UsageProblem
 from memcli.index import Hit, Query, browse_key, passes
@@ -106,7 +107,7 @@ class ScanRetriever:
         """
         pool = [m for m in self.memories if passes(m, query)]
         if query.mode == "grep":
-            hits = self._grep(pool, query.text)
+            hits = self._grep(pool, query.text, query.served)
         elif not query.text.strip():
             return [Hit(m, 0.0, "all") for m in sorted(pool, key=browse_key(query))][: query.limit]
         else:
@@ -118,9 +119,12 @@ class ScanRetriever:
         return sum(1 for m in self.memories if passes(m, query))
 
     @staticmethod
-    def _grep(pool: list[Memory], pattern: str) -> list[Hit]:
+    def _grep(pool: list[Memory], pattern: str, served: Callable[[list[str]], list[str]] | None) -> list[Hit]:
         grep = Grep(pattern)
-        return [Hit(m, 1.0, "regex") for m in pool if grep.search(m.text)]
+        texts = [m.text for m in pool]
+        if served is not None:
+            texts = served(texts)
+        return [Hit(m, 1.0, "regex") for m, text in zip(pool, texts) if grep.search(text)]
 
     @staticmethod
     def _match(pool: list[Memory], text: str, fuzzy_only: bool) -> list[Hit]:

@@ -334,14 +334,22 @@ class FtsRetriever:
 
         regex = Grep(query.text)
         where, params = _filters(query)
-        hits = []
-        for record, text in self.db.execute(
-                f"SELECT d.record, json_extract(d.record, '$.text') FROM docs d WHERE {where}"
-                " ORDER BY d.importance DESC, d.updated DESC, d.id", params):
-            if regex.search(text):
-                hits.append(Hit(_memory(record), 1.0, "regex"))
-                if len(hits) >= query.limit:
-                    break
+        hits: list[Hit] = []
+        rows = self.db.execute(
+            f"SELECT d.record, json_extract(d.record, '$.text') FROM docs d WHERE {where}"
+            " ORDER BY d.importance DESC, d.updated DESC, d.id", params)
+        while len(hits) < query.limit:
+            batch = rows.fetchmany(_GREP_BATCH)
+            if not batch:
+                break
+            texts = [text for _, text in batch]
+            if query.served is not None:  # the text as served: a secret is never matched (Query.served)
+                texts = query.served(texts)
+            for (record, _), text in zip(batch, texts):
+                if regex.search(text):
+                    hits.append(Hit(_memory(record), 1.0, "regex"))
+                    if len(hits) >= query.limit:
+                        break
         return hits
 
     def _all(self, query: Query) -> list[Hit]:
@@ -381,6 +389,8 @@ def _shorter(typed: str, token: str, term: str) -> bool:
     return token.startswith(term) and len(token) - len(term) >= 2 and stem(typed.strip(_PUNCT)[:-1]) != term
 
 
+#: Rows read (and, with ``Query.served``, redacted in one batch) at a time by a ``grep`` search.
+_GREP_BATCH = 256
 _PUNCT = "\"'`.,;:!?()[]{}"
 #: One file path: folders and a name with an extension (``api/ledger/importer.py``, ``.github/ci.yml``).
 _PATH_LIKE = re.compile(r"(?:\./)?(?:[\w.@+-]+/)+[\w.@+-]*\.\w+")

@@ -24,9 +24,12 @@ the person's git identity) or ``memcli quarantine revert ID`` (the file back as 
 verified commit had it, or removed, in one commit).
 
 A **mass change**: more than :data:`MASS_SHARE` of the memory files active at ``verified``
-(and at least :data:`MASS_MIN`) removed or rewritten by another person's commits in one
-arrival is recorded as a quarantine entry of kind ``mass`` (``revert`` restores them all),
-reported by ``sync`` and once in the next session's context block.
+removed, retired or rewritten by another person's commits in one arrival, with at least
+:data:`MASS_MIN` of them removed or retired or at least :data:`MASS_EDITS_MIN` in all, is
+recorded as a quarantine entry of kind ``mass`` (``revert`` restores them all),
+reported by ``sync`` and once in the next session's context block. A file the arrival leaves
+as one of this person's own commits wrote it (:func:`_own_versions`: a merge or a teammate's
+``resolve --take theirs`` that keeps their side) is not counted: the change is theirs.
 """
 
 from __future__ import annotations
@@ -47,8 +50,12 @@ if TYPE_CHECKING:
 
 #: A pull that removes or rewrites more than this share of the active memory files is a mass change.
 MASS_SHARE = 0.30
-#: ... and at least this many of them.
+#: ... and at least this many of them removed or retired (no longer ``active``) ...
 MASS_MIN = 3
+#: ... or at least this many removed, retired or rewritten. Edits that keep memories active are
+#: a teammate's ordinary work: in a small store one person may well touch every memory (a
+#: ``resolve`` of a conflict over a few files, a rename), each of them read in ``memcli log``.
+MASS_EDITS_MIN = 10
 #: ``Memcli-Op`` values that record a review decision: their ``Memcli-Actor`` must be the commit's author.
 REVIEW_OPS = ("approve", "reject")
 
@@ -61,8 +68,8 @@ class Entry:
         id: a short handle for ``memcli quarantine accept|revert`` (``q`` and 8 hex digits).
         kind: ``file`` (one memory file failed a rule) or ``mass`` (a mass change).
         path: the file (workspace-relative), or for ``mass`` the first of ``paths``.
-        rule: the rule it broke (``review``, ``provenance``, ``scope``, ``valid``, ``size``,
-            ``secret``, ``path``, ``trailer``, ``mass``).
+        rule: the rule it broke (``review``, ``provenance``, ``actor``, ``scope``, ``valid``,
+            ``size``, ``secret``, ``path``, ``trailer``, ``mass``).
         reason: what is wrong, one line.
         commit: the arriving commit that last wrote it.
         author: that commit's author, ``name <email>``.
@@ -186,7 +193,8 @@ def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str, who
                                     problem.message, commit, author or "unknown", old or "",
                                     _memory_id(problem.path))
     for entry in _forged_trailers(repo, span, old or "", result.trust):
-        found.setdefault(entry.path, entry)
+        if found.get(entry.path) is None or found[entry.path].rule == "actor":  # the forged trailer says more
+            found[entry.path] = entry
     added = list(found.values())
     mass = _mass_change(repo, old, new, who)
     if mass is not None:
@@ -273,25 +281,57 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
     active = {p.split(":", 1)[1] if p.startswith(old + ":") else p for p in active}
     if len(active) < MASS_MIN:
         return None
-    removed: list[str] = []
-    rewritten: list[str] = []
-    for row in _lines(repo, "diff", "--name-status", "--no-renames", old, new, "--", "memories"):
-        kind, _, path = row.partition("\t")
-        if path in active:
-            (removed if kind.startswith("D") else rewritten).append(path)
-    hit = removed + rewritten
-    if len(hit) < MASS_MIN or len(hit) <= MASS_SHARE * len(active):
-        return None
     me = _me(repo)
+    changed: dict[str, tuple[str, str]] = {}  # path -> (kind, blob at new; zeros when removed)
+    for row in _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", old, new, "--", "memories"):
+        fields, _, path = row.partition("\t")
+        parts = fields.split()
+        if path in active and len(parts) >= 5:
+            changed[path] = (parts[4], parts[3])
+    if len(changed) < MASS_MIN:
+        return None
+    own = _own_versions(repo, f"{old}..{new}", me, list(changed))
+    theirs = {p: kind for p, (kind, blob) in changed.items() if (p, blob) not in own}
+    kept = [p for p, kind in theirs.items() if not kind.startswith("D")]
+    still = set(_lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", new, "--", *kept)) if kept else set()
+    still = {p.split(":", 1)[1] if p.startswith(new + ":") else p for p in still}
+    removed = sorted(p for p, kind in theirs.items() if kind.startswith("D") or p not in still)  # gone or retired
+    rewritten = sorted(p for p in kept if p in still)
+    hit = removed + rewritten
+    if len(hit) <= MASS_SHARE * len(active) or (len(removed) < MASS_MIN and len(hit) < MASS_EDITS_MIN):
+        return None
     authors = sorted({a for a in _lines(repo, "log", "--format=%an <%ae>", f"{old}..{new}", "--", *hit)
                       if not (me and a.lower().endswith(f"<{me}>"))})
     if not authors:
         return None  # the person's own commits (another machine of theirs)
     share = round(100 * len(hit) / len(active))
-    reason = (f"mass change by {', '.join(authors[:3])} in {who}: {len(removed)} removed and {len(rewritten)} "
+    reason = (f"mass change by {', '.join(authors[:3])} in {who}: {len(removed)} removed or retired and "
+              f"{len(rewritten)} "
               f"rewritten of {len(active)} active memory files ({share}%, over {round(MASS_SHARE * 100)}%)")
     return Entry(_qid("mass", old, new), "mass", hit[0], "mass", reason, new, ", ".join(authors[:3]), old,
                  "", sorted(hit))
+
+
+def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str]) -> set[tuple[str, str]]:
+    """``(path, blob)`` of each version of ``paths`` that a commit of this person's in ``span``
+    wrote (its committer is their git identity; a removal's blob is all zeros).
+
+    A file the arrival leaves as this person's own commit had it is not another person's
+    change: a merge or ``memcli resolve --take theirs`` that keeps their side, or their own
+    commits that arrive back with a teammate's merge."""
+    if not me or not paths:
+        return set()
+    found: set[tuple[str, str]] = set()
+    mine = False
+    for line in _lines(repo, "log", "--raw", "--no-abbrev", "--no-renames", "--format=%x00%ce", span, "--", *paths):
+        if line.startswith("\x00"):
+            mine = line[1:].strip().lower() == me
+        elif mine and line.startswith(":") and "\t" in line:
+            fields, _, path = line.partition("\t")
+            parts = fields.split()
+            if len(parts) >= 4:
+                found.add((path, parts[3]))
+    return found
 
 
 def after_sync(ctx: Ctx, before: str | None) -> list[Entry]:

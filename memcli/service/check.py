@@ -14,6 +14,9 @@ the checked range it asks:
 * is its scope shared? A personal scope (``user:*``, ``session:*``) in a project's tree is
   refused: it belongs in its owner's own store, and a teammate must not plant one;
 * is its ``provenance`` the one its first version wrote (it never changes)?
+* does a person's memory (``user_said``, ``admin_edit``) name, as its first version's
+  ``provenance.actor``, the person who committed it, when the actor names anyone git knows
+  (rule ``actor``: ``_actor_problems``)?
 * if it is an agent's or a tool's write (``model_derived``, ``tool_result``) in a shared
   scope (``[scopes] shared``) and is ``active``: did it become active, whatever its status
   before, only by a valid approval (``policy.review.judge_activation``: from
@@ -85,7 +88,20 @@ class _Git:
         self.root = ctx.ws.root
         self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
         self.trust: Any = None  # service.signing.Trust, set by check()
+        self._people: list[Identity] | None = None
+        self.old: str | None = None  # the range's base, set by check(): versions reachable from it are vouched for
+        self.new = "HEAD"  # the range's end (HEAD for the staged versions), set by check()
         self.env = {"GIT_INDEX_FILE": index} if staged and (index := _hook_index(self.repo)) else None
+
+    def people(self) -> list[Identity]:
+        """Every author and committer of the history of the range's end, each once; read once."""
+        if self._people is None:
+            from memcli.policy import review
+
+            status, out, _ = self.repo.raw("log", "--format=%an%x00%ae%n%cn%x00%ce", self.new, env=self.env)
+            rows = set(out.decode("utf-8", "replace").splitlines()) if status == 0 else set()
+            self._people = [review.Identity(*row.split("\x00", 1)) for row in sorted(rows) if "\x00" in row]
+        return self._people
 
     def lines(self, *args: str) -> list[str]:
         status, out, err = self.repo.raw(*args, env=self.env)
@@ -208,6 +224,7 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
 
     git = _Git(ctx, staged)
     old, new, label = _range(git, spec, staged)
+    git.old, git.new = old, new or "HEAD"
     result = CheckResult(label)
     git.trust = result.trust = Trust(git.repo, old, new)
     if new is not None:
@@ -262,6 +279,8 @@ def _check_file(ctx: Ctx, git: _Git, rel: str, spec_new: str, mode: str, old: st
         return [Problem(rel, "valid", err.reason + (f" (line {err.lineno})" if err.lineno else ""))]
     memory = loaded.memory
     problems = []
+    if loaded.warning:  # over what a write may hold (files.cut_text): every read serves it cut
+        problems.append(Problem(rel, "size", loaded.warning.removeprefix("served in part: ")))
     try:
         gates.check_memory(memory)
     except MemcliError as err:
@@ -354,6 +373,7 @@ def _history_problems(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
             problems.append(Problem(rel, "provenance", f"provenance ({', '.join(changed)}) changed in "
                                     f"{version.where()}; provenance is written once, by the first version"))
             break
+    problems.extend(_actor_problems(git, rel, first))
     shared = ctx.ws.config.shared_scopes
     problems.extend(_guard_problems(ctx, rel, walked, proposer))
     if memory.status != "active" or not any(gates.review_required(v.memory.scope, v.memory.provenance.source_type,
@@ -375,6 +395,53 @@ def _history_problems(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
     if verdict is not None:
         problems.append(Problem(rel, "review", verdict))
     return problems
+
+
+#: Source types whose ``provenance.actor`` names a person (the one who said or wrote it); an
+#: agent's or a tool's write names the agent and is judged by the review rule instead.
+PERSON_SOURCES = ("user_said", "admin_edit")
+#: An actor that names nobody (a hand-written file without provenance reads as this).
+NOBODY = ("", "unknown")
+
+
+def _actor_problems(git: _Git, rel: str, first: Version) -> list[Problem]:
+    """Rule ``actor``: the first version of a memory that a person said or wrote
+    (:data:`PERSON_SOURCES`) names, in ``provenance.actor``, the person who committed it.
+
+    memcli's own write path records ``provenance.actor`` as the caller (``--actor``,
+    ``$MEMCLI_ACTOR``, else git's ``user.email``) and commits as git's identity, so an honest
+    first version's actor is named by its commit's author (``Identity.named_by``: the
+    e-mail, the name, or the e-mail's part before ``@``); with signing on, by its signer. Later
+    versions keep the provenance (rule ``provenance``), so an approval, a rollback or a
+    teammate's edit is never judged here. What is not judged: an agent's or a tool's write
+    (``model_derived``, ``tool_result``: its actor is the agent, the person's commit carries
+    it; the review rule judges its activation), and a file that names nobody (``unknown``).
+    A first version older than the checked range was vouched for when it arrived.
+
+    ``--actor`` and ``$MEMCLI_ACTOR`` are labels anyone can set, so a label that names no one
+    (``bot``, a first name no commit carries) is not judged: it impersonates nobody, and
+    ``history`` already shows it as a claim. What is refused is a label that is someone's
+    identity: an e-mail address, or a name that names an author or committer of the
+    repository's history (``_Git.people``), on a commit by someone else.
+    """
+    memory = first.memory
+    if memory is None or memory.provenance.source_type not in PERSON_SOURCES:
+        return []
+    claimed = (memory.provenance.actor or "").strip()
+    if claimed.lower() in NOBODY:
+        return []
+    person = first.person()
+    if person is not None and person.named_by(claimed):
+        return []
+    if "@" not in claimed and not any(known.named_by(claimed) for known in git.people()):
+        return []  # a label that names nobody git knows (``--actor bot``): it impersonates no one
+    if first.commit != "staged" and git.old is not None and git.repo.raw(
+            "merge-base", "--is-ancestor", first.commit, git.old)[0] == 0:
+        return []  # written before the range: judged when it arrived
+    who = person.show() if person is not None else f"{first.author.show()} ({first.signature or 'not signed'})"
+    return [Problem(rel, "actor", f"provenance.actor says {claimed[:60]!r}, but {first.where()} that wrote it is "
+                    f"{who}; a memory's actor must be the person who committed it "
+                    + ("(its signer)" if first.signed else "(its author)"))]
 
 
 def _guard_problems(ctx: Ctx, rel: str, walked: list[tuple[Version, list[Memory]]],

@@ -24,7 +24,8 @@ from memcli.errors import UsageProblem, ValidationFailed
 from memcli.index import Query
 from memcli.model import Memory, check_choice
 from memcli.service import Ctx
-from memcli.service.read import MAX_QUERY, retriever
+from memcli.service.read import MAX_QUERY, retriever, served_matches
+from memcli.service.redact import for_reader
 
 #: Memories considered for the block at most; 8,000 characters hold far fewer.
 POOL = 400
@@ -200,7 +201,8 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
     first: list[Memory] = [*(lead or ()), *(m for m in pool if m.pinned)]
     if query and query.strip():
         base.text = query
-        first += [h.memory for h in search.search(base)]
+        hits = search.search(base)  # as recall: a query matches what is served, never a hidden secret
+        first += [h.memory for h in served_matches(base, hits, for_reader(ctx, [h.memory for h in hits]))]
     if folder is not None and any(m.paths for m in pool):
         first += about_files([m for m in pool if m.paths], files_in_play(folder, ctx.ws.root))
     seen = set(exclude or ())
@@ -262,7 +264,6 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     if size < MIN_BUDGET:
         raise ValidationFailed(f"budget {size} is too small: use at least {MIN_BUDGET} characters")
     check_choice("format", fmt, ("text", "markdown", "json"))
-    from memcli.service.redact import for_reader
     from memcli.service.stale_notes import notes as stale_notes
 
     lead = [_leading(m, size, fmt) for m in lead or ()]
@@ -282,10 +283,13 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
 
     standing = "\n".join(conflict_notes(ctx))  # a blocked sync, two active for one subject: until fixed
     room = size - sum(len(n) + 40 * (n.count("\n") + 1) for n in (partial, arrived, standing) if n)
+    from memcli.service.unbacked import notes as unbacked
+
+    unverified = unbacked(ctx, pool)  # an actor no commit backs (a file dropped in by hand): labelled
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
         shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
-        block = render(shown, room, fmt, total, notes)
+        block = render(shown, room, fmt, total, notes, unverified)
         if room - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
     if arrived:

@@ -567,10 +567,12 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     from memcli.service.context import project_path
     from memcli.service.read import retriever
     from memcli.service.stale_notes import notes
+    from memcli.service.unbacked import notes as unbacked
 
     if call is not None and call.tool == "Bash":
         ordered = [m for m in command_memories(ctx, call.command) if m.id not in seen]
-        return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(ordered), notes=notes(ctx))
+        return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(ordered), notes=notes(ctx),
+                      unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
     search = retriever(ctx)
     found: dict[str, tuple] = {}
     names = files_of(payload.tool_name, payload.tool_input) or (list(call.paths) if call is not None else [])
@@ -591,7 +593,8 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     # folder; then by how narrow the glob is (its folder's before the whole tree's); among
     # equals, the browse order (pinned, importance, recency)
     ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
-    return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx))
+    return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx),
+                  unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
 
 
 def command_memories(ctx: Ctx, command: str) -> list[Memory]:
@@ -688,10 +691,11 @@ def _prompt_block(ctx: Ctx, prompt: str, seen: set[str], floor: float | None = N
     hits = recall(ctx, " ".join(w.text for w in words), Filters(limit=pool + len(seen)), using=using,
                   meaning=said)
     from memcli.service.stale_notes import notes
+    from memcli.service.unbacked import notes as unbacked
 
     hybrid = str(getattr(using, "answered", "lexical")).startswith("hybrid")
-    return render([h.memory for h in prompt_selection(hits, words, floor, hybrid, seen)], PROMPT_BUDGET,
-                  notes=notes(ctx))
+    chosen = [h.memory for h in prompt_selection(hits, words, floor, hybrid, seen)]
+    return render(chosen, PROMPT_BUDGET, notes=notes(ctx), unverified=unbacked(ctx, chosen))
 
 
 def prompt_selection(hits: list[Hit], words: list[Word], floor: float, hybrid: bool,

@@ -14,7 +14,7 @@ from memcli.index import Hit, Query, Retriever
 from memcli.model import CATEGORIES, STATUSES, Memory, check_choice
 from memcli.policy.owner import scope_in_commit_is_mine
 from memcli.service import Ctx
-from memcli.service.redact import for_reader
+from memcli.service.redact import cache_of, for_reader, redact_texts
 from memcli.timeutil import parse_instant
 
 if TYPE_CHECKING:
@@ -115,12 +115,40 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: R
         Grep(text)  # a pattern that cannot be run is refused before the index is opened
     query = build_query(ctx, text, filters, mode)
     query.meaning = meaning[:MAX_QUERY]
+    folder = cache_of(ctx)
+    query.served = lambda texts: redact_texts(texts, folder)  # a pattern sees what a reader sees
     hits = (using if using is not None else retriever(ctx)).search(query)
     if hits:
+        hits = served_matches(query, hits, for_reader(ctx, [h.memory for h in hits]))
+    if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
-        for hit, memory in zip(hits, for_reader(ctx, [h.memory for h in hits])):
-            hit.memory = memory  # secrets in hand-written files never shown (service/redact.py)
     return hits
+
+
+def served_matches(query: Query, hits: list[Hit], served: list[Memory]) -> list[Hit]:
+    """``hits`` with their memories as served (secrets replaced by markers: ``service.redact``),
+    less those that the query matches only in what was cut out.
+
+    A search must match the text as a reader is shown it, or it becomes an oracle: a query
+    that is a prefix of a hidden token finds the memory, one that is not does not, so an agent
+    could rebuild the token a character at a time. ``grep`` mode already matches the served
+    text (``Query.served``); a ranked or fuzzy hit whose memory had something cut out is kept
+    only when the scanning retriever (``index.scan``: its words as substrings, or close by
+    rapidfuzz) matches the query in the served memory too.
+    """
+    kept = []
+    for hit, memory in zip(hits, served):
+        changed = memory is not hit.memory
+        hit.memory = memory  # secrets in hand-written files never shown (service/redact.py)
+        if changed and query.mode != "grep":
+            from memcli.index.scan import ScanRetriever
+
+            probe = Query(query.text, query.scopes, query.now, query.mode, statuses=(memory.status,),
+                          include_expired=True, actor=query.actor)
+            if not ScanRetriever([memory]).search(probe):
+                continue
+        kept.append(hit)
+    return kept
 
 
 #: What a reader is told when the hits do not answer the query (``index.strength``).
@@ -159,12 +187,15 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
         note = f"{NONE_NOTE} in what is indexed so far"
     from memcli.agents.injection import instruction_like  # the label MCP and the context block show too
     from memcli.service.stale_notes import notes as stale_notes
+    from memcli.service.unbacked import notes as unbacked
 
     notes = stale_notes(ctx) if hits else {}
+    unverified = unbacked(ctx, [h.memory for h in hits])
     return {"query": redact(query, full=False), "mode": mode, "answer": answer, "note": note,
             "partial": partial, "retriever": answered,
             "hits": [{**h.memory.to_dict(ctx.now), "score": float(f"{h.score:.6g}"), "match": h.match,
                       "instructionLike": instruction_like(h.memory.text), "mayBeOutdated": notes.get(h.memory.id),
+                      "actorUnverified": unverified.get(h.memory.id),
                       **({"explain": {k: float(f"{v:.6g}") for k, v in h.parts.items()}} if explain else {})}
                      for h in hits]}
 

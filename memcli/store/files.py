@@ -52,6 +52,23 @@ def _not_regular(mode: int, path: Path) -> str:
     return f"{kind}: memcli reads only regular files"
 
 
+#: What ends a text cut to ``model.MAX_BODY_CHARS`` on read, so that a reader knows it is not whole.
+CUT_NOTE = ("\n[cut: the file's text is {size:,} characters; memcli serves the first {limit:,}, "
+            "as much as a write may hold]")
+
+
+def cut_text(memory: model.Memory) -> tuple[model.Memory, str]:
+    """A memory whose text is over what a write may hold (``model.MAX_BODY_CHARS``: a
+    hand-placed or pulled file) as every read serves it: its first ``MAX_BODY_CHARS``
+    characters and :data:`CUT_NOTE`; with the warning's words. A write could not have made
+    it, so no read serves more (the 256 KiB bound of :data:`MAX_FILE_BYTES` is the reader's
+    bound on bytes, this one on the text, as ``model.check_text`` counts it)."""
+    size, limit = len(memory.text), model.MAX_BODY_CHARS
+    said = (f"the text is {size:,} characters, over the {limit:,} a memory may hold; only its first "
+            f"{limit:,} are indexed and shown")
+    return memory.with_(body=memory.text[:limit] + CUT_NOTE.format(size=size, limit=limit)), said
+
+
 def read_file(path: Path, rel: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat_result, bool]:
     """Read one memory file safely: ``(bytes, stat, over_limit)``.
 
@@ -355,6 +372,9 @@ class MemoryFiles:
         if truncated:
             warning = (f"{PARTIAL}the file is over the {MAX_FILE_BYTES // 1024} KiB that memcli reads; "
                        "only its beginning is indexed and shown")
+        if len(memory.text) > model.MAX_BODY_CHARS:
+            memory, said = cut_text(memory)
+            warning = f"{PARTIAL}{said}"
         return Loaded(doc=doc, memory=memory, file=path, warning=warning)
 
     def scan(self) -> Scan:

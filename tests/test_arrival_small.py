@@ -1,0 +1,69 @@
+"""Mass changes in a small store (newcomer trust fault 3): an ordinary conflict resolution by a
+teammate is not a mass change; retiring every memory still is (``service.arrival._mass_change``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_arrival import Team, edit
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Team:
+    return Team(tmp_path)
+
+
+def three(team: Team) -> list[str]:
+    ids = [team.remember("alice", f"note {n}: the service listens on port 543{n}") for n in range(3)]
+    team.sync("alice")
+    team.sync("bob")
+    return ids
+
+
+def assert_not_mass(team: Team) -> None:
+    out = team.sync("alice")
+    assert "mass change" not in out.out and "quarantined" not in out.out, out
+    assert team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"] == []
+    assert "mass change" not in team.mem("alice", "context").out
+
+
+@pytest.mark.parametrize("side", ["theirs", "ours"])
+def test_a_resolve_of_conflicts_over_every_memory_is_not_a_mass_change(team: Team, side: str) -> None:
+    ids = three(team)
+    for name, port in (("alice", "6"), ("bob", "7")):  # both sides change every file differently
+        for n, memory_id in enumerate(ids):
+            edit(team.path_of(name, memory_id), f"port 543{n}", f"port {port}43{n}")
+        team.git(name, "commit", "-qam", f"{name}'s ports")
+    team.sync("alice")
+    assert team.mem("bob", "sync").code == 16  # a true conflict in each file
+    done = team.mem("bob", "resolve", "--take", side)
+    assert done.code == 0, done
+    team.sync("bob")
+    assert_not_mass(team)
+    port = "6" if side == "theirs" else "7"
+    assert all(f"port {port}43" in team.path_of("alice", m).read_text(encoding="utf-8") for m in ids)
+
+
+def test_resolve_keep_of_two_replacements_is_not_a_mass_change(team: Team) -> None:
+    ids = three(team)
+    first = team.mem("alice", "--json", "supersede", ids[0], "note 0: the service listens on port 8000")
+    second = team.mem("bob", "--json", "supersede", ids[0], "note 0: the service listens on port 9000")
+    assert first.code == 0 and second.code == 0, (first, second)
+    team.sync("alice")
+    team.sync("bob")
+    kept = team.mem("bob", "resolve", "--keep", second.json()["data"]["id"], first.json()["data"]["id"])
+    assert kept.code == 0, kept
+    team.sync("bob")
+    assert_not_mass(team)
+
+
+def test_retiring_every_memory_of_a_small_store_is_still_a_mass_change(team: Team) -> None:
+    ids = three(team)
+    for memory_id in ids:
+        edit(team.path_of("bob", memory_id), "status: active", "status: archived")
+    team.git("bob", "commit", "-qam", "retire everything")
+    team.sync("bob")
+    out = team.sync("alice")
+    assert "mass change by bob <bob@example.com>" in out.out and "3 removed or retired" in out.out, out
