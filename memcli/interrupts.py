@@ -61,3 +61,15 @@ def release() -> bool:
             pass
     _previous, pending = None, False
     return came
+
+
+def resume() -> None:
+    """For a command that goes on after a commit landed (``sync`` after it commits the merge
+    driver's line, then fetches and pushes): the commit is kept, and Ctrl-C interrupts again
+    from here; a SIGINT that came while held is raised now.
+
+    Raises:
+        KeyboardInterrupt: a SIGINT came while held.
+    """
+    if release():
+        raise KeyboardInterrupt

@@ -14,6 +14,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -444,3 +445,31 @@ def test_a_write_the_disk_refuses_leaves_no_record_to_roll_back(ws, run):
     after = run("remember", "The next write has nothing to roll back.")
     assert after.code == 0 and "rolled back" not in after.err and after.err == "", after
     assert git(ws, "status", "--porcelain", "--", "memories") == ""
+
+
+RESUME = """
+import signal
+from memcli import interrupts
+
+assert interrupts.hold()
+signal.raise_signal(signal.SIGINT)  # recorded, not raised
+try:
+    interrupts.resume()
+except KeyboardInterrupt:
+    print("raised at resume")
+assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+assert interrupts.hold()
+interrupts.resume()  # nothing came: nothing raised
+try:
+    signal.raise_signal(signal.SIGINT)
+except KeyboardInterrupt:
+    print("raised again")
+"""
+
+
+def test_resume_after_a_landed_commit_lets_ctrl_c_interrupt_again() -> None:
+    """``interrupts.resume`` (``sync`` after committing the merge driver's line, before it
+    fetches and pushes): a SIGINT that came while held is raised then, and later ones raise as
+    Python's handler does (a fresh interpreter: pytest's workers install their own handler)."""
+    done = subprocess.run([sys.executable, "-c", RESUME], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "raised at resume\nraised again\n", ""), done

@@ -421,6 +421,10 @@ def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
         atomic_write(changed[0], data)
         ctx.git().commit(changed, gitlog.message("sync", "register the memory merge driver", {"Op": "sync"}),
                          actor=ctx.actor)
+    if data is not None:  # committed: the fetch, merge and push that follow can be interrupted again
+        from memcli import interrupts
+
+        interrupts.resume()
     target = _personal_target(git, remote, branch) if ctx.ws.config.kind == "personal" else branch
     result = SyncResult(remote, target)
     tracking = f"refs/remotes/{remote}/{target}"
