@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Callable
 
 from memcli import interrupts
 from memcli.errors import GitFailed, GitLocked, UnsafeGitState
-from memcli.git.run import first_line
+from memcli.git.run import batch_objects, first_line
 
 if TYPE_CHECKING:
     from memcli.git.repo import GitRepo
@@ -386,21 +386,10 @@ def _batch(repo: GitRepo, queries: list[str], index: Path) -> list[tuple[str | N
         GitFailed: git failed or its answer cannot be read.
     """
     out = _plumb(repo, "cat-file", "--batch", index=index, input="".join(q + "\n" for q in queries).encode())
-    found: list[tuple[str | None, str | None, bytes]] = []
-    at = 0
-    for _ in queries:
-        end = out.find(b"\n", at)
-        head = out[at:end].split(b" ")
-        if end < 0 or len(head) != 3 or not head[2].isdigit():
-            found.append((None, None, b""))  # "QUERY missing" (a folder HEAD does not have yet)
-            at = end + 1
-            if end < 0:
-                raise GitFailed("git cat-file gave a short answer; nothing was committed")
-            continue
-        size = int(head[2])
-        found.append((head[0].decode(), head[1].decode(), out[end + 1:end + 1 + size]))
-        at = end + 1 + size + 1
-    return found
+    answers = batch_objects(out)
+    if len(answers) < len(queries):
+        raise GitFailed("git cat-file gave a short answer; nothing was committed")
+    return [(None, None, b"") if a is None else a for a in answers[:len(queries)]]
 
 
 def _plumb(repo: GitRepo, *args: str, index: Path | None = None, input: bytes | None = None,

@@ -22,7 +22,7 @@ from pathlib import Path
 from memcli.errors import GitFailed
 from memcli.git.log import ENTRY_FIELDS, ENTRY_FORMAT, Entry, Touched, parse_entry
 from memcli.git.repo import GitRepo
-from memcli.git.run import first_line
+from memcli.git.run import batch_blobs, first_line
 
 #: What git says when ``HEAD`` names a branch with no commit yet (``log``, ``rev-parse``).
 UNBORN = ("does not have any commits yet", "bad default revision", "unknown revision or path not in the working tree")
@@ -131,20 +131,7 @@ class History(GitRepo):
         status, out, err = self.raw("cat-file", "--batch", input=request)
         if status != 0:
             raise GitFailed(f"git cat-file failed: {first_line(err) or status}")
-        found: list[bytes | None] = []
-        pos = 0
-        for _ in wanted:
-            end = out.index(b"\n", pos)
-            header = out[pos:end].split()
-            pos = end + 1
-            if len(header) == 3 and header[1] == b"blob":
-                size = int(header[2])
-                found.append(out[pos:pos + size])
-                pos += size + 1
-            else:  # "<name> missing", or a tree/commit at that name
-                if len(header) == 3:
-                    pos += int(header[2]) + 1
-                found.append(None)
+        found = batch_blobs(out, len(wanted))
         self._check_readable(sorted({rev for (rev, _), data in zip(wanted, found) if data is None}))
         return found
 

@@ -213,3 +213,36 @@ def first_line(text: str | bytes | None) -> str:
             if rest:
                 return rest.removeprefix("fatal: ").removeprefix("error: ")
     return ""
+
+
+def batch_objects(out: bytes) -> list[tuple[str, str, bytes] | None]:
+    """The answers in ``git cat-file --batch``'s output, one per query, in order: ``(object id,
+    type, content)``, or None for a query git has no object for (``QUERY missing``,
+    ``ambiguous``). Stops at an answer cut short, so the list may be shorter than the queries.
+
+    Format: git-cat-file(1), BATCH OUTPUT: ``<oid> SP <type> SP <size> LF <contents> LF``.
+    """
+    found: list[tuple[str, str, bytes] | None] = []
+    at = 0
+    while at < len(out):
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        head = out[at:end].split(b" ")
+        at = end + 1
+        if len(head) != 3 or not head[2].isdigit():
+            found.append(None)
+            continue
+        size = int(head[2])
+        if at + size > len(out):
+            break
+        found.append((head[0].decode(), head[1].decode(), out[at:at + size]))
+        at += size + 1
+    return found
+
+
+def batch_blobs(out: bytes, count: int) -> list[bytes | None]:
+    """The contents of the ``count`` queries' blobs in ``git cat-file --batch``'s output; None
+    where git has none, the object is not a blob, or the answer was cut short."""
+    found = [o[2] if o is not None and o[1] == "blob" else None for o in batch_objects(out)]
+    return (found + [None] * count)[:count]

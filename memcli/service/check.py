@@ -124,22 +124,9 @@ class _Git:
             return []
         status, out, _ = self.repo.raw("cat-file", "--batch", input="".join(f"{s}\n" for s in specs).encode(),
                                        env=self.env)
-        found: list[bytes | None] = []
-        pos = 0
-        for _ in specs:
-            end = out.find(b"\n", pos) if status == 0 else -1
-            if end < 0:
-                found.append(None)
-                continue
-            header = out[pos:end].split()
-            pos = end + 1
-            if len(header) == 3 and header[1] == b"blob":
-                size = int(header[2])
-                found.append(out[pos:pos + size])
-                pos += size + 1
-            else:
-                found.append(None)
-        return found
+        from memcli.git.run import batch_blobs
+
+        return batch_blobs(out if status == 0 else b"", len(specs))
 
     def mode(self, rev: str | None, path: str) -> str:
         if rev is None:  # the staged version

@@ -103,17 +103,11 @@ class Trust:
         if not wanted:
             return
         status, out, _ = self.repo.raw("cat-file", "--batch", input="".join(f"{o}\n" for o in wanted).encode())
-        pos = 0
-        for oid in wanted:
-            end = out.find(b"\n", pos) if status == 0 else -1
-            if end < 0:
-                break
-            header = out[pos:end].split()
-            pos = end + 1
-            if len(header) == 3 and header[1] == b"blob":
-                size = int(header[2])
-                self._data[oid] = out[pos:pos + size]
-                pos += size + 1
+        from memcli.git.run import batch_blobs
+
+        for oid, data in zip(wanted, batch_blobs(out if status == 0 else b"", len(wanted))):
+            if data is not None:
+                self._data[oid] = data
 
     def _on_blob(self, oid: str | None) -> bool:
         if oid not in self._on:
