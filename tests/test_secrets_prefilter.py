@@ -202,7 +202,8 @@ def test_text_matching_a_rule_pattern_is_let_through(index: int) -> None:
     pattern = PATTERNS[index]
     own = index < len(PATTERNS) - sum(len(p) for p in _denylists().values())
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    # 20 texts for each of the ~100 patterns (2,000 in all; 60 each took a sixth of the suite's time)
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(_embedded(st.from_regex(pattern)))
     def matching(text: str) -> None:
         for full in (True, False) if own else (True,):
