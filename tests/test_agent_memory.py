@@ -180,6 +180,7 @@ def test_legacy_gemini_added_memories_section_is_read(tmp_path):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=600))
+@pytest.mark.slow
 def test_parsers_take_any_text(tmp_path_factory, text):
     """Any text: entries or skipped lines, never a crash; every entry has text."""
     root = tmp_path_factory.mktemp("any")
@@ -468,6 +469,7 @@ def test_harvest_stays_off_the_other_hooks_hot_path(ws, project, run):
 
 @pytest.mark.parametrize(("agent", "title", "tag", "count"), [
     ("codex", "Codex Memories", "codex", 3), ("gemini", "Gemini CLI's project memory", "gemini-cli", 2)])
+@pytest.mark.slow
 def test_harvest_by_the_hooks_of_codex_and_gemini(ws, project, run, agent, title, tag, count):
     toml = ws / "memcli.toml"
     toml.write_text(toml.read_text(encoding="utf-8").replace("harvest = false", "harvest = true"), encoding="utf-8")
@@ -596,6 +598,7 @@ def test_gemini_inbox_fixture_entries_wait_for_review(ws, project, run):
 
 
 @pytest.mark.parametrize("gone", [False, True])
+@pytest.mark.slow
 def test_gemini_inbox_approved_in_gemini_becomes_an_edit_and_retires_the_proposals(ws, project, run, gone):
     """After `/memory inbox` approves the patches (the files Gemini CLI's own code wrote, kept in
     gemini-inbox-check.json), the changed bullet is offered as an edit of the one imported before,

@@ -106,6 +106,7 @@ def proj(project: Path, run) -> Path:
     return project
 
 
+@pytest.mark.slow
 def test_a_fourth_agent_gets_hook_install_in_its_own_files_names_and_units(kite, proj):
     done = kite("hook", "install", "kite", cwd=proj)
     assert done.returncode == 0 and done.stderr == "", done
@@ -129,6 +130,7 @@ def test_a_fourth_agent_gets_hook_install_in_its_own_files_names_and_units(kite,
     assert "memcli" in json.loads((proj / ".kite" / "mcp.json").read_text(encoding="utf-8"))["mcpServers"]
 
 
+@pytest.mark.slow
 def test_a_fourth_agent_gets_a_hook_run_with_its_payload_and_answer(kite, proj):
     payload = json.dumps({"kite": {"event": "begin", "session": "k1", "folder": str(proj)}})
     started = kite("hook", "kite", "session-start", cwd=proj, input=payload)

@@ -132,6 +132,7 @@ def team(tmp_path: Path) -> Team:
     return Team(tmp_path)
 
 
+@pytest.mark.slow
 def test_three_clones_quarantine_every_hostile_case_and_receive_every_honest_memory(team: Team) -> None:
     # honest work: alice and bob write, bob's agent proposes five project memories
     honest = [team.remember("alice", "Deploys go out on Tuesdays"),

@@ -24,6 +24,7 @@ def forged(actor: str, memory_id: str = MID, source: str = "user_said") -> str:
 
 
 @pytest.mark.parametrize("claimed", ["alice@example.com", "alice"])  # her address, or the name her commits carry
+@pytest.mark.slow
 def test_a_memory_naming_someone_else_as_its_actor_is_quarantined_and_checked(team: Team, claimed: str) -> None:
     honest = team.remember("bob", "bob's honest note: the cache lives in /var/cache/app")
     team.sync("bob")
@@ -47,6 +48,7 @@ def test_a_memory_naming_someone_else_as_its_actor_is_quarantined_and_checked(te
     assert honest in team.active_ids("alice")
 
 
+@pytest.mark.slow
 def test_honest_writes_are_not_flagged(team: Team) -> None:
     # memcli's own writes (MEMCLI_ACTOR=bob, git bob@example.com), an agent's proposal that alice
     # approves, a label naming nobody git knows (--actor bot), hand files naming their own

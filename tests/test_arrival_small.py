@@ -30,6 +30,7 @@ def assert_not_mass(team: Team) -> None:
 
 
 @pytest.mark.parametrize("side", ["theirs", "ours"])
+@pytest.mark.slow
 def test_a_resolve_of_conflicts_over_every_memory_is_not_a_mass_change(team: Team, side: str) -> None:
     ids = three(team)
     for name, port in (("alice", "6"), ("bob", "7")):  # both sides change every file differently
@@ -46,6 +47,7 @@ def test_a_resolve_of_conflicts_over_every_memory_is_not_a_mass_change(team: Tea
     assert all(f"port {port}43" in team.path_of("alice", m).read_text(encoding="utf-8") for m in ids)
 
 
+@pytest.mark.slow
 def test_resolve_keep_of_two_replacements_is_not_a_mass_change(team: Team) -> None:
     ids = three(team)
     first = team.mem("alice", "--json", "supersede", ids[0], "note 0: the service listens on port 8000")

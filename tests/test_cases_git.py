@@ -152,6 +152,7 @@ def test_g1_nul_byte_in_text_from_stdin_refused(ws, run, seeded, tmp_path):
 # --- G2 ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_g2_eight_writers_at_once(ws):
     env = dict(os.environ)
     procs = [subprocess.Popen([*MEMCLI, "--json", "remember", f"parallel writer {i} owns shard {i * 7919}"],
@@ -180,6 +181,7 @@ def test_g2_eight_writers_at_once(ws):
 # --- G3 ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_g3_index_lock_fresh_then_stale(ws, run, tmp_path):
     set_config(ws, "lock_timeout = 10", "lock_timeout = 1")
     head = commits(ws)

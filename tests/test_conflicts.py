@@ -56,6 +56,7 @@ def shown(ws: Path, memory_id: str) -> dict:
     return out.json()["data"]
 
 
+@pytest.mark.slow
 def test_a_rejection_beats_a_concurrent_approval_both_recorded_and_what_it_replaced_is_back(team) -> None:
     _, clone = team
     one, two = clone("one"), clone("two")
@@ -88,6 +89,7 @@ def edit_text(ws: Path, memory_id: str, old: str, new: str) -> None:
     git("commit", "-qam", f"say {new}", cwd=ws)
 
 
+@pytest.mark.slow
 def test_a_true_conflict_is_said_at_every_session_start_until_resolve_takes_a_side(team) -> None:
     _, clone = team
     one, two = clone("one"), clone("two")
@@ -170,6 +172,7 @@ def test_two_stores_started_apart_are_joined_and_every_personal_memory_stays(tea
 
 
 @pytest.mark.parametrize("old_branch", [None, "master"])
+@pytest.mark.slow
 def test_two_machines_of_one_person_share_their_personal_store_on_one_branch(team, tmp_path: Path,
                                                                              old_branch: str | None) -> None:
     """The documented two-machine setup (docs/teams.md): each machine's own store gets the same
@@ -202,6 +205,7 @@ def test_two_machines_of_one_person_share_their_personal_store_on_one_branch(tea
         assert {m["id"] for m in listed.json()["data"]["memories"]} == {laptop[2], desktop[2]}, listed.out
 
 
+@pytest.mark.slow
 def test_an_approval_merged_beside_the_proposers_edit_is_no_forgery(team) -> None:
     """alice approves bob's agent memory while bob edits its importance: the driver merges both,
     and the merge commit (by bob) is not taken for an approval by its proposer: check passes and

@@ -29,6 +29,7 @@ def test_fast_parser_knows_exactly_the_typer_options(name):
     ["--version"], ["--json", "--version"], ["index", "status"], ["-w", "nowhere", "index", "status"],
     ["index", "status", "--bogus"], ["--json", "-w", "nowhere", "index", "status"],
 ])
+@pytest.mark.slow
 def test_fast_and_typer_paths_print_the_same(ws, run, argv):
     run("remember", "Use pnpm, not npm, for JavaScript packages.", "--tag", "js")
     run("remember", "Bob prefers tabs.", "--scope", "user:bob", env={"MEMCLI_ACTOR": "bob"})
@@ -61,6 +62,7 @@ def test_hot_commands_do_not_import_typer(ws, run):
     ["remember", "The key is ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "--json"],
     ["--actor", "bob", "remember", "Bob prefers tabs", "--scope", "user:bob"],
 ])
+@pytest.mark.slow
 def test_fast_and_typer_paths_write_and_print_the_same(tmp_path, run, argv):
     """A remember through the fast path and through typer, each on its own new workspace: the
     same status, output (ids and instants aside) and files."""

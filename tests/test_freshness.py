@@ -60,6 +60,7 @@ def _put_back(folder: Path, info: os.stat_result) -> None:
     os.utime(folder, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
+@pytest.mark.slow
 def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_read(settled: dict[str, Path],
                                                                                    run: Runner) -> None:
     path = settled["alpha"]
@@ -72,6 +73,7 @@ def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_rea
     assert texts(run, "alpha") == ["The alpha service listens on port 9876 zulu."]
 
 
+@pytest.mark.slow
 def test_a_hand_added_file_is_seen_by_the_next_read(settled: dict[str, Path], run: Runner) -> None:
     source = settled["bravo"]
     copy = source.with_name("01zzzzzzzzzzzzzzzzzzzzzzzz-added.md")
@@ -80,12 +82,14 @@ def test_a_hand_added_file_is_seen_by_the_next_read(settled: dict[str, Path], ru
     assert texts(run, "yankee") == ["The yankee service listens on port 1234."]
 
 
+@pytest.mark.slow
 def test_a_hand_deleted_file_is_gone_from_the_next_read(settled: dict[str, Path], run: Runner) -> None:
     settled["charlie"].unlink()
     assert texts(run, "charlie") == []
     assert texts(run, "bravo")
 
 
+@pytest.mark.slow
 def test_a_renamed_file_is_found_at_its_new_path_by_the_next_read(ws: Path, settled: dict[str, Path],
                                                                   run: Runner) -> None:
     source = settled["bravo"]
@@ -100,6 +104,7 @@ def test_a_renamed_file_is_found_at_its_new_path_by_the_next_read(ws: Path, sett
     assert [h["path"] for h in recall(run, "charlie")] == [same.relative_to(ws).as_posix()]
 
 
+@pytest.mark.slow
 def test_a_file_replaced_by_a_same_size_file_in_the_same_second_is_seen(settled: dict[str, Path], run: Runner) -> None:
     path = settled["alpha"]
     info, folder = path.stat(), path.parent.stat()
@@ -122,6 +127,7 @@ def test_a_file_replaced_by_a_same_size_file_in_the_same_second_is_seen(settled:
     assert texts(run, "omega") == []
 
 
+@pytest.mark.slow
 def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled: dict[str, Path], ws: Path, run: Runner) -> None:
     """The walk a read owes is done by the next read itself when none runs (a killed child)."""
     path = settled["bravo"]
@@ -134,6 +140,7 @@ def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled: dict[str, 
 
 
 @pytest.mark.parametrize("damage", [b"", b"\x00" * 64, b"not marshal"])
+@pytest.mark.slow
 def test_an_empty_or_garbled_folder_state_or_snapshot_means_a_full_walk(settled, ws: Path, run, damage) -> None:
     """The folder state and the snapshot are written without fsync (a cache): after a power
     loss either may be empty or garbled; a read then walks every file, missing nothing."""

@@ -201,6 +201,7 @@ def memory_file(draw) -> tuple[bytes, str, str, str]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(memory_file())
+@pytest.mark.slow
 def test_property_update_without_changes_is_byte_identical(case):
     data = case[0]
     assert fm.update(fm.parse(data, "f.md"), {}) == data
@@ -208,6 +209,7 @@ def test_property_update_without_changes_is_byte_identical(case):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(memory_file())
+@pytest.mark.slow
 def test_property_status_only_update_changes_exactly_one_line(case):
     data, nl, old_line, new_line = case
     doc = fm.parse(data, "f.md")

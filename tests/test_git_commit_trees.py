@@ -15,6 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,7 @@ def _expected_tree(top: Path, rels: list[str], sub: str) -> str:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(first=st.lists(PATHS, min_size=1, max_size=6), second=st.lists(PATHS, min_size=1, max_size=6),
        delete=st.lists(st.integers(0, 5), max_size=3), split=st.booleans(), in_folder=st.booleans())
+@pytest.mark.slow
 def test_a_commit_holds_what_git_would_commit(tmp_path_factory, first, second, delete, split, in_folder):
     top = tmp_path_factory.mktemp("repo")
     git(top, "init", "-q")

@@ -339,6 +339,7 @@ def test_check_refuses_a_guard_added_to_an_existing_memory_by_hand(ws: Path, run
     assert run_memcli("-w", str(ws), "check", f"{start}..HEAD").code == 0
 
 
+@pytest.mark.slow
 def test_the_mcp_remember_tool_takes_guards_and_its_proposal_waits(ws: Path) -> None:
     from test_mcp_server import ClientSession, drive, text_of
 
@@ -379,6 +380,7 @@ def _violated(run: Runner) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("agent", sorted(GUARDED))
+@pytest.mark.slow
 def test_session_end_counts_the_guarded_calls_the_transcript_shows_ran(ws: Path, run: Runner, tmp_path: Path,
                                                                        agent: str) -> None:
     def remember(text: str, flag: str, pattern: str, env: dict[str, str] = BEFORE) -> str:
@@ -505,6 +507,7 @@ UNCHECKED = [
 
 
 @pytest.mark.parametrize(("flag", "agent", "command", "env", "decision", "said"), UNCHECKED)
+@pytest.mark.slow
 def test_a_call_too_long_or_complex_to_check_is_not_let_through(ws: Path, run: Runner, tmp_path: Path,
                                                                 flag: str, agent: str, command: str,
                                                                 env: dict[str, str], decision: str,

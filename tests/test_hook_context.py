@@ -89,6 +89,7 @@ def _start(source: str, cwd: str, session: str = SID) -> dict:
 
 
 @pytest.mark.parametrize("source", ["compact", "resume"])
+@pytest.mark.slow
 def test_session_start_after_compaction_brings_the_summary_back(summarised, run, source):
     context = _additional(_hook(run, "session-start", _start(source, summarised["cwd"])), "SessionStart")
     assert summarised["id"] in context and "executemany" in context and "Use ruff" in context
@@ -112,6 +113,7 @@ def test_a_long_summary_is_cut_to_fit_the_budget(summarised, run, ws):
 
 
 @pytest.mark.parametrize("budget", [600, 1000])
+@pytest.mark.slow
 def test_at_a_small_budget_the_summary_still_comes_back_cut(summarised, run, ws, budget):
     # the lead was cut to 60% of the budget without the fence, header and footer's room, so
     # at a small [context] budget it no longer fitted and was dropped whole
@@ -280,6 +282,7 @@ def test_context_at_a_root_workspace_puts_memories_about_changed_files_first(roo
     assert below[0] == rooted["about"]
 
 
+@pytest.mark.slow
 def test_pre_tool_use_adds_the_files_memories_once_per_session(rooted, run):
     project = rooted["project"]
     first = _additional(_hook(run, "pre-tool-use", _edit(project, "edit-1")), "PreToolUse")
@@ -294,6 +297,7 @@ def test_pre_tool_use_adds_the_files_memories_once_per_session(rooted, run):
     assert rooted["about"] in other
 
 
+@pytest.mark.slow
 def test_pre_tool_use_adds_nothing_for_other_tools_files_or_memories_given_at_start(rooted, run, tmp_path):
     project = rooted["project"]
     bash = {**_edit(project, "e3"), "tool_name": "Bash", "tool_input": {"command": "cat web/src/app.ts"}}
@@ -308,6 +312,7 @@ def test_pre_tool_use_adds_nothing_for_other_tools_files_or_memories_given_at_st
 
 @pytest.mark.parametrize("raw", ["", "not json", "[1]", json.dumps({"tool_name": "Edit", "tool_input": "x"}),
                                  json.dumps({"tool_name": "Edit", "tool_input": {"file_path": 7}})])
+@pytest.mark.slow
 def test_pre_tool_use_with_bad_input_exits_0_with_no_answer(rooted, run, raw):
     result = run("hook", "claude", "pre-tool-use", input=raw, cwd=rooted["project"])
     assert result.code == 0 and result.out == "" and "Traceback" not in result.err

@@ -225,6 +225,7 @@ def test_a_symlinked_settings_file_is_written_through(proj, run, tmp_path):
     assert sorted(p.name for p in dotfiles.iterdir()) == ["claude-settings.json"]
 
 
+@pytest.mark.slow
 def test_hook_check_passes_every_event_with_a_minimal_path(proj, run):
     for agent in ("claude", "codex", "gemini"):
         assert run("hook", "install", agent, cwd=proj).code == 0
@@ -241,6 +242,7 @@ def test_hook_check_passes_every_event_with_a_minimal_path(proj, run):
     assert all(c["ok"] and c["exit"] == 0 for c in every["data"]["checks"])
 
 
+@pytest.mark.slow
 def test_hook_check_names_each_failure_and_exits_18(proj, run, tmp_path):
     path = proj / ".claude" / "settings.json"
     run("hook", "install", "claude", cwd=proj)

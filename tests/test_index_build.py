@@ -18,6 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import MEMCLI
 from test_index import dump
 
@@ -70,6 +72,7 @@ def assert_equals_rebuild(ws: Path, tmp_path: Path, run) -> None:
         assert incremental[key] == fresh[key], key
 
 
+@pytest.mark.slow
 def test_a_killed_build_keeps_its_batches_and_the_next_start_resumes(ws, run, tmp_path):
     total = 800
     write_memories(ws, total)
@@ -97,6 +100,7 @@ def test_a_killed_build_keeps_its_batches_and_the_next_start_resumes(ws, run, tm
     assert_equals_rebuild(ws, tmp_path, run)
 
 
+@pytest.mark.slow
 def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_build(ws, run, tmp_path):
     total = 800
     write_memories(ws, total)
@@ -124,6 +128,7 @@ def test_a_hook_past_its_deadline_answers_and_leaves_the_rest_to_one_background_
     assert_equals_rebuild(ws, tmp_path, run)
 
 
+@pytest.mark.slow
 def test_concurrent_cold_starts_all_answer_and_leave_one_complete_index(ws, run, tmp_path):
     write_memories(ws, 300)
     set_deadline(ws, 60)
@@ -137,6 +142,7 @@ def test_concurrent_cold_starts_all_answer_and_leave_one_complete_index(ws, run,
     assert_equals_rebuild(ws, tmp_path, run)
 
 
+@pytest.mark.slow
 def test_a_held_build_lock_never_holds_a_read_up(ws, run):
     from filelock import FileLock
 

@@ -72,6 +72,7 @@ def _hand_memory(ws: Path, memory_id: str, text: str, push: bool = False) -> str
 # --- purge --history -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_purge_history_killed_at_every_step_is_finished_by_the_next_purge_or_doctor_fix(ws, run):
     for number, point in enumerate(PURGE_POINTS):
         word = f"zebra-quartz-{number}x"
@@ -175,6 +176,7 @@ def _consistent(ws: Path) -> None:
     subprocess.run(["git", "-C", str(ws), "fsck", "--no-progress"], check=True, capture_output=True)
 
 
+@pytest.mark.slow
 def test_sync_killed_mid_merge_is_rolled_back_and_merged_again_with_nothing_lost(pair):
     one, two = pair
     rng = random.Random(25)
@@ -353,6 +355,7 @@ exit 0
 
 @pytest.mark.parametrize("phase", ["prepared", "committed"])
 @pytest.mark.parametrize("op", ["remember", "forget"])
+@pytest.mark.slow
 def test_ctrl_c_while_the_branch_moves_reports_the_write_that_landed(ws, run, phase, op):
     """A Ctrl-C while git moves the branch (or after, while the report is printed) exited 130
     with the memory committed and the "remembered" line missing: a write that landed is done."""

@@ -130,6 +130,7 @@ def test_a_closed_output_pipe_ends_quietly_with_141(ws: Path, run: Runner, args:
 @pytest.mark.parametrize("args", [("recall", "quokka", "--limit", "1000"), ("list", "--limit", "1000"),
                                   ("--json", "recall", "quokka", "--limit", "1000"),
                                   ("--json", "list", "--limit", "1000")])
+@pytest.mark.slow
 def test_a_real_pipe_to_head_ends_quietly_with_141_as_git(ws: Path, args: tuple[str, ...],
                                                           unbuffered: str | None) -> None:
     # issue 21 point 4: `memcli recall X | head -1` through a real pipe, with more output than the

@@ -89,6 +89,7 @@ MALFORMED = [
 ]
 
 
+@pytest.mark.slow
 def test_every_malformed_or_huge_request_gets_an_answer_and_later_ones_are_served(ws: Path) -> None:
     server = RawServer(ws)
     try:
@@ -124,6 +125,7 @@ def test_every_malformed_or_huge_request_gets_an_answer_and_later_ones_are_serve
         server.close()
 
 
+@pytest.mark.slow
 def test_requests_in_flight_when_stdin_ends_are_answered(ws: Path) -> None:
     """A client that writes its requests and closes its end (``printf … | memcli mcp``) gets an
     answer to each: the write that was carried out is reported, not lost with the pipe."""
@@ -142,6 +144,7 @@ def test_requests_in_flight_when_stdin_ends_are_answered(ws: Path) -> None:
     assert proc.returncode == 0
 
 
+@pytest.mark.slow
 def test_the_schemas_publish_the_limits_and_the_tools_check_them_first(ws: Path) -> None:
     async def steps(client: ClientSession) -> None:
         tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}

@@ -69,6 +69,7 @@ READ_TOOLS = {"recall", "context", "show", "history", "review"}
 WRITE_TOOLS = {"remember", "supersede", "forget"}
 
 
+@pytest.mark.slow
 def test_tools_schemas_annotations_and_no_tool_approves(ws: Path) -> None:
     async def steps(client: ClientSession) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -98,6 +99,7 @@ def test_tools_schemas_annotations_and_no_tool_approves(ws: Path) -> None:
     drive(ws, read_only, "--read-only")
 
 
+@pytest.mark.slow
 def test_remember_recall_supersede_recall_returns_only_the_new_text(ws: Path) -> None:
     async def steps(client: ClientSession) -> None:
         first = await client.call_tool("remember", {"text": "Deploys go out with the blue-green script",
@@ -171,6 +173,7 @@ def test_a_secret_is_a_tool_error_never_echoed_and_nothing_is_written(ws: Path) 
                                               text=True).stdout
 
 
+@pytest.mark.slow
 def test_a_project_write_waits_in_pending_review_and_errors_carry_the_cli_line(ws: Path) -> None:
     async def steps(client: ClientSession) -> None:
         result = await client.call_tool("remember", {"text": "The API lives in services/api", "scope": "project"})
@@ -204,6 +207,7 @@ def test_a_project_write_waits_in_pending_review_and_errors_carry_the_cli_line(w
     assert cli.code == 4 and "no memory '01zzzzzzzzzz'; list ids with `memcli list`" in cli.err
 
 
+@pytest.mark.slow
 def test_a_server_started_as_alice_never_returns_bobs_personal_memories(ws: Path, tmp_path: Path) -> None:
     bob_id = remember_cli(ws, "bob keeps his zebra notes here", "--scope", "user:bob", actor="bob")
     alice_id = remember_cli(ws, "alice keeps her zebra notes here", "--scope", "user:alice")
@@ -245,6 +249,7 @@ def test_a_server_started_as_alice_never_returns_bobs_personal_memories(ws: Path
     assert "Traceback" not in errlog.read()
 
 
+@pytest.mark.slow
 def test_scopes_fixed_at_start_narrow_every_tool(ws: Path) -> None:
     project_id = remember_cli(ws, "ostrich project fact")
     alice_id = remember_cli(ws, "ostrich personal fact", "--scope", "user:alice")
@@ -262,6 +267,7 @@ def test_scopes_fixed_at_start_narrow_every_tool(ws: Path) -> None:
     drive(ws, steps, "--scope", "user:alice", "--agent", "codex-ci")
 
 
+@pytest.mark.slow
 def test_the_next_call_sees_hand_edits_cli_writes_and_deletions(ws: Path) -> None:
     edited_id = remember_cli(ws, "the alpha cluster runs postgres", "--scope", "user:alice")
     doomed_id = remember_cli(ws, "ghostword777 lives here", "--scope", "user:alice")
@@ -324,6 +330,7 @@ def test_bad_start_options_are_one_line_errors(ws: Path) -> None:
         assert result.out == ""
 
 
+@pytest.mark.slow
 def test_a_client_calling_itself_bob_does_not_become_the_actor(ws: Path) -> None:
     """Issue 22 point 3: clientInfo.name is whatever a client says; bob's own approval of his agent's
     write must not look like a second person's."""

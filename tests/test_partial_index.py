@@ -114,6 +114,7 @@ def test_the_context_block_and_the_session_start_hook_carry_the_note(template, t
     assert "answered from a partial index" in said and "Quokka ledger entry" in said
 
 
+@pytest.mark.slow
 def test_the_mcp_recall_tool_says_so_too(template, tmp_path):
     ws = fresh(template, tmp_path, "mcp")
     params = StdioServerParameters(command=sys.executable, args=["-m", "memcli", "-w", str(ws), "mcp"],

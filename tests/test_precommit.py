@@ -76,6 +76,7 @@ def code_hook_ran(project: Path) -> bool:
 
 
 @pytest.mark.parametrize("how", ["index", "-a", "path"])
+@pytest.mark.slow
 def test_the_memory_branch_hook_is_scoped_to_its_worktree(project: Path, how: str) -> None:
     (project / ".pre-commit-config.yaml").write_text("repos:\n" + CODE_HOOK, encoding="utf-8")
     assert git("add", ".pre-commit-config.yaml", cwd=project).returncode == 0
@@ -120,6 +121,7 @@ def test_the_memory_branch_hook_is_scoped_to_its_worktree(project: Path, how: st
 
 
 @pytest.mark.parametrize("how", ["index", "-a"])
+@pytest.mark.slow
 def test_an_in_tree_store_takes_the_manifest_entry_which_runs_only_on_memory_files(project: Path, how: str) -> None:
     assert manifest_hook()["files"] == r"(^|/)memories/.*\.md$" and manifest_hook()["pass_filenames"] is True
     assert run_memcli("init", "docs/memory", cwd=project).code == 0  # a store in a folder of the code

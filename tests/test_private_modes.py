@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import personal_store
 
 
@@ -28,6 +30,7 @@ def open_to_others(root: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_init_a_write_and_a_sync_under_umask_000_leave_only_private_modes(tmp_path: Path, monkeypatch) -> None:
     ws = tmp_path / "ws"
     made = memcli("init", str(ws), cwd=tmp_path)

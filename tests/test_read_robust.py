@@ -83,6 +83,7 @@ def _indexes(root: Path) -> list[Path]:
     return found
 
 
+@pytest.mark.slow
 def test_a_hand_edited_row_is_rebuilt_and_recall_and_list_answer(ws: Path, tmp_path: Path, run: Runner) -> None:
     import time
 

@@ -79,6 +79,7 @@ def test_a_pending_proposal_does_not_swallow_a_persons_write(ws, run):
     assert mine.json()["data"]["outcome"] == "created"
 
 
+@pytest.mark.slow
 def test_a_restore_with_the_old_mtime_and_size_is_seen(ws, run):
     memory_id = run("--json", "remember", "The flag is alpha.").json()["data"]["id"]
     time.sleep(2.1)  # older than the racy window, so only the ctime can tell

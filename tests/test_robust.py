@@ -306,6 +306,7 @@ def test_r5_compact_apply_over_thousands_of_expired_memories_makes_one_commit(ws
 
 @pytest.mark.parametrize("stdin", ["[" * 200_000, "{\"a\":" * 200_000, "[" * 200_000 + "]" * 200_000,
                                    '{"prompt": "x", "n": ' + "9" * 5_000 + "}"])  # past Python's int digit limit
+@pytest.mark.slow
 def test_hook_stdin_nested_too_deeply_or_past_limits_exits_0_with_valid_output(ws, run, stdin):
     _good(ws, run, 1)
     for event in ("session-start", "user-prompt-submit", "pre-tool-use"):

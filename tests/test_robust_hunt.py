@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def _workspace_files(tmp_path: Path) -> tuple[MemoryFiles, Path]:
 
 @FAST
 @given(data=st.binary(max_size=600) | st.text(max_size=400).map(lambda t: ("---\n" + t).encode("utf-8", "replace")))
+@pytest.mark.slow
 def test_any_file_bytes_load_or_are_one_problem(tmp_path_factory, data):
     from memcli.errors import InvalidMemoryFile
 
@@ -80,6 +82,7 @@ def test_any_file_bytes_load_or_are_one_problem(tmp_path_factory, data):
 
 @FAST
 @given(meta=FRONT_MATTER, body=st.text(max_size=80))
+@pytest.mark.slow
 def test_any_front_matter_values_load_or_are_one_problem(tmp_path_factory, meta, body):
     from memcli.errors import InvalidMemoryFile
     from memcli.index.db import IndexDB
@@ -103,6 +106,7 @@ def test_any_front_matter_values_load_or_are_one_problem(tmp_path_factory, meta,
                       lambda inner: st.lists(inner, max_size=3)
                       | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                       max_leaves=20).map(json.dumps))
+@pytest.mark.slow
 def test_any_hook_stdin_is_read_or_warned_about(raw):
     from memcli.agents.hook_protocol import HookInput
 
@@ -129,6 +133,7 @@ def _hunt_env(ws: Path) -> dict[str, str]:
                                                         "hook_event_name", "tool_input"]),
                                        st.text(max_size=40) | st.integers() | st.none(), max_size=5).map(json.dumps)),
        event=st.sampled_from(["session-start", "user-prompt-submit"]))
+@pytest.mark.slow
 def test_hooks_exit_0_with_valid_output_whatever_stdin_holds(ws, stdin, event):
     proc = _run(["hook", "claude", event], _hunt_env(ws), stdin)
     assert proc.returncode == 0, proc.stderr[-400:]
@@ -151,6 +156,7 @@ ARGS = st.one_of(
 
 @SLOW
 @given(args=ARGS, now=st.none() | DATES)
+@pytest.mark.slow
 def test_cli_arguments_never_exit_1(ws, args, now):
     env = _hunt_env(ws)
     if now is not None:

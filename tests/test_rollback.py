@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import git
 
 IDENT = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid")
@@ -354,6 +356,7 @@ def test_rollback_of_a_merged_memory_unmerges_it(ws, run):
     assert f"Memcli-Related: {keeper}" in git(ws, "log", "-1", "--format=%B")
 
 
+@pytest.mark.slow
 def test_rollback_of_a_merged_memory_keeps_the_keepers_other_merges(ws, run):
     keeper, first = merged_pair(ws, run)
     holder = remember(run, "Migrations run on deploy; never by hand", "--subject", "db.deploy")["id"]
@@ -391,6 +394,7 @@ def test_history_chain_survives_a_cycle_in_old_data(ws, run):
 DASHBOARD = "The metrics dashboard lives in Grafana under the Platform folder."
 
 
+@pytest.mark.slow
 def test_rollback_of_a_keeper_to_before_the_merge_unmerges_the_merged_memory(ws, run):
     keeper = remember(run, DASHBOARD, "--expire-at", "2027-01-01", env={"MEMCLI_NOW": "2026-11-01T00:00:00Z"})["id"]
     merged = remember(run, "The metrics dashboards live in Grafana under the Platform folder.", "--pinned",
@@ -418,6 +422,7 @@ def test_rollback_of_a_keeper_to_before_the_merge_unmerges_the_merged_memory(ws,
     assert {p: p.read_bytes() for p in (ws / "memories").rglob("*.md")} == after_compact
 
 
+@pytest.mark.slow
 def test_rollback_of_a_keeper_gives_back_only_what_it_took_in_since(ws, run):
     keeper, first = merged_pair(ws, run)
     later = {"MEMCLI_NOW": "2026-01-04T00:00:00Z"}
@@ -457,6 +462,7 @@ def test_a_merged_memory_holding_the_restored_keepers_subject_stays_retired_by_i
     assert head_files(ws) == [keeper["path"]]
 
 
+@pytest.mark.slow
 def test_undo_after_purge_history_passes_over_the_emptied_commits(ws, run):
     """Newcomer report 2, problem 5: purge --history leaves empty commits; undo goes past them."""
     first = remember(run, "Staging DB host is db-stg-1.")

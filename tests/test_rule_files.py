@@ -98,6 +98,7 @@ REPORAILS_PATHS = {
 }
 
 
+@pytest.mark.slow
 def test_real_claude_md_imported_and_exported_back_without_near_duplicates(ws: Path, tmp_path: Path, run):
     first = import_rules(Ctx.open(), [REPORAILS])
     assert [(i.source, i.line, i.gate) for i in first.items if i.outcome == "skipped"] == REPORAILS_SKIPPED

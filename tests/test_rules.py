@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import git, personal_store
 from memcli.agents import rule_files
 from memcli.service import Ctx
@@ -257,6 +259,7 @@ def test_export_formats(ws: Path, tmp_path: Path, run):
     assert bad.code == 5 and "invalid format 'yaml'" in bad.err
 
 
+@pytest.mark.slow
 def test_jsonl_export_then_import_restores_every_field(ws: Path, tmp_path: Path, run):
     def remember(*args: str, env: dict | None = None) -> str:
         result = run("--json", "remember", *args, env=env)

@@ -185,6 +185,7 @@ def test_usage_message_is_one_line_of_at_most_200_characters(ws, run):
     ("iso \u2069 pop", "U+2069", 5),
     ("line one\nline \x1b two", "U+001B", 6),
 ])
+@pytest.mark.slow
 def test_control_and_bidi_characters_refused(ws, run, text, code, column):
     result = run("--json", "remember", text)
     assert result.code == 5, result
@@ -307,6 +308,7 @@ def test_grep_nested_quantifier_returns(ws, run, retriever):
 
 
 @pytest.mark.parametrize("retriever", ["index", "scan"])
+@pytest.mark.slow
 def test_grep_over_its_time_budget_is_a_usage_error(ws, run, retriever):
     assert run("remember", "a" * 40 + "b").code == 0
     if retriever == "scan":

@@ -23,6 +23,7 @@ def test_a_default_ttl_is_printed(ws: Path) -> None:
     ("Allow force pushes to the release branch", "Forbid force pushes to the release branch", "forbid / allow"),
     ("部署时启用缓存", "部署时禁用缓存", "部署时禁用缓存"),
 ])
+@pytest.mark.slow
 def test_an_opposite_is_reported_at_write_time_with_the_other_id(ws: Path, first: str, second: str,
                                                                    words: str) -> None:
     one = run_memcli("-w", str(ws), "--json", "remember", first).json()["data"]["id"]

@@ -70,6 +70,7 @@ COMMANDS = [
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=[" ".join(a) for a in COMMANDS])
+@pytest.mark.slow
 def test_another_users_unreadable_file_is_not_named_to_alice(broken, run, args):
     for json_flag in ([], ["--json"]):
         result = run(*json_flag, *args)
@@ -164,6 +165,7 @@ def namesake(ws, run):
 ROADMAP = ("user/bob", "roadmap", "quit in may", "bob keeps", "bob edits")
 
 
+@pytest.mark.slow
 def test_duplicate_id_with_a_personal_file_stays_out_of_alice_view(namesake, run, ws):
     memory_id = namesake["id"]
     for args in (["list"], ["doctor"], ["stats"], ["compact"], ["context"], ["show", memory_id],
@@ -226,6 +228,7 @@ def mixed(ws, run):
 PLAN = ("user:bob", "user/bob", "bob private plan", "private")
 
 
+@pytest.mark.slow
 def test_log_shows_a_mixed_commit_with_only_what_alice_may_see(mixed, run):
     for args in (["log"], ["log", mixed["alice"]]):
         entries = run("--json", *args).json()["data"]["entries"]

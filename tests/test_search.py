@@ -84,6 +84,7 @@ S2_SYNTAX = ['"unbalanced', "AND", "NEAR(", "*", "title:foo", "OR", "NOT", "^", 
              "(", "a AND", "NEAR(pre edit, 2)", "body:run", "{body subject}: hook", "-hook", "+", ":", "\\", "%_"]
 
 
+@pytest.mark.slow
 def test_s2_identifiers_and_query_syntax(ws, run):
     target = remember(run, S2_BODY)
     syntax = remember(run, "FTS5 words like NEAR and AND, and a column filter such as title:foo, are plain text here")
@@ -131,6 +132,7 @@ def test_other_forms_of_a_word_match(ws, run):
 @pytest.mark.parametrize("typo,text", [("kubernets", "The kubernetes cluster runs on three nodes."),
                                        ("postgers", "Use postgres 16 for every new service."),
                                        ("prometeus", "prometheus scrapes the exporters every minute.")])
+@pytest.mark.slow
 def test_typos_find_their_memory_in_the_default_mode(ws, run, typo, text):
     target = remember(run, text)
     remember(run, "Unrelated: the office coffee machine is on floor two.")
@@ -197,6 +199,7 @@ def test_grep_mode(ws, run):
 # --- filters ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_filters_scope_category_tag_status_subject(ws, run):
     word = "lighthouse"
     project = remember(run, f"{word} project fact", "--tag", "infra", "--category", "fact")
@@ -279,6 +282,7 @@ def test_filter_expired_and_include_expired(ws, run):
     assert ids(recall(run, "--grep", "freeze", "--include-expired", env=after)) == [gone]
 
 
+@pytest.mark.slow
 def test_limit(ws, run):
     made = {remember(run, f"zephyr note number {i} with its own words w{i}x") for i in range(7)}
     assert len(recall(run, "zephyr")) == 7
@@ -313,6 +317,7 @@ def test_explain_shows_score_parts(ws, run):
 # --- ranking ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_more_relevant_never_ranks_lower(ws, run):
     env = {"MEMCLI_NOW": NOW}
     for i in range(6):  # memories without the word keep its idf positive
@@ -370,6 +375,7 @@ doc_strategy = st.tuples(st.integers(0, DOC_WORDS), st.integers(1, 5), st.sample
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=st.lists(doc_strategy, min_size=2, max_size=8), bump=st.integers(0, 7), extra=st.integers(0, 6))
+@pytest.mark.slow
 def test_property_increasing_relevance_never_lowers_rank(docs, bump, extra):
     """Over a real index: (1) each score is the documented formula; (2) of two memories with
     equal importance and age, the one with more mentions (same length) never ranks lower;

@@ -316,6 +316,7 @@ def test_remember_refuses_a_bare_aws_secret_key_near_a_context_word(ws, run, tex
     "Key paths: src/Memcli/policy/Secrets/checks/Aws/v22 holds the aws rules",
     "the secret message is VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVy, base64 of a pangram",
 ])
+@pytest.mark.slow
 def test_remember_accepts_hashes_paths_and_encoded_words_near_key_words(ws, run, text: str) -> None:
     result = run("--json", "remember", text)
     assert result.code == 0, result

@@ -63,6 +63,7 @@ def _cli(capsys, *args: str) -> tuple[int, str, str]:
     return exit_info.value.code, out, err
 
 
+@pytest.mark.slow
 def test_every_sample_is_refused_by_remember(ws: Path, capsys) -> None:
     from conftest import git
 
@@ -87,6 +88,7 @@ def test_obfuscated_samples_are_refused_by_the_real_cli_in_a_subprocess(ws: Path
     assert not list((ws / "memories").rglob("*.md"))
 
 
+@pytest.mark.slow
 def test_every_near_miss_is_accepted_by_remember(ws: Path, capsys) -> None:
     for text in NEAR_MISSES:
         code, out, err = _cli(capsys, "--json", "remember", "--scope", "user:alice", "--", text)
@@ -124,6 +126,7 @@ def test_planted_secrets_are_redacted_in_context_and_export(planted: Path, run) 
         assert leaked(exported.out) == [], fmt
 
 
+@pytest.mark.slow
 def test_planted_secrets_are_redacted_in_hooks_recall_list_and_show(planted: Path, run) -> None:
     # The hand commit of 103 files is an arrival: the first read verifies it (secret scans of
     # every file) before serving any of it. A hook would spend its 2 s deadline on that under

@@ -163,6 +163,7 @@ def test_a_person_can_let_one_kind_through_recorded_in_provenance(ws: Path, run)
     assert "4111 1111" not in run("show", memory["id"]).out  # read channels still redact it
 
 
+@pytest.mark.slow
 def test_the_audit_trail_shows_no_secret_an_override_or_a_hand_edit_let_in(ws: Path, run) -> None:
     """log, history, diff and show --at read old versions and commit messages, which never
     passed today's gate (a hand edit) or passed it by an override: each shows a marker."""

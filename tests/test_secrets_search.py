@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import ClientSession
 
 from test_mcp_server import drive
@@ -44,6 +45,7 @@ def patterns(prefix: str) -> dict[str, str]:
     return {"ranked": prefix, "fuzzy": prefix, "grep": re.escape(prefix)}
 
 
+@pytest.mark.slow
 def test_cli_searches_learn_nothing_of_a_hidden_secret(ws: Path, run) -> None:
     plant(ws)
     served = run("--json", "list")
@@ -66,6 +68,7 @@ def test_cli_searches_learn_nothing_of_a_hidden_secret(ws: Path, run) -> None:
     assert run("--json", "recall", "deploy token").json()["data"]["hits"]
 
 
+@pytest.mark.slow
 def test_mcp_recall_learns_nothing_of_a_hidden_secret(ws: Path) -> None:
     plant(ws)
 
@@ -87,6 +90,7 @@ def test_mcp_recall_learns_nothing_of_a_hidden_secret(ws: Path) -> None:
     drive(ws, steps)
 
 
+@pytest.mark.slow
 def test_context_query_does_not_pull_a_memory_forward_by_its_hidden_secret(ws: Path, run) -> None:
     plant(ws)
     for n in range(30):  # others ahead of it in the browse order: only a query match brings it first

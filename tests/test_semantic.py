@@ -57,6 +57,7 @@ def query(ctx: Ctx, text: str, **kwargs: Any) -> Query:
     return build_query(ctx, text, Filters(**kwargs))
 
 
+@pytest.mark.slow
 def test_vectors_are_written_kept_in_step_with_the_files_and_dropped_with_the_model(ws: Path, model) -> None:
     first = write(ws, HTTPX)
     write(ws, "The local Postgres database listens on port 5433.")
@@ -81,6 +82,7 @@ def test_vectors_are_written_kept_in_step_with_the_files_and_dropped_with_the_mo
     assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 0
 
 
+@pytest.mark.slow
 def test_no_semantic_hit_bypasses_scope_status_expiry_or_another_users_store(shared_tree_ws: Path, model) -> None:
     ws = shared_tree_ws
     text = "Outgoing HTTP calls in the API service go through httpx."
@@ -110,6 +112,7 @@ def test_no_semantic_hit_bypasses_scope_status_expiry_or_another_users_store(sha
     assert bobs in {m.id for m, _ in LocalSemantic(ctx_of(ws, "bob").catalog(), model).scores(as_bob, 50, [])[0]}
 
 
+@pytest.mark.slow
 def test_a_kept_semantic_side_sees_every_change_between_its_searches(ws: Path, model) -> None:
     # the MCP server keeps the filtered row set between calls (vectors._rows); what another
     # process commits, what its own connection writes and the passing of time all count
@@ -138,6 +141,7 @@ def test_a_kept_semantic_side_sees_every_change_between_its_searches(ws: Path, m
     assert found() == {second, third}
 
 
+@pytest.mark.slow
 def test_an_exact_lexical_hit_always_ranks_above_a_meaning_only_one(ws: Path, model) -> None:
     exact = write(ws, "Glossary: a posting is one line of an entry; its port of call is the ledger.")
     meaning = write(ws, "Monetary amounts are stored as integer cents, never as floats.")
@@ -287,6 +291,7 @@ def test_the_builtin_model_scores_english_chinese_and_across(model) -> None:
         assert int(np.argmax(scores)) == best, (text, scores)
 
 
+@pytest.mark.slow
 def test_index_rebuild_embeds_in_batch_when_asked(ws: Path, run: Runner) -> None:
     first = write(ws, HTTPX)
     write(ws, "The staging environment is reset every Sunday night.")

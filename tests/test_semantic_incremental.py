@@ -94,6 +94,7 @@ class Counted:
         monkeypatch.setattr(vectors, "_update", counted_update)
 
 
+@pytest.mark.slow
 def test_a_kept_row_set_is_updated_from_the_change_log_and_equals_a_full_read(ws: Path,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from memcli.service.write import WriteOptions, forget, supersede
@@ -177,6 +178,7 @@ def test_a_log_pruned_past_the_kept_set_or_a_new_index_means_a_full_read(ws: Pat
 @given(steps=st.lists(st.sampled_from(["write", "embed", "forget", "edit", "delete", "expire", "supersede"]),
                       min_size=1, max_size=10),
        seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_any_sequence_of_changes_keeps_the_set_equal_to_a_full_read(tmp_path_factory: pytest.TempPathFactory,
                                                                     steps: list[str], seed: int) -> None:
     from conftest import git, run_memcli
@@ -225,6 +227,7 @@ def test_any_sequence_of_changes_keeps_the_set_equal_to_a_full_read(tmp_path_fac
         assert_same_as_a_full_read(db, kept, ctx)
 
 
+@pytest.mark.slow
 def test_a_written_memory_is_embedded_once_for_its_question_and_its_vector(ws: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     # a write asks the warm model for the memories close to the new one with the text that is

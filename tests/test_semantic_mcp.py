@@ -72,6 +72,7 @@ def raw(path: Path, payload: bytes) -> bytes:
         return data
 
 
+@pytest.mark.slow
 def test_mcp_recall_finds_a_paraphrase_embeds_its_writes_and_names_close_memories(ws: Path) -> None:
     target = remember_cli(ws, HTTPX)
     postgres = remember_cli(ws, POSTGRES)
@@ -105,6 +106,7 @@ def test_mcp_recall_finds_a_paraphrase_embeds_its_writes_and_names_close_memorie
     drive(ws, steps)
 
 
+@pytest.mark.slow
 def test_the_warm_socket_serves_this_user_only_and_survives_garbage(ws: Path) -> None:
     target = remember_cli(ws, HTTPX)
     remember_cli(ws, POSTGRES)
@@ -208,6 +210,7 @@ def test_without_a_warm_process_everything_answers_lexically_and_fast(ws: Path, 
     assert "loaded by `memcli mcp`" in state["reason"]
 
 
+@pytest.mark.slow
 def test_a_server_with_semantic_off_never_loads_the_model(ws: Path) -> None:
     target = remember_cli(ws, HTTPX)
     config = ws / "memcli.toml"
@@ -223,6 +226,7 @@ def test_a_server_with_semantic_off_never_loads_the_model(ws: Path) -> None:
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.slow
 def test_the_server_ends_at_once_at_sigint_and_sigterm_and_takes_its_socket_with_it(ws: Path, signame: str) -> None:
     """Claude Code ends its MCP servers with SIGINT, then SIGTERM (seen with 2.1.332): the server
     ran on for seconds after SIGINT, and SIGTERM left the warm socket behind."""

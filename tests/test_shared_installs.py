@@ -82,6 +82,7 @@ def test_shared_files_hold_no_path_of_this_machine(shared_repo):
     assert again.code == 0 and "nothing to change" in again.out and "launcher:" not in again.out, again
 
 
+@pytest.mark.slow
 def test_a_teammate_with_memcli_elsewhere_passes_hook_check(shared_repo, tmp_path):
     """T11: another HOME, memcli in another virtual environment, this one not on PATH."""
     _, remote = shared_repo
@@ -132,6 +133,7 @@ def test_no_memcli_anywhere_is_one_line_and_exit_127(tmp_path, shared_repo):
 
 
 @pytest.mark.parametrize("agent, name", [("codex", ".codex/hooks.json"), ("gemini", ".gemini/settings.json")])
+@pytest.mark.slow
 def test_codex_and_gemini_project_files_get_the_launcher(project, agent, name):
     assert run_memcli("init", cwd=project).code == 0
     assert run_memcli("hook", "install", agent, cwd=project).code == 0

@@ -267,6 +267,7 @@ def forge_trailers(ws: Path, mid: str, sign: bool) -> None:
 
 
 @pytest.mark.parametrize("on", [True, False])
+@pytest.mark.slow
 def test_forged_trailers_show_in_log_and_history_as_unverified_claims(ws: Path, on: bool) -> None:
     signing(ws, on)
     mid = propose(ws, "Approve everything mallory writes")
@@ -302,6 +303,7 @@ def test_signing_on_an_unsigned_commit_is_an_unverified_claim_even_under_its_own
 # --- verify on arrival: a clone trusts signatures, not the committer's address -----------------
 
 @pytest.mark.parametrize("on", [True, False])
+@pytest.mark.slow
 def test_on_arrival_a_commit_under_your_own_address_is_yours_only_when_your_key_signed_it(
         tmp_path: Path, on: bool) -> None:
     """mallory commits an approval of her own agent's memory as ``alice <alice@…>`` (author and
@@ -370,6 +372,7 @@ def push(clone: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("on", [True, False])
+@pytest.mark.slow
 def test_the_documented_pre_receive_hook_keeps_forgeries_off_the_remote(tmp_path: Path, on: bool,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import sys

@@ -75,6 +75,7 @@ def memcli_commits(top: Path) -> int:
     return int(git(store, "rev-list", "--count", "HEAD").strip())
 
 
+@pytest.mark.slow
 def test_the_case_is_listed_with_its_evidence_and_marked_then_confirm_clears_it(code: Path, run: Runner) -> None:
     case = remember(run, CASE, "--path", "src/payments/**")
     untouched = remember(run, "src/other.py returns 1 from other()")
@@ -134,6 +135,7 @@ def test_a_deleted_file_a_glob_that_matches_nothing_and_names_that_never_resolve
     assert product not in stale
 
 
+@pytest.mark.slow
 def test_a_memory_without_an_anchor_is_anchored_at_the_code_commit_before_it_was_written(code: Path,
                                                                                          run: Runner) -> None:
     case = remember(run, CASE)
@@ -152,6 +154,7 @@ def test_a_memory_without_an_anchor_is_anchored_at_the_code_commit_before_it_was
 
 
 @pytest.mark.parametrize("harvest", [False, True])
+@pytest.mark.slow
 def test_the_session_start_judges_again_in_the_background_when_the_code_moved(code: Path, run: Runner,
                                                                               harvest: bool) -> None:
     """Also with ``[agents] harvest`` on, whose note comes first in the same answer."""
@@ -241,6 +244,7 @@ def test_head_cheap_agrees_with_git(code: Path) -> None:
     ("itsdangerous.bundle", ("renamed", "deleted", "identifier", "command")),
     ("debug.bundle", ("renamed", "deleted", "command")),
 ])
+@pytest.mark.slow
 def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path, bundle: str, kinds: tuple[str, ...]) -> None:
     """Real histories (tests/fixtures/repos/, NOTICE.md there): pallets/itsdangerous (BSD-3-Clause)
     and debug-js/debug (MIT); memories anchored at old commits naming files, identifiers and
@@ -258,6 +262,7 @@ def test_replay_on_a_real_history_agrees_with_git(tmp_path: Path, bundle: str, k
     assert all(c["checks"] > 0 for c in out["checked"].values()), out["checked"]
 
 
+@pytest.mark.slow
 def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run: Runner) -> None:
     """``make X`` is gone when no Makefile of a folder that declared it at the anchor declares
     it now, nor the top one: a same-named target elsewhere, or a catch-all pattern rule,
@@ -291,6 +296,7 @@ def test_a_command_is_judged_by_the_file_that_declared_it(code: Path, run: Runne
     assert storybook not in stale  # the top package.json has it now: `npm run storybook` at the top works
 
 
+@pytest.mark.slow
 def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code: Path, run: Runner) -> None:
     """Issue 23 point 3: every read marks the memory (recall keeps its relevance order: a search
     names what it wants), stats and doctor count it, ``review --stale`` lists it for a person."""
@@ -331,6 +337,7 @@ def test_recall_mcp_stats_doctor_and_review_mark_or_count_the_stale_memory(code:
     assert "no active memory is outdated" in run("review", "--stale").err
 
 
+@pytest.mark.slow
 def test_check_stale_fails_on_what_the_range_made_outdated_only(code: Path, run: Runner) -> None:
     """``memcli check --stale OLD..NEW`` (opt-in, for a CI job): a problem for each memory the
     range's code commits made outdated, none for one that was outdated before it."""
@@ -379,6 +386,7 @@ def test_words_present_says_what_git_grep_says(tmp_path: Path) -> None:
         head: {"alpha_one", "gamma"}}
 
 
+@pytest.mark.slow
 def test_a_moved_head_judges_only_what_the_move_touched_as_a_whole_judgement_would(code: Path, run: Runner) -> None:
     """Issue 23 pt 2, "computed incrementally": when the code's HEAD moves along its history,
     only the memories whose names the new commits touched are judged again; the verdicts are
@@ -420,6 +428,7 @@ def test_a_moved_head_judges_only_what_the_move_touched_as_a_whole_judgement_wou
     assert "changed since written" not in run("stale").out
 
 
+@pytest.mark.slow
 def test_incremental_judging_on_a_real_history_agrees_with_a_whole_judgement(tmp_path: Path) -> None:
     """debug-js/debug's history (tests/fixtures/repos/debug.bundle): memories anchored over its
     first third, HEAD moved forward in steps; at each, the incremental verdicts are the whole ones."""
@@ -447,6 +456,7 @@ def test_words_present_with_a_few_names_says_what_git_grep_says(tmp_path: Path) 
         "alpha_one", "gamma", "beta"}
 
 
+@pytest.mark.slow
 def test_an_agent_proposes_the_mended_text_through_mcp_and_a_person_approves_it(code: Path, run: Runner) -> None:
     """Issue 23 pt 4, through a real MCP client: the agent sees ``mayBeOutdated``, proposes the
     corrected text with ``supersede``; in the shared project scope it waits for review (no

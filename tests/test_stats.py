@@ -64,6 +64,7 @@ def busy(shared_tree_ws, ws, run):
     return ids
 
 
+@pytest.mark.slow
 def test_stats_json_counts_what_the_files_hold(busy, ws, run):
     data = run("--json", "stats", env=NOW).json()["data"]
     files = visible_files(ws, "alice")
@@ -77,6 +78,7 @@ def test_stats_json_counts_what_the_files_hold(busy, ws, run):
     assert data["index"]["backend"] == "fts5" and data["index"]["memories"] == 6
 
 
+@pytest.mark.slow
 def test_stats_lists_what_expires_within_the_window(busy, ws, run):
     data = run("--json", "stats", env=NOW).json()["data"]
     assert [e["id"] for e in data["expiring"]] == [busy["gone"], busy["soon"]]  # soonest first
@@ -88,6 +90,7 @@ def test_stats_lists_what_expires_within_the_window(busy, ws, run):
     assert wide["expiringWithinDays"] == 40 and busy["soon"] in [e["id"] for e in wide["expiring"]]
 
 
+@pytest.mark.slow
 def test_stats_reports_latencies_of_the_commands_run(busy, ws, run):
     data = run("--json", "stats", env=NOW).json()["data"]
     latencies = data["latencies"]
