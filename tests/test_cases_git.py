@@ -24,14 +24,15 @@ IDENT = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid")
 def snapshot(root: Path) -> dict[str, str | None]:
     """Every path under ``root``: file content for files outside ``.git``, presence for the rest.
 
-    The workspace's ``.cache`` (derived data: index, locks; git-ignored) is left out.
+    The workspace's ``.cache`` (derived data: index, locks; git-ignored) and the person's
+    ``~/.cache`` (memcli keeps compiled regular expressions there for every process) are left out.
     """
     out: dict[str, str | None] = {}
     for folder, dirs, names in os.walk(root):
         for name in dirs + names:
             path = Path(folder, name)
             rel = path.relative_to(root).as_posix()
-            if "/ws/.cache/" in f"/{rel}/":
+            if "/ws/.cache/" in f"/{rel}/" or f"/{rel}/".startswith("/home/.cache/"):
                 continue
             inside_git = "/.git/" in f"/{rel}/"
             if path.is_file() and not inside_git:

@@ -149,7 +149,7 @@ class Ctx:
             (``memcli.index.build``); None: no deadline.
     """
 
-    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "kept", "_catalog", "_warned", "_stores")
+    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "kept", "_catalog", "_warned", "_stores", "_history")
 
     def __init__(self, ws: Workspace, actor: str, now: datetime, warnings: list[str] | None = None,
                  deadline: float | None = None) -> None:
@@ -164,6 +164,7 @@ class Ctx:
         self._catalog: Catalog | None = None  # opened by catalog(), once per command
         self._warned = False  # the catalog's unreadable files were reported
         self._stores: list | None = None  # the person's own stores, found by personal_stores()
+        self._history: History | None = None  # the workspace's repository, found by history()
 
     @classmethod
     def open(cls, workspace: str | None = None, actor: str | None = None) -> "Ctx":
@@ -446,17 +447,16 @@ class Ctx:
 
     def git(self) -> GitRepo:
         """The repository holding the workspace (``memcli.git`` is imported now, not on the read path)."""
-        from memcli.git.repo import GitRepo
-
-        repo = GitRepo(self.ws.root)
-        repo.sign_ssh = self.ws.config.signing == "ssh"
-        return repo
+        return self.history()
 
     def history(self) -> History:
-        """The repository holding the workspace, with its history readers (old versions, commits per path)."""
-        from memcli.git.history import History
+        """The repository holding the workspace, with its history readers (old versions, commits
+        per path): found once per command (a ``git rev-parse``), then the same object."""
+        if self._history is None:
+            from memcli.git.history import History
 
-        repo = History(self.ws.root)
-        repo.sign_ssh = self.ws.config.signing == "ssh"
-        return repo
+            repo = History(self.ws.root)
+            repo.sign_ssh = self.ws.config.signing == "ssh"
+            self._history = repo
+        return self._history
 
