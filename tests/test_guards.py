@@ -191,6 +191,10 @@ SUGGESTIONS = [
     ("不要用 npm 安装依赖", ["Bash(npm:*)"]),
     ("禁止 rm -rf /", ["Bash(rm -rf /:*)"]),
     ("never forget the tests", []),
+    # prose after the command (a newcomer got "Bash(npm install inside api/:*)", which never matches)
+    ("Never run npm install inside api/, it has no package.json.", ["Bash(npm install:*)"]),
+    ("Never run rm -rf build/ while the server runs", ["Bash(rm -rf build/:*)"]),
+    ("Never run make all locally", ["Bash(make all:*)"]),
 ]
 
 

@@ -118,7 +118,7 @@ def judge_activation(version: Version, previous: str | None, proposer: Identity,
     assert memory is not None, "an unreadable version has no status"
     kind = memory.provenance.source_type
     if previous is None:
-        return f"an {kind} memory in the shared scope {memory.scope!r} arrived active without review"
+        return f"a memory of provenance {kind} in the shared scope {memory.scope!r} arrived active without review"
     if previous != "pending_review":
         return (f"became active from {previous} in {version.where()} without an approval (only an approval "
                 "of a pending_review memory makes it active)")
