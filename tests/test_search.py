@@ -131,7 +131,11 @@ def test_other_forms_of_a_word_match(ws, run):
 
 @pytest.mark.parametrize("typo,text", [("kubernets", "The kubernetes cluster runs on three nodes."),
                                        ("postgers", "Use postgres 16 for every new service."),
-                                       ("prometeus", "prometheus scrapes the exporters every minute.")])
+                                       ("prometeus", "prometheus scrapes the exporters every minute."),
+                                       # a letter dropped before the stem's end (a newcomer's
+                                       # "pagnation" stems to "pagnat", two edits from "pagin")
+                                       ("pagnation", "Pagination uses cursors, never offsets."),
+                                       ("pgination", "Pagination uses cursors, never offsets.")])
 @pytest.mark.slow
 def test_typos_find_their_memory_in_the_default_mode(ws, run, typo, text):
     target = remember(run, text)

@@ -369,17 +369,19 @@ class FtsRetriever:
 def _typo_score(word: str, term: str, **_: object) -> float:
     """How close a query word is to an indexed term (0–100), typo- and suffix-tolerant.
 
-    The better of rapidfuzz's ratio against the whole term and against the word cut to
-    the term's length plus one, so that a misspelt ending still reaches the stem
-    (``migratoins`` -> ``migrat``, ``postgress`` -> ``postgr``). Terms under five letters
-    only count whole.
+    The best of rapidfuzz's ratio against the whole term and against the word cut to the
+    term's length plus one or minus one (not to its length: ``releas`` cut to ``relea`` is
+    too close to ``relat``), so that a misspelt ending still reaches the
+    stem (``migratoins`` -> ``migrat``, ``postgress`` -> ``postgr``) and so does a letter
+    dropped before it (``pagnation`` stems to ``pagnat``; cut to ``pagn`` it is one letter
+    from ``pagin``). Terms under five letters only count whole.
     """
     from rapidfuzz import fuzz
 
     whole = fuzz.ratio(word, term)
     if len(term) < 5 or len(word) <= len(term):
         return whole
-    return max(whole, fuzz.ratio(word[: len(term) + 1], term))
+    return max(whole, *(fuzz.ratio(word[:n], term) for n in (len(term) - 1, len(term) + 1)))
 
 
 def _shorter(typed: str, token: str, term: str) -> bool:
