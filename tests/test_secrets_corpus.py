@@ -130,7 +130,12 @@ def test_planted_secrets_are_redacted_in_context_and_export(planted: Path, run) 
 def test_planted_secrets_are_redacted_in_hooks_recall_list_and_show(planted: Path, run) -> None:
     # The hand commit of 103 files is an arrival: the first read verifies it (secret scans of
     # every file) before serving any of it. A hook would spend its 2 s deadline on that under
-    # load and answer without the memories; the point here is redaction, so a read verifies first.
+    # load and answer without the memories; the point here is redaction, so a read verifies first,
+    # and the hooks get 4 s instead of 2 (the suite's load once left even a verified read past 2 s).
+    config = planted / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("\ndeadline = 2.0\n", "\ndeadline = 4.0\n"),
+                      encoding="utf-8")
+    assert "\ndeadline = 4.0\n" in config.read_text(encoding="utf-8")
     assert run("list").code == 0
     payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionStart", "cwd": str(planted)})
     hook = run("hook", "claude", "session-start", input=payload, cwd=planted)
