@@ -189,10 +189,12 @@ def test_a_project_write_waits_in_pending_review_and_errors_carry_the_cli_line(w
 
         unknown = await client.call_tool("show", {"memory_id": "01zzzzzzzzzz"})
         assert unknown.is_error
-        assert text_of(unknown) == "no memory '01zzzzzzzzzz'; list ids with `memcli list` or search with " \
-                                   "`memcli recall WORDS`"
+        # the hint names what the agent has (it cannot run memcli), not the CLI's commands
+        assert text_of(unknown) == ("no memory '01zzzzzzzzzz'; list ids with the memory resources "
+                                    "(resources/list, memcli://memory/ID) or search with the `recall` tool")
         empty = await client.call_tool("recall", {"query": "   "})
         assert empty.is_error and text_of(empty).startswith("the query is empty")
+        assert "`memcli list`" not in text_of(empty) and "the memory resources" in text_of(empty)
         shared = await client.call_tool("forget", {"memory_id": project_id})
         assert shared.is_error and "shared scope project" in text_of(shared)
         assert "memcli forget" in text_of(shared)

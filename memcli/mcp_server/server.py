@@ -171,9 +171,21 @@ def _safe(text: str, values: list[Any]) -> str:
     return text
 
 
+#: The CLI's own ways to look memories up, as a hint names them, and what an agent connected
+#: over MCP has instead (it cannot run ``memcli``; a hint telling a person to run a command
+#: keeps it).
+_FOR_AN_AGENT = (("`memcli list`", f"the memory resources (resources/list, {URI_PREFIX}ID)"),
+                 ("`memcli recall WORDS`", "the `recall` tool"),
+                 ("`memcli show ID`", "the `show` tool"))
+
+
 def _failed(err: MemcliError, values: list[Any]) -> CallToolResult:
-    """A tool error carrying the CLI's one line (message; hint)."""
-    return CallToolResult(content=[TextContent(type="text", text=_safe(err.line(), values))], is_error=True)
+    """A tool error carrying the CLI's one line (message; hint), its look-up commands named as
+    the MCP tools and resources that do the same (:data:`_FOR_AN_AGENT`)."""
+    line = err.line()
+    for command, instead in _FOR_AN_AGENT:
+        line = line.replace(command, instead)
+    return CallToolResult(content=[TextContent(type="text", text=_safe(line, values))], is_error=True)
 
 
 def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
