@@ -108,6 +108,25 @@ def test_the_case_is_listed_with_its_evidence_and_marked_then_confirm_clears_it(
     assert run("--json", "stale").json()["data"]["stale"] == []
 
 
+def test_before_a_renamed_file_is_read_its_memories_come_marked(code: Path, run: Runner) -> None:
+    # a newcomer's find: after `git mv auth.py session.py`, reading session.py brought none of
+    # auth.py's memories, though `memcli stale` knew of the rename
+    about = remember(run, "The retry module backs off 2^n seconds, capped at 60", "--path", "src/payments/retry.py")
+    move_the_code(code)
+
+    def before_reading(session: str) -> str:
+        payload = {"session_id": session, "hook_event_name": "PreToolUse", "cwd": str(code), "tool_name": "Read",
+                   "tool_input": {"file_path": str(code / "src" / "payments" / "backoff.py")}}
+        result = run("hook", "claude", "pre-tool-use", input=json.dumps(payload), cwd=code)
+        assert result.code == 0, result
+        return result.out
+
+    assert about not in before_reading("s1")  # the rename is not known yet
+    assert run("stale", "--quiet").code == 0
+    given = before_reading("s2")
+    assert about in given and "was renamed to src/payments/backoff.py" in given, given
+
+
 def test_supersede_writes_a_fresh_anchored_memory_in_one_commit(code: Path, run: Runner) -> None:
     case = remember(run, CASE, "--path", "src/payments/**")
     move_the_code(code)

@@ -566,7 +566,7 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     from memcli.index import Query, path_specificity
     from memcli.service.context import project_path
     from memcli.service.read import retriever
-    from memcli.service.stale_notes import notes
+    from memcli.service.stale_notes import notes, old_paths, renamed
     from memcli.service.unbacked import notes as unbacked
 
     if call is not None and call.tool == "Bash":
@@ -576,22 +576,28 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     search = retriever(ctx)
     found: dict[str, tuple] = {}
     names = files_of(payload.tool_name, payload.tool_input) or (list(call.paths) if call is not None else [])
+    moves = renamed(ctx)
     for name in names:
         path = project_path(name, folder, ctx.ws.root)
         if path is None:
             continue
-        query = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=TOOL_POOL + len(seen), path=path,
-                      actor=ctx.actor)
-        named = _naming(search, query, path)
-        for rank, hit in enumerate(search.search(query)):
-            if hit.memory.id not in seen:
-                exact, literal, chars = path_specificity(hit.memory.paths, path)
-                key = (-exact, named.get(hit.memory.id, (len(_NAMES), 0)), -literal, -chars, rank)
-                if hit.memory.id not in found or key < found[hit.memory.id][0]:
-                    found[hit.memory.id] = (key, hit.memory)
+        # the file as it is named now, then as it was named before a rename `memcli stale`
+        # found (those memories carry its "may be outdated: … was renamed to …" mark)
+        for before, then in enumerate([path, *old_paths(moves, path)]):
+            query = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=TOOL_POOL + len(seen), path=then,
+                          actor=ctx.actor)
+            named = _naming(search, query, then)
+            for rank, hit in enumerate(search.search(query)):
+                if hit.memory.id not in seen:
+                    exact, literal, chars = path_specificity(hit.memory.paths, then)
+                    key = (min(before, 1), -exact, named.get(hit.memory.id, (len(_NAMES), 0)), -literal, -chars,
+                           rank)
+                    if hit.memory.id not in found or key < found[hit.memory.id][0]:
+                        found[hit.memory.id] = (key, hit.memory)
     # the memory written for this very file first; then those whose text names the file or its
     # folder; then by how narrow the glob is (its folder's before the whole tree's); among
-    # equals, the browse order (pinned, importance, recency)
+    # equals, the browse order (pinned, importance, recency); after all of them, the memories
+    # about the file's name before a rename
     ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
     return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx),
                   unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))

@@ -713,7 +713,11 @@ def _save(ctx: Ctx, report: Report) -> None:
     checked = {v.id: {"key": v.key, **({"reasons": [_short(r.to_dict()) for r in v.reasons]} if v.reasons else {}),
                       **({"changes": [_short(c.to_dict()) for c in v.changes]} if v.changes else {})}
                for v in report.verdicts if v.anchor}
-    stale = {v.id: {"note": v.note()} for v in report.verdicts if v.reasons}  # what the reads show, only
+    # what the reads show, only: the note, and the renames (the before-tool hook finds a memory
+    # about a file under the file's new name: stale_notes.renamed)
+    stale = {v.id: {"note": v.note(), **({"renamed": moves} if (moves := [[r.name, r.now] for r in v.reasons
+                                                                           if r.kind == "renamed" and r.now]) else {})}
+             for v in report.verdicts if v.reasons}
     cache = ctx.ws.root / ".cache"
     try:
         cache.mkdir(mode=0o700, exist_ok=True)

@@ -56,6 +56,28 @@ def notes(ctx: Ctx) -> dict[str, str]:
     return {i: str(v.get("note", "")) for i, v in load(ctx, STALE_FILE, None).items() if v.get("note")}
 
 
+def renamed(ctx: Ctx) -> dict[str, str]:
+    """``{new path: old path}`` of the files the last verdicts found renamed (a folder's paths
+    end in ``/``), from the same small file as :func:`notes`; empty when there are none."""
+    moves: dict[str, str] = {}
+    for verdict in load(ctx, STALE_FILE, None).values():
+        pairs = verdict.get("renamed") if isinstance(verdict, dict) else None
+        for pair in pairs if isinstance(pairs, list) else ():
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair):
+                moves.setdefault(pair[1], pair[0])
+    return moves
+
+
+def old_paths(moves: dict[str, str], path: str) -> list[str]:
+    """The names ``path`` (project-relative) had before the renames ``moves`` (:func:`renamed`):
+    the file's own old name, and its name under each renamed folder that holds it."""
+    olds = [moves[path]] if path in moves else []
+    for new, old in moves.items():
+        if new.endswith("/") and path.startswith(new) and len(path) > len(new):
+            olds.append(old.rstrip("/") + "/" + path[len(new):])
+    return olds
+
+
 def code_moved(ctx: Ctx) -> bool:
     """True when the code's ``HEAD`` (read from its files, no process) differs from the one
     the cached verdicts were made at, or there are none (the session start then refreshes
