@@ -26,7 +26,8 @@ verified commit had it, or removed, in one commit).
 A **mass change**: more than :data:`MASS_SHARE` of the memory files active at ``verified``
 removed, retired or rewritten by another person's commits in one arrival, with at least
 :data:`MASS_MIN` of them removed or retired or at least :data:`MASS_EDITS_MIN` in all, is
-recorded as a quarantine entry of kind ``mass`` (``revert`` restores them all),
+recorded as a quarantine entry of kind ``mass`` (``revert`` restores them all, and every other
+memory file the arrival removed: a superseded or archived one is not counted but comes back too),
 reported by ``sync`` and once in the next session's context block. A file the arrival leaves
 as one of this person's own commits wrote it (:func:`_own_versions`: a merge or a teammate's
 ``resolve --take theirs`` that keeps their side) is not counted: the change is theirs.
@@ -75,7 +76,8 @@ class Entry:
         author: that commit's author, ``name <email>``.
         before: the verified commit the arrival started from (what ``revert`` goes back to).
         memory: the memory id (the file name's first part) for the read filter.
-        paths: for ``mass``: every file removed or rewritten.
+        paths: for ``mass``: every file to restore: each active one removed, retired or rewritten, and
+            every other memory file removed (superseded, archived, pending, rejected).
     """
 
     id: str
@@ -283,14 +285,17 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
         return None
     me = _me(repo)
     changed: dict[str, tuple[str, str]] = {}  # path -> (kind, blob at new; zeros when removed)
+    gone: dict[str, str] = {}  # every memory file removed, whatever its status (blob: zeros)
     for row in _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", old, new, "--", "memories"):
         fields, _, path = row.partition("\t")
         parts = fields.split()
-        if path in active and len(parts) >= 5:
+        if len(parts) >= 5 and path in active:
             changed[path] = (parts[4], parts[3])
+        elif len(parts) >= 5 and parts[4].startswith("D") and path.endswith(".md"):
+            gone[path] = parts[3]
     if len(changed) < MASS_MIN:
         return None
-    own = _own_versions(repo, f"{old}..{new}", me, list(changed))
+    own = _own_versions(repo, f"{old}..{new}", me, list(changed) + list(gone))
     theirs = {p: kind for p, (kind, blob) in changed.items() if (p, blob) not in own}
     kept = [p for p, kind in theirs.items() if not kind.startswith("D")]
     still = set(_lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", new, "--", *kept)) if kept else set()
@@ -308,8 +313,9 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
     reason = (f"mass change by {', '.join(authors[:3])} in {who}: {len(removed)} removed or retired and "
               f"{len(rewritten)} "
               f"rewritten of {len(active)} active memory files ({share}%, over {round(MASS_SHARE * 100)}%)")
+    also = [p for p, blob in gone.items() if (p, blob) not in own]  # superseded, archived …: not counted, restored
     return Entry(_qid("mass", old, new), "mass", hit[0], "mass", reason, new, ", ".join(authors[:3]), old,
-                 "", sorted(hit))
+                 "", sorted({*hit, *also}))
 
 
 def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str]) -> set[tuple[str, str]]:

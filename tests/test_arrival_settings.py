@@ -1,0 +1,154 @@
+"""What a teammate's push does to the settings and to memory a mass change removed (newcomer
+trust faults hnc3): two clones of one code repository, alice and bob, their memory on the memory
+branch (``.memcli/``) of one bare remote, real git and real ``memcli sync``; the hooks run as the
+agent runs them (a real process reading stdin).
+
+1. A change by someone else to a setting that guards trust (``[scopes]``, ``[review]``,
+   ``[gates]``, ``[workspace]``) that loosens it is quarantined on arrival and held back: the
+   clone keeps the last verified settings until a person accepts or reverts it; a tightening
+   one is in force and named. ``check OLD..NEW`` judges by OLD's settings.
+2. A ``memcli.toml`` that does not load (bad TOML, an out-of-range value) is refused on arrival
+   the same way; one broken locally leaves the guards in force (the last good settings) and
+   every command that could fix it working, and the session start says what to do.
+3. ``quarantine revert`` of a mass change puts back every memory file it removed, superseded
+   ones too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Result, run_memcli
+
+PEOPLE = ("alice", "bob")
+
+
+def git(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}).stdout.strip()
+
+
+class Pair:
+    """A bare remote, alice's code repository with the memory branch, and bob's clone of it.
+
+    ``store[name]`` is that person's ``.memcli/``; ``mem(name, ...)`` runs memcli there as that
+    person, ``git(name, ...)`` runs git there."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.bare = tmp / "remote.git"
+        git("init", "--bare", "-q", "-b", "main", str(self.bare), cwd=tmp)
+        self.homes = {}
+        for name in PEOPLE:
+            home = tmp / f"home-{name}"
+            home.mkdir()
+            (home / ".gitconfig").write_text(
+                f"[user]\n\tname = {name}\n\temail = {name}@example.com\n"
+                "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n", encoding="utf-8")
+            self.homes[name] = home
+        code = tmp / "alice"
+        code.mkdir()
+        git("init", "-q", cwd=code, env=self.env("alice"))
+        (code / "README").write_text("code\n", encoding="utf-8")
+        git("add", "README", cwd=code, env=self.env("alice"))
+        git("commit", "-qm", "code", cwd=code, env=self.env("alice"))
+        git("remote", "add", "origin", str(self.bare), cwd=code)
+        git("push", "-q", "origin", "main", cwd=code, env=self.env("alice"))
+        init = run_memcli("init", cwd=code, env=self.env("alice"))
+        assert init.code == 0, init
+        self.store = {"alice": code / ".memcli"}
+        self.guard = self.remember("alice", "Use pnpm, never npm", "--deny", "Bash(npm install:*)")
+        self.sync("alice")
+        clone = tmp / "bob"
+        git("clone", "-q", str(self.bare), str(clone), cwd=tmp, env=self.env("bob"))
+        took = run_memcli("init", cwd=clone, env=self.env("bob"))
+        assert took.code == 0 and "took the project's memory" in took.out, took
+        self.store["bob"] = clone / ".memcli"
+
+    def env(self, name: str) -> dict[str, str]:
+        return {"HOME": str(self.homes[name]), "XDG_CONFIG_HOME": str(self.homes[name] / ".config"),
+                "MEMCLI_ACTOR": f"{name}@example.com"}
+
+    def mem(self, name: str, *args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
+        return run_memcli("-w", str(self.store[name]), *args, env={**self.env(name), **(env or {})}, input=input)
+
+    def git(self, name: str, *args: str) -> str:
+        return git(*args, cwd=self.store[name], env=self.env(name))
+
+    def sync(self, name: str) -> Result:
+        out = self.mem(name, "sync")
+        assert out.code == 0, out
+        return out
+
+    def remember(self, name: str, text: str, *args: str, env: dict[str, str] | None = None) -> str:
+        out = self.mem(name, "--json", "remember", text, *args, env=env)
+        assert out.code == 0, out
+        return str(out.json()["data"]["id"])
+
+    def set_config(self, name: str, old: str, new: str, message: str) -> None:
+        """A hand edit of ``memcli.toml`` (``old`` -> ``new``), committed and pushed with plain git."""
+        path = self.store[name] / "memcli.toml"
+        text = path.read_text(encoding="utf-8")
+        assert old in text, (old, text)
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        self.git(name, "commit", "-qam", message)
+        self.git(name, "push", "-q", "origin", "HEAD:memcli/memory")
+
+    def quarantined(self, name: str) -> list[dict]:
+        out = self.mem(name, "--json", "quarantine", "list")
+        assert out.code == 0, out
+        return list(out.json()["data"]["quarantined"])
+
+    def hook(self, name: str, event: str, payload: dict) -> Result:
+        """``memcli hook claude EVENT`` as Claude Code runs it: a process, the JSON on stdin, the
+        code repository as its working folder."""
+        body = {"session_id": "s1", "cwd": str(self.store[name].parent), **payload}
+        return run_memcli("hook", "claude", event, input=json.dumps(body), env=self.env(name),
+                          cwd=self.store[name].parent)
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Pair:
+    return Pair(tmp_path)
+
+
+NPM = {"tool_name": "Bash", "tool_input": {"command": "npm install left-pad"}}
+
+
+# --- 3. a mass deletion: revert puts back every file it removed ------------------------------------
+
+@pytest.mark.slow
+def test_revert_of_a_mass_deletion_restores_superseded_files_too(pair: Pair) -> None:
+    first = [pair.remember("alice", f"note {n}: the worker pool has {n + 2} threads") for n in range(12)]
+    successors = []
+    for old in first[:2]:
+        out = pair.mem("alice", "--json", "supersede", old, f"{old[-4:]}: the worker pool was resized")
+        assert out.code == 0, out
+        successors.append(out.json()["data"]["id"])
+    pair.sync("alice")
+    pair.sync("bob")
+    files = sorted(p.relative_to(pair.store["bob"]).as_posix() for p in (pair.store["bob"] / "memories").rglob("*.md"))
+    assert len(files) == 15  # 13 active (the guard's memory among them), 2 superseded
+    pair.git("bob", "rm", "-q", *files)
+    pair.git("bob", "commit", "-qm", "tidy up")
+    pair.sync("bob")
+    out = pair.sync("alice")
+    assert "mass change by bob <bob@example.com>" in out.out and "13 removed or retired" in out.out, out
+    entry = next(e for e in pair.quarantined("alice") if e["kind"] == "mass")
+    reverted = pair.mem("alice", "quarantine", "revert", entry["id"])
+    assert reverted.code == 0, reverted
+    assert "15 files back" in reverted.out, reverted
+    for memory_id in first[:2]:
+        shown = pair.mem("alice", "--json", "show", memory_id)
+        assert shown.code == 0, shown
+        assert shown.json()["data"]["status"] == "superseded"
+    history = pair.mem("alice", "history", successors[0])
+    assert history.code == 0, history
+    assert sorted(p.relative_to(pair.store["alice"]).as_posix()
+                  for p in (pair.store["alice"] / "memories").rglob("*.md")) == files
+    assert pair.git("alice", "status", "--porcelain") == ""
