@@ -152,3 +152,99 @@ def test_revert_of_a_mass_deletion_restores_superseded_files_too(pair: Pair) -> 
     assert sorted(p.relative_to(pair.store["alice"]).as_posix()
                   for p in (pair.store["alice"] / "memories").rglob("*.md")) == files
     assert pair.git("alice", "status", "--porcelain") == ""
+
+
+# --- 1. a teammate's change of the settings that guard trust ----------------------------------------
+
+AGENT = {"CLAUDECODE": "1"}
+SHARED = 'shared = ["project", "global", "channel:*"]'
+
+
+def config_entry(pair: Pair, name: str) -> dict:
+    held = [e for e in pair.quarantined(name) if e["kind"] == "config"]
+    assert len(held) == 1, held
+    return held[0]
+
+
+def status_of(pair: Pair, name: str, memory_id: str) -> str:
+    shown = pair.mem(name, "--json", "show", memory_id)
+    assert shown.code == 0, shown
+    return str(shown.json()["data"]["status"])
+
+
+@pytest.mark.slow
+def test_a_teammate_switching_off_review_is_held_back_until_a_person_accepts_it(pair: Pair) -> None:
+    base = pair.git("alice", "rev-parse", "HEAD")
+    pair.set_config("bob", SHARED, "shared = []", "simplify review config")
+    out = pair.sync("alice")
+    assert "1 commits received" in out.out, out
+    assert "quarantined on arrival" in out.out and "bob <bob@example.com> loosened [scopes] shared" in out.out, out
+    entry = config_entry(pair, "alice")
+    assert entry["rule"] == "config" and entry["path"] == "memcli.toml" and entry["author"] == "bob <bob@example.com>"
+    assert f"memcli quarantine accept {entry['id']}" in out.out
+    proposed = pair.remember("alice", "Agents may push straight to main", env=AGENT)
+    assert status_of(pair, "alice", proposed) == "pending_review"  # the verified settings still hold
+    checked = pair.mem("alice", "check", f"{base}..HEAD")
+    assert checked.code == 17 and "memcli.toml: commit" in checked.err and "[scopes] shared" in checked.err, checked
+    block = pair.mem("alice", "context")
+    assert "loosened [scopes] shared" in block.out and "held back" in block.out, block
+    assert "loosened" not in pair.mem("alice", "context").out  # said once
+    assert pair.mem("alice", "quarantine", "accept", entry["id"], env=AGENT).code == 8  # a person's decision
+    accepted = pair.mem("alice", "quarantine", "accept", entry["id"])
+    assert accepted.code == 0, accepted
+    assert pair.quarantined("alice") == []
+    later = pair.remember("alice", "Agents may tag releases", env=AGENT)
+    assert status_of(pair, "alice", later) == "active"  # the team's choice, accepted, is in force
+
+
+@pytest.mark.slow
+def test_hiding_the_guards_by_a_plain_git_pull_is_held_back_at_the_first_read(pair: Pair) -> None:
+    pair.set_config("bob", 'read = ["global", "project", "user:{actor}"]', "read = []", "read less")
+    pair.git("alice", "pull", "-q", "--no-rebase", "origin", "memcli/memory")  # plain git, not memcli
+    denied = pair.hook("alice", "pre-tool-use", NPM)
+    assert denied.code == 0 and '"permissionDecision": "deny"' in denied.out, denied
+    assert pair.guard in denied.out
+    entry = config_entry(pair, "alice")
+    assert "[scopes] read" in entry["reason"], entry
+    reverted = pair.mem("alice", "quarantine", "revert", entry["id"])
+    assert reverted.code == 0 and "1 file back" in reverted.out, reverted
+    assert 'read = ["global", "project", "user:{actor}"]' in (pair.store["alice"] / "memcli.toml").read_text()
+    assert pair.git("alice", "status", "--porcelain") == ""
+    assert pair.quarantined("alice") == []
+    pair.sync("alice")
+    back = pair.sync("bob")  # bob receives alice's revert: it restores a setting, nothing to hold
+    assert "quarantined" not in back.out, back
+    assert 'read = ["global", "project", "user:{actor}"]' in (pair.store["bob"] / "memcli.toml").read_text()
+
+
+@pytest.mark.slow
+def test_a_tightening_change_is_in_force_and_named(pair: Pair) -> None:
+    pair.set_config("bob", SHARED, 'shared = ["project", "global", "channel:*", "task:*"]', "review tasks too")
+    out = pair.sync("alice")
+    assert "quarantined" not in out.out, out
+    assert "memcli.toml changed by bob <bob@example.com> (in force): [scopes] shared" in out.out, out
+    assert pair.quarantined("alice") == []
+    proposed = pair.remember("alice", "The release task waits for QA", "--scope", "task:release", env=AGENT)
+    assert status_of(pair, "alice", proposed) == "pending_review"
+    assert "memcli.toml changed by bob" in pair.mem("alice", "context").out
+
+
+@pytest.mark.slow
+def test_an_arrival_is_judged_by_the_verified_settings_not_by_those_it_brings(pair: Pair) -> None:
+    """bob allows self-approval and approves his own agent's proposal in one push: alice's
+    clone holds back the setting and quarantines the approval; check of the range refuses both."""
+    base = pair.git("alice", "rev-parse", "HEAD")
+    pair.set_config("bob", "allow_self_approve = false", "allow_self_approve = true", "work alone")
+    proposed = pair.remember("bob", "Skip the staging deploy", env=AGENT)
+    approved = pair.mem("bob", "approve", proposed)
+    assert approved.code == 0, approved
+    pair.sync("bob")
+    out = pair.sync("alice")
+    held = {e["rule"]: e for e in pair.quarantined("alice")}
+    assert set(held) == {"config", "review"}, held
+    assert "[review] allow_self_approve false -> true" in held["config"]["reason"]
+    assert proposed not in pair.mem("alice", "list").out and "Skip the staging" not in pair.mem("alice", "context").out
+    checked = pair.mem("alice", "check", f"{base}..HEAD")
+    assert checked.code == 17 and "2 problems" in checked.err, (checked, out)
+    assert "memcli.toml: commit" in checked.err and "allow_self_approve" in checked.err
+    assert f"{held['review']['path']}: " in checked.err  # judged by the base's allow_self_approve = false
