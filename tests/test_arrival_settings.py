@@ -248,3 +248,68 @@ def test_an_arrival_is_judged_by_the_verified_settings_not_by_those_it_brings(pa
     assert checked.code == 17 and "2 problems" in checked.err, (checked, out)
     assert "memcli.toml: commit" in checked.err and "allow_self_approve" in checked.err
     assert f"{held['review']['path']}: " in checked.err  # judged by the base's allow_self_approve = false
+
+
+# --- 2. a memcli.toml that does not load -----------------------------------------------------------
+
+BROKEN = [("prompt_floor = 0.35", "prompt_floor = 0,35", "cannot read configuration"),
+          ("deadline = 2.0", "deadline = 0.001", "[hooks] deadline must be from 0.1 to 60 seconds")]
+
+
+def context_of(pair: Pair, name: str, session: str) -> str:
+    out = pair.hook(name, "session-start", {"session_id": session, "source": "startup"})
+    assert out.code == 0, out
+    return str(json.loads(out.out)["hookSpecificOutput"]["additionalContext"])
+
+
+@pytest.mark.parametrize(("old", "new", "said"), BROKEN, ids=["bad-toml", "deadline-out-of-range"])
+@pytest.mark.slow
+def test_an_arriving_memcli_toml_that_does_not_load_is_refused_and_the_last_good_one_kept(
+        pair: Pair, old: str, new: str, said: str) -> None:
+    pair.set_config("bob", old, new, "tune the hooks")  # a plain git push
+    out = pair.sync("alice")
+    assert "1 commits received" in out.out and "does not load" in out.out and said in out.out, out
+    entry = config_entry(pair, "alice")
+    denied = pair.hook("alice", "pre-tool-use", NPM)  # the guard memory is still applied
+    assert '"permissionDecision": "deny"' in denied.out and pair.guard in denied.out, denied
+    block = context_of(pair, "alice", "s2")
+    assert pair.guard in block and "does not load" in block, block
+    assert pair.mem("alice", "recall", "pnpm").code == 0
+    doctor = pair.mem("alice", "doctor")
+    assert doctor.code == 0 and entry["id"] in doctor.out, doctor
+    refused = pair.mem("alice", "quarantine", "accept", entry["id"])
+    assert refused.code == 3 and "cannot be accepted" in refused.err and "Traceback" not in refused.err, refused
+    reverted = pair.mem("alice", "quarantine", "revert", entry["id"])
+    assert reverted.code == 0, reverted
+    assert old in (pair.store["alice"] / "memcli.toml").read_text(encoding="utf-8")
+    assert pair.quarantined("alice") == [] and pair.git("alice", "status", "--porcelain") == ""
+    assert "memcli.toml" not in pair.mem("alice", "recall", "pnpm").err
+
+
+@pytest.mark.parametrize(("old", "new", "said"), BROKEN, ids=["bad-toml", "deadline-out-of-range"])
+@pytest.mark.slow
+def test_a_memcli_toml_broken_here_keeps_the_guards_and_every_command_that_mends_it(
+        pair: Pair, old: str, new: str, said: str) -> None:
+    good = pair.git("alice", "log", "-1", "--format=%H", "--", "memcli.toml")  # its last committed version
+    written = pair.remember("alice", "Builds run on the blue runners")
+    config = pair.store["alice"] / "memcli.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")  # not committed
+    denied = pair.hook("alice", "pre-tool-use", NPM)  # fail closed: the guards hold
+    assert denied.code == 0 and '"permissionDecision": "deny"' in denied.out, denied
+    block = context_of(pair, "alice", "s3")
+    notes = [line for line in block.splitlines() if "memcli.toml" in line]
+    assert len(notes) == 1 and said in notes[0] and f"checkout {good[:12]} -- memcli.toml" in notes[0], block
+    assert pair.guard in block
+    context = pair.mem("alice", "context")
+    assert context.code == 0 and pair.guard in context.out and said in context.out, context
+    recalled = pair.mem("alice", "recall", "pnpm")  # an ordinary command: the person's file to fix
+    assert recalled.code == 3 and said in recalled.err and recalled.err.count("\n") == 1, recalled
+    doctor = pair.mem("alice", "doctor")
+    assert doctor.code == 3 and said in doctor.out and "Traceback" not in doctor.err, doctor
+    listed = pair.mem("alice", "quarantine", "list")
+    assert listed.code == 0 and said in listed.err, listed
+    undone = pair.mem("alice", "undo")
+    assert undone.code == 0 and written in undone.out + undone.err, undone
+    pair.git("alice", "checkout", good[:12], "--", "memcli.toml")  # the fix the line gives
+    assert pair.mem("alice", "doctor").code == 0
+    assert "memcli.toml" not in context_of(pair, "alice", "s4")

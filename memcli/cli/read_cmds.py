@@ -219,7 +219,7 @@ def doctor(
     edits, then run it again."""
     from memcli.service import doctor as service
 
-    context = ctx()
+    context = ctx(tolerant=True)
     report = service.fix(context) if fix else service.check(context)
     problems = report.problems
     fixed_lines = [f"fixed {f.path}: wrote {', '.join(f.added)}" for f in report.fixed]

@@ -169,14 +169,22 @@ class Ctx:
         self._history: History | None = None  # the workspace's repository, found by history()
 
     @classmethod
-    def open(cls, workspace: str | None = None, actor: str | None = None) -> "Ctx":
+    def open(cls, workspace: str | None = None, actor: str | None = None, tolerant: bool = False) -> "Ctx":
         """Open the workspace and read the clock.
+
+        Args:
+            tolerant: a ``memcli.toml`` that does not load gives the settings of its last
+                committed version that loads, said in a warning (``service.settings``: the
+                hooks and the commands that mend it); else it is an error.
 
         Raises:
             WorkspaceNotFound, WorkspaceInvalid: no usable workspace.
             ValidationFailed: ``$MEMCLI_NOW`` or the actor name is malformed.
         """
-        from memcli.service.settings import settle
+        from memcli.service.settings import settle as settled
+
+        def settle(root: Path) -> Config:
+            return settled(root, tolerant)
 
         notes: list[str] = []
         try:

@@ -181,7 +181,10 @@ def _follow_settings(ctx: Ctx, state: dict) -> None:
     if ctx.ws.config.held != held or ctx.ws.config.broken:
         from memcli.service.settings import settle
 
-        ctx.reconfigure(settle(ctx.ws.root))
+        config = settle(ctx.ws.root)
+        if config.broken and config.broken not in ctx.warnings:
+            ctx.warnings.append(config.broken)
+        ctx.reconfigure(config)
 
 
 def _base(repo: GitRepo, verified: str, head: str) -> str | None:

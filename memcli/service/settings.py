@@ -12,10 +12,12 @@
    which then settles the settings again): what a pull brings never decides, even for one
    command, which scopes a hook reads or what is reviewed;
 3. the file itself, when it loads;
-4. **broken**: a file that does not load (bad TOML, a value out of range) would otherwise stop
-   every command and leave every hook answering nothing, its guards off (fail open). Instead
-   memcli works by the newest committed version that loads (else the defaults) and says so:
-   ``Config.broken`` is one line for every command's warnings, ``doctor`` and the session
+4. **broken**: a file that does not load (bad TOML, a value out of range) stops an ordinary
+   command with one line (exit 3: the person fixes their file), but it must not leave every
+   hook answering nothing, its guards off (fail open), nor stop the commands that mend it.
+   Those open the workspace ``tolerant`` (the hooks, ``context``, ``doctor``, ``quarantine``,
+   ``undo``): memcli works by the newest committed version that loads (else the defaults)
+   and says so: ``Config.broken`` is one line for their warnings, ``doctor`` and the session
    start's context block, naming the problem and the fix. The guards stay in force.
 """
 
@@ -73,19 +75,28 @@ def hold_of(root: Path) -> dict | None:
     return hold if isinstance(hold, dict) and isinstance(hold.get("text"), str) else None
 
 
-def settle(root: Path) -> Config:
-    """The settings of the workspace at ``root`` (module docstring). Never raises: a file that
-    does not load gives the fallback with :attr:`Config.broken` set."""
+def settle(root: Path, tolerant: bool = True) -> Config:
+    """The settings of the workspace at ``root`` (module docstring).
+
+    Args:
+        tolerant: a file that does not load gives the fallback with :attr:`Config.broken` set;
+            else it raises.
+
+    Raises:
+        WorkspaceInvalid: the file does not load (only when not ``tolerant``).
+    """
     from memcli.service.arrived import moved, read_record
 
     path = root / CONFIG_NAME
     record = read_record(root)
-    try:
-        found = digest(path.read_bytes())
-    except OSError:
-        found = ""
     hold = record.get("heldConfig") if isinstance(record.get("heldConfig"), dict) else None
     verified = record.get("verifiedConfig") if isinstance(record.get("verifiedConfig"), dict) else None
+    found = ""
+    if hold is not None or (verified is not None and moved(record)):  # else the file, unread here
+        try:
+            found = digest(path.read_bytes())
+        except OSError:
+            pass
     if hold is not None and hold.get("sha256") == found:  # "" when the arrival removed it
         kept = from_text(str(hold.get("text", "")))
         if kept is not None:
@@ -100,6 +111,8 @@ def settle(root: Path) -> Config:
     try:
         return load_config(path)
     except WorkspaceInvalid as err:
+        if not tolerant:
+            raise
         config, source, commit = last_good(root)
         fix = f"`git -C {root} checkout {commit[:12]} -- {CONFIG_NAME}` puts that version back" if commit \
             else f"compare it with a fresh `memcli init`'s {CONFIG_NAME}"
