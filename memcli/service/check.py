@@ -497,7 +497,7 @@ def config_problems(git: _Git, old: str, new: str, signing_said: bool) -> list[P
     data = bytes_at(git.repo, new)
     broken = problem(data)
     if broken is not None or data is None:
-        return [Problem(CONFIG_NAME, "config", f"{CONFIG_NAME} as {where} left it does not load: {broken}")]
+        return [Problem(CONFIG_NAME, "config", f"as {where} left it, it does not load: {broken}")]
     after = from_text(data.decode("utf-8-sig"))
     assert after is not None
     loosened = [c for c in compare(git.settings, after)
