@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 #: Committed versions of ``memcli.toml`` looked at for the last one that loads.
 LOOK_BACK = 20
+#: What every ``Config.broken`` line says (``service.hook_check`` looks for it in a hook's warnings).
+BROKEN = "until it is fixed: correct the file"
 #: ``Config.held`` while the settings are the verified ones because ``HEAD`` moved and
 #: brought another ``memcli.toml`` that verify on arrival has not judged yet.
 UNVERIFIED = "unverified"
@@ -116,7 +118,7 @@ def settle(root: Path, tolerant: bool = True) -> Config:
         config, source, commit = last_good(root)
         fix = f"`git -C {root} checkout {commit[:12]} -- {CONFIG_NAME}` puts that version back" if commit \
             else f"compare it with a fresh `memcli init`'s {CONFIG_NAME}"
-        config.broken = f"{err.message}; memcli works by {source} until it is fixed: correct the file, or {fix}"
+        config.broken = f"{err.message}; memcli works by {source} {BROKEN}, or {fix}"
         return config
 
 
