@@ -138,6 +138,13 @@ class Config:
     own store). ``search_semantic`` is ``[search] semantic`` (``auto``, ``on`` or ``off``) and
     ``search_model`` ``[search] model`` (``""``: the package-shipped model; see
     ``memcli.index.embed``).
+
+    Two attributes say where the settings came from when they are not the file's own
+    (``service.settings``): ``broken``, one line naming a ``memcli.toml`` that does not load
+    and the settings used instead (the last committed version that loads, else the defaults);
+    ``held``, the id of the quarantine entry whose arriving ``memcli.toml`` is held back
+    (``service.arrival``: a teammate's change that loosens trust, or that does not load),
+    the settings then being the last verified ones. Both are ``""`` otherwise.
     """
 
     __slots__ = ("read_scopes", "write_scope", "shared_scopes", "allow_self_approve", "near_duplicate",
@@ -145,7 +152,7 @@ class Config:
                  "hook_stale",
                  "hook_deadline", "sync_session_start", "sync_session_end", "sync_deadline", "prompt_floor",
                  "compact_retention", "compact_near_duplicate", "ttl", "unknown", "workspace_id", "kind",
-                 "search_semantic", "search_model", "agents_harvest", "signing")
+                 "search_semantic", "search_model", "agents_harvest", "signing", "broken", "held")
 
     def __init__(self, read_scopes: list[str] | None = None, write_scope: str = "project",
                  shared_scopes: list[str] | None = None, allow_self_approve: bool = False, near_duplicate: int = 90,
@@ -185,6 +192,8 @@ class Config:
         self.search_model = search_model
         self.agents_harvest = agents_harvest
         self.signing = signing
+        self.broken = ""
+        self.held = ""
 
     def default_ttl(self, category: str) -> timedelta | None:
         """The ``[ttl]`` duration of a category (``goal`` -> 30 days), or None when it has none."""
@@ -262,8 +271,21 @@ def load_config(path: Path) -> Config:
         WorkspaceInvalid: the file is not valid TOML or a known key has the wrong type.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise WorkspaceInvalid(f"{path}: cannot read configuration: {err}", hint="fix the TOML syntax") from None
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: Path | str = CONFIG_NAME) -> Config:
+    """The settings a ``memcli.toml`` text holds (``path`` only names it in messages).
+
+    Raises:
+        WorkspaceInvalid: not valid TOML, a known key of the wrong type or out of its range.
+    """
+    try:
+        data = tomllib.loads(text.removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError as err:
         raise WorkspaceInvalid(f"{path}: cannot read configuration: {err}", hint="fix the TOML syntax") from None
     config = Config()
     for (table, key), (attr, kind) in KEYS.items():
@@ -327,7 +349,7 @@ def unknown_keys(data: dict) -> list[str]:
     return out
 
 
-def _check_duration(path: Path, key: str, value: str) -> None:
+def _check_duration(path: Path | str, key: str, value: str) -> None:
     """Refuse a duration that does not parse, or that would carry today's date past the year 9999."""
     from datetime import datetime, timezone
 
@@ -339,7 +361,7 @@ def _check_duration(path: Path, key: str, value: str) -> None:
         raise WorkspaceInvalid(f"{path}: {key}: {err}", hint="give a duration such as \"30d\", or \"never\"") from None
 
 
-def _ttl_table(path: Path, table: object) -> dict[str, str]:
+def _ttl_table(path: Path | str, table: object) -> dict[str, str]:
     """``[ttl]``: category -> duration string (or ``"never"``), each checked.
 
     Raises:

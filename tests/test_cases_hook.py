@@ -198,9 +198,14 @@ def test_h2_current_folder_deleted(tmp_path):
 
 
 def test_h2_unreadable_config(ws, run):
+    """A memcli.toml that does not load: the block still comes (by the last committed version
+    that loads), its first line saying what is wrong and how to mend it (hnc3 fault 2)."""
+    memory_id = run("--json", "remember", "The on-call rota lives in the wiki.").json()["data"]["id"]
     (ws / "memcli.toml").write_text("[[[ not toml\n", encoding="utf-8")
     result = run("context")
-    assert result.code == 0 and result.out == "", result
+    assert result.code == 0 and memory_id in result.out, result
+    notes = [line for line in result.out.splitlines() if "memcli.toml" in line]
+    assert len(notes) == 1 and "cannot read configuration" in notes[0] and "-- memcli.toml" in notes[0], result
     assert "warning" in result.err and "memcli.toml" in result.err
 
 

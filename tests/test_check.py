@@ -156,3 +156,33 @@ def test_the_actor_defaults_to_git_user_email(ws: Path, monkeypatch: pytest.Monk
     named = run_memcli("-w", str(ws), "--json", "remember", "Fall back to the name", "--scope", "project",
                        env={"HOME": str(bare_home)})
     assert named.json()["data"]["memory"]["provenance"]["actor"] == "Dana-Scully"
+
+
+def _set(ws: Path, old: str, new: str, message: str) -> None:
+    config = ws / "memcli.toml"
+    text = config.read_text(encoding="utf-8")
+    assert old in text, old
+    config.write_text(text.replace(old, new, 1), encoding="utf-8")
+    git("commit", "-qam", message, cwd=ws)
+
+
+def test_check_judges_a_range_by_its_bases_settings_and_refuses_loosening_them(ws: Path) -> None:
+    """A push that allows self-approval and self-approves cannot vouch for itself (hnc3 fault 1)."""
+    start = git("rev-parse", "HEAD", cwd=ws)
+    _set(ws, "allow_self_approve = false", "allow_self_approve = true", "work alone")
+    mid = propose(ws, "Cache the wheels in CI")
+    assert run_memcli("-w", str(ws), "--actor", "test@example.invalid", "approve", mid).code == 0
+    out = run_memcli("-w", str(ws), "check", f"{start}..HEAD")
+    assert out.code == 17 and "2 problems" in out.err, out
+    assert "memcli.toml: commit" in out.err and "[review] allow_self_approve false -> true" in out.err
+    assert "by its own proposer" in out.err  # judged by the base's allow_self_approve = false
+
+
+def test_check_passes_a_tightening_and_refuses_a_memcli_toml_that_does_not_load(ws: Path) -> None:
+    start = git("rev-parse", "HEAD", cwd=ws)
+    _set(ws, 'shared = ["project", "global", "channel:*"]', 'shared = ["project", "global", "channel:*", "task:*"]',
+         "review tasks too")
+    assert run_memcli("-w", str(ws), "check", f"{start}..HEAD").code == 0
+    _set(ws, "prompt_floor = 0.35", "prompt_floor = 0,35", "a comma")
+    out = run_memcli("-w", str(ws), "check", f"{start}..HEAD")
+    assert out.code == 17 and "memcli.toml: as commit" in out.err and "does not load" in out.err, out

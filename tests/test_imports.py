@@ -99,10 +99,11 @@ def test_only_the_mcp_server_imports_the_mcp_sdk(tmp_path):
 #: among them: the prefilter (text/secrets/prefilter.py) clears ordinary text without them.
 #: ``memcli.index.fresh``: the folder check and the read's record (issue 21 point 1).
 #: ``memcli.service.arrived``: has HEAD moved since it was verified (one stat; issue 22 point 1).
+#: ``memcli.service.settings``: a held-back or broken ``memcli.toml`` (the record's small read; hnc3).
 HOT_BASE = frozenset((
     "memcli", "memcli.cli", "memcli.cli.fast", "memcli.cli.hot", "memcli.cli.output", "memcli.cli.state",
     "memcli.config", "memcli.errors", "memcli.fileformat", "memcli.index", "memcli.index.catalog", "memcli.index.db",
-    "memcli.index.fresh", "memcli.service.arrived",
+    "memcli.index.fresh", "memcli.service.arrived", "memcli.service.settings",
     "memcli.index.tokenize", "memcli.model", "memcli.policy",
     "memcli.policy.gates", "memcli.policy.owner", "memcli.service", "memcli.service.read", "memcli.service.redact",
     "memcli.store", "memcli.store.events", "memcli.store.files", "memcli.store.personal", "memcli.store.workspace",

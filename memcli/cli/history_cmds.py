@@ -31,7 +31,7 @@ def undo(json_: JsonOpt = False) -> None:
     """Reverse the most recent memcli commit as a new commit (repeat to go further back)."""
     from memcli.service.rollback import undo as do_undo
 
-    context = ctx()
+    context = ctx(tolerant=True)
     result = do_undo(context)
     flush_warnings(context)
     emit(result.to_dict(), result.message)

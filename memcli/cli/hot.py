@@ -117,7 +117,7 @@ def context(query: str | None = None, budget: int | None = None, fmt: str = "tex
 
         from memcli.service.context import context as build
 
-        opened = ctx()
+        opened = ctx(tolerant=True)  # never fails: a broken memcli.toml is a line in the block
         opened.bound()  # as a hook: answer within [hooks] deadline, build the rest in the background
         try:
             folder = Path.cwd()

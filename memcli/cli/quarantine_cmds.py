@@ -22,7 +22,7 @@ def list_(json_: JsonOpt = False) -> None:
     """List the quarantined changes with the rule each broke (verifies what arrived first)."""
     from memcli.service import arrival
 
-    context = ctx()
+    context = ctx(tolerant=True)  # a memcli.toml that does not load: mend it from here
     context.catalog()  # a read: verifies what arrived since the last one
     found = arrival.entries(context)
     flush_warnings(context)
@@ -38,7 +38,7 @@ def accept(ref: IdArg, json_: JsonOpt = False) -> None:
     """Accept a quarantined change as it is (a person's commit records it); it is served again."""
     from memcli.service import arrival
 
-    context = ctx()
+    context = ctx(tolerant=True)  # a memcli.toml that does not load: mend it from here
     entry, commit = arrival.accept(context, ref)
     flush_warnings(context)
     emit({"accepted": entry.__dict__, "commit": commit},
@@ -50,7 +50,7 @@ def revert(ref: IdArg, json_: JsonOpt = False) -> None:
     """Put the quarantined change's files back as they were before it arrived, in one commit."""
     from memcli.service import arrival
 
-    context = ctx()
+    context = ctx(tolerant=True)  # a memcli.toml that does not load: mend it from here
     entry, commit = arrival.revert(context, ref)
     flush_warnings(context)
     count = len(entry.paths or [entry.path])

@@ -213,11 +213,13 @@ def doctor(
     """Report memory files that cannot be served (path, line, reason); --fix writes missing defaults in.
 
     Exit 11 if any file cannot be served (such files are never rewritten); exit 6 if a file holds
-    a secret (with --fix, such a file is left unfixed). With --fix, files with uncommitted
-    edits are skipped and listed (exit 0): commit or discard the edits, then run it again."""
+    a secret (with --fix, such a file is left unfixed); else exit 3 if memcli.toml does not load
+    (memcli then works by its last committed version that loads, and the report says so). With
+    --fix, files with uncommitted edits are skipped and listed (exit 0): commit or discard the
+    edits, then run it again."""
     from memcli.service import doctor as service
 
-    context = ctx()
+    context = ctx(tolerant=True)
     report = service.fix(context) if fix else service.check(context)
     problems = report.problems
     fixed_lines = [f"fixed {f.path}: wrote {', '.join(f.added)}" for f in report.fixed]
@@ -266,6 +268,10 @@ def doctor(
                   "`memcli stale` judges them now", file=sys.stderr)
     if problems or report.refused:
         raise typer.Exit(11 if problems else 6)
+    if context.ws.config.broken:
+        from memcli.errors import WorkspaceInvalid
+
+        raise typer.Exit(WorkspaceInvalid.exit_code)
 
 
 def _json() -> bool:

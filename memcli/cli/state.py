@@ -18,11 +18,12 @@ class Globals:
 GLOBALS = Globals()
 
 
-def ctx() -> Ctx:
-    """Open the workspace named by the global options (imports the service layer lazily)."""
+def ctx(tolerant: bool = False) -> Ctx:
+    """Open the workspace named by the global options (imports the service layer lazily);
+    ``tolerant``: see ``Ctx.open`` (a ``memcli.toml`` that does not load)."""
     from memcli.service import Ctx
 
-    return Ctx.open(GLOBALS.workspace, GLOBALS.actor)
+    return Ctx.open(GLOBALS.workspace, GLOBALS.actor, tolerant)
 
 
 def flush_warnings(context: Ctx) -> None:

@@ -21,6 +21,7 @@ from memcli.timeutil import OutOfCalendar
 from memcli.timeutil import now as clock_now
 
 if TYPE_CHECKING:
+    from memcli.config import Config
     from memcli.git.history import History
     from memcli.git.repo import GitRepo
     from memcli.index.catalog import Catalog
@@ -122,9 +123,10 @@ def _clock() -> datetime:
 
 
 def _config_notes(ws: Workspace) -> list[str]:
-    """The warnings about the configuration: unknown keys (a typo would otherwise be silently
+    """The warnings about the configuration: a file that does not load (``Config.broken``: the
+    settings used instead), unknown keys (a typo would otherwise be silently
     ignored), and an empty ``[scopes] read`` (every read without ``--scope`` would find nothing)."""
-    notes = []
+    notes = [ws.config.broken] if ws.config.broken else []
     if ws.config.unknown:
         notes.append(f"{ws.root / 'memcli.toml'}: unknown {', '.join(ws.config.unknown[:5])} (ignored; "
                      "the keys are listed in docs/reference/configuration.md)")
@@ -167,21 +169,31 @@ class Ctx:
         self._history: History | None = None  # the workspace's repository, found by history()
 
     @classmethod
-    def open(cls, workspace: str | None = None, actor: str | None = None) -> "Ctx":
+    def open(cls, workspace: str | None = None, actor: str | None = None, tolerant: bool = False) -> "Ctx":
         """Open the workspace and read the clock.
+
+        Args:
+            tolerant: a ``memcli.toml`` that does not load gives the settings of its last
+                committed version that loads, said in a warning (``service.settings``: the
+                hooks and the commands that mend it); else it is an error.
 
         Raises:
             WorkspaceNotFound, WorkspaceInvalid: no usable workspace.
             ValidationFailed: ``$MEMCLI_NOW`` or the actor name is malformed.
         """
+        from memcli.service.settings import settle as settled
+
+        def settle(root: Path) -> Config:
+            return settled(root, tolerant)
+
         notes: list[str] = []
         try:
-            ws = open_workspace(workspace)
+            ws = open_workspace(workspace, settle)  # a held-back or broken memcli.toml: service.settings
         except WorkspaceNotFound:  # a fresh clone of a project whose store is on a memory branch
             from memcli.service.branch import locate
 
             found, note = locate(workspace)
-            ws = open_workspace(found)
+            ws = open_workspace(found, settle)
             notes.append(note) if note else None
         name = actor or default_actor(ws.root)
         try:
@@ -448,6 +460,13 @@ class Ctx:
     def git(self) -> GitRepo:
         """The repository holding the workspace (``memcli.git`` is imported now, not on the read path)."""
         return self.history()
+
+    def reconfigure(self, config: Config) -> None:
+        """Work by ``config`` from now on (verify on arrival held back or let through a
+        ``memcli.toml``: ``service.arrival``); the repository's signing follows it."""
+        self.ws.config = config
+        if self._history is not None:
+            self._history.sign_ssh = config.signing == "ssh"
 
     def history(self) -> History:
         """The repository holding the workspace, with its history readers (old versions, commits

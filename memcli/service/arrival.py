@@ -23,10 +23,21 @@ a person runs ``memcli quarantine accept ID`` (an empty commit recording the acc
 the person's git identity) or ``memcli quarantine revert ID`` (the file back as the last
 verified commit had it, or removed, in one commit).
 
+A change of ``memcli.toml`` by another person (:func:`_settings_arrival`) is judged against the
+settings the clone last verified (``policy.trust_settings``): one that loosens a setting that
+guards trust, or that does not load, is a quarantine entry of kind ``config`` and is **held
+back** (``heldConfig`` in the record: the verified text and the SHA-256 of the file that
+arrived; ``service.settings.settle`` then serves the verified settings while the file is the
+one that arrived), until a person accepts it (it must load) or reverts it (the verified text
+back, in one commit). A tightening or neutral change is in force at once and named (sync's
+output, once in the next context block). ``check`` runs over the arrival with the verified
+settings, so the arrival cannot vouch for itself.
+
 A **mass change**: more than :data:`MASS_SHARE` of the memory files active at ``verified``
 removed, retired or rewritten by another person's commits in one arrival, with at least
 :data:`MASS_MIN` of them removed or retired or at least :data:`MASS_EDITS_MIN` in all, is
-recorded as a quarantine entry of kind ``mass`` (``revert`` restores them all),
+recorded as a quarantine entry of kind ``mass`` (``revert`` restores them all, and every other
+memory file the arrival removed: a superseded or archived one is not counted but comes back too),
 reported by ``sync`` and once in the next session's context block. A file the arrival leaves
 as one of this person's own commits wrote it (:func:`_own_versions`: a merge or a teammate's
 ``resolve --take theirs`` that keeps their side) is not counted: the change is theirs.
@@ -40,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from memcli.config import CONFIG_NAME
 from memcli.errors import MemoryNotFound
 from memcli.service import Ctx
 from memcli.service.arrived import _save, _stat_key, load
@@ -66,16 +78,18 @@ class Entry:
 
     Attributes:
         id: a short handle for ``memcli quarantine accept|revert`` (``q`` and 8 hex digits).
-        kind: ``file`` (one memory file failed a rule) or ``mass`` (a mass change).
+        kind: ``file`` (one memory file failed a rule), ``mass`` (a mass change) or ``config``
+            (an arriving ``memcli.toml`` held back).
         path: the file (workspace-relative), or for ``mass`` the first of ``paths``.
         rule: the rule it broke (``review``, ``provenance``, ``actor``, ``scope``, ``valid``,
-            ``size``, ``secret``, ``path``, ``trailer``, ``mass``).
+            ``size``, ``secret``, ``path``, ``trailer``, ``mass``, ``config``).
         reason: what is wrong, one line.
         commit: the arriving commit that last wrote it.
         author: that commit's author, ``name <email>``.
         before: the verified commit the arrival started from (what ``revert`` goes back to).
         memory: the memory id (the file name's first part) for the read filter.
-        paths: for ``mass``: every file removed or rewritten.
+        paths: for ``mass``: every file to restore: each active one removed, retired or rewritten, and
+            every other memory file removed (superseded, archived, pending, rejected).
     """
 
     id: str
@@ -114,11 +128,13 @@ def _key_path(repo: GitRepo) -> str:
     return str(reflog if reflog.exists() else repo.index_path)
 
 
-def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout") -> dict:
-    """Verify the commits from the verified one to ``HEAD`` and record ``HEAD`` as verified.
+def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout", said: list[str] | None = None) -> dict:
+    """Verify the commits from the verified one to ``HEAD`` and record ``HEAD`` as verified;
+    the settings ``ctx`` works by follow a ``memcli.toml`` held back or let through.
 
     Args:
         who: what moved ``HEAD`` (for the mass-change line).
+        said: where to add the lines naming a teammate's change of the settings that is in force.
 
     Returns:
         The record after it.
@@ -134,10 +150,41 @@ def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout") -> dict:
     verified = str(state.get("verified", ""))
     if verified and head and verified != head:
         old = _base(repo, verified, head)
-        _verify(ctx, repo, state, old, head, who)
+        lines = _verify(ctx, repo, state, old, head, who)[1]
+        if said is not None:
+            said.extend(lines)
     state.update(verified=head, keyPath=key_path, key=_stat_key(key_path))
+    _record_settings(repo, state, head)
     _save(ctx, state)
+    _follow_settings(ctx, state)
     return state
+
+
+def _record_settings(repo: GitRepo, state: dict, head: str) -> None:
+    """Keep ``memcli.toml`` as the verified ``head`` has it (``verifiedConfig``: its SHA-256 and
+    text), the settings a command works by while a later move of ``HEAD`` is not verified yet
+    (``service.settings.settle``)."""
+    from memcli.service.settings import bytes_at, digest
+
+    data = bytes_at(repo, head) if head else None
+    if data is None:
+        state.pop("verifiedConfig", None)
+    else:
+        state["verifiedConfig"] = {"sha256": digest(data), "text": data.decode("utf-8", "replace")}
+
+
+def _follow_settings(ctx: Ctx, state: dict) -> None:
+    """Settle ``ctx``'s settings again when a ``memcli.toml`` was held back or let through since
+    they were read (or when they are a broken file's fallback: the file may be fixed now)."""
+    hold = state.get("heldConfig")
+    held = str(hold.get("id", "")) if isinstance(hold, dict) else ""
+    if ctx.ws.config.held != held or ctx.ws.config.broken:
+        from memcli.service.settings import settle
+
+        config = settle(ctx.ws.root)
+        if config.broken and config.broken not in ctx.warnings:
+            ctx.warnings.append(config.broken)
+        ctx.reconfigure(config)
 
 
 def _base(repo: GitRepo, verified: str, head: str) -> str | None:
@@ -171,22 +218,31 @@ def _me(repo: GitRepo) -> str:
     return line.rsplit(">", 1)[0].partition("<")[2].strip().lower() if "<" in line else ""
 
 
-def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str, who: str) -> list[Entry]:
-    """Run the rules over ``old..new`` and add what fails to ``state["entries"]``; returns the new entries."""
+def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str,
+            who: str) -> tuple[list[Entry], list[str]]:
+    """Run the rules over ``old..new`` and add what fails to ``state["entries"]``.
+
+    Returns:
+        ``(the new entries, lines naming a teammate's change of the settings now in force)``.
+    """
     from memcli.service.check import check
+    from memcli.service.settings import from_text
     from memcli.service.signing import Trust
 
     span = f"{old}..{new}" if old else new
     if not Trust(repo, old, new).active and not _foreign_paths(repo, span):
-        return []  # every commit is this person's own (their hand commits, their other machine)
-    result = check(ctx, f"{old}..{new}" if old else None)  # nothing shared: every file at HEAD
+        return [], []  # every commit is this person's own (their hand commits, their other machine)
+    trusted_text = _trusted_text(repo, state, old)
+    trusted = from_text(trusted_text) if trusted_text is not None else None
+    # nothing shared: every file at HEAD; a range is judged by the settings this clone verified
+    result = check(ctx, f"{old}..{new}" if old else None, settings=trusted or ctx.ws.config)
     theirs = _foreign_paths(repo, span, result.trust)  # with signing on: not signed by this person's key
     if not theirs:
-        return []
+        return [], []
     found: dict[str, Entry] = {}
     for problem in result.problems:
-        if problem.path in found or problem.path not in theirs:
-            continue
+        if problem.path in found or problem.path not in theirs or problem.path == CONFIG_NAME:
+            continue  # memcli.toml: judged against the verified settings below
         last = next(iter(_lines(repo, "log", "-1", "--format=%H%x00%an <%ae>", span, "--", problem.path)), "")
         commit, _, author = last.partition("\x00")
         found[problem.path] = Entry(_qid("file", problem.path, commit), "file", problem.path, problem.rule,
@@ -196,15 +252,83 @@ def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str, who
         if found.get(entry.path) is None or found[entry.path].rule == "actor":  # the forged trailer says more
             found[entry.path] = entry
     added = list(found.values())
+    said: list[str] = []
+    if CONFIG_NAME in theirs and old and trusted_text is not None and trusted is not None:
+        held, said = _settings_arrival(repo, state, span, old, new, trusted_text, result.trust)
+        if held is not None:
+            added.append(held)
+            state.setdefault("notices", []).append(f"{CONFIG_NAME}: {held.reason} ({held.commit[:12]})")
+        state.setdefault("notices", []).extend(said)
     mass = _mass_change(repo, old, new, who)
     if mass is not None:
         added.append(mass)
         state.setdefault("notices", []).append(mass.reason + f" (`memcli quarantine revert {mass.id}` restores "
                                                              "them)")
     kept = [e for e in state.get("entries", []) if isinstance(e, dict) and e.get("id") not in {a.id for a in added}
-            and not (e.get("kind") == "file" and e.get("path") in found)]
+            and not (e.get("kind") == "file" and e.get("path") in found)
+            and not (e.get("kind") == "config" and _held_id(state) != e.get("id"))]
     state["entries"] = kept + [asdict(e) for e in added]
-    return added
+    return added, said
+
+
+def _held_id(state: dict) -> str:
+    """The id of the entry whose ``memcli.toml`` is held back ('' when none is)."""
+    hold = state.get("heldConfig")
+    return str(hold.get("id", "")) if isinstance(hold, dict) else ""
+
+
+def _trusted_text(repo: GitRepo, state: dict, old: str | None) -> str | None:
+    """The ``memcli.toml`` this clone last verified: the held-back arrival's verified text, else
+    the file at ``old``; None when there is none."""
+    from memcli.service.settings import text_at
+
+    hold = state.get("heldConfig")
+    if isinstance(hold, dict) and isinstance(hold.get("text"), str):
+        return str(hold["text"])
+    return text_at(repo, old) if old else None
+
+
+def _settings_arrival(repo: GitRepo, state: dict, span: str, old: str, new: str, trusted_text: str,
+                      trust: Trust | None) -> tuple[Entry | None, list[str]]:
+    """Judge another person's change of ``memcli.toml`` in ``span`` against the verified text
+    (module docstring): ``(the entry that holds it back, or None; lines naming a change in force)``.
+    Sets or clears ``state["heldConfig"]``."""
+    from memcli.policy.trust_settings import compare
+    from memcli.service.settings import bytes_at, digest, from_text, problem
+
+    me = _me(repo)
+    rows = [r.split("\x00") for r in _lines(repo, "log", "--format=%H%x00%ce%x00%an <%ae>", span, "--", CONFIG_NAME)]
+    if trust is not None:
+        trust.prepare([r[0] for r in rows if len(r) == 3])
+    foreign = [(sha, author) for sha, committer, author in (r for r in rows if len(r) == 3)
+               if not _is_mine(trust, sha, committer.strip().lower(), me)]
+    if not foreign:
+        return None, []  # this person's own change (their hand commit, their other machine)
+    commit = foreign[0][0]  # the newest
+    who = ", ".join(sorted({a for _, a in foreign})[:3])
+    data = bytes_at(repo, new)
+    broken = problem(data)
+    trusted = from_text(trusted_text)
+    assert trusted is not None  # the caller checked it loads
+    hold = state.get("heldConfig") if isinstance(state.get("heldConfig"), dict) else None
+    before = str(hold.get("before", old)) if hold else old
+    if broken is None and data is not None:
+        after = from_text(data.decode("utf-8-sig"))
+        assert after is not None
+        changes = compare(trusted, after)
+        loosened = [c for c in changes if c.loosens]
+        if not loosened:  # as verified, or tighter: in force
+            state.pop("heldConfig", None)
+            return None, [f"{CONFIG_NAME} changed by {who} (in force): " + "; ".join(c.words() for c in changes)
+                          ] if changes else []
+    qid = _qid("config", before, new)
+    what = f"as {who} left it, it does not load ({broken})" if broken is not None else \
+        f"{who} loosened " + "; ".join(c.words() for c in loosened)
+    reason = (f"{what}; held back: this clone keeps the settings it verified until a person runs "
+              f"`memcli quarantine accept {qid}` (or `revert {qid}`)")
+    state["heldConfig"] = {"id": qid, "sha256": digest(data) if data is not None else "", "text": trusted_text,
+                           "before": before}
+    return Entry(qid, "config", CONFIG_NAME, "config", reason, commit, who, before), []
 
 
 def _is_mine(trust: Trust | None, commit: str, committer: str, me: str) -> bool:
@@ -217,8 +341,8 @@ def _is_mine(trust: Trust | None, commit: str, committer: str, me: str) -> bool:
 
 
 def _foreign_paths(repo: GitRepo, span: str, trust: Trust | None = None) -> set[str]:
-    """Memory files (workspace-relative) that commits of ``span`` not made by this person
-    (:func:`_is_mine`) touched: what arrived. A commit under the person's own identity is
+    """Memory files and ``memcli.toml`` (workspace-relative) that commits of ``span`` not made
+    by this person (:func:`_is_mine`) touched: what arrived. A commit under the person's own identity is
     theirs (a hand commit, a second machine); without signing that is what git says, with
     signing their key's signature."""
     me = _me(repo)
@@ -226,7 +350,7 @@ def _foreign_paths(repo: GitRepo, span: str, trust: Trust | None = None) -> set[
     found: set[str] = set()
     mine = False
     status, out, _ = repo.raw("log", "--no-merges", "--no-renames", "--format=%x00%H%x00%ce", "--name-only", span,
-                              "--", "memories")
+                              "--", "memories", CONFIG_NAME)
     for line in out.decode("utf-8", "replace").splitlines() if status == 0 else []:
         if line.startswith("\x00"):
             _, sha, committer = (line.split("\x00", 2) + ["", ""])[:3]
@@ -283,14 +407,17 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
         return None
     me = _me(repo)
     changed: dict[str, tuple[str, str]] = {}  # path -> (kind, blob at new; zeros when removed)
+    gone: dict[str, str] = {}  # every memory file removed, whatever its status (blob: zeros)
     for row in _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", old, new, "--", "memories"):
         fields, _, path = row.partition("\t")
         parts = fields.split()
-        if path in active and len(parts) >= 5:
+        if len(parts) >= 5 and path in active:
             changed[path] = (parts[4], parts[3])
+        elif len(parts) >= 5 and parts[4].startswith("D") and path.endswith(".md"):
+            gone[path] = parts[3]
     if len(changed) < MASS_MIN:
         return None
-    own = _own_versions(repo, f"{old}..{new}", me, list(changed))
+    own = _own_versions(repo, f"{old}..{new}", me, list(changed) + list(gone))
     theirs = {p: kind for p, (kind, blob) in changed.items() if (p, blob) not in own}
     kept = [p for p, kind in theirs.items() if not kind.startswith("D")]
     still = set(_lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", new, "--", *kept)) if kept else set()
@@ -308,8 +435,9 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
     reason = (f"mass change by {', '.join(authors[:3])} in {who}: {len(removed)} removed or retired and "
               f"{len(rewritten)} "
               f"rewritten of {len(active)} active memory files ({share}%, over {round(MASS_SHARE * 100)}%)")
+    also = [p for p, blob in gone.items() if (p, blob) not in own]  # superseded, archived …: not counted, restored
     return Entry(_qid("mass", old, new), "mass", hit[0], "mass", reason, new, ", ".join(authors[:3]), old,
-                 "", sorted(hit))
+                 "", sorted({*hit, *also}))
 
 
 def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str]) -> set[tuple[str, str]]:
@@ -334,14 +462,15 @@ def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str]) -> set[tu
     return found
 
 
-def after_sync(ctx: Ctx, before: str | None) -> list[Entry]:
+def after_sync(ctx: Ctx, before: str | None) -> tuple[list[Entry], list[str]]:
     """Verify what a ``sync`` merged in (the sync holds the workspace lock).
 
     Args:
         before: ``HEAD`` before the merge (used when the store has no verified commit yet).
 
     Returns:
-        The new quarantine entries (the sync reports them).
+        ``(the new quarantine entries, lines naming a teammate's change of the settings now in
+        force)``: the sync reports both.
 
     Raises:
         GitFailed: git cannot be run.
@@ -351,8 +480,9 @@ def after_sync(ctx: Ctx, before: str | None) -> list[Entry]:
         state["verified"] = before
         _save(ctx, state)
     already = {e.get("id") for e in state.get("entries", []) if isinstance(e, dict)}
-    catch_up(ctx, who="this sync")
-    return [e for e in entries(ctx) if e.id not in already]
+    said: list[str] = []
+    catch_up(ctx, who="this sync", said=said)
+    return [e for e in entries(ctx) if e.id not in already], said
 
 
 # --- accept and revert -------------------------------------------------------------------
@@ -376,11 +506,15 @@ def _person_only(action: str) -> None:
 def _drop(ctx: Ctx, entry: Entry, commit: str | None) -> None:
     state = load(ctx)
     state["entries"] = [e for e in state.get("entries", []) if not (isinstance(e, dict) and e.get("id") == entry.id)]
+    if _held_id(state) == entry.id:
+        state.pop("heldConfig", None)
     if commit:
         repo = ctx.git()
         key_path = state.get("keyPath") or _key_path(repo)
         state.update(verified=commit, keyPath=key_path, key=_stat_key(key_path))
+        _record_settings(repo, state, commit)
     _save(ctx, state)
+    _follow_settings(ctx, state)
 
 
 def accept(ctx: Ctx, ref: str) -> tuple[Entry, str]:
@@ -393,6 +527,7 @@ def accept(ctx: Ctx, ref: str) -> tuple[Entry, str]:
     Raises:
         MemoryNotFound: no such entry (exit 4).
         ReviewRefused: an agent's tool runs memcli (exit 8).
+        WorkspaceInvalid: a held-back ``memcli.toml`` that does not load (exit 3); nothing changed.
         UnsafeGitState, GitFailed: git cannot commit (exit 14, 10); nothing changed.
     """
     from memcli.errors import GitFailed
@@ -405,6 +540,8 @@ def accept(ctx: Ctx, ref: str) -> tuple[Entry, str]:
     with ctx.ws.lock():
         repo = ctx.git()
         gitcommit.check_state(repo)
+        if entry.kind == "config":
+            _loads_or_refuse(ctx, entry)
         message = gitlog.message("quarantine", f"accept {entry.path}", {
             "Op": "quarantine-accept", "Quarantine": entry.id, "Rule": entry.rule, "Commit": entry.commit,
             "Path": entry.path, "Actor": ctx.actor}, body=entry.reason)
@@ -419,6 +556,27 @@ def accept(ctx: Ctx, ref: str) -> tuple[Entry, str]:
         commit = repo.raw("rev-parse", "HEAD")[1].decode().strip()
         _drop(ctx, entry, commit)
     return entry, commit
+
+
+def _loads_or_refuse(ctx: Ctx, entry: Entry) -> None:
+    """A held-back ``memcli.toml`` is accepted only when the file loads.
+
+    Raises:
+        WorkspaceInvalid: it does not (exit 3).
+    """
+    from memcli.errors import WorkspaceInvalid
+    from memcli.service.settings import problem
+
+    path = ctx.ws.root / CONFIG_NAME
+    try:
+        data: bytes | None = path.read_bytes()
+    except OSError:
+        data = None
+    broken = problem(data)
+    if broken is not None:
+        raise WorkspaceInvalid(f"{CONFIG_NAME} does not load ({broken}), so {entry.id} cannot be accepted; nothing "
+                               "was changed", hint=f"`memcli quarantine revert {entry.id}` puts the verified settings "
+                               f"back, or correct {path} and commit it")
 
 
 def revert(ctx: Ctx, ref: str) -> tuple[Entry, str | None]:
@@ -446,6 +604,14 @@ def revert(ctx: Ctx, ref: str) -> tuple[Entry, str | None]:
             status, data, _ = repo.raw("cat-file", "blob", f"{entry.before}:{prefix}{rel}") if entry.before \
                 else (1, b"", "")
             writes[ctx.ws.root / rel] = data if status == 0 else None
+        hold = load(ctx).get("heldConfig")
+        if entry.kind == "config" and isinstance(hold, dict) and hold.get("id") == entry.id:
+            writes[ctx.ws.root / CONFIG_NAME] = str(hold.get("text", "")).encode("utf-8")  # the verified text
+        if entry.kind == "config" and writes.get(ctx.ws.root / CONFIG_NAME) is None:
+            from memcli.errors import WorkspaceInvalid
+
+            raise WorkspaceInvalid(f"no verified {CONFIG_NAME} to put back for {entry.id}; nothing was changed",
+                                   hint=f"correct {ctx.ws.root / CONFIG_NAME} by hand and commit it")
         message = gitlog.message("quarantine", f"revert {entry.path}" + (f" and {len(paths) - 1} more"
                                                                         if len(paths) > 1 else ""), {
             "Op": "quarantine-revert", "Quarantine": entry.id, "Rule": entry.rule, "Commit": entry.commit,

@@ -27,8 +27,13 @@ def _state_path(ctx: Ctx) -> Path:
 
 def load(ctx: Ctx) -> dict:
     """The store's record (``{}`` when there is none or it cannot be read). One small read."""
+    return read_record(ctx.ws.root)
+
+
+def read_record(root: Path) -> dict:
+    """The record of the store at ``root`` (``{}`` when there is none or it cannot be read)."""
     try:
-        data = json.loads(_state_path(ctx).read_bytes())
+        data = json.loads((root / ".cache" / STATE_NAME).read_bytes())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -82,6 +87,11 @@ def held(ctx: Ctx) -> tuple[set[str], set[str]]:
     return paths, ids
 
 
+def moved(state: dict) -> bool:
+    """True when the record ``state`` exists and ``HEAD`` moved since it was verified (one ``stat``)."""
+    return bool(state.get("verified")) and _stat_key(state.get("keyPath")) != state.get("key")
+
+
 def unmoved(ctx: Ctx) -> bool:
     """True when ``HEAD`` is where it was verified (the recorded ``stat`` matches; no git process)."""
     state = load(ctx)
@@ -96,6 +106,16 @@ def advance(ctx: Ctx, was_unmoved: bool, commit: str | None) -> None:
     state = load(ctx)
     if state.get("keyPath"):
         state.update(verified=commit, key=_stat_key(state["keyPath"]))
+        if isinstance(state.get("verifiedConfig"), dict):  # memcli's own commit may have written it
+            import hashlib
+
+            try:
+                data = (ctx.ws.root / "memcli.toml").read_bytes()
+            except OSError:
+                state.pop("verifiedConfig", None)
+            else:
+                state["verifiedConfig"] = {"sha256": hashlib.sha256(data).hexdigest(),
+                                           "text": data.decode("utf-8", "replace")}
         _save(ctx, state)
 
 

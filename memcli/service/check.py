@@ -28,6 +28,12 @@ the checked range it asks:
   sentence, so that is refused unless the version is a valid approval of a pending memory
   (from ``pending_review`` to ``active``, judged as above); memcli itself never edits a
   memory's guards in place (``supersede --deny`` writes a new memory, reviewed as any write).
+
+A range ``OLD..NEW`` is judged by the settings ``OLD`` has (``[scopes] shared``, ``[review]
+allow_self_approve``, ``[workspace] kind``), never by those the range brings, so a push cannot
+vouch for itself by loosening them; and a change of ``memcli.toml`` in the range that loosens a
+setting that guards trust (``policy.trust_settings``) or does not load is a problem of its own
+(rule ``config``). Verify on arrival gives the settings the clone last verified instead.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from memcli.errors import CheckFailed, InvalidMemoryFile, MemcliError, RevisionNotFound
 
 if TYPE_CHECKING:
+    from memcli.config import Config
     from memcli.git.repo import GitRepo
     from memcli.model import Memory
     from memcli.policy.review import Identity, Version
@@ -88,6 +95,7 @@ class _Git:
         self.root = ctx.ws.root
         self.files = MemoryFiles(ctx.ws.root)  # every file as written, personal scopes included: check judges them
         self.trust: Any = None  # service.signing.Trust, set by check()
+        self.settings: Config = ctx.ws.config  # the settings the range is judged by, set by check()
         self._people: list[Identity] | None = None
         self.old: str | None = None  # the range's base, set by check(): versions reachable from it are vouched for
         self.new = "HEAD"  # the range's end (HEAD for the staged versions), set by check()
@@ -181,7 +189,8 @@ def _changed(git: _Git, old: str | None, new: str | None) -> list[str]:
     return git.lines(*args, "--", "memories")
 
 
-def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool = False) -> CheckResult:
+def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool = False,
+          settings: Config | None = None) -> CheckResult:
     """Check the memory files changed in a range (see the module docstring).
 
     Args:
@@ -194,6 +203,9 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
             (``service.stale.became_stale``: a file renamed or deleted, an identifier or a
             target removed by the range's code commits); without a range, on every memory
             outdated at ``HEAD``. Opt-in: a CI job of the code repository turns it on.
+        settings: the settings to judge by (verify on arrival: those the clone last verified);
+            default: those of the range's base ``OLD`` (the workspace's own when it has none
+            that load, for staged changes, and without a range).
 
     Returns:
         A :class:`CheckResult`; the CLI exits with :class:`CheckFailed` when it holds problems.
@@ -214,9 +226,17 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
     git.old, git.new = old, new or "HEAD"
     result = CheckResult(label)
     git.trust = result.trust = Trust(git.repo, old, new)
+    if settings is None and old is not None and new is not None:
+        from memcli.service.settings import from_text, text_at
+
+        base = text_at(git.repo, old)
+        settings = from_text(base) if base is not None else None
+    git.settings = settings or ctx.ws.config
     if new is not None:
         for found in git.trust.range_problems(old, new):
             result.problems += [Problem(path, found.rule, found.message) for path in found.paths or ["."]]
+        if old is not None:
+            result.problems += config_problems(git, old, new, any(p.rule == "signing" for p in result.problems))
     prefix = PurePosixPath(next(iter(git.lines("rev-parse", "--show-prefix")), ""))
     for rel in _changed(git, old, new):
         if not rel.endswith(".md"):
@@ -274,18 +294,18 @@ def _check_file(ctx: Ctx, git: _Git, rel: str, spec_new: str, mode: str, old: st
         problems.append(Problem(rel, "secret", err.message.removeprefix("refused: ")))
     if not PurePosixPath(rel).name.startswith(memory.id):
         problems.append(Problem(rel, "path", f"the file name does not start with its id {memory.id}"))
-    problems.extend(_scope_problems(ctx, rel, memory))
+    problems.extend(_scope_problems(git, rel, memory))
     problems.extend(_history_problems(ctx, git, rel, full, memory, new))
     return problems
 
 
-def _scope_problems(ctx: Ctx, rel: str, memory: Memory) -> list[Problem]:
+def _scope_problems(git: _Git, rel: str, memory: Memory) -> list[Problem]:
     """A personal scope (``user:*``, ``session:*``) in a project's shared tree: refused (its
     owner's memory lives in their own store; a teammate's commit must not plant one)."""
     from memcli.store.personal import is_personal
 
     parts = PurePosixPath(rel).parts
-    if ctx.ws.config.kind != "project" or not (is_personal(memory.scope) or parts[1:2] in (("user",), ("session",))):
+    if git.settings.kind != "project" or not (is_personal(memory.scope) or parts[1:2] in (("user",), ("session",))):
         return []
     return [Problem(rel, "scope", f"a personal scope ({memory.scope}) in the shared tree: personal memory belongs "
                     "in its owner's own store, never in the project repository (remove it with git rm)")]
@@ -361,8 +381,8 @@ def _history_problems(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
                                     f"{version.where()}; provenance is written once, by the first version"))
             break
     problems.extend(_actor_problems(git, rel, first))
-    shared = ctx.ws.config.shared_scopes
-    problems.extend(_guard_problems(ctx, rel, walked, proposer))
+    shared = git.settings.shared_scopes
+    problems.extend(_guard_problems(git, rel, walked, proposer))
     if memory.status != "active" or not any(gates.review_required(v.memory.scope, v.memory.provenance.source_type,
                                                                   shared) for v, _ in walked if v.memory):
         return problems
@@ -374,7 +394,7 @@ def _history_problems(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
             continue
         prior = walked[index - 1][0].memory if index else None  # every walked version has its memory
         previous = before[0].status if before else (prior.status if prior is not None else None)
-        verdict = review.judge_activation(version, previous, proposer, ctx.ws.config.allow_self_approve)
+        verdict = review.judge_activation(version, previous, proposer, git.settings.allow_self_approve)
         if verdict is None:
             approved = version.memory
         elif review.restores_approved(version.memory, previous, approved):
@@ -431,7 +451,7 @@ def _actor_problems(git: _Git, rel: str, first: Version) -> list[Problem]:
                     + ("(its signer)" if first.signed else "(its author)"))]
 
 
-def _guard_problems(ctx: Ctx, rel: str, walked: list[tuple[Version, list[Memory]]],
+def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory]]],
                     proposer: Identity) -> list[Problem]:
     """A later version of a memory in a shared scope that adds or widens a guard (against every
     parent of its commit), other than a valid approval of a pending memory (module docstring)."""
@@ -441,7 +461,7 @@ def _guard_problems(ctx: Ctx, rel: str, walked: list[tuple[Version, list[Memory]
     out = []
     for version, before in walked[1:]:
         assert version.memory is not None  # walked: the readable versions
-        if not before or not gates.review_required(version.memory.scope, "model_derived", ctx.ws.config.shared_scopes):
+        if not before or not gates.review_required(version.memory.scope, "model_derived", git.settings.shared_scopes):
             continue  # a personal scope: its owner's own power (or a file added anew: its first version)
         try:
             added = [widened(check_guards(b.guards), check_guards(version.memory.guards)) for b in before]
@@ -450,7 +470,7 @@ def _guard_problems(ctx: Ctx, rel: str, walked: list[tuple[Version, list[Memory]
         if not all(added):
             continue  # a merge carrying one side's guards adds none of its own
         if all(b.status == "pending_review" for b in before) and version.memory.status == "active" and \
-                review.judge_activation(version, "pending_review", proposer, ctx.ws.config.allow_self_approve) is None:
+                review.judge_activation(version, "pending_review", proposer, git.settings.allow_self_approve) is None:
             continue
         shown = ", ".join(f"{g.kind} {g.pattern}" for g in added[0][:3])
         out.append(Problem(rel, "guard", f"{version.where()} adds a guard ({shown}) to an existing memory; a guard "
@@ -458,6 +478,35 @@ def _guard_problems(ctx: Ctx, rel: str, walked: list[tuple[Version, list[Memory]
                            "memory that is reviewed as any write"))
         break
     return out
+
+
+def config_problems(git: _Git, old: str, new: str, signing_said: bool) -> list[Problem]:
+    """Rule ``config``: ``memcli.toml`` at ``new`` does not load, or differs from the settings
+    the range is judged by (``git.settings``) in a way that loosens trust
+    (``policy.trust_settings.compare``). ``signing_said``: rule ``signing`` already named
+    turning signing off. Named by the range's last commit that changed the file."""
+    from memcli.config import CONFIG_NAME
+    from memcli.policy.trust_settings import compare
+    from memcli.service.settings import bytes_at, from_text, problem
+
+    last = git.lines("log", "-1", "--format=%H%x00%an <%ae>", f"{old}..{new}", "--", CONFIG_NAME)
+    if not last:
+        return []
+    commit, _, author = last[0].partition("\x00")
+    where = f"commit {commit[:12]} by {author}"
+    data = bytes_at(git.repo, new)
+    broken = problem(data)
+    if broken is not None or data is None:
+        return [Problem(CONFIG_NAME, "config", f"as {where} left it, it does not load: {broken}")]
+    after = from_text(data.decode("utf-8-sig"))
+    assert after is not None
+    loosened = [c for c in compare(git.settings, after)
+                if c.loosens and not (signing_said and c.key == "[review] signing")]
+    if not loosened:
+        return []
+    return [Problem(CONFIG_NAME, "config", f"{where} loosens a setting that guards trust: "
+                    + "; ".join(c.words() for c in loosened)
+                    + "; a team lands such a change past its gate on purpose, never in an ordinary push")]
 
 
 def raise_if_failed(result: CheckResult) -> None:

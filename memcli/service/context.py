@@ -281,7 +281,8 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     arrived = "\n".join(take_notices(ctx))  # a mass change by another person: said once, in the next block
     from memcli.service.conflicts import notes as conflict_notes
 
-    standing = "\n".join(conflict_notes(ctx))  # a blocked sync, two active for one subject: until fixed
+    broken = [ctx.ws.config.broken] if ctx.ws.config.broken else []  # memcli.toml does not load: until fixed
+    standing = "\n".join(broken + conflict_notes(ctx))  # a blocked sync, two active for one subject: until fixed
     room = size - sum(len(n) + 40 * (n.count("\n") + 1) for n in (partial, arrived, standing) if n)
     from memcli.service.unbacked import notes as unbacked
 

@@ -157,6 +157,9 @@ def repository(ctx: Ctx, fix: bool) -> list[str]:
     with its age and whether a git process is running in the repository; with ``fix`` it is
     removed when none is (Linux ``/proc`` tells; elsewhere it is only reported).
 
+    A ``memcli.toml`` that does not load comes first (``Config.broken``: what memcli works by
+    instead, and how to mend it; ``service.settings``); ``--fix`` leaves the file to its person.
+
     Returns:
         One line per thing found or done; empty when all is well (or there is no git).
     """
@@ -164,7 +167,7 @@ def repository(ctx: Ctx, fix: bool) -> list[str]:
     from memcli.git import commit as gitcommit
     from memcli.service import journal
 
-    notes = unfinished(ctx, fix)
+    notes = ([ctx.ws.config.broken] if ctx.ws.config.broken else []) + unfinished(ctx, fix)
     if not ctx.ws.config.autocommit:
         return notes
     try:

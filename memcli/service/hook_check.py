@@ -161,6 +161,12 @@ def run_one(agent: str, event_name: str, entry: dict, path: Path, project: Path)
     broken = next((line for line in err.splitlines() if UNSERVED in line), None)
     if broken:  # the hook answers, but the workspace cannot be opened: every session would go without memory
         return verdict(False, "exit 0, but it serves no memories: " + broken.split(UNSERVED, 1)[1].strip(), 0, note)
+    from memcli.service.settings import BROKEN
+
+    fallback = next((line for line in err.splitlines() if BROKEN in line), None)
+    if fallback:  # the hook answers by the last memcli.toml that loads (its guards in force), but the file is broken
+        return verdict(False, "exit 0, but by fallback settings: " + fallback.removeprefix("memcli: warning: "), 0,
+                       note)
     answered = f"{chars} characters of context" if chars else "no context"
     return verdict(True, f"exit 0, {answered}", 0, note)
 

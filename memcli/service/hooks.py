@@ -282,7 +282,7 @@ def _open(workspace: str | None, actor: str | None, cwd: str) -> Ctx:
     if workspace is None and not os.environ.get("MEMCLI_WORKSPACE") and cwd and Path(cwd).is_dir():
         workspace, note = locate(None, Path(cwd))  # a memory branch is checked out on the first start
         notes = [note] if note else []
-    ctx = Ctx.open(workspace, actor)
+    ctx = Ctx.open(workspace, actor, tolerant=True)  # a broken memcli.toml never switches the guards off
     ctx.warnings.extend(notes)
     return ctx
 

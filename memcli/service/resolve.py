@@ -221,8 +221,9 @@ def finish(ctx: Ctx, choices: dict[str, str]) -> Resolved:
         out = Resolved(commit, taken)
         from memcli.service import arrival
 
+        held, in_force = arrival.after_sync(ctx, before)
         out.lines += [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {e.line()}"
-                      for e in arrival.after_sync(ctx, before)]
+                      for e in held] + in_force
         if apart and former_id and ctx.ws.config.workspace_id and former_id != ctx.ws.config.workspace_id:
             out.lines.append(carry_personal(former_id, ctx.ws.config.workspace_id))
         out.lines += after_merge(ctx, before)

@@ -206,6 +206,9 @@ class SyncResult:
     quarantined: list[str] = field(default_factory=list)
     #: What the merge settled or left for a person (``service.resolve.after_merge``).
     settled: list[str] = field(default_factory=list)
+    #: One line per teammate's change of the trust settings that arrived and is in force (a
+    #: loosening one is held back: one of ``quarantined``).
+    settings: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         """One line for a person (and one per personal store that synced)."""
@@ -215,13 +218,13 @@ class SyncResult:
             line = f"synced with {self.remote}/{self.branch}: {self.received} commits received, {self.sent} sent"
         held = [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {q}"
                 for q in self.quarantined]
-        return "\n".join([line, *held, *self.settled, *self.personal])
+        return "\n".join([line, *held, *self.settings, *self.settled, *self.personal])
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
                 "attempts": self.attempts, "notes": self.notes, "personal": self.personal,
-                "quarantined": self.quarantined, "settled": self.settled}
+                "quarantined": self.quarantined, "settled": self.settled, "settings": self.settings}
 
 
 class _Git:
@@ -441,7 +444,9 @@ def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
             _merge(ctx, git, tracking, branch, gitlog.message("sync", f"merge {remote}/{target}", {"Op": "sync"}))
             from memcli.service import arrival  # verify on arrival: what fails is quarantined, never served
 
-            result.quarantined += [e.line() for e in arrival.after_sync(ctx, before)]
+            held, said = arrival.after_sync(ctx, before)
+            result.quarantined += [e.line() for e in held]
+            result.settings += said
             from memcli.service.resolve import after_merge  # a review race settled, two answers for one subject
 
             result.settled += after_merge(ctx, before)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from memcli.config import CONFIG_NAME, Config, load_config
 from memcli.errors import WorkspaceInvalid, WorkspaceLocked, WorkspaceNotFound
@@ -183,15 +183,19 @@ def find_root(explicit: str | None = None, cwd: Path | None = None) -> Path:
                             hint="create one with `memcli init`, or pass --workspace PATH")
 
 
-def open_workspace(explicit: str | None = None) -> Workspace:
+def open_workspace(explicit: str | None = None, settle: Callable[[Path], Config] | None = None) -> Workspace:
     """Find and open the workspace; see :func:`find_root`.
+
+    Args:
+        settle: what gives the settings of the workspace folder it is given (``service.settings.settle``:
+            a held-back or broken ``memcli.toml``); default: the file as it is (``load_config``).
 
     Raises:
         WorkspaceNotFound, WorkspaceInvalid: as the message says.
     """
     global OPENED
     root = find_root(explicit)
-    workspace = Workspace(root=root, config=load_config(root / CONFIG_NAME))
+    workspace = Workspace(root=root, config=settle(root) if settle else load_config(root / CONFIG_NAME))
     OPENED = root
     return workspace
 
