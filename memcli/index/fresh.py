@@ -21,7 +21,7 @@ what a hand change must move, leaving the full walk to after its answer:
   start instant of the latest read that has answered (written with :func:`finish_read`).
 
 Without a watcher's answer, a read (``IndexDB.quick_sync``) stats the folders of the state
-(about 800 at 100,000 memories) and the racy files, lists only the folders whose mtime
+(one per scope and month: about 120 at 100,000 memories) and the racy files, lists only the folders whose mtime
 moved (a file added, deleted or renamed moves its folder's mtime), and indexes what
 changed there. An edit in place moves no folder: it is found by the full walk, which such
 a read starts after its answer (:func:`spawn_walk`: one detached ``python -m
