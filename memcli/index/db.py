@@ -562,7 +562,7 @@ class IndexDB:
         state = fresh.load_state(self.path, self.generation)
         if state is not None and state.inline:
             state = None  # a small store: walked whole, here
-        elif state is not None and fresh.watched(self.path, deadline):
+        elif state is not None and fresh.watched(self.path):
             self.walked = True  # the watcher took in every change made before it answered
             return SyncReport()
         elif state is not None and fresh.last_read(cache) > state.walked_ns:

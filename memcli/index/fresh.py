@@ -165,38 +165,33 @@ def finish_read(cache: Path, started_ns: int) -> None:
 
 #: The watcher's socket service name (``sockets.socket_path(index, SERVICE)``).
 SERVICE = "fresh"
-#: Seconds a read gives the watcher to answer (less when its deadline is nearer). An answer
-#: takes about a millisecond when nothing changed; the rest is room for a loaded machine,
-#: and for a few files changed by hand. Spent in full only when a watcher runs and is stuck.
+#: Seconds a read gives the watcher to answer. An answer takes about a millisecond when
+#: nothing changed; the rest is room for a loaded machine and a few files changed by hand.
+#: Spent in full only when a watcher runs and is stuck. Given also when a hook's share of
+#: its deadline for the sync has passed (a loaded machine's start-up can take that long):
+#: the check the answer spares costs as much, and the hook's watchdog still guards its answer.
 ASK_BUDGET = 0.1
 
 
-def watched(index: Path, deadline: float | None = None) -> bool:
+def watched(index: Path) -> bool:
     """Ask the store's watcher to take in what changed and record a complete walk (see the
-    module docstring): True when it answered ``clean`` within ``ASK_BUDGET`` (or before
-    ``deadline``, a ``time.monotonic()`` instant), so the index holds every change made
-    before this call. False when no watcher runs (off Linux: never), it answered otherwise
-    (its watch lost track, its index was replaced, the build lock was held) or not in time.
-    Never raises.
+    module docstring): True when it answered ``clean`` within ``ASK_BUDGET``, so the index
+    holds every change made before this call. False when no watcher runs (off Linux: never),
+    it answered otherwise (its watch lost track, its index was replaced, the build lock was
+    held) or not in time. Never raises.
 
     Args:
         index: the store's index file.
-        deadline: the read's deadline, if any.
     """
     if not sys.platform.startswith("linux"):
         return False
-    budget = ASK_BUDGET
-    if deadline is not None:
-        budget = min(budget, deadline - time.monotonic())
-        if budget <= 0:
-            return False
     from memcli.index.sockets import ask, socket_path
 
     try:
         path = socket_path(index, SERVICE)
     except OSError:
         return False
-    reply = ask(path, {"fresh": True}, budget)
+    reply = ask(path, {"fresh": True}, ASK_BUDGET)
     return reply is not None and reply.get("fresh") == "clean"
 
 
