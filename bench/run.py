@@ -1,7 +1,7 @@
 """Benchmark memcli against ripgrep on generated workspaces (SPEC.md section 8).
 
     python bench/run.py [--sizes 1000,10000,100000] [--repeat 7] [--workdir /tmp/memcli-bench] [--markdown]
-                        [--memcli PATH] [--stale]
+                        [--memcli PATH] [--stale] [--reads-only] [--concurrent N]
 
 ``--stale`` adds the rows of issue 23: ``memcli stale`` over 10k anchored memories in a code
 repository of 10k commits (every memory judged, then the cached verdicts), and the session-start
@@ -315,9 +315,11 @@ def exponents(rows: list[Row]) -> str:
     return "scaling exponents (time ∝ size^k):\n" + "\n".join(lines) if lines else ""
 
 
-def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -> list[Row]:
+def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool, reads_only: bool = False) -> list[Row]:
     """Measure every operation on one workspace, each beside its reference of issue 21's goals
-    in alternating runs of the same run; return the table rows."""
+    in alternating runs of the same run; return the table rows. ``reads_only``: the reads
+    alone (recall, context, the hooks, MCP recall, the peak memory of a read and the hand
+    changes' freshness), without writes, the sync rows and the rebuild."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MEMCLI_"))}
     env |= {"MEMCLI_WORKSPACE": str(ws), "MEMCLI_ACTOR": ACTOR, "MEMCLI_SEMANTIC": "off"}
     rows: list[Row] = []
@@ -362,6 +364,10 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool) -
         add("MCP recall call (warm session)", "mcp", plain, ref=pass_ref, ref_name=PASS_REF)
         add("MCP recall right after an MCP remember", "mcp-after", after[0], ref=after[1],
             ref_name="MCP recall, no write before (same session, alternating)")
+    if reads_only:
+        add(f"recall {corpus.COMMON_WORD}: peak memory", "rss", rows[[r.operation for r in rows].index(
+            f"recall {corpus.COMMON_WORD}")].memcli)
+        return rows + fresh_rows(ws, size, memcli, env)
 
     rng = random.Random(size)
     git_commit = lambda i: ["sh", "-c", f"git add -- {REF_FILE} && git -c user.name=bench -c "  # noqa: E731
@@ -738,6 +744,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stale", action="store_true", help="add the rows of `memcli stale` and its marks")
     parser.add_argument("--concurrent", type=int, default=20_000,
                         help="store size for the concurrent-hooks row (0: none; run when a size of 10,000+ is asked)")
+    parser.add_argument("--reads-only", action="store_true",
+                        help="only the reads (recall, context, hooks, MCP recall, freshness): no writes, no rebuild")
     args = parser.parse_args(argv)
     if shutil.which("rg") is None:
         bundled = sorted((Path(__file__).resolve().parent.parent / ".cache" / "agent-clis").glob(
@@ -757,7 +765,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in (int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()):
         ws = ensure_workspace(args.workdir, size, memcli)
         print(f"size {size:,}: {args.repeat} runs + 1 warm-up per command", flush=True)
-        rows += bench_size(ws, size, memcli, args.repeat, has_index)
+        rows += bench_size(ws, size, memcli, args.repeat, has_index, args.reads_only)
     sizes = [r.size for r in rows]
     if args.concurrent and any(n >= 10_000 for n in sizes):
         rows.append(concurrent_row(args.workdir, memcli, args.concurrent, hooks=16, rounds=3))

@@ -25,7 +25,8 @@ POINTS = (
     "sync:merged",  # `git merge` finished; the record not yet dropped
     "init:written",  # init: memcli.toml and .gitattributes written, not committed
     "move:stored",  # doctor --fix: personal memories committed in the person's store, not yet removed here
-    "fresh:walking",  # the full walk a read started after its answer (index.fresh), before it walks
+    "fresh:walking",  # the full walk a read started after its answer (index.watcher), before it walks
+    "watcher:indexing",  # the store's watcher, asked by a read, about to index files the kernel reported changed
 )
 #: ``$MEMCLI_TEST_STALL_AT``: the process that reaches this named step waits there (an hour, the
 #: GIL released) instead of dying, so that a deadline is met there: the hook tests' watchdog.

@@ -44,6 +44,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # turn it back on (their fixture semantic_on)
     monkeypatch.setenv("MEMCLI_SEMANTIC", "off")
     monkeypatch.setenv("TZ", "UTC")
+    # a store's freshness watcher (memcli/index/watcher.py) that a test's read starts exits
+    # after this many idle seconds instead of ten minutes: a run leaves no crowd of them behind
+    monkeypatch.setenv("MEMCLI_TEST_WATCH_IDLE", "20")
     monkeypatch.chdir(tmp_path)
 
 

@@ -191,6 +191,52 @@ def test_hot_commands_import_exactly_the_listed_modules(ws: Path, run: Runner, m
     assert not {"detect_secrets", "requests", "memcli.text.secrets.own_rules", "memcli.text.secrets.detector"} & modules
 
 
+#: What a large store's read adds when it asks the store's watcher (``index.fresh.watched``):
+#: the client half of the socket code, which uses ``_socket`` and not the ``socket`` module.
+WATCHED = frozenset(("memcli.index.sockets",))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watcher is Linux's")
+@pytest.mark.parametrize(("args", "stdin", "own", "packages", "spawns"), HOT_COMMANDS[:3],
+                         ids=[" ".join(c[0]) for c in HOT_COMMANDS[:3]])
+def test_a_large_store_read_that_asks_its_watcher_imports_one_module_more(
+        ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: tuple[str, ...],
+        stdin: str | None, own: set[str], packages: set[str], spawns: bool) -> None:
+    import os
+    import signal
+    import tempfile
+    import time
+
+    from memcli.index.fresh import INLINE_ENV, watcher_alive
+
+    monkeypatch.setenv(INLINE_ENV, "0")  # the path of a store past index.fresh.INLINE_WALK files
+    runtime = Path(tempfile.mkdtemp(prefix="mci-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    index = ws / ".cache" / "index.sqlite3"
+    try:
+        _in_step(ws, run, monkeypatch, tmp_path)  # its read starts the watcher
+        limit = time.monotonic() + 120
+        while not watcher_alive(index) and time.monotonic() < limit:
+            time.sleep(0.05)
+        for _ in range(5):  # on a loaded machine a read may give up on the watcher (0.1 s) and fall back
+            modules = loaded_modules(*args, input=stdin, cwd=tmp_path)
+            if "subprocess" not in modules:  # answered: no walk to start
+                break
+        loaded = {m for m in modules if m.startswith("memcli")}
+        assert (sorted(loaded - own - WATCHED), sorted((own | WATCHED) - loaded)) == ([], [])
+        assert _packages(modules) == packages
+        assert "socket" not in modules and "subprocess" not in modules
+    finally:
+        from memcli.index.sockets import ask, socket_path
+
+        found = ask(socket_path(index, "fresh"), {"ping": True}, 5.0)
+        if found:
+            os.kill(found["pid"], signal.SIGTERM)
+        import shutil
+
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
 def test_the_reads_right_after_a_write_load_no_secret_rule(ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
     """The write stores its own scan in the scan memo: the next read neither rescans nor loads the rules."""

@@ -17,6 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import git, shared_tree
 
@@ -285,3 +287,28 @@ def test_the_count_of_unreadable_files_leaves_out_another_users_folder(ws, run):
     named = re.findall(r"skipped memories/(\S+?):", result.err)
     assert len(named) == 5 and all(n.startswith("project/") for n in named), result.err
     assert "skipped 3 more unreadable files" in result.err and "bob" not in result.err, result.err
+
+
+#: Path segments for the count below: empty, an actor's name and look-alikes, non-ASCII, GLOB
+#: and LIKE characters, a folder named like a file.
+SEGMENTS = ["", "user", "users", "alice", "alicex", "ali", "bob", "zoë", "a%b", "a_b", "a*[?", "x.md", "2026-11"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(paths=st.lists(st.lists(st.sampled_from(SEGMENTS), min_size=0, max_size=5), min_size=1, max_size=30),
+       actor=st.sampled_from(["alice", "zoë", "a%b", "a_b", "a*[?", "bob"]))
+def test_the_sql_count_of_unreadable_files_is_the_python_rule(tmp_path_factory, paths, actor) -> None:
+    """``IndexDB.problem_count`` (SQL, for speed) counts exactly the rows ``others_folder`` keeps."""
+    from memcli.index.db import IndexDB
+    from memcli.store.files import MemoryFiles, others_folder
+
+    folder = tmp_path_factory.mktemp("count")
+    index = IndexDB(MemoryFiles(folder), folder / "index.sqlite3")
+    try:
+        rows = sorted({"/".join(["memories", *parts, "f.md"]) for parts in paths})
+        index.db.executemany("INSERT INTO docs (path, changed_ns, size, hash, error) VALUES (?, 0, 0, '', 'bad')",
+                             [(p,) for p in rows])
+        assert index.problem_count(actor) == sum(1 for p in rows if not others_folder(p, actor))
+        assert index.problem_count(None) == len(rows)
+    finally:
+        index.close()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from memcli.errors import InvalidMemoryFile
 from memcli.index import Retriever
 from memcli.model import Memory, normalise_text
-from memcli.store.files import MemoryFiles, Scan, others_folder, visible_problems
+from memcli.store.files import MemoryFiles, Scan, visible_problems
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -258,9 +258,7 @@ class IndexCatalog:
 
     def problem_count(self, *, actor: str | None) -> int:
         """See :class:`Catalog`."""
-        def on_index() -> int:
-            return sum(1 for p in self.index.problem_paths() if actor is None or not others_folder(p, actor))
-        return self._read(on_index, lambda scan: scan.problem_count(actor=actor))
+        return self._read(lambda: self.index.problem_count(actor), lambda scan: scan.problem_count(actor=actor))
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""

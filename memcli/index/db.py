@@ -487,8 +487,9 @@ class IndexDB:
     def quick_sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
                    wait: float = LOCK_WAIT) -> SyncReport:
         """Bring the index in step with what a read must see, without a walk of every file
-        (``memcli.index.fresh``): the folders' mtimes, the racy files, and a full walk only
-        when one is owed (a read answered since the last full walk began) and none runs.
+        (``memcli.index.fresh``): the store's watcher when it answers ``clean`` in time
+        (nothing else to do then); else the folders' mtimes, the racy files, and a full walk
+        only when one is owed (a read answered since the last full walk began) and none runs.
 
         Sets ``self.read_started`` (``time.time_ns()`` at the start): the caller records it
         with ``fresh.finish_read`` once the answer is out, and starts the walk it owes.
@@ -536,31 +537,6 @@ class IndexDB:
             if lock is not None:
                 lock.release()
 
-    def walked_unchanged(self, began: int) -> bool:
-        """Record a complete full walk begun at ``began`` (``time.time_ns()``) without walking,
-        for a caller that knows no memory file changed since the last walk recorded (a
-        long-lived process's inotify watch, ``fresh.Walker``); under the build lock, as any
-        walk. False when there is no folder state to move on (the caller walks instead).
-
-        Raises:
-            IndexUnavailable: the build lock file cannot be opened.
-        """
-        from memcli.index import fresh
-
-        lock = self._build_lock(self.path.with_name(BUILD_LOCK), LOCK_WAIT)
-        if lock is None:
-            return False
-        try:
-            state = fresh.load_state(self.path, self.generation)
-            if state is None or state.inline:
-                return False
-            if state.walked_ns < began:
-                state.walked_ns = began
-                fresh.save_state(self.path, state)
-            return True
-        finally:
-            lock.release()
-
     def _walked(self, began: int, folders: dict[str, tuple[int, int]], files: int) -> None:
         """Record a complete full walk that began at ``began`` (``time.time_ns()``) and saw
         ``folders`` and ``files`` memory files: the folder state of ``memcli.index.fresh``,
@@ -586,6 +562,9 @@ class IndexDB:
         state = fresh.load_state(self.path, self.generation)
         if state is not None and state.inline:
             state = None  # a small store: walked whole, here
+        elif state is not None and fresh.watched(self.path):
+            self.walked = True  # the watcher took in every change made before it answered
+            return SyncReport()
         elif state is not None and fresh.last_read(cache) > state.walked_ns:
             if not build_running(lock_path):
                 state = None  # the walk that read owed never ran: walk here
@@ -674,6 +653,34 @@ class IndexDB:
                                   (rel,)).fetchone()
             if row is not None:
                 known[row[0]] = row[1:]
+        changed, vanished, settle, racy, now = self._differ(disk, known)
+        if not changed and not vanished and not settle:
+            if keys or gone or racy != state.racy:
+                self._save_checked(state, keys, gone, racy, wait=0.0)
+            return report
+        lock = self._build_lock(self.path.with_name(BUILD_LOCK), wait)
+        if lock is None:
+            report.busy = True
+            return report
+        try:
+            done = self._take_in(changed, vanished, settle, now, known, report, progress, deadline)
+            if done:
+                racy += [str(root / p) for p in changed]
+                self._save_checked(state, keys, gone, racy, wait=None)
+            else:
+                report.files = self.db.execute("SELECT count(*) FROM docs").fetchone()[0] + report.pending
+        finally:
+            lock.release()
+        return report
+
+    def _differ(self, disk: dict[str, tuple[int, int]], known: dict[str, tuple]
+                ) -> tuple[list[str], list[str], list[str], list[str], int]:
+        """What a check finds from ``disk`` (absolute path -> ``(ctime_ns, size)`` of the files
+        looked at) and ``known`` (workspace-relative path -> row, of the same files): the files
+        to read (new, changed, or racy and hashing otherwise now), the rows whose file is gone,
+        the racy rows to settle (same hash, old enough now), the files still racy (absolute),
+        and the instant (``time.time_ns()``) they were judged."""
+        root = self.files.root
         rel_disk = _relative(disk, root)
         changed = [p for p, stat in rel_disk.items() if p not in known or known[p][:2] != stat]
         vanished = [p for p in known if p not in rel_disk and (not _inside(p) or not (root / p).exists())]
@@ -695,34 +702,80 @@ class IndexDB:
                 settle.append(p)
             else:
                 racy.append(str(root / p))
-        if not changed and not vanished and not settle:
-            if keys or gone or racy != state.racy:
-                self._save_checked(state, keys, gone, racy, wait=0.0)
-            return report
-        lock = self._build_lock(self.path.with_name(BUILD_LOCK), wait)
+        return changed, vanished, settle, racy, now
+
+    def _take_in(self, changed: list[str], vanished: list[str], settle: list[str], now: int,
+                 known: dict[str, tuple], report: SyncReport, progress: Callable[[int, int], None] | None,
+                 deadline: float | None) -> bool:
+        """Under the build lock: index what :meth:`_differ` found (the reader's own files first)
+        and settle the racy rows; True when every change was taken in (see ``_apply_changes``)."""
+        changed.sort(reverse=True)
+        reader = self.reader
+        if reader:
+            changed.sort(key=lambda p: reading_order(p, reader))
+        done = self._apply_changes(changed, vanished, known, report, progress, deadline)
+        if settle:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.executemany("UPDATE docs SET synced_ns = ? WHERE path = ?", [(now, p) for p in settle])
+            self.db.execute("COMMIT")
+        if report.changed or report.touched:
+            self.snapshot_path.unlink(missing_ok=True)  # the full walk compares every row again
+        return done
+
+    def watched(self, paths: list[str], began: int) -> SyncReport | None:
+        """For the store's watcher (``index.watcher``), whose inotify watch reported ``paths``
+        (absolute) changed since its last call and nothing else since its last full walk:
+        index those files and record a complete full walk begun at ``began`` (``time.time_ns()``,
+        taken before the watch was read), under the build lock, as any walk.
+
+        Returns:
+            what changed, or None when the walk cannot be recorded (no folder state of this
+            index to move on, a small store's, or the build lock held for ``LOCK_WAIT``): the
+            reads then keep to their own check.
+
+        Raises:
+            IndexUnavailable: the database could not be read or written, or the lock file opened.
+        """
+        from memcli.index import fresh
+
+        lock = self._build_lock(self.path.with_name(BUILD_LOCK), LOCK_WAIT)
         if lock is None:
-            report.busy = True
-            return report
+            return None
         try:
-            changed.sort(reverse=True)
-            reader = self.reader
-            if reader:
-                changed.sort(key=lambda p: reading_order(p, reader))
-            done = self._apply_changes(changed, vanished, known, report, progress, deadline)
-            if settle:
-                self.db.execute("BEGIN IMMEDIATE")
-                self.db.executemany("UPDATE docs SET synced_ns = ? WHERE path = ?", [(now, p) for p in settle])
-                self.db.execute("COMMIT")
-            if report.changed or report.touched:
-                self.snapshot_path.unlink(missing_ok=True)  # the full walk compares every row again
-            if done:
-                racy += [str(root / p) for p in changed]
-                self._save_checked(state, keys, gone, racy, wait=None)
-            else:
-                report.files = self.db.execute("SELECT count(*) FROM docs").fetchone()[0] + report.pending
+            state = fresh.load_state(self.path, self.generation)
+            if state is None or state.inline:
+                return None
+            report = SyncReport()
+            if paths:
+                prefix = len(str(self.files.root)) + 1
+                disk: dict[str, tuple[int, int]] = {}
+                known: dict[str, tuple] = {}
+                for path in paths:
+                    try:
+                        info = os.lstat(path)
+                        disk[path] = (info.st_ctime_ns, info.st_size)
+                    except OSError:
+                        pass
+                    row = self.db.execute("SELECT path, changed_ns, size, hash, created, synced_ns FROM docs "
+                                          "WHERE path = ?", (path[prefix:].replace(os.sep, "/"),)).fetchone()
+                    if row is not None:
+                        known[row[0]] = row[1:]
+                changed, vanished, settle, racy, now = self._differ(disk, known)
+                if changed or vanished or settle:
+                    self._take_in(changed, vanished, settle, now, known, report, None, None)
+                root = self.files.root
+                looked = set(paths)
+                state.racy = sorted({*(p for p in state.racy if p not in looked), *racy,
+                                     *(str(root / p) for p in changed)})
+            state.walked_ns = max(state.walked_ns, began)
+            fresh.save_state(self.path, state)
+            return report
+        except sqlite3.Error as err:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise IndexUnavailable(f"sync failed: {err}") from None
         finally:
             lock.release()
-        return report
 
     def _rows_under(self, folder: str, deep: bool) -> dict[str, tuple]:
         """The rows of the files in ``folder`` (workspace-relative), ``deep``: in its subfolders too."""
@@ -904,8 +957,6 @@ class IndexDB:
         if state is not None:  # hashed just now: the next reads hash them again until they settle
             state.racy = sorted({*state.racy, *(str(p) for p in paths if p.exists())})
             fresh.save_state(self.path, state)
-        if snapshot is not None:  # re-indexed: a watch's events on them are no change to walk for
-            fresh.note_written(paths)
 
     def _note_change(self, kind: str, files: int) -> None:
         """Remember, inside the open transaction, when the index last changed and how many
@@ -1162,9 +1213,18 @@ class IndexDB:
         rows = self.db.execute("SELECT path, error, error_line FROM docs WHERE error IS NOT NULL ORDER BY path")
         return (InvalidMemoryFile(path, reason, line) for path, reason, line in rows)
 
-    def problem_paths(self) -> Iterator[str]:
-        """The paths of :meth:`problems`, without making a problem of each (for counting)."""
-        return (path for (path,) in self.db.execute("SELECT path FROM docs WHERE error IS NOT NULL"))
+    def problem_count(self, actor: str | None) -> int:
+        """How many of :meth:`problems` ``actor`` may hear about (None: all): those in another
+        user's personal folder left out, as ``store.files.others_folder`` decides, counted in
+        SQL over the partial index ``docs_error`` (thousands of rows at 100,000 memories cost
+        tens of milliseconds a read when each path came back to Python)."""
+        if actor is None:
+            return self.db.execute("SELECT count(*) FROM docs WHERE error IS NOT NULL").fetchone()[0]
+        users, mine = f"{MEMORIES}/user/", f"{MEMORIES}/user/{actor}/"
+        return self.db.execute(
+            "SELECT count(*) FROM docs WHERE error IS NOT NULL AND NOT (substr(path, 1, ?) = ? "
+            "AND instr(substr(path, ?), '/') > 0 AND substr(path, 1, ?) != ?)",
+            (len(users), users, len(users) + 1, len(mine), mine)).fetchone()[0]
 
     def status(self) -> dict:
         """Counts for ``index status``: memories, unreadable files, size in bytes, schema, and

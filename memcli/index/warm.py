@@ -1,20 +1,23 @@
-"""The warm model's socket: a long-lived process serves embeddings and semantic scores to the
-short-lived ones of the same workspace (SPEC.md section 8: "a Unix socket only its owner can open").
+"""The servers of a workspace's long-lived processes: one socket each, serving the short-lived
+processes of the same user (SPEC.md section 8: "a Unix socket only its owner can open");
+where the sockets are, who may use them and the client's ``ask``: ``index.sockets``.
 
-Where: ``<runtime>/memcli-<uid>/<key>.sock``, ``<runtime>`` being ``$XDG_RUNTIME_DIR`` when it
-is a folder of this user, else the system's temporary folder; the ``memcli-<uid>`` folder is
-made 0700 and refused unless this user owns it with no access for others; the socket is
-0600, and the server also checks the peer's uid (``SO_PEERCRED``) and closes any other.
-``<key>`` is a hash of the workspace's index file, so each workspace has its own socket.
+A :class:`Server` answers one JSON object on one line (at most ``MAX_LINE`` bytes) with one
+JSON line, then closes the connection. The request's first key that names one of its
+handlers picks the handler, which gets the whole request and returns the answer, so one
+process can serve several things by merging handler tables. The tables in use:
 
-The protocol: one JSON object on one line (at most ``MAX_LINE`` bytes), one JSON line
-back, then the server closes the connection.
+- the semantic model of an MCP server (``service.semantic.Warm``; :func:`model_handlers`),
+  at ``socket_path(index)``:
 
-- ``{"ping": true}`` -> ``{"model": model_id, "name": display name}``
-- ``{"embed": "text"}`` -> ``{"model": …, "vector": base64 of little-endian float32}``
-- ``{"search": "text", "query": {…}, "limit": n, "also": [ids]}`` -> ``{"model": …, "name": …,
-  "hits": [[id, score], …], "also": {id: score}}``: the query's filters (:func:`query_to_json`)
-  apply on the server's indexes, and the caller checks every id again on its own.
+  - ``{"ping": true}`` -> ``{"model": model_id, "name": display name}``
+  - ``{"embed": "text"}`` -> ``{"model": …, "vector": base64 of little-endian float32}``
+  - ``{"search": "text", "query": {…}, "limit": n, "also": [ids]}`` -> ``{"model": …, "name": …,
+    "hits": [[id, score], …], "also": {id: score}}``: the query's filters (:func:`query_to_json`)
+    apply on the server's indexes, and the caller checks every id again on its own;
+
+- the freshness watcher (``index.watcher``), at ``socket_path(index, "fresh")``:
+  ``{"ping": true}`` and ``{"fresh": true}`` (see there).
 
 Anything else, a line too long, bad JSON or a wrong type -> ``{"error": "..."}``. The server
 never blocks on a client: each connection has ``CLIENT_TIMEOUT`` seconds in its own thread.
@@ -27,47 +30,21 @@ from __future__ import annotations
 import json
 import os
 import socket
-import struct
-import tempfile
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from memcli.index import Query
+from memcli.index.sockets import MAX_LINE, ask, folder, mine, same_user, socket_path
 
-MAX_LINE = 65536
+__all__ = ["MAX_LINE", "Server", "ask", "folder", "model_handlers", "query_from_json", "query_to_json",
+           "socket_path"]
+
 CLIENT_TIMEOUT = 2.0
 #: The ``Query`` fields a search request carries, and how each is read back.
 _TEXT = ("text", "mode", "category", "tag", "subject", "path", "actor", "order")
 _TIMES = ("now", "created_after", "created_before", "updated_after", "updated_before")
-
-
-def folder() -> Path:
-    """The folder of this user's sockets (see the module docstring); created 0700 if missing."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) if runtime and _mine(Path(runtime)) else Path(tempfile.gettempdir())
-    return base / f"memcli-{os.getuid()}"
-
-
-def _mine(path: Path, private: bool = False) -> bool:
-    """Whether ``path`` is a real folder of this user (and, with ``private``, closed to everyone else)."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    import stat
-
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and (not private or info.st_mode & 0o077 == 0))
-
-
-def socket_path(index: Path) -> Path:
-    """The socket of the workspace whose index file is ``index``."""
-    import hashlib
-
-    key = hashlib.blake2b(str(Path(index).resolve()).encode(), digest_size=10).hexdigest()
-    return folder() / f"{key}.sock"
 
 
 def query_to_json(query: Query) -> dict:
@@ -122,23 +99,29 @@ def query_from_json(data: object) -> Query:
                  updated_before=moment("updated_before"), order=text("order") or "importance", actor=text("actor"))
 
 
+#: A request handler: the whole request in, the answer out (``{"error": …}`` for a refusal).
+#: It may raise ``ValueError`` (the answer is its message) or anything else (``failed``).
+Handler = Callable[[dict], dict]
+
+
 class Server:
-    """The socket server of a long-lived process.
+    """The socket server of a long-lived process (see the module docstring).
 
     Args:
         path: the socket (:func:`socket_path`).
-        handlers: ``"embed"`` -> ``f(text) -> (model_id, float32 bytes)``, ``"search"`` ->
-            ``f(text, Query, limit, also) -> dict`` and ``"ping"`` -> ``f() -> dict``.
+        handlers: request key -> :data:`Handler`; a request is answered by the handler of
+            its first key found here (:func:`model_handlers` makes the model's).
 
     Raises:
-        OSError: the folder is not this user's alone, or the socket cannot be bound.
+        OSError: the folder is not this user's alone, another live process serves ``path``,
+            or the socket cannot be bound.
     """
 
-    def __init__(self, path: Path, handlers: dict[str, Callable]) -> None:
+    def __init__(self, path: Path, handlers: dict[str, Handler]) -> None:
         self.path = path
         self.handlers = handlers
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _mine(path.parent, private=True):
+        if not mine(path.parent, private=True):
             raise OSError(f"{path.parent} is not a private folder of this user")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if path.exists() or path.is_symlink():
@@ -152,16 +135,28 @@ class Server:
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
+        info = os.lstat(path)
+        self._bound = (info.st_dev, info.st_ino)
         self.sock.listen(16)
         self.closed = threading.Event()
         self.thread = threading.Thread(target=self._serve, name="memcli-warm-socket", daemon=True)
         self.thread.start()
 
+    def owns(self) -> bool:
+        """Whether ``path`` is still the socket this server bound (another process may have
+        replaced it, taking this one for dead while it was stopped)."""
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self._bound
+
     def close(self) -> None:
-        """Stop serving and remove the socket file."""
+        """Stop serving and remove the socket file (only if it is still this server's)."""
         self.closed.set()
         try:
-            self.path.unlink(missing_ok=True)
+            if self.owns():
+                self.path.unlink(missing_ok=True)
         except OSError:
             pass
         try:
@@ -180,7 +175,7 @@ class Server:
     def _answer(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(CLIENT_TIMEOUT)
-            if not _same_user(conn):
+            if not same_user(conn):
                 return  # closed without a word: only the owner may talk to it
             line = _read_line(conn)
             reply = self._reply(line)
@@ -197,42 +192,56 @@ class Server:
             request = json.loads(line)
         except (ValueError, UnicodeDecodeError):
             return {"error": "not JSON"}
-        if not isinstance(request, dict) or len(request) > 4:
-            return {"error": "send an object with one of: ping, embed, search"}
+        handler = next((self.handlers[key] for key in request if key in self.handlers), None) \
+            if isinstance(request, dict) and len(request) <= 4 else None
+        if handler is None:
+            return {"error": f"send an object with one of: {', '.join(self.handlers)}"}
         try:
-            if request.get("ping") is True and "ping" in self.handlers:
-                return self.handlers["ping"]()
-            text = request.get("embed")
-            if isinstance(text, str) and "embed" in self.handlers:
-                import base64
-
-                model, data = self.handlers["embed"](text)
-                return {"model": model, "vector": base64.b64encode(data).decode()}
-            text = request.get("search")
-            if isinstance(text, str) and "search" in self.handlers:
-                query = query_from_json(request.get("query"))
-                limit = request.get("limit", 50)
-                also = request.get("also", [])
-                if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-                    return {"error": "limit must be 1 to 1000"}
-                if not isinstance(also, list) or len(also) > 1000 or not all(isinstance(i, str) for i in also):
-                    return {"error": "also must be a list of ids"}
-                return self.handlers["search"](text, query, limit, also)
+            return handler(request)
         except ValueError as err:
             return {"error": str(err)[:200]}
-        except Exception as err:  # noqa: BLE001 - a failing model never takes the server down
+        except Exception as err:  # noqa: BLE001 - a failing handler never takes the server down
             return {"error": f"failed: {type(err).__name__}"}
-        return {"error": "send an object with one of: ping, embed, search"}
 
 
-def _same_user(conn: socket.socket) -> bool:
-    """Whether the peer runs as this user (Linux ``SO_PEERCRED``; elsewhere the folder's 0700 decides)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return True
-    creds = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    _, uid, _ = struct.unpack("3i", creds)
-    return uid == os.getuid()
+def model_handlers(ping: Callable[[], dict], embed: Callable[[str], tuple[str, bytes]],
+                   search: Callable[[str, Query, int, list[str]], dict]) -> dict[str, Handler]:
+    """The handlers of the semantic model's requests (the module docstring) around its callables.
+
+    Args:
+        ping: ``f() -> dict``: what the model is.
+        embed: ``f(text) -> (model_id, little-endian float32 bytes)``.
+        search: ``f(text, Query, limit, also ids) -> dict``.
+    """
+
+    def pinged(request: dict) -> dict:
+        if request.get("ping") is not True:
+            raise ValueError("ping must be true")
+        return ping()
+
+    def embedded(request: dict) -> dict:
+        text = request.get("embed")
+        if not isinstance(text, str):
+            raise ValueError("embed must be a string")
+        import base64
+
+        model, data = embed(text)
+        return {"model": model, "vector": base64.b64encode(data).decode()}
+
+    def searched(request: dict) -> dict:
+        text = request.get("search")
+        if not isinstance(text, str):
+            raise ValueError("search must be a string")
+        query = query_from_json(request.get("query"))
+        limit = request.get("limit", 50)
+        also = request.get("also", [])
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise ValueError("limit must be 1 to 1000")
+        if not isinstance(also, list) or len(also) > 1000 or not all(isinstance(i, str) for i in also):
+            raise ValueError("also must be a list of ids")
+        return search(text, query, limit, also)
+
+    return {"ping": pinged, "embed": embedded, "search": searched}
 
 
 def _read_line(conn: socket.socket) -> bytes | None:
@@ -251,43 +260,3 @@ def _read_line(conn: socket.socket) -> bytes | None:
 def _answers(path: Path) -> bool:
     """Whether a server answers at ``path`` now (a leftover socket file of a dead process does not)."""
     return ask(path, {"ping": True}, 0.2) is not None
-
-
-def ask(path: Path, request: dict, budget: float) -> dict | None:
-    """Send ``request`` to the server at ``path`` and return its answer, or None on any failure
-    (no server, not this user's folder or a server of another user (``SO_PEERCRED``, checked
-    before anything is sent), a timeout after ``budget`` seconds in all, an error answer).
-
-    Never raises, and costs one ``stat`` when no server runs.
-    """
-    import time
-
-    started = time.monotonic()
-    try:
-        if not _mine(path.parent, private=True):
-            return None
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    except OSError:
-        return None
-    try:
-        sock.settimeout(max(0.001, budget))
-        sock.connect(str(path))
-        if not _same_user(sock):  # a socket another user serves (root planted it, say): never ask it
-            return None
-        sock.sendall(json.dumps(request, separators=(",", ":")).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            left = budget - (time.monotonic() - started)
-            if left <= 0:
-                return None
-            sock.settimeout(left)
-            chunk = sock.recv(1 << 20)
-            if not chunk:
-                break
-            data += chunk
-        reply = json.loads(data)
-        return reply if isinstance(reply, dict) and "error" not in reply else None
-    except (OSError, ValueError):
-        return None
-    finally:
-        sock.close()

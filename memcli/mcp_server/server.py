@@ -268,9 +268,6 @@ def build(settings: Settings) -> MemcliServer:
     from memcli.service.semantic import Warm
 
     tools.warm = Warm(settings.workspace, settings.actor).start()  # reads [search] semantic itself
-    from memcli.index import fresh
-
-    fresh.set_walker(fresh.Walker().kick)  # the walk a call owes runs in this process, not in a child
 
     @server.tool(annotations=READ, description=(
         "Search the long-term memory of this project and person. Call it before deciding something a past "

@@ -3,8 +3,8 @@
 Each call gets its own service context (``Ctx.again``) over what the server keeps between
 calls: the workspace, its configuration (read again when ``memcli.toml`` changes), the
 actor and the opened index. The index is brought in step before every call as for any
-read (``memcli.index.fresh``, docs/search.md "Freshness": folder mtimes on the call's path,
-the full walk in a background thread after it), so a file edited or deleted by hand, a
+read (``memcli.index.fresh``, docs/search.md "Freshness": the store's watcher process asked
+on the call's path, or without one folder mtimes and the full walk after it), so a file edited or deleted by hand, a
 ``git pull`` or a ``memcli`` command run meanwhile is seen within the same bound as the CLI,
 and the server's own writes at once. Writes go through ``service.write`` (the same six gates and the
 same workspace lock as the CLI) with ``sourceType: model_derived``.
@@ -208,8 +208,9 @@ class Tools:
         return ctx, allowed
 
     def _call(self, work: Callable[[Ctx, list[str]], _T]) -> _T:
-        """Run ``work(ctx, allowed)`` in the call's context; then record the read and ask the
-        background thread for the walk it owes (``index.fresh.run_after_answer``)."""
+        """Run ``work(ctx, allowed)`` in the call's context; then record the read and, when the
+        store's watcher did not answer, start the walk it owes (``index.fresh.run_after_answer``:
+        a detached process that stays as the watcher)."""
         with self._mutex:
             ctx, allowed = self._open()
             try:

@@ -162,14 +162,14 @@ class Warm:
 
     def _serve(self, ctx: Ctx) -> None:
         from memcli.index.db import INDEX_NAME
-        from memcli.index.warm import Server, socket_path
+        from memcli.index.warm import Server, model_handlers, socket_path
 
         path = socket_path(ctx.ws.cache / INDEX_NAME)
         with self.serving:  # a close() (SIGTERM) while the model loaded: no socket left behind
             if self.stop.is_set():
                 return
             try:
-                self.server = Server(path, {"ping": self._ping, "embed": self._embed, "search": self._search})
+                self.server = Server(path, model_handlers(self._ping, self._embed, self._search))
             except OSError as err:
                 _log().info("memcli: not serving the model to hooks: %s", err)
 
