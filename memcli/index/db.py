@@ -864,14 +864,21 @@ class IndexDB:
         self.db.execute("COMMIT")
 
     def refresh(self, paths: list[Path]) -> None:
-        """Re-index files memcli has just written (or deleted) and patch the snapshot.
+        """Re-index files memcli has just written (or deleted) and mark them racy.
 
         Called after a write under the workspace lock, when the index was synced just
-        before it: the next command then finds the snapshot equal to its walk and reads
-        nothing. On any database error the snapshot is dropped, so the next command
-        does a full comparison instead; it never raises.
+        before it. The files become racy in the folder state (``memcli.index.fresh``): the
+        next read hashes them again, it does not compare every row. The snapshot (what a
+        full walk compares with) is patched only for a store small enough that every read
+        walks it whole (``FolderState.inline``); in a larger one the next full walk, which
+        runs after a read has answered, finds these paths' ``stat`` differ from the
+        snapshot and compares only their rows. On any database error the snapshot is
+        dropped, so the next walk compares every row instead; it never raises.
         """
-        snapshot = self._snapshot()
+        from memcli.index import fresh
+
+        state = fresh.load_state(self.path, self.generation)
+        snapshot = self._snapshot() if state is None or state.inline else None
         if snapshot is not None:
             snapshot = dict(snapshot)  # patched below; the kept one stays as the file holds it
         try:
@@ -893,19 +900,14 @@ class IndexDB:
         except (sqlite3.Error, OSError):
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
-            snapshot = None
-        if snapshot is None:
             self.snapshot_path.unlink(missing_ok=True)
-        else:
+            return
+        if snapshot is not None:
             self._save_snapshot(snapshot)
-        from memcli.index import fresh
-
-        state = fresh.load_state(self.path, self.generation)
         if state is not None:  # hashed just now: the next reads hash them again until they settle
             state.racy = sorted({*state.racy, *(str(p) for p in paths if p.exists())})
             fresh.save_state(self.path, state)
-        if snapshot is not None:  # re-indexed: a watch's events on them are no change to walk for
-            fresh.note_written(paths)
+        fresh.note_written(paths)  # re-indexed: a watch's events on them are no change to walk for
 
     def _note_change(self, kind: str, files: int) -> None:
         """Remember, inside the open transaction, when the index last changed and how many

@@ -374,7 +374,7 @@ def index_rebuild(ctx: Ctx, progress: Callable[[int, int], None] | None = None) 
     with ctx.ws.lock():
         with _build_lock(ctx.ws.cache / BUILD_LOCK, wait):  # no build is half-way through the old file
             remove_index(ctx.ws.cache / INDEX_NAME)
-        catalog = ctx.catalog(refresh=True, progress=progress, wait=wait)
+        catalog = ctx.catalog(refresh=True, progress=progress, wait=wait, full=True)
     return _status(ctx, catalog)
 
 

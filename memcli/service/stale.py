@@ -179,10 +179,11 @@ def code_of(ctx: Ctx) -> tuple[Path, str | None] | None:
     if ctx.ws.config.kind != "project":
         return None
     from memcli.errors import GitFailed
-    from memcli.git.code import code_of as find
+    from memcli.git.code import code_from
 
     try:
-        found = find(ctx.ws.root)
+        repo = ctx.history()  # the command's, opened once: its first git call asked for both folders
+        found = code_from(repo.common_dir, repo.toplevel())
     except GitFailed:
         return None
     if found is not None:

@@ -187,11 +187,12 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
     from memcli.service import journal
 
     repo = ctx.history() if ctx.ws.config.autocommit else None
+    branch = None
     if repo is not None:
         done = journal.recover(ctx, repo)  # a write killed earlier: completed or rolled back first
         if done:
             ctx.warnings.append(done)
-        gitcommit.check_state(repo)  # before any file is touched
+        branch = gitcommit.check_state(repo)  # before any file is touched
         if not GIT_YEARS[0] <= ctx.now.year <= GIT_YEARS[1]:
             raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside the years git can record "
                                    f"({GIT_YEARS[0]}-{GIT_YEARS[1]}); nothing was written", hint="check $MEMCLI_NOW")
@@ -220,7 +221,7 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
             commit = repo.commit(list(writes), message or _message(ctx, op, memories, related, trailers, with_text),
                                  actor=ctx.actor, timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now),
                                  on_commit=lambda new, checksum: journal.mark(ctx, new, checksum),
-                                 split_index=unshared_index(ctx.ws.root, ctx.ws.config.kind))
+                                 split_index=unshared_index(ctx.ws.root, ctx.ws.config.kind), branch=branch)
     except BaseException:
         _restore(backups)  # raises if a file cannot be put back: the record then stays for the next write
         journal.clear(ctx)  # every file as it was: nothing is left to roll back
@@ -746,27 +747,40 @@ def _one_store_batch(ctx: Ctx, op: str, items: Sequence[tuple[str, WriteOptions]
 def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: str | None) -> list[str]:
     """Mark what ``memory`` replaces as superseded: its ``supersedes`` list and the subject holder.
 
+    The index finds the candidates; each is then read from disk (``Ctx.load``), since a write
+    checks the folders, not every file (docs/search.md, "Freshness"): one edited in place
+    since the last full walk that is no longer active, or no longer holds the subject, is
+    left alone.
+
     Raises:
         SubjectConflict: another active memory holds the subject and the policy is ``fail``.
         InvalidMemoryFile: a file to rewrite no longer parses (memcli never rewrites it).
     """
     policy = on_conflict or ctx.ws.config.on_conflict
     catalog = ctx.catalog()
-    targets = {m.id: m for ref in memory.supersedes for m in catalog.by_prefix(ref)
-               if m.id == ref and m.status == "active"}
+    found = {m.id: m for ref in memory.supersedes for m in catalog.by_prefix(ref)
+             if m.id == ref and m.status == "active"}
     if memory.subject:
-        for other in catalog.active_with_subject(memory.scope, memory.subject):
-            if other.id == memory.id or other.id in targets:
-                continue
-            if policy == "fail":
-                raise SubjectConflict(f"{other.id} already holds subject {memory.subject!r} in {memory.scope}",
-                                      hint=f"supersede it with `memcli supersede {other.id} TEXT`, "
-                                           "or pass --on-conflict supersede")
-            targets[other.id] = other
+        found.update((m.id, m) for m in catalog.active_with_subject(memory.scope, memory.subject)
+                     if m.id != memory.id and m.id not in found)
+    subject = (memory.subject or "").casefold()
+    targets: list[Loaded] = []
+    for candidate in found.values():
+        item = ctx.load(candidate)  # from disk: the index may not have seen an edit in place yet
+        held = item.memory
+        named = candidate.id in memory.supersedes
+        if held.status != "active" or not named and (held.scope != memory.scope
+                                                     or (held.subject or "").casefold() != subject):
+            continue
+        if not named and policy == "fail":
+            raise SubjectConflict(f"{held.id} already holds subject {memory.subject!r} in {memory.scope}",
+                                  hint=f"supersede it with `memcli supersede {held.id} TEXT`, "
+                                       "or pass --on-conflict supersede")
+        targets.append(item)
     changed = []
-    for target in targets.values():
-        item = ctx.load(target)
-        links = [*item.memory.superseded_by, memory.id]
+    for item in targets:
+        target = item.memory
+        links = [*target.superseded_by, memory.id]
         writes[item.file] = rewrite(item, {"status": "superseded", "supersededBy": links, "updatedAt": ctx.now})
         if target.id not in memory.supersedes:
             memory.supersedes.append(target.id)
