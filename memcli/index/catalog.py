@@ -284,6 +284,7 @@ class IndexCatalog:
         def on_index() -> dict[str, str]:
             from memcli.index.db import NORM_SQL
 
+            self.index.duplicate_index()  # the texts from a covering index, not the rows
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
             sql = f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}"
             args: tuple = (scope,)
