@@ -215,11 +215,13 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     settings = _settings(repo)
     if any("\n" in r or "\0" in r for r in rels):
         raise GitFailed("a path to commit holds a line break; nothing was committed")
-    from memcli.git.signatures import SIGNING_HINT, signing_args
-
     ssh = bool(getattr(repo, "sign_ssh", False))  # the store signs its commits: [review] signing = "ssh"
     sign = ssh or settings.get("commit.gpgsign", "").lower() in TRUE
-    pre, _ = signing_args(ssh)
+    pre: list[str] = []
+    if ssh:  # only then: memcli.git.signatures imports tempfile and dataclasses
+        from memcli.git.signatures import signing_args
+
+        pre, _ = signing_args(ssh)
     lock = _take_lock(repo, timeout)
     next_index = _temp_index(repo, "next")
     listed = b"".join(os.fsencode(r) + b"\0" for r in rels)
@@ -227,9 +229,7 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     try:
         shared = repo.index_path()
         if shared.exists():
-            import shutil
-
-            shutil.copyfile(shared, next_index)
+            _copy(shared, next_index)
         split = ("-c", "core.splitIndex=true") if split_index else ()
         _plumb(repo, *split, "update-index", "-z", "--add", "--remove", "--stdin", index=next_index, input=listed)
         if not next_index.exists():  # no index yet and nothing to add: git wrote none
@@ -242,6 +242,8 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
             new = _plumb(repo, *args, input=message.encode(), env=env).decode().strip()
         except GitFailed as err:
             if ssh and any(s in err.message for s in ("signingkey", "signing", "load public key", "sign")):
+                from memcli.git.signatures import SIGNING_HINT
+
                 raise GitFailed(f"git could not sign the commit: {err.message}", hint=SIGNING_HINT) from None
             if not any(s in err.message for s in ("identity unknown", "tell me who you are", "auto-detect",
                                                   "empty ident")):
@@ -267,6 +269,21 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
                 interrupts.release()
         next_index.unlink(missing_ok=True)
         Path(f"{next_index}.lock").unlink(missing_ok=True)
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Copy the bytes of ``source`` to a new ``target`` (``shutil.copyfile`` without importing
+    shutil, which brings bz2 and lzma: a few ms of every commit).
+
+    Raises:
+        OSError: either file cannot be opened, read or written.
+    """
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        while True:
+            chunk = src.read(1 << 20)
+            if not chunk:
+                break
+            dst.write(chunk)
 
 
 #: git's spellings of a true boolean (``git-config(1)``, "Values").

@@ -347,18 +347,29 @@ def reading_order(path: str, reader: str) -> int:
     return 1
 
 
-def _same_as(known: tuple | None) -> str | None:
-    """The hash a changed file may still have for its row to be kept as it is (only its time
-    recorded), or None: no row, or one whose ``createdAt`` came from the file's time."""
-    return known[2] if known is not None and not _dated_by_mtime(known) else None
+#: What lets :func:`read_row` keep a row without parsing its file: ``(hash, created, changed_ns,
+#: size)`` of the row; ``created`` is its ``createdAt`` (seconds) when that may be the file's
+#: modification time (:func:`_dated_by_mtime`), else None.
+Same = tuple[str, float | None, int, int]
 
 
-def read_row(files: MemoryFiles, path: str, same: str | None) -> tuple:
+def _same_as(known: tuple | None) -> Same | None:
+    """How a changed file must still be for its row to be kept as it is (only its time
+    recorded): the row's hash; and, when the row's ``createdAt`` may be the file's
+    modification time, either that time (whole seconds, what a parse takes it from) or the
+    row's ``stat`` (the file's ``ctime`` did not move, so neither did its mtime: the racy
+    re-hash of a file just indexed, as the folder check does it). None: no row."""
+    if known is None:
+        return None
+    return known[2], (known[3] if _dated_by_mtime(known) else None), known[0], known[1]
+
+
+def read_row(files: MemoryFiles, path: str, same: Same | None) -> tuple:
     """Read, hash and parse one changed file, touching no database (a build worker runs it).
 
     Args:
         path: workspace-relative, ``/`` separated.
-        same: a hash: when the file still has it, it is not parsed (``("same", ...)``).
+        same: see :func:`_same_as`: when the file still matches it, it is not parsed (``("same", ...)``).
 
     Returns:
         ``("gone",)``; ``("unreadable", changed_ns, size, reason)``; ``("same", changed_ns,
@@ -375,7 +386,8 @@ def read_row(files: MemoryFiles, path: str, same: str | None) -> tuple:
         return ("unreadable", info.st_ctime_ns, info.st_size, err.reason)
     read_ns = time.time_ns()
     digest = file_hash(data)
-    if same is not None and digest == same:
+    if same is not None and digest == same[0] and (same[1] is None or int(info.st_mtime) == same[1]
+                                                  or (info.st_ctime_ns, info.st_size) == same[2:]):
         return ("same", info.st_ctime_ns, info.st_size, digest, read_ns)
     return parse_row(files, path, data, info, digest, read_ns)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,7 +22,6 @@ RULES = Path(__file__).parent / "words" / "pointers.toml"
 MAX_EACH = 20
 
 
-@dataclass
 class Pointers:
     """The names one memory points at.
 
@@ -34,11 +32,26 @@ class Pointers:
         commands: the commands as written, spaces normalised (``make e2e``, ``npm run build``,
             ``just lint``, ``pnpm test``): a make target, a just recipe, or a package.json
             script (npm, pnpm, yarn, bun); the target is the last word.
+        A list left None becomes a fresh empty list. (A plain class: a write anchors its memory
+        with it, and ``dataclasses`` costs a write about 10 ms to import.)
     """
 
-    files: list[str] = field(default_factory=list)
-    identifiers: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
+    __slots__ = ("files", "identifiers", "commands")
+
+    def __init__(self, files: list[str] | None = None, identifiers: list[str] | None = None,
+                 commands: list[str] | None = None) -> None:
+        self.files = [] if files is None else files
+        self.identifiers = [] if identifiers is None else identifiers
+        self.commands = [] if commands is None else commands
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Pointers and (self.files, self.identifiers, self.commands) == \
+            (other.files, other.identifiers, other.commands)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Pointers(files={self.files!r}, identifiers={self.identifiers!r}, commands={self.commands!r})"
 
     def empty(self) -> bool:
         """True when the memory points at nothing."""

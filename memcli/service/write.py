@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -37,37 +36,72 @@ if TYPE_CHECKING:
     from memcli.policy.review import Identity
 
 
-@dataclass
 class WriteOptions:
-    """Options of a new memory (``remember``, ``supersede``). Unset values take defaults."""
+    """Options of a new memory (``remember``, ``supersede``). Unset values take defaults.
 
-    scope: str | None = None
-    category: str | None = None
-    subject: str | None = None
-    importance: int | None = None
-    pinned: bool | None = None
-    tags: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-    ttl: str | None = None
-    expire_at: str | None = None
-    source_type: str = "user_said"
-    run_id: str | None = None
-    idempotency_key: str | None = None
-    on_conflict: str | None = None
-    source: str | None = None  # provenance: the file it was taken from (``import``)
-    line: int | None = None  # provenance: its 1-based line in that file
-    sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
-    allow_secret: list[str] = field(default_factory=list)  # secret kinds a person let through (CLI only)
-    actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
-    cross_project: bool = False  # a personal memory for every workspace (``remember --all-projects``)
-    memory_id: str | None = None  # the id to give it, chosen by the caller (``import``: the ids its dry run shows)
-    review: bool = False  # hold it for review whatever its scope (an agent's own proposal; ``share``)
-    deny: list[str] = field(default_factory=list)  # guard patterns (``memcli.guards``): calls the hooks deny
-    ask: list[str] = field(default_factory=list)  # … calls the hooks ask the person about
-    warn: list[str] = field(default_factory=list)  # … calls let through and counted as violations
+    Plain classes here, not dataclasses: ``dataclasses`` and the ``inspect`` it imports
+    cost every write about 10 ms (issue 21 point 3).
+
+    Attributes:
+        source, line: provenance: the file a memory was taken from (``import``), its 1-based line.
+        sha256: provenance: the hex SHA-256 of that file (``compact --transcript``).
+        allow_secret: secret kinds a person let through (CLI only).
+        actor: the provenance actor when it is not the person (the agent of an MCP client).
+        cross_project: a personal memory for every workspace (``remember --all-projects``).
+        memory_id: the id to give it, chosen by the caller (``import``: the ids its dry run shows).
+        review: hold it for review whatever its scope (an agent's own proposal; ``share``).
+        deny, ask, warn: guard patterns (``memcli.guards``): calls the hooks deny, ask the
+            person about, or let through and count as violations.
+        The others are ``remember``'s options of the same names. A list left None becomes a
+        fresh empty list.
+    """
+
+    __slots__ = ("scope", "category", "subject", "importance", "pinned", "tags", "paths", "ttl", "expire_at",
+                 "source_type", "run_id", "idempotency_key", "on_conflict", "source", "line", "sha256",
+                 "allow_secret", "actor", "cross_project", "memory_id", "review", "deny", "ask", "warn")
+
+    def __init__(self, scope: str | None = None, category: str | None = None, subject: str | None = None,
+                 importance: int | None = None, pinned: bool | None = None, tags: list[str] | None = None,
+                 paths: list[str] | None = None, ttl: str | None = None, expire_at: str | None = None,
+                 source_type: str = "user_said", run_id: str | None = None, idempotency_key: str | None = None,
+                 on_conflict: str | None = None, source: str | None = None, line: int | None = None,
+                 sha256: str | None = None, allow_secret: list[str] | None = None, actor: str | None = None,
+                 cross_project: bool = False, memory_id: str | None = None, review: bool = False,
+                 deny: list[str] | None = None, ask: list[str] | None = None, warn: list[str] | None = None) -> None:
+        self.scope = scope
+        self.category = category
+        self.subject = subject
+        self.importance = importance
+        self.pinned = pinned
+        self.tags = [] if tags is None else tags
+        self.paths = [] if paths is None else paths
+        self.ttl = ttl
+        self.expire_at = expire_at
+        self.source_type = source_type
+        self.run_id = run_id
+        self.idempotency_key = idempotency_key
+        self.on_conflict = on_conflict
+        self.source = source
+        self.line = line
+        self.sha256 = sha256
+        self.allow_secret = [] if allow_secret is None else allow_secret
+        self.actor = actor
+        self.cross_project = cross_project
+        self.memory_id = memory_id
+        self.review = review
+        self.deny = [] if deny is None else deny
+        self.ask = [] if ask is None else ask
+        self.warn = [] if warn is None else warn
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is WriteOptions and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: as a dataclass
+
+    def __repr__(self) -> str:
+        return f"WriteOptions({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
 
 
-@dataclass
 class WriteResult:
     """What a write did.
 
@@ -80,17 +114,27 @@ class WriteResult:
         commit: the commit hash, or None (no-op, or ``autocommit = false``).
         message: one line for a person.
         gates: each gate and what it said, in order.
+        warnings: lines for stderr (near duplicates, possible conflicts).
+        A list left None becomes a fresh empty list.
     """
 
-    op: str
-    memory: Memory
-    outcome: str
-    message: str
-    gate: str | None = None
-    changed: list[str] = field(default_factory=list)
-    commit: str | None = None
-    gates: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("op", "memory", "outcome", "message", "gate", "changed", "commit", "gates", "warnings")
+
+    def __init__(self, op: str, memory: Memory, outcome: str, message: str, gate: str | None = None,
+                 changed: list[str] | None = None, commit: str | None = None,
+                 gates: list[tuple[str, str]] | None = None, warnings: list[str] | None = None) -> None:
+        self.op = op
+        self.memory = memory
+        self.outcome = outcome
+        self.message = message
+        self.gate = gate
+        self.changed = [] if changed is None else changed
+        self.commit = commit
+        self.gates = [] if gates is None else gates
+        self.warnings = [] if warnings is None else warnings
+
+    def __repr__(self) -> str:
+        return f"WriteResult({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
         """JSON-ready form."""
@@ -487,9 +531,9 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
 
 
 def _anchor(ctx: Ctx, text: str, paths: list[str]) -> dict[str, Any] | None:
-    """The new memory's ``anchor`` (``service.stale.anchor_for``): the code commit it is
+    """The new memory's ``anchor`` (``service.anchor.anchor_for``): the code commit it is
     written against, found once per command and store."""
-    from memcli.service.stale import anchor_for
+    from memcli.service.anchor import anchor_for
 
     return anchor_for(ctx, text, paths)
 
@@ -515,7 +559,6 @@ def check_session_owner(ctx: Ctx, scope: str) -> None:
                              hint=f"write to your own session or to user:{ctx.actor}")
 
 
-@dataclass
 class Batch:
     """Writes gathered under one lock and committed once (``remember`` is a batch of one).
 
@@ -524,8 +567,11 @@ class Batch:
         added: memories this batch creates, so later items see them as duplicates.
     """
 
-    writes: dict[Path, bytes] = field(default_factory=dict)
-    added: list[Memory] = field(default_factory=list)
+    __slots__ = ("writes", "added")
+
+    def __init__(self) -> None:
+        self.writes: dict[Path, bytes] = {}
+        self.added: list[Memory] = []
 
 
 def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None, batch: Batch) -> WriteResult:
@@ -958,7 +1004,7 @@ def confirm(ctx: Ctx, refs: list[str]) -> WriteResult:
             repository (the person's own store, a store outside git).
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
-    from memcli.service.stale import anchor_for
+    from memcli.service.anchor import anchor_for
 
     _person_only("confirm a memory against the code")
     if not refs:
