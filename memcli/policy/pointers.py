@@ -65,15 +65,17 @@ class Pointers:
 
 @lru_cache(maxsize=1)
 def _rules() -> dict:
+    from memcli.text.recache import compiled  # once per machine: compiling them cost every anchored write ~10 ms
+
     data = tomllib.loads(RULES.read_text(encoding="utf-8"))
     files, names, commands = data["files"], data["identifiers"], data["commands"]
     return {
         "extensions": frozenset(e.lower() for e in files["extensions"]),
         "names": frozenset(files["names"]),
-        "file": [re.compile(files[k]) for k in ("url", "path", "name", "dotfile")],
-        "identifier": [re.compile(names[k]) for k in ("backticked", "camel", "snake", "call")],
+        "file": [compiled(files[k]) for k in ("url", "path", "name", "dotfile")],
+        "identifier": [compiled(names[k]) for k in ("backticked", "camel", "snake", "call")],
         "ignore": frozenset(names["ignore"]),
-        "command": [(tool, re.compile(commands[tool])) for tool in ("make", "just", "npm", "short")],
+        "command": [(tool, compiled(commands[tool])) for tool in ("make", "just", "npm", "short")],
         "builtins": frozenset(commands["builtins"]),
     }
 
