@@ -7,7 +7,8 @@ takes the same steps git's own ``commit --only`` takes, with git's plumbing, and
 writes the shared index but by one atomic rename:
 
 1. refuse a repository in the middle of something (:func:`check_state`): a detached
-   HEAD (``symbolic-ref``, which names the branch to commit to), or a rebase, ``am``,
+   HEAD (the worktree's ``HEAD`` file names the branch to commit to, as git's files backend
+   keeps it; ``git symbolic-ref`` when that file cannot say plainly), or a rebase, ``am``,
    merge, cherry-pick, revert or bisect in progress, found by the files git itself looks
    for (``wt-status.c``: ``rebase-merge``, ``rebase-apply``, ``MERGE_HEAD``,
    ``CHERRY_PICK_HEAD``, ``REVERT_HEAD``, ``sequencer``, ``BISECT_LOG``), located with
@@ -41,6 +42,7 @@ undoes either from that record. Commits made here run no hooks, like ``--no-veri
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -78,12 +80,40 @@ def check_state(repo: GitRepo) -> str:
             bisect in progress; the hint names git's command to finish or abort it.
     """
     check_markers(repo)
+    branch = _head_file_branch(repo)
+    if branch is not None:
+        return branch
     status, out, _ = repo.raw("symbolic-ref", "-q", "HEAD")
     if status != 0:
         raise UnsafeGitState(f"HEAD is detached in {repo.toplevel()} (no branch is checked out): "
                              "a commit there would be lost at the next checkout; nothing was written",
                              hint="check out a branch first (`git switch BRANCH`), then retry")
     return out.decode().strip()
+
+
+#: A branch name read from the ``HEAD`` file is used only when it is this plain (ASCII, no
+#: component starting with a dot or ending with ``.lock``, no ``..``); anything else is asked of git.
+_PLAIN_BRANCH = re.compile(r"refs/heads/(?!.*\.\.)(?!.*//)(?!.*/\.)(?!\.)[A-Za-z0-9_./-]*[A-Za-z0-9_-](?<!\.lock)")
+
+
+def _head_file_branch(repo: GitRepo) -> str | None:
+    """The branch ``HEAD`` names, read from the worktree's ``HEAD`` file as git's files backend
+    keeps it (``ref: refs/heads/NAME``: what ``git symbolic-ref -q HEAD`` answers, without a
+    process); None when that file cannot say it plainly (a detached ``HEAD``, the reftable
+    backend, whose ``HEAD`` file is a stub, an unusual name): the caller asks git."""
+    if (repo.common_dir / "reftable").exists():
+        return None
+    try:
+        text = (repo.git_dir / "HEAD").read_bytes()
+    except OSError:
+        return None
+    if not text.startswith(b"ref: ") or not text.endswith(b"\n"):
+        return None
+    try:
+        name = text[5:-1].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    return name if _PLAIN_BRANCH.fullmatch(name) else None
 
 
 def check_markers(repo: GitRepo) -> None:
