@@ -59,12 +59,6 @@ class ScanMemo:
 
         try:
             self.db = sqlite3.connect(str(folder / MEMO_FILE), timeout=0.5, isolation_level=None)
-            try:  # WAL, synchronous NORMAL: a write's new entry costs no fsync (about four before, in
-                # every remember); a power loss may lose the last entries, never corrupt the file
-                self.db.execute("PRAGMA journal_mode = WAL")
-                self.db.execute("PRAGMA synchronous = NORMAL")
-            except sqlite3.Error:  # a read-only folder: read the memo as it is
-                pass
             self.db.execute("CREATE TABLE IF NOT EXISTS scan (digest BLOB PRIMARY KEY, spans TEXT NOT NULL)")
         except sqlite3.Error:
             self.db = None
