@@ -123,12 +123,13 @@ def series(cmd, cwd: Path, env: dict[str, str], repeat: int, before=None, stdin=
 
 
 def paired(cmd, ref_cmd, cwd: Path, env: dict[str, str], repeat: int, before=None, stdin=None,
-           ref_before=None) -> tuple[Stats, Stats]:
+           ref_before=None, after=None) -> tuple[Stats, Stats]:
     """A command and its reference in alternating runs (one warm-up each, then ``repeat`` of
     each, the order swapped every round), so the load of a shared machine falls on both alike.
 
     ``cmd``, ``before`` and ``stdin`` are as for :func:`series`; ``ref_cmd`` and ``ref_before``
-    the reference's. Returns (the command's :class:`Stats`, the reference's).
+    the reference's; ``after(i)`` (untimed) runs after each run of the command (:func:`settle`).
+    Returns (the command's :class:`Stats`, the reference's).
     """
     runs: dict[bool, list[tuple[float, int, str, int, float]]] = {True: [], False: []}
     for i in range(repeat + 1):
@@ -138,7 +139,35 @@ def paired(cmd, ref_cmd, cwd: Path, env: dict[str, str], repeat: int, before=Non
                 hook(i)
             data = (stdin(i) if callable(stdin) else stdin) if mine else None
             runs[mine].append(run_once(argv(i) if callable(argv) else argv, cwd, env, data))
+            if mine and after is not None:
+                after(i)
     return _stats(runs[True]), _stats(runs[False])
+
+
+def settle(ws: Path, timeout: float = 60.0) -> float:
+    """Wait, untimed, until no process holds the workspace's index build lock: the full walk a
+    write (or read) starts in the background once it has answered (docs/search.md,
+    "Freshness") then no longer loads the next measured run, of memcli or of its reference.
+    Returns the seconds waited (0.0 when the lock was free or there is none)."""
+    import fcntl
+
+    try:
+        fd = os.open(ws / ".cache" / "index.lock", os.O_RDWR)
+    except OSError:
+        return 0.0
+    start = time.perf_counter()
+    try:
+        while time.perf_counter() - start < timeout:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                time.sleep(0.005)
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            break
+    finally:
+        os.close(fd)
+    return time.perf_counter() - start
 
 
 def _stats(runs: list[tuple[float, int, str, int, float]]) -> Stats:
@@ -372,11 +401,15 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool, r
     rng = random.Random(size)
     git_commit = lambda i: ["sh", "-c", f"git add -- {REF_FILE} && git -c user.name=bench -c "  # noqa: E731
                             f"user.email=bench@example.invalid commit -q -m 'reference {i}' -- {REF_FILE}"]
+    waits: list[float] = []
     mem, git_ref = paired(lambda i: [memcli, "remember", remember_text(size, i, rng)], git_commit, ws, env, repeat,
                           ref_before=lambda i: (ws / REF_FILE).write_text(f"run {i} {time.time()}\n",
-                                                                          encoding="utf-8"))
+                                                                          encoding="utf-8"),
+                          after=lambda i: waits.append(settle(ws)))
     add(GIT_REF, "ref", git_ref)
     add("remember (with commit)", "remember", mem, ref=git_ref, ref_name=GIT_REF)
+    print(f"  (after each remember, untimed: its background walk ended {statistics.median(waits):.3f} s after "
+          "its exit, median)", flush=True)
 
     touch, restore = file_toucher(ws)
     sync_cmd = [memcli, "index", "status"] if has_index else [memcli, "recall", NO_MATCH]

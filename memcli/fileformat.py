@@ -275,6 +275,9 @@ def _load_fast(source: str) -> dict | None:
     """The read-only path: PyYAML's C loader with memcli's YAML rules (``memcli.yamlfast``),
     about 3x faster than ruamel's; None when it does not vouch for the text (a tab, a
     duplicate key, any error...), which the round-trip reading then explains."""
+    known = _WRITTEN.get(source)
+    if known is not None:  # written by this process just now (render_new): no YAML to read
+        return _as_read(known)
     from memcli import yamlfast
 
     try:
@@ -312,10 +315,114 @@ def line_of(doc: Document, key: str) -> int | None:
 def emit(values: dict[str, Any], newline: str = "\n") -> list[str]:
     """Serialise top-level keys as YAML block lines; lists of scalars in flow style.
 
+    What :func:`_emit_plain` can write exactly as ruamel would (the usual record of a new
+    memory: plain words, numbers, times, mappings of them, lists of them) is written without
+    loading ruamel (its import and dumper cost a write about 20 ms); everything else by
+    ruamel's dumper. ``tests/test_frontmatter.py`` holds the two outputs equal.
+
     Args:
         values: keys and values (str, int, bool, None, datetime, list, dict).
         newline: the line ending of every emitted line.
     """
+    plain = _emit_plain(values)
+    if plain is not None:
+        return [line + newline for line in plain]
+    return _emit_ruamel(values, newline)
+
+
+#: A string :func:`_emit_plain` writes as it is: ASCII words, digits and ``_ . / : @ + -`` with
+#: single spaces, starting with a letter, digit or ``_``; what ruamel writes unquoted (a subset:
+#: anything else goes to ruamel, which quotes where YAML needs it).
+_PLAIN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_./:@+-]| (?=[A-Za-z0-9_./@+-]))*")
+#: Plain strings a YAML reader would take for something else, so ruamel quotes them: the implicit
+#: types of ruamel's resolver (``ruamel.yaml.resolver.implicit_resolvers``, YAML 1.2 and 1.1
+#: alike: booleans, floats, ints, null, timestamps, ``<<``, ``=``), the YAML 1.1 booleans in any
+#: case (``_represent_str``) and ``null`` in any case.
+_NOT_TEXT = r"""(?x)
+    (?i:y|yes|n|no|on|off|true|false|null|~)?
+  | [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+  | [-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+  | [-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+  | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+  | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+  | [-+]?0b[0-1_]+ | [-+]?0o?[0-7_]+ | [-+]?[0-9_]+ | [-+]?0x[0-9a-fA-F_]+
+  | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+  | [0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+  | [0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+    (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?
+  | << | =
+"""
+#: Characters a plain scalar may not hold inside a flow list (``[a, b]``) in ruamel's output.
+_FLOW_UNSAFE = frozenset(":,[]{}#")
+#: The longest string written plain (ruamel folds lines past its width).
+_PLAIN_MAX = 200
+
+
+_COMPILED: list[re.Pattern[str]] = []
+
+
+def _not_text() -> re.Pattern[str]:
+    """:data:`_NOT_TEXT`, compiled on first use (only writes need it; ``text.recache`` keeps it)."""
+    if not _COMPILED:
+        from memcli.text.recache import compiled
+
+        _COMPILED.append(compiled(_NOT_TEXT))
+    return _COMPILED[0]
+
+
+def _plain_scalar(value: Any, flow: bool) -> str | None:
+    """``value`` as ruamel's dumper (``_dumper``) writes it, when that is certain; else None."""
+    kind = type(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    if kind is datetime:
+        return _stamp(value) if value.tzinfo is not None else None
+    if kind is str:
+        if (len(value) > _PLAIN_MAX or _PLAIN.fullmatch(value) is None or _not_text().fullmatch(value) is not None
+                or value.endswith(":") or ": " in value or (flow and not _FLOW_UNSAFE.isdisjoint(value))):
+            return None
+        return value
+    return None
+
+
+def _emit_plain(values: dict[str, Any], indent: str = "") -> list[str] | None:
+    """:func:`emit`'s lines (without endings) written here, or None when any key or value
+    is outside what this writes exactly as ruamel does (see :data:`_PLAIN`)."""
+    lines: list[str] = []
+    for key, value in values.items():
+        if type(key) is not str or _PLAIN.fullmatch(key) is None or _not_text().fullmatch(key) is not None \
+                or ":" in key:
+            return None
+        kind = type(value)
+        if kind is dict:
+            if not value:
+                lines.append(f"{indent}{key}: {{}}")
+                continue
+            inner = _emit_plain(value, indent + "  ")
+            if inner is None:
+                return None
+            lines.append(f"{indent}{key}:")
+            lines.extend(inner)
+        elif kind is list:
+            items = [_plain_scalar(item, flow=True) if type(item) is not bool and item is not None else None
+                     for item in value]
+            if any(item is None for item in items):
+                return None
+            lines.append(f"{indent}{key}: [{', '.join(items)}]")  # type: ignore[arg-type]
+        else:
+            scalar = _plain_scalar(value, flow=False)
+            if scalar is None:
+                return None
+            lines.append(f"{indent}{key}: {scalar}")
+    return lines
+
+
+def _emit_ruamel(values: dict[str, Any], newline: str) -> list[str]:
+    """:func:`emit` by ruamel's dumper (any value it can represent)."""
     from ruamel.yaml.comments import CommentedSeq
 
     def prepare(value: Any) -> Any:
@@ -333,9 +440,41 @@ def emit(values: dict[str, Any], newline: str = "\n") -> list[str]:
 
 
 def render_new(meta: dict[str, Any], body: str) -> bytes:
-    """The bytes of a new memory file: fences, ``meta`` in order, the body and a final newline."""
+    """The bytes of a new memory file: fences, ``meta`` in order, the body and a final newline.
+
+    Front-matter the plain writer wrote (:func:`_emit_plain`) is kept with the values it reads
+    back as (:data:`_WRITTEN`), so indexing the file just written parses no YAML."""
     text = body if body.endswith("\n") else body + "\n"
-    return ("".join([FENCE + "\n", *emit(meta), FENCE + "\n"]) + text).encode("utf-8")
+    plain = _emit_plain(meta)
+    if plain is None:
+        return ("".join([FENCE + "\n", *emit(meta), FENCE + "\n"]) + text).encode("utf-8")
+    source = "".join(line + "\n" for line in plain)
+    if len(_WRITTEN) >= _WRITTEN_MAX:
+        _WRITTEN.clear()
+    _WRITTEN[source] = _as_read(meta)
+    return (FENCE + "\n" + source + FENCE + "\n" + text).encode("utf-8")
+
+
+#: Front-matter texts this process wrote with the plain writer -> the values a YAML reader gives
+#: for them (:func:`_as_read`); :func:`_load_fast` answers from it. Process-local, a few entries.
+_WRITTEN: dict[str, dict[str, Any]] = {}
+_WRITTEN_MAX = 64
+
+
+def _as_read(value: Any) -> Any:
+    """A fresh copy of ``value`` (what the plain writer accepts) as reading its YAML gives it:
+    times in UTC to the second (``Z`` stamps), mappings and lists copied."""
+    if type(value) is dict:
+        return {k: _as_read(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_as_read(v) for v in value]
+    if type(value) is datetime:
+        from datetime import timezone
+
+        from memcli.timeutil import to_utc
+
+        return to_utc(value).replace(microsecond=0, tzinfo=timezone.utc)
+    return value
 
 
 def update(doc: Document, changes: dict[str, Any]) -> bytes:

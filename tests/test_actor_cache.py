@@ -75,4 +75,25 @@ def test_an_included_file_and_the_environment_are_part_of_the_key(ws: Path, run,
 def test_memcli_actor_still_wins_and_starts_no_git(ws: Path, run, logged_git):
     env, log = logged_git
     assert _actor(run, {**env, "MEMCLI_ACTOR": "carol"}, "A fact by carol.") == "carol"
-    assert "config --list" not in (log.read_text(encoding="utf-8") if log.exists() else "")
+    log.unlink()  # the first commit asked for its settings (one `git config --list`, cached with the actor)
+    assert _actor(run, {**env, "MEMCLI_ACTOR": "carol"}, "Another fact by carol.") == "carol"
+    assert " config " not in log.read_text(encoding="utf-8")
+
+
+def test_the_commit_settings_are_cached_and_a_changed_one_is_seen(ws: Path, run, logged_git):
+    """A commit reads ``core.fileMode`` and ``commit.gpgsign`` from the same cache as the actor:
+    no ``git config`` while git's config files are unchanged, and a changed setting is seen by
+    the next write (``memcli.git.identity``)."""
+    env, log = logged_git
+    made = run("--json", "remember", "Mode fact one.", env=env)
+    assert made.code == 0, made
+    path = ws / made.json()["data"]["memory"]["path"]
+    log.unlink()
+    assert run("remember", "Mode fact two.", env=env).code == 0
+    assert " config " not in log.read_text(encoding="utf-8")  # settings and actor from the cache
+    git(ws, "config", "core.fileMode", "false")
+    path.chmod(0o755)  # an executable bit git must not record with core.fileMode false
+    assert run("forget", made.json()["data"]["id"], env=env).code == 0
+    mode = subprocess.run(["git", "ls-tree", "HEAD", "--", path.relative_to(ws).as_posix()], cwd=ws,
+                          capture_output=True, text=True, check=True).stdout.split()[0]
+    assert mode == "100644"

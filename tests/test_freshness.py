@@ -155,3 +155,70 @@ def test_an_empty_or_garbled_folder_state_or_snapshot_means_a_full_walk(settled,
         (ws / ".cache" / name).write_bytes(damage)
     assert texts(run, "xray") == ["The charlie service listens on port 4242 xray."]
     assert texts(run, "bravo")
+
+
+# --- writes: the same folder check as the reads, and the files a write rewrites read from disk ---
+
+
+def _git(ws: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=ws, check=True,
+                   capture_output=True)
+
+
+def _walks_over(ws: Path) -> None:
+    """Wait for the full walks earlier reads started in the background (they hold the build lock)."""
+    from memcli.store.oslock import FileLock
+
+    FileLock(ws / ".cache" / "index.lock", timeout=120).acquire().release()
+
+
+def test_a_write_is_at_most_the_one_stale_answer_after_an_edit_in_place(ws: Path, settled: dict[str, Path],
+                                                                         run: Runner) -> None:
+    """A write checks the folders as a read does: after an edit in place that moves no
+    folder, the read that starts once the write has answered sees the edit."""
+    _walks_over(ws)
+    path = settled["alpha"]
+    folder = path.parent.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("port 1234", "port 9876 zulu"), encoding="utf-8")
+    _put_back(path.parent, folder)
+    made = run("--json", "remember", "The delta service listens on port 4321.")
+    assert made.code == 0, made
+    assert texts(run, "zulu") == ["The alpha service listens on port 9876 zulu."]
+
+
+def test_a_write_reads_the_subject_holder_from_disk_before_it_retires_it(ws: Path, run: Runner) -> None:
+    """The index finds the memory holding a subject; the write reads that file from disk first:
+    a holder archived by a committed edit in place (its folder's mtime unchanged, so the index
+    may not have seen it yet) is left as it is, not marked superseded."""
+    held = run("--json", "remember", "The staging database listens on port 5432.", "--subject", "staging-db-port")
+    assert held.code == 0, held
+    path = next((ws / "memories").rglob(f"{held.json()['data']['id']}*.md"))
+    time.sleep(SETTLE)
+    assert texts(run, "staging")  # indexed, settled; its walk runs after it
+    assert texts(run, "staging")
+    _walks_over(ws)  # so no walk that starts after the edit below finds it: only the write's own check can
+    folder = path.parent.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("status: active", "status: archived"), encoding="utf-8")
+    _put_back(path.parent, folder)
+    _git(ws, "commit", "-q", "-am", "archived by hand")
+    before = path.read_bytes()
+    new = run("--json", "remember", "The staging database now listens on port 6543.",
+              "--subject", "staging-db-port")
+    assert new.code == 0, new
+    assert new.json()["data"]["changed"] == []
+    assert path.read_bytes() == before  # still archived, by the person's hand; not superseded by memcli
+    shown = run("--json", "show", held.json()["data"]["id"])
+    assert shown.json()["data"]["status"] == "archived", shown
+
+
+def test_a_write_sees_a_hand_added_duplicate(settled: dict[str, Path], run: Runner) -> None:
+    """A file added by hand moves its folder's mtime: the next write's duplicate gate finds it."""
+    source = settled["bravo"]
+    copy = source.with_name("01zzzzzzzzzzzzzzzzzzzzzzzy-added.md")
+    text = source.read_text(encoding="utf-8").replace(source.name.split("-")[0], copy.name.split("-")[0])
+    copy.write_text(text.replace("bravo", "kilo"), encoding="utf-8")
+    again = run("--json", "remember", "The kilo service listens on port 1234.")
+    assert again.code == 0, again
+    assert again.json()["data"]["outcome"] == "noop" and again.json()["data"]["id"] == "01zzzzzzzzzzzzzzzzzzzzzzzy"

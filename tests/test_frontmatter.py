@@ -220,3 +220,83 @@ def test_property_status_only_update_changes_exactly_one_line(case):
     assert again.meta["status"] == "archived" and again.body == doc.body and again.bom == doc.bom
     assert {k: v for k, v in again.meta.items() if k != "status"} == {k: v for k, v in doc.meta.items()
                                                                      if k != "status"}
+
+
+# --- the writer without ruamel (fileformat._emit_plain) writes what ruamel writes -------------
+
+#: Characters that make YAML special (indicators, quotes, spaces, digits, case), so the strings
+#: drawn often sit on the edge of what may be written plain.
+_PW_EDGY = st.text(alphabet="aZy0189eExob_.-+/:@ #,[]{}'\"!&*?|>%=~<\t\\é中", max_size=14)
+_PW_WORDS = st.sampled_from(["yes", "No", "ON", "null", "Null", "~", "true", "1e5", "0x1f", "0o17", "1_0", "12:30",
+                          "2026-12-06", "2026-12-06T11:53:47Z", ".inf", ".5", "<<", "=", "a: b", "a #b", "ab:",
+                          "user:alice", "799ef26e99f5613d50c5bf275359e99e34aec7ab", "01m95kft12y16xexft5thssxsd",
+                          "make build", "src/app.py", "x" * 250])
+#: Strings close to the plain writer's own alphabet, so that many examples take it.
+_PW_NEAR = st.from_regex(r"[A-Za-z0-9_ :-][A-Za-z0-9_./:@+ #,-]{0,12}", fullmatch=True)
+_PW_SCALARS = st.one_of(_PW_EDGY, _PW_NEAR, _PW_NEAR, _PW_WORDS, st.integers(-10**6, 10**6), st.booleans(), st.none(),
+                     st.datetimes(timezones=st.just(timezone.utc)))
+_PW_KEYS = st.one_of(st.sampled_from(["id", "scope", "createdAt", "runId", "x-custom", "a b", "1", "yes", "k:"]),
+                  _PW_NEAR, _PW_EDGY)
+_PW_VALUES = st.recursive(st.one_of(_PW_SCALARS, st.lists(_PW_SCALARS, max_size=4)),
+                       lambda inner: st.dictionaries(_PW_KEYS, inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_PW_KEYS, _PW_VALUES, min_size=1, max_size=6))
+def test_the_plain_writer_writes_what_ruamel_writes_or_leaves_it_to_ruamel(values) -> None:
+    plain = fm._emit_plain(values)
+    if plain is not None:
+        assert [line + "\n" for line in plain] == fm._emit_ruamel(values, "\n")
+
+
+def test_a_new_memorys_record_is_written_without_ruamel() -> None:
+    """The usual record of ``remember`` (plain words, an id, times, provenance, tags, an anchor)
+    takes the plain writer, and reads back as the values given."""
+    from memcli import yamlfast
+
+    at = datetime(2026, 12, 6, 11, 53, 47, tzinfo=timezone.utc)
+    values = {"id": "01m95kft12y16xexft5thssxsd", "scope": "user:alice", "category": "fact", "subject": "db port",
+              "status": "active", "importance": 3, "pinned": True, "createdAt": at, "updatedAt": at,
+              "provenance": {"sourceType": "user_said", "actor": "alice", "runId": None, "at": at},
+              "tags": ["build", "ci tools"], "paths": ["src/app.py"],
+              "anchor": {"commit": "799ef26e99f5613d50c5bf275359e99e34aec7ab", "files": ["src/app.py"]}}
+    plain = fm._emit_plain(values)
+    assert plain is not None
+    assert yamlfast.load("\n".join(plain) + "\n") == values
+
+
+def _same(a, b) -> bool:
+    """Equal, with the same types all the way down (True is not 1; a time's offset counts)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, datetime):
+        return a == b and a.utcoffset() == b.utcoffset() and a.tzinfo == b.tzinfo
+    return a == b
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_PW_KEYS, _PW_VALUES, min_size=1, max_size=6), _PW_NEAR)
+def test_a_file_memcli_just_wrote_reads_back_from_memory_as_yaml_reads_it(values, body) -> None:
+    """``render_new`` keeps what its plain front-matter reads back as (``fileformat._WRITTEN``):
+    the parse of the file just written answers from it exactly what the YAML reader gives."""
+    from memcli import yamlfast
+
+    if fm._emit_plain(values) is None:
+        return  # written by ruamel: nothing kept
+    data = fm.render_new(values, body)
+    source = data.decode("utf-8").split("---\n")[1]
+    assert _same(fm._WRITTEN[source], yamlfast.load(source))
+    assert _same(fm.parse(data, "m.md", round_trip=False).meta, yamlfast.load(source))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PW_SCALARS, st.lists(_PW_SCALARS, max_size=3))
+def test_one_plain_value_or_list_is_written_as_ruamel_writes_it(value, items) -> None:
+    for values in ({"key": value}, {"key": items}, {"outer": {"key": value}}):
+        plain = fm._emit_plain(values)
+        if plain is not None:
+            assert [line + "\n" for line in plain] == fm._emit_ruamel(values, "\n")

@@ -256,3 +256,39 @@ def test_the_reads_right_after_a_write_load_no_secret_rule(ws: Path, run: Runner
         assert "memcli.service.redact" in modules, args
         assert not {m for m in modules if m.startswith(("detect_secrets", "memcli.text.secrets."))} - {
             "memcli.text.secrets.kinds", "memcli.text.secrets.prefilter"}, args
+
+
+#: Never loaded by a ``remember`` of a usual memory (issue 21 point 3): a YAML library (the
+#: plain writer renders the front-matter and the file just written is indexed from what it was
+#: rendered from), ``dataclasses`` with ``inspect`` (about 10 ms), ``tempfile`` and ``shutil``
+#: (with ``random``, ``bz2`` and ``lzma``), the CLI framework, the verdicts of ``stale``, the
+#: signing module of a store that does not sign, the secret rules' detector.
+NOT_IN_REMEMBER = ("typer", "click", "rich", "ruamel", "yaml", "dataclasses", "inspect", "tempfile", "shutil",
+                   "random", "bz2", "lzma", "memcli.service.stale", "memcli.git.signatures", "detect_secrets",
+                   "memcli.text.secrets.detector")
+
+
+@pytest.mark.parametrize("code", [False, True])
+def test_remember_loads_no_yaml_library_dataclasses_or_tempfile(tmp_path: Path, code: bool) -> None:
+    """In a store of its own and in one inside a code repository (the memory anchored, with
+    files it names), the second ``remember`` (the first may set up caches) loads none of
+    :data:`NOT_IN_REMEMBER`."""
+    top = tmp_path / "project"
+    top.mkdir()
+    if code:
+        subprocess.run(["git", "init", "-q"], cwd=top, check=True)
+        (top / "Makefile").write_text("build:\n\ttrue\n", encoding="utf-8")
+        subprocess.run(["git", "add", "Makefile"], cwd=top, check=True)
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "code"],
+                       cwd=top, check=True)
+    subprocess.run([sys.executable, "-m", "memcli", "init"], cwd=top, capture_output=True, check=True)
+    assert subprocess.run([sys.executable, "-m", "memcli", "remember", "Run make build before a push."], cwd=top,
+                          capture_output=True).returncode == 0
+    modules = loaded_modules("--json", "remember", "Run make build before every release, see the Makefile.",
+                             cwd=top)
+    assert "memcli.service.write" in modules and "memcli.git.commit" in modules
+    leaked = sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_IN_REMEMBER))
+    assert leaked == []
+    shown = subprocess.run([sys.executable, "-m", "memcli", "--json", "list"], cwd=top, capture_output=True,
+                           text=True, check=True)
+    assert '"anchor"' in shown.stdout if code else True

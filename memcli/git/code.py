@@ -329,7 +329,12 @@ def code_of(folder: Path) -> tuple[Path, str | None] | None:
     lines = out.decode("utf-8", "replace").splitlines()
     if status != 0 or len(lines) < 2:
         return None
-    common, top = Path(lines[0]), Path(lines[1])
+    return code_from(Path(lines[0]), Path(lines[1]))
+
+
+def code_from(common: Path, top: Path) -> tuple[Path, str | None]:
+    """:func:`code_of` for a repository whose common git folder (``--git-common-dir``) and work
+    tree (``--show-toplevel``) are known already (``GitRepo`` asks for both when it opens)."""
     main = common.parent if common.name == ".git" else None
     if main is not None and main.resolve() != top.resolve():
         return main, head_cheap(main) or head(main)

@@ -6,11 +6,14 @@ carried them without memcli's trailers (SPEC.md section 8, CASES.md R4). A commi
 takes the same steps git's own ``commit --only`` takes, with git's plumbing, and never
 writes the shared index but by one atomic rename:
 
-1. refuse a repository in the middle of something (:func:`unsafe_state`): a detached
-   HEAD, or a rebase, ``am``, merge, cherry-pick, revert or bisect in progress, found by
-   the files git itself looks for (``wt-status.c``: ``rebase-merge``, ``rebase-apply``,
-   ``MERGE_HEAD``, ``CHERRY_PICK_HEAD``, ``REVERT_HEAD``, ``sequencer``, ``BISECT_LOG``),
-   located with ``git rev-parse --git-path`` so linked worktrees work;
+1. refuse a repository in the middle of something (:func:`check_state`): a detached
+   HEAD (the worktree's ``HEAD`` file names the branch to commit to, as git's files backend
+   keeps it; ``git symbolic-ref`` when that file cannot say plainly), or a rebase, ``am``,
+   merge, cherry-pick, revert or bisect in progress, found by the files git itself looks
+   for (``wt-status.c``: ``rebase-merge``, ``rebase-apply``, ``MERGE_HEAD``,
+   ``CHERRY_PICK_HEAD``, ``REVERT_HEAD``, ``sequencer``, ``BISECT_LOG``), located with
+   ``git rev-parse --git-path`` so linked worktrees work; a writer checks before it touches
+   a file, and the files are looked for again here;
 2. take git's ``index.lock`` as git does (``O_CREAT | O_EXCL``), writing ``memcli PID``
    into it, so no other git process writes the index meanwhile;
 3. prepare the next shared index in a temporary file: a copy of the current index with
@@ -19,12 +22,14 @@ writes the shared index but by one atomic rename:
    as with ``commit --only``. Where only memcli stages (the memory branch's worktree, a
    personal store) the index is kept split (``core.splitIndex``), so this writes only the
    changed entries, not an index of every file;
-4. build the commit's tree from ``HEAD``'s, reading and rebuilding only the trees on
-   memcli's paths (``cat-file --batch``, ``mktree --batch``; the blobs are the ones the
-   next index holds), and the commit with ``commit-tree -F -``: no index of the whole
-   ``HEAD`` is built, so a commit costs the same at 1,000 memories or 100,000;
-5. move the branch with ``update-ref HEAD NEW OLD``, a compare-and-swap, with Ctrl-C held from
-   its start (``memcli.interrupts``): a commit that landed is reported, never undone;
+4. build the commit's tree from the branch's, reading and rebuilding only the trees on
+   memcli's paths (one ``cat-file --batch`` gives the branch's commit, those trees and the
+   blobs the next index holds; ``mktree --batch``), and the commit with ``commit-tree -F -``:
+   no index of the whole ``HEAD`` is built, so a commit costs the same at 1,000 memories or
+   100,000;
+5. move the branch with ``update-ref refs/heads/BRANCH NEW OLD``, a compare-and-swap (a
+   branch moved since step 4 is refused, nothing written), with Ctrl-C held from its start
+   (``memcli.interrupts``): a commit that landed is reported, never undone;
 6. rename the lock file (by then holding the next index) over the index (git's
    ``commit_lock_file``).
 
@@ -37,6 +42,7 @@ undoes either from that record. Commits made here run no hooks, like ``--no-veri
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -73,18 +79,55 @@ def check_state(repo: GitRepo) -> str:
         UnsafeGitState: a detached HEAD, or a rebase, ``am``, merge, cherry-pick, revert or
             bisect in progress; the hint names git's command to finish or abort it.
     """
-    for name, what, finish in STATE_MARKERS:
-        if os.path.lexists(repo.git_path(name)):
-            if name == "rebase-apply" and os.path.lexists(repo.git_path("rebase-apply/applying")):
-                what, finish = "`git am`", "git am --continue` or `git am --abort"
-            raise UnsafeGitState(f"{what} is in progress in {repo.toplevel()}; nothing was written",
-                                 hint=f"finish it first (`{finish}`), then retry")
+    check_markers(repo)
+    branch = _head_file_branch(repo)
+    if branch is not None:
+        return branch
     status, out, _ = repo.raw("symbolic-ref", "-q", "HEAD")
     if status != 0:
         raise UnsafeGitState(f"HEAD is detached in {repo.toplevel()} (no branch is checked out): "
                              "a commit there would be lost at the next checkout; nothing was written",
                              hint="check out a branch first (`git switch BRANCH`), then retry")
     return out.decode().strip()
+
+
+#: A branch name read from the ``HEAD`` file is used only when it is this plain (ASCII, no
+#: component starting with a dot or ending with ``.lock``, no ``..``); anything else is asked of git.
+_PLAIN_BRANCH = re.compile(r"refs/heads/(?!.*\.\.)(?!.*//)(?!.*/\.)(?!\.)[A-Za-z0-9_./-]*[A-Za-z0-9_-](?<!\.lock)")
+
+
+def _head_file_branch(repo: GitRepo) -> str | None:
+    """The branch ``HEAD`` names, read from the worktree's ``HEAD`` file as git's files backend
+    keeps it (``ref: refs/heads/NAME``: what ``git symbolic-ref -q HEAD`` answers, without a
+    process); None when that file cannot say it plainly (a detached ``HEAD``, the reftable
+    backend, whose ``HEAD`` file is a stub, an unusual name): the caller asks git."""
+    if (repo.common_dir / "reftable").exists():
+        return None
+    try:
+        text = (repo.git_dir / "HEAD").read_bytes()
+    except OSError:
+        return None
+    if not text.startswith(b"ref: ") or not text.endswith(b"\n"):
+        return None
+    try:
+        name = text[5:-1].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    return name if _PLAIN_BRANCH.fullmatch(name) else None
+
+
+def check_markers(repo: GitRepo) -> None:
+    """The part of :func:`check_state` that starts no process: git's files of an operation in progress.
+
+    Raises:
+        UnsafeGitState: a rebase, ``am``, merge, cherry-pick, revert or bisect is in progress.
+    """
+    for name, what, finish in STATE_MARKERS:
+        if os.path.lexists(repo.git_path(name)):
+            if name == "rebase-apply" and os.path.lexists(repo.git_path("rebase-apply/applying")):
+                what, finish = "`git am`", "git am --continue` or `git am --abort"
+            raise UnsafeGitState(f"{what} is in progress in {repo.toplevel()}; nothing was written",
+                                 hint=f"finish it first (`{finish}`), then retry")
 
 
 def lock_age(lock: Path) -> float | None:
@@ -161,13 +204,16 @@ def _temp_index(repo: GitRepo, kind: str, pid: int | None = None) -> Path:
 
 
 def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str], fallback_env: dict[str, str],
-           timeout: float, on_commit: Callable[[str, bytes], None] | None = None, split_index: bool = False) -> str:
+           timeout: float, on_commit: Callable[[str, bytes], None] | None = None, split_index: bool = False,
+           branch: str | None = None) -> str:
     """Commit exactly ``rels`` (workspace-relative; added, changed or deleted) with ``message``.
 
     The next shared index is a copy of the current one with ``rels`` updated (git's own
-    ``update-index``, as ``git add``/``git rm`` of those paths). The commit's tree is ``HEAD``'s
-    with only the trees on the paths of ``rels`` rebuilt (:func:`_tree`): no index of the
-    whole ``HEAD`` is read or written, whatever the store's size.
+    ``update-index``, as ``git add``/``git rm`` of those paths). The commit's tree is the
+    branch's with only the trees on the paths of ``rels`` rebuilt (:func:`_tree`): no index of
+    the whole ``HEAD`` is read or written, whatever the store's size. The branch's commit is
+    read under git's ``index.lock``, in the same ``cat-file`` as those trees, and the branch
+    is moved only if it still holds that commit (``update-ref`` with the old value).
 
     Args:
         repo: the :class:`memcli.git.repo.GitRepo`.
@@ -181,26 +227,31 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
             of the changed entries, not the whole index. Only for repositories where no one
             else works with the index (the memory branch's worktree, a personal store): tools
             that do not read split indexes (libgit2) would not read it.
+        branch: the branch :func:`check_state` gave the caller for this write (``refs/heads/…``);
+            only the operation markers are then checked again (no process). None: checked here.
 
     Returns:
-        The new commit's hash (``HEAD``'s, unchanged, when the files equal ``HEAD``'s).
+        The new commit's hash (the branch's, unchanged, when the files equal its commit's).
 
     Raises:
         UnsafeGitState: see :func:`check_state`; nothing was committed.
         GitLocked: ``index.lock`` is held past ``timeout`` or stale.
-        GitFailed: git refused; ``HEAD`` and the index are as they were.
+        GitFailed: git refused (the branch moved meanwhile, say); ``HEAD`` and the index are as they were.
     """
-    check_state(repo)
-    status, out, _ = repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
-    old = out.decode().strip() if status == 0 else None
+    if branch is None:
+        branch = check_state(repo)
+    else:
+        check_markers(repo)
     settings = _settings(repo)
     if any("\n" in r or "\0" in r for r in rels):
         raise GitFailed("a path to commit holds a line break; nothing was committed")
-    from memcli.git.signatures import SIGNING_HINT, signing_args
-
     ssh = bool(getattr(repo, "sign_ssh", False))  # the store signs its commits: [review] signing = "ssh"
     sign = ssh or settings.get("commit.gpgsign", "").lower() in TRUE
-    pre, _ = signing_args(ssh)
+    pre: list[str] = []
+    if ssh:  # only then: memcli.git.signatures imports tempfile and dataclasses
+        from memcli.git.signatures import signing_args
+
+        pre, _ = signing_args(ssh)
     lock = _take_lock(repo, timeout)
     next_index = _temp_index(repo, "next")
     listed = b"".join(os.fsencode(r) + b"\0" for r in rels)
@@ -208,21 +259,21 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
     try:
         shared = repo.index_path()
         if shared.exists():
-            import shutil
-
-            shutil.copyfile(shared, next_index)
+            _copy(shared, next_index)
         split = ("-c", "core.splitIndex=true") if split_index else ()
         _plumb(repo, *split, "update-index", "-z", "--add", "--remove", "--stdin", index=next_index, input=listed)
         if not next_index.exists():  # no index yet and nothing to add: git wrote none
             _plumb(repo, "read-tree", "--empty", index=next_index)
-        tree, old_tree = _tree(repo, old, rels, next_index, settings)
+        old, tree, old_tree = _tree(repo, branch, rels, next_index, settings)
         if old and tree == old_tree:
-            return old  # the files already equal HEAD's: no commit for a no-op
+            return old  # the files already equal the branch's: no commit for a no-op
         args = [*pre, "commit-tree", tree, *(["-p", old] if old else []), *(["-S"] if sign else []), "-F", "-"]
         try:
             new = _plumb(repo, *args, input=message.encode(), env=env).decode().strip()
         except GitFailed as err:
             if ssh and any(s in err.message for s in ("signingkey", "signing", "load public key", "sign")):
+                from memcli.git.signatures import SIGNING_HINT
+
                 raise GitFailed(f"git could not sign the commit: {err.message}", hint=SIGNING_HINT) from None
             if not any(s in err.message for s in ("identity unknown", "tell me who you are", "auto-detect",
                                                   "empty ident")):
@@ -235,7 +286,9 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
         subject = message.split("\n", 1)[0]
         # from here a Ctrl-C cannot undo a commit git has put on the branch (memcli.interrupts)
         held = interrupts.hold()
-        _plumb(repo, "update-ref", "-m", f"commit: {subject}"[:200], "HEAD", new, old or "")
+        # the branch itself, not HEAD: a HEAD detached meanwhile (a rebase starting) never gets the commit;
+        # git logs it in HEAD's reflog too, as a commit on the checked-out branch
+        _plumb(repo, "update-ref", "-m", f"commit: {subject}"[:200], branch, new, old or "")
         landed = True
         os.replace(lock, shared)
         return new
@@ -248,12 +301,36 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
         Path(f"{next_index}.lock").unlink(missing_ok=True)
 
 
+def _copy(source: Path, target: Path) -> None:
+    """Copy the bytes of ``source`` to a new ``target`` (``shutil.copyfile`` without importing
+    shutil, which brings bz2 and lzma: a few ms of every commit).
+
+    Raises:
+        OSError: either file cannot be opened, read or written.
+    """
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        while True:
+            chunk = src.read(1 << 20)
+            if not chunk:
+                break
+            dst.write(chunk)
+
+
 #: git's spellings of a true boolean (``git-config(1)``, "Values").
 TRUE = ("true", "yes", "on", "1")
 
 
 def _settings(repo: GitRepo) -> dict[str, str]:
-    """The settings a commit reads (``commit.gpgsign``, ``core.filemode``), lower-cased names, in one git call."""
+    """The settings a commit reads (``commit.gpgsign``, ``core.filemode``), lower-cased names: kept
+    with the actor in the repository's ``config_cache`` file when it has one (``memcli.git.identity``:
+    no process while git's config files are unchanged), else in one git call."""
+    cache = getattr(repo, "config_cache", None)
+    if cache is not None:
+        from memcli.git.identity import settings
+
+        known = settings(repo.workspace, cache)
+        if known is not None:
+            return known
     status, out, _ = repo.raw("config", "-z", "--get-regexp", r"^(commit\.gpgsign|core\.filemode)$")
     found: dict[str, str] = {}
     if status == 0:
@@ -264,18 +341,18 @@ def _settings(repo: GitRepo) -> dict[str, str]:
     return found
 
 
-def _tree(repo: GitRepo, old: str | None, rels: list[str], index: Path,
-          settings: dict[str, str]) -> tuple[str, str | None]:
-    """The tree of ``old`` (None: no commit yet) with ``rels`` (workspace-relative) as ``index`` holds them.
+def _tree(repo: GitRepo, branch: str, rels: list[str], index: Path,
+          settings: dict[str, str]) -> tuple[str | None, str, str | None]:
+    """The tree of ``branch``'s commit with ``rels`` (workspace-relative) as ``index`` holds them.
 
-    Only the trees on the paths are read (one ``cat-file --batch``, which also gives each
-    path's blob from ``index``: the object ``update-index`` just wrote) and rebuilt (one
-    ``mktree --batch``, bottom up); a folder left empty is dropped, as git never stores one.
-    The new trees' ids are computed here first (each parent names its children) and checked
-    against the ids ``mktree`` gives.
+    Only the trees on the paths are read (one ``cat-file --batch``, which also gives the
+    branch's commit, and each path's blob from ``index``: the object ``update-index`` just
+    wrote) and rebuilt (one ``mktree --batch``, bottom up); a folder left empty is dropped,
+    as git never stores one. The new trees' ids are computed here first (each parent names
+    its children) and checked against the ids ``mktree`` gives.
 
     Returns:
-        ``(new tree, old's tree or None)``.
+        ``(the branch's commit or None before the first, new tree, that commit's tree or None)``.
 
     Raises:
         GitFailed: a tree or blob cannot be read, or git's ids differ from the ones computed.
@@ -293,14 +370,18 @@ def _tree(repo: GitRepo, old: str | None, rels: list[str], index: Path,
         folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
     order = sorted(folders)
     kept = [p for p in paths if os.path.lexists(repo.workspace / top[p])]
-    queries = [f"{old}^{{tree}}" if not folder else f"{old}:{folder}" for folder in order] if old else []
-    queries += [f":{path}" for path in kept]
-    found = _batch(repo, queries, index) if queries else []
+    # one process: the branch's commit first, then its trees (a branch moved in between is refused by update-ref)
+    queries = [f"{branch}^{{commit}}", *(f"{branch}^{{tree}}" if not folder else f"{branch}:{folder}"
+                                         for folder in order), *(f":{path}" for path in kept)]
+    found = _batch(repo, queries, index)
+    old, kind, _ = found[0]
+    if old is not None and kind != "commit":
+        raise GitFailed(f"git cat-file gave a {kind} for {branch}; nothing was committed")
     algorithm = _object_format(repo, old)
     width = 20 if algorithm == "sha1" else 32
     trees: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}
     old_tree = None
-    for i, folder in enumerate(order):
+    for i, folder in enumerate(order, start=1):
         oid, kind, data = found[i] if old else (None, None, b"")
         if folder == "" and oid:
             old_tree = oid
@@ -335,14 +416,14 @@ def _tree(repo: GitRepo, old: str | None, rels: list[str], index: Path,
             trees[parent][os.fsencode(name)] = (b"40000", oid_bytes)
     tree = written[-1][0]  # the root's (always written, even empty)
     if old_tree == tree:
-        return tree, old_tree
+        return old, tree, old_tree
     # --missing: the unchanged entries are not looked up (a partial clone may lack them); the ids are checked
     made = _plumb(repo, "mktree", "-z", "--missing", "--batch",
                   input=b"".join(text for _, text in written)).decode().split()
     if made != [oid for oid, _ in written]:
         raise GitFailed("git built other trees than memcli computed for the commit; nothing was committed",
                         hint="report this with `git --version`; commit the files with git meanwhile")
-    return tree, old_tree
+    return old, tree, old_tree
 
 
 def _object_format(repo: GitRepo, old: str | None) -> str:

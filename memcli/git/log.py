@@ -7,45 +7,74 @@ with :func:`parse_entry`; the writers build messages with :func:`message`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 TRAILER_PREFIX = "Memcli-"
 
 
-@dataclass
 class Touched:
     """A file a commit (or the working tree) changed: ``kind`` is git's letter (A, M, D, R, C, T).
 
-    ``path`` and ``old_path`` (renames and copies) are relative to the workspace.
+    ``path`` and ``old_path`` (renames and copies) are relative to the workspace. (A plain
+    class, not a dataclass: ``dataclasses`` and the ``inspect`` it imports cost every write
+    about 10 ms; equality and ``repr`` are a dataclass's.)
     """
 
-    kind: str
-    path: str
-    old_path: str | None = None
+    __slots__ = ("kind", "path", "old_path")
+
+    def __init__(self, kind: str, path: str, old_path: str | None = None) -> None:
+        self.kind = kind
+        self.path = path
+        self.old_path = old_path
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Touched and _fields(self) == _fields(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: as a dataclass
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
 
-@dataclass
 class Entry:
     """One commit in ``git log``: hash, time, author, subject, ``Memcli-*`` trailers, message text.
 
     ``trailers`` keys are lower case without the prefix (``op``, ``id``, ``actor`` …); empty
     for a commit memcli did not make. ``text`` is the message body without its trailers
-    (memcli puts the memory's text there). ``touched`` is filled by ``History.commits``.
+    (memcli puts the memory's text there). ``touched`` is filled by ``History.commits``
+    (a fresh empty list when None).
     ``email`` is the author's address. ``signer`` (the principal of a good signature) and
     ``claim`` (why the actor is only claimed: ``unverified: not signed`` …) are filled by
     ``service.signing.attribute`` for ``history`` and ``log``; ``claim`` None: verified.
     """
 
-    commit: str
-    at: str
-    author: str
-    subject: str
-    trailers: dict[str, str]
-    text: str = ""
-    touched: list[Touched] = field(default_factory=list)
-    email: str = ""
-    signer: str | None = None
-    claim: str | None = None
+    __slots__ = ("commit", "at", "author", "subject", "trailers", "text", "touched", "email", "signer", "claim")
+
+    def __init__(self, commit: str, at: str, author: str, subject: str, trailers: dict[str, str], text: str = "",
+                 touched: list[Touched] | None = None, email: str = "", signer: str | None = None,
+                 claim: str | None = None) -> None:
+        self.commit = commit
+        self.at = at
+        self.author = author
+        self.subject = subject
+        self.trailers = trailers
+        self.text = text
+        self.touched = [] if touched is None else touched
+        self.email = email
+        self.signer = signer
+        self.claim = claim
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Entry and _fields(self) == _fields(other)
+
+    def replaced(self, **changes: object) -> Entry:
+        """A copy with ``changes`` (field name -> value), as ``dataclasses.replace`` gives one."""
+        values = {name: getattr(self, name) for name in self.__slots__}
+        values.update(changes)
+        return Entry(**values)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
     def actor(self) -> str:
         """The ``Memcli-Actor`` trailer, else the author."""
@@ -95,3 +124,11 @@ def message(op: str, summary: str, trailers: dict[str, str | None], body: str = 
         lines += ["", body.strip()]
     lines += [""] + [f"{TRAILER_PREFIX}{k}: {v}" for k, v in trailers.items() if v]
     return "\n".join(lines) + "\n"
+
+
+def _fields(record: Touched | Entry) -> tuple:
+    return tuple(getattr(record, name) for name in record.__slots__)
+
+
+def _repr(record: Touched | Entry) -> str:
+    return f"{type(record).__name__}({', '.join(f'{n}={getattr(record, n)!r}' for n in record.__slots__)})"

@@ -45,21 +45,28 @@ class GitRepo:
     #: Sign every commit memcli makes here with SSH (the store's ``[review] signing = "ssh"``;
     #: ``service.Ctx.git`` sets it). Otherwise a commit is signed when ``commit.gpgsign`` says so.
     sign_ssh = False
+    #: The cache file of git's settings here (``memcli.git.identity``), which a commit reads its
+    #: settings from (``service.Ctx.history`` sets it); None: a commit asks git.
+    config_cache: Path | None = None
 
     def __init__(self, workspace: Path) -> None:
         seal_environment()
         self.workspace = workspace
         names = ["index", *(name for name, _, _ in STATE_MARKERS), "rebase-apply/applying"]
-        try:  # one git call: the per-worktree git folder, the workspace's prefix, every path git keeps its state in
-            out = self.run("rev-parse", "--path-format=absolute", "--absolute-git-dir", "--show-prefix",
-                           *(arg for name in names for arg in ("--git-path", name)))
+        try:  # one git call: the per-worktree and common git folders, the work tree, the workspace's
+            # prefix, every path git keeps its state in
+            out = self.run("rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",
+                           "--show-toplevel", "--show-prefix", *(arg for name in names for arg in ("--git-path", name)))
         except GitFailed:
             raise GitFailed(f"{workspace} is not inside a git repository",
                             hint="run `git init` there, or `memcli init` to set it up") from None
         lines = out.split("\n")
         self.git_dir = Path(lines[0])
-        self._prefix = lines[1]
-        self._git_paths = dict(zip(names, (Path(line) for line in lines[2:])))
+        #: The git folder shared by every worktree of the repository (``--git-common-dir``).
+        self.common_dir = Path(lines[1])
+        self._toplevel = Path(lines[2])
+        self._prefix = lines[3]
+        self._git_paths = dict(zip(names, (Path(line) for line in lines[4:])))
 
     @staticmethod
     def init(folder: Path, own: bool = False, branch: str | None = None) -> bool:
@@ -129,7 +136,7 @@ class GitRepo:
 
     def commit(self, paths: list[Path], message: str, *, actor: str, timeout: float = 10.0,
                date: str | None = None, on_commit: Callable[[str, bytes], None] | None = None,
-               split_index: bool = False) -> str:
+               split_index: bool = False, branch: str | None = None) -> str:
         """Commit exactly ``paths`` (added, changed or deleted) with ``message``, crash-safe.
 
         The shared index is written only by one rename at the end, with only ``paths``
@@ -147,6 +154,8 @@ class GitRepo:
                 for a journal that ``memcli.git.commit.recover`` reads after a crash.
             split_index: keep the shared index split, so the update writes only the changed
                 entries (for a repository no one else stages in; see ``memcli.git.commit.commit``).
+            branch: the branch ``memcli.git.commit.check_state`` gave the caller for this
+                write; None: checked here (one more git process).
 
         Returns:
             The new commit's full hash (``HEAD``'s when the files already equal it).
@@ -162,14 +171,12 @@ class GitRepo:
         rels = [os.path.relpath(p, self.workspace) for p in paths]
         env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}
         return committing.commit(self, rels, message, env=env, fallback_env=self._fallback_identity(actor),
-                                timeout=timeout, on_commit=on_commit, split_index=split_index)
+                                timeout=timeout, on_commit=on_commit, split_index=split_index, branch=branch)
 
     # --- paths and revisions ----------------------------------------------------------------
 
     def toplevel(self) -> Path:
         """The repository's top folder (the workspace itself, or the project holding it)."""
-        if getattr(self, "_toplevel", None) is None:
-            self._toplevel = Path(self.run("rev-parse", "--show-toplevel"))
         return self._toplevel
 
     def head_time(self) -> int | None:

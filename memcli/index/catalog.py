@@ -282,6 +282,7 @@ class IndexCatalog:
         def on_index() -> dict[str, str]:
             from memcli.index.db import NORM_SQL
 
+            self.index.duplicate_index()  # the texts from a covering index, not the rows
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
             sql = f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}"
             args: tuple = (scope,)
@@ -291,7 +292,7 @@ class IndexCatalog:
             found = dict(self.db.execute(sql, args))
             if not all(isinstance(v, str) for v in found.values()):
                 raise TypeError("a row's norm is not text")
-            if lengths is not None:
+            if lengths is not None and any("\0" in v for v in found.values()):  # the rows SQLite could not judge
                 found = {k: v for k, v in found.items() if lengths[0] <= len(v) <= lengths[1]}
             return found
         return self._read(on_index, lambda scan: scan.live_texts(scope, include_pending, lengths))

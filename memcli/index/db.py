@@ -125,6 +125,10 @@ def change_triggers(table: str) -> list[str]:
 
 #: The duplicate gate's form of a row's text (``model.normalise_text``), in SQL over ``docs``.
 NORM_SQL = "coalesce(norm, rtrim(search_text, ' .!。！'))"
+#: The index a write's duplicate gate reads (``IndexCatalog.live_texts``): the live texts of a
+#: scope without reading the wide rows (a third of the time at 10,000 memories). Made with the
+#: tables, and by the first write of an index made before it existed (``IndexDB.duplicate_index``).
+DUP_INDEX = f"CREATE INDEX IF NOT EXISTS docs_dup ON docs(scope, status, id, {NORM_SQL})"
 
 
 def fts_values(memory: Memory) -> tuple[str, str, str]:
@@ -343,18 +347,29 @@ def reading_order(path: str, reader: str) -> int:
     return 1
 
 
-def _same_as(known: tuple | None) -> str | None:
-    """The hash a changed file may still have for its row to be kept as it is (only its time
-    recorded), or None: no row, or one whose ``createdAt`` came from the file's time."""
-    return known[2] if known is not None and not _dated_by_mtime(known) else None
+#: What lets :func:`read_row` keep a row without parsing its file: ``(hash, created, changed_ns,
+#: size)`` of the row; ``created`` is its ``createdAt`` (seconds) when that may be the file's
+#: modification time (:func:`_dated_by_mtime`), else None.
+Same = tuple[str, float | None, int, int]
 
 
-def read_row(files: MemoryFiles, path: str, same: str | None) -> tuple:
+def _same_as(known: tuple | None) -> Same | None:
+    """How a changed file must still be for its row to be kept as it is (only its time
+    recorded): the row's hash; and, when the row's ``createdAt`` may be the file's
+    modification time, either that time (whole seconds, what a parse takes it from) or the
+    row's ``stat`` (the file's ``ctime`` did not move, so neither did its mtime: the racy
+    re-hash of a file just indexed, as the folder check does it). None: no row."""
+    if known is None:
+        return None
+    return known[2], (known[3] if _dated_by_mtime(known) else None), known[0], known[1]
+
+
+def read_row(files: MemoryFiles, path: str, same: Same | None) -> tuple:
     """Read, hash and parse one changed file, touching no database (a build worker runs it).
 
     Args:
         path: workspace-relative, ``/`` separated.
-        same: a hash: when the file still has it, it is not parsed (``("same", ...)``).
+        same: see :func:`_same_as`: when the file still matches it, it is not parsed (``("same", ...)``).
 
     Returns:
         ``("gone",)``; ``("unreadable", changed_ns, size, reason)``; ``("same", changed_ns,
@@ -371,7 +386,8 @@ def read_row(files: MemoryFiles, path: str, same: str | None) -> tuple:
         return ("unreadable", info.st_ctime_ns, info.st_size, err.reason)
     read_ns = time.time_ns()
     digest = file_hash(data)
-    if same is not None and digest == same:
+    if same is not None and digest == same[0] and (same[1] is None or int(info.st_mtime) == same[1]
+                                                  or (info.st_ctime_ns, info.st_size) == same[2:]):
         return ("same", info.st_ctime_ns, info.st_size, digest, read_ns)
     return parse_row(files, path, data, info, digest, read_ns)
 
@@ -414,6 +430,7 @@ class IndexDB:
         #: Whether the last :meth:`quick_sync` walked every file (no walk is then owed).
         self.walked = False
         self._fts_checked = False  # the FTS5 table's tokens checked against this process's (_fts_ready)
+        self._dup_ready = False  # DUP_INDEX made sure of (duplicate_index)
         self._fts_stale = False  # a row's entries could not be removed exactly: refill before commit
         try:  # one connection per thread at a time: a warm server serialises its calls
             self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
@@ -444,7 +461,7 @@ class IndexDB:
             if self._version() != SCHEMA_VERSION:  # another process may have created it meanwhile
                 for table in ("vocab", "fts", "docs", "meta", "access", "changes"):
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in [*_SCHEMA.split(";"), *change_triggers("docs")]:
+                for statement in [*_SCHEMA.split(";"), DUP_INDEX, *change_triggers("docs")]:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -459,6 +476,17 @@ class IndexDB:
     def close(self) -> None:
         """Close the connection."""
         self.db.close()
+
+    def duplicate_index(self) -> None:
+        """Make sure of :data:`DUP_INDEX` (an index made before it existed has none); once per
+        process. Never raises: a busy or read-only database is read without it."""
+        if self._dup_ready:
+            return
+        self._dup_ready = True
+        try:
+            self.db.execute(DUP_INDEX)
+        except sqlite3.Error:
+            pass
 
     # --- sync --------------------------------------------------------------------------
 
@@ -917,14 +945,21 @@ class IndexDB:
         self.db.execute("COMMIT")
 
     def refresh(self, paths: list[Path]) -> None:
-        """Re-index files memcli has just written (or deleted) and patch the snapshot.
+        """Re-index files memcli has just written (or deleted) and mark them racy.
 
         Called after a write under the workspace lock, when the index was synced just
-        before it: the next command then finds the snapshot equal to its walk and reads
-        nothing. On any database error the snapshot is dropped, so the next command
-        does a full comparison instead; it never raises.
+        before it. The files become racy in the folder state (``memcli.index.fresh``): the
+        next read hashes them again, it does not compare every row. The snapshot (what a
+        full walk compares with) is patched only for a store small enough that every read
+        walks it whole (``FolderState.inline``); in a larger one the next full walk, which
+        runs after a read has answered, finds these paths' ``stat`` differ from the
+        snapshot and compares only their rows. On any database error the snapshot is
+        dropped, so the next walk compares every row instead; it never raises.
         """
-        snapshot = self._snapshot()
+        from memcli.index import fresh
+
+        state = fresh.load_state(self.path, self.generation)
+        snapshot = self._snapshot() if state is None or state.inline else None
         if snapshot is not None:
             snapshot = dict(snapshot)  # patched below; the kept one stays as the file holds it
         try:
@@ -946,14 +981,10 @@ class IndexDB:
         except (sqlite3.Error, OSError):
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
-            snapshot = None
-        if snapshot is None:
             self.snapshot_path.unlink(missing_ok=True)
-        else:
+            return
+        if snapshot is not None:
             self._save_snapshot(snapshot)
-        from memcli.index import fresh
-
-        state = fresh.load_state(self.path, self.generation)
         if state is not None:  # hashed just now: the next reads hash them again until they settle
             state.racy = sorted({*state.racy, *(str(p) for p in paths if p.exists())})
             fresh.save_state(self.path, state)

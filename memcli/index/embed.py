@@ -69,13 +69,18 @@ WEIGHTS_LATIN = (0.7, 0.3)
 WEIGHTS_CJK = (0.2, 0.8)
 #: Tokens a text is cut to before the ONNX model (a memory is a few sentences).
 MAX_TOKENS = 256
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+#: Chinese, Japanese and Korean characters; compiled at first use (compiling this one
+#: class costs about 10 ms, which every process importing this module paid: ``remember`` does).
+_CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+_CJK_COMPILED: list[re.Pattern[str]] = []
 _HUB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
 
 
 def is_cjk(text: str) -> bool:
     """Whether ``text`` holds a Chinese, Japanese or Korean character."""
-    return _CJK.search(text) is not None
+    if not _CJK_COMPILED:
+        _CJK_COMPILED.append(re.compile(_CJK))  # with ``+``: no prefix bitmap of the whole class to build
+    return _CJK_COMPILED[0].search(text) is not None
 
 
 class Source:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from memcli.index.db import Same
     from memcli.store.files import MemoryFiles
 
 #: Fewer changed files than this are read in the process itself (forking costs more than it saves).
@@ -53,7 +54,7 @@ def workers(files: int) -> int:
     return cpus if cpus > 1 else 0
 
 
-def _read(task: tuple[str, str | None]) -> tuple:
+def _read(task: tuple[str, Same | None]) -> tuple:
     from memcli.index.db import read_row
 
     assert _FILES is not None
@@ -61,8 +62,8 @@ def _read(task: tuple[str, str | None]) -> tuple:
 
 
 @contextmanager
-def read_ahead(files: MemoryFiles, tasks: list[tuple[str, str | None]]) -> Iterator[Iterator[tuple] | None]:
-    """``db.read_row`` of each ``(path, same hash)`` in ``tasks``, read by worker processes
+def read_ahead(files: MemoryFiles, tasks: list[tuple[str, Same | None]]) -> Iterator[Iterator[tuple] | None]:
+    """``db.read_row`` of each ``(path, same)`` in ``tasks`` (``db.Same``), read by worker processes
     and given back in the order of ``tasks``; None when they are better read in this process
     (see :func:`workers`). The workers are stopped when the block ends, whatever is left.
     """

@@ -7,7 +7,7 @@ number of flips (an opposite word, a negation) differs in parity: "always use X"
 "never use X" flip once against zero times; "don't disable X" and "enable X" do not
 contradict. The opposites are data (:data:`OPPOSITES`), in English and Chinese.
 
-Pure: strings in, a reason or None out.
+Pure: strings in, a reason or None out (the patterns compiled once per machine, ``text.recache``).
 """
 
 from __future__ import annotations
@@ -38,15 +38,28 @@ def _canonical(text: str) -> tuple[str, int]:
     """``(text with opposites canonical and negations removed, number of flips)``."""
     flat = " ".join(text.lower().replace("’", "'").split())
     flips = 0
-    for word in sorted(NEGATIONS, key=len, reverse=True):
-        pattern = re.escape(word) if not word.isascii() else _WORD.format(re.escape(word))
-        flat, count = re.subn(pattern, " ", flat)
-        flips += count
-    for first, second in sorted(OPPOSITES, key=lambda pair: -len(pair[1])):
-        pattern = re.escape(second) if not second.isascii() else _WORD.format(re.escape(second))
-        flat, count = re.subn(pattern, first, flat)
+    for pattern, replacement in _patterns():
+        flat, count = pattern.subn(replacement, flat)
         flips += count
     return " ".join(flat.split()), flips
+
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = []
+
+
+def _patterns() -> list[tuple[re.Pattern[str], str]]:
+    """The negations (replaced by a space), then the opposites (by their pair's first word),
+    longest first, compiled once (``text.recache``: once per machine)."""
+    if not _PATTERNS:
+        from memcli.text.recache import compiled
+
+        for word in sorted(NEGATIONS, key=len, reverse=True):
+            _PATTERNS.append((compiled(re.escape(word) if not word.isascii() else _WORD.format(re.escape(word))),
+                              " "))
+        for first, second in sorted(OPPOSITES, key=lambda pair: -len(pair[1])):
+            _PATTERNS.append((compiled(re.escape(second) if not second.isascii()
+                                       else _WORD.format(re.escape(second))), first))
+    return _PATTERNS
 
 
 def contradiction(text: str, other: str) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,7 +22,6 @@ RULES = Path(__file__).parent / "words" / "pointers.toml"
 MAX_EACH = 20
 
 
-@dataclass
 class Pointers:
     """The names one memory points at.
 
@@ -34,11 +32,26 @@ class Pointers:
         commands: the commands as written, spaces normalised (``make e2e``, ``npm run build``,
             ``just lint``, ``pnpm test``): a make target, a just recipe, or a package.json
             script (npm, pnpm, yarn, bun); the target is the last word.
+        A list left None becomes a fresh empty list. (A plain class: a write anchors its memory
+        with it, and ``dataclasses`` costs a write about 10 ms to import.)
     """
 
-    files: list[str] = field(default_factory=list)
-    identifiers: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
+    __slots__ = ("files", "identifiers", "commands")
+
+    def __init__(self, files: list[str] | None = None, identifiers: list[str] | None = None,
+                 commands: list[str] | None = None) -> None:
+        self.files = [] if files is None else files
+        self.identifiers = [] if identifiers is None else identifiers
+        self.commands = [] if commands is None else commands
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Pointers and (self.files, self.identifiers, self.commands) == \
+            (other.files, other.identifiers, other.commands)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Pointers(files={self.files!r}, identifiers={self.identifiers!r}, commands={self.commands!r})"
 
     def empty(self) -> bool:
         """True when the memory points at nothing."""
@@ -52,15 +65,17 @@ class Pointers:
 
 @lru_cache(maxsize=1)
 def _rules() -> dict:
+    from memcli.text.recache import compiled  # once per machine: compiling them cost every anchored write ~10 ms
+
     data = tomllib.loads(RULES.read_text(encoding="utf-8"))
     files, names, commands = data["files"], data["identifiers"], data["commands"]
     return {
         "extensions": frozenset(e.lower() for e in files["extensions"]),
         "names": frozenset(files["names"]),
-        "file": [re.compile(files[k]) for k in ("url", "path", "name", "dotfile")],
-        "identifier": [re.compile(names[k]) for k in ("backticked", "camel", "snake", "call")],
+        "file": [compiled(files[k]) for k in ("url", "path", "name", "dotfile")],
+        "identifier": [compiled(names[k]) for k in ("backticked", "camel", "snake", "call")],
         "ignore": frozenset(names["ignore"]),
-        "command": [(tool, re.compile(commands[tool])) for tool in ("make", "just", "npm", "short")],
+        "command": [(tool, compiled(commands[tool])) for tool in ("make", "just", "npm", "short")],
         "builtins": frozenset(commands["builtins"]),
     }
 

@@ -3,7 +3,8 @@ use Y, not X", 不要 X, 禁止 X, where X looks like a command.
 
 ``remember`` prints the option that would add it (``--deny 'Bash(npm install:*)'``) and
 never adds it by itself. The cues, the programs that make X a command and the words that
-end it are data (``policy/words/guards.toml``). Pure: reads only that file.
+end it are data (``policy/words/guards.toml``). Pure: reads only that file (its patterns compiled once
+per machine, ``text.recache``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ MAX_WORDS = 5
 
 @lru_cache(maxsize=1)
 def _words() -> tuple[list[re.Pattern[str]], frozenset[str], frozenset[str]]:
+    from memcli.text.recache import compiled  # once per machine, not per write
+
     data = tomllib.loads(WORDS.read_text(encoding="utf-8"))
-    return ([re.compile(c, re.IGNORECASE) for c in data["cues"]], frozenset(p.lower() for p in data["programs"]),
+    return ([compiled(c, re.IGNORECASE) for c in data["cues"]], frozenset(p.lower() for p in data["programs"]),
             frozenset(w.lower() for w in data["stop"]))
 
 

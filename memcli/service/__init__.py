@@ -95,6 +95,10 @@ def default_actor(root: Path | None = None) -> str:
         return "unknown"
 
 
+#: The file in a workspace's ``.cache`` keeping git's identity and commit settings (``memcli.git.identity``).
+IDENTITY_CACHE = "git-identity.json"
+
+
 def _git_identity(root: Path) -> str | None:
     """git's name for the caller in ``root`` (``memcli.git.identity``), cached in the workspace's ``.cache``."""
     from memcli.git.identity import configured
@@ -103,7 +107,7 @@ def _git_identity(root: Path) -> str | None:
     cache = root / CACHE
     # only into a real folder of the workspace (``store.workspace.cache_folder`` refuses links; a read creates none)
     usable = cache.is_dir() and not cache.is_symlink()
-    return configured(root, cache / "git-identity.json" if usable else None)
+    return configured(root, cache / IDENTITY_CACHE if usable else None)
 
 
 def _clock() -> datetime:
@@ -226,8 +230,10 @@ class Ctx:
         ``wait``: seconds to wait for another process's index build (default
         ``memcli.index.db.LOCK_WAIT``); the sync stops at ``deadline`` when one is set,
         except for a writer's ``refresh``: the write gates need every file.
-        A writer's ``refresh`` and ``full`` (``index status``, ``doctor``) walk every file; a
-        read checks the folders instead (``memcli.index.fresh``: docs/search.md, "Freshness").
+        ``full`` (``index status``, ``index rebuild``, ``doctor``) walks every file; a read and
+        a writer's ``refresh`` check the folders and the racy files instead, and owe the full
+        walk once they have answered (``memcli.index.fresh``: docs/search.md, "Freshness"); a
+        writer re-reads from disk every file it rewrites (``service.write``).
         Unreadable files the caller may hear about become warnings, once per command;
         read problems with ``catalog().problems(actor=ctx.actor)`` (another user's
         personal folder is neither counted nor named).
@@ -251,7 +257,7 @@ class Ctx:
             try:
                 self._catalog = open_catalog(self.ws.files, self.ws.cache, self.warnings, progress,
                                              deadline=None if refresh else self.deadline, wait=wait,
-                                             reader=self.actor, full=refresh or full, kept=self.kept)
+                                             reader=self.actor, full=full, kept=self.kept)
             except WorkspaceInvalid as err:  # no usable cache folder: serve from the files
                 self.warnings.append(f"search index unavailable ({err.message}); searching the files directly")
                 self._catalog = ScanCatalog(self.ws.files.scan())
@@ -264,7 +270,7 @@ class Ctx:
                 self._catalog = QuarantinedCatalog(self._catalog, held_paths, held_ids)
             for store in self.personal_stores():
                 store.deadline = None if refresh else self.deadline  # a hook's deadline bounds every store's sync
-            others = [(c.ws.root, c.catalog(progress=progress, wait=wait, full=refresh or full))
+            others = [(c.ws.root, c.catalog(progress=progress, wait=wait, full=full))
                       for c in self.personal_stores()]
             if others:  # reads merge the person's own stores (issue 12)
                 from memcli.index.merged import MergedCatalog
@@ -469,13 +475,29 @@ class Ctx:
             self._history.sign_ssh = config.signing == "ssh"
 
     def history(self) -> History:
-        """The repository holding the workspace, with its history readers (old versions, commits
-        per path): found once per command (a ``git rev-parse``), then the same object."""
+        """The repository holding the workspace, with its history readers (old versions, commits per path).
+
+        Opened once per command (one ``git rev-parse``; what it asks does not change while
+        the command runs) and kept; a workspace outside git raises each time.
+
+        Raises:
+            GitFailed: the workspace is not inside a git work tree.
+        """
         if self._history is None:
             from memcli.git.history import History
 
             repo = History(self.ws.root)
             repo.sign_ssh = self.ws.config.signing == "ssh"
+            repo.config_cache = self.git_config_cache()
             self._history = repo
         return self._history
+
+    def git_config_cache(self) -> Path | None:
+        """The file keeping what git's settings say here (``memcli.git.identity``): the actor and
+        the settings a commit reads; None without a usable cache folder (git is then asked)."""
+        from memcli.store.workspace import CACHE
+
+        cache = self.ws.root / CACHE
+        # only into a real folder of the workspace (``store.workspace.cache_folder`` refuses links; a read creates none)
+        return cache / IDENTITY_CACHE if cache.is_dir() and not cache.is_symlink() else None
 

@@ -282,7 +282,7 @@ def fix(ctx: Ctx) -> Report:
     notes = repository(ctx, fix=True) + exposure(ctx, fix=True)
     moved = move_personal(ctx)
     with ctx.ws.lock():
-        catalog = ctx.catalog(refresh=True)
+        catalog = ctx.catalog(refresh=True, full=True)
         problems = catalog.problems(actor=ctx.actor)
         files = ctx.ws.files
         lacking: list[tuple[Memory, dict]] = []

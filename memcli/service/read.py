@@ -290,8 +290,6 @@ def _log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     repo = ctx.history()
     memory_id = find_id(ctx, ref)[0] if ref is not None else None  # a purged memory's id is found in history
     entries = [trimmed(ctx, repo, e) for e in repo.log(memory_id=memory_id, limit=limit, keep=visible)]
-    from dataclasses import replace
-
     from memcli.service.signing import attribute, trust_for_reading
 
     attribute(trust_for_reading(ctx), entries)  # an actor no signature (or authorship) backs is a claim
@@ -299,7 +297,7 @@ def _log(ctx: Ctx, ref: str | None, limit: int) -> list[Entry]:
     from memcli.service.redact import cache_of, redact_texts
 
     texts = redact_texts([e.text for e in entries], cache_of(ctx))  # an override's secret stays out of sight
-    return [e if text == e.text else replace(e, text=text) for e, text in zip(entries, texts)]
+    return [e if text == e.text else e.replaced(text=text) for e, text in zip(entries, texts)]
 
 
 def _mine(ctx: Ctx, scope: str, entry: Entry) -> bool:
@@ -374,7 +372,7 @@ def index_rebuild(ctx: Ctx, progress: Callable[[int, int], None] | None = None) 
     with ctx.ws.lock():
         with _build_lock(ctx.ws.cache / BUILD_LOCK, wait):  # no build is half-way through the old file
             remove_index(ctx.ws.cache / INDEX_NAME)
-        catalog = ctx.catalog(refresh=True, progress=progress, wait=wait)
+        catalog = ctx.catalog(refresh=True, progress=progress, wait=wait, full=True)
     return _status(ctx, catalog)
 
 

@@ -1,6 +1,6 @@
 """Memories whose code moved: anchors, verdicts and the marks reads show (SPEC.md section 11).
 
-Every write anchors the memory it makes (``anchor_for``): the code repository's ``HEAD``
+Every write anchors the memory it makes (``service.anchor.anchor_for``): the code repository's ``HEAD``
 and what the text points at (``policy.pointers``). ``verdicts`` compares, for each active
 memory, the code at its anchor with the code at ``HEAD`` now:
 
@@ -27,7 +27,6 @@ in the background.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +34,9 @@ from typing import Any
 
 from memcli.model import Memory
 from memcli.service import Ctx
+from memcli.service.anchor import code_of
 from memcli.service.stale_history import History, Moved
-from memcli.service.stale_notes import CHECKED_FILE, STALE_FILE, STORE_ENTRIES, VERSION, load_head
+from memcli.service.stale_notes import CHECKED_FILE, STALE_FILE, VERSION, load_head
 
 #: Files whose targets ``make``, ``just`` and the package managers' scripts name.
 MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
@@ -167,43 +167,6 @@ class Report:
                 "reused": self.reused, "stale": [v.to_dict() for v in self.stale()],
                 "changed": [{"id": v.id, "anchor": v.anchor, "changes": [c.to_dict() for c in v.changes]}
                             for v in self.changed()]}
-
-
-# --- anchoring -------------------------------------------------------------------------------
-
-
-def code_of(ctx: Ctx) -> tuple[Path, str | None] | None:
-    """The code repository of ``ctx``'s store and its ``HEAD`` (``git.code.code_of``), or None
-    for a store with no code of its own: the person's own store, a store in a repository that
-    holds only memcli's files (one folder listing tells), or outside git."""
-    if ctx.ws.config.kind != "project":
-        return None
-    from memcli.errors import GitFailed
-    from memcli.git.code import code_of as find
-
-    try:
-        found = find(ctx.ws.root)
-    except GitFailed:
-        return None
-    if found is not None:
-        try:
-            entries = set(os.listdir(found[0]))
-        except OSError:
-            return None
-        if entries <= STORE_ENTRIES:
-            return None
-    return found
-
-
-def anchor_for(ctx: Ctx, text: str, paths: list[str]) -> dict[str, Any] | None:
-    """The ``anchor`` of a memory written now: the code's ``HEAD`` and what ``text`` and
-    ``paths`` point at; None when there is no code commit to anchor to."""
-    found = code_of(ctx)
-    if found is None or found[1] is None:
-        return None
-    from memcli.policy.pointers import find as pointers
-
-    return {"commit": found[1], **pointers(text, paths).to_dict()}
 
 
 # --- verdicts --------------------------------------------------------------------------------

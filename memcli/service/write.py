@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -37,37 +36,72 @@ if TYPE_CHECKING:
     from memcli.policy.review import Identity
 
 
-@dataclass
 class WriteOptions:
-    """Options of a new memory (``remember``, ``supersede``). Unset values take defaults."""
+    """Options of a new memory (``remember``, ``supersede``). Unset values take defaults.
 
-    scope: str | None = None
-    category: str | None = None
-    subject: str | None = None
-    importance: int | None = None
-    pinned: bool | None = None
-    tags: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-    ttl: str | None = None
-    expire_at: str | None = None
-    source_type: str = "user_said"
-    run_id: str | None = None
-    idempotency_key: str | None = None
-    on_conflict: str | None = None
-    source: str | None = None  # provenance: the file it was taken from (``import``)
-    line: int | None = None  # provenance: its 1-based line in that file
-    sha256: str | None = None  # provenance: the hex SHA-256 of that file (``compact --transcript``)
-    allow_secret: list[str] = field(default_factory=list)  # secret kinds a person let through (CLI only)
-    actor: str | None = None  # provenance actor when it is not the person (the agent of an MCP client)
-    cross_project: bool = False  # a personal memory for every workspace (``remember --all-projects``)
-    memory_id: str | None = None  # the id to give it, chosen by the caller (``import``: the ids its dry run shows)
-    review: bool = False  # hold it for review whatever its scope (an agent's own proposal; ``share``)
-    deny: list[str] = field(default_factory=list)  # guard patterns (``memcli.guards``): calls the hooks deny
-    ask: list[str] = field(default_factory=list)  # … calls the hooks ask the person about
-    warn: list[str] = field(default_factory=list)  # … calls let through and counted as violations
+    Plain classes here, not dataclasses: ``dataclasses`` and the ``inspect`` it imports
+    cost every write about 10 ms (issue 21 point 3).
+
+    Attributes:
+        source, line: provenance: the file a memory was taken from (``import``), its 1-based line.
+        sha256: provenance: the hex SHA-256 of that file (``compact --transcript``).
+        allow_secret: secret kinds a person let through (CLI only).
+        actor: the provenance actor when it is not the person (the agent of an MCP client).
+        cross_project: a personal memory for every workspace (``remember --all-projects``).
+        memory_id: the id to give it, chosen by the caller (``import``: the ids its dry run shows).
+        review: hold it for review whatever its scope (an agent's own proposal; ``share``).
+        deny, ask, warn: guard patterns (``memcli.guards``): calls the hooks deny, ask the
+            person about, or let through and count as violations.
+        The others are ``remember``'s options of the same names. A list left None becomes a
+        fresh empty list.
+    """
+
+    __slots__ = ("scope", "category", "subject", "importance", "pinned", "tags", "paths", "ttl", "expire_at",
+                 "source_type", "run_id", "idempotency_key", "on_conflict", "source", "line", "sha256",
+                 "allow_secret", "actor", "cross_project", "memory_id", "review", "deny", "ask", "warn")
+
+    def __init__(self, scope: str | None = None, category: str | None = None, subject: str | None = None,
+                 importance: int | None = None, pinned: bool | None = None, tags: list[str] | None = None,
+                 paths: list[str] | None = None, ttl: str | None = None, expire_at: str | None = None,
+                 source_type: str = "user_said", run_id: str | None = None, idempotency_key: str | None = None,
+                 on_conflict: str | None = None, source: str | None = None, line: int | None = None,
+                 sha256: str | None = None, allow_secret: list[str] | None = None, actor: str | None = None,
+                 cross_project: bool = False, memory_id: str | None = None, review: bool = False,
+                 deny: list[str] | None = None, ask: list[str] | None = None, warn: list[str] | None = None) -> None:
+        self.scope = scope
+        self.category = category
+        self.subject = subject
+        self.importance = importance
+        self.pinned = pinned
+        self.tags = [] if tags is None else tags
+        self.paths = [] if paths is None else paths
+        self.ttl = ttl
+        self.expire_at = expire_at
+        self.source_type = source_type
+        self.run_id = run_id
+        self.idempotency_key = idempotency_key
+        self.on_conflict = on_conflict
+        self.source = source
+        self.line = line
+        self.sha256 = sha256
+        self.allow_secret = [] if allow_secret is None else allow_secret
+        self.actor = actor
+        self.cross_project = cross_project
+        self.memory_id = memory_id
+        self.review = review
+        self.deny = [] if deny is None else deny
+        self.ask = [] if ask is None else ask
+        self.warn = [] if warn is None else warn
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is WriteOptions and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: as a dataclass
+
+    def __repr__(self) -> str:
+        return f"WriteOptions({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
 
 
-@dataclass
 class WriteResult:
     """What a write did.
 
@@ -80,17 +114,27 @@ class WriteResult:
         commit: the commit hash, or None (no-op, or ``autocommit = false``).
         message: one line for a person.
         gates: each gate and what it said, in order.
+        warnings: lines for stderr (near duplicates, possible conflicts).
+        A list left None becomes a fresh empty list.
     """
 
-    op: str
-    memory: Memory
-    outcome: str
-    message: str
-    gate: str | None = None
-    changed: list[str] = field(default_factory=list)
-    commit: str | None = None
-    gates: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("op", "memory", "outcome", "message", "gate", "changed", "commit", "gates", "warnings")
+
+    def __init__(self, op: str, memory: Memory, outcome: str, message: str, gate: str | None = None,
+                 changed: list[str] | None = None, commit: str | None = None,
+                 gates: list[tuple[str, str]] | None = None, warnings: list[str] | None = None) -> None:
+        self.op = op
+        self.memory = memory
+        self.outcome = outcome
+        self.message = message
+        self.gate = gate
+        self.changed = [] if changed is None else changed
+        self.commit = commit
+        self.gates = [] if gates is None else gates
+        self.warnings = [] if warnings is None else warnings
+
+    def __repr__(self) -> str:
+        return f"WriteResult({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
         """JSON-ready form."""
@@ -187,11 +231,12 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
     from memcli.service import journal
 
     repo = ctx.history() if ctx.ws.config.autocommit else None
+    branch = None
     if repo is not None:
         done = journal.recover(ctx, repo)  # a write killed earlier: completed or rolled back first
         if done:
             ctx.warnings.append(done)
-        gitcommit.check_state(repo)  # before any file is touched
+        branch = gitcommit.check_state(repo)  # before any file is touched
         if not GIT_YEARS[0] <= ctx.now.year <= GIT_YEARS[1]:
             raise ValidationFailed(f"the clock ({format_instant(ctx.now)}) is outside the years git can record "
                                    f"({GIT_YEARS[0]}-{GIT_YEARS[1]}); nothing was written", hint="check $MEMCLI_NOW")
@@ -220,7 +265,7 @@ def _apply(ctx: Ctx, writes: Mapping[Path, bytes | None], op: str, memories: lis
             commit = repo.commit(list(writes), message or _message(ctx, op, memories, related, trailers, with_text),
                                  actor=ctx.actor, timeout=ctx.ws.config.lock_timeout, date=format_instant(ctx.now),
                                  on_commit=lambda new, checksum: journal.mark(ctx, new, checksum),
-                                 split_index=unshared_index(ctx.ws.root, ctx.ws.config.kind))
+                                 split_index=unshared_index(ctx.ws.root, ctx.ws.config.kind), branch=branch)
     except BaseException:
         _restore(backups)  # raises if a file cannot be put back: the record then stays for the next write
         journal.clear(ctx)  # every file as it was: nothing is left to roll back
@@ -486,9 +531,9 @@ def _validated(ctx: Ctx, text: str, opts: WriteOptions, base: Memory | None) -> 
 
 
 def _anchor(ctx: Ctx, text: str, paths: list[str]) -> dict[str, Any] | None:
-    """The new memory's ``anchor`` (``service.stale.anchor_for``): the code commit it is
+    """The new memory's ``anchor`` (``service.anchor.anchor_for``): the code commit it is
     written against, found once per command and store."""
-    from memcli.service.stale import anchor_for
+    from memcli.service.anchor import anchor_for
 
     return anchor_for(ctx, text, paths)
 
@@ -514,7 +559,6 @@ def check_session_owner(ctx: Ctx, scope: str) -> None:
                              hint=f"write to your own session or to user:{ctx.actor}")
 
 
-@dataclass
 class Batch:
     """Writes gathered under one lock and committed once (``remember`` is a batch of one).
 
@@ -523,8 +567,11 @@ class Batch:
         added: memories this batch creates, so later items see them as duplicates.
     """
 
-    writes: dict[Path, bytes] = field(default_factory=dict)
-    added: list[Memory] = field(default_factory=list)
+    __slots__ = ("writes", "added")
+
+    def __init__(self) -> None:
+        self.writes: dict[Path, bytes] = {}
+        self.added: list[Memory] = []
 
 
 def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | None, batch: Batch) -> WriteResult:
@@ -746,27 +793,40 @@ def _one_store_batch(ctx: Ctx, op: str, items: Sequence[tuple[str, WriteOptions]
 def _retire(ctx: Ctx, memory: Memory, writes: dict[Path, bytes], on_conflict: str | None) -> list[str]:
     """Mark what ``memory`` replaces as superseded: its ``supersedes`` list and the subject holder.
 
+    The index finds the candidates; each is then read from disk (``Ctx.load``), since a write
+    checks the folders, not every file (docs/search.md, "Freshness"): one edited in place
+    since the last full walk that is no longer active, or no longer holds the subject, is
+    left alone.
+
     Raises:
         SubjectConflict: another active memory holds the subject and the policy is ``fail``.
         InvalidMemoryFile: a file to rewrite no longer parses (memcli never rewrites it).
     """
     policy = on_conflict or ctx.ws.config.on_conflict
     catalog = ctx.catalog()
-    targets = {m.id: m for ref in memory.supersedes for m in catalog.by_prefix(ref)
-               if m.id == ref and m.status == "active"}
+    found = {m.id: m for ref in memory.supersedes for m in catalog.by_prefix(ref)
+             if m.id == ref and m.status == "active"}
     if memory.subject:
-        for other in catalog.active_with_subject(memory.scope, memory.subject):
-            if other.id == memory.id or other.id in targets:
-                continue
-            if policy == "fail":
-                raise SubjectConflict(f"{other.id} already holds subject {memory.subject!r} in {memory.scope}",
-                                      hint=f"supersede it with `memcli supersede {other.id} TEXT`, "
-                                           "or pass --on-conflict supersede")
-            targets[other.id] = other
+        found.update((m.id, m) for m in catalog.active_with_subject(memory.scope, memory.subject)
+                     if m.id != memory.id and m.id not in found)
+    subject = (memory.subject or "").casefold()
+    targets: list[Loaded] = []
+    for candidate in found.values():
+        item = ctx.load(candidate)  # from disk: the index may not have seen an edit in place yet
+        held = item.memory
+        named = candidate.id in memory.supersedes
+        if held.status != "active" or not named and (held.scope != memory.scope
+                                                     or (held.subject or "").casefold() != subject):
+            continue
+        if not named and policy == "fail":
+            raise SubjectConflict(f"{held.id} already holds subject {memory.subject!r} in {memory.scope}",
+                                  hint=f"supersede it with `memcli supersede {held.id} TEXT`, "
+                                       "or pass --on-conflict supersede")
+        targets.append(item)
     changed = []
-    for target in targets.values():
-        item = ctx.load(target)
-        links = [*item.memory.superseded_by, memory.id]
+    for item in targets:
+        target = item.memory
+        links = [*target.superseded_by, memory.id]
         writes[item.file] = rewrite(item, {"status": "superseded", "supersededBy": links, "updatedAt": ctx.now})
         if target.id not in memory.supersedes:
             memory.supersedes.append(target.id)
@@ -944,7 +1004,7 @@ def confirm(ctx: Ctx, refs: list[str]) -> WriteResult:
             repository (the person's own store, a store outside git).
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
     """
-    from memcli.service.stale import anchor_for
+    from memcli.service.anchor import anchor_for
 
     _person_only("confirm a memory against the code")
     if not refs:
