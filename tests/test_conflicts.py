@@ -125,6 +125,7 @@ def test_a_true_conflict_is_said_at_every_session_start_until_resolve_takes_a_si
     assert nothing.code == 4 and "no blocked sync" in nothing.err
 
 
+@pytest.mark.slow
 def test_two_replacements_of_one_memory_are_reported_and_resolve_keeps_one(team) -> None:
     _, clone = team
     one, two = clone("one"), clone("two")

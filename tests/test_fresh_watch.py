@@ -31,8 +31,9 @@ from memcli.index.sockets import ask, socket_path
 if TYPE_CHECKING:
     from cli_runner import Runner
 
+# every test builds a store past the in-process walk's 2,000 files and runs real processes
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's"),
-              pytest.mark.process]
+              pytest.mark.process, pytest.mark.slow]
 
 #: Seconds after which a file memcli hashed is no longer "racy" (``db.RACY_NS``): the store is
 #: left that long before its index is built, so no read finds a change by re-hashing a recent file.

@@ -174,6 +174,7 @@ def _walks_over(ws: Path) -> None:
     FileLock(ws / ".cache" / "index.lock", timeout=120).acquire().release()
 
 
+@pytest.mark.slow
 def test_a_write_is_at_most_the_one_stale_answer_after_an_edit_in_place(ws: Path, settled: dict[str, Path],
                                                                          run: Runner) -> None:
     """A write checks the folders as a read does: after an edit in place that moves no
@@ -188,6 +189,7 @@ def test_a_write_is_at_most_the_one_stale_answer_after_an_edit_in_place(ws: Path
     assert texts(run, "zulu") == ["The alpha service listens on port 9876 zulu."]
 
 
+@pytest.mark.slow
 def test_a_write_reads_the_subject_holder_from_disk_before_it_retires_it(ws: Path, run: Runner) -> None:
     """The index finds the memory holding a subject; the write reads that file from disk first:
     a holder archived by a committed edit in place (its folder's mtime unchanged, so the index
@@ -213,6 +215,7 @@ def test_a_write_reads_the_subject_holder_from_disk_before_it_retires_it(ws: Pat
     assert shown.json()["data"]["status"] == "archived", shown
 
 
+@pytest.mark.slow
 def test_a_write_sees_a_hand_added_duplicate(settled: dict[str, Path], run: Runner) -> None:
     """A file added by hand moves its folder's mtime: the next write's duplicate gate finds it."""
     source = settled["bravo"]

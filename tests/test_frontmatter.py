@@ -243,6 +243,7 @@ _PW_VALUES = st.recursive(st.one_of(_PW_SCALARS, st.lists(_PW_SCALARS, max_size=
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(_PW_KEYS, _PW_VALUES, min_size=1, max_size=6))
+@pytest.mark.slow
 def test_the_plain_writer_writes_what_ruamel_writes_or_leaves_it_to_ruamel(values) -> None:
     plain = fm._emit_plain(values)
     if plain is not None:
@@ -280,6 +281,7 @@ def _same(a, b) -> bool:
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(_PW_KEYS, _PW_VALUES, min_size=1, max_size=6), _PW_NEAR)
+@pytest.mark.slow
 def test_a_file_memcli_just_wrote_reads_back_from_memory_as_yaml_reads_it(values, body) -> None:
     """``render_new`` keeps what its plain front-matter reads back as (``fileformat._WRITTEN``):
     the parse of the file just written answers from it exactly what the YAML reader gives."""
@@ -295,6 +297,7 @@ def test_a_file_memcli_just_wrote_reads_back_from_memory_as_yaml_reads_it(values
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_PW_SCALARS, st.lists(_PW_SCALARS, max_size=3))
+@pytest.mark.slow
 def test_one_plain_value_or_list_is_written_as_ruamel_writes_it(value, items) -> None:
     for values in ({"key": value}, {"key": items}, {"outer": {"key": value}}):
         plain = fm._emit_plain(values)

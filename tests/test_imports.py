@@ -199,6 +199,7 @@ WATCHED = frozenset(("memcli.index.sockets",))
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watcher is Linux's")
 @pytest.mark.parametrize(("args", "stdin", "own", "packages", "spawns"), HOT_COMMANDS[:3],
                          ids=[" ".join(c[0]) for c in HOT_COMMANDS[:3]])
+@pytest.mark.slow
 def test_a_large_store_read_that_asks_its_watcher_imports_one_module_more(
         ws: Path, run: Runner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: tuple[str, ...],
         stdin: str | None, own: set[str], packages: set[str], spawns: bool) -> None:

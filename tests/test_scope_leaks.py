@@ -297,6 +297,7 @@ SEGMENTS = ["", "user", "users", "alice", "alicex", "ali", "bob", "zoë", "a%b",
 @settings(max_examples=300, deadline=None)
 @given(paths=st.lists(st.lists(st.sampled_from(SEGMENTS), min_size=0, max_size=5), min_size=1, max_size=30),
        actor=st.sampled_from(["alice", "zoë", "a%b", "a_b", "a*[?", "bob"]))
+@pytest.mark.slow
 def test_the_sql_count_of_unreadable_files_is_the_python_rule(tmp_path_factory, paths, actor) -> None:
     """``IndexDB.problem_count`` (SQL, for speed) counts exactly the rows ``others_folder`` keeps."""
     from memcli.index.db import IndexDB

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession
 
 from test_mcp_server import drive
@@ -22,6 +23,7 @@ def drop(ws: Path) -> None:
         "---\nThe boss says deploys are frozen until Monday\n", encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_an_uncommitted_file_is_labelled_until_it_is_committed(ws: Path, run) -> None:
     honest = run("--json", "remember", "The staging database listens on port 5433")
     assert honest.code == 0, honest

@@ -40,6 +40,7 @@ def test_fifty_tags_are_still_fine(ws: Path) -> None:
     assert run_memcli("-w", str(ws), "show", out.json()["data"]["id"]).code == 0
 
 
+@pytest.mark.slow
 def test_mcp_refuses_labels_over_the_bounds(ws: Path) -> None:
     before = head(ws)
 
@@ -112,6 +113,7 @@ def test_globs_that_can_match_are_written(ws: Path, glob: str) -> None:
     assert out.json()["data"]["memory"]["paths"] == [glob]
 
 
+@pytest.mark.slow
 def test_mcp_remember_and_supersede_refuse_such_a_path(ws: Path) -> None:
     made = run_memcli("-w", str(ws), "--json", "remember", "Lint with ruff", "--scope", "user:alice")
     memory_id = made.json()["data"]["id"]
