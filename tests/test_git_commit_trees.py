@@ -136,3 +136,59 @@ def test_no_paths_in_a_repository_without_commits(tmp_path: Path):
     commit = GitRepo(top).commit([], "nothing", actor="test")
     assert git(top, "ls-tree", "-r", commit).strip() == ""
     assert git(top, "status", "--porcelain").strip() == ""
+
+
+def _repo_with_a_commit(top: Path) -> GitRepo:
+    top.mkdir()
+    git(top, "init", "-q", "--initial-branch", "main")
+    (top / "code.txt").write_text("code\n", encoding="utf-8")
+    git(top, "add", "code.txt")
+    git(top, "commit", "-q", "-m", "code")
+    return GitRepo(top)
+
+
+def test_the_branch_is_read_from_the_head_file_as_git_names_it(tmp_path: Path) -> None:
+    """``check_state`` takes the branch from the worktree's ``HEAD`` file, no process; a detached
+    HEAD (the file holds a hash) is asked of git and refused."""
+    from memcli.errors import UnsafeGitState
+    from memcli.git.commit import _head_file_branch, check_state
+
+    repo = _repo_with_a_commit(tmp_path / "top")
+    git(repo.workspace, "switch", "-q", "-c", "feature/x-1")
+    assert _head_file_branch(repo) == check_state(repo) == "refs/heads/feature/x-1"
+    git(repo.workspace, "switch", "-q", "--detach")
+    assert _head_file_branch(repo) is None
+    with pytest.raises(UnsafeGitState):
+        check_state(repo)
+
+
+@pytest.mark.parametrize("change", [("branch", "-m", "main", "trunk"), ("switch", "-q", "-c", "other")])
+def test_a_branch_renamed_or_switched_after_the_state_check_refuses_the_commit(tmp_path: Path, change) -> None:
+    """The caller checked the state (``check_state``) before writing its files; if the branch is
+    renamed or another checked out before the commit, nothing is committed: no branch of the old
+    name is made anew with a root commit, ``HEAD`` and the index stay as they were; the next
+    write, checking again, commits."""
+    from memcli.errors import GitFailed
+    from memcli.git.commit import check_state, commit
+
+    repo = _repo_with_a_commit(tmp_path / "top")
+    top = repo.workspace
+
+    def out(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(top), *args], capture_output=True, text=True).stdout
+
+    checked = check_state(repo)
+    main = out("rev-parse", "main")
+    (top / "memory.md").write_text("a memory\n", encoding="utf-8")
+    git(top, *change)
+    head = out("rev-parse", "HEAD")
+    with pytest.raises(GitFailed, match="branch changed"):
+        commit(repo, ["memory.md"], "memcli: remember x\n", env={}, fallback_env={}, timeout=5, branch=checked)
+    assert out("rev-parse", "HEAD") == head
+    assert out("status", "--porcelain") == "?? memory.md\n"
+    assert out("for-each-ref", "--format=%(refname)") == ("refs/heads/trunk\n" if change[0] == "branch"
+                                                          else "refs/heads/main\nrefs/heads/other\n")
+    assert out("rev-parse", "-q", "--verify", "main") == ("" if change[0] == "branch" else main)
+    made = commit(repo, ["memory.md"], "memcli: remember x\n", env={}, fallback_env={}, timeout=5,
+                  branch=check_state(repo))
+    assert out("rev-parse", "HEAD").strip() == made and out("status", "--porcelain") == ""

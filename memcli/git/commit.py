@@ -116,6 +116,24 @@ def _head_file_branch(repo: GitRepo) -> str | None:
     return name if _PLAIN_BRANCH.fullmatch(name) else None
 
 
+def _still_on(repo: GitRepo, branch: str, old: str | None) -> None:
+    """Refuse a commit whose branch is no longer the one checked out (renamed or switched since
+    the caller's :func:`check_state`): one file read, and one ``rev-parse`` when ``branch`` has
+    no commit (it may have been renamed away; ``update-ref`` would then create it anew).
+
+    Raises:
+        GitFailed: ``HEAD`` names another branch now, or is detached.
+    """
+    now = _head_file_branch(repo)
+    if now is None:
+        status, out, _ = repo.raw("symbolic-ref", "-q", "HEAD")
+        now = out.decode().strip() if status == 0 else None
+    if now == branch and (old is not None or repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")[0] != 0):
+        return
+    raise GitFailed(f"the checked-out branch changed during the write ({branch} is no longer HEAD's, or it moved); "
+                    "nothing was committed", hint="retry")
+
+
 def check_markers(repo: GitRepo) -> None:
     """The part of :func:`check_state` that starts no process: git's files of an operation in progress.
 
@@ -265,6 +283,7 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
         if not next_index.exists():  # no index yet and nothing to add: git wrote none
             _plumb(repo, "read-tree", "--empty", index=next_index)
         old, tree, old_tree = _tree(repo, branch, rels, next_index, settings)
+        _still_on(repo, branch, old)
         if old and tree == old_tree:
             return old  # the files already equal the branch's: no commit for a no-op
         args = [*pre, "commit-tree", tree, *(["-p", old] if old else []), *(["-S"] if sign else []), "-F", "-"]
