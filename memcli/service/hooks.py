@@ -566,17 +566,18 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     from memcli.index import Query, path_specificity
     from memcli.service.context import project_path
     from memcli.service.read import retriever
-    from memcli.service.stale_notes import notes, old_paths, renamed
+    from memcli.service.stale_notes import notes, old_paths, renamed, verdicts
     from memcli.service.unbacked import notes as unbacked
 
+    stale = verdicts(ctx)  # one read for the marks and the renames
     if call is not None and call.tool == "Bash":
         ordered = [m for m in command_memories(ctx, call.command) if m.id not in seen]
-        return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(ordered), notes=notes(ctx),
+        return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(ordered), notes=notes(ctx, stale),
                       unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
     search = retriever(ctx)
     found: dict[str, tuple] = {}
     names = files_of(payload.tool_name, payload.tool_input) or (list(call.paths) if call is not None else [])
-    moves = renamed(ctx)
+    moves = renamed(ctx, stale)
     for name in names:
         path = project_path(name, folder, ctx.ws.root)
         if path is None:
@@ -599,7 +600,7 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     # equals, the browse order (pinned, importance, recency); after all of them, the memories
     # about the file's name before a rename
     ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
-    return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx),
+    return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx, stale),
                   unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
 
 

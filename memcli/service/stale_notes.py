@@ -49,18 +49,26 @@ def load_head(ctx: Ctx, name: str) -> tuple[str | None, dict[str, dict]]:
     return (data["head"], memories) if isinstance(memories, dict) else (None, {})
 
 
-def notes(ctx: Ctx) -> dict[str, str]:
+def verdicts(ctx: Ctx) -> dict[str, dict]:
+    """The stale memories' cached ``{id: {"note", "renamed"?}}`` (one small file read), for a
+    caller that wants both :func:`notes` and :func:`renamed` of one read."""
+    return load(ctx, STALE_FILE, None)
+
+
+def notes(ctx: Ctx, read: dict[str, dict] | None = None) -> dict[str, str]:
     """``{id: "may be outdated: …"}`` of the memories the last verdicts found stale (one
-    small file read; empty when there are none or no verdicts yet). For the context block,
-    the hooks and MCP."""
-    return {i: str(v.get("note", "")) for i, v in load(ctx, STALE_FILE, None).items() if v.get("note")}
+    small file read, none when ``read`` is :func:`verdicts`' answer; empty when there are
+    none or no verdicts yet). For the context block, the hooks and MCP."""
+    found = verdicts(ctx) if read is None else read
+    return {i: str(v.get("note", "")) for i, v in found.items() if v.get("note")}
 
 
-def renamed(ctx: Ctx) -> dict[str, str]:
+def renamed(ctx: Ctx, read: dict[str, dict] | None = None) -> dict[str, str]:
     """``{new path: old path}`` of the files the last verdicts found renamed (a folder's paths
-    end in ``/``), from the same small file as :func:`notes`; empty when there are none."""
+    end in ``/``), from the same small file as :func:`notes` (``read``: :func:`verdicts`'
+    answer, not read again); empty when there are none."""
     moves: dict[str, str] = {}
-    for verdict in load(ctx, STALE_FILE, None).values():
+    for verdict in (verdicts(ctx) if read is None else read).values():
         pairs = verdict.get("renamed") if isinstance(verdict, dict) else None
         for pair in pairs if isinstance(pairs, list) else ():
             if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair):
