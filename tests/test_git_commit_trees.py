@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,28 @@ def test_a_branch_renamed_or_switched_after_the_state_check_refuses_the_commit(t
     made = commit(repo, ["memory.md"], "memcli: remember x\n", env={}, fallback_env={}, timeout=5,
                   branch=check_state(repo))
     assert out("rev-parse", "HEAD").strip() == made and out("status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_same_size_edit_in_the_index_s_second_stays_seen_after_a_commit(tmp_path: Path, split: bool) -> None:
+    """git's racy-git rule: an entry whose mtime is not older than the index file's own may hide
+    a same-size edit, so git compares its content (``read-cache.c``, ``is_racy_timestamp``,
+    Documentation/technical/racy-git.txt). The commit's next index starts as a copy of the
+    shared one: a copy carrying the time of the copy instead made such an entry look settled,
+    and a person's same-second edit of a file memcli does not commit (memcli.toml) vanished
+    from ``git status`` (``git checkout REV -- FILE`` then did not restore it)."""
+    repo = _repo_with_a_commit(tmp_path / "top")
+    top = repo.workspace
+    config, index = top / "code.txt", top / ".git" / "index"
+    second = int(time.time()) - 100  # the edit and the index's last write, in one second
+    os.utime(config, (second, second))
+    git(top, "update-index", "--refresh")  # the entry now records that second
+    os.utime(index, (second, second))  # and the index was written in it: the entry is racy
+    config.write_text("edit\n", encoding="utf-8")  # same size as "code\n", same second
+    os.utime(config, (second, second))
+    assert git(top, "diff-files", "--name-only") == "code.txt\n"  # git sees it (and writes no index)
+    (top / "memory.md").write_text("a memory\n", encoding="utf-8")
+    repo.commit([top / "memory.md"], "memcli: remember", actor="test", split_index=split)
+    assert git(top, "status", "--porcelain", "--untracked-files=no") == " M code.txt\n"
+    git(top, "checkout", "HEAD", "--", "code.txt")
+    assert config.read_text(encoding="utf-8") == "code\n"

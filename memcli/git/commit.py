@@ -322,7 +322,13 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
 
 def _copy(source: Path, target: Path) -> None:
     """Copy the bytes of ``source`` to a new ``target`` (``shutil.copyfile`` without importing
-    shutil, which brings bz2 and lzma: a few ms of every commit).
+    shutil, which brings bz2 and lzma: a few ms of every commit), and its modification time.
+
+    The time matters: git judges an entry whose mtime is not older than the index file's own
+    as "racily clean" and compares its content (``read-cache.c``, ``is_racy_timestamp``;
+    git's Documentation/technical/racy-git.txt). A copy dated now would make such an entry
+    look settled, and a same-size edit made in the index's second would vanish from
+    ``git status`` once the copy became the index.
 
     Raises:
         OSError: either file cannot be opened, read or written.
@@ -333,6 +339,8 @@ def _copy(source: Path, target: Path) -> None:
             if not chunk:
                 break
             dst.write(chunk)
+        stamp = os.fstat(src.fileno())
+    os.utime(target, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
 
 
 #: git's spellings of a true boolean (``git-config(1)``, "Values").
