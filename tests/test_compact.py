@@ -129,12 +129,14 @@ def test_plan_changes_nothing_and_apply_makes_one_commit_matching_the_plan(tmp_p
     assert len(expected) == 9
 
     # Afterwards, read from the files: nothing alice may see is expired and active, no duplicates stay active.
-    active = [(i, front(p)) for i, p in files(ws).items() if front(p).get("status", "active") == "active"]
+    after = files(ws)  # read once: a walk and a parse of every file
+    metas = {i: front(p) for i, p in after.items()}
+    active = [(i, meta) for i, meta in metas.items() if meta.get("status", "active") == "active"]
     for memory_id, meta in active:
         if meta["scope"] != "user:bob":
             assert not meta.get("expireAt") or meta["expireAt"] > datetime(2026, 12, 15, 12, tzinfo=timezone.utc)
     assert BOB_EXPIRED in dict(active)  # another user's personal scope is never compacted
-    texts = {i: (meta["scope"], normalise_text(files(ws)[i].read_text(encoding="utf-8").split("---\n", 2)[2]))
+    texts = {i: (meta["scope"], normalise_text(after[i].read_text(encoding="utf-8").split("---\n", 2)[2]))
              for i, meta in active}
     for a, (scope_a, text_a) in texts.items():
         for b, (scope_b, text_b) in texts.items():

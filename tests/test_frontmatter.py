@@ -199,7 +199,7 @@ def memory_file(draw) -> tuple[bytes, str, str, str]:
     return (bom + text).encode("utf-8"), nl, status + comment, "status: archived" + comment
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(memory_file())
 @pytest.mark.slow
 def test_property_update_without_changes_is_byte_identical(case):
@@ -207,7 +207,7 @@ def test_property_update_without_changes_is_byte_identical(case):
     assert fm.update(fm.parse(data, "f.md"), {}) == data
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(memory_file())
 @pytest.mark.slow
 def test_property_status_only_update_changes_exactly_one_line(case):
@@ -241,7 +241,7 @@ _PW_VALUES = st.recursive(st.one_of(_PW_SCALARS, st.lists(_PW_SCALARS, max_size=
                        lambda inner: st.dictionaries(_PW_KEYS, inner, max_size=4), max_leaves=12)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(_PW_KEYS, _PW_VALUES, min_size=1, max_size=6))
 @pytest.mark.slow
 def test_the_plain_writer_writes_what_ruamel_writes_or_leaves_it_to_ruamel(values) -> None:
@@ -279,7 +279,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(_PW_KEYS, _PW_VALUES, min_size=1, max_size=6), _PW_NEAR)
 @pytest.mark.slow
 def test_a_file_memcli_just_wrote_reads_back_from_memory_as_yaml_reads_it(values, body) -> None:
@@ -295,7 +295,7 @@ def test_a_file_memcli_just_wrote_reads_back_from_memory_as_yaml_reads_it(values
     assert _same(fm.parse(data, "m.md", round_trip=False).meta, yamlfast.load(source))
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_PW_SCALARS, st.lists(_PW_SCALARS, max_size=3))
 @pytest.mark.slow
 def test_one_plain_value_or_list_is_written_as_ruamel_writes_it(value, items) -> None:
