@@ -438,6 +438,7 @@ def test_gemini_gets_a_files_memory_after_the_tool_and_only_guards_before_it(tmp
     monkeypatch.delenv("MEMCLI_WORKSPACE", raising=False)
     mid = run("--json", "remember", "Billing amounts are integer cents", "--path", "src/billing.py",
               cwd=code).json()["data"]["id"]
+    assert run("recall", "cents", cwd=code).code == 0  # the index built before the hooks and their 2 s deadline
     call = {"session_id": "g7", "transcript_path": "", "cwd": str(code), "tool_name": "read_file",
             "tool_input": {"file_path": str(code / "src" / "billing.py")}}
     before = _hook(run, "gemini", {**call, "hook_event_name": "BeforeTool"}, code)
