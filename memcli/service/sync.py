@@ -209,6 +209,9 @@ class SyncResult:
     #: One line per teammate's change of the trust settings that arrived and is in force (a
     #: loosening one is held back: one of ``quarantined``).
     settings: list[str] = field(default_factory=list)
+    #: One line per arrival that passed verification but changes what an agent is told: pinned,
+    #: instruction-like, or a change of this person's own memory (``service.arrival_notes``).
+    arrived: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         """One line for a person (and one per personal store that synced)."""
@@ -218,13 +221,14 @@ class SyncResult:
             line = f"synced with {self.remote}/{self.branch}: {self.received} commits received, {self.sent} sent"
         held = [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {q}"
                 for q in self.quarantined]
-        return "\n".join([line, *held, *self.settings, *self.settled, *self.personal])
+        return "\n".join([line, *held, *self.arrived, *self.settings, *self.settled, *self.personal])
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
                 "attempts": self.attempts, "notes": self.notes, "personal": self.personal,
-                "quarantined": self.quarantined, "settled": self.settled, "settings": self.settings}
+                "quarantined": self.quarantined, "settled": self.settled, "settings": self.settings,
+                "arrived": self.arrived}
 
 
 class _Git:
@@ -447,6 +451,9 @@ def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
             held, said = arrival.after_sync(ctx, before)
             result.quarantined += [e.line() for e in held]
             result.settings += said
+            from memcli.service.arrival_notes import notable  # passed, but worth a person's look
+
+            result.arrived += notable(ctx, before, {e.path for e in held})
             from memcli.service.resolve import after_merge  # a review race settled, two answers for one subject
 
             result.settled += after_merge(ctx, before)
