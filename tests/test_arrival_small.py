@@ -71,6 +71,7 @@ def test_retiring_every_memory_of_a_small_store_is_still_a_mass_change(team: Tea
     assert "mass change by bob <bob@example.com>" in out.out and "3 removed or retired" in out.out, out
 
 
+@pytest.mark.slow
 def test_sync_names_arrivals_that_change_what_an_agent_is_told(team: Team) -> None:
     """Newcomer trust fault 4: what passes verification is served at once, so sync names a
     teammate's pinned memory, one that reads like an instruction, and any change to one's own
