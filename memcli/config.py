@@ -272,6 +272,10 @@ def load_config(path: Path) -> Config:
     """
     try:
         text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise WorkspaceInvalid(f"{path} is missing (deleted, or removed by a commit)",
+                               hint=f"restore it: `git checkout HEAD -- {path.name}` (or an older commit: "
+                                    f"`git log -- {path.name}`)") from None
     except (OSError, UnicodeDecodeError) as err:
         raise WorkspaceInvalid(f"{path}: cannot read configuration: {err}", hint="fix the TOML syntax") from None
     return parse_config(text, path)

@@ -316,3 +316,37 @@ def test_a_memcli_toml_broken_here_keeps_the_guards_and_every_command_that_mends
     fixed = pair.mem("alice", "doctor")
     assert fixed.code == 0, fixed.out + fixed.err
     assert "memcli.toml" not in context_of(pair, "alice", "s4")
+
+
+@pytest.mark.parametrize("how", ["deleted here", "deleted by a teammate's commit"])
+@pytest.mark.slow
+def test_a_deleted_memcli_toml_keeps_the_workspace_and_its_guards(pair: Pair, how: str) -> None:
+    """hnc3's leftover: with its memcli.toml gone the workspace could not be found at all, so
+    the hooks fell silent and the guards no longer held. A store memcli has read before (its
+    cache holds the arrival record) is still the workspace, working by the last settings that
+    load, and says so."""
+    if how == "deleted here":
+        (pair.store["alice"] / "memcli.toml").unlink()  # not committed
+    else:
+        pair.git("bob", "rm", "-q", "memcli.toml")
+        pair.git("bob", "commit", "-qm", "no more memcli")
+        pair.git("bob", "push", "-q", "origin", "HEAD:memcli/memory")
+        out = pair.sync("alice")
+        assert "quarantined on arrival" in out.out and "memcli.toml" in out.out, out
+        assert not (pair.store["alice"] / "memcli.toml").exists()
+    denied = pair.hook("alice", "pre-tool-use", NPM)  # the guard still holds
+    assert denied.code == 0 and '"permissionDecision": "deny"' in denied.out and pair.guard in denied.out, denied
+    block = context_of(pair, "alice", "s9")
+    assert pair.guard in block, block
+    recalled = pair.mem("alice", "recall", "pnpm")
+    if how == "deleted here":  # an ordinary command: the person's file to restore, one line
+        assert recalled.code == 3 and "memcli.toml is missing" in recalled.err, recalled
+        assert "git checkout HEAD -- memcli.toml" in recalled.err and "Traceback" not in recalled.err, recalled
+        assert "memcli.toml is missing" in block, block
+        pair.git("alice", "checkout", "HEAD", "--", "memcli.toml")
+        assert pair.mem("alice", "recall", "pnpm").code == 0
+    else:  # held back: the verified settings are served until a person decides
+        assert recalled.code == 0 and pair.guard in recalled.out, recalled
+        entry = config_entry(pair, "alice")
+        assert pair.mem("alice", "quarantine", "revert", entry["id"]).code == 0
+        assert (pair.store["alice"] / "memcli.toml").is_file()

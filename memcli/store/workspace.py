@@ -149,9 +149,26 @@ def _ignored_folder(path: Path, note: str, problem: str, why: str) -> Path:
     return path
 
 
+#: The record verify on arrival keeps in a store's cache (``service.arrived.STATE_NAME``): a
+#: folder that holds it and ``memories/`` was opened by memcli before, whatever became of its
+#: ``memcli.toml``.
+ARRIVAL_RECORD = "arrival.json"
+
+
 def _holder(folder: Path) -> Path | None:
+    """The workspace folder at ``folder`` (itself or its ``.memcli/``), or None.
+
+    A folder whose ``memcli.toml`` is gone but that memcli has read before (its cache holds
+    :data:`ARRIVAL_RECORD` beside ``memories/``) is still the workspace: a commit that deleted
+    the file, pulled by a teammate, must not switch memcli off (the hooks would stop bringing
+    memories and stop holding guards without a word). Its settings are then the last committed
+    ones that load (``service.settings.settle``), with a note that says so.
+    """
     for candidate in (folder, folder / HIDDEN):
         if (candidate / CONFIG_NAME).is_file():
+            return candidate
+    for candidate in (folder, folder / HIDDEN):
+        if (candidate / CACHE / ARRIVAL_RECORD).is_file() and (candidate / "memories").is_dir():
             return candidate
     return None
 
