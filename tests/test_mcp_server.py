@@ -342,3 +342,34 @@ def test_a_client_calling_itself_bob_does_not_become_the_actor(ws: Path) -> None
         assert written.structured_content["memory"]["provenance"]["actor"] == "mcp-client"
 
     drive(ws, steps, actor="bob", name="bob")
+
+
+@pytest.mark.slow
+def test_a_memcli_toml_that_stops_loading_keeps_reads_and_refuses_writes(ws: Path) -> None:
+    """hnc3's leftover: the MCP server took no fallback, so a memcli.toml broken mid-session made
+    every tool call an error. Reads now work by the last committed settings that load and say so
+    in their warnings (as the hooks do); a write is refused with the reason, nothing written."""
+    config = ws / "memcli.toml"
+    subprocess.run(["git", "-C", str(ws), "add", "memcli.toml"], check=True)
+    subprocess.run(["git", "-C", str(ws), "commit", "-qm", "settings", "--allow-empty"], check=True)
+    good = config.read_text(encoding="utf-8")
+
+    async def steps(client: ClientSession) -> None:
+        first = await client.call_tool("remember", {"text": "Deploys go out with the blue-green script",
+                                                    "scope": "user:alice"})
+        assert not first.is_error, text_of(first)
+        config.write_text(good + "\n[hooks\n", encoding="utf-8")  # not TOML any more
+        before = commits(ws)
+        found = await client.call_tool("recall", {"query": "blue-green deploys"})
+        assert not found.is_error, text_of(found)
+        data = found.structured_content
+        assert [h["text"] for h in data["hits"]] == ["Deploys go out with the blue-green script"]
+        assert any("memcli.toml" in w and "cannot read configuration" in w for w in data["warnings"]), data
+        refused = await client.call_tool("remember", {"text": "Staging listens on port 5433", "scope": "user:alice"})
+        assert refused.is_error and "writes nothing" in text_of(refused) and "Traceback" not in text_of(refused)
+        assert commits(ws) == before
+        config.write_text(good, encoding="utf-8")
+        again = await client.call_tool("remember", {"text": "Staging listens on port 5433", "scope": "user:alice"})
+        assert not again.is_error, text_of(again)
+
+    drive(ws, steps)

@@ -197,7 +197,9 @@ class Tools:
 
         base = self._base
         if base is None or self._config_key != _stat_key(base.ws.root / "memcli.toml"):
-            base = Ctx.open(self.settings.workspace, self.settings.actor)
+            # a memcli.toml that does not load: reads work by the last committed settings that load
+            # and say so in their warnings, as the hooks do; writes refuse (:meth:`_call`)
+            base = Ctx.open(self.settings.workspace, self.settings.actor, tolerant=True)
             base.kept = self._base.kept if self._base is not None else {}
             self._base, self._config_key = base, _stat_key(base.ws.root / "memcli.toml")
             ctx = base
@@ -207,12 +209,23 @@ class Tools:
         ctx.ws.config.read_scopes = allowed  # every query of this context reads these and no more
         return ctx, allowed
 
-    def _call(self, work: Callable[[Ctx, list[str]], _T]) -> _T:
+    def _call(self, work: Callable[[Ctx, list[str]], _T], write: bool = False) -> _T:
         """Run ``work(ctx, allowed)`` in the call's context; then record the read and, when the
         store's watcher did not answer, start the walk it owes (``index.fresh.run_after_answer``:
-        a detached process that stays as the watcher)."""
+        a detached process that stays as the watcher).
+
+        Raises:
+            WorkspaceInvalid: ``write`` while ``memcli.toml`` does not load (a write takes the
+                person's settings, never a fallback), as for ``memcli remember``.
+        """
         with self._mutex:
             ctx, allowed = self._open()
+            if write and ctx.ws.config.broken:
+                from memcli.errors import WorkspaceInvalid
+
+                broken = ctx.ws.config.broken
+                raise WorkspaceInvalid(f"memcli.toml does not load, so this server writes nothing: {broken}",
+                                       hint="ask the person to correct memcli.toml; recall and context work meanwhile")
             try:
                 return work(ctx, allowed)
             finally:
@@ -440,7 +453,7 @@ class Tools:
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
                                  idempotency_key, deny, ask)
             return self._written(ctx, remember(ctx, text, opts))
-        return self._call(work)
+        return self._call(work, write=True)
 
     def supersede(self, memory_id: str, text: str, client: str | None = None, scope: str | None = None,
                   category: str | None = None, subject: str | None = None, importance: int | None = None,
@@ -463,7 +476,7 @@ class Tools:
             opts = self._options(client, target, category, subject, importance, tags, paths, ttl, expire_at,
                                  idempotency_key, deny, ask)
             return self._written(ctx, supersede(ctx, old.id, text, opts), exclude=(old.id,))
-        return self._call(work)
+        return self._call(work, write=True)
 
     def forget(self, memory_id: str) -> dict[str, Any]:
         """Archive an active memory of a personal scope (``memcli forget``).
@@ -487,7 +500,7 @@ class Tools:
                                     "archive a shared memory", hint=f"ask a person to run `memcli forget {memory.id}`, "
                                     "or supersede it with a corrected text (that waits for review)")
             return self._written(ctx, forget(ctx, memory.id), suggest=False)
-        return self._call(work)
+        return self._call(work, write=True)
 
     def _written(self, ctx: Ctx, result: WriteResult, exclude: tuple[str, ...] = (),
                  suggest: bool = True) -> dict[str, Any]:
