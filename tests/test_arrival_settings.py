@@ -343,6 +343,9 @@ def test_a_deleted_memcli_toml_keeps_the_workspace_and_its_guards(pair: Pair, ho
         assert recalled.code == 3 and "memcli.toml is missing" in recalled.err, recalled
         assert "git checkout HEAD -- memcli.toml" in recalled.err and "Traceback" not in recalled.err, recalled
         assert "memcli.toml is missing" in block, block
+        again = run_memcli("init", cwd=pair.store["alice"].parent, env=pair.env("alice"))  # no second store
+        assert again.code == 3 and "is a memcli store whose memcli.toml is missing" in again.err, again
+        assert not (pair.store["alice"] / ".memcli").exists()
         pair.git("alice", "checkout", "HEAD", "--", "memcli.toml")
         assert pair.mem("alice", "recall", "pnpm").code == 0
     else:  # held back: the verified settings are served until a person decides

@@ -12,6 +12,24 @@ from memcli.git.repo import GitRepo
 from memcli.store.workspace import create_files, find_root
 
 
+def _refuse_a_store_without_settings(path: Path) -> None:
+    """A folder memcli has used as a store (``store.workspace.ARRIVAL_RECORD`` beside
+    ``memories/``) whose ``memcli.toml`` is gone is that store, not a place for a new one: a
+    new workspace made there (or in its ``.memcli/``) would leave its memories behind.
+
+    Raises:
+        WorkspaceInvalid: so, with how to restore the file.
+    """
+    from memcli.store.workspace import ARRIVAL_RECORD, CACHE, HIDDEN
+
+    for folder in (path.absolute(), path.absolute() / HIDDEN):
+        if (folder / "memories").is_dir() and (folder / CACHE / ARRIVAL_RECORD).is_file() \
+                and not (folder / CONFIG_NAME).exists():
+            raise WorkspaceInvalid(f"{folder} is a memcli store whose {CONFIG_NAME} is missing",
+                                   hint=f"restore it: `git -C {folder} checkout HEAD -- {CONFIG_NAME}` "
+                                        f"(or an older commit: `git -C {folder} log -- {CONFIG_NAME}`)")
+
+
 def init(path: Path, hidden: bool = False, branch: str | None = None,
          in_tree: bool = False) -> tuple[Path, bool, str | None, str | None, str | None]:
     """Create a workspace at ``path`` and, when it is outside any work tree, a git repository.
@@ -35,6 +53,7 @@ def init(path: Path, hidden: bool = False, branch: str | None = None,
     Every call (a new workspace or an existing one, e.g. in a fresh clone) registers
     memcli's merge driver for memory files (``service.sync.ensure_merge_driver``).
     """
+    _refuse_a_store_without_settings(path)
     if branch is None and not (in_tree or hidden) and _code_root(path):
         from memcli.service.branch import DEFAULT_BRANCH
 
