@@ -205,6 +205,9 @@ def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> A
                                 "memcli writes none, so remove them", line + 1)
     too_deep = f"the front-matter is nested more than {MAX_NESTING} levels deep"
     if not round_trip:
+        meta = read_plain(source)  # within every limit: at most PLAIN_READ_MAX characters, two levels
+        if meta is not None:
+            return meta
         meta = _load_fast(source)
         if meta is not None:
             _bounded(meta, path, too_deep)
@@ -419,6 +422,112 @@ def _emit_plain(values: dict[str, Any], indent: str = "") -> list[str] | None:
                 return None
             lines.append(f"{indent}{key}: {scalar}")
     return lines
+
+
+#: The longest front-matter :func:`read_plain` reads (a memory's is under 1 KB): so few
+#: characters cannot pass :data:`MAX_VALUES` or :data:`MAX_NESTING`, and the parsers check them.
+PLAIN_READ_MAX = 4096
+_PLAIN_INT = re.compile(r"0|-?[1-9][0-9]*")
+_PLAIN_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
+#: Keys and ``(string, in a list)`` tokens :func:`read_plain` has found written plain (bounded).
+_PLAIN_SEEN: set[object] = set()
+_PLAIN_SEEN_MAX = 4096
+
+
+def _read_scalar(token: str, flow: bool) -> Any:
+    """The value of one token of plain front-matter, or :data:`_NOT_PLAIN` when the plain
+    writer would not write that value as exactly ``token`` (:func:`_plain_scalar`)."""
+    seen = (token, flow)
+    if seen in _PLAIN_SEEN:
+        return token
+    if token == "null" or token == "true" or token == "false":
+        return _NOT_PLAIN if flow else (None if token == "null" else token == "true")
+    if _PLAIN_INT.fullmatch(token):
+        return int(token)  # str() of it is the token: no sign, zero or leading zero
+    stamp = _PLAIN_STAMP.fullmatch(token)
+    if stamp:  # _stamp of it is the token: every field zero-padded, UTC
+        from datetime import timezone
+
+        try:
+            y, mo, d, h, mi, sec = map(int, stamp.groups())
+            return datetime(y, mo, d, h, mi, sec, tzinfo=timezone.utc)
+        except ValueError:
+            return _NOT_PLAIN
+    if _plain_scalar(token, flow) != token:
+        return _NOT_PLAIN
+    if len(_PLAIN_SEEN) >= _PLAIN_SEEN_MAX:
+        _PLAIN_SEEN.clear()
+    _PLAIN_SEEN.add(seen)
+    return token
+
+
+_NOT_PLAIN = object()
+
+
+def read_plain(source: str) -> dict[str, Any] | None:
+    """Front-matter that :func:`_emit_plain` writes, read without a YAML parser; None for
+    any other text (the YAML readers then read it).
+
+    The text is taken only when the plain writer, given the values read, writes exactly
+    ``source`` again (checked line by line and token by token with the writer's own rules,
+    :func:`_plain_scalar`): then a YAML reader gives the same values, as
+    ``tests/test_frontmatter.py`` holds for everything the plain writer writes
+    (``_WRITTEN``, ``render_new``). Two levels at most (``provenance:``, ``anchor:``); at most
+    :data:`PLAIN_READ_MAX` characters. A 10,000-memory build reads most files so, at about a
+    fifth of the cost of libyaml's events built into Python objects (issue 21).
+
+    Args:
+        source: the YAML text between the fences, ``\\n`` line endings.
+    """
+    if len(source) > PLAIN_READ_MAX or not source.endswith("\n"):
+        return None
+    top: dict[str, Any] = {}
+    inner: dict[str, Any] | None = None
+    for line in source[:-1].split("\n"):
+        if line[:2] == "  ":
+            if inner is None or line[2:3] == " ":
+                return None
+            target, line = inner, line[2:]
+        else:
+            if inner is not None and not inner:
+                return None  # "key:" with nothing under it is null in YAML, "{}" in the writer
+            target, inner = top, None
+        key, sep, token = line.partition(": ")
+        if not sep:
+            if target is not top or line[-1:] != ":":
+                return None
+            key, token = line[:-1], ""
+        if key in target or (key not in _PLAIN_SEEN and not _plain_key(key)):
+            return None
+        if not sep:
+            inner = target[key] = {}
+        elif token == "{}":
+            target[key] = {}
+        elif token[:1] == "[":
+            if token[-1:] != "]":
+                return None
+            items = [_read_scalar(item, True) for item in token[1:-1].split(", ")] if token != "[]" else []
+            if _NOT_PLAIN in items:
+                return None
+            target[key] = items
+        else:
+            value = _read_scalar(token, False)
+            if value is _NOT_PLAIN:
+                return None
+            target[key] = value
+    if not top or (inner is not None and not inner):
+        return None
+    return top
+
+
+def _plain_key(key: str) -> bool:
+    """Whether :func:`_emit_plain` writes ``key`` as it is (remembered in :data:`_PLAIN_SEEN`)."""
+    if _PLAIN.fullmatch(key) is None or _not_text().fullmatch(key) is not None or ":" in key:
+        return False
+    if len(_PLAIN_SEEN) >= _PLAIN_SEEN_MAX:
+        _PLAIN_SEEN.clear()
+    _PLAIN_SEEN.add(key)
+    return True
 
 
 def _emit_ruamel(values: dict[str, Any], newline: str) -> list[str]:

@@ -398,7 +398,7 @@ def parse_row(files: MemoryFiles, path: str, data: bytes, info: os.stat_result, 
     (``IndexDB._columns`` and :func:`fts_values`)."""
     base = (info.st_ctime_ns, info.st_size, digest, read_ns)
     try:
-        loaded = files.load(files.root / path, data=data, mtime=info.st_mtime, round_trip=False)
+        loaded = files.load(files.root / path, data=data, mtime=info.st_mtime, round_trip=False, rel=path)
     except InvalidMemoryFile as err:
         return ("invalid", *base, err.reason, err.lineno)
     memory = loaded.memory
