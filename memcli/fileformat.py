@@ -429,8 +429,10 @@ def _emit_plain(values: dict[str, Any], indent: str = "") -> list[str] | None:
 PLAIN_READ_MAX = 4096
 _PLAIN_INT = re.compile(r"0|-?[1-9][0-9]*")
 _PLAIN_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
-#: Keys and ``(string, in a list)`` tokens :func:`read_plain` has found written plain (bounded).
-_PLAIN_SEEN: set[object] = set()
+#: Keys :func:`read_plain` has found written plain, and ``(token, in a list) -> value`` of the
+#: tokens it has read (values that never change: str, int, bool, None, datetime); bounded.
+_PLAIN_KEYS: set[str] = set()
+_PLAIN_TOKENS: dict[tuple[str, bool], Any] = {}
 _PLAIN_SEEN_MAX = 4096
 
 
@@ -438,27 +440,31 @@ def _read_scalar(token: str, flow: bool) -> Any:
     """The value of one token of plain front-matter, or :data:`_NOT_PLAIN` when the plain
     writer would not write that value as exactly ``token`` (:func:`_plain_scalar`)."""
     seen = (token, flow)
-    if seen in _PLAIN_SEEN:
-        return token
+    value = _PLAIN_TOKENS.get(seen, _NOT_PLAIN)
+    if value is not _NOT_PLAIN:
+        return value
     if token == "null" or token == "true" or token == "false":
-        return _NOT_PLAIN if flow else (None if token == "null" else token == "true")
-    if _PLAIN_INT.fullmatch(token):
-        return int(token)  # str() of it is the token: no sign, zero or leading zero
-    stamp = _PLAIN_STAMP.fullmatch(token)
-    if stamp:  # _stamp of it is the token: every field zero-padded, UTC
+        if flow:
+            return _NOT_PLAIN
+        value = None if token == "null" else token == "true"
+    elif _PLAIN_INT.fullmatch(token):
+        value = int(token)  # str() of it is the token: no sign, zero or leading zero
+    elif stamp := _PLAIN_STAMP.fullmatch(token):  # _stamp of it is the token: every field zero-padded, UTC
         from datetime import timezone
 
         try:
             y, mo, d, h, mi, sec = map(int, stamp.groups())
-            return datetime(y, mo, d, h, mi, sec, tzinfo=timezone.utc)
+            value = datetime(y, mo, d, h, mi, sec, tzinfo=timezone.utc)
         except ValueError:
             return _NOT_PLAIN
-    if _plain_scalar(token, flow) != token:
+    elif _plain_scalar(token, flow) == token:
+        value = token
+    else:
         return _NOT_PLAIN
-    if len(_PLAIN_SEEN) >= _PLAIN_SEEN_MAX:
-        _PLAIN_SEEN.clear()
-    _PLAIN_SEEN.add(seen)
-    return token
+    if len(_PLAIN_TOKENS) >= _PLAIN_SEEN_MAX:
+        _PLAIN_TOKENS.clear()
+    _PLAIN_TOKENS[seen] = value
+    return value
 
 
 _NOT_PLAIN = object()
@@ -497,7 +503,7 @@ def read_plain(source: str) -> dict[str, Any] | None:
             if target is not top or line[-1:] != ":":
                 return None
             key, token = line[:-1], ""
-        if key in target or (key not in _PLAIN_SEEN and not _plain_key(key)):
+        if key in target or (key not in _PLAIN_KEYS and not _plain_key(key)):
             return None
         if not sep:
             inner = target[key] = {}
@@ -521,12 +527,12 @@ def read_plain(source: str) -> dict[str, Any] | None:
 
 
 def _plain_key(key: str) -> bool:
-    """Whether :func:`_emit_plain` writes ``key`` as it is (remembered in :data:`_PLAIN_SEEN`)."""
+    """Whether :func:`_emit_plain` writes ``key`` as it is (remembered in :data:`_PLAIN_KEYS`)."""
     if _PLAIN.fullmatch(key) is None or _not_text().fullmatch(key) is not None or ":" in key:
         return False
-    if len(_PLAIN_SEEN) >= _PLAIN_SEEN_MAX:
-        _PLAIN_SEEN.clear()
-    _PLAIN_SEEN.add(key)
+    if len(_PLAIN_KEYS) >= _PLAIN_SEEN_MAX:
+        _PLAIN_KEYS.clear()
+    _PLAIN_KEYS.add(key)
     return True
 
 
