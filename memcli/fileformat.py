@@ -429,6 +429,13 @@ def _emit_plain(values: dict[str, Any], indent: str = "") -> list[str] | None:
 PLAIN_READ_MAX = 4096
 _PLAIN_INT = re.compile(r"0|-?[1-9][0-9]*")
 _PLAIN_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
+#: A glob such as ``src/hooks/*.ts`` or ``tests/**``, which ruamel writes plain: YAML 1.2 reads a
+#: plain scalar that does not start with an indicator (``*`` starts an alias) and holds no
+#: ``: ``, `` #`` or flow indicator as a string, and one holding ``*`` is no other type.
+_PLAIN_GLOB = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./-]*\*[A-Za-z0-9_./*-]*")
+#: A single-quoted string (``'**/*.py'``, ``'*.md'``, ``'yes'``), printable ASCII without
+#: ``'`` (so nothing to unescape: YAML 1.2 section 7.3.2), ``\``, or a flow indicator (``,[]{}``).
+_QUOTED = re.compile(r"'[ -&(-+\--Z^-z|~]+'")
 #: Keys :func:`read_plain` has found written plain, and ``(token, in a list) -> value`` of the
 #: tokens it has read (values that never change: str, int, bool, None, datetime); bounded.
 _PLAIN_KEYS: set[str] = set()
@@ -459,6 +466,10 @@ def _read_scalar(token: str, flow: bool) -> Any:
             return _NOT_PLAIN
     elif _plain_scalar(token, flow) == token:
         value = token
+    elif _PLAIN_GLOB.fullmatch(token):
+        value = token
+    elif _QUOTED.fullmatch(token):
+        value = token[1:-1]
     else:
         return _NOT_PLAIN
     if len(_PLAIN_TOKENS) >= _PLAIN_SEEN_MAX:
@@ -478,9 +489,12 @@ def read_plain(source: str) -> dict[str, Any] | None:
     ``source`` again (checked line by line and token by token with the writer's own rules,
     :func:`_plain_scalar`): then a YAML reader gives the same values, as
     ``tests/test_frontmatter.py`` holds for everything the plain writer writes
-    (``_WRITTEN``, ``render_new``). Two levels at most (``provenance:``, ``anchor:``); at most
-    :data:`PLAIN_READ_MAX` characters. A 10,000-memory build reads most files so, at about a
-    fifth of the cost of libyaml's events built into Python objects (issue 21).
+    (``_WRITTEN``, ``render_new``). Besides, a string token may be a glob ruamel writes plain
+    (:data:`_PLAIN_GLOB`) or a single-quoted string without anything to unescape
+    (:data:`_QUOTED`), as ruamel writes ``paths``; ``tests/test_yamlfast.py`` holds every text
+    read here equal to ruamel's reading. Two levels at most (``provenance:``, ``anchor:``); at
+    most :data:`PLAIN_READ_MAX` characters. A 10,000-memory build reads most files so, at about
+    a fifth of the cost of libyaml's events built into Python objects (issue 21).
 
     Args:
         source: the YAML text between the fences, ``\\n`` line endings.
