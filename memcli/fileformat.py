@@ -444,8 +444,10 @@ _PLAIN_SEEN_MAX = 4096
 
 
 def _read_scalar(token: str, flow: bool) -> Any:
-    """The value of one token of plain front-matter, or :data:`_NOT_PLAIN` when the plain
-    writer would not write that value as exactly ``token`` (:func:`_plain_scalar`)."""
+    """The value of one token of plain front-matter (``flow``: an item of a ``[...]`` list), or
+    :data:`_NOT_PLAIN` when the plain writer would not write that value as exactly ``token``
+    (:func:`_plain_scalar`) and it is no glob (:data:`_PLAIN_GLOB`) or simple single-quoted
+    string (:data:`_QUOTED`) either."""
     seen = (token, flow)
     value = _PLAIN_TOKENS.get(seen, _NOT_PLAIN)
     if value is not _NOT_PLAIN:
