@@ -205,6 +205,9 @@ def _load_yaml(source: str, path: str, count: int, round_trip: bool = True) -> A
                                 "memcli writes none, so remove them", line + 1)
     too_deep = f"the front-matter is nested more than {MAX_NESTING} levels deep"
     if not round_trip:
+        meta = read_plain(source)  # within every limit: at most PLAIN_READ_MAX characters, two levels
+        if meta is not None:
+            return meta
         meta = _load_fast(source)
         if meta is not None:
             _bounded(meta, path, too_deep)
@@ -419,6 +422,134 @@ def _emit_plain(values: dict[str, Any], indent: str = "") -> list[str] | None:
                 return None
             lines.append(f"{indent}{key}: {scalar}")
     return lines
+
+
+#: The longest front-matter :func:`read_plain` reads (a memory's is under 1 KB): so few
+#: characters cannot pass :data:`MAX_VALUES` or :data:`MAX_NESTING`, and the parsers check them.
+PLAIN_READ_MAX = 4096
+_PLAIN_INT = re.compile(r"0|-?[1-9][0-9]*")
+_PLAIN_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
+#: A glob such as ``src/hooks/*.ts`` or ``tests/**``, which ruamel writes plain: YAML 1.2 reads a
+#: plain scalar that does not start with an indicator (``*`` starts an alias) and holds no
+#: ``: ``, `` #`` or flow indicator as a string, and one holding ``*`` is no other type.
+_PLAIN_GLOB = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./-]*\*[A-Za-z0-9_./*-]*")
+#: A single-quoted string (``'**/*.py'``, ``'*.md'``, ``'yes'``), printable ASCII without
+#: ``'`` (so nothing to unescape: YAML 1.2 section 7.3.2), ``\``, or a flow indicator (``,[]{}``).
+_QUOTED = re.compile(r"'[ -&(-+\--Z^-z|~]+'")
+#: Keys :func:`read_plain` has found written plain, and ``(token, in a list) -> value`` of the
+#: tokens it has read (values that never change: str, int, bool, None, datetime); bounded.
+_PLAIN_KEYS: set[str] = set()
+_PLAIN_TOKENS: dict[tuple[str, bool], Any] = {}
+_PLAIN_SEEN_MAX = 4096
+
+
+def _read_scalar(token: str, flow: bool) -> Any:
+    """The value of one token of plain front-matter (``flow``: an item of a ``[...]`` list), or
+    :data:`_NOT_PLAIN` when the plain writer would not write that value as exactly ``token``
+    (:func:`_plain_scalar`) and it is no glob (:data:`_PLAIN_GLOB`) or simple single-quoted
+    string (:data:`_QUOTED`) either."""
+    seen = (token, flow)
+    value = _PLAIN_TOKENS.get(seen, _NOT_PLAIN)
+    if value is not _NOT_PLAIN:
+        return value
+    if token == "null" or token == "true" or token == "false":
+        if flow:
+            return _NOT_PLAIN
+        value = None if token == "null" else token == "true"
+    elif _PLAIN_INT.fullmatch(token):
+        value = int(token)  # str() of it is the token: no sign, zero or leading zero
+    elif stamp := _PLAIN_STAMP.fullmatch(token):  # _stamp of it is the token: every field zero-padded, UTC
+        from datetime import timezone
+
+        try:
+            y, mo, d, h, mi, sec = map(int, stamp.groups())
+            value = datetime(y, mo, d, h, mi, sec, tzinfo=timezone.utc)
+        except ValueError:
+            return _NOT_PLAIN
+    elif _plain_scalar(token, flow) == token:
+        value = token
+    elif _PLAIN_GLOB.fullmatch(token):
+        value = token
+    elif _QUOTED.fullmatch(token):
+        value = token[1:-1]
+    else:
+        return _NOT_PLAIN
+    if len(_PLAIN_TOKENS) >= _PLAIN_SEEN_MAX:
+        _PLAIN_TOKENS.clear()
+    _PLAIN_TOKENS[seen] = value
+    return value
+
+
+_NOT_PLAIN = object()
+
+
+def read_plain(source: str) -> dict[str, Any] | None:
+    """Front-matter that :func:`_emit_plain` writes, read without a YAML parser; None for
+    any other text (the YAML readers then read it).
+
+    The text is taken only when the plain writer, given the values read, writes exactly
+    ``source`` again (checked line by line and token by token with the writer's own rules,
+    :func:`_plain_scalar`): then a YAML reader gives the same values, as
+    ``tests/test_frontmatter.py`` holds for everything the plain writer writes
+    (``_WRITTEN``, ``render_new``). Besides, a string token may be a glob ruamel writes plain
+    (:data:`_PLAIN_GLOB`) or a single-quoted string without anything to unescape
+    (:data:`_QUOTED`), as ruamel writes ``paths``; ``tests/test_yamlfast.py`` holds every text
+    read here equal to ruamel's reading. Two levels at most (``provenance:``, ``anchor:``); at
+    most :data:`PLAIN_READ_MAX` characters. A 10,000-memory build reads most files so, at about
+    a fifth of the cost of libyaml's events built into Python objects (issue 21).
+
+    Args:
+        source: the YAML text between the fences, ``\\n`` line endings.
+    """
+    if len(source) > PLAIN_READ_MAX or not source.endswith("\n"):
+        return None
+    top: dict[str, Any] = {}
+    inner: dict[str, Any] | None = None
+    for line in source[:-1].split("\n"):
+        if line[:2] == "  ":
+            if inner is None or line[2:3] == " ":
+                return None
+            target, line = inner, line[2:]
+        else:
+            if inner is not None and not inner:
+                return None  # "key:" with nothing under it is null in YAML, "{}" in the writer
+            target, inner = top, None
+        key, sep, token = line.partition(": ")
+        if not sep:
+            if target is not top or line[-1:] != ":":
+                return None
+            key, token = line[:-1], ""
+        if key in target or (key not in _PLAIN_KEYS and not _plain_key(key)):
+            return None
+        if not sep:
+            inner = target[key] = {}
+        elif token == "{}":
+            target[key] = {}
+        elif token[:1] == "[":
+            if token[-1:] != "]":
+                return None
+            items = [_read_scalar(item, True) for item in token[1:-1].split(", ")] if token != "[]" else []
+            if _NOT_PLAIN in items:
+                return None
+            target[key] = items
+        else:
+            value = _read_scalar(token, False)
+            if value is _NOT_PLAIN:
+                return None
+            target[key] = value
+    if not top or (inner is not None and not inner):
+        return None
+    return top
+
+
+def _plain_key(key: str) -> bool:
+    """Whether :func:`_emit_plain` writes ``key`` as it is (remembered in :data:`_PLAIN_KEYS`)."""
+    if _PLAIN.fullmatch(key) is None or _not_text().fullmatch(key) is not None or ":" in key:
+        return False
+    if len(_PLAIN_KEYS) >= _PLAIN_SEEN_MAX:
+        _PLAIN_KEYS.clear()
+    _PLAIN_KEYS.add(key)
+    return True
 
 
 def _emit_ruamel(values: dict[str, Any], newline: str) -> list[str]:

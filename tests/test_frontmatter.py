@@ -303,3 +303,24 @@ def test_one_plain_value_or_list_is_written_as_ruamel_writes_it(value, items) ->
         plain = fm._emit_plain(values)
         if plain is not None:
             assert [line + "\n" for line in plain] == fm._emit_ruamel(values, "\n")
+
+
+def _depth(value) -> int:
+    return 1 + max((_depth(v) for v in value.values()), default=0) if type(value) is dict else 0
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_PW_KEYS, _PW_VALUES, min_size=1, max_size=6))
+@pytest.mark.slow
+def test_the_plain_reader_reads_what_the_plain_writer_writes_as_yaml_reads_it(values) -> None:
+    """``read_plain`` (the index build's reader) takes every front-matter the plain writer
+    writes at two levels or fewer, and gives what the YAML reader gives, types and all."""
+    from memcli import yamlfast
+
+    plain = fm._emit_plain(values)
+    if plain is None:
+        return
+    source = "".join(line + "\n" for line in plain)
+    got = fm.read_plain(source)
+    if _depth(values) <= 2 or got is not None:
+        assert got is not None and _same(got, yamlfast.load(source)), source

@@ -486,3 +486,32 @@ def test_a_kept_snapshot_is_read_again_once_another_process_replaced_it(ws: Path
     finally:
         mine.close()
         other.close()
+
+
+def test_every_transaction_that_writes_docs_moves_the_change_counter(ws: Path, run) -> None:
+    """``docs`` has no row triggers (schema 10): each sync batch, write refresh and repair moves
+    ``changes.n`` itself, which is what a warm process's kept row sets (``vectors._rows``) watch."""
+    from memcli.index.db import IndexDB
+    from memcli.store.files import MemoryFiles
+
+    made = remember(run, "The release train leaves on Mondays")
+    index = IndexDB(MemoryFiles(ws), index_file(ws))
+    try:
+        def counter() -> int:
+            return index.db.execute("SELECT n FROM changes").fetchone()[0]
+
+        assert not index.db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'docs'"
+                                    ).fetchall()
+        index.sync()
+        before = counter()
+        path = file_of(ws, made)
+        rewrite(path, "Mondays", "Tuesdays")
+        assert index.sync().updated == 1 and counter() > before
+        before = counter()
+        index.refresh([path])
+        assert counter() > before
+        before = counter()
+        index.repair([index.files.rel(path)])
+        assert counter() > before
+    finally:
+        index.close()

@@ -250,3 +250,46 @@ def test_a_build_read_by_worker_processes_writes_the_index_one_process_writes(ws
         assert dumps[0][key] == dumps[1][key], key
     assert any(row[0].endswith("broken.md") and row[-2] for row in dumps[1]["docs"])  # a problem row
     assert len(dumps[1]["fts"]) > 450 * 5
+
+
+def test_the_rebuild_progress_bar_runs_no_thread_so_the_build_may_fork_its_workers(monkeypatch) -> None:
+    # index/parallel.py forks workers only from a process that runs no other thread: rich's
+    # refresh thread made a rebuild in a terminal read every file in one process
+    import threading
+
+    from memcli.cli.index_cmds import progress_bar
+    from memcli.index import parallel
+
+    monkeypatch.delenv(parallel.WORKERS_VARIABLE, raising=False)
+    cpus = len(os.sched_getaffinity(0))
+    assert threading.active_count() == 1
+    with progress_bar() as task:
+        update = task("indexing")
+        for done in range(1, 4):
+            update(done, 3)
+        assert threading.active_count() == 1
+        assert parallel.workers(parallel.MIN_FILES) == (cpus if cpus > 1 else 0)
+
+
+def test_a_rebuild_in_a_terminal_shows_its_bar_and_builds_the_index(ws, run) -> None:
+    import pty
+
+    write_memories(ws, 30)
+    main, other = pty.openpty()
+    try:
+        proc = subprocess.run([*MEMCLI, "index", "rebuild"], stdin=other, stdout=other, stderr=other, timeout=120)
+    finally:
+        os.close(other)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the terminal's other side is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.returncode == 0, shown
+    assert "Traceback" not in shown and "30 memories" in shown, shown

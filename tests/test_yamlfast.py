@@ -141,3 +141,72 @@ def test_parse_reads_alike_in_both_modes():
         except Exception as err:  # noqa: BLE001
             errors.append(str(err))
     assert len(errors) == 2 and errors[0] == errors[1] and "x.md:3" in errors[0]
+
+
+# --- front-matter the plain writer writes, read without a YAML parser (fileformat.read_plain) ---
+
+
+def check_plain(source: str) -> None:
+    """``read_plain`` either leaves ``source`` to the YAML readers or reads what ruamel reads."""
+    got = fileformat.read_plain(source)
+    if got is None:
+        return
+    expected = ruamel_load(source)
+    assert same(got, expected), (source, got, expected)
+    assert same(got, yamlfast.load(source)), source
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents())
+def test_the_plain_reader_agrees_with_ruamel_or_leaves_it(source):
+    check_plain(source)
+
+
+def test_every_tricky_scalar_is_read_as_ruamel_reads_it_or_left():
+    for value in TRICKY:
+        for source in (f"k: {value}\n", f"k: [{value}]\n", f"k: [a, {value}]\n", f"p:\n  k: {value}\n"):
+            check_plain(source)
+
+
+def test_the_plain_reader_reads_a_memorys_usual_front_matter():
+    source = ("id: 01kx5n2mtr29mq1nfzsjvpxs0v\nscope: user:alice\ncategory: procedure\nsubject: api.secrets\n"
+              "status: active\nimportance: -2\npinned: false\ncreatedAt: 2026-07-10T09:17:28Z\n"
+              "provenance:\n  sourceType: user_said\n  runId: null\n  at: 2026-07-10T09:17:28Z\n"
+              "tags: [build, ci tools, 12]\npaths: []\nreview: {}\n")
+    got = fileformat.read_plain(source)
+    assert got is not None and same(got, ruamel_load(source))
+    assert got["provenance"]["at"] == datetime.datetime(2026, 7, 10, 9, 17, 28, tzinfo=datetime.timezone.utc)
+
+
+def test_the_plain_reader_reads_globs_and_single_quoted_strings_as_ruamel_does():
+    for source in ("paths: ['**/*.py', src/hooks/*.ts, tests/**, .github/workflows/*.yml]\n",
+                   "paths: ['*.md']\nsubject: 'yes'\nnote: ' #not a comment: \"x\" & *y '\n", "k: a*\n",
+                   "k: [x*, /*, ./*]\n", "k: '1'\n", "k: 'null'\n", "k: '~'\n"):
+        got = fileformat.read_plain(source)
+        assert got is not None, source
+        check_plain(source)
+    for source in ("k: *a\n", "k: [*a]\n", "k: -*\n", "k: 'it''s'\n", "k: ''\n", "k: ['a, b']\n", "k: ['a' ]\n",
+                   "k: 'a' # c\n", "k: 'a\\b'\n", "k: '[x]'\n", "k: 'é'\n", "k: a *b\n", "k: a*: b\n"):
+        assert fileformat.read_plain(source) is None, source
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.text(alphabet="*/.-_a1 '#:,&!", min_size=1, max_size=6),
+                          st.text(alphabet="*/.-_a1 '#:,&!", min_size=1, max_size=6).map(lambda t: f"'{t}'")),
+                min_size=1, max_size=3))
+def test_globs_and_quoted_tokens_are_read_as_ruamel_reads_them_or_left(tokens):
+    check_plain(f"k: {tokens[0]}\n")
+    check_plain(f"k: [{', '.join(tokens)}]\n")
+    check_plain(f"p:\n  k: {tokens[-1]}\n")
+
+
+def test_the_plain_reader_leaves_what_it_would_not_write_to_the_yaml_readers():
+    for source in ("a: 1\na: 2\n",  # a duplicate key: ruamel refuses it
+                   "a:\nb: 1\n",  # null in YAML, {} in the writer
+                   "a: 1\nb:\n", "a: -0\n", "a: 007\n", "a: 1_000\n", "a: yes\n", "a: [true]\n", "a: [null]\n",
+                   "a: 2026-02-30T00:00:00Z\n", "a: 2026-02-03\n", "a: x # note\n", "# note\na: 1\n",
+                   "a:\n  b:\n    c: 1\n", "a:\n   b: 1\n", "  a: 1\n", "a: 1\n\nb: 2\n", "a: 1", "a: [x\n",
+                   "a: [x,y]\n", "a: [ x]\n", "a: b: c\n", "a: x:\n", "a:  x\n", "a: \n", ": x\n",
+                   "1: x\n", "no: x\n", "a b:: x\n", "a: é\n", "a: " + "x" * 201 + "\n",
+                   "k: [" + ", ".join(["x"] * 2000) + "]\n"):  # past PLAIN_READ_MAX
+        assert fileformat.read_plain(source) is None, source

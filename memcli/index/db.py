@@ -56,10 +56,11 @@ if TYPE_CHECKING:
     from memcli.index.fresh import FolderState
     from memcli.store.oslock import FileLock
 
-#: 9: a contentless FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the
+#: 10: no per-row triggers on ``docs`` (each transaction that writes it moves ``changes`` once,
+#: ``IndexDB._bump``); 9: a contentless FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the
 #: ``changes`` counter; 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's
 #: default id is the ULID.
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
@@ -113,7 +114,11 @@ INSERT INTO changes SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM changes);
 """
 #: Statements that keep ``changes.n`` moving on every change to ``table``, by any process:
 #: what a long-lived process keeps between calls (``vectors._rows``) holds while it stays.
-#: (Run one by one: a trigger's body holds ``;``.)
+#: (Run one by one: a trigger's body holds ``;``.) The ``vectors`` table has them; ``docs`` does
+#: not: a row trigger on it made each row written cost twice as much (its expression index
+#: ``docs_dup`` among the others, SQLite 3.40; issue 21), so every transaction that writes
+#: ``docs`` moves the counter once itself (``IndexDB._bump``), which readers, who see only
+#: committed transactions, cannot tell apart.
 CHANGE_TRIGGERS = ("CREATE TRIGGER IF NOT EXISTS {table}_{event} AFTER {event} ON {table} "
                    "BEGIN UPDATE changes SET n = n + 1; END")
 
@@ -398,7 +403,7 @@ def parse_row(files: MemoryFiles, path: str, data: bytes, info: os.stat_result, 
     (``IndexDB._columns`` and :func:`fts_values`)."""
     base = (info.st_ctime_ns, info.st_size, digest, read_ns)
     try:
-        loaded = files.load(files.root / path, data=data, mtime=info.st_mtime, round_trip=False)
+        loaded = files.load(files.root / path, data=data, mtime=info.st_mtime, round_trip=False, rel=path)
     except InvalidMemoryFile as err:
         return ("invalid", *base, err.reason, err.lineno)
     memory = loaded.memory
@@ -461,7 +466,7 @@ class IndexDB:
             if self._version() != SCHEMA_VERSION:  # another process may have created it meanwhile
                 for table in ("vocab", "fts", "docs", "meta", "access", "changes"):
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in [*_SCHEMA.split(";"), DUP_INDEX, *change_triggers("docs")]:
+                for statement in [*_SCHEMA.split(";"), DUP_INDEX]:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -745,6 +750,7 @@ class IndexDB:
         if settle:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.executemany("UPDATE docs SET synced_ns = ? WHERE path = ?", [(now, p) for p in settle])
+            self._bump()
             self.db.execute("COMMIT")
         if report.changed or report.touched:
             self.snapshot_path.unlink(missing_ok=True)  # the full walk compares every row again
@@ -942,7 +948,12 @@ class IndexDB:
         self._refill_if_needed()
         if report.changed:
             self._note_change("sync", report.changed)
+        self._bump()
         self.db.execute("COMMIT")
+
+    def _bump(self) -> None:
+        """Move ``changes.n`` once, inside a transaction that wrote ``docs`` (see :data:`CHANGE_TRIGGERS`)."""
+        self.db.execute("UPDATE changes SET n = n + 1")
 
     def refresh(self, paths: list[Path]) -> None:
         """Re-index files memcli has just written (or deleted) and mark them racy.
@@ -977,6 +988,7 @@ class IndexDB:
             self._retry_duplicates()
             self._refill_if_needed()
             self._note_change("write", len(paths))
+            self._bump()
             self.db.execute("COMMIT")
         except (sqlite3.Error, OSError):
             if self.db.in_transaction:
@@ -1116,35 +1128,34 @@ class IndexDB:
         else:
             report.updated += 1
         self._delete(path)
-        self._store_row(path, read)
-        self.db.execute("UPDATE docs SET synced_ns = ? WHERE path = ?", (read_ns, path))
+        self._store_row(path, read, read_ns)
 
     def _insert(self, path: str, data: bytes, info: os.stat_result, digest: str) -> None:
         """Index one file's bytes, hashed just now (see ``RACY_NS``)."""
-        self._store_row(path, parse_row(self.files, path, data, info, digest, 0))
-        self.db.execute("UPDATE docs SET synced_ns = ? WHERE path = ?", (time.time_ns(), path))
+        self._store_row(path, parse_row(self.files, path, data, info, digest, 0), time.time_ns())
 
-    def _store_row(self, path: str, parsed: tuple) -> None:
-        """Write the row of one file as :func:`parse_row` gave it (``memory`` or ``invalid``);
-        an id another file holds goes to the smaller path, the other becomes a problem row."""
-        base = (path, *parsed[1:4])
+    def _store_row(self, path: str, parsed: tuple, synced_ns: int) -> None:
+        """Write the row of one file as :func:`parse_row` gave it (``memory`` or ``invalid``),
+        hashed at ``synced_ns`` (``time.time_ns()``, see ``RACY_NS``); an id another file holds
+        goes to the smaller path, the other becomes a problem row."""
+        base = (path, *parsed[1:4], synced_ns)
         if parsed[0] == "invalid":
-            self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error, error_line) VALUES (?,?,?,?,?,?)",
-                            (*base, parsed[5], parsed[6]))
+            self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error, error_line)"
+                            " VALUES (?,?,?,?,?,?,?)", (*base, parsed[5], parsed[6]))
             return
         columns, warning, values = parsed[5], parsed[6], parsed[7]
         memory_id = columns[0]
         holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory_id,)).fetchone()
         if holder is not None:
             if holder[0] < path:
-                self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, error) VALUES (?,?,?,?,?)",
-                                (*base, duplicate_reason(memory_id, holder[0])))
+                self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error)"
+                                " VALUES (?,?,?,?,?,?)", (*base, duplicate_reason(memory_id, holder[0])))
                 return
             self._demote(holder[0], memory_id, path)
         cursor = self.db.execute(
-            "INSERT INTO docs (path, changed_ns, size, hash, id, scope, status, category, subject, importance,"
-            " pinned, created, updated, expire, idem, norm, tags, search_text, search_more, record, error)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO docs (path, changed_ns, size, hash, synced_ns, id, scope, status, category, subject,"
+            " importance, pinned, created, updated, expire, idem, norm, tags, search_text, search_more, record, error)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*base, *columns, warning))  # a warning: served in part (files.PARTIAL)
         self._fts_ready()
         self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)", (cursor.lastrowid, *values))
@@ -1228,6 +1239,7 @@ class IndexDB:
                 else:  # a path no walk gives: no sync would ever remove it
                     self._delete(path)
             self._refill_if_needed()
+            self._bump()
             self.db.execute("COMMIT")
         except sqlite3.Error as err:
             if self.db.in_transaction:

@@ -85,7 +85,8 @@ LOG_TRIGGERS = (
 _TRIGGER_NAMES = ("vectors_INSERT", "vectors_log_docs_insert", "vectors_log_docs_delete", "vectors_log_docs_update",
                   "vectors_log_vectors_insert", "vectors_log_vectors_delete", "vectors_log_prune")
 #: What tells a long-lived process that an index changed: its ``changes`` counter (moved by
-#: triggers on every change, ``db.change_triggers``) and its ``generation`` (new whenever the
+#: every transaction that writes ``docs``, ``db.IndexDB._bump``, and by triggers on every change
+#: to ``vectors``, ``db.change_triggers``) and its ``generation`` (new whenever the
 #: schema is made again: a new counter, a new log).
 STAMP = "SELECT (SELECT n FROM changes), (SELECT value FROM meta WHERE key = 'generation')"
 #: Changed memories at most that :func:`_rows` takes in one by one; more, and it reads the

@@ -335,7 +335,7 @@ class MemoryFiles:
         return sorted(out)
 
     def load(self, path: Path, data: bytes | None = None, mtime: float | None = None,
-             round_trip: bool = True) -> Loaded:
+             round_trip: bool = True, rel: str | None = None) -> Loaded:
         """Parse one file into a :class:`Loaded`.
 
         A file without an ``id`` key takes its id from its name (``model.id_from_stem``):
@@ -348,11 +348,14 @@ class MemoryFiles:
             mtime: the file's modification time (seconds since the epoch), the default
                 ``createdAt`` of a hand-written file; read from disk when not given.
             round_trip: False for a read-only document, parsed faster (see ``fileformat.parse``).
+            rel: ``path`` relative to the workspace, ``/`` separated, when the caller has it
+                (an index build: ``Path.relative_to`` costs more than the YAML of a small file).
 
         Raises:
             InvalidMemoryFile: unreadable, unparsable, or outside the schema.
         """
-        rel = self.rel(path)
+        if rel is None:
+            rel = self.rel(path)
         try:
             return self._load(path, rel, data, mtime, round_trip)
         except InvalidMemoryFile:
@@ -377,7 +380,8 @@ class MemoryFiles:
         raw = _cut(data[:MAX_FILE_BYTES]) if truncated else data
         file_time = datetime.fromtimestamp(int(mtime), timezone.utc)
         doc = fileformat.parse(raw, rel, round_trip)
-        parts = path.relative_to(self.base).parts[:-1]
+        head, _, inside = rel.partition("/")
+        parts = tuple(inside.split("/")[:-1]) if head == MEMORIES else path.relative_to(self.base).parts[:-1]
         try:
             memory = model.from_mapping(
                 doc.meta, doc.body, path=rel, file_id=model.id_from_stem(path.stem),
