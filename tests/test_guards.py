@@ -543,3 +543,38 @@ def test_a_patch_over_the_file_limit_is_not_let_through(ws: Path, run: Runner, t
     payload["tool_input"] = {"command": patch.replace("*** Add File: src/f0.py\n+x\n", "")}  # 20 files: read whole
     found, reason = _decision(_hook(run, "codex", payload, tmp_path))
     assert found == "deny" and "says:" in reason, reason  # denied by the memory itself
+
+
+MALFORMED_CALLS = [
+    ("Read", {"file_path": ["/p/.env"]}),  # a path as a list
+    ("Read", {"file_path": 7}),
+    ("Read", "/p/.env"),  # tool_input not an object
+    ("Bash", "npm install x"),
+    ("Bash", {"command": {"argv": ["npm", "install"]}}),
+    ("Bash", {"command": ["npm", 3]}),
+]
+
+
+@pytest.mark.parametrize(("tool", "tool_input"), MALFORMED_CALLS)
+def test_a_tool_call_in_no_form_an_agent_sends_is_not_let_through_a_guard(ws: Path, run: Runner, tmp_path: Path,
+                                                                       tool: str, tool_input: object) -> None:
+    """Newcomer fault (stop 32): with a deny guard on Read(.env) or Bash(npm install:*) in force,
+    a pre-tool-use input whose file path or command memcli cannot read (a list, a number, a
+    tool_input that is not an object) got no answer at all: let through unchecked, against
+    guards.md's promise. It is refused, naming why, as a call too long to check is."""
+    run("remember", "Never read .env", "--deny", "Read(.env)")
+    run("remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)")
+    payload = {"session_id": "s1", "transcript_path": "", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
+               "tool_name": tool, "tool_input": tool_input}
+    found, reason = _decision(_hook(run, "claude", payload, tmp_path))
+    assert found == "deny" and "not in the form its agent sends" in reason, reason
+    fine = {**payload, "tool_input": {"file_path": str(tmp_path / "README.md")} if tool == "Read"
+            else {"command": "pnpm install"}}
+    assert _hook(run, "claude", fine, tmp_path) == ""  # a well-formed call the guards do not match
+
+
+def test_a_malformed_call_on_a_tool_no_guard_holds_is_let_through(ws: Path, run: Runner, tmp_path: Path) -> None:
+    run("remember", "Never read .env", "--deny", "Read(.env)")
+    payload = {"session_id": "s1", "transcript_path": "", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": "npm install x"}
+    assert _hook(run, "claude", payload, tmp_path) == ""

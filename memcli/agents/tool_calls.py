@@ -71,6 +71,10 @@ TOOL_NAMES: dict[str, dict[str, str]] = {
                "replace": "Edit", "web_fetch": "WebFetch"},
 }
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
+#: Why a tool call whose input is not in the form its agent sends cannot be matched against
+#: guards (``Call.cut``): while a ``deny`` or ``ask`` guard on its tool is in force, the
+#: pre-tool hook refuses (or asks about) it instead of letting it through unread.
+MALFORMED = "{what}, so memcli cannot read what it acts on"
 _SHELLS = ("sh", "bash", "zsh", "dash")
 
 
@@ -100,10 +104,16 @@ def call_of(agent: str, tool_name: str, tool_input: object) -> Call | None:
     from memcli.guards import Call
 
     tool = TOOL_NAMES.get(agent, TOOL_NAMES["claude"]).get(tool_name)
-    if tool is None or not isinstance(tool_input, dict):
+    if tool is None:
         return None
+    if not isinstance(tool_input, dict):  # no agent sends this: never let it through a guard unread
+        return Call(tool, cut=MALFORMED.format(what="its tool_input is not a JSON object"))
     if tool == "Bash":
-        return Call("Bash", command=_command_text(tool_input.get("command") or tool_input.get("cmd")))
+        value = tool_input.get("command") or tool_input.get("cmd")
+        command = _command_text(value)
+        if value is not None and not command:
+            return Call("Bash", cut=MALFORMED.format(what="its command is neither a string nor a list of strings"))
+        return Call("Bash", command=command)
     over = f"it names more than {MAX_FILES} files or addresses, the limit"
     if tool == "WebFetch":
         urls = [tool_input["url"]] if isinstance(tool_input.get("url"), str) else []
@@ -126,6 +136,9 @@ def call_of(agent: str, tool_name: str, tool_input: object) -> Call | None:
                 paths = [p for p in listed if isinstance(p, str) and p and "\0" not in p]
                 cut = over if len(paths) > MAX_FILES else ""
                 paths = paths[:MAX_FILES]
+    if not paths and any(tool_input.get(k) not in (None, "") for k in ("file_path", "absolute_path", "path",
+                                                                        "notebook_path", "paths", "include")):
+        cut = MALFORMED.format(what="its file path is not one memcli can read (a string without NUL)")
     if tool == "Edit" and tool_name == "apply_patch":
         # a patch that adds a file writes it: Write(...) guards see it too (Codex's hooks match it as both)
         return Call("Edit", paths=paths, cut=cut)

@@ -392,6 +392,9 @@ def _unchecked_verdict(own: Agent, held: list[tuple[Memory, Guard]], why: str) -
     asks = kind == "ask" and own.asks
     lines = [f"memory {m.id} ({m.scope}) holds the guard {g.kind} {g.pattern}." for m, g in held[:3]]
     checked = "too long or complex to check against the guards of this project's memories"
+    if why.endswith("cannot read what it acts on"):  # agents.tool_calls.MALFORMED
+        checked = "not in the form its agent sends, so it cannot be checked against the guards of this " \
+                  "project's memories"
     if kind == "deny":
         lead = f"memcli: this call is denied: it is {checked} ({why})."
     elif asks:
