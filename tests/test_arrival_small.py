@@ -3,10 +3,12 @@ teammate is not a mass change; retiring every memory still is (``service.arrival
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from conftest import run_memcli
 from test_arrival import Team, edit
 
 
@@ -102,3 +104,54 @@ def test_sync_names_arrivals_that_change_what_an_agent_is_told(team: Team) -> No
     seen = team.sync("bob").out.splitlines()
     assert [line for line in seen if line.startswith("arrived from")] == [
         f"arrived from alice: {hers} (pinned: first in every session start): Deploys need a green CI run"], seen
+
+
+def _pre_tool(team: Team, name: str, command: str) -> str:
+    payload = {"session_id": "s1", "cwd": str(team.ws[name]), "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": {"command": command}}
+    out = run_memcli("hook", "claude", "pre-tool-use", input=json.dumps(payload), env=team.env(name),
+                     cwd=team.ws[name])
+    assert out.code == 0, out
+    return out.out
+
+
+@pytest.mark.parametrize("how", ["guard removed", "stray byte", "file deleted with many others"])
+@pytest.mark.slow
+def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> None:
+    """Newcomer trust faults 1 and 2 (stop 32): bob removed the deny guard of alice's memory by
+    hand (it passed verification), or broke the file with one byte, or deleted it among many
+    (both quarantined, which served nothing in its place): each time alice's next pre-tool hook
+    let `npm install` through. Now lifting another person's guard is rule `guard`, and while a
+    memory is quarantined its verified version's guards hold, until a person ends it."""
+    guard = team.remember("alice", "Use pnpm, never npm", "--deny", "Bash(npm install:*)")
+    others = [team.remember("alice", f"note {n}: the service listens on port 543{n}") for n in range(4)]
+    team.sync("alice")
+    team.sync("bob")
+    assert '"permissionDecision": "deny"' in _pre_tool(team, "alice", "npm install left-pad")
+    path = team.path_of("bob", guard)
+    if how == "guard removed":
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("guards:\n  - deny: Bash(npm install:*)\n", "", 1), encoding="utf-8")
+        assert "guards:" not in path.read_text(encoding="utf-8")
+    elif how == "stray byte":
+        with path.open("ab") as handle:
+            handle.write(b"\xff")
+    else:
+        for memory_id in [guard, *others]:
+            team.path_of("bob", memory_id).unlink()
+    team.git("bob", "add", "-A")
+    team.git("bob", "commit", "-qm", "tidy up")
+    team.git("bob", "push", "-q", "origin", "HEAD")
+    out = team.sync("alice")
+    assert "quarantined on arrival" in out.out, out
+    if how == "guard removed":
+        assert "removes a guard (deny Bash(npm install:*))" in out.out, out
+    denied = _pre_tool(team, "alice", "npm install left-pad")
+    assert '"permissionDecision": "deny"' in denied and guard in denied, denied
+    entry = team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"][0]["id"]
+    assert team.mem("alice", "quarantine", "accept" if how == "guard removed" else "revert", entry).code == 0
+    after = _pre_tool(team, "alice", "npm install left-pad")
+    if how == "guard removed":  # a person accepted the removal: the guard is lifted
+        assert after == "", after
+    else:  # reverted: the memory itself is back, and its guard with it
+        assert '"permissionDecision": "deny"' in after and guard in after, after

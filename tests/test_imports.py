@@ -154,7 +154,7 @@ HOT_COMMANDS = (
      {"Stemmer", "rapidfuzz"}, False),
     (("hook", "claude", "pre-tool-use"), TOOL,
      HOT_BASE | HOOK - SEARCH | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude",
-                                 "memcli.guards"}, set(), False),
+                                 "memcli.guards", "memcli.service.held_guards"}, set(), False),
 )
 
 

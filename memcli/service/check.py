@@ -27,7 +27,10 @@ the checked range it asks:
   ``deny``/``ask``/``warn`` pattern, ``memcli.guards.widened``)? A guard is more power than a
   sentence, so that is refused unless the version is a valid approval of a pending memory
   (from ``pending_review`` to ``active``, judged as above); memcli itself never edits a
-  memory's guards in place (``supersede --deny`` writes a new memory, reviewed as any write).
+  memory's guards in place (``supersede --deny`` writes a new memory, reviewed as any write);
+  and does a later version by someone other than the memory's writer remove a ``deny`` or
+  ``ask`` guard that the memory held (:func:`_lifted`)? Lifting a guard is its writer's, or a
+  supersede's, reviewed as any write.
 
 A range ``OLD..NEW`` is judged by the settings ``OLD`` has (``[scopes] shared``, ``[review]
 allow_self_approve``, ``[workspace] kind``), never by those the range brings, so a push cannot
@@ -47,6 +50,7 @@ from memcli.errors import CheckFailed, InvalidMemoryFile, MemcliError, RevisionN
 if TYPE_CHECKING:
     from memcli.config import Config
     from memcli.git.repo import GitRepo
+    from memcli.guards import Guard
     from memcli.model import Memory
     from memcli.policy.review import Identity, Version
     from memcli.service import Ctx
@@ -465,8 +469,16 @@ def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory
             continue  # a personal scope: its owner's own power (or a file added anew: its first version)
         try:
             added = [widened(check_guards(b.guards), check_guards(version.memory.guards)) for b in before]
+            lifted = _lifted(before, version.memory)
         except MemcliError:
             continue  # an unreadable guard: the file's own check says so
+        maker = version.person()
+        if lifted and version.memory.status == "active" and not (maker is not None and maker.same_person(proposer)):
+            shown = ", ".join(f"{g.kind} {g.pattern}" for g in lifted[:3])
+            out.append(Problem(rel, "guard", f"{version.where()} removes a guard ({shown}) from a memory "
+                               f"{proposer.show()} wrote; a guard is lifted by its writer, or by superseding the "
+                               "memory (`memcli supersede ID`), which is reviewed as any write"))
+            break
         if not all(added):
             continue  # a merge carrying one side's guards adds none of its own
         if all(b.status == "pending_review" for b in before) and version.memory.status == "active" and \
@@ -478,6 +490,23 @@ def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory
                            "memory that is reviewed as any write"))
         break
     return out
+
+
+def _lifted(before: list[Memory], after: Memory) -> list[Guard]:
+    """The ``deny`` and ``ask`` guards every parent version in ``before`` holds that ``after``
+    no longer holds (the same kind and pattern): a guard removed, or changed into a weaker
+    ``warn`` or another pattern, by a hand edit (newcomer trust fault, stop 32).
+
+    Raises:
+        MemcliError: a guard that does not read (the caller skips the file: its own check says so).
+    """
+    from memcli.guards import check_guards
+
+    kept = {(g.kind, g.pattern) for g in check_guards(after.guards)}
+    held = [[g for g in check_guards(b.guards) if g.kind in ("deny", "ask")] for b in before]
+    common = [g for g in held[0] if all((g.kind, g.pattern) in {(h.kind, h.pattern) for h in other}
+                                        for other in held[1:])] if held else []
+    return [g for g in common if (g.kind, g.pattern) not in kept]
 
 
 def config_problems(git: _Git, old: str, new: str, signing_said: bool) -> list[Problem]:

@@ -302,7 +302,8 @@ def _journal(ctx: Ctx, agent: str, payload: formats.HookInput, event: str, ids: 
 def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
     """``(memory, memcli.guards.Guard)`` for every guard of the memories in force that the
     caller reads (active, not expired, in ``ctx.scopes()``, visible to ``ctx.actor``): a
-    pending proposal's guard is never enforced."""
+    pending proposal's guard is never enforced; a quarantined memory's verified version's
+    guards are (``service.held_guards``)."""
     from memcli.guards import check_guards
 
     scopes = set(ctx.scopes())
@@ -313,6 +314,9 @@ def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
                 out.extend((memory, g) for g in check_guards(memory.guards))
             except MemcliError:  # a hand edit the index took in before the check: not enforced
                 continue
+    from memcli.service.held_guards import held_guards  # a quarantined memory's verified guards hold
+
+    out.extend(held_guards(ctx, scopes, {m.id for m, _ in out}))
     return out
 
 

@@ -1,0 +1,79 @@
+"""Guards that hold while their memory is quarantined (newcomer trust fault, stop 32).
+
+Verify on arrival (``service.arrival``) keeps a quarantined memory file from every read until
+a person accepts or reverts it. A teammate's push that breaks a guarded memory (a stray byte,
+a removed ``guards:`` key, a mass deletion) would then switch its guard off: the pre-tool hook
+no longer saw the memory, so the call it denied went through. As ``memcli.toml``'s verified
+settings stay in force while a change of it is held back, a quarantined memory's **verified**
+version (the file as the commit the arrival started from held it) keeps its ``deny``, ``ask``
+and ``warn`` guards in force until the quarantine ends: accepted (the arrived version rules,
+guards and all) or reverted (the verified version is back on disk).
+
+Cost: nothing while no quarantine entry names a memory file; else one ``git cat-file --batch``
+per pre-tool hook for those files.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memcli.guards import Guard
+    from memcli.model import Memory
+    from memcli.service import Ctx
+
+#: Memory files of the quarantine read at most (a mass change lists many).
+MAX_FILES = 500
+
+
+def held_guards(ctx: Ctx, scopes: set[str], served: set[str]) -> list[tuple[Memory, Guard]]:
+    """``(memory, guard)`` for each guard of the verified version of a quarantined memory file
+    that is active, not expired, in ``scopes`` and visible to ``ctx.actor``, and whose id is not
+    among ``served`` (the memories in force already).
+
+    Args:
+        ctx: the store.
+        scopes: the scopes the caller reads (``ctx.scopes()``).
+        served: ids of the memories whose guards the caller already has.
+
+    Returns:
+        The pairs; ``[]`` when nothing is quarantined, git cannot answer, or a version does not read.
+    """
+    from memcli.service.arrived import load
+
+    wanted: list[tuple[str, str]] = []
+    for raw in load(ctx).get("entries", []):
+        if not isinstance(raw, dict) or raw.get("kind") not in ("file", "mass") or not raw.get("before"):
+            continue
+        for path in [raw.get("path"), *(raw.get("paths") or [])]:
+            if isinstance(path, str) and path.endswith(".md") and (str(raw["before"]), path) not in wanted:
+                wanted.append((str(raw["before"]), path))
+    if not wanted:
+        return []
+    from memcli.errors import MemcliError
+    from memcli.git.run import batch_blobs, run
+    from memcli.guards import check_guards
+    from memcli.store.files import MemoryFiles
+
+    wanted = wanted[:MAX_FILES]
+    try:
+        done = run(("cat-file", "--batch"), ctx.ws.root, timeout=5,
+                   input="".join(f"{commit}:./{path}\n" for commit, path in wanted).encode())
+    except MemcliError:
+        return []
+    blobs = batch_blobs(done.stdout if done.returncode == 0 else b"", len(wanted))
+    files = MemoryFiles(ctx.ws.root)
+    out: list[tuple[Memory, Guard]] = []
+    for (_, path), data in zip(wanted, blobs):
+        if data is None:
+            continue
+        try:
+            memory = files.load(ctx.ws.root / path, data=data, round_trip=False, rel=path).memory
+            if memory.id in served or memory.status != "active" or not memory.guards:
+                continue
+            if memory.scope in scopes and memory.served(ctx.now) and ctx.may_see(memory):
+                out.extend((memory, g) for g in check_guards(memory.guards))
+                served.add(memory.id)
+        except MemcliError:
+            continue  # a verified version that does not read either: nothing to hold
+    return out
