@@ -129,6 +129,13 @@ NORM_SQL = "coalesce(norm, rtrim(search_text, ' .!。！'))"
 #: scope without reading the wide rows (a third of the time at 10,000 memories). Made with the
 #: tables, and by the first write of an index made before it existed (``IndexDB.duplicate_index``).
 DUP_INDEX = f"CREATE INDEX IF NOT EXISTS docs_dup ON docs(scope, status, id, {NORM_SQL})"
+#: The index a context block's pool reads (``search.FtsRetriever._all``: ``ORDER BY pinned,
+#: importance, updated, id LIMIT 400`` walks it in order and stops, instead of sorting every
+#: eligible row) and its count (``FtsRetriever.count``: covering, no row read). Made with the
+#: tables, and by the first full sync of an index made before it existed (``IndexDB.pool_index``);
+#: without it the same queries scan and sort, as before.
+POOL_INDEX = ("CREATE INDEX IF NOT EXISTS docs_pool"
+              " ON docs(status, pinned DESC, importance DESC, updated DESC, id, scope, expire)")
 
 
 def fts_values(memory: Memory) -> tuple[str, str, str]:
@@ -431,6 +438,7 @@ class IndexDB:
         self.walked = False
         self._fts_checked = False  # the FTS5 table's tokens checked against this process's (_fts_ready)
         self._dup_ready = False  # DUP_INDEX made sure of (duplicate_index)
+        self._pool_ready = False  # POOL_INDEX made sure of (pool_index)
         self._fts_stale = False  # a row's entries could not be removed exactly: refill before commit
         try:  # one connection per thread at a time: a warm server serialises its calls
             self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
@@ -461,7 +469,7 @@ class IndexDB:
             if self._version() != SCHEMA_VERSION:  # another process may have created it meanwhile
                 for table in ("vocab", "fts", "docs", "meta", "access", "changes"):
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in [*_SCHEMA.split(";"), DUP_INDEX, *change_triggers("docs")]:
+                for statement in [*_SCHEMA.split(";"), DUP_INDEX, POOL_INDEX, *change_triggers("docs")]:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -488,6 +496,20 @@ class IndexDB:
         except sqlite3.Error:
             pass
 
+    def pool_index(self) -> None:
+        """Make sure of :data:`POOL_INDEX` (an index made before it existed has none: about 1 s
+        at 100,000 memories, once); once per process. Never raises: a busy or read-only
+        database is read without it."""
+        if self._pool_ready:
+            return
+        self._pool_ready = True
+        try:
+            if self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'docs_pool'").fetchone():
+                return
+            self.db.execute(POOL_INDEX)
+        except sqlite3.Error:
+            pass
+
     # --- sync --------------------------------------------------------------------------
 
     def sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
@@ -506,11 +528,14 @@ class IndexDB:
             IndexUnavailable: the database could not be read or written.
         """
         try:
-            return self._sync(progress, deadline, wait, locked)
+            report = self._sync(progress, deadline, wait, locked)
         except sqlite3.Error as err:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise IndexUnavailable(f"sync failed: {err}") from None
+        if not report.busy and not report.pending:  # a whole walk (index status, build, the watcher's start)
+            self.pool_index()
+        return report
 
     def quick_sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
                    wait: float = LOCK_WAIT) -> SyncReport:
