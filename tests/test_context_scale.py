@@ -163,3 +163,25 @@ def test_the_pool_index_is_made_for_an_old_index_and_changes_no_block(ws, run):
     db.close()
     assert "docs_pool" in plan and "TEMP B-TREE" not in plan
     assert run("--json", "context").json()["data"] == with_index
+
+
+def test_the_count_of_unreadable_files_follows_hand_changes(ws, run):
+    """The "skipped N more unreadable files" count is kept too (``index.kept``): right after each change."""
+    import re
+
+    folder = ws / "memories" / "project" / "broken"
+    folder.mkdir(parents=True)
+    for i in range(8):
+        (folder / f"bad-{i}.md").write_text("---\nscope: [unclosed\n---\nbroken\n", encoding="utf-8")
+
+    def more() -> int:
+        found = re.search(r"skipped (\d+) more unreadable files", run("list").err)
+        return int(found.group(1)) if found else 0
+
+    first = more()
+    assert first > 0 and more() == first  # the second from the kept count
+    (folder / "bad-8.md").write_text("---\nscope: [unclosed\n---\nbroken\n", encoding="utf-8")
+    assert more() == first + 1
+    (folder / "bad-0.md").unlink()
+    (folder / "bad-1.md").unlink()
+    assert more() == first - 1

@@ -366,57 +366,16 @@ class FtsRetriever:
     def count(self, query: Query) -> int:
         """See :class:`memcli.index.Retriever`.
 
-        Kept beside the index (:data:`COUNTS`, ``index.sqlite3.counts``) under the index's
-        generation, its ``changes`` counter (moved by every change to a row, by any process)
-        and the query's filters: the context block's count read again costs one row of
-        ``changes``, not a scan of every eligible row (0.04-0.1 s at 100,000 memories). A
-        kept count holds from the instant it was taken until the first ``expireAt`` among
-        the rows it counted (a memory past it drops out), so one taken at ``since`` answers
-        for any ``query.now`` in ``[since, until)``."""
+        Kept beside the index (:mod:`memcli.index.kept`): read again at the same state of the
+        rows, the context block's count costs one row of ``changes``, not a scan of every
+        eligible row (0.04-0.1 s at 100,000 memories); it holds until the first ``expireAt``
+        among the rows it counted."""
+        from memcli.index import kept
+
         where, params = _filters(query)
-        now = params["now"]
-        key = json.dumps([self.index.generation, where, {k: v for k, v in params.items() if k != "now"}],
-                         sort_keys=True, default=str)
-        kept = _kept_counts(self.index)
-        changes = self.db.execute("SELECT n FROM changes").fetchone()
-        changes = changes[0] if changes else None
-        found = kept.get(key) if kept.get("changes") == changes else None
-        if isinstance(found, list) and len(found) == 3 and found[1] <= now and (found[2] is None or now < found[2]):
-            return int(found[0])
-        changes, count, until = self.db.execute(
-            f"SELECT (SELECT n FROM changes), count(*), min(d.expire) FROM docs d WHERE {where}", params).fetchone()
-        if kept.get("changes") != changes:
-            kept = {"changes": changes}
-        if len(kept) <= COUNTS_KEPT:
-            kept[key] = [count, now, until]
-            _keep_counts(self.index, kept)
-        return count
-
-
-#: Where :meth:`FtsRetriever.count` keeps its counts: beside the index file, with this suffix.
-COUNTS = ".counts"
-#: Filters a count is kept for at most at one state of the index (scopes, actors, statuses).
-COUNTS_KEPT = 16
-
-
-def _kept_counts(index: IndexDB) -> dict:
-    """The counts kept beside ``index`` (``{"changes": N, key: [count, since, until], ...}``),
-    or ``{}`` when there are none or they are unreadable, or of another index file. Never raises."""
-    try:
-        kept = json.loads(index.path.with_name(index.path.name + COUNTS).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return kept if isinstance(kept, dict) else {}
-
-
-def _keep_counts(index: IndexDB, kept: dict) -> None:
-    """Write the kept counts (atomically, no ``fsync``: a cache, unreadable means none). Never raises."""
-    from memcli.store.files import atomic_write
-
-    try:
-        atomic_write(index.path.with_name(index.path.name + COUNTS), json.dumps(kept).encode(), durable=False)
-    except OSError:
-        pass
+        key = json.dumps([where, {k: v for k, v in params.items() if k != "now"}], sort_keys=True, default=str)
+        return kept.count(self.index, key, f"SELECT count(*), min(d.expire) FROM docs d WHERE {where}", params,
+                          now=params["now"])
 
 
 def _typo_score(word: str, term: str, **_: object) -> float:
