@@ -372,10 +372,12 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     room = size - sum(len(n) + 40 * (n.count("\n") + 1) for n in (partial, arrived, standing) if n)
     from memcli.service.unbacked import notes as unbacked
 
-    unverified = unbacked(ctx, pool)  # an actor no commit backs (a file dropped in by hand): labelled
+    unverified: dict[str, str] = {}  # an actor no commit backs (a file dropped in by hand): labelled
     shown: list[Memory] = []
     for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
-        shown += for_reader(ctx, pool[start:start + REDACT_CHUNK])
+        chunk = pool[start:start + REDACT_CHUNK]
+        unverified.update(unbacked(ctx, chunk))  # the files of what may be shown: 48 stats, not 400
+        shown += for_reader(ctx, chunk)
         block = render(shown, room, fmt, total, notes, unverified)
         if room - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
