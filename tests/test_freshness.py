@@ -139,6 +139,27 @@ def test_a_hand_change_is_seen_when_no_walk_could_be_started(settled: dict[str, 
     assert texts(run, "5555") == ["The bravo service listens on port 5555."]
 
 
+@pytest.mark.slow
+@pytest.mark.process  # the walk's process and the read's are the point
+def test_an_owed_walk_of_a_large_store_runs_in_its_own_process_not_in_the_read(ws: Path, run: Runner) -> None:
+    """A read that owes a walk nobody runs (the child of the previous read was killed) starts
+    it in its own process and waits for it, rather than walking every file itself (a read's
+    memory would then grow with the store: 106 MB at 100,000 files); the change is seen all the same."""
+    killed = {"MEMCLI_TEST_KILL_AT": "fresh:walking"}  # every walk started in the set-up dies before it walks
+    for word in ("alpha", "bravo"):
+        assert run("remember", f"The {word} service listens on port 1234.", env=killed).code == 0
+    time.sleep(SETTLE)
+    assert run("--json", "recall", "alpha", env=killed).code == 0  # answers, owes a walk; its child dies
+    log = ws / ".cache" / "index-build.log"
+    assert "started for" not in (log.read_text(encoding="utf-8") if log.exists() else "")
+    path = next((ws / "memories").rglob("*.md"))
+    folder = path.parent.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("port 1234", "port 4321 zulu"), encoding="utf-8")
+    _put_back(path.parent, folder)
+    assert len(recall(run, "zulu")) == 1  # waited for the walk it started
+    assert "started for" in log.read_text(encoding="utf-8")  # a walk of its own process (then the watcher)
+
+
 @pytest.mark.parametrize("damage", [b"", b"\x00" * 64, b"not marshal"])
 @pytest.mark.slow
 def test_an_empty_or_garbled_folder_state_or_snapshot_means_a_full_walk(settled, ws: Path, run, damage) -> None:

@@ -121,7 +121,9 @@ CONTEXT = SEARCH | {"memcli.agents", "memcli.agents.context_block", "memcli.serv
                     "memcli.service.stale_notes", "memcli.service.unbacked"}
 #: What the context block (``context``, the session-start hooks) adds: ``memcli.service.conflicts``,
 #: what a sync left to finish (one stat when nothing; issue 22 point 4).
-BLOCK = frozenset(("memcli.service.conflicts",))
+#: ``memcli.index.kept``: its count, kept beside the index (issue 21: no scan of every eligible
+#: row at 100,000 memories).
+BLOCK = frozenset(("memcli.service.conflicts", "memcli.index.kept"))
 HOOK = CONTEXT | {"memcli.agents.hook_protocol", "memcli.agents.tool_calls", "memcli.cli.watchdog",
                   "memcli.service.branch", "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
 PROMPT = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we use pnpm?"}'

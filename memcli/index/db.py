@@ -134,6 +134,13 @@ NORM_SQL = "coalesce(norm, rtrim(search_text, ' .!。！'))"
 #: scope without reading the wide rows (a third of the time at 10,000 memories). Made with the
 #: tables, and by the first write of an index made before it existed (``IndexDB.duplicate_index``).
 DUP_INDEX = f"CREATE INDEX IF NOT EXISTS docs_dup ON docs(scope, status, id, {NORM_SQL})"
+#: The index a context block's pool reads (``search.FtsRetriever._all``: ``ORDER BY pinned,
+#: importance, updated, id LIMIT 400`` walks it in order and stops, instead of sorting every
+#: eligible row) and its count (``FtsRetriever.count``: covering, no row read). Made with the
+#: tables, and by the first full sync of an index made before it existed (``IndexDB.pool_index``);
+#: without it the same queries scan and sort, as before.
+POOL_INDEX = ("CREATE INDEX IF NOT EXISTS docs_pool"
+              " ON docs(status, pinned DESC, importance DESC, updated DESC, id, scope, expire)")
 
 
 def fts_values(memory: Memory) -> tuple[str, str, str]:
@@ -436,6 +443,7 @@ class IndexDB:
         self.walked = False
         self._fts_checked = False  # the FTS5 table's tokens checked against this process's (_fts_ready)
         self._dup_ready = False  # DUP_INDEX made sure of (duplicate_index)
+        self._pool_ready = False  # POOL_INDEX made sure of (pool_index)
         self._fts_stale = False  # a row's entries could not be removed exactly: refill before commit
         try:  # one connection per thread at a time: a warm server serialises its calls
             self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
@@ -466,7 +474,7 @@ class IndexDB:
             if self._version() != SCHEMA_VERSION:  # another process may have created it meanwhile
                 for table in ("vocab", "fts", "docs", "meta", "access", "changes"):
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in [*_SCHEMA.split(";"), DUP_INDEX]:
+                for statement in [*_SCHEMA.split(";"), DUP_INDEX, POOL_INDEX]:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -493,6 +501,20 @@ class IndexDB:
         except sqlite3.Error:
             pass
 
+    def pool_index(self) -> None:
+        """Make sure of :data:`POOL_INDEX` (an index made before it existed has none: about 1 s
+        at 100,000 memories, once); once per process. Never raises: a busy or read-only
+        database is read without it."""
+        if self._pool_ready:
+            return
+        self._pool_ready = True
+        try:
+            if self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'docs_pool'").fetchone():
+                return
+            self.db.execute(POOL_INDEX)
+        except sqlite3.Error:
+            pass
+
     # --- sync --------------------------------------------------------------------------
 
     def sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
@@ -511,11 +533,14 @@ class IndexDB:
             IndexUnavailable: the database could not be read or written.
         """
         try:
-            return self._sync(progress, deadline, wait, locked)
+            report = self._sync(progress, deadline, wait, locked)
         except sqlite3.Error as err:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise IndexUnavailable(f"sync failed: {err}") from None
+        if not report.busy and not report.pending:  # a whole walk (index status, build, the watcher's start)
+            self.pool_index()
+        return report
 
     def quick_sync(self, progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
                    wait: float = LOCK_WAIT) -> SyncReport:
@@ -599,9 +624,10 @@ class IndexDB:
             self.walked = True  # the watcher took in every change made before it answered
             return SyncReport()
         elif state is not None and fresh.last_read(cache) > state.walked_ns:
-            if not build_running(lock_path):
-                state = None  # the walk that read owed never ran: walk here
-            else:  # it runs: wait for it (it began after that read did)
+            if not build_running(lock_path) and not fresh.spawn_walk(self.files.root, self.path):
+                state = None  # the walk that read owed never ran, and cannot be started now: walk here
+            else:  # it runs (or was just started: a large store's walk is not done in a read, whose
+                # memory would grow with it, 106 MB at 100,000 files): wait for it
                 lock = self._build_lock(lock_path, wait)
                 if lock is None:
                     return SyncReport(busy=True)
@@ -1261,13 +1287,15 @@ class IndexDB:
         user's personal folder left out, as ``store.files.others_folder`` decides, counted in
         SQL over the partial index ``docs_error`` (thousands of rows at 100,000 memories cost
         tens of milliseconds a read when each path came back to Python)."""
+        from memcli.index import kept
+
         if actor is None:
-            return self.db.execute("SELECT count(*) FROM docs WHERE error IS NOT NULL").fetchone()[0]
+            return kept.count(self, "problems", "SELECT count(*), NULL FROM docs WHERE error IS NOT NULL", ())
         users, mine = f"{MEMORIES}/user/", f"{MEMORIES}/user/{actor}/"
-        return self.db.execute(
-            "SELECT count(*) FROM docs WHERE error IS NOT NULL AND NOT (substr(path, 1, ?) = ? "
-            "AND instr(substr(path, ?), '/') > 0 AND substr(path, 1, ?) != ?)",
-            (len(users), users, len(users) + 1, len(mine), mine)).fetchone()[0]
+        return kept.count(self, f"problems of {actor}",  # kept: 5,966 rows in the generated store of 100,000
+                          "SELECT count(*), NULL FROM docs WHERE error IS NOT NULL AND NOT (substr(path, 1, ?) = ? "
+                          "AND instr(substr(path, ?), '/') > 0 AND substr(path, 1, ?) != ?)",
+                          (len(users), users, len(users) + 1, len(mine), mine))
 
     def status(self) -> dict:
         """Counts for ``index status``: memories, unreadable files, size in bytes, schema, and

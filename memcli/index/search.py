@@ -80,8 +80,11 @@ def _filters(query: Query) -> tuple[str, dict]:
     if query.actor is not None:  # another user's personal scope never, whatever the patterns say
         params["me"] = f"user:{query.actor}"
         where.append("(d.scope NOT LIKE 'user:%' OR d.scope = :me)")
-        params["actor"] = query.actor  # a session is its owner's (policy.owner): the provenance actor
-        where.append("(d.scope NOT LIKE 'session:%' OR json_extract(d.record, '$.provenance.actor') = :actor)")
+        if any(s.startswith("session:") or any(c in s for c in "*?[") for s in query.scopes):
+            params["actor"] = query.actor  # a session is its owner's (policy.owner): the provenance actor
+            where.append("(d.scope NOT LIKE 'session:%' OR json_extract(d.record, '$.provenance.actor') = :actor)")
+        # else no scope asked for can be a session's: no row's record is read to filter (the
+        # count is then answered from POOL_INDEX alone)
     statuses = []
     for i, status in enumerate(query.statuses):
         params[f"st{i}"] = status
@@ -361,9 +364,18 @@ class FtsRetriever:
         return [Hit(_memory(r), 0.0, "all") for (r,) in self.db.execute(sql, params)]
 
     def count(self, query: Query) -> int:
-        """See :class:`memcli.index.Retriever`."""
+        """See :class:`memcli.index.Retriever`.
+
+        Kept beside the index (:mod:`memcli.index.kept`): read again at the same state of the
+        rows, the context block's count costs one row of ``changes``, not a scan of every
+        eligible row (0.04-0.1 s at 100,000 memories); it holds until the first ``expireAt``
+        among the rows it counted."""
+        from memcli.index import kept
+
         where, params = _filters(query)
-        return self.db.execute(f"SELECT count(*) FROM docs d WHERE {where}", params).fetchone()[0]
+        key = json.dumps([where, {k: v for k, v in params.items() if k != "now"}], sort_keys=True, default=str)
+        return kept.count(self.index, key, f"SELECT count(*), min(d.expire) FROM docs d WHERE {where}", params,
+                          now=params["now"])
 
 
 def _typo_score(word: str, term: str, **_: object) -> float:
