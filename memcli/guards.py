@@ -211,17 +211,19 @@ def widened(before: list[Guard], after: list[Guard]) -> list[Guard]:
 class Call:
     """One tool call in Claude Code's terms: ``tool`` (``Bash``, ``Read``, ``Edit``, ``Write``,
     ``MultiEdit``, ``NotebookEdit``, ``WebFetch``) and what it acts on: ``command`` (Bash),
-    ``paths`` (the file tools; as the agent named them) or ``urls`` (WebFetch)."""
+    ``paths`` (the file tools; as the agent named them) or ``urls`` (WebFetch). ``malformed``:
+    its input was in no form its agent sends, so what it acts on could not be read (``cut`` says why)."""
 
-    __slots__ = ("tool", "command", "paths", "urls", "cut")
+    __slots__ = ("tool", "command", "paths", "urls", "cut", "malformed")
 
     def __init__(self, tool: str, command: str = "", paths: list[str] | None = None,
-                 urls: list[str] | None = None, cut: str = "") -> None:
+                 urls: list[str] | None = None, cut: str = "", malformed: bool = False) -> None:
         self.tool = tool
         self.command = command
         self.paths = [] if paths is None else paths
         self.urls = [] if urls is None else urls
         self.cut = cut  # why ``paths`` or ``urls`` are not all the call acts on ("" when they are)
+        self.malformed = malformed
 
     def __repr__(self) -> str:
         return f"Call({self.tool!r}, {self.command or self.paths or self.urls!r})"

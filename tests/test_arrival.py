@@ -32,6 +32,20 @@ def git(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
                           env={**os.environ, **(env or {})}).stdout.strip()
 
 
+def homes(tmp: Path, people: tuple[str, ...]) -> dict[str, Path]:
+    """A home folder per person under ``tmp`` (``home-NAME``), with a git identity
+    ``NAME <NAME@example.com>``, branch ``main`` by default and no commit signing."""
+    out = {}
+    for name in people:
+        home = tmp / f"home-{name}"
+        home.mkdir()
+        (home / ".gitconfig").write_text(
+            f"[user]\n\tname = {name}\n\temail = {name}@example.com\n"
+            "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n", encoding="utf-8")
+        out[name] = home
+    return out
+
+
 class Team:
     """The bare remote and the three clones; ``run(name, *args)`` is memcli as that person."""
 
@@ -39,14 +53,7 @@ class Team:
         self.tmp = tmp_path
         self.bare = tmp_path / "remote.git"
         git("init", "--bare", "-q", str(self.bare), cwd=tmp_path)
-        self.homes = {}
-        for name in PEOPLE:
-            home = tmp_path / f"home-{name}"
-            home.mkdir()
-            (home / ".gitconfig").write_text(
-                f"[user]\n\tname = {name}\n\temail = {name}@example.com\n"
-                "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n", encoding="utf-8")
-            self.homes[name] = home
+        self.homes = homes(tmp_path, PEOPLE)
         seed = tmp_path / "seed"
         assert self.run("alice", "init", str(seed)).code == 0
         git("remote", "add", "origin", str(self.bare), cwd=seed)

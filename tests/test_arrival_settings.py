@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Result, run_memcli
+from test_arrival import homes
 
 PEOPLE = ("alice", "bob")
 
@@ -43,14 +44,7 @@ class Pair:
         self.tmp = tmp
         self.bare = tmp / "remote.git"
         git("init", "--bare", "-q", "-b", "main", str(self.bare), cwd=tmp)
-        self.homes = {}
-        for name in PEOPLE:
-            home = tmp / f"home-{name}"
-            home.mkdir()
-            (home / ".gitconfig").write_text(
-                f"[user]\n\tname = {name}\n\temail = {name}@example.com\n"
-                "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n", encoding="utf-8")
-            self.homes[name] = home
+        self.homes = homes(tmp, PEOPLE)
         code = tmp / "alice"
         code.mkdir()
         git("init", "-q", cwd=code, env=self.env("alice"))

@@ -73,12 +73,17 @@ def test_an_edit_in_place_that_leaves_the_folder_mtime_is_seen_by_the_second_rea
     assert texts(run, "alpha") == ["The alpha service listens on port 9876 zulu."]
 
 
+def _hand_copy(source: Path, new_id: str, word: str) -> Path:
+    """A file added by hand beside ``source``: its text with id ``new_id`` and "bravo" made ``word``."""
+    copy = source.with_name(f"{new_id}-added.md")
+    text = source.read_text(encoding="utf-8").replace(source.name.split("-")[0], new_id)
+    copy.write_text(text.replace("bravo", word), encoding="utf-8")
+    return copy
+
+
 @pytest.mark.slow
 def test_a_hand_added_file_is_seen_by_the_next_read(settled: dict[str, Path], run: Runner) -> None:
-    source = settled["bravo"]
-    copy = source.with_name("01zzzzzzzzzzzzzzzzzzzzzzzz-added.md")
-    text = source.read_text(encoding="utf-8").replace(source.name.split("-")[0], copy.name.split("-")[0])
-    copy.write_text(text.replace("bravo", "yankee"), encoding="utf-8")
+    _hand_copy(settled["bravo"], "01zzzzzzzzzzzzzzzzzzzzzzzz", "yankee")
     assert texts(run, "yankee") == ["The yankee service listens on port 1234."]
 
 
@@ -239,10 +244,7 @@ def test_a_write_reads_the_subject_holder_from_disk_before_it_retires_it(ws: Pat
 @pytest.mark.slow
 def test_a_write_sees_a_hand_added_duplicate(settled: dict[str, Path], run: Runner) -> None:
     """A file added by hand moves its folder's mtime: the next write's duplicate gate finds it."""
-    source = settled["bravo"]
-    copy = source.with_name("01zzzzzzzzzzzzzzzzzzzzzzzy-added.md")
-    text = source.read_text(encoding="utf-8").replace(source.name.split("-")[0], copy.name.split("-")[0])
-    copy.write_text(text.replace("bravo", "kilo"), encoding="utf-8")
+    _hand_copy(settled["bravo"], "01zzzzzzzzzzzzzzzzzzzzzzzy", "kilo")
     again = run("--json", "remember", "The kilo service listens on port 1234.")
     assert again.code == 0, again
     assert again.json()["data"]["outcome"] == "noop" and again.json()["data"]["id"] == "01zzzzzzzzzzzzzzzzzzzzzzzy"

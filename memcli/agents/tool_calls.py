@@ -107,12 +107,13 @@ def call_of(agent: str, tool_name: str, tool_input: object) -> Call | None:
     if tool is None:
         return None
     if not isinstance(tool_input, dict):  # no agent sends this: never let it through a guard unread
-        return Call(tool, cut=MALFORMED.format(what="its tool_input is not a JSON object"))
+        return Call(tool, cut=MALFORMED.format(what="its tool_input is not a JSON object"), malformed=True)
     if tool == "Bash":
         value = tool_input.get("command") or tool_input.get("cmd")
         command = _command_text(value)
         if value is not None and not command:
-            return Call("Bash", cut=MALFORMED.format(what="its command is neither a string nor a list of strings"))
+            return Call("Bash", cut=MALFORMED.format(what="its command is neither a string nor a list of strings"),
+                        malformed=True)
         return Call("Bash", command=command)
     over = f"it names more than {MAX_FILES} files or addresses, the limit"
     if tool == "WebFetch":
@@ -136,13 +137,11 @@ def call_of(agent: str, tool_name: str, tool_input: object) -> Call | None:
                 paths = [p for p in listed if isinstance(p, str) and p and "\0" not in p]
                 cut = over if len(paths) > MAX_FILES else ""
                 paths = paths[:MAX_FILES]
-    if not paths and any(tool_input.get(k) not in (None, "") for k in ("file_path", "absolute_path", "path",
-                                                                        "notebook_path", "paths", "include")):
+    malformed = not paths and any(tool_input.get(k) not in (None, "") for k in (
+        "file_path", "absolute_path", "path", "notebook_path", "paths", "include"))
+    if malformed:
         cut = MALFORMED.format(what="its file path is not one memcli can read (a string without NUL)")
-    if tool == "Edit" and tool_name == "apply_patch":
-        # a patch that adds a file writes it: Write(...) guards see it too (Codex's hooks match it as both)
-        return Call("Edit", paths=paths, cut=cut)
-    return Call(tool, paths=paths, cut=cut)
+    return Call(tool, paths=paths, cut=cut, malformed=malformed)  # apply_patch is Edit (TOOL_NAMES)
 
 
 def call_key(call: Call) -> str:

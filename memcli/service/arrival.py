@@ -212,7 +212,7 @@ def _lines(repo: GitRepo, *args: str) -> list[str]:
     return out.decode("utf-8", "replace").splitlines() if status == 0 else []
 
 
-def _me(repo: GitRepo) -> str:
+def committer_email(repo: GitRepo) -> str:
     """This clone's committer e-mail (lower case), or '' when git has none."""
     line = next(iter(_lines(repo, "var", "GIT_COMMITTER_IDENT")), "")
     return line.rsplit(">", 1)[0].partition("<")[2].strip().lower() if "<" in line else ""
@@ -296,7 +296,7 @@ def _settings_arrival(repo: GitRepo, state: dict, span: str, old: str, new: str,
     from memcli.policy.trust_settings import compare
     from memcli.service.settings import bytes_at, digest, from_text, problem
 
-    me = _me(repo)
+    me = committer_email(repo)
     rows = [r.split("\x00") for r in _lines(repo, "log", "--format=%H%x00%ce%x00%an <%ae>", span, "--", CONFIG_NAME)]
     if trust is not None:
         trust.prepare([r[0] for r in rows if len(r) == 3])
@@ -345,7 +345,7 @@ def _foreign_paths(repo: GitRepo, span: str, trust: Trust | None = None) -> set[
     by this person (:func:`_is_mine`) touched: what arrived. A commit under the person's own identity is
     theirs (a hand commit, a second machine); without signing that is what git says, with
     signing their key's signature."""
-    me = _me(repo)
+    me = committer_email(repo)
     prefix = repo.prefix
     found: set[str] = set()
     mine = False
@@ -365,7 +365,7 @@ def _forged_trailers(repo: GitRepo, span: str, before: str, trust: Trust | None 
     is not the commit's author (with signing on: its signer): rule ``trailer``."""
     from memcli.policy.review import Identity
 
-    me = _me(repo)
+    me = committer_email(repo)
     fmt = "%H%x00%ce%x00%an%x00%ae%x00%(trailers:key=Memcli-Op,valueonly,separator=%x2C)%x00" \
           "%(trailers:key=Memcli-Actor,valueonly,separator=%x2C)%x1e"
     status, out, _ = repo.raw("log", "--no-merges", f"--format={fmt}", span, "--", "memories")
@@ -405,7 +405,7 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
     active = {p.split(":", 1)[1] if p.startswith(old + ":") else p for p in active}
     if len(active) < MASS_MIN:
         return None
-    me = _me(repo)
+    me = committer_email(repo)
     changed: dict[str, tuple[str, str]] = {}  # path -> (kind, blob at new; zeros when removed)
     gone: dict[str, str] = {}  # every memory file removed, whatever its status (blob: zeros)
     for row in _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", old, new, "--", "memories"):

@@ -50,7 +50,9 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
         return []
     fields = out.decode("utf-8", "surrogateescape").split("\0")
     changed = [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i] in ("A", "M")]
-    me = _email(repo)
+    from memcli.service.arrival import committer_email
+
+    me = committer_email(repo)
     lines: list[str] = []
     more = 0
     for change, path in changed:
@@ -108,13 +110,6 @@ def _author(repo: GitRepo, before: str, path: str) -> tuple[str, str] | None:
     status, out, _ = repo.raw("log", "-1", "--format=%an%x00%ae", f"{before}..HEAD", "--", path)
     name, _, email = out.decode("utf-8", "replace").strip().partition("\0")
     return (name, email.lower()) if status == 0 and name else None
-
-
-def _email(repo: GitRepo) -> str:
-    """This clone's committer e-mail (lower case), or ''."""
-    status, out, _ = repo.raw("var", "GIT_COMMITTER_IDENT")
-    line = out.decode("utf-8", "replace")
-    return line.rsplit(">", 1)[0].partition("<")[2].strip().lower() if status == 0 and "<" in line else ""
 
 
 def _quote(text: str) -> str:

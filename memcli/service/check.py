@@ -502,11 +502,11 @@ def _lifted(before: list[Memory], after: Memory) -> list[Guard]:
     """
     from memcli.guards import check_guards
 
-    kept = {(g.kind, g.pattern) for g in check_guards(after.guards)}
-    held = [[g for g in check_guards(b.guards) if g.kind in ("deny", "ask")] for b in before]
-    common = [g for g in held[0] if all((g.kind, g.pattern) in {(h.kind, h.pattern) for h in other}
-                                        for other in held[1:])] if held else []
-    return [g for g in common if (g.kind, g.pattern) not in kept]
+    if not before:
+        return []
+    held = [{(g.kind, g.pattern) for g in check_guards(b.guards) if g.kind in ("deny", "ask")} for b in before]
+    gone = set.intersection(*held) - {(g.kind, g.pattern) for g in check_guards(after.guards)}
+    return [g for g in check_guards(before[0].guards) if (g.kind, g.pattern) in gone]
 
 
 def config_problems(git: _Git, old: str, new: str, signing_said: bool) -> list[Problem]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memcli.guards import Guard
     from memcli.model import Memory
     from memcli.service import Ctx
 
@@ -26,18 +25,17 @@ if TYPE_CHECKING:
 MAX_FILES = 500
 
 
-def held_guards(ctx: Ctx, scopes: set[str], served: set[str]) -> list[tuple[Memory, Guard]]:
-    """``(memory, guard)`` for each guard of the verified version of a quarantined memory file
-    that is active, not expired, in ``scopes`` and visible to ``ctx.actor``, and whose id is not
-    among ``served`` (the memories in force already).
+def verified_versions(ctx: Ctx, active: list[Memory]) -> list[Memory]:
+    """The verified version of each quarantined memory file that is ``active`` and has guards,
+    none whose id is among ``active`` (the memories served now); the caller filters them as it
+    filters those (scope, expiry, who may see them).
 
     Args:
         ctx: the store.
-        scopes: the scopes the caller reads (``ctx.scopes()``).
-        served: ids of the memories whose guards the caller already has.
+        active: the active memories the caller reads now.
 
     Returns:
-        The pairs; ``[]`` when nothing is quarantined, git cannot answer, or a version does not read.
+        The memories; ``[]`` when nothing is quarantined, git cannot answer, or a version does not read.
     """
     from memcli.service.arrived import load
 
@@ -52,7 +50,6 @@ def held_guards(ctx: Ctx, scopes: set[str], served: set[str]) -> list[tuple[Memo
         return []
     from memcli.errors import MemcliError
     from memcli.git.run import batch_blobs, run
-    from memcli.guards import check_guards
     from memcli.store.files import MemoryFiles
 
     wanted = wanted[:MAX_FILES]
@@ -63,17 +60,16 @@ def held_guards(ctx: Ctx, scopes: set[str], served: set[str]) -> list[tuple[Memo
         return []
     blobs = batch_blobs(done.stdout if done.returncode == 0 else b"", len(wanted))
     files = MemoryFiles(ctx.ws.root)
-    out: list[tuple[Memory, Guard]] = []
+    served = {m.id for m in active}
+    out: list[Memory] = []
     for (_, path), data in zip(wanted, blobs):
         if data is None:
             continue
         try:
             memory = files.load(ctx.ws.root / path, data=data, round_trip=False, rel=path).memory
-            if memory.id in served or memory.status != "active" or not memory.guards:
-                continue
-            if memory.scope in scopes and memory.served(ctx.now) and ctx.may_see(memory):
-                out.extend((memory, g) for g in check_guards(memory.guards))
-                served.add(memory.id)
         except MemcliError:
             continue  # a verified version that does not read either: nothing to hold
+        if memory.id not in served and memory.status == "active" and memory.guards:
+            served.add(memory.id)
+            out.append(memory)
     return out

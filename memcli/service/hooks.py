@@ -305,18 +305,17 @@ def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
     pending proposal's guard is never enforced; a quarantined memory's verified version's
     guards are (``service.held_guards``)."""
     from memcli.guards import check_guards
+    from memcli.service.held_guards import verified_versions  # a quarantined memory's verified guards hold
 
     scopes = set(ctx.scopes())
+    active = ctx.catalog().with_status("active")
     out: list[tuple[Memory, Guard]] = []
-    for memory in ctx.catalog().with_status("active"):
+    for memory in [*active, *verified_versions(ctx, active)]:
         if memory.guards and memory.scope in scopes and memory.served(ctx.now) and ctx.may_see(memory):
             try:
                 out.extend((memory, g) for g in check_guards(memory.guards))
             except MemcliError:  # a hand edit the index took in before the check: not enforced
                 continue
-    from memcli.service.held_guards import held_guards  # a quarantined memory's verified guards hold
-
-    out.extend(held_guards(ctx, scopes, {m.id for m, _ in out}))
     return out
 
 
@@ -359,7 +358,7 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
         why = unchecked(call) if held else ""
         if not why:
             return []
-        verdict = _unchecked_verdict(own, held, why)
+        verdict = _unchecked_verdict(own, held, why, call.malformed)
         _journal(ctx, agent, payload, "denied" if verdict[0] == "deny" else "asked",
                  list(dict.fromkeys(m.id for m, _ in held)), held[0][1].pattern, key)
         return verdict
@@ -388,15 +387,16 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
     return ["deny" if not asks else "ask", reason]
 
 
-def _unchecked_verdict(own: Agent, held: list[tuple[Memory, Guard]], why: str) -> list[str]:
+def _unchecked_verdict(own: Agent, held: list[tuple[Memory, Guard]], why: str, malformed: bool = False) -> list[str]:
     """``[decision, reason]`` for a call memcli could not check against the ``deny``/``ask``
     guards ``held`` (``(memory, guard)`` pairs on its tool), ``why`` saying which limit it
-    passed: ``deny`` when one of them denies or the agent cannot ask, else ``ask``."""
+    passed (``malformed``: its input could not be read at all): ``deny`` when one of them
+    denies or the agent cannot ask, else ``ask``."""
     kind = "deny" if any(g.kind == "deny" for _, g in held) else "ask"
     asks = kind == "ask" and own.asks
     lines = [f"memory {m.id} ({m.scope}) holds the guard {g.kind} {g.pattern}." for m, g in held[:3]]
     checked = "too long or complex to check against the guards of this project's memories"
-    if why.endswith("cannot read what it acts on"):  # agents.tool_calls.MALFORMED
+    if malformed:  # agents.tool_calls.MALFORMED: its input could not be read
         checked = "not in the form its agent sends, so it cannot be checked against the guards of this " \
                   "project's memories"
     if kind == "deny":

@@ -13,18 +13,17 @@ from memcli.store.workspace import create_files, find_root
 
 
 def _refuse_a_store_without_settings(path: Path) -> None:
-    """A folder memcli has used as a store (``store.workspace.ARRIVAL_RECORD`` beside
-    ``memories/``) whose ``memcli.toml`` is gone is that store, not a place for a new one: a
+    """A folder memcli has used as a store whose ``memcli.toml`` is gone
+    (``store.workspace.lost_settings``) is that store, not a place for a new one: a
     new workspace made there (or in its ``.memcli/``) would leave its memories behind.
 
     Raises:
         WorkspaceInvalid: so, with how to restore the file.
     """
-    from memcli.store.workspace import ARRIVAL_RECORD, CACHE, HIDDEN
+    from memcli.store.workspace import HIDDEN, lost_settings
 
     for folder in (path.absolute(), path.absolute() / HIDDEN):
-        if (folder / "memories").is_dir() and (folder / CACHE / ARRIVAL_RECORD).is_file() \
-                and not (folder / CONFIG_NAME).exists():
+        if lost_settings(folder):
             raise WorkspaceInvalid(f"{folder} is a memcli store whose {CONFIG_NAME} is missing",
                                    hint=f"restore it: `git -C {folder} checkout HEAD -- {CONFIG_NAME}` "
                                         f"(or an older commit: `git -C {folder} log -- {CONFIG_NAME}`)")

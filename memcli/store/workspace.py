@@ -168,9 +168,16 @@ def _holder(folder: Path) -> Path | None:
         if (candidate / CONFIG_NAME).is_file():
             return candidate
     for candidate in (folder, folder / HIDDEN):
-        if (candidate / CACHE / ARRIVAL_RECORD).is_file() and (candidate / "memories").is_dir():
+        if lost_settings(candidate):
             return candidate
     return None
+
+
+def lost_settings(folder: Path) -> bool:
+    """Whether ``folder`` is a store memcli has read before (its cache holds
+    :data:`ARRIVAL_RECORD` beside ``memories/``) whose ``memcli.toml`` is gone."""
+    return (folder / CACHE / ARRIVAL_RECORD).is_file() and (folder / "memories").is_dir() \
+        and not (folder / CONFIG_NAME).exists()
 
 
 def find_root(explicit: str | None = None, cwd: Path | None = None) -> Path:
