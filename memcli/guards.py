@@ -212,13 +212,17 @@ class Call:
     """One tool call in Claude Code's terms: ``tool`` (``Bash``, ``Read``, ``Edit``, ``Write``,
     ``MultiEdit``, ``NotebookEdit``, ``WebFetch``) and what it acts on: ``command`` (Bash),
     ``paths`` (the file tools; as the agent named them) or ``urls`` (WebFetch). ``malformed``:
-    its input was in no form its agent sends, so what it acts on could not be read (``cut`` says why)."""
+    its input was in no form its agent sends, so what it acts on could not be read (``cut`` says why).
+    ``writes``: the call also writes whole files as a ``Write`` does, so ``Write(...)`` rules cover
+    it besides ``Edit(...)`` ones (Codex's ``apply_patch``, which its hooks match as both)."""
 
-    __slots__ = ("tool", "command", "paths", "urls", "cut", "malformed")
+    __slots__ = ("tool", "command", "paths", "urls", "cut", "malformed", "writes")
 
     def __init__(self, tool: str, command: str = "", paths: list[str] | None = None,
-                 urls: list[str] | None = None, cut: str = "", malformed: bool = False) -> None:
+                 urls: list[str] | None = None, cut: str = "", malformed: bool = False,
+                 writes: bool = False) -> None:
         self.tool = tool
+        self.writes = writes
         self.command = command
         self.paths = [] if paths is None else paths
         self.urls = [] if urls is None else urls
@@ -241,15 +245,18 @@ class Where:
         self.home = home
 
 
-def covers(rule: Rule, tool: str) -> bool:
-    """Whether ``rule`` is about calls of ``tool`` (Claude Code's name): its own tool, or any
-    editing tool for an ``Edit`` rule."""
+def covers(rule: Rule, tool: str, writes: bool = False) -> bool:
+    """Whether ``rule`` is about calls of ``tool`` (Claude Code's name): its own tool, any
+    editing tool for an ``Edit`` rule, and a call that also ``writes`` whole files
+    (``Call.writes``) for a ``Write`` rule."""
+    if rule.tool == "Write" and writes:
+        return True
     return tool in EDIT_TOOLS if rule.tool == "Edit" else rule.tool == tool
 
 
 def matches(rule: Rule, call: Call, where: Where | None = None) -> bool:
     """Whether ``rule`` matches ``call`` (module docstring); never raises."""
-    if not covers(rule, call.tool):
+    if not covers(rule, call.tool, call.writes):
         return False
     if rule.spec is None:
         return True

@@ -545,6 +545,22 @@ def test_a_patch_over_the_file_limit_is_not_let_through(ws: Path, run: Runner, t
     assert found == "deny" and "says:" in reason, reason  # denied by the memory itself
 
 
+@pytest.mark.parametrize("line", ["*** Add File: generated/api.ts\n+x\n",
+                                  "*** Update File: generated/api.ts\n@@\n-a\n+b\n"])
+def test_a_write_guard_holds_for_a_file_a_codex_patch_writes(ws: Path, run: Runner, tmp_path: Path,
+                                                             line: str) -> None:
+    """Stop 32's leftover: a ``Write(path)`` guard did not hold for a file Codex's apply_patch adds
+    (the patch read as an Edit call only, and a Write rule covers no Edit call). Codex's hooks
+    match apply_patch as Edit and as Write, so both kinds of rule hold for it."""
+    run("remember", "generated/ is written by the code generator only", "--deny", "Write(generated/**)")
+    patch = f"*** Begin Patch\n{line}*** End Patch\n"
+    payload = {**_codex("", tmp_path), "tool_name": "apply_patch", "tool_input": {"command": patch}}
+    found, reason = _decision(_hook(run, "codex", payload, tmp_path))
+    assert found == "deny" and "Write(generated/**)" in reason, reason
+    payload["tool_input"] = {"command": patch.replace("generated/api.ts", "src/api.ts")}
+    assert _decision(_hook(run, "codex", payload, tmp_path))[0] == ""  # another file: not this guard's
+
+
 MALFORMED_CALLS = [
     ("Read", {"file_path": ["/p/.env"]}),  # a path as a list
     ("Read", {"file_path": 7}),

@@ -141,7 +141,9 @@ def call_of(agent: str, tool_name: str, tool_input: object) -> Call | None:
         "file_path", "absolute_path", "path", "notebook_path", "paths", "include"))
     if malformed:
         cut = MALFORMED.format(what="its file path is not one memcli can read (a string without NUL)")
-    return Call(tool, paths=paths, cut=cut, malformed=malformed)  # apply_patch is Edit (TOOL_NAMES)
+    # apply_patch is Edit (TOOL_NAMES), and Write too: it adds and replaces whole files, and Codex's hooks
+    # match it by either name, so a Write(...) guard holds for the files a patch adds
+    return Call(tool, paths=paths, cut=cut, malformed=malformed, writes=tool_name in CODEX_PATCH_TOOLS)
 
 
 def call_key(call: Call) -> str:

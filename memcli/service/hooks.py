@@ -340,7 +340,7 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
     if not guards:
         return []
     own = get(agent)
-    held = [(m, g) for m, g in guards if g.kind in ("deny", "ask") and covers(g.rule, call.tool)]
+    held = [(m, g) for m, g in guards if g.kind in ("deny", "ask") and covers(g.rule, call.tool, call.writes)]
     if held and late is not None:
         why = f"it could not be checked within the hook's deadline, [hooks] deadline = {deadline:g} s"
         late(own.decide(*_unchecked_verdict(own, held, why)))
