@@ -155,7 +155,8 @@ class Ctx:
             (``memcli.index.build``); None: no deadline.
     """
 
-    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "kept", "_catalog", "_warned", "_stores", "_history")
+    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "kept", "tolerant", "_catalog", "_warned", "_stores",
+                 "_history")
 
     def __init__(self, ws: Workspace, actor: str, now: datetime, warnings: list[str] | None = None,
                  deadline: float | None = None) -> None:
@@ -167,6 +168,10 @@ class Ctx:
         #: A long-lived process's opened indexes (index path -> ``IndexDB``), reused by
         #: :meth:`catalog` instead of opened anew (the MCP server); None: one per command.
         self.kept: dict | None = None
+        #: Whether a ``memcli.toml`` that stops loading while this command runs (a pull it
+        #: verifies removed or broke it) gives the fallback settings (:meth:`open`'s ``tolerant``)
+        #: or stops the command, as it would have stopped it at the start.
+        self.tolerant = True
         self._catalog: Catalog | None = None  # opened by catalog(), once per command
         self._warned = False  # the catalog's unreadable files were reported
         self._stores: list | None = None  # the person's own stores, found by personal_stores()
@@ -206,7 +211,9 @@ class Ctx:
             raise ValidationFailed(f"invalid actor name {name[:60]!r}: use letters, digits, '.', '_', '@' or '-'",
                                    hint="set --actor or $MEMCLI_ACTOR to a plain name, e.g. alice") from None
         now = _clock()
-        return cls(ws=ws, actor=name, now=now, warnings=notes + _config_notes(ws))
+        opened = cls(ws=ws, actor=name, now=now, warnings=notes + _config_notes(ws))
+        opened.tolerant = tolerant
+        return opened
 
     def again(self) -> "Ctx":
         """A context for the next operation of a long-lived process (the MCP server): the same
@@ -217,6 +224,7 @@ class Ctx:
             ValidationFailed: ``$MEMCLI_NOW`` is malformed.
         """
         again = Ctx(ws=self.ws, actor=self.actor, now=_clock(), warnings=_config_notes(self.ws))
+        again.tolerant = self.tolerant
         again.kept = self.kept
         return again
 

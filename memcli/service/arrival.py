@@ -175,13 +175,18 @@ def _record_settings(repo: GitRepo, state: dict, head: str) -> None:
 
 def _follow_settings(ctx: Ctx, state: dict) -> None:
     """Settle ``ctx``'s settings again when a ``memcli.toml`` was held back or let through since
-    they were read (or when they are a broken file's fallback: the file may be fixed now)."""
+    they were read (or when they are a broken file's fallback: the file may be fixed now).
+
+    Raises:
+        settings.Unloadable: the file let through does not load and ``ctx`` is not ``tolerant``: the
+            command stops as the next one would (the record is saved first).
+    """
     hold = state.get("heldConfig")
     held = str(hold.get("id", "")) if isinstance(hold, dict) else ""
     if ctx.ws.config.held != held or ctx.ws.config.broken:
         from memcli.service.settings import settle
 
-        config = settle(ctx.ws.root)
+        config = settle(ctx.ws.root, ctx.tolerant)
         if config.broken and config.broken not in ctx.warnings:
             ctx.warnings.append(config.broken)
         ctx.reconfigure(config)

@@ -66,14 +66,22 @@ def _stat_key(path: str | None) -> list[int] | None:
 def held(ctx: Ctx) -> tuple[set[str], set[str]]:
     """What a read must not serve: ``(workspace-relative paths, memory ids)`` of the quarantined
     files, after verifying what arrived since the record (``arrival.catch_up``; a failure
-    there is a warning in ``ctx.warnings`` and the record is used as it is). Never raises."""
+    there is a warning in ``ctx.warnings`` and the record is used as it is).
+
+    Raises:
+        settings.Unloadable: what arrived leaves a ``memcli.toml`` that does not load and ``ctx`` is
+            not ``tolerant`` (``arrival._follow_settings``): the command stops, as the next would.
+    """
     state = load(ctx)
     if not state or _stat_key(state.get("keyPath")) != state.get("key"):
         from memcli.errors import MemcliError
         from memcli.service.arrival import catch_up
+        from memcli.service.settings import Unloadable
 
         try:
             state = catch_up(ctx)
+        except Unloadable:
+            raise
         except MemcliError as err:  # git unavailable, a broken repository: say so
             ctx.warnings.append(f"could not verify what arrived in this store ({err.message}); "
                                 "`memcli quarantine list` tries again")

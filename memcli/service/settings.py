@@ -69,6 +69,12 @@ def problem(data: bytes | None) -> str | None:
     return None
 
 
+class Unloadable(WorkspaceInvalid):
+    """The workspace's ``memcli.toml`` is missing or does not load (:func:`settle` when not
+    ``tolerant``): the command stops with exit 3, whether it found it so at its start or a pull
+    it verified left it so (``arrived.held`` lets it through, where other failures are warnings)."""
+
+
 def hold_of(root: Path) -> dict | None:
     """The record of a held-back ``memcli.toml`` (``service.arrival``), or None. One small read."""
     from memcli.service.arrived import read_record
@@ -113,9 +119,13 @@ def settle(root: Path, tolerant: bool = True) -> Config:
     try:
         return load_config(path)
     except WorkspaceInvalid as err:
-        if not tolerant:
-            raise
+        if not tolerant and path.exists():
+            raise Unloadable(err.message, hint=err.hint) from None
         config, source, commit = last_good(root)
+        if not tolerant:  # gone: put back its last version that loads (HEAD's may have none)
+            raise Unloadable(err.message, hint=f"restore it: `git -C {root} checkout {commit[:12]} -- "
+                                                     f"{CONFIG_NAME}` (its last committed version that loads)"
+                                   if commit else f"run `memcli init {root}` to write a new one") from None
         fix = f"`git -C {root} checkout {commit[:12]} -- {CONFIG_NAME}` puts that version back" if commit \
             else f"compare it with a fresh `memcli init`'s {CONFIG_NAME}"
         config.broken = f"{err.message}; memcli works by {source} {BROKEN}, or {fix}"
