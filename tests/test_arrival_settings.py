@@ -192,6 +192,21 @@ def test_a_teammate_switching_off_review_is_held_back_until_a_person_accepts_it(
 
 
 @pytest.mark.slow
+def test_a_hold_the_teammate_ends_by_reverting_leaves_the_session_start_block(pair: Pair) -> None:
+    """Newcomer fault 5 (stop 32, not reproduced since): the session start's block went on naming
+    a held-back memcli.toml after the teammate's revert ended the hold. Plain git pulls both times."""
+    pair.set_config("bob", SHARED, "shared = []", "simplify review config")
+    pair.git("alice", "pull", "-q", "--no-rebase", "origin", "memcli/memory")
+    assert "held back" in context_of(pair, "alice", "s1")
+    pair.git("bob", "revert", "--no-edit", "HEAD")
+    pair.git("bob", "push", "-q", "origin", "HEAD:memcli/memory")
+    pair.git("alice", "pull", "-q", "--no-rebase", "origin", "memcli/memory")
+    block = context_of(pair, "alice", "s2")
+    assert "held back" not in block and "memcli.toml" not in block and pair.guard in block, block
+    assert pair.quarantined("alice") == []
+
+
+@pytest.mark.slow
 def test_hiding_the_guards_by_a_plain_git_pull_is_held_back_at_the_first_read(pair: Pair) -> None:
     pair.set_config("bob", 'read = ["global", "project", "user:{actor}"]', "read = []", "read less")
     pair.git("alice", "pull", "-q", "--no-rebase", "origin", "memcli/memory")  # plain git, not memcli
