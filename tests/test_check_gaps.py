@@ -165,6 +165,18 @@ def test_an_agents_shell_tool_writes_as_model_derived_into_review(ws: Path, mark
     assert plain.json()["data"]["memory"]["provenance"]["sourceType"] == "user_said"
 
 
+def test_an_agents_write_that_needs_no_review_is_not_said_to_wait_for_one(ws: Path) -> None:
+    """Newcomer fault 8 (stop 32): with review switched off locally (``shared = []``), an agent's
+    write was active, yet its note said "a shared scope waits for a person's review"."""
+    config = ws / "memcli.toml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace('shared = ["project", "global", "channel:*"]', "shared = []"), encoding="utf-8")
+    out = run_memcli("-w", str(ws), "remember", "Agents may tag releases", "--scope", "project",
+                     env={"CLAUDECODE": "1"})
+    assert out.code == 0 and "remembered:" in out.out and "written as model_derived" in out.err, out
+    assert "review" not in out.out + out.err, out
+
+
 def test_the_markers_are_the_ones_the_installed_agents_set() -> None:
     """The real CLIs under .cache/agent-clis hold the markers memcli looks for (skipped without them)."""
     from memcli.agents.callers import MARKERS

@@ -63,8 +63,10 @@ def default_source_type(env: Mapping[str, str]) -> tuple[str, str | None]:
     if found is None:
         return "user_said", None
     agent, marker = found
-    return "model_derived", (f"written as model_derived: {agent}'s tool runs memcli ({marker}), so a shared "
-                             "scope waits for a person's review")
+    # no word of review here: whether the write waits for one depends on its scope and the settings,
+    # and the write's own line says it ("waiting for review: ID")
+    return "model_derived", (f"written as model_derived: {agent}'s tool runs memcli ({marker}); a person's own "
+                             "write is run from a terminal outside the agent")
 
 
 def person_only(env: Mapping[str, str], action: str) -> None:
