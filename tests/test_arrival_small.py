@@ -148,6 +148,10 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
         assert "removes a guard (deny Bash(npm install:*))" in out.out, out
     denied = _pre_tool(team, "alice", "npm install left-pad")
     assert '"permissionDecision": "deny"' in denied and guard in denied, denied
+    if how == "guard removed":  # LOW newcomer fault (stop 32): `show` said "no memory"
+        shown = team.mem("alice", "show", guard)
+        assert shown.code == 4 and f"memory {guard} is quarantined on arrival" in shown.err, shown
+        assert "memcli quarantine accept q" in shown.err and shown.err.count("\n") == 1, shown
     entry = team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"][0]["id"]
     assert team.mem("alice", "quarantine", "accept" if how == "guard removed" else "revert", entry).code == 0
     after = _pre_tool(team, "alice", "npm install left-pad")

@@ -463,6 +463,17 @@ class Ctx:
             broken = [p for p in problems if Path(p.path).stem.lower().startswith(ref)]
             if len(broken) == 1:  # the id names a file that cannot be read: say why, never rewrite it
                 raise broken[0]
+            from memcli.service.arrived import load as arrival_record
+
+            held = [e for e in arrival_record(self).get("entries", []) if isinstance(e, dict)
+                    and str(e.get("memory") or "").startswith(ref) and e.get("id")]
+            if len(held) == 1:  # held back on arrival: not served, but not unknown either
+                entry = held[0]
+                raise MemoryNotFound(f"memory {entry['memory']} is quarantined on arrival ({entry.get('reason', '')}): "
+                                     "not served until a person decides",
+                                     hint=f"see it with `memcli quarantine list`; `memcli quarantine accept "
+                                          f"{entry['id']}` serves it, `memcli quarantine revert {entry['id']}` "
+                                          "puts back the verified version")
             raise MemoryNotFound(f"no memory {ref!r}", hint=hint)
         if len(items) > 1:
             ids = ", ".join(m.id for m in sorted(items, key=lambda m: m.id, reverse=True)[:5])
