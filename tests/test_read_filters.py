@@ -88,3 +88,19 @@ def test_recall_and_context_have_one_result_shape_in_the_cli_json_and_the_mcp_to
     cli = run("--json", "context").json()["data"]
     mcp = tools.context()
     assert mcp.pop("warnings") == [] and mcp == cli and set(cli) == {"text", "included", "omitted"}
+
+
+def test_a_warm_server_reads_its_kept_index_through_memory_mapped_pages(ws: Path, run):
+    """``IndexDB.map_pages``: the MCP server's kept index is memory-mapped (no system call a page
+    read); a command's own index is not (its resident size must not grow with a scan)."""
+    from memcli.mcp_server.tools import Settings, Tools
+    from memcli.service import Ctx
+
+    assert run("remember", "Use pnpm for every package").code == 0
+    tools = Tools(Settings(workspace=str(ws)))
+    assert tools.recall("pnpm")["hits"]
+    kept = tools._base.kept if tools._base is not None else {}
+    assert [index.db.execute("PRAGMA mmap_size").fetchone()[0] for index in kept.values()] == [1 << 30]
+    ctx = Ctx.open(str(ws))
+    assert ctx.catalog().index.db.execute("PRAGMA mmap_size").fetchone()[0] == 0  # type: ignore[attr-defined]
+    tools.close()

@@ -379,6 +379,7 @@ def open_catalog(files: MemoryFiles, cache: Path, warnings: list[str],
                 index = IndexDB(files, path)
                 if kept is not None:
                     kept[path] = index
+                    index.map_pages()
             index.reader = reader
             if full:
                 report = index.sync(progress, deadline, wait)

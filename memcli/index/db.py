@@ -73,6 +73,9 @@ LOCK_WAIT = 2.0
 #: Milliseconds SQLite waits for another connection's write transaction (at most one
 #: batch, well under a second, since every build commits every ``BATCH`` files).
 BUSY_TIMEOUT_MS = 2_000
+#: The address space a long-lived process maps the index into (:meth:`IndexDB.map_pages`; 1 GiB,
+#: well above a 100,000-memory index's 200 MB; only the pages read use memory).
+MMAP_BYTES = 1 << 30
 #: Files read per transaction: what a killed build keeps, at most this many files lost.
 BATCH = 200
 #: A sync with at most this many changed files ignores its deadline (0.2 s on an idle
@@ -489,6 +492,19 @@ class IndexDB:
     def close(self) -> None:
         """Close the connection."""
         self.db.close()
+
+    def map_pages(self) -> None:
+        """Read the database through memory-mapped I/O (SQLite's ``PRAGMA mmap_size``, "Memory-Mapped
+        I/O"): a long-lived process's queries then read pages without a system call each (a BM25
+        query matching 9,000 of 100,000 memories: 45 -> 19 ms; the substring tier's scan: 143 -> 68 ms).
+        Only for a long-lived process (the MCP server): a page it reads counts in its resident size,
+        so a command that scans the table would grow with the store. Safe against memcli's own
+        rebuild, which deletes the file (the mapping keeps the old one) and never truncates it.
+        Never raises (a build without mmap support reads as before)."""
+        try:
+            self.db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        except sqlite3.Error:
+            pass
 
     def duplicate_index(self) -> None:
         """Make sure of :data:`DUP_INDEX` (an index made before it existed has none); once per
