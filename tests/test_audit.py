@@ -431,3 +431,30 @@ def test_log_with_a_missing_commit_object_says_so(ws: Path, run: Runner) -> None
     assert result.code == 10 and result.out == "", result
     assert f"git log failed: Could not read {commit}" in result.err and "git fsck" in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def test_show_says_when_its_last_change_was_made_by_hand(ws, run):
+    """Newcomer fault 4 (stop 32): after a teammate's hand edit, `show` (and the MCP tool) gave the
+    memory as the original author's, with nothing to say someone else changed it since."""
+    from memcli.mcp_server.tools import Settings, Tools
+
+    memory_id = remember(run, "The API lives at api.internal", day=1)
+    shown = run("--json", "show", memory_id, env=at(2))
+    assert shown.json()["data"]["changedByHand"] is None  # memcli's own write: nothing to say
+    assert "by hand" not in run("show", memory_id, env=at(2)).out
+    path = file_of(ws, memory_id)
+    path.write_text(path.read_text(encoding="utf-8").replace("api.internal", "api2.internal"), encoding="utf-8")
+    text = run("show", memory_id, env=at(2)).out
+    assert "# changed by hand since memcli wrote it, not committed yet" in text, text
+    hand_commit(ws, "move the API", day=2)
+    data = run("--json", "show", memory_id, env=at(3)).json()["data"]
+    assert data["provenance"]["actor"] == "alice"
+    assert data["changedByHand"]["author"] == "Test User <test@example.invalid>"
+    assert data["changedByHand"]["at"].startswith("2027-01-02"), data
+    text = run("show", memory_id, env=at(3)).out
+    assert f"# changed by hand since memcli wrote it: commit {data['changedByHand']['commit'][:10]} by Test User" \
+        in text and f"memcli history {memory_id}" in text, text
+    mcp = Tools(Settings(workspace=str(ws))).show(memory_id)["memory"]
+    assert mcp["changedByHand"] == data["changedByHand"]
+    assert run("supersede", memory_id, "The API lives at api3.internal", env=at(4)).code == 0
+    assert run("--json", "show", memory_id, env=at(5)).json()["data"]["changedByHand"] is None  # memcli's again

@@ -104,6 +104,12 @@ def show(
     if memory.supersedes:
         notes.append(f"# supersedes: {', '.join(memory.supersedes)}")
     notes.append(f"# file: {memory.path}")
+    by_hand = getattr(shown, "by_hand", None)
+    if by_hand is not None:  # the provenance names who wrote it through memcli, not who edited it since
+        notes.append(f"# changed by hand since memcli wrote it: commit {by_hand['commit'][:10]} by "
+                     f"{by_hand['author']} ({by_hand['at']}); `memcli history {memory.id}` shows each version"
+                     if by_hand["commit"] else
+                     f"# changed by hand since memcli wrote it, not committed yet: `git diff -- {memory.path}`")
     emit(shown.to_dict(), "\n".join(notes) + "\n" + shown.raw)
 
 

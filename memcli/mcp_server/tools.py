@@ -374,10 +374,12 @@ class Tools:
             found = self._resolve(ctx, allowed, memory_id).memory
             if found.status == PENDING:
                 raise ReviewRefused(f"{found.id} waits for review: {PENDING_REFUSED}", hint=PENDING_HINT)
+            from memcli.service.read import hand_change
             from memcli.service.stale_notes import notes
 
             (memory,) = for_reader(ctx, [found])  # secrets cut out
-            return {"memory": labelled({**memory.to_dict(ctx.now), "expired": memory.is_expired(ctx.now)}, notes(ctx)),
+            return {"memory": labelled({**memory.to_dict(ctx.now), "expired": memory.is_expired(ctx.now),
+                                        "changedByHand": hand_change(ctx, found)}, notes(ctx)),
                     "warnings": list(ctx.warnings)}
         return self._call(work)
 

@@ -217,18 +217,57 @@ def list_memories(ctx: Ctx, filters: Filters) -> list[Memory]:
 
 
 class Shown:
-    """A memory for ``show``: the record, whether it is expired now, and its raw file text."""
+    """A memory for ``show``: the record, whether it is expired now, its raw file text, and its
+    file's last change made outside memcli (:func:`hand_change`), if that is its last change."""
 
-    __slots__ = ("memory", "expired", "raw")
+    __slots__ = ("memory", "expired", "raw", "by_hand")
 
-    def __init__(self, memory: Memory, expired: bool, raw: str) -> None:
+    def __init__(self, memory: Memory, expired: bool, raw: str, by_hand: dict[str, Any] | None = None) -> None:
         self.memory = memory
         self.expired = expired
         self.raw = raw
+        self.by_hand = by_hand
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {**self.memory.to_dict(), "expired": self.expired}
+        """JSON-ready form (``changedByHand``: :func:`hand_change`, or None)."""
+        return {**self.memory.to_dict(), "expired": self.expired, "changedByHand": self.by_hand}
+
+
+def hand_change(ctx: Ctx, memory: Memory) -> dict[str, Any] | None:
+    """The last change of ``memory``'s file when memcli did not make it (a hand edit, committed
+    with plain git or not committed yet), else None: the memory's provenance names who wrote it
+    through memcli, so a teammate's edit by hand would otherwise pass as theirs.
+
+    Returns:
+        ``{"commit": hash or None (not committed yet), "author": "Name <email>" or None,
+        "at": ISO 8601 time or None}``. None also when git cannot tell (no repository, git
+        missing): ``show`` must not fail for it. One ``git log`` of the file, and a read of
+        its committed blob. None with ``[git] autocommit = false``, where memcli's own writes are
+        not committed either.
+    """
+    from pathlib import Path
+
+    from memcli.errors import MemcliError
+    from memcli.service.audit import read_disk
+
+    owner = ctx.owner(memory.id)
+    if not owner.ws.config.autocommit:  # memcli's own writes wait uncommitted there too: no telling them apart
+        return None
+    path = memory.path
+    if Path(path).is_absolute():  # a personal store's memory: its path within that store
+        path = Path(path).relative_to(owner.ws.root).as_posix()
+    try:
+        repo = owner.history()
+        if read_disk(owner, path) != repo.blobs([("HEAD", path)])[0]:
+            return {"commit": None, "author": None, "at": None}
+        entries = repo.commits([path])
+    except MemcliError:
+        return None
+    if not entries or entries[-1].trailers.get("op"):
+        return None
+    last = entries[-1]
+    return {"commit": last.commit, "author": f"{last.author} <{last.email}>" if last.email else last.author,
+            "at": last.at}
 
 
 def show(ctx: Ctx, ref: str) -> Shown:
@@ -242,7 +281,7 @@ def show(ctx: Ctx, ref: str) -> Shown:
     item = ctx.resolve(ref)
     (memory,) = for_reader(ctx, [item.memory])
     raw = redact_text(item.file.read_text(encoding="utf-8-sig"), cache_of(ctx))
-    return Shown(memory, item.memory.is_expired(ctx.now), raw)
+    return Shown(memory, item.memory.is_expired(ctx.now), raw, hand_change(ctx, item.memory))
 
 
 def review_queue(ctx: Ctx) -> list[Memory]:
