@@ -50,7 +50,7 @@ def test_check_passes_an_approval_by_a_second_author(ws: Path) -> None:
     assert run_memcli("-w", str(ws), "--actor", "rae", "approve", mid).code == 0
     out = run_memcli("-w", str(ws), "check", f"{start}..HEAD")
     assert out.code == 0, out
-    assert "ok: 1 memory files checked" in out.out
+    assert "ok: 1 file checked" in out.out
     assert run_memcli("-w", str(ws), "check").code == 0  # the default: every file at HEAD
 
 

@@ -92,7 +92,7 @@ def _report(result: CheckResult, json_: bool) -> None:
 
         STATE.warnings.extend(p.line() for p in result.problems)
     if not result.problems:
-        emit(result.to_dict(), f"ok: {result.files} memory files checked ({result.range})")
+        emit(result.to_dict(), f"ok: {result.files} file{'' if result.files == 1 else 's'} checked ({result.range})")
 
 
 def _check_files(files: list[str], stale: bool, json_: bool) -> None:

@@ -288,7 +288,8 @@ def _check_state(git: _Git, ctx: Ctx) -> str:
     dirty = git.out("status", "--porcelain", "--untracked-files=all", "--", "memories", "memcli.toml")
     if dirty:
         count = len(dirty.splitlines())
-        raise SyncStopped(f"{count} memory files have uncommitted changes, which a merge could overwrite",
+        files = "1 file has" if count == 1 else f"{count} files have"  # memcli.toml counts too
+        raise SyncStopped(f"{files} uncommitted changes, which a merge could overwrite",
                           hint="commit them (`git commit`) or restore them (`git restore`), then sync")
     return branch
 
