@@ -115,7 +115,8 @@ def _pre_tool(team: Team, name: str, command: str) -> str:
     return out.out
 
 
-@pytest.mark.parametrize("how", ["guard removed", "stray byte", "file deleted with many others"])
+@pytest.mark.parametrize("how", ["guard removed", "stray byte", "file deleted with many others", "file deleted alone",
+                                 "archived by hand", "forgotten by a teammate"])
 @pytest.mark.slow
 def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> None:
     """Newcomer trust faults 1 and 2 (stop 32): bob removed the deny guard of alice's memory by
@@ -136,16 +137,26 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
     elif how == "stray byte":
         with path.open("ab") as handle:
             handle.write(b"\xff")
-    else:
+    elif how == "file deleted with many others":
         for memory_id in [guard, *others]:
             team.path_of("bob", memory_id).unlink()
-    team.git("bob", "add", "-A")
-    team.git("bob", "commit", "-qm", "tidy up")
+    elif how == "file deleted alone":  # newcomer trust fault, stop 33: not quarantined
+        path.unlink()
+    elif how == "archived by hand":  # stop 33: the guard out of force, unchecked
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("status: active", "status: archived", 1), encoding="utf-8")
+    if how == "forgotten by a teammate":  # memcli's own commit, by someone who did not write it
+        assert team.mem("bob", "forget", guard).code == 0
+    else:
+        team.git("bob", "add", "-A")
+        team.git("bob", "commit", "-qm", "tidy up")
     team.git("bob", "push", "-q", "origin", "HEAD")
     out = team.sync("alice")
     assert "quarantined on arrival" in out.out, out
     if how == "guard removed":
         assert "removes a guard (deny Bash(npm install:*))" in out.out, out
+    if how in ("file deleted alone", "archived by hand", "forgotten by a teammate"):
+        assert "lifting its guards (deny Bash(npm install:*))" in out.out, out
     denied = _pre_tool(team, "alice", "npm install left-pad")
     assert '"permissionDecision": "deny"' in denied and guard in denied, denied
     if how == "guard removed":  # LOW newcomer fault (stop 32): `show` said "no memory"
@@ -153,9 +164,10 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
         assert shown.code == 4 and f"memory {guard} is quarantined on arrival" in shown.err, shown
         assert "memcli quarantine accept q" in shown.err and shown.err.count("\n") == 1, shown
     entry = team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"][0]["id"]
-    assert team.mem("alice", "quarantine", "accept" if how == "guard removed" else "revert", entry).code == 0
+    accepted = how in ("guard removed", "archived by hand", "forgotten by a teammate")
+    assert team.mem("alice", "quarantine", "accept" if accepted else "revert", entry).code == 0
     after = _pre_tool(team, "alice", "npm install left-pad")
-    if how == "guard removed":  # a person accepted the removal: the guard is lifted
+    if accepted:  # a person accepted the removal: the guard is lifted
         assert after == "", after
     else:  # reverted: the memory itself is back, and its guard with it
         assert '"permissionDecision": "deny"' in after and guard in after, after

@@ -29,8 +29,9 @@ the checked range it asks:
   (from ``pending_review`` to ``active``, judged as above); memcli itself never edits a
   memory's guards in place (``supersede --deny`` writes a new memory, reviewed as any write);
   and does a later version by someone other than the memory's writer remove a ``deny`` or
-  ``ask`` guard that the memory held (:func:`_lifted`)? Lifting a guard is its writer's, or a
-  supersede's, reviewed as any write.
+  ``ask`` guard that the memory held (:func:`_lifted`), take an active guarded memory out of
+  force by its status (:func:`_retired`), or delete its file (:func:`_deleted_guards`)? Lifting
+  a guard is its writer's, or a supersede's, reviewed as any write.
 
 A range ``OLD..NEW`` is judged by the settings ``OLD`` has (``[scopes] shared``, ``[review]
 allow_self_approve``, ``[workspace] kind``), never by those the range brings, so a push cannot
@@ -249,6 +250,7 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
         full = (prefix / rel).as_posix()
         spec_new = f":{full}" if new is None else f"{new}:{full}"
         result.problems.extend(_check_file(ctx, git, rel, spec_new, git.mode(new, rel), old, new, full))
+    result.problems.extend(_deleted_guards(ctx, git, old, new))
     if stale and new is not None:
         result.problems.extend(_stale_problems(ctx, old if spec else None, new))
     return result
@@ -473,11 +475,17 @@ def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory
         except MemcliError:
             continue  # an unreadable guard: the file's own check says so
         maker = version.person()
-        if lifted and version.memory.status == "active" and not (maker is not None and maker.same_person(proposer)):
+        theirs = not (maker is not None and maker.same_person(proposer))
+        if lifted and version.memory.status == "active" and theirs:
             shown = ", ".join(f"{g.kind} {g.pattern}" for g in lifted[:3])
             out.append(Problem(rel, "guard", f"{version.where()} removes a guard ({shown}) from a memory "
-                               f"{proposer.show()} wrote; a guard is lifted by its writer, or by superseding the "
-                               "memory (`memcli supersede ID`), which is reviewed as any write"))
+                               f"{proposer.show()} wrote; {LIFTED_BY}"))
+            break
+        retired = _retired(before, version.memory)
+        if retired and theirs:
+            shown = ", ".join(f"{g.kind} {g.pattern}" for g in retired[:3])
+            out.append(Problem(rel, "guard", f"{version.where()} sets a memory {proposer.show()} wrote to "
+                               f"{version.memory.status}, lifting its guards ({shown}); {LIFTED_BY}"))
             break
         if not all(added):
             continue  # a merge carrying one side's guards adds none of its own
@@ -489,6 +497,84 @@ def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory
                            "needs another person's approval: `memcli supersede ID --deny PATTERN` writes a new "
                            "memory that is reviewed as any write"))
         break
+    return out
+
+
+#: How a guard is lifted legitimately (rule ``guard``'s messages).
+LIFTED_BY = ("a guard is lifted by its writer, or by superseding the memory (`memcli supersede ID`), which is "
+             "reviewed as any write")
+
+
+def _retired(before: list[Memory], after: Memory) -> list[Guard]:
+    """The ``deny`` and ``ask`` guards of a memory every parent version in ``before`` holds
+    active that ``after`` takes out of force by its status (archived, rejected, superseded with
+    no successor named, …) rather than by a supersede (newcomer trust fault, stop 33: a hand
+    edit to ``status: archived`` lifted a teammate's guard unchecked).
+
+    Raises:
+        MemcliError: a guard that does not read (the caller skips the file: its own check says so).
+    """
+    from memcli.guards import check_guards
+
+    if not before or after.status == "active" or any(b.status != "active" for b in before):
+        return []
+    if after.status == "superseded" and after.superseded_by:
+        return []  # superseded by a named memory: the supersede is reviewed as any write
+    return [g for g in check_guards(before[0].guards) if g.kind in ("deny", "ask")]
+
+
+def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None) -> list[Problem]:
+    """Rule ``guard`` for memory files the range deletes: an active memory in a shared scope
+    that held ``deny`` or ``ask`` guards, deleted by someone other than its writer (newcomer
+    trust fault, stop 33: ``git rm`` of a teammate's guarded memory lifted the guard unchecked).
+    A rename is not a deletion (git's rename detection)."""
+    from memcli.guards import check_guards
+    from memcli.policy import gates, review
+
+    if old is None and new is not None:
+        return []  # a whole history from nothing: no file is deleted
+    args = ["diff", "--name-only", "-M", "--diff-filter=D", "--relative"]
+    if new is None:
+        args += ["--cached", old] if old else ["--cached"]
+    else:
+        args += [str(old), new]
+    out = []
+    prefix = PurePosixPath(next(iter(git.lines("rev-parse", "--show-prefix")), ""))
+    for rel in git.lines(*args, "--", "memories"):
+        full = (prefix / rel).as_posix()
+        base = old or "HEAD"
+        memory = _load(ctx, git, rel, git.blob(f"{base}:{full}"))
+        if memory is None or memory.status != "active" or \
+                not gates.review_required(memory.scope, "model_derived", git.settings.shared_scopes):
+            continue
+        try:
+            guards = [g for g in check_guards(memory.guards) if g.kind in ("deny", "ask")]
+        except MemcliError:
+            continue  # an unreadable guard: nothing this rule can name
+        if not guards:
+            continue
+        walked = [v for v, _ in _versions(ctx, git, rel, full, memory, base) if v.memory is not None]
+        if not walked:
+            continue
+        proposer = walked[0].person() or walked[0].author
+        if new is None:
+            author = _identity(git.lines("var", "GIT_AUTHOR_IDENT")[0].rsplit(">", 1)[0] + ">")
+            deleter = review.Version("staged", None, author, author)
+        else:
+            row = git.lines("log", "-1", "--no-renames", "--diff-filter=D", "--format=%H%x00%an <%ae>%x00%cn <%ce>",
+                            f"{old}..{new}", "--", rel)
+            if not row:
+                continue
+            sha, author_text, committer_text = (row[0].split("\x00") + ["", ""])[:3]
+            git.trust.prepare([sha])
+            deleter = review.Version(sha, None, _identity(author_text), _identity(committer_text),
+                                     git.trust.required(sha), git.trust.signer(sha), git.trust.words(sha))
+        maker = deleter.person()
+        if maker is not None and maker.same_person(proposer):
+            continue
+        shown = ", ".join(f"{g.kind} {g.pattern}" for g in guards[:3])
+        out.append(Problem(rel, "guard", f"{deleter.where()} deletes a memory {proposer.show()} wrote, lifting its "
+                           f"guards ({shown}); {LIFTED_BY}"))
     return out
 
 
