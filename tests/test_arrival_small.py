@@ -171,3 +171,38 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
         assert after == "", after
     else:  # reverted: the memory itself is back, and its guard with it
         assert '"permissionDecision": "deny"' in after and guard in after, after
+
+
+@pytest.mark.slow
+def test_a_flood_of_new_files_from_a_teammate_is_held_until_a_person_decides(team: Team) -> None:
+    """Newcomer HIGH fault 3 (stop 33): bob pushed 3,000 hand-written files without dates; on
+    alice's clone they read as the newest (dated from her checkout) and took 56 of the session
+    start's 58 lines, every convention and enforced guard out. A mass addition (at least
+    ``FLOOD_MIN`` files, more than the store held) is quarantined: not served until accepted."""
+    from memcli.service.arrival import FLOOD_MIN
+
+    guard = team.remember("alice", "Use pnpm, never npm", "--deny", "Bash(npm install:*)")
+    team.remember("alice", "Run the tests with make test")
+    team.sync("alice")
+    team.sync("bob")
+    folder = team.ws["bob"] / "memories" / "project" / "bulk"
+    folder.mkdir(parents=True)
+    for n in range(FLOOD_MIN + 5):
+        (folder / f"bulk-{n:03d}.md").write_text(f"---\nscope: project\n---\nBulk note {n} on nothing\n",
+                                                 encoding="utf-8")
+    team.git("bob", "add", "-A")
+    team.git("bob", "commit", "-qm", "notes")
+    team.git("bob", "push", "-q", "origin", "HEAD")
+    out = team.sync("alice")
+    assert "mass addition by bob" in out.out and f"{FLOOD_MIN + 5} memory files added" in out.out, out
+    assert f"({FLOOD_MIN + 5} memory files added, 0 changed, 0 removed)" in out.out, out  # the sync's own count
+    payload = {"session_id": "s1", "cwd": str(team.ws["alice"]), "hook_event_name": "SessionStart", "source": "startup"}
+    block = run_memcli("hook", "claude", "session-start", input=json.dumps(payload), env=team.env("alice"),
+                       cwd=team.ws["alice"])
+    assert block.code == 0 and guard in block.out and "Bulk note" not in block.out, block
+    assert "Bulk note" not in team.mem("alice", "recall", "Bulk note").out
+    entry = [e for e in team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"]
+             if e["rule"] == "mass-add"][0]
+    assert team.mem("alice", "quarantine", "revert", entry["id"]).code == 0
+    assert not list((team.ws["alice"] / "memories" / "project").rglob("bulk-*.md"))
+    assert guard in team.mem("alice", "recall", "pnpm").out

@@ -68,6 +68,9 @@ MASS_MIN = 3
 #: a teammate's ordinary work: in a small store one person may well touch every memory (a
 #: ``resolve`` of a conflict over a few files, a rename), each of them read in ``memcli log``.
 MASS_EDITS_MIN = 10
+#: A pull that adds at least this many memory files, more than the store held active, is a mass
+#: addition (:func:`_mass_addition`).
+FLOOD_MIN = 50
 #: ``Memcli-Op`` values that record a review decision: their ``Memcli-Actor`` must be the commit's author.
 REVIEW_OPS = ("approve", "reject")
 
@@ -269,6 +272,11 @@ def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str,
         added.append(mass)
         state.setdefault("notices", []).append(mass.reason + f" (`memcli quarantine revert {mass.id}` restores "
                                                              "them)")
+    flood = _mass_addition(repo, old, new, who)
+    if flood is not None:
+        added.append(flood)
+        state.setdefault("notices", []).append(flood.reason + f" (not served until a person decides: `memcli "
+                                                              f"quarantine accept {flood.id}` or `revert {flood.id}`)")
     kept = [e for e in state.get("entries", []) if isinstance(e, dict) and e.get("id") not in {a.id for a in added}
             and not (e.get("kind") == "file" and e.get("path") in found)
             and not (e.get("kind") == "config" and _held_id(state) != e.get("id"))]
@@ -443,6 +451,40 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
     also = [p for p, blob in gone.items() if (p, blob) not in own]  # superseded, archived …: not counted, restored
     return Entry(_qid("mass", old, new), "mass", hit[0], "mass", reason, new, ", ".join(authors[:3]), old,
                  "", sorted({*hit, *also}))
+
+
+def _mass_addition(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | None:
+    """A mass addition by another person in ``old..new``: at least :data:`FLOOD_MIN` new memory
+    files, more than the store held active at ``old`` (it at least doubles), or None.
+
+    A newcomer's trial (stop 33) pushed 3,000 hand-written files from one clone: on the other
+    they took 56 of the session start's 58 lines (undated files date from their checkout, so
+    they read as the newest), and every team convention and enforced guard fell out of the
+    block. Such an arrival is recorded as a quarantine entry of kind ``mass`` and rule
+    ``mass-add``: its files are not served (``arrived.held``) until a person accepts it, or
+    reverts it (the files removed in one commit). A teammate's ordinary work (an ``import`` of
+    a few dozen rules into a store of hundreds) stays under it."""
+    if not old:
+        return None
+    rows = _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", "--diff-filter=A", old, new, "--", "memories")
+    fresh = {path: fields.split()[3] for fields, _, path in (r.partition("\t") for r in rows)
+             if path.endswith(".md") and len(fields.split()) >= 5}
+    if len(fresh) < FLOOD_MIN:
+        return None
+    active = _lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", old, "--", "memories")
+    if len(fresh) <= len(active):
+        return None
+    own = _own_versions(repo, f"{old}..{new}", committer_email(repo), list(fresh))
+    theirs = sorted(p for p, blob in fresh.items() if (p, blob) not in own)
+    if len(theirs) < FLOOD_MIN or len(theirs) <= len(active):
+        return None
+    me = committer_email(repo)
+    authors = sorted({a for a in _lines(repo, "log", "--format=%an <%ae>", "--diff-filter=A", f"{old}..{new}",
+                                        "--", "memories") if not (me and a.lower().endswith(f"<{me}>"))})
+    reason = (f"mass addition by {', '.join(authors[:3]) or 'another person'} in {who}: {len(theirs)} memory files "
+              f"added to {len(active)} active (more than the store held)")
+    return Entry(_qid("mass-add", old, new), "mass", theirs[0], "mass-add", reason, new, ", ".join(authors[:3]), old,
+                 "", theirs)
 
 
 def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str]) -> set[tuple[str, str]]:

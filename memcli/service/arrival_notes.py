@@ -76,6 +76,24 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
     return lines
 
 
+def received(ctx: Ctx, before: str) -> dict[str, int] | None:
+    """How many memory files the merge from ``before`` to ``HEAD`` added, changed and removed
+    (``{"added": n, "changed": n, "removed": n}``; renames count as changed), or None when git
+    cannot say or none moved: a sync says it in one line, so a bulk arrival (a teammate's
+    thousands of files) is never merged without a word."""
+    status, out, _ = ctx.git().raw("diff", "--name-status", "-z", "-M", f"{before}..HEAD", "--", "memories")
+    if status != 0:
+        return None
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    counts = {"added": 0, "changed": 0, "removed": 0}
+    i = 0
+    while i < len(fields) - 1:
+        kind = fields[i][:1]
+        i += 3 if kind in ("R", "C") else 2  # a rename or copy names two paths
+        counts["added" if kind == "A" else "removed" if kind == "D" else "changed"] += 1
+    return counts if any(counts.values()) else None
+
+
 def _marks(ctx: Ctx, memory: Memory, change: str) -> list[str]:
     """What makes an arrived ``memory`` worth a line (``change``: git's ``A`` or ``M``)."""
     from memcli.agents.injection import instruction_like

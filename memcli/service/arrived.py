@@ -92,6 +92,8 @@ def held(ctx: Ctx) -> tuple[set[str], set[str]]:
             paths.add(str(raw.get("path", "")))
             if raw.get("memory"):
                 ids.add(str(raw["memory"]))
+        elif isinstance(raw, dict) and raw.get("rule") == "mass-add":  # a flood of new files: none served
+            paths.update(str(p) for p in raw.get("paths") or [] if isinstance(p, str))
     return paths, ids
 
 

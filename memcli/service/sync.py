@@ -212,6 +212,8 @@ class SyncResult:
     #: One line per arrival that passed verification but changes what an agent is told: pinned,
     #: instruction-like, or a change of this person's own memory (``service.arrival_notes``).
     arrived: list[str] = field(default_factory=list)
+    #: Memory files the merge added, changed and removed (``arrival_notes.received``); None when none moved.
+    files: dict[str, int] | None = None
 
     def message(self) -> str:
         """One line for a person (and one per personal store that synced)."""
@@ -219,6 +221,9 @@ class SyncResult:
             line = f"in sync with {self.remote}/{self.branch}"
         else:
             line = f"synced with {self.remote}/{self.branch}: {self.received} commits received, {self.sent} sent"
+            if self.files:
+                line += (f" ({self.files['added']} memory files added, {self.files['changed']} changed, "
+                         f"{self.files['removed']} removed)")
         held = [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {q}"
                 for q in self.quarantined]
         return "\n".join([line, *held, *self.arrived, *self.settings, *self.settled, *self.personal])
@@ -228,7 +233,7 @@ class SyncResult:
         return {"remote": self.remote, "branch": self.branch, "received": self.received, "sent": self.sent,
                 "attempts": self.attempts, "notes": self.notes, "personal": self.personal,
                 "quarantined": self.quarantined, "settled": self.settled, "settings": self.settings,
-                "arrived": self.arrived}
+                "arrived": self.arrived, "files": self.files}
 
 
 class _Git:
@@ -452,8 +457,9 @@ def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
             held, said = arrival.after_sync(ctx, before)
             result.quarantined += [e.line() for e in held]
             result.settings += said
-            from memcli.service.arrival_notes import notable  # passed, but worth a person's look
+            from memcli.service.arrival_notes import notable, received  # passed, but worth a person's look
 
+            result.files = received(ctx, before)
             result.arrived += notable(ctx, before, {e.path for e in held})
             from memcli.service.resolve import after_merge  # a review race settled, two answers for one subject
 
