@@ -342,6 +342,10 @@ def test_a_deleted_memcli_toml_keeps_the_workspace_and_its_guards(pair: Pair, ho
     elif how == "deleted by my own commit":
         pair.git("alice", "rm", "-q", "memcli.toml")
         pair.git("alice", "commit", "-qm", "no more memcli")
+        remote = pair.git("alice", "rev-parse", "origin/memcli/memory")
+        synced = pair.mem("alice", "sync")  # the first command after it (stop 33: it pushed the deletion)
+        assert synced.code == 3 and "memcli.toml is missing" in synced.err, synced
+        assert git("rev-parse", "memcli/memory", cwd=pair.bare) == remote
         first = pair.mem("alice", "list")
         assert first.code == 3 and "memcli.toml is missing" in first.err and "HEAD" not in first.err, first
         assert first.err.count("\n") == 1, first.err

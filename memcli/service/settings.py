@@ -123,13 +123,27 @@ def settle(root: Path, tolerant: bool = True) -> Config:
             raise Unloadable(err.message, hint=err.hint) from None
         config, source, commit = last_good(root)
         if not tolerant:  # gone: put back its last version that loads (HEAD's may have none)
-            raise Unloadable(err.message, hint=f"restore it: `git -C {root} checkout {commit[:12]} -- "
-                                                     f"{CONFIG_NAME}` (its last committed version that loads)"
-                                   if commit else f"run `memcli init {root}` to write a new one") from None
+            if not commit:
+                raise Unloadable(err.message, hint=f"run `memcli init {root}` to write a new one") from None
+            restore = f"git -C {root} checkout {commit[:12]} -- {CONFIG_NAME}"
+            if not _at_head(root):  # a commit removed it: the restored file is a change to commit too
+                restore += f" && git -C {root} commit -m 'Restore {CONFIG_NAME}' -- {CONFIG_NAME}"
+            raise Unloadable(err.message, hint=f"restore its last committed version that loads: `{restore}`") \
+                from None
         fix = f"`git -C {root} checkout {commit[:12]} -- {CONFIG_NAME}` puts that version back" if commit \
             else f"compare it with a fresh `memcli init`'s {CONFIG_NAME}"
         config.broken = f"{err.message}; memcli works by {source} {BROKEN}, or {fix}"
         return config
+
+
+def _at_head(root: Path) -> bool:
+    """Whether the commit ``HEAD`` holds a ``memcli.toml`` beside ``root``'s memories (True when git cannot tell)."""
+    from memcli.git.run import run
+
+    try:
+        return run(("cat-file", "-e", f"HEAD:./{CONFIG_NAME}"), root, timeout=5).returncode == 0
+    except MemcliError:
+        return True
 
 
 def last_good(root: Path) -> tuple[Config, str, str]:

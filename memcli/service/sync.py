@@ -381,7 +381,12 @@ def sync(ctx: Ctx, remote: str | None = None, deadline: float | None = None) -> 
             aborted), a remote that refused or could not be reached, or the deadline passed.
         WorkspaceLocked: another memcli process holds the workspace lock.
         GitFailed: git itself failed.
+        settings.Unloadable: the store's ``memcli.toml`` is missing or does not load (``ctx`` not tolerant).
     """
+    from memcli.service.arrived import held
+
+    held(ctx)  # this clone's own commits since the last verification first: a memcli.toml they removed
+    # or broke stops the sync (exit 3) as it stops any other command, instead of being pushed
     result = _sync_store(ctx, remote, deadline)
     for store in ctx.personal_stores():  # the person's own stores, where they gave one a remote
         if not _Git(store.ws.root, None).run("remote").stdout.split():
