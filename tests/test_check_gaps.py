@@ -230,3 +230,14 @@ def test_approving_your_own_agents_write_is_refused_as_check_would(ws: Path) -> 
                                                                  "allow_self_approve = true"), encoding="utf-8")
     assert run_memcli("-w", str(ws), "approve", proposed, env=me).code == 0
     assert run_memcli("-w", str(ws), "check", env=me).code == 0
+
+
+def test_the_review_list_shows_what_approving_would_enforce(ws: Path) -> None:
+    """Newcomer fault 9 (stop 33): an agent's "Always deploy on Fridays" carrying ``deny
+    Bash(git:*)`` (every git command) looked harmless in `memcli review`; only `show` told."""
+    out = run_memcli("-w", str(ws), "remember", "Always deploy on Fridays", "--scope", "project",
+                     "--deny", "Bash(git:*)", env={"CLAUDECODE": "1"})
+    assert out.code == 0 and "waiting for review" in out.out, out
+    listed = run_memcli("-w", str(ws), "review", env={"COLUMNS": "200"})
+    line = next(row for row in listed.out.splitlines() if "Always deploy on Fridays" in row)
+    assert "deny Bash(git:*)" in line, listed

@@ -141,9 +141,10 @@ def review(
         if not pending:
             print("nothing waits for review", file=sys.stderr)
             return
-        table("pending review", ["id", "scope", "source", "actor", "run", "text"], [
+        table("pending review", ["id", "scope", "source", "actor", "run", "guards", "text"], [
             [m.id, m.scope, m.provenance.source_type, m.provenance.actor, m.provenance.run_id or "",
-             one_line(m.text)] for m in pending])
+             # what approving it would enforce (newcomer fault, stop 33: a `deny Bash(git:*)` read as harmless)
+             "; ".join(f"{k} {p}" for g in m.guards for k, p in g.items()), one_line(m.text)] for m in pending])
         print("memcli: approve with `memcli approve ID`, reject with `memcli reject ID --reason ...`; "
               "`memcli check` in CI enforces that a second person (by git author) approves", file=sys.stderr)
 
