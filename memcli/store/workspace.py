@@ -70,7 +70,8 @@ class Workspace:
 
         Raises:
             WorkspaceLocked: another process held it for the whole wait.
-            WorkspaceInvalid: the lock file cannot be created or opened (a read-only cache folder).
+            StorageFailed: the disk refuses the lock file (a read-only or unwritable cache folder, a full disk).
+            WorkspaceInvalid: the lock file cannot be created or opened for another reason.
         """
         from memcli.store.oslock import FileLock, Timeout
 
@@ -83,7 +84,13 @@ class Workspace:
                 f"another memcli process has held the workspace lock for {wait:g} s",
                 hint="retry when it finishes, or raise [git] lock_timeout in memcli.toml") from None
         except OSError as err:
-            raise WorkspaceInvalid(
+            import errno
+
+            from memcli.errors import StorageFailed
+
+            # the disk refusing the write (read-only, no permission, full) is exit 15, as any write it refuses
+            refused = err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
+            raise (StorageFailed if refused else WorkspaceInvalid)(
                 f"cannot take the workspace lock {self.root / CACHE / 'write.lock'}: {err.strerror}; "
                 "nothing was written",
                 hint=f"make {self.root / CACHE} writable (it holds only derived data)") from None
