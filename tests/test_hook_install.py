@@ -240,6 +240,12 @@ def test_hook_check_passes_every_event_with_a_minimal_path(proj, run):
     assert events == [("claude", e) for e in CLAUDE_EVENTS] + [("codex", e) for e in CLAUDE_EVENTS] + [
         ("gemini", e) for e in ("SessionStart", "BeforeAgent", "PreCompress", "SessionEnd", "BeforeTool", "AfterTool")]
     assert all(c["ok"] and c["exit"] == 0 for c in every["data"]["checks"])
+    # LOW newcomer fault (stop 33): with extraction on, SessionEnd's check warned about its own made-up transcript
+    config = next(proj.rglob("memcli.toml"))
+    config.write_text(config.read_text(encoding="utf-8").replace("extract = false", "extract = true"),
+                      encoding="utf-8")
+    ended = run("--json", "hook", "check", "claude", cwd=proj).json()["data"]["checks"]
+    assert [c["note"] for c in ended if c["event"] == "SessionEnd"] == [""], ended
 
 
 @pytest.mark.slow

@@ -853,8 +853,10 @@ def _after_session(ctx: Ctx, event: str, payload: formats.HookInput, run: HookRu
     steps = [("transcript extraction", _extract)] if config.hook_extract else []
     if event == "pre-compact" and config.hook_summarize:
         steps.append(("session summary", _summarize))
-    if not steps or not payload.transcript_path:
-        return
+    from memcli.store.usage import SELF_TEST_SESSION
+
+    if not steps or not payload.transcript_path or payload.session_id == SELF_TEST_SESSION:
+        return  # `memcli hook check`'s own call names a transcript that does not exist, on purpose
     try:
         check_transcript(Path(payload.transcript_path))
     except MemcliError as err:
