@@ -202,6 +202,7 @@ def test_a_project_write_waits_in_pending_review_and_errors_carry_the_cli_line(w
         assert wrong.is_error and "only an active memory can be superseded" in text_of(wrong)
         outside = await client.call_tool("remember", {"text": "team note", "scope": "channel:ops"})
         assert outside.is_error and "outside this server's scopes" in text_of(outside)
+        assert "leave scope out to write to the default one" in text_of(outside)  # not "search" (stop 33)
 
     project_id = remember_cli(ws, "Python code is formatted with black")
     drive(ws, steps)

@@ -258,8 +258,8 @@ class Tools:
         return item
 
     @staticmethod
-    def _narrow(allowed: list[str], actor: str, requested: list[str] | None) -> list[str]:
-        """The scopes a search asked for, each checked to lie inside the server's.
+    def _narrow(allowed: list[str], actor: str, requested: list[str] | None, write: bool = False) -> list[str]:
+        """The scopes a search (or, ``write``, a write) asked for, each checked to lie inside the server's.
 
         Raises:
             ScopeViolation: a requested scope is outside them (a tool argument never widens them).
@@ -271,9 +271,11 @@ class Tools:
         for scope in requested or []:
             check_scope(scope)
             if not inside(scope, allowed, actor):
+                leave = "leave scope out to write to the default one" if write else \
+                    "leave scopes out to search all of them"
                 raise ScopeViolation(f"scope {scope} is outside this server's scopes ({', '.join(allowed)})",
-                                     hint="leave scopes out to search all of them; the scopes are fixed when "
-                                          "the server starts (`memcli mcp --scope SCOPE`)")
+                                     hint=f"{leave}; the scopes are fixed when the server starts "
+                                          "(`memcli mcp --scope SCOPE`)")
             out.append(scope)
         return out
 
@@ -287,7 +289,7 @@ class Tools:
             ScopeViolation: ``scope`` is outside the server's scopes, or there is no default.
         """
         if scope is not None:
-            return self._narrow(allowed, ctx.actor, [scope])[0]
+            return self._narrow(allowed, ctx.actor, [scope], write=True)[0]
         default = ctx.ws.config.write_scope
         if inside(default, allowed, ctx.actor):
             return default
