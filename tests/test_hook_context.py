@@ -354,3 +354,31 @@ def test_a_workspace_in_a_subfolder_still_leaves_out_only_itself(project, run):
     assert included[0] == about and included[-1] == mem_only
     out = subprocess.run(["git", "-C", str(project), "ls-files", "mem"], capture_output=True, text=True).stdout
     assert out  # the workspace's files are tracked, and still not what memories are about
+
+
+@pytest.mark.parametrize(("command", "wanted"), [
+    ("terraform destroy -auto-approve", "Never run terraform destroy"),
+    ("/usr/local/bin/terraform destroy", "Never run terraform destroy"),
+    ("cd infra && docker compose down -v", "wipes the local database volume"),
+    ("pytest -x tests/test_api.py", "calling pytest directly"),
+    ("terraform plan", "Never run terraform destroy"),  # the program alone: a memory about terraform
+    ("ls -la", None), ("git status", None), ("kubectl get pods", None),
+])
+def test_a_shell_command_a_memory_names_gets_that_memory_before_it_runs(rooted, run, command, wanted):
+    """Newcomer fault 8 (stop 33): before ``terraform destroy``, ``docker compose down -v`` or
+    ``kubectl apply`` the hook added nothing although memories named those very commands (only
+    make targets and package scripts, a memory's anchor, counted). A memory whose text names the
+    program with its first word argument, or an uncommon program alone, is given; a call that
+    names nothing a memory says (``ls``, ``git status``, ``kubectl``) gets nothing."""
+    project = rooted["project"]
+    env = {"MEMCLI_WORKSPACE": str(project)}
+    for text in ("Never run terraform destroy against prod; the state bucket is shared",
+                 "`docker compose down -v` wipes the local database volume",
+                 "Prefer make test over calling pytest directly"):
+        assert run("remember", text, env=env).code == 0
+    bash = {**_edit(project, f"cmd-{abs(hash(command))}"), "tool_name": "Bash", "tool_input": {"command": command}}
+    given = _additional(_hook(run, "pre-tool-use", bash), "PreToolUse")
+    if wanted is None:
+        assert "terraform destroy" not in given and "docker compose" not in given and "pytest" not in given, given
+    else:
+        assert wanted in given, given

@@ -615,20 +615,28 @@ def command_memories(ctx: Ctx, command: str) -> list[Memory]:
     """The memories in force (in the caller's scopes) that name a command this shell command
     line runs: one of their anchor's ``commands`` (``policy.pointers``: ``make e2e``,
     ``npm run build``) starts one of its simple commands (``memcli.guards.commands_of``) at a
-    word boundary, or a guard of theirs matches it. Longest named command first, then the
-    browse order (pinned, importance, recency)."""
+    word boundary, or a guard of theirs matches it; after those, the memories whose text names
+    the command (:func:`command_phrases`: ``terraform destroy``, ``docker compose``, a tool such
+    as ``pytest``; newcomer fault, stop 33: "Never run terraform destroy …" was not given before
+    ``terraform destroy``). Longest named command first, then the browse order (pinned,
+    importance, recency)."""
     from memcli.guards import Call, check_guards, command_matches, commands_of
     from memcli.index import Query, browse_key
     parts = commands_of(command)
     if not parts:
         return []
+    phrases = command_phrases(parts)
     scopes = set(ctx.scopes())
-    found: list[tuple[int, Memory]] = []
+    found: list[tuple[float, Memory]] = []
     for memory in ctx.catalog().with_status("active"):
         if memory.scope not in scopes or not memory.served(ctx.now) or not ctx.may_see(memory):
             continue
         named = (memory.anchor or {}).get("commands") or []
-        longest = max((len(n) for n in named for part in parts if command_matches(f"{n}:*", part)), default=0)
+        longest: float = max((len(n) for n in named for part in parts if command_matches(f"{n}:*", part)),
+                             default=0)
+        if not longest and phrases:
+            text = " ".join(memory.text.lower().replace("`", " ").split())
+            longest = max((weight for weight, phrase in phrases if _names(text, phrase)), default=0)
         if not longest and memory.guards:
             try:
                 guards = check_guards(memory.guards)
@@ -643,6 +651,55 @@ def command_memories(ctx: Ctx, command: str) -> list[Memory]:
     key = browse_key(Query(text="", scopes=sorted(scopes), now=ctx.now))
     found.sort(key=lambda pair: (-pair[0], key(pair[1])))
     return [memory for _, memory in found]
+
+
+#: Programs too common for their name alone to say which memory a call is about: shell
+#: utilities, interpreters, package managers and task runners (a two-word phrase of theirs still
+#: counts: ``git push``, ``docker compose``; ``make lint`` is not about "run make e2e …", nor
+#: ``pnpm install`` about "use pnpm, never npm"; ``python manage.py`` names a path, not a word).
+_COMMON = frozenset(("cd", "ls", "cat", "echo", "grep", "rg", "find", "sed", "awk", "head", "tail", "less", "wc",
+                     "sort", "cp", "mv", "rm", "mkdir", "touch", "chmod", "pwd", "true", "false", "test", "printf",
+                     "python", "python3", "node", "bash", "sh", "git", "env", "xargs", "tee", "diff", "which",
+                     "make", "just", "npm", "npx", "pnpm", "yarn", "bun", "pip", "pip3", "uv", "poetry", "cargo",
+                     "go", "docker", "gradle", "mvn"))
+
+
+def command_phrases(parts: list[str]) -> list[tuple[float, str]]:
+    """What a memory's text must name to be about these simple commands: each one's program
+    with its first word argument (``terraform destroy``, ``docker compose``, ``kubectl apply``;
+    weight 0.8, below a command the memory's anchor or guard names, weight its length or 1),
+    and the program alone unless it is too common to tell (``pytest``; weight 0.5). A path
+    ``/usr/bin/terraform`` is named by its last part. Lower case.
+
+    Args:
+        parts: simple commands (``memcli.guards.commands_of``).
+    """
+    out: list[tuple[float, str]] = []
+    for part in parts:
+        words = part.lower().split()
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        if not program or not program[0].isalnum():
+            continue
+        arg = next((w for w in words[1:] if not w.startswith("-")), "")
+        if arg and arg.replace("-", "").replace("_", "").isalnum() and arg[0].isalpha():
+            out.append((0.8, f"{program} {arg}"))
+        if program not in _COMMON and len(program) >= 3:
+            out.append((0.5, program))
+    return out
+
+
+def _names(text: str, phrase: str) -> bool:
+    """Whether ``text`` (lower case, blank runs as one space) holds ``phrase`` as whole words."""
+    at = text.find(phrase)
+    while at >= 0:
+        end = at + len(phrase)
+        if (at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "_-")) and \
+                (end == len(text) or not (text[end].isalnum() or text[end] in "_")):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
 
 
 #: How a memory's text may name a file, strongest first: its whole path
