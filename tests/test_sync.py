@@ -196,3 +196,28 @@ def test_session_hooks_sync_when_enabled_and_never_fail(team) -> None:
     git("remote", "set-url", "origin", "/nonexistent/remote.git", cwd=two)
     broken = run_memcli("-w", str(two), "hook", "claude", "session-start", input='{"source": "startup"}')
     assert broken.code == 0 and "sync skipped" in broken.err and "Thursdays" in broken.out
+
+
+def test_an_untracked_new_file_blocks_sync_only_when_the_merge_would_overwrite_it(team) -> None:
+    """Newcomer fault 11 (stop 33): sync refused ("11 files have uncommitted changes, which a
+    merge could overwrite") when the only changes were new files git did not track yet, which a
+    merge cannot overwrite unless the other side adds the same path."""
+    _, clone = team
+    one, two = clone("one"), clone("two")
+    note = two / "memories" / "project" / "draft-note.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("---\nscope: project\n---\nA draft, not committed yet\n", encoding="utf-8")
+    assert run_memcli("-w", str(one), "remember", "Deploys go out on Tuesdays").code == 0
+    assert run_memcli("-w", str(one), "sync").code == 0
+    received = run_memcli("-w", str(two), "sync")
+    assert received.code == 0 and "received" in received.out, received
+    assert note.is_file()
+    clash = one / "memories" / "project" / "draft-note.md"  # the other side adds the same path
+    clash.write_text("---\nscope: project\n---\nTheir note\n", encoding="utf-8")
+    git("add", "-A", cwd=one)
+    git("commit", "-qm", "their note", cwd=one)
+    assert run_memcli("-w", str(one), "sync").code == 0
+    stopped = run_memcli("-w", str(two), "sync")
+    assert stopped.code == 16 and "would be overwritten by the merge: memories/project/draft-note.md" in stopped.err, \
+        stopped
+    assert note.read_text(encoding="utf-8").endswith("A draft, not committed yet\n")

@@ -290,8 +290,9 @@ def _check_state(git: _Git, ctx: Ctx) -> str:
         if (ctx.ws.root / git.out("rev-parse", "--git-path", marker)).exists():
             raise SyncStopped(f"a git operation is in progress ({marker})",
                               hint="finish it or abort it (`git merge --abort`, `git rebase --abort`), then sync")
-    dirty = git.out("status", "--porcelain", "--untracked-files=all", "--", "memories", "memcli.toml")
-    if dirty:
+    dirty = git.out("status", "--porcelain", "--untracked-files=no", "--", "memories", "memcli.toml")
+    if dirty:  # a new file git does not track yet is judged after the fetch (_collisions): a merge
+        # overwrites it only when the other side adds the same path (newcomer fault, stop 33)
         count = len(dirty.splitlines())
         files = "1 file has" if count == 1 else f"{count} files have"  # memcli.toml counts too
         raise SyncStopped(f"{files} uncommitted changes, which a merge could overwrite",
@@ -418,6 +419,25 @@ def _sync_store(ctx: Ctx, remote: str | None, deadline: float | None) -> SyncRes
                               hint="run `memcli sync` again without --deadline") from None
 
 
+def _collisions(git: _Git, tracking: str) -> None:
+    """Refuse a merge that would overwrite a file git does not track yet: one the fetched side
+    ``tracking`` adds at the same path (git would stop half-way with its own message).
+
+    Raises:
+        SyncStopped: such files, named (at most 3).
+    """
+    untracked = [line[3:] for line in git.out("status", "--porcelain", "--untracked-files=all", "--", "memories",
+                                              "memcli.toml").splitlines() if line.startswith("?? ")]
+    if not untracked:
+        return
+    theirs = git.out("ls-tree", "-r", "--name-only", tracking, "--", *untracked).splitlines()
+    if theirs:
+        shown = ", ".join(theirs[:3]) + (f" and {len(theirs) - 3} more" if len(theirs) > 3 else "")
+        raise SyncStopped(f"{len(theirs)} file{'' if len(theirs) == 1 else 's'} not committed here would be "
+                          f"overwritten by the merge: {shown}",
+                          hint="commit them (`git add` and `git commit`) or move them away, then sync")
+
+
 def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
     from memcli.service.sync_recover import roll_back
 
@@ -454,6 +474,7 @@ def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
                               hint="check the remote's URL (`git remote -v`) and your access to it")
         has_remote = git.run("rev-parse", "-q", "--verify", tracking).returncode == 0
         if has_remote and git.run("merge-base", "--is-ancestor", tracking, "HEAD").returncode != 0:
+            _collisions(git, tracking)
             result.received += int(git.out("rev-list", "--count", f"HEAD..{tracking}"))
             before = git.out("rev-parse", "HEAD")
             _merge(ctx, git, tracking, branch, gitlog.message("sync", f"merge {remote}/{target}", {"Op": "sync"}))
