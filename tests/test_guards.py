@@ -195,6 +195,14 @@ SUGGESTIONS = [
     ("Never run npm install inside api/, it has no package.json.", ["Bash(npm install:*)"]),
     ("Never run rm -rf build/ while the server runs", ["Bash(rm -rf build/:*)"]),
     ("Never run make all locally", ["Bash(make all:*)"]),
+    # full-width (CJK) punctuation right after the command ends it as ASCII punctuation does
+    # (a newcomer got "Bash(npm:*)", which blocks every npm command)
+    ("不要运行 npm publish，发布由 CI 完成。", ["Bash(npm publish:*)"]),
+    ("禁止运行 npm publish。", ["Bash(npm publish:*)"]),
+    ("不要运行 npm publish, 发布由 CI 完成.", ["Bash(npm publish:*)"]),
+    ("禁止运行 git push --force！改用 --force-with-lease", ["Bash(git push --force:*)"]),
+    ("不要运行 npm publish发布", ["Bash(npm publish:*)"]),
+    ("不要用 npm，用 pnpm", ["Bash(npm:*)"]),
 ]
 
 
