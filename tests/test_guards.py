@@ -576,7 +576,35 @@ MALFORMED_CALLS = [
     ("Bash", "npm install x"),
     ("Bash", {"command": {"argv": ["npm", "install"]}}),
     ("Bash", {"command": ["npm", 3]}),
+    ("Bash", {"command": None}),  # newcomer fault: a null command was let through
+    ("Bash", {}),  # no command at all
+    ("Bash", {"description": "install", "timeout": 60000}),
+    ("Bash", {"cmd": None, "workdir": "/p"}),
 ]
+
+
+@pytest.mark.parametrize(("agent", "tool", "tool_input", "malformed"), [
+    # (agent, tool_name, tool_input, read as malformed): each agent names its shell command
+    # "command" (Codex's exec_command: "cmd"); a call with neither, or a null, runs nothing memcli can read
+    ("claude", "Bash", {"command": "npm install x", "description": "install"}, False),
+    ("codex", "exec_command", {"cmd": "npm install x"}, False),
+    ("codex", "shell", {"command": ["bash", "-lc", "npm install x"]}, False),
+    ("gemini", "run_shell_command", {"command": "npm install x", "dir_path": "web"}, False),
+    ("claude", "Bash", {"command": ""}, False),  # an empty command runs nothing
+    ("claude", "Bash", {"command": None}, True),
+    ("claude", "Bash", {}, True),
+    ("codex", "exec_command", {"cmd": None}, True),
+    ("gemini", "run_shell_command", {"description": "install"}, True),
+    ("claude", "Bash", {"command": []}, True),
+])
+def test_a_shell_call_without_a_command_is_malformed(agent: str, tool: str, tool_input: dict,
+                                                     malformed: bool) -> None:
+    from memcli.agents.tool_calls import call_of
+
+    call = call_of(agent, tool, tool_input)
+    assert call is not None and call.malformed is malformed and bool(g.unchecked(call)) is malformed
+    if not malformed and call.command:
+        assert g.matches(g.parse("Bash(npm install:*)"), call)
 
 
 @pytest.mark.parametrize(("tool", "tool_input"), MALFORMED_CALLS)
