@@ -15,10 +15,13 @@ source: Claude Code's "Configure permissions" page, code.claude.com/docs/en/perm
   (``&&``, ``||``, ``;``, ``|``, ``&``, newlines, ``(``, ``)``, backticks) and each part is
   matched on its own, so ``Bash(npm install:*)`` matches ``cd web && npm install x`` but a
   prefix never reaches across an operator. Before matching a part, leading variable
-  assignments (``FOO=1 npm install``) and the process wrappers ``timeout``, ``time``,
-  ``nice``, ``nohup``, ``stdbuf`` and ``env`` are removed (a part is matched with and without
-  its wrappers), output redirections are dropped,
-  and ``sh -c STRING`` / ``bash -c STRING`` is matched on STRING as well.
+  assignments (``FOO=1 npm install``), the shell's reserved words a command may follow
+  (:data:`KEYWORDS`: ``do``, ``then``, ``!``, ``{`` …) and the wrappers of :data:`WRAPPERS`
+  (``timeout``, ``sudo -u bob``, ``command``, ``exec``, ``xargs -n 1`` …) with their options
+  are removed (a part is matched with and without them; a ``for NAME in …`` or ``case`` head
+  is no command), a path-qualified program is matched by its base name too
+  (``/usr/bin/npm``), redirections are dropped, and ``sh -c STRING`` / ``bash -c STRING`` /
+  ``eval ARGS`` is matched on its script as well.
 * ``Read(PATH)``, ``Edit(PATH)``, ``Write(PATH)``: gitignore-style patterns (``**`` spans
   folders; a pattern without ``/`` matches a name at any depth; a folder matches the files
   in it). ``//path`` is an absolute path, ``~/path`` is under the home folder, ``/path`` is
@@ -53,8 +56,38 @@ MAX_GUARDS, MAX_GUARD_CHARS = 20, 500
 #: guard on the shell is in force (docs/guards.md, "Limits").
 MAX_PARTS = 1000
 MAX_COMMAND_CHARS = 100_000
-#: Process wrappers removed before matching, and how many words of options each may take.
-WRAPPERS = ("timeout", "time", "nice", "nohup", "stdbuf", "env")
+#: Wrappers that run the command after them, removed before matching (a command is matched with
+#: and without them): each with the letters of its short options that take a value, its long
+#: options that take one, and how many operands come before the command (timeout's duration).
+#: Sources: the GNU coreutils manual (timeout, nice, nohup, stdbuf, env), GNU time, sudo(8),
+#: doas(1), GNU findutils' xargs(1), and bash(1) SHELL BUILTIN COMMANDS (command, builtin, exec).
+WRAPPERS: dict[str, tuple[str, tuple[str, ...], int]] = {
+    "timeout": ("sk", ("signal", "kill-after"), 1),
+    "time": ("fo", ("format", "output"), 0),
+    "nice": ("n", ("adjustment",), 0),
+    "nohup": ("", (), 0),
+    "stdbuf": ("ioe", ("input", "output", "error"), 0),
+    "env": ("uCS", ("unset", "chdir", "split-string"), 0),
+    "sudo": ("ugCDhprtTUR", ("user", "group", "close-from", "chdir", "host", "prompt", "role", "type",
+                             "command-timeout", "other-user", "chroot"), 0),
+    "doas": ("uCa", (), 0),
+    "command": ("", (), 0),
+    "builtin": ("", (), 0),
+    "exec": ("a", (), 0),
+    "xargs": ("adEILnPs", ("arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs",
+                           "max-chars", "process-slot-var"), 0),
+}
+#: Reserved words a simple command may follow in the shell's grammar (bash(1), SHELL GRAMMAR and
+#: RESERVED WORDS; POSIX.1-2017 XCU 2.4 and 2.9.4): removed before matching as wrappers are.
+KEYWORDS = frozenset(("!", "{", "}", "do", "done", "then", "else", "elif", "fi", "if", "while", "until", "esac",
+                      "coproc", "function"))
+#: Reserved words that start a head which is no command: ``for NAME in WORDS``, ``select NAME in
+#: WORDS``, ``case WORD in``.
+HEADS = frozenset(("for", "select", "case"))
+#: Wrappers and reserved words read in front of one command at most, and shell scripts (``sh -c``,
+#: ``eval``) read inside each other: a command over either is refused as one over MAX_PARTS is.
+MAX_PREFIXES = 16
+MAX_DEPTH = 4
 _RULE = re.compile(r"^(?P<tool>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<spec>.*)\))?$", re.DOTALL)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$")
@@ -360,12 +393,14 @@ def _tokens(command: str) -> Iterator[str]:
 def split(command: str, depth: int = 0) -> tuple[list[str], str]:
     """The simple commands of a shell command line, each normalised for matching, and the
     limit that cut them short ("" when every part was read): split on the shell's operators
-    (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``, backticks), leading
-    assignments and process wrappers removed, redirections dropped, words joined by one
-    space; ``sh -c STRING`` also gives STRING's commands. Linear in the command's length;
-    never raises. A command over :data:`MAX_COMMAND_CHARS` characters is not read at all,
-    and reading stops at :data:`MAX_PARTS` simple commands: a caller that must not let an
-    unread part through (the pre-tool hook's guards) decides on the limit returned.
+    (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``, backticks), each in the forms
+    :func:`_forms` gives (with and without its leading assignments, reserved words and
+    wrappers), redirections dropped, words joined by one space; ``sh -c STRING`` and
+    ``eval ARGS`` also give their script's commands. Linear in the command's length; never
+    raises. A command over :data:`MAX_COMMAND_CHARS` characters is not read at all, reading
+    stops at :data:`MAX_PARTS` simple commands, at :data:`MAX_PREFIXES` words in front of
+    one, and at scripts :data:`MAX_DEPTH` deep: a caller that must not let an unread part
+    through (the pre-tool hook's guards) decides on the limit returned.
     """
     if not isinstance(command, str) or not command.strip():
         return [], ""
@@ -396,21 +431,19 @@ def split(command: str, depth: int = 0) -> tuple[list[str], str]:
         parts[-1].append(token)
     out: list[str] = []
     for raw in parts:
-        words = _strip(raw)
-        if not words:
-            words = raw  # a wrapper alone (``nohup``) is the command itself
-        if not words:
-            continue
-        out.append(" ".join(words))
-        bare = [w for w in raw if not _ASSIGNMENT.match(w)]
-        if bare and bare != words:  # the wrapper too: Bash(nohup:*) still sees "nohup npm start"
-            out.append(" ".join(bare))
-        if depth < 2 and len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
-            inner, inner_cut = split(words[2], depth + 1)
-            out.extend(inner)
-            cut = cut or inner_cut
-    if len(out) > 2 * MAX_PARTS:
-        return out[: 2 * MAX_PARTS], cut or over
+        forms, program, why = _forms(raw)
+        out.extend(forms)
+        cut = cut or why
+        script = _script_of(program)
+        if script is not None:
+            if depth + 1 >= MAX_DEPTH:
+                cut = cut or f"it nests shell scripts (sh -c, eval) more than {MAX_DEPTH - 1} deep, the limit"
+            else:
+                inner, inner_cut = split(script, depth + 1)
+                out.extend(inner)
+                cut = cut or inner_cut
+    if len(out) > (MAX_PREFIXES + 2) * MAX_PARTS:
+        return out[: (MAX_PREFIXES + 2) * MAX_PARTS], cut or over
     return out, cut
 
 
@@ -429,26 +462,93 @@ def unchecked(call: Call) -> str:
     return split(call.command)[1] if call.tool == "Bash" else ""
 
 
-def _strip(words: list[str]) -> list[str]:
-    """A simple command without its leading assignments and process wrappers (module docstring)."""
-    i = 0
-    while i < len(words):
+def _forms(words: list[str]) -> tuple[list[str], list[str], str]:
+    """The forms one simple command is matched in, its program's words, and the limit that cut
+    its reading ("" when none): the command without its leading assignments, reserved words
+    (:data:`KEYWORDS`) and wrappers (:data:`WRAPPERS`) with their options, and also each form
+    with them still in front (``sudo npm install`` is matched as that and as ``npm install``), and
+    a path-qualified program by its base name too (``/usr/bin/npm install`` as ``npm install``).
+    A ``for``/``select``/``case`` head (``for NAME in WORDS``) holds no command: it is matched as written only;
+    reading stops after :data:`MAX_PREFIXES` words in front of a command."""
+    forms: list[str] = []
+    i, n = 0, len(words)
+    while i < n:
         word = words[i]
         if _ASSIGNMENT.match(word):
             i += 1
             continue
         name = word.rsplit("/", 1)[-1]
-        if name in WRAPPERS:
-            i += 1
-            # the wrapper's options, and timeout's duration: words starting with '-', a number,
-            # or (env) assignments
-            while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])
-                                      or (name == "timeout" and re.match(r"^\d+(\.\d+)?[smhd]?$", words[i]))
-                                      or (name == "nice" and words[i - 1] == "-n")):
-                i += 1
+        if word in HEADS:
+            if word == "case" or i + 2 >= n or words[i + 2] != "do":
+                # "for NAME in WORDS", "case WORD in": no command inside, matched as written only
+                return [*forms, " ".join(words[i:])], [], ""
+            i += 2  # "for NAME do ...": the loop's body follows
             continue
-        break
-    return words[i:]
+        if word not in KEYWORDS and name not in WRAPPERS:
+            break
+        if len(forms) >= MAX_PREFIXES:
+            return forms, [], (f"it has more than {MAX_PREFIXES} wrappers or reserved words before one command,"
+                               " the limit")
+        forms.append(" ".join(words[i:]))
+        if word in KEYWORDS:
+            i += 1
+            if word in ("coproc", "function") and i < n and (word == "function" or (i + 1 < n and words[i + 1] == "{")):
+                i += 1  # "coproc NAME {", "function NAME": the name is no command
+            continue
+        if name == "command" and i + 1 < n and words[i + 1] in ("-v", "-V"):
+            break  # "command -v npm" looks npm up, it does not run it
+        i = _after_options(words, i + 1, *WRAPPERS[name])
+    program = words[i:]
+    if program:
+        forms.append(" ".join(program))
+        base = program[0].rsplit("/", 1)[-1]
+        if base and base != program[0]:  # /usr/bin/npm, ./node_modules/.bin/npm: matched as npm too
+            program = [base, *program[1:]]
+            forms.append(" ".join(program))
+    return [f for f in dict.fromkeys(forms) if f.strip()], program, ""
+
+
+def _after_options(words: list[str], i: int, takes: str, long_takes: tuple[str, ...], positional: int) -> int:
+    """Where the command a wrapper runs starts in ``words``: past the wrapper's options from
+    ``i`` (getopt's rules: ``-abc`` clusters, a letter in ``takes`` takes the rest of its word or
+    the next word, ``--name=value``, ``--name value`` for a name in ``long_takes``, ``--`` ends
+    them; assignments as ``env`` takes them), then ``positional`` operands (timeout's duration)."""
+    n = len(words)
+    while i < n:
+        word = words[i]
+        if word == "--":
+            i += 1
+            break
+        if _ASSIGNMENT.match(word):
+            i += 1
+        elif word.startswith("--"):
+            i += 2 if "=" not in word and word[2:] in long_takes else 1
+        elif word.startswith("-") and len(word) > 1:
+            letters = word[1:]
+            at = next((k for k, c in enumerate(letters) if c in takes), -1)
+            i += 2 if at == len(letters) - 1 else 1  # the value is the next word only if nothing follows its letter
+        else:
+            break
+    return min(i + positional, n) if positional and i < n else i
+
+
+def _script_of(words: list[str]) -> str | None:
+    """The script a command runs as a shell would (``sh -c SCRIPT``, ``bash -lc SCRIPT``,
+    ``bash -e -c SCRIPT``, ``eval ARGS``: the ARGS joined by spaces, as ``eval`` does), or None."""
+    if not words:
+        return None
+    if words[0] == "eval":
+        return " ".join(words[1:]) or None
+    if words[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    for k, word in enumerate(words[1:], 1):
+        if not word.startswith("-") or word.startswith("--") or word == "-":
+            if word.startswith("--") and word != "--":
+                continue  # --norc, --login
+            return None
+        if "c" in word[1:]:
+            return words[k + 1] if k + 1 < len(words) else None
+    return None
 
 
 def path_matches(spec: str, path: str, where: Where) -> bool:

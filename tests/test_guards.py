@@ -4,6 +4,7 @@ reviewed as any write, and counted in ``memcli stats``."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +59,48 @@ BASH = [
     ("Bash(npm install:*)", "npm install > log.txt 2>&1", True),
     ("Bash(npm install:*)", "sh -c 'npm install x'", True),
     ("Bash(npm install:*)", "bash -lc \"cd web && npm install\"", True),
+    # shell syntax around a command (newcomer fault: each of these got no decision under a deny)
+    ("Bash(npm install:*)", "for i in 1; do npm install x; done", True),
+    ("Bash(npm install:*)", "for i in 1\ndo\n  npm install x\ndone", True),
+    ("Bash(npm install:*)", "if true; then npm install x; fi", True),
+    ("Bash(npm install:*)", "if false; then :; elif true; then npm install; else npm install y; fi", True),
+    ("Bash(npm install:*)", "while true; do npm install x; done", True),
+    ("Bash(npm install:*)", "until false; do npm install x; done", True),
+    ("Bash(npm install:*)", "! npm install x", True),
+    ("Bash(npm install:*)", "{ npm install x; }", True),
+    ("Bash(npm install:*)", "case $x in a) npm install x;; esac", True),
+    ("Bash(npm install:*)", "function f { npm install x; }", True),
+    ("Bash(npm install:*)", "for npm in install; do :; done", False),  # a for head is no command
+    ("Bash(npm install:*)", "sudo npm install x", True),
+    ("Bash(npm install:*)", "sudo -u bob -E npm install x", True),
+    ("Bash(npm install:*)", "sudo -iu bob -- npm install x", True),
+    ("Bash(npm install:*)", "doas -u bob npm install x", True),
+    ("Bash(npm install:*)", "command npm install x", True),
+    ("Bash(npm install:*)", "command -v npm install", False),  # looks npm up, runs nothing
+    ("Bash(npm install:*)", "builtin exec npm install x", True),
+    ("Bash(npm install:*)", "exec -a n npm install x", True),
+    ("Bash(npm install:*)", "xargs npm install < list", True),
+    ("Bash(npm install:*)", "xargs -0 -n 1 -I {} npm install {} < list", True),
+    ("Bash(npm install:*)", "timeout -s KILL 5 npm install", True),
+    ("Bash(npm install:*)", "stdbuf -oL npm install", True),
+    ("Bash(npm install:*)", "FOO=1 sudo BAR=2 nohup npm install", True),
+    ("Bash(npm install:*)", "/usr/bin/npm install x", True),
+    ("Bash(npm install:*)", "./node_modules/.bin/npm install", True),
+    ("Bash(npm install:*)", "sudo /usr/local/bin/npm install", True),
+    ("Bash(npm install:*)", "eval \"npm install x\"", True),
+    ("Bash(npm install:*)", "eval npm install x", True),
+    ("Bash(npm install:*)", "eval 'cd web && npm install x'", True),
+    ("Bash(npm install:*)", "bash -e -c 'npm install x'", True),
+    ("Bash(npm install:*)", "sudo sh -c 'for p in a; do npm install $p; done'", True),
+    ("Bash(npm install:*)", "echo eval npm install", False),
+    ("Bash(npm install:*)", "echo sudo npm install", False),
+    # a wrapped or keyword form is matched with its prefix too, a path-qualified one as written too
+    ("Bash(sudo:*)", "sudo npm install x", True),
+    ("Bash(sudo npm:*)", "sudo npm install x", True),
+    ("Bash(xargs:*)", "find . | xargs rm", True),
+    ("Bash(eval:*)", "eval \"ls\"", True),
+    ("Bash(/usr/bin/npm:*)", "/usr/bin/npm install x", True),
+    ("Bash(rm:*)", "for f in a b; do rm $f; done", True),
     # quoted text is not a command
     ("Bash(npm install:*)", "echo 'npm install'", False),
     ("Bash(npm install:*)", "git commit -m \"npm install && fix\"", False),
@@ -132,6 +175,16 @@ LIMITS = [
     ("'" + "a" * (g.MAX_COMMAND_CHARS - 1), ""),  # an open quote, read as plain text
     ('"' + "\\a" * (g.MAX_COMMAND_CHARS // 2 - 1), ""),
     ("a && " * (g.MAX_COMMAND_CHARS // 5), "more than 1,000 simple commands"),
+    # wrappers and reserved words in front of one command, shell scripts inside each other
+    ("sudo " * g.MAX_PREFIXES + "npm install x", ""),
+    ("sudo " * (g.MAX_PREFIXES + 1) + "npm install x", "more than 16 wrappers or reserved words"),
+    ("nohup " * (g.MAX_COMMAND_CHARS // 6), "more than 16 wrappers or reserved words"),
+    ("eval " * (g.MAX_COMMAND_CHARS // 5), "nests shell scripts (sh -c, eval) more than 3 deep"),
+    ("do " * (g.MAX_COMMAND_CHARS // 3), "more than 16 wrappers or reserved words"),
+    ("bash -c \"sh -c 'eval npm install x'\"", ""),
+    ("eval eval eval npm install x", ""),
+    ("eval eval eval eval npm install x", "nests shell scripts (sh -c, eval) more than 3 deep"),
+    ("bash -c \"sh -c 'eval \\\"bash -c npm\\\"'\"", "nests shell scripts (sh -c, eval) more than 3 deep"),
 ]
 
 
@@ -170,6 +223,41 @@ def test_a_prefix_never_reaches_across_an_operator(left: list[str], op: str, rig
         g.command_matches(spanning.spec or "", p) for p in alone)
     # and a prefix of the right side always matches, whatever is on the left
     assert g.matches(g.parse(f"Bash({right[0]}:*)"), g.Call("Bash", command=command))
+
+
+SIMPLE = st.builds(lambda prog, args: " ".join([prog, *args]),
+                   st.sampled_from(["npm", "git", "rm", "/usr/bin/npm", "./bin/git", "FOO=1 npm", "timeout 5 rm"]),
+                   st.lists(WORD, max_size=3))
+COMMAND = st.builds(lambda first, rest: " ".join([first, *(op + " " + c for op, c in rest)]), SIMPLE,
+                    st.lists(st.tuples(st.sampled_from(["&&", "||", ";", "|", "\n"]), SIMPLE), max_size=3))
+WRAPS = [
+    lambda c: f"for i in 1; do {c}; done",
+    lambda c: f"if true; then {c}; fi",
+    lambda c: f"while true; do {c}; done",
+    lambda c: f"sudo {c}",
+    lambda c: f"sudo -u bob -E {c}",
+    lambda c: f"command {c}",
+    lambda c: f"exec {c}",
+    lambda c: f"eval {shlex.quote(c)}",
+    lambda c: f"{{ {c}; }}",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(COMMAND, st.sampled_from(["npm", "npm install", "git", "git push", "rm", "rm -rf", "FOO=1 npm"]),
+       st.sampled_from(range(len(WRAPS))), st.booleans())
+def test_a_command_a_guard_matches_is_matched_inside_shell_syntax(command: str, prefix: str, wrap: int,
+                                                                   twice: bool) -> None:
+    """For any command C a guard matches, ``for i in 1; do C; done``, ``if true; then C; fi``,
+    ``sudo C``, ``command C``, ``eval 'C'`` (and these twice over) match it too."""
+    rule = g.parse(f"Bash({prefix}:*)")
+    if not g.matches(rule, g.Call("Bash", command=command)):
+        return
+    wrapped = WRAPS[wrap](command)
+    if twice:
+        wrapped = WRAPS[(wrap + 1) % len(WRAPS)](wrapped)
+    assert g.matches(rule, g.Call("Bash", command=wrapped)), (command, wrapped, g.split(wrapped))
+    assert g.split(wrapped)[1] == ""
 
 
 SUGGESTIONS = [
@@ -278,6 +366,25 @@ def test_every_agent_denies_a_guarded_call_quoting_the_memory(ws: Path, run: Run
     assert row["denied"] == 4
     table = run("stats", "--memories")
     assert mid in table.out and "denied" in table.out
+
+
+@pytest.mark.parametrize(("agent", "command"), [
+    ("claude", "for i in 1; do npm install x; done"),
+    ("claude", "sudo -u bob -E npm install x"),
+    ("codex", "if true; then /usr/bin/npm install x; fi"),
+    ("gemini", "eval \"npm install x\""),
+    ("claude", "xargs npm install < list"),
+])
+def test_shell_syntax_around_a_command_does_not_get_it_past_a_deny(ws: Path, run: Runner, tmp_path: Path,
+                                                                    agent: str, command: str) -> None:
+    """Newcomer fault (HIGH): under deny Bash(npm install:*) a loop, an if, sudo, a path-qualified
+    npm, eval or xargs around npm install got no decision from the real pre-tool hook."""
+    mid = run("--json", "remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)").json()["data"]["id"]
+    payload = {"claude": _claude, "codex": _codex, "gemini": _gemini}[agent](command, tmp_path)
+    found, reason = _decision(_hook(run, agent, payload, tmp_path))
+    assert found == "deny" and mid in reason and "Bash(npm install:*)" in reason, reason
+    fine = {"claude": _claude, "codex": _codex, "gemini": _gemini}[agent](command.replace("npm", "pnpm"), tmp_path)
+    assert _hook(run, agent, fine, tmp_path) == ""
 
 
 def test_ask_is_asked_by_claude_and_denied_by_codex(ws: Path, run: Runner, tmp_path: Path) -> None:
