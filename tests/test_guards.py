@@ -299,6 +299,15 @@ def test_suggestions_from_the_text(text: str, expected: list[str]) -> None:
     assert suggest(text) == expected
 
 
+@pytest.mark.parametrize("text", ["不要运行 npm publish，发布由 CI 完成。", "禁止运行 npm publish。"])
+def test_remember_suggests_the_command_before_full_width_punctuation(ws: Path, run: Runner, text: str) -> None:
+    """Newcomer fault: ``memcli remember "不要运行 npm publish，发布由 CI 完成。"`` suggested
+    --deny 'Bash(npm:*)', which would block every npm command."""
+    out = run("remember", text)
+    assert out.code == 0, out
+    assert "--deny 'Bash(npm publish:*)'" in out.err and "Bash(npm:*)" not in out.err, out
+
+
 # --- writing -------------------------------------------------------------------------------
 
 
