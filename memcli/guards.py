@@ -497,6 +497,9 @@ def _forms(words: list[str]) -> tuple[list[str], list[str], str]:
             continue
         if name == "command" and i + 1 < n and words[i + 1] in ("-v", "-V"):
             break  # "command -v npm" looks npm up, it does not run it
+        if name == "env":
+            words = _env_split(words, i + 1)
+            n = len(words)
         i = _after_options(words, i + 1, *WRAPPERS[name])
     program = words[i:]
     if program:
@@ -506,6 +509,21 @@ def _forms(words: list[str]) -> tuple[list[str], list[str], str]:
             program = [base, *program[1:]]
             forms.append(" ".join(program))
     return [f for f in dict.fromkeys(forms) if f.strip()], program, ""
+
+
+def _env_split(words: list[str], i: int) -> list[str]:
+    """``words`` with the string of env's ``-S STRING`` (``--split-string``, GNU coreutils) among
+    the options from ``i`` split into the words it stands for: env runs them as the command."""
+    k = i
+    while k < len(words) and (words[k].startswith("-") or _ASSIGNMENT.match(words[k])) and words[k] != "--":
+        word = words[k]
+        if word in ("-S", "--split-string") and k + 1 < len(words):
+            return [*words[:k], *words[k + 1].split(), *words[k + 2:]]
+        if word.startswith(("--split-string=", "-S")):
+            value = word.split("=", 1)[1] if word.startswith("--") else word[2:]
+            return [*words[:k], *value.split(), *words[k + 1:]]
+        k += 2 if word in ("-u", "-C", "--unset", "--chdir") else 1
+    return words
 
 
 def _after_options(words: list[str], i: int, takes: str, long_takes: tuple[str, ...], positional: int) -> int:
