@@ -349,13 +349,39 @@ def _star_match(spec: str, command: str) -> bool:
 
 
 #: Shell syntax, one token per match (linear: no backtracking across a token): blanks, a run of
-#: operator or redirection characters, a quoted string, an escaped character, plain text, or an
+#: operator or redirection characters, a quoted string (``$'…'`` is bash's ANSI-C quoting,
+#: ``$"…"`` its locale quoting, read as ``"…"``), an escaped character, plain text, or an
 #: opening quote that is never closed (``other``: :data:`_BALANCED` reads such a line first).
-_TOKEN = re.compile(r"""(?P<blank>[ \t\r]+)|(?P<op>[&|;()<>`\n]+)|'(?P<single>[^']*)'"""
-                    r"""|"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"|\\(?P<escaped>.)|(?P<plain>[^ \t\r&|;()<>`\n'"\\]+)"""
-                    r"""|(?P<other>['"\\])""", re.DOTALL)
-#: A line whose quotes all close (possessive: linear, no backtracking), and the plain-text split.
-_BALANCED = re.compile(r"""(?:[^'"\\]++|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)*+""", re.DOTALL)
+_TOKEN = re.compile(r"""(?P<blank>[ \t\r]+)|(?P<op>[&|;()<>`\n]+)|\$'(?P<ansi>[^'\\]*(?:\\.[^'\\]*)*)'"""
+                    r"""|'(?P<single>[^']*)'|\$?"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"|\\(?P<escaped>.)"""
+                    r"""|(?P<plain>(?:[^ \t\r&|;()<>`\n'"\\$]|\$(?!['"]))+)|(?P<other>['"\\$])""", re.DOTALL)
+#: A line whose quotes all close (possessive: linear, no backtracking), read with the same
+#: grammar as :data:`_TOKEN` (so no quoted token there fails to close), and the plain-text split.
+_BALANCED = re.compile(r"""(?:(?:[^'"\\$]|\$(?!['"]))++|\$'[^'\\]*+(?:\\.[^'\\]*+)*+'|'[^']*+'"""
+                       r"""|\$?"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)*+""", re.DOTALL)
+#: bash's ANSI-C escapes (bash(1), QUOTING): \a \b \e \E \f \n \r \t \v \\ \' \" \? \nnn \xHH
+#: \uHHHH \UHHHHHHHH \cX.
+_ANSI_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.DOTALL)
+_ANSI_NAMED = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+               "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def _ansi_c(text: str) -> str:
+    """The text of a ``$'…'`` string, its escapes decoded as bash decodes them."""
+    def one(found: re.Match[str]) -> str:
+        code = found[1]
+        if code[0] in "xuU" and len(code) > 1:
+            value = int(code[1:], 16)
+            return chr(value) if value <= 0x10FFFF else ""
+        if code[0] in "01234567":
+            return chr(int(code, 8))
+        if code[0] == "c" and len(code) == 2:
+            return chr(ord(code[1]) & 0x1F)
+        return _ANSI_NAMED.get(code, "\\" + code)
+
+    return _ANSI_ESCAPE.sub(one, text)
+
+
 _PLAIN = re.compile(r"[&|;()<>`\n]+|[^\s&|;()<>`\n]+")
 _DOUBLE_ESCAPE = re.compile(r"\\([\\\"$`])")
 
@@ -381,6 +407,8 @@ def _tokens(command: str) -> Iterator[str]:
         in_word = True
         if kind == "double":
             word.append(_DOUBLE_ESCAPE.sub(r"\1", found["double"]))
+        elif kind == "ansi":
+            word.append(_ansi_c(found["ansi"]))
         elif kind == "escaped":
             if found["escaped"] != "\n":  # a backslash-newline joins two lines
                 word.append(found["escaped"])

@@ -95,6 +95,10 @@ BASH = [
     ("Bash(npm install:*)", "eval 'cd web && npm install x'", True),
     ("Bash(npm install:*)", "bash -e -c 'npm install x'", True),
     ("Bash(npm install:*)", "sudo sh -c 'for p in a; do npm install $p; done'", True),
+    ("Bash(npm install:*)", "$'npm' install x", True),  # bash's ANSI-C quoting
+    ("Bash(npm install:*)", "$'\\x6epm' $'\\151nstall'", True),
+    ("Bash(npm install:*)", "$\"npm\" install", True),  # locale quoting
+    ("Bash(npm install:*)", "echo $'npm install'", False),
     ("Bash(npm install:*)", "echo eval npm install", False),
     ("Bash(npm install:*)", "echo sudo npm install", False),
     # a wrapped or keyword form is matched with its prefix too, a path-qualified one as written too
@@ -164,6 +168,15 @@ def test_splitting_never_crashes(command: str) -> None:
     parts = g.commands_of(command)
     assert all(isinstance(p, str) and p for p in parts)
     g.matches(g.parse("Bash(npm install:*)"), g.Call("Bash", command=command))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="$'\"\\ ax;", max_size=60))
+def test_a_line_whose_quotes_close_is_read_without_a_failed_quote(command: str) -> None:
+    # the tokenizer is linear because a quoted token never fails to close on a line _BALANCED
+    # accepts (a failed one would rescan to the end, over and over)
+    if g._BALANCED.fullmatch(command) is not None:
+        assert all(m.lastgroup != "other" for m in g._TOKEN.finditer(command)), command
 
 
 LIMITS = [
