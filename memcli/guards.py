@@ -569,31 +569,37 @@ def _after_options(words: list[str], i: int, takes: str, long_takes: tuple[str, 
             i += 1
         elif word.startswith("--"):
             i += 2 if "=" not in word and word[2:] in long_takes else 1
-        elif word.startswith("-") and len(word) > 1:
+        elif word.startswith("-"):  # "-" alone is env's -i
             letters = word[1:]
             at = next((k for k, c in enumerate(letters) if c in takes), -1)
-            i += 2 if at == len(letters) - 1 else 1  # the value is the next word only if nothing follows its letter
+            i += 2 if 0 <= at == len(letters) - 1 else 1  # the value is the next word if nothing follows its letter
         else:
             break
     return min(i + positional, n) if positional and i < n else i
 
 
 def _script_of(words: list[str]) -> str | None:
-    """The script a command runs as a shell would (``sh -c SCRIPT``, ``bash -lc SCRIPT``,
-    ``bash -e -c SCRIPT``, ``eval ARGS``: the ARGS joined by spaces, as ``eval`` does), or None."""
+    """The script a command runs as a shell would, or None: ``sh -c SCRIPT``, ``bash -lc SCRIPT``,
+    ``bash -e -o pipefail -c SCRIPT`` (bash(1): with ``-c`` the script is the first argument that
+    is no option), and ``eval ARGS`` (the ARGS joined by spaces, as ``eval`` does)."""
     if not words:
         return None
     if words[0] == "eval":
         return " ".join(words[1:]) or None
     if words[0].rsplit("/", 1)[-1] not in _SHELLS:
         return None
-    for k, word in enumerate(words[1:], 1):
-        if not word.startswith("-") or word.startswith("--") or word == "-":
-            if word.startswith("--") and word != "--":
-                continue  # --norc, --login
-            return None
-        if "c" in word[1:]:
-            return words[k + 1] if k + 1 < len(words) else None
+    k, command = 1, False
+    while k < len(words):
+        word = words[k]
+        if word in ("-o", "+o", "-O", "+O"):  # a shell option by name: its name follows
+            k += 2
+        elif word == "--":
+            return words[k + 1] if command and k + 1 < len(words) else None
+        elif len(word) > 1 and word[0] in "-+":  # -e, +x, -lc, --norc, --login
+            command = command or (word[0] == "-" and not word.startswith("--") and "c" in word[1:])
+            k += 1
+        else:
+            return word if command else None
     return None
 
 

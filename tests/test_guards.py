@@ -94,6 +94,10 @@ BASH = [
     ("Bash(npm install:*)", "eval npm install x", True),
     ("Bash(npm install:*)", "eval 'cd web && npm install x'", True),
     ("Bash(npm install:*)", "bash -e -c 'npm install x'", True),
+    ("Bash(npm install:*)", "bash -o pipefail -c 'npm install x'", True),
+    ("Bash(npm install:*)", "bash --norc -c -x 'npm install x'", True),
+    ("Bash(npm install:*)", "bash script.sh -c 'npm install x'", False),  # an argument of the script
+    ("Bash(npm install:*)", "env - npm install x", True),
     ("Bash(npm install:*)", "sudo sh -c 'for p in a; do npm install $p; done'", True),
     ("Bash(npm install:*)", "$'npm' install x", True),  # bash's ANSI-C quoting
     ("Bash(npm install:*)", "$'\\x6epm' $'\\151nstall'", True),
