@@ -12,7 +12,7 @@ source: Claude Code's "Configure permissions" page, code.claude.com/docs/en/perm
   word boundary; ``*`` anywhere is a wildcard over any characters, spaces included, and a
   space before it keeps a word boundary (``Bash(ls *)`` matches ``ls -la`` and ``ls``, not
   ``lsof``; ``Bash(ls*)`` matches both). A compound command is split on its shell operators
-  (``&&``, ``||``, ``;``, ``|``, ``&``, newlines, ``(``, ``)``, backticks) and each part is
+  (``&&``, ``||``, ``;``, ``|``, ``&``, newlines, ``(``, ``)``, backticks, ``<(``, ``>(``) and each part is
   matched on its own, so ``Bash(npm install:*)`` matches ``cd web && npm install x`` but a
   prefix never reaches across an operator. Before matching a part, leading variable
   assignments (``FOO=1 npm install``), the shell's reserved words a command may follow
@@ -421,7 +421,7 @@ def _tokens(command: str) -> Iterator[str]:
 def split(command: str, depth: int = 0) -> tuple[list[str], str]:
     """The simple commands of a shell command line, each normalised for matching, and the
     limit that cut them short ("" when every part was read): split on the shell's operators
-    (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``, backticks), each in the forms
+    (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``, backticks, process substitutions), each in the forms
     :func:`_forms` gives (with and without its leading assignments, reserved words and
     wrappers), redirections dropped, words joined by one space; ``sh -c STRING`` and
     ``eval ARGS`` also give their script's commands. Linear in the command's length; never
@@ -441,9 +441,12 @@ def split(command: str, depth: int = 0) -> tuple[list[str], str]:
     for token in _tokens(command):
         if skip_next:
             skip_next = False
-            continue
+            if not (token and set(token) <= _OPERATORS | set("<>")):  # the target; an operator is no target
+                continue
         if token and set(token) <= _OPERATORS | set("<>"):
-            if set(token) & set("<>"):  # a redirection: drop it and its target (and a file descriptor before it)
+            # a redirection: drop it and its target (and a file descriptor before it); "<(" and ">("
+            # open a process substitution, whose commands run: a separator, as "(" is
+            if set(token) & set("<>") and not set(token) & set("()"):
                 if parts[-1] and parts[-1][-1].isdigit():
                     parts[-1].pop()
                 skip_next = not token.endswith("&") or token in ("<&", ">&")

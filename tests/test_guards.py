@@ -103,6 +103,8 @@ BASH = [
     ("Bash(npm install:*)", "$'\\x6epm' $'\\151nstall'", True),
     ("Bash(npm install:*)", "$\"npm\" install", True),  # locale quoting
     ("Bash(npm install:*)", "echo $'npm install'", False),
+    ("Bash(npm install:*)", "cat <(npm install x)", True),  # process substitution
+    ("Bash(npm install:*)", "echo hi > >(npm install x)", True),
     ("Bash(npm install:*)", "echo eval npm install", False),
     ("Bash(npm install:*)", "echo sudo npm install", False),
     # a wrapped or keyword form is matched with its prefix too, a path-qualified one as written too
