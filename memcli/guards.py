@@ -12,13 +12,16 @@ source: Claude Code's "Configure permissions" page, code.claude.com/docs/en/perm
   word boundary; ``*`` anywhere is a wildcard over any characters, spaces included, and a
   space before it keeps a word boundary (``Bash(ls *)`` matches ``ls -la`` and ``ls``, not
   ``lsof``; ``Bash(ls*)`` matches both). A compound command is split on its shell operators
-  (``&&``, ``||``, ``;``, ``|``, ``&``, newlines, ``(``, ``)``, backticks) and each part is
+  (``&&``, ``||``, ``;``, ``|``, ``&``, newlines, ``(``, ``)``, backticks, ``<(``, ``>(``) and each part is
   matched on its own, so ``Bash(npm install:*)`` matches ``cd web && npm install x`` but a
   prefix never reaches across an operator. Before matching a part, leading variable
-  assignments (``FOO=1 npm install``) and the process wrappers ``timeout``, ``time``,
-  ``nice``, ``nohup``, ``stdbuf`` and ``env`` are removed (a part is matched with and without
-  its wrappers), output redirections are dropped,
-  and ``sh -c STRING`` / ``bash -c STRING`` is matched on STRING as well.
+  assignments (``FOO=1 npm install``), the shell's reserved words a command may follow
+  (:data:`KEYWORDS`: ``do``, ``then``, ``!``, ``{`` …) and the wrappers of :data:`WRAPPERS`
+  (``timeout``, ``sudo -u bob``, ``command``, ``exec``, ``xargs -n 1`` …) with their options
+  are removed (a part is matched with and without them; a ``for NAME in …`` or ``case`` head
+  is no command), a path-qualified program is matched by its base name too
+  (``/usr/bin/npm``), redirections are dropped, and ``sh -c STRING`` / ``bash -c STRING`` /
+  ``eval ARGS`` is matched on its script as well.
 * ``Read(PATH)``, ``Edit(PATH)``, ``Write(PATH)``: gitignore-style patterns (``**`` spans
   folders; a pattern without ``/`` matches a name at any depth; a folder matches the files
   in it). ``//path`` is an absolute path, ``~/path`` is under the home folder, ``/path`` is
@@ -53,8 +56,38 @@ MAX_GUARDS, MAX_GUARD_CHARS = 20, 500
 #: guard on the shell is in force (docs/guards.md, "Limits").
 MAX_PARTS = 1000
 MAX_COMMAND_CHARS = 100_000
-#: Process wrappers removed before matching, and how many words of options each may take.
-WRAPPERS = ("timeout", "time", "nice", "nohup", "stdbuf", "env")
+#: Wrappers that run the command after them, removed before matching (a command is matched with
+#: and without them): each with the letters of its short options that take a value, its long
+#: options that take one, and how many operands come before the command (timeout's duration).
+#: Sources: the GNU coreutils manual (timeout, nice, nohup, stdbuf, env), GNU time, sudo(8),
+#: doas(1), GNU findutils' xargs(1), and bash(1) SHELL BUILTIN COMMANDS (command, builtin, exec).
+WRAPPERS: dict[str, tuple[str, tuple[str, ...], int]] = {
+    "timeout": ("sk", ("signal", "kill-after"), 1),
+    "time": ("fo", ("format", "output"), 0),
+    "nice": ("n", ("adjustment",), 0),
+    "nohup": ("", (), 0),
+    "stdbuf": ("ioe", ("input", "output", "error"), 0),
+    "env": ("uCS", ("unset", "chdir", "split-string"), 0),
+    "sudo": ("ugCDhprtTUR", ("user", "group", "close-from", "chdir", "host", "prompt", "role", "type",
+                             "command-timeout", "other-user", "chroot"), 0),
+    "doas": ("uCa", (), 0),
+    "command": ("", (), 0),
+    "builtin": ("", (), 0),
+    "exec": ("a", (), 0),
+    "xargs": ("adEILnPs", ("arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs",
+                           "max-chars", "process-slot-var"), 0),
+}
+#: Reserved words a simple command may follow in the shell's grammar (bash(1), SHELL GRAMMAR and
+#: RESERVED WORDS; POSIX.1-2017 XCU 2.4 and 2.9.4): removed before matching as wrappers are.
+KEYWORDS = frozenset(("!", "{", "}", "do", "done", "then", "else", "elif", "fi", "if", "while", "until", "esac",
+                      "coproc", "function"))
+#: Reserved words that start a head which is no command: ``for NAME in WORDS``, ``select NAME in
+#: WORDS``, ``case WORD in``.
+HEADS = frozenset(("for", "select", "case"))
+#: Wrappers and reserved words read in front of one command at most, and shell scripts (``sh -c``,
+#: ``eval``) read inside each other: a command over either is refused as one over MAX_PARTS is.
+MAX_PREFIXES = 16
+MAX_DEPTH = 4
 _RULE = re.compile(r"^(?P<tool>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<spec>.*)\))?$", re.DOTALL)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$")
@@ -316,13 +349,39 @@ def _star_match(spec: str, command: str) -> bool:
 
 
 #: Shell syntax, one token per match (linear: no backtracking across a token): blanks, a run of
-#: operator or redirection characters, a quoted string, an escaped character, plain text, or an
+#: operator or redirection characters, a quoted string (``$'…'`` is bash's ANSI-C quoting,
+#: ``$"…"`` its locale quoting, read as ``"…"``), an escaped character, plain text, or an
 #: opening quote that is never closed (``other``: :data:`_BALANCED` reads such a line first).
-_TOKEN = re.compile(r"""(?P<blank>[ \t\r]+)|(?P<op>[&|;()<>`\n]+)|'(?P<single>[^']*)'"""
-                    r"""|"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"|\\(?P<escaped>.)|(?P<plain>[^ \t\r&|;()<>`\n'"\\]+)"""
-                    r"""|(?P<other>['"\\])""", re.DOTALL)
-#: A line whose quotes all close (possessive: linear, no backtracking), and the plain-text split.
-_BALANCED = re.compile(r"""(?:[^'"\\]++|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)*+""", re.DOTALL)
+_TOKEN = re.compile(r"""(?P<blank>[ \t\r]+)|(?P<op>[&|;()<>`\n]+)|\$'(?P<ansi>[^'\\]*(?:\\.[^'\\]*)*)'"""
+                    r"""|'(?P<single>[^']*)'|\$?"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"|\\(?P<escaped>.)"""
+                    r"""|(?P<plain>(?:[^ \t\r&|;()<>`\n'"\\$]|\$(?!['"]))+)|(?P<other>['"\\$])""", re.DOTALL)
+#: A line whose quotes all close (possessive: linear, no backtracking), read with the same
+#: grammar as :data:`_TOKEN` (so no quoted token there fails to close), and the plain-text split.
+_BALANCED = re.compile(r"""(?:(?:[^'"\\$]|\$(?!['"]))++|\$'[^'\\]*+(?:\\.[^'\\]*+)*+'|'[^']*+'"""
+                       r"""|\$?"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)*+""", re.DOTALL)
+#: bash's ANSI-C escapes (bash(1), QUOTING): \a \b \e \E \f \n \r \t \v \\ \' \" \? \nnn \xHH
+#: \uHHHH \UHHHHHHHH \cX.
+_ANSI_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.DOTALL)
+_ANSI_NAMED = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+               "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def _ansi_c(text: str) -> str:
+    """The text of a ``$'…'`` string, its escapes decoded as bash decodes them."""
+    def one(found: re.Match[str]) -> str:
+        code = found[1]
+        if code[0] in "xuU" and len(code) > 1:
+            value = int(code[1:], 16)
+            return chr(value) if value <= 0x10FFFF else ""
+        if code[0] in "01234567":
+            return chr(int(code, 8))
+        if code[0] == "c" and len(code) == 2:
+            return chr(ord(code[1]) & 0x1F)
+        return _ANSI_NAMED.get(code, "\\" + code)
+
+    return _ANSI_ESCAPE.sub(one, text)
+
+
 _PLAIN = re.compile(r"[&|;()<>`\n]+|[^\s&|;()<>`\n]+")
 _DOUBLE_ESCAPE = re.compile(r"\\([\\\"$`])")
 
@@ -348,6 +407,8 @@ def _tokens(command: str) -> Iterator[str]:
         in_word = True
         if kind == "double":
             word.append(_DOUBLE_ESCAPE.sub(r"\1", found["double"]))
+        elif kind == "ansi":
+            word.append(_ansi_c(found["ansi"]))
         elif kind == "escaped":
             if found["escaped"] != "\n":  # a backslash-newline joins two lines
                 word.append(found["escaped"])
@@ -360,12 +421,14 @@ def _tokens(command: str) -> Iterator[str]:
 def split(command: str, depth: int = 0) -> tuple[list[str], str]:
     """The simple commands of a shell command line, each normalised for matching, and the
     limit that cut them short ("" when every part was read): split on the shell's operators
-    (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``, backticks), leading
-    assignments and process wrappers removed, redirections dropped, words joined by one
-    space; ``sh -c STRING`` also gives STRING's commands. Linear in the command's length;
-    never raises. A command over :data:`MAX_COMMAND_CHARS` characters is not read at all,
-    and reading stops at :data:`MAX_PARTS` simple commands: a caller that must not let an
-    unread part through (the pre-tool hook's guards) decides on the limit returned.
+    (``&&``, ``||``, ``;``, ``|``, ``&``, newline, ``(``, ``)``, backticks, process substitutions), each in the forms
+    :func:`_forms` gives (with and without its leading assignments, reserved words and
+    wrappers), redirections dropped, words joined by one space; ``sh -c STRING`` and
+    ``eval ARGS`` also give their script's commands. Linear in the command's length; never
+    raises. A command over :data:`MAX_COMMAND_CHARS` characters is not read at all, reading
+    stops at :data:`MAX_PARTS` simple commands, at :data:`MAX_PREFIXES` words in front of
+    one, and at scripts :data:`MAX_DEPTH` deep: a caller that must not let an unread part
+    through (the pre-tool hook's guards) decides on the limit returned.
     """
     if not isinstance(command, str) or not command.strip():
         return [], ""
@@ -378,9 +441,12 @@ def split(command: str, depth: int = 0) -> tuple[list[str], str]:
     for token in _tokens(command):
         if skip_next:
             skip_next = False
-            continue
+            if not (token and set(token) <= _OPERATORS | set("<>")):  # the target; an operator is no target
+                continue
         if token and set(token) <= _OPERATORS | set("<>"):
-            if set(token) & set("<>"):  # a redirection: drop it and its target (and a file descriptor before it)
+            # a redirection: drop it and its target (and a file descriptor before it); "<(" and ">("
+            # open a process substitution, whose commands run: a separator, as "(" is
+            if set(token) & set("<>") and not set(token) & set("()"):
                 if parts[-1] and parts[-1][-1].isdigit():
                     parts[-1].pop()
                 skip_next = not token.endswith("&") or token in ("<&", ">&")
@@ -396,21 +462,19 @@ def split(command: str, depth: int = 0) -> tuple[list[str], str]:
         parts[-1].append(token)
     out: list[str] = []
     for raw in parts:
-        words = _strip(raw)
-        if not words:
-            words = raw  # a wrapper alone (``nohup``) is the command itself
-        if not words:
-            continue
-        out.append(" ".join(words))
-        bare = [w for w in raw if not _ASSIGNMENT.match(w)]
-        if bare and bare != words:  # the wrapper too: Bash(nohup:*) still sees "nohup npm start"
-            out.append(" ".join(bare))
-        if depth < 2 and len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
-            inner, inner_cut = split(words[2], depth + 1)
-            out.extend(inner)
-            cut = cut or inner_cut
-    if len(out) > 2 * MAX_PARTS:
-        return out[: 2 * MAX_PARTS], cut or over
+        forms, program, why = _forms(raw)
+        out.extend(forms)
+        cut = cut or why
+        script = _script_of(program)
+        if script is not None:
+            if depth + 1 >= MAX_DEPTH:
+                cut = cut or f"it nests shell scripts (sh -c, eval) more than {MAX_DEPTH - 1} deep, the limit"
+            else:
+                inner, inner_cut = split(script, depth + 1)
+                out.extend(inner)
+                cut = cut or inner_cut
+    if len(out) > (MAX_PREFIXES + 2) * MAX_PARTS:
+        return out[: (MAX_PREFIXES + 2) * MAX_PARTS], cut or over
     return out, cut
 
 
@@ -429,26 +493,117 @@ def unchecked(call: Call) -> str:
     return split(call.command)[1] if call.tool == "Bash" else ""
 
 
-def _strip(words: list[str]) -> list[str]:
-    """A simple command without its leading assignments and process wrappers (module docstring)."""
-    i = 0
-    while i < len(words):
+def _forms(words: list[str]) -> tuple[list[str], list[str], str]:
+    """The forms one simple command is matched in, its program's words, and the limit that cut
+    its reading ("" when none): the command without its leading assignments, reserved words
+    (:data:`KEYWORDS`) and wrappers (:data:`WRAPPERS`) with their options, and also each form
+    with them still in front (``sudo npm install`` is matched as that and as ``npm install``), and
+    a path-qualified program by its base name too (``/usr/bin/npm install`` as ``npm install``).
+    A ``for``/``select``/``case`` head (``for NAME in WORDS``) holds no command: it is matched as written only;
+    reading stops after :data:`MAX_PREFIXES` words in front of a command."""
+    forms: list[str] = []
+    i, n = 0, len(words)
+    while i < n:
         word = words[i]
         if _ASSIGNMENT.match(word):
             i += 1
             continue
         name = word.rsplit("/", 1)[-1]
-        if name in WRAPPERS:
-            i += 1
-            # the wrapper's options, and timeout's duration: words starting with '-', a number,
-            # or (env) assignments
-            while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])
-                                      or (name == "timeout" and re.match(r"^\d+(\.\d+)?[smhd]?$", words[i]))
-                                      or (name == "nice" and words[i - 1] == "-n")):
-                i += 1
+        if word in HEADS:
+            if word == "case" or i + 2 >= n or words[i + 2] != "do":
+                # "for NAME in WORDS", "case WORD in": no command inside, matched as written only
+                return [*forms, " ".join(words[i:])], [], ""
+            i += 2  # "for NAME do ...": the loop's body follows
             continue
-        break
-    return words[i:]
+        if word not in KEYWORDS and name not in WRAPPERS:
+            break
+        if len(forms) >= MAX_PREFIXES:
+            return forms, [], (f"it has more than {MAX_PREFIXES} wrappers or reserved words before one command,"
+                               " the limit")
+        forms.append(" ".join(words[i:]))
+        if word in KEYWORDS:
+            i += 1
+            if word in ("coproc", "function") and i < n and (word == "function" or (i + 1 < n and words[i + 1] == "{")):
+                i += 1  # "coproc NAME {", "function NAME": the name is no command
+            continue
+        if name == "command" and i + 1 < n and words[i + 1] in ("-v", "-V"):
+            break  # "command -v npm" looks npm up, it does not run it
+        if name == "env":
+            words = _env_split(words, i + 1)
+            n = len(words)
+        i = _after_options(words, i + 1, *WRAPPERS[name])
+    program = words[i:]
+    if program:
+        forms.append(" ".join(program))
+        base = program[0].rsplit("/", 1)[-1]
+        if base and base != program[0]:  # /usr/bin/npm, ./node_modules/.bin/npm: matched as npm too
+            program = [base, *program[1:]]
+            forms.append(" ".join(program))
+    return [f for f in dict.fromkeys(forms) if f.strip()], program, ""
+
+
+def _env_split(words: list[str], i: int) -> list[str]:
+    """``words`` with the string of env's ``-S STRING`` (``--split-string``, GNU coreutils) among
+    the options from ``i`` split into the words it stands for: env runs them as the command."""
+    k = i
+    while k < len(words) and (words[k].startswith("-") or _ASSIGNMENT.match(words[k])) and words[k] != "--":
+        word = words[k]
+        if word in ("-S", "--split-string") and k + 1 < len(words):
+            return [*words[:k], *words[k + 1].split(), *words[k + 2:]]
+        if word.startswith(("--split-string=", "-S")):
+            value = word.split("=", 1)[1] if word.startswith("--") else word[2:]
+            return [*words[:k], *value.split(), *words[k + 1:]]
+        k += 2 if word in ("-u", "-C", "--unset", "--chdir") else 1
+    return words
+
+
+def _after_options(words: list[str], i: int, takes: str, long_takes: tuple[str, ...], positional: int) -> int:
+    """Where the command a wrapper runs starts in ``words``: past the wrapper's options from
+    ``i`` (getopt's rules: ``-abc`` clusters, a letter in ``takes`` takes the rest of its word or
+    the next word, ``--name=value``, ``--name value`` for a name in ``long_takes``, ``--`` ends
+    them; assignments as ``env`` takes them), then ``positional`` operands (timeout's duration)."""
+    n = len(words)
+    while i < n:
+        word = words[i]
+        if word == "--":
+            i += 1
+            break
+        if _ASSIGNMENT.match(word):
+            i += 1
+        elif word.startswith("--"):
+            i += 2 if "=" not in word and word[2:] in long_takes else 1
+        elif word.startswith("-"):  # "-" alone is env's -i
+            letters = word[1:]
+            at = next((k for k, c in enumerate(letters) if c in takes), -1)
+            i += 2 if 0 <= at == len(letters) - 1 else 1  # the value is the next word if nothing follows its letter
+        else:
+            break
+    return min(i + positional, n) if positional and i < n else i
+
+
+def _script_of(words: list[str]) -> str | None:
+    """The script a command runs as a shell would, or None: ``sh -c SCRIPT``, ``bash -lc SCRIPT``,
+    ``bash -e -o pipefail -c SCRIPT`` (bash(1): with ``-c`` the script is the first argument that
+    is no option), and ``eval ARGS`` (the ARGS joined by spaces, as ``eval`` does)."""
+    if not words:
+        return None
+    if words[0] == "eval":
+        return " ".join(words[1:]) or None
+    if words[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    k, command = 1, False
+    while k < len(words):
+        word = words[k]
+        if word in ("-o", "+o", "-O", "+O"):  # a shell option by name: its name follows
+            k += 2
+        elif word == "--":
+            return words[k + 1] if command and k + 1 < len(words) else None
+        elif len(word) > 1 and word[0] in "-+":  # -e, +x, -lc, --norc, --login
+            command = command or (word[0] == "-" and not word.startswith("--") and "c" in word[1:])
+            k += 1
+        else:
+            return word if command else None
+    return None
 
 
 def path_matches(spec: str, path: str, where: Where) -> bool:

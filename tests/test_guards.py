@@ -4,6 +4,7 @@ reviewed as any write, and counted in ``memcli stats``."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +59,61 @@ BASH = [
     ("Bash(npm install:*)", "npm install > log.txt 2>&1", True),
     ("Bash(npm install:*)", "sh -c 'npm install x'", True),
     ("Bash(npm install:*)", "bash -lc \"cd web && npm install\"", True),
+    # shell syntax around a command (newcomer fault: each of these got no decision under a deny)
+    ("Bash(npm install:*)", "for i in 1; do npm install x; done", True),
+    ("Bash(npm install:*)", "for i in 1\ndo\n  npm install x\ndone", True),
+    ("Bash(npm install:*)", "if true; then npm install x; fi", True),
+    ("Bash(npm install:*)", "if false; then :; elif true; then npm install; else npm install y; fi", True),
+    ("Bash(npm install:*)", "while true; do npm install x; done", True),
+    ("Bash(npm install:*)", "until false; do npm install x; done", True),
+    ("Bash(npm install:*)", "! npm install x", True),
+    ("Bash(npm install:*)", "{ npm install x; }", True),
+    ("Bash(npm install:*)", "case $x in a) npm install x;; esac", True),
+    ("Bash(npm install:*)", "function f { npm install x; }", True),
+    ("Bash(npm install:*)", "for npm in install; do :; done", False),  # a for head is no command
+    ("Bash(npm install:*)", "sudo npm install x", True),
+    ("Bash(npm install:*)", "sudo -u bob -E npm install x", True),
+    ("Bash(npm install:*)", "sudo -iu bob -- npm install x", True),
+    ("Bash(npm install:*)", "doas -u bob npm install x", True),
+    ("Bash(npm install:*)", "command npm install x", True),
+    ("Bash(npm install:*)", "command -v npm install", False),  # looks npm up, runs nothing
+    ("Bash(npm install:*)", "builtin exec npm install x", True),
+    ("Bash(npm install:*)", "exec -a n npm install x", True),
+    ("Bash(npm install:*)", "xargs npm install < list", True),
+    ("Bash(npm install:*)", "xargs -0 -n 1 -I {} npm install {} < list", True),
+    ("Bash(npm install:*)", "timeout -s KILL 5 npm install", True),
+    ("Bash(npm install:*)", "stdbuf -oL npm install", True),
+    ("Bash(npm install:*)", "env -S 'npm install x'", True),
+    ("Bash(npm install:*)", "env -u HOME -S'npm install' x", True),
+    ("Bash(npm install:*)", "env --split-string='CI=1 npm install'", True),
+    ("Bash(npm install:*)", "FOO=1 sudo BAR=2 nohup npm install", True),
+    ("Bash(npm install:*)", "/usr/bin/npm install x", True),
+    ("Bash(npm install:*)", "./node_modules/.bin/npm install", True),
+    ("Bash(npm install:*)", "sudo /usr/local/bin/npm install", True),
+    ("Bash(npm install:*)", "eval \"npm install x\"", True),
+    ("Bash(npm install:*)", "eval npm install x", True),
+    ("Bash(npm install:*)", "eval 'cd web && npm install x'", True),
+    ("Bash(npm install:*)", "bash -e -c 'npm install x'", True),
+    ("Bash(npm install:*)", "bash -o pipefail -c 'npm install x'", True),
+    ("Bash(npm install:*)", "bash --norc -c -x 'npm install x'", True),
+    ("Bash(npm install:*)", "bash script.sh -c 'npm install x'", False),  # an argument of the script
+    ("Bash(npm install:*)", "env - npm install x", True),
+    ("Bash(npm install:*)", "sudo sh -c 'for p in a; do npm install $p; done'", True),
+    ("Bash(npm install:*)", "$'npm' install x", True),  # bash's ANSI-C quoting
+    ("Bash(npm install:*)", "$'\\x6epm' $'\\151nstall'", True),
+    ("Bash(npm install:*)", "$\"npm\" install", True),  # locale quoting
+    ("Bash(npm install:*)", "echo $'npm install'", False),
+    ("Bash(npm install:*)", "cat <(npm install x)", True),  # process substitution
+    ("Bash(npm install:*)", "echo hi > >(npm install x)", True),
+    ("Bash(npm install:*)", "echo eval npm install", False),
+    ("Bash(npm install:*)", "echo sudo npm install", False),
+    # a wrapped or keyword form is matched with its prefix too, a path-qualified one as written too
+    ("Bash(sudo:*)", "sudo npm install x", True),
+    ("Bash(sudo npm:*)", "sudo npm install x", True),
+    ("Bash(xargs:*)", "find . | xargs rm", True),
+    ("Bash(eval:*)", "eval \"ls\"", True),
+    ("Bash(/usr/bin/npm:*)", "/usr/bin/npm install x", True),
+    ("Bash(rm:*)", "for f in a b; do rm $f; done", True),
     # quoted text is not a command
     ("Bash(npm install:*)", "echo 'npm install'", False),
     ("Bash(npm install:*)", "git commit -m \"npm install && fix\"", False),
@@ -120,6 +176,15 @@ def test_splitting_never_crashes(command: str) -> None:
     g.matches(g.parse("Bash(npm install:*)"), g.Call("Bash", command=command))
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="$'\"\\ ax;", max_size=60))
+def test_a_line_whose_quotes_close_is_read_without_a_failed_quote(command: str) -> None:
+    # the tokenizer is linear because a quoted token never fails to close on a line _BALANCED
+    # accepts (a failed one would rescan to the end, over and over)
+    if g._BALANCED.fullmatch(command) is not None:
+        assert all(m.lastgroup != "other" for m in g._TOKEN.finditer(command)), command
+
+
 LIMITS = [
     # (command, what split says of it: "" when read whole)
     ("true && " * (g.MAX_PARTS - 1) + "npm install x", ""),
@@ -132,6 +197,16 @@ LIMITS = [
     ("'" + "a" * (g.MAX_COMMAND_CHARS - 1), ""),  # an open quote, read as plain text
     ('"' + "\\a" * (g.MAX_COMMAND_CHARS // 2 - 1), ""),
     ("a && " * (g.MAX_COMMAND_CHARS // 5), "more than 1,000 simple commands"),
+    # wrappers and reserved words in front of one command, shell scripts inside each other
+    ("sudo " * g.MAX_PREFIXES + "npm install x", ""),
+    ("sudo " * (g.MAX_PREFIXES + 1) + "npm install x", "more than 16 wrappers or reserved words"),
+    ("nohup " * (g.MAX_COMMAND_CHARS // 6), "more than 16 wrappers or reserved words"),
+    ("eval " * (g.MAX_COMMAND_CHARS // 5), "nests shell scripts (sh -c, eval) more than 3 deep"),
+    ("do " * (g.MAX_COMMAND_CHARS // 3), "more than 16 wrappers or reserved words"),
+    ("bash -c \"sh -c 'eval npm install x'\"", ""),
+    ("eval eval eval npm install x", ""),
+    ("eval eval eval eval npm install x", "nests shell scripts (sh -c, eval) more than 3 deep"),
+    ("bash -c \"sh -c 'eval \\\"bash -c npm\\\"'\"", "nests shell scripts (sh -c, eval) more than 3 deep"),
 ]
 
 
@@ -172,6 +247,41 @@ def test_a_prefix_never_reaches_across_an_operator(left: list[str], op: str, rig
     assert g.matches(g.parse(f"Bash({right[0]}:*)"), g.Call("Bash", command=command))
 
 
+SIMPLE = st.builds(lambda prog, args: " ".join([prog, *args]),
+                   st.sampled_from(["npm", "git", "rm", "/usr/bin/npm", "./bin/git", "FOO=1 npm", "timeout 5 rm"]),
+                   st.lists(WORD, max_size=3))
+COMMAND = st.builds(lambda first, rest: " ".join([first, *(op + " " + c for op, c in rest)]), SIMPLE,
+                    st.lists(st.tuples(st.sampled_from(["&&", "||", ";", "|", "\n"]), SIMPLE), max_size=3))
+WRAPS = [
+    lambda c: f"for i in 1; do {c}; done",
+    lambda c: f"if true; then {c}; fi",
+    lambda c: f"while true; do {c}; done",
+    lambda c: f"sudo {c}",
+    lambda c: f"sudo -u bob -E {c}",
+    lambda c: f"command {c}",
+    lambda c: f"exec {c}",
+    lambda c: f"eval {shlex.quote(c)}",
+    lambda c: f"{{ {c}; }}",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(COMMAND, st.sampled_from(["npm", "npm install", "git", "git push", "rm", "rm -rf", "FOO=1 npm"]),
+       st.sampled_from(range(len(WRAPS))), st.booleans())
+def test_a_command_a_guard_matches_is_matched_inside_shell_syntax(command: str, prefix: str, wrap: int,
+                                                                   twice: bool) -> None:
+    """For any command C a guard matches, ``for i in 1; do C; done``, ``if true; then C; fi``,
+    ``sudo C``, ``command C``, ``eval 'C'`` (and these twice over) match it too."""
+    rule = g.parse(f"Bash({prefix}:*)")
+    if not g.matches(rule, g.Call("Bash", command=command)):
+        return
+    wrapped = WRAPS[wrap](command)
+    if twice:
+        wrapped = WRAPS[(wrap + 1) % len(WRAPS)](wrapped)
+    assert g.matches(rule, g.Call("Bash", command=wrapped)), (command, wrapped, g.split(wrapped))
+    assert g.split(wrapped)[1] == ""
+
+
 SUGGESTIONS = [
     # (text, the --deny patterns suggested): the command's words as written, up to the first
     # that is not a command's; never a bare program broader than what was said
@@ -195,12 +305,29 @@ SUGGESTIONS = [
     ("Never run npm install inside api/, it has no package.json.", ["Bash(npm install:*)"]),
     ("Never run rm -rf build/ while the server runs", ["Bash(rm -rf build/:*)"]),
     ("Never run make all locally", ["Bash(make all:*)"]),
+    # full-width (CJK) punctuation right after the command ends it as ASCII punctuation does
+    # (a newcomer got "Bash(npm:*)", which blocks every npm command)
+    ("不要运行 npm publish，发布由 CI 完成。", ["Bash(npm publish:*)"]),
+    ("禁止运行 npm publish。", ["Bash(npm publish:*)"]),
+    ("不要运行 npm publish, 发布由 CI 完成.", ["Bash(npm publish:*)"]),
+    ("禁止运行 git push --force！改用 --force-with-lease", ["Bash(git push --force:*)"]),
+    ("不要运行 npm publish发布", ["Bash(npm publish:*)"]),
+    ("不要用 npm，用 pnpm", ["Bash(npm:*)"]),
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), SUGGESTIONS)
 def test_suggestions_from_the_text(text: str, expected: list[str]) -> None:
     assert suggest(text) == expected
+
+
+@pytest.mark.parametrize("text", ["不要运行 npm publish，发布由 CI 完成。", "禁止运行 npm publish。"])
+def test_remember_suggests_the_command_before_full_width_punctuation(ws: Path, run: Runner, text: str) -> None:
+    """Newcomer fault: ``memcli remember "不要运行 npm publish，发布由 CI 完成。"`` suggested
+    --deny 'Bash(npm:*)', which would block every npm command."""
+    out = run("remember", text)
+    assert out.code == 0, out
+    assert "--deny 'Bash(npm publish:*)'" in out.err and "Bash(npm:*)" not in out.err, out
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -270,6 +397,25 @@ def test_every_agent_denies_a_guarded_call_quoting_the_memory(ws: Path, run: Run
     assert row["denied"] == 4
     table = run("stats", "--memories")
     assert mid in table.out and "denied" in table.out
+
+
+@pytest.mark.parametrize(("agent", "command"), [
+    ("claude", "for i in 1; do npm install x; done"),
+    ("claude", "sudo -u bob -E npm install x"),
+    ("codex", "if true; then /usr/bin/npm install x; fi"),
+    ("gemini", "eval \"npm install x\""),
+    ("claude", "xargs npm install < list"),
+])
+def test_shell_syntax_around_a_command_does_not_get_it_past_a_deny(ws: Path, run: Runner, tmp_path: Path,
+                                                                    agent: str, command: str) -> None:
+    """Newcomer fault (HIGH): under deny Bash(npm install:*) a loop, an if, sudo, a path-qualified
+    npm, eval or xargs around npm install got no decision from the real pre-tool hook."""
+    mid = run("--json", "remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)").json()["data"]["id"]
+    payload = {"claude": _claude, "codex": _codex, "gemini": _gemini}[agent](command, tmp_path)
+    found, reason = _decision(_hook(run, agent, payload, tmp_path))
+    assert found == "deny" and mid in reason and "Bash(npm install:*)" in reason, reason
+    fine = {"claude": _claude, "codex": _codex, "gemini": _gemini}[agent](command.replace("npm", "pnpm"), tmp_path)
+    assert _hook(run, agent, fine, tmp_path) == ""
 
 
 def test_ask_is_asked_by_claude_and_denied_by_codex(ws: Path, run: Runner, tmp_path: Path) -> None:
@@ -568,7 +714,35 @@ MALFORMED_CALLS = [
     ("Bash", "npm install x"),
     ("Bash", {"command": {"argv": ["npm", "install"]}}),
     ("Bash", {"command": ["npm", 3]}),
+    ("Bash", {"command": None}),  # newcomer fault: a null command was let through
+    ("Bash", {}),  # no command at all
+    ("Bash", {"description": "install", "timeout": 60000}),
+    ("Bash", {"cmd": None, "workdir": "/p"}),
 ]
+
+
+@pytest.mark.parametrize(("agent", "tool", "tool_input", "malformed"), [
+    # (agent, tool_name, tool_input, read as malformed): each agent names its shell command
+    # "command" (Codex's exec_command: "cmd"); a call with neither, or a null, runs nothing memcli can read
+    ("claude", "Bash", {"command": "npm install x", "description": "install"}, False),
+    ("codex", "exec_command", {"cmd": "npm install x"}, False),
+    ("codex", "shell", {"command": ["bash", "-lc", "npm install x"]}, False),
+    ("gemini", "run_shell_command", {"command": "npm install x", "dir_path": "web"}, False),
+    ("claude", "Bash", {"command": ""}, False),  # an empty command runs nothing
+    ("claude", "Bash", {"command": None}, True),
+    ("claude", "Bash", {}, True),
+    ("codex", "exec_command", {"cmd": None}, True),
+    ("gemini", "run_shell_command", {"description": "install"}, True),
+    ("claude", "Bash", {"command": []}, True),
+])
+def test_a_shell_call_without_a_command_is_malformed(agent: str, tool: str, tool_input: dict,
+                                                     malformed: bool) -> None:
+    from memcli.agents.tool_calls import call_of
+
+    call = call_of(agent, tool, tool_input)
+    assert call is not None and call.malformed is malformed and bool(g.unchecked(call)) is malformed
+    if not malformed and call.command:
+        assert g.matches(g.parse("Bash(npm install:*)"), call)
 
 
 @pytest.mark.parametrize(("tool", "tool_input"), MALFORMED_CALLS)

@@ -109,7 +109,11 @@ def call_of(agent: str, tool_name: str, tool_input: object) -> Call | None:
     if not isinstance(tool_input, dict):  # no agent sends this: never let it through a guard unread
         return Call(tool, cut=MALFORMED.format(what="its tool_input is not a JSON object"), malformed=True)
     if tool == "Bash":
-        value = tool_input.get("command") or tool_input.get("cmd")
+        # every agent sends its shell command as "command" (Codex's exec_command: "cmd"); neither
+        # (missing, or null) is no form an agent sends, and what the call runs cannot be read
+        value = next((tool_input[k] for k in ("command", "cmd") if tool_input.get(k) not in (None, "")), None)
+        if value is None and "" not in (tool_input.get("command"), tool_input.get("cmd")):
+            return Call("Bash", cut=MALFORMED.format(what="it has no command"), malformed=True)
         command = _command_text(value)
         if value is not None and not command:
             return Call("Bash", cut=MALFORMED.format(what="its command is neither a string nor a list of strings"),

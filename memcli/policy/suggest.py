@@ -23,6 +23,13 @@ _WORD = re.compile(r"\s*(?:`(?P<quoted>[^`\n]+)`|(?P<word>[A-Za-z0-9_./:@=+-]+))
 _ARGUMENT = re.compile(r"^(?:[a-z0-9/~.][a-z0-9:._/@+~-]*|--?[A-Za-z0-9][A-Za-z0-9_-]*(?:=[^\s]+)?)$")
 #: Words taken after the program at most.
 MAX_WORDS = 5
+#: ASCII punctuation that ends a command written in the text when it ends a word (``npm publish.``).
+_END = ".,;:!?"
+#: A command's words are ASCII (:data:`_ARGUMENT`): the first other character ends the word it is
+#: in and the command, as ASCII punctuation does. Chinese and Japanese text puts full-width (CJK)
+#: punctuation (，。；：！？、, blocks U+3000 and U+FF00) or its own words right after a command,
+#: with no space (``不要运行 npm publish，发布由 CI 完成。``).
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 @lru_cache(maxsize=1)
@@ -67,14 +74,18 @@ def _command_words(text: str, first: re.Match[str], stop: frozenset[str]) -> lis
     its subcommands, options and arguments (:data:`_ARGUMENT`, not in ``stop``, at most
     :data:`MAX_WORDS`); punctuation ending a word (``npm publish.``) ends the command."""
     raw = first["word"]
-    words = [raw.rstrip(".,;:")]
+    words = [raw.rstrip(_END)]
     at = first.end()
-    while len(words) <= MAX_WORDS and raw == raw.rstrip(".,;:!?"):
+    ended = _NON_ASCII.match(text, at) is not None  # ``npm，…``: punctuation right after the program
+    while len(words) <= MAX_WORDS and raw == raw.rstrip(_END) and not ended:
         nxt = re.match(r"[ \t]+(\S+)", text[at:])
         if nxt is None:
             break
         raw = nxt.group(1)
-        word = raw.rstrip(".,;:!?")
+        other = _NON_ASCII.search(raw)
+        if other is not None:  # ``publish，发布由``: the word ends at the full-width comma, and so does the command
+            raw, ended = raw[: other.start()], True
+        word = raw.rstrip(_END)
         if not word or word.lower() in stop or not _ARGUMENT.match(word):
             break
         words.append(word)
