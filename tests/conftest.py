@@ -56,6 +56,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a store's freshness watcher (memcli/index/watcher.py) that a test's read starts exits
     # after this many idle seconds instead of ten minutes: a run leaves no crowd of them behind
     monkeypatch.setenv("MEMCLI_TEST_WATCH_IDLE", "20")
+    # no command of a test hands itself to a warm fork server (memcli/cli/zygote.py) or starts
+    # one: tests/test_fork_server.py turns it on, with its own socket folder, and stops its servers
+    monkeypatch.setenv("MEMCLI_NO_SERVER", "1")
     monkeypatch.chdir(tmp_path)
 
 

@@ -18,11 +18,14 @@ command's answer) as ``python [flags] -c "…; main(SOCKET, INSTALLATION, LOCK_F
    a module file changed since it was loaded (the child refuses that command: the client
    runs it in-process and starts a new server).
 
-A child (:func:`child`) reads the request and the descriptors, answers "N" (another
-installation, stale code) or "P" and its pid, waits for "go" (a closed connection: it exits,
-having touched nothing), then takes the client's working folder, environment (and time
-zone, ``LC_CTYPE``), umask and standard streams, runs ``memcli.cli.main`` as the client
-would, and sends ``S`` and the exit status just before it ends.
+A child (:func:`child`) reads the request, answers "N" (another installation, stale code)
+or "P" and its pid, waits for "go" and the client's descriptors (a closed connection: it
+exits, having touched nothing), then takes the client's working folder, environment (and
+time zone, ``LC_CTYPE``), umask, ``sys.path``, standard streams (their encoding, errors and
+buffering as the client's interpreter made them) and start time, runs ``memcli.cli.main``
+as the client would, and sends ``S`` and the exit status just before it ends (``atexit``
+work done, the streams flushed and let go). A ping (a request without a command line) is
+answered ``A``, the server's pid and how many children it has forked.
 """
 
 from __future__ import annotations
@@ -218,7 +221,7 @@ class Server:
         if pid == 0:
             try:
                 self.sock.close()
-                status = child(conn, self.installed, self.files)
+                status = child(conn, self)
             except BaseException:  # noqa: BLE001 - nothing of the server's may run in a child
                 status = 70
             os._exit(status)
@@ -248,22 +251,40 @@ class Server:
 
 
 def _answers(path: str, installed: str) -> bool:
-    """Whether a server of ``installed`` answers at ``path`` now (a stopped or dead one does not)."""
+    """Whether a server answers at ``path`` now (a stopped or dead one does not)."""
+    return ping(path) is not None
+
+
+def ping(path: str, budget: float = 0.5) -> tuple[int, int] | None:
+    """The pid of the server at ``path`` and how many connections it had forked a child for
+    before this one (pings too), or None when none answers within ``budget`` seconds (or it
+    runs as another user)."""
+    import marshal
     import socket
+
+    from memcli.index.sockets import same_user
 
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        probe.settimeout(0.5)
+        probe.settimeout(budget)
         probe.connect(path)
-        import marshal
-
-        request = marshal.dumps((_protocol(), installed, None, {}, 0, [], 0.0))
+        if not same_user(probe):
+            return None
+        request = marshal.dumps((_protocol(), "", None, {}, 0, [], 0.0, []))
         probe.sendall(len(request).to_bytes(4, "big") + request)
-        return probe.recv(1) == b"A"
+        answer = b""
+        while len(answer) < 9:
+            chunk = probe.recv(9 - len(answer))
+            if not chunk:
+                return None
+            answer += chunk
     except OSError:
-        return False
+        return None
     finally:
         probe.close()
+    if answer[:1] != b"A":
+        return None
+    return int.from_bytes(answer[1:5], "big"), int.from_bytes(answer[5:], "big")
 
 
 def _protocol() -> int:
@@ -294,42 +315,48 @@ def _receive(conn: socket.socket) -> tuple[tuple, list[int]] | None:
         for fd in fds:
             os.close(fd)
         return None
-    if not isinstance(request, tuple) or len(request) != 7:
+    if not isinstance(request, tuple) or len(request) != 8:
         for fd in fds:
             os.close(fd)
         return None
     return request, fds
 
 
-def child(conn: socket.socket, installed: str, files: dict[str, tuple[int, int]]) -> int:
+def child(conn: socket.socket, server: Server) -> int:
     """A forked child's whole life (the module docstring): the status to end with when the
     command did not run; a command that ran ends the process itself (:func:`_finish`)."""
     import signal
+    import socket
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     got = _receive(conn)
     if got is None:
         return 0
-    (protocol, their, argv, environ, umask, streams, started), fds = got
-    if protocol != _protocol() or their != installed:
+    (protocol, their, argv, environ, umask, streams, started, path), fds = got
+    for fd in fds:  # descriptors come with "go" only
+        os.close(fd)
+    if protocol == _protocol() and argv is None:  # a ping (a new server, a test): who serves, how much
+        conn.sendall(b"A" + os.getppid().to_bytes(4, "big") + server.served.to_bytes(4, "big"))
+        return 0
+    if protocol != _protocol() or their != server.installed:
         conn.sendall(b"N")
         return 0
-    if argv is None:  # a new server asking whether this one answers
-        conn.sendall(b"A")
-        return 0
-    if stale(files) or len(fds) != 4:
+    if stale(server.files):
         conn.sendall(b"N")
-        if len(fds) == 4:
-            os.kill(os.getppid(), signal.SIGTERM)  # memcli's code changed under it: let a new server load it
+        os.kill(os.getppid(), signal.SIGTERM)  # memcli's code changed under it: let a new server load it
         return 0
     conn.sendall(b"P" + os.getpid().to_bytes(4, "big"))
     conn.settimeout(None)
     try:
-        if conn.recv(1) != b"G":  # the client gave up and ran the command itself
-            return 0
+        go, fds, _, _ = socket.recv_fds(conn, 1, 8)
     except OSError:
         return 0
+    if go != b"G" or len(fds) != 4:  # the client gave up and ran the command itself
+        for fd in fds:
+            os.close(fd)
+        return 0
+    sys.path[:] = path
     _take_over(conn, argv, environ, umask, streams, started, fds)
     from memcli import cli
 
@@ -397,6 +424,9 @@ def _take_over(conn: socket.socket, argv: list, environ: dict, umask: int, strea
     import memcli
     from memcli import cli, service
 
+    recache = sys.modules.get("memcli.text.recache")
+    if recache is not None:  # read from the starter's cache folder: this command reads its own
+        recache._STORE = None  # type: ignore[attr-defined]
     if sys.argv and sys.argv[0].rsplit("/", 1)[-1] in ("memcli", "-m"):
         sys.excepthook = memcli._interrupted
     service.STARTED = started

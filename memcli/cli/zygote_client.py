@@ -4,12 +4,14 @@ that has already imported memcli, or None and the command runs in this process a
 ``main`` calls :func:`run` first, before any heavy import, for ``context``, ``recall`` and
 ``hook AGENT EVENT``. It connects to this user's server of this installation
 (:func:`socket_path`), checks that the server runs as this user (``SO_PEERCRED``), and sends
-the command line, the working folder (as a descriptor), the whole environment, the umask,
-the standard streams' settings and the descriptors of stdin, stdout and stderr
-(``SCM_RIGHTS``). The server forks; the forked child says its pid; this client says "go";
-the child runs ``memcli.cli.main`` on these descriptors, in this folder and environment,
-and sends its exit status, with which this process exits. Signals this process gets
-(SIGINT, SIGTERM, SIGHUP) are passed on to the child.
+the command line, the whole environment, the umask, ``sys.path`` and the standard streams'
+settings. The server forks; the forked child checks the installation and says its pid;
+this client says "go" with the descriptors of stdin, stdout, stderr and the working folder
+(``SCM_RIGHTS``: sent only to a child that has answered, so a stopped server never holds
+this process's streams open); the child runs ``memcli.cli.main`` on them, in this folder
+and environment, and sends its exit status, with which this process exits. Signals this
+process gets (SIGINT, SIGTERM, SIGHUP) are passed on to the child; a child that dies
+without a status (killed) is one line on stderr and exit :data:`NO_STATUS`.
 
 Never required: no server, a server of another user or of other code, or no answer within
 :data:`BUDGET` seconds, and :func:`run` returns None (the caller runs the command itself);
@@ -95,8 +97,25 @@ def installation() -> str:
     except OSError:
         stamp = (0, 0)
     return repr((PROTOCOL, sys.executable, sys.version, os.path.dirname(marker), stamp, tuple(sys.flags),
-                 sys.path, sys.warnoptions, sys._xoptions, sys.getfilesystemencoding(),
+                 search_path(), sys.warnoptions, sys._xoptions, sys.getfilesystemencoding(),
                  sys.getfilesystemencodeerrors()))
+
+
+def search_path() -> list[str]:
+    """``sys.path`` without its first entry when that is the working folder (``python -m`` and
+    ``-c`` put it there): a server serves every folder (each child gets its client's whole
+    ``sys.path`` back), and loads nothing from the folder it was started in."""
+    first = sys.path[0] if sys.path else None
+    if first == "" or (first is not None and first == _cwd()):
+        return sys.path[1:]
+    return list(sys.path)
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 def key(text: str) -> str:
@@ -163,19 +182,20 @@ def run(argv: list[str], started: float) -> int | None:
         return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        pid = _handshake(sock, path, installed, argv, streams, here, started)
+        pid = _handshake(sock, path, installed, argv, streams, started)
         if pid is None:
             return None
-        return _wait(sock, pid)
+        return _wait(sock, pid, here)
     finally:
         sock.close()
         os.close(here)
 
 
 def _handshake(sock: _socket.socket, path: str, installed: str, argv: list[str], streams: list,
-               here: int, started: float) -> int | None:
-    """Send the request; the child's pid, or None (no server, not this user's, no answer in time)."""
-    import _socket
+               started: float) -> int | None:
+    """Send the request (no descriptor yet: a server that never answers must not hold this
+    process's streams open); the child's pid, or None (no server, not this user's, another
+    installation, no answer in time)."""
     import marshal
     import time
 
@@ -188,12 +208,8 @@ def _handshake(sock: _socket.socket, path: str, installed: str, argv: list[str],
         umask = os.umask(0o077)
         os.umask(umask)
         request = marshal.dumps((PROTOCOL, installed, list(sys.argv[:1]) + argv, dict(os.environb), umask,
-                                 streams, started))
-        data = len(request).to_bytes(4, "big") + request
-        fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, here))
-        sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-        if sent < len(data):
-            sock.sendall(data[sent:])
+                                 streams, started, sys.path))
+        sock.sendall(len(request).to_bytes(4, "big") + request)
         answer = b""
         while len(answer) < 5:
             left = BUDGET - (time.monotonic() - began)
@@ -221,9 +237,11 @@ def _same_user(sock: _socket.socket) -> bool:
     return int.from_bytes(creds[4:8], sys.byteorder) == os.getuid()
 
 
-def _wait(sock: _socket.socket, pid: int) -> int:
-    """Say "go", pass signals on to ``pid`` and wait for the exit status it sends."""
+def _wait(sock: _socket.socket, pid: int, here: int) -> int:
+    """Say "go" with the descriptors of stdin, stdout, stderr and the working folder ``here``,
+    pass signals on to ``pid`` and wait for the exit status it sends."""
     import _signal  # type: ignore[import-not-found]
+    import _socket
 
     forwarded: list[int] = []
 
@@ -241,7 +259,8 @@ def _wait(sock: _socket.socket, pid: int) -> int:
     status = b""
     try:
         sock.settimeout(None)
-        sock.sendall(b"G")
+        fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, here))
+        sock.sendmsg([b"G"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
         while len(status) < 5:
             chunk = sock.recv(5 - len(status))
             if not chunk:
@@ -298,7 +317,7 @@ def _spawn(path: str, installed: str, lock: int) -> bool:
     import subprocess  # loaded already by most commands (git)
 
     flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
-    code = (f"import sys; sys.path[:] = {sys.path!r}; from memcli.cli.zygote import main; "
+    code = (f"import sys; sys.path[:] = {search_path()!r}; from memcli.cli.zygote import main; "
             f"sys.exit(main({path!r}, {installed!r}, {lock}))")
     log = path[:-len(".sock")] + ".log"
     try:
