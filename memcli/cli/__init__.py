@@ -44,6 +44,8 @@ def _words(argv: list[str]) -> list[str]:
 VALUED_GLOBALS = ("-w", "--workspace", "--actor")
 #: The environment variable a shell's completion script sets (click's shell-completion protocol).
 COMPLETE_VAR = "_MEMCLI_COMPLETE"
+#: The setting that turns the warm fork server off (``1``; empty or ``0``: on): ``memcli.cli.zygote_client``.
+SERVER_OFF_ENV = "MEMCLI_NO_SERVER"
 
 
 def hoist_globals(argv: list[str]) -> list[str]:
@@ -121,11 +123,11 @@ ENDING: list[Callable[[int], None]] = []
 def _served() -> None:
     """Hand a hot command to the warm fork server and exit with its status; return when the
     command is not a hot one, the server is off, or none took it (the command then runs here)."""
-    if os.environ.get(COMPLETE_VAR):
+    if os.environ.get(COMPLETE_VAR) or os.environ.get(SERVER_OFF_ENV, "") not in ("", "0"):
         return
     from memcli.cli import zygote_client
 
-    if not zygote_client.enabled() or not zygote_client.hot(_words(hoist_globals(sys.argv[1:]))):
+    if not zygote_client.hot(_words(hoist_globals(sys.argv[1:]))):
         return
     status = zygote_client.run(sys.argv[1:], zygote_client.process_started())
     if status is None:

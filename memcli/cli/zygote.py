@@ -58,10 +58,11 @@ PRELOAD = (
     "memcli.agents.transcript", "memcli.service.context", "memcli.service.hooks", "memcli.service.read",
     "memcli.service.redact", "memcli.service.semantic", "memcli.service.settings", "memcli.service.stale_notes",
     "memcli.service.unbacked", "memcli.service.arrived", "memcli.service.conflicts", "memcli.service.branch",
-    "memcli.index.catalog", "memcli.index.db", "memcli.index.fresh", "memcli.index.hybrid", "memcli.index.search",
-    "memcli.index.query", "memcli.index.kept", "memcli.index.sockets", "memcli.store.events", "memcli.store.usage",
-    "memcli.store.personal", "memcli.text.secrets", "memcli.text.hidden", "memcli.text.confusables",
-    "memcli.git.run", "memcli.git.code", "memcli.timeutil", "subprocess",
+    "memcli.index.build", "memcli.index.catalog", "memcli.index.db", "memcli.index.fresh", "memcli.index.hybrid",
+    "memcli.index.search", "memcli.index.query", "memcli.index.kept", "memcli.index.sockets",
+    "memcli.store.events", "memcli.store.usage", "memcli.store.personal", "memcli.text.secrets",
+    "memcli.text.secrets.own_rules", "memcli.text.hidden", "memcli.text.confusables", "memcli.git.run",
+    "memcli.git.code", "memcli.timeutil", "subprocess",
 )
 #: Pure work done once here: (module, function) called without arguments; compiled rules
 #: the hot path would otherwise compile (or load from ``text.recache``) in every process.

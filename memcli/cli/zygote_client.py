@@ -31,12 +31,12 @@ from __future__ import annotations
 import os
 import sys
 
+from memcli.cli import SERVER_OFF_ENV as OFF_ENV  # the setting that turns the server off
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms)
 if TYPE_CHECKING:
     import _socket
 
-#: The setting that turns the warm server off (for the commands of this process and what they start).
-OFF_ENV = "MEMCLI_NO_SERVER"
 #: Seconds from connecting to the forked child's first word; past it the command runs in-process.
 BUDGET = 0.3
 #: The version of the protocol below; part of every request.
@@ -48,11 +48,6 @@ FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP")
 #: Commands served (``hook install|uninstall|check …`` are not hot: they take the in-process path).
 HOT = ("context", "recall", "hook")
 NOT_HOOK_EVENTS = ("install", "uninstall", "check")
-
-
-def enabled() -> bool:
-    """Whether the warm server may be used (``$MEMCLI_NO_SERVER`` unset, empty or ``0``)."""
-    return os.environ.get(OFF_ENV, "") in ("", "0")
 
 
 def hot(words: list[str]) -> bool:
