@@ -143,12 +143,13 @@ def prompt(cwd: Path, session: str, text: str) -> str:
                        "cwd": str(cwd), "transcript_path": str(cwd / "t.jsonl")})
 
 
-def same_both_ways(servers: Servers, *args: str, input_of=lambda n: "", cwd=None) -> subprocess.CompletedProcess:
+def same_both_ways(servers: Servers, *args: str, input_of=lambda n: "", cwd=None,
+                   env: dict | None = None) -> subprocess.CompletedProcess:
     """Run ``args`` in-process and through the server; assert the same status, stdout and
     stderr, and that the server ran the second (it forked one more child than pings)."""
-    alone = servers.memcli(*args, cwd=cwd, input=input_of(0), env={zygote_client.OFF_ENV: "1"})
+    alone = servers.memcli(*args, cwd=cwd, input=input_of(0), env={**(env or {}), zygote_client.OFF_ENV: "1"})
     _, before = servers.ping()
-    served = servers.memcli(*args, cwd=cwd, input=input_of(1))
+    served = servers.memcli(*args, cwd=cwd, input=input_of(1), env=env)
     _, after = servers.ping()
     assert after - before == 2, "the command did not go through the server"
     assert (served.returncode, served.stdout, served.stderr) == (alone.returncode, alone.stdout, alone.stderr)
@@ -446,3 +447,18 @@ def test_preloading_reads_no_environment_but_the_pattern_cache(tmp_path: Path) -
             "print(' '.join(sorted(set(reads))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert set(out.stdout.split()) <= {"XDG_CACHE_HOME", "HOME"}, out.stdout
+
+
+def test_a_hook_answered_by_its_watchdog_sends_its_status(zygote_on: Servers, ws: Path, run, tmp_path: Path) -> None:
+    """The deadline's watchdog ends the child from its own thread (``cli.exit_now``): the
+    client still gets the status and the answer, as in-process."""
+    assert run("remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)").code == 0
+    zygote_on.started("context")
+    payload = json.dumps({"session_id": "s1", "transcript_path": "", "cwd": str(tmp_path),
+                          "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls", "description": "list"}})
+    out = same_both_ways(zygote_on, "hook", "claude", "pre-tool-use", cwd=tmp_path, input_of=lambda n: payload,
+                         env={"MEMCLI_TEST_STALL_AT": "guards:matching"})
+    assert out.returncode == 0
+    answer = json.loads(out.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny" and "deadline" in answer["permissionDecisionReason"]

@@ -431,26 +431,28 @@ def _take_over(conn: socket.socket, argv: list, environ: dict, umask: int, strea
     if sys.argv and sys.argv[0].rsplit("/", 1)[-1] in ("memcli", "-m"):
         sys.excepthook = memcli._interrupted
     service.STARTED = started
-    cli.ENDING.append(lambda status: _finish(conn, status))
+    cli.ENDING.append(lambda status: _finish(conn, status, teardown=False))
 
 
-def _finish(conn: socket.socket, status: int) -> None:
-    """End the command: the interpreter's exit work (``atexit``, the streams flushed), the
-    client's streams let go, then the status sent; the process ends here."""
+def _finish(conn: socket.socket, status: int, teardown: bool = True) -> None:
+    """End the command: with ``teardown``, the interpreter's exit work (``atexit``, the streams
+    flushed; without it, as ``os._exit``: ``cli.exit_now``), the client's streams let go,
+    then the status sent; the process ends here."""
     import atexit
 
     from memcli import cli
 
     del cli.ENDING[:]
-    try:
-        atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001 - as at the interpreter's exit: printed, not fatal
-        pass
-    for stream in (sys.stdout, sys.stderr):
+    if teardown:
         try:
-            stream.flush()
-        except (OSError, ValueError):
-            status = status or 120  # the interpreter's status when flushing at exit fails
+            atexit._run_exitfuncs()
+        except BaseException:  # noqa: BLE001 - as at the interpreter's exit: printed, not fatal
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                status = status or 120  # the interpreter's status when flushing at exit fails
     try:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
