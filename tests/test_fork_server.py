@@ -33,20 +33,22 @@ class Servers:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self.extra: dict[str, str] = {}
+        self.extra: dict[str, str | None] = {}  # None: unset
         self.pids: set[int] = set()
 
     @property
     def env(self) -> dict[str, str]:
         """The test's environment now, the server on, this test's socket folder, and ``extra``."""
         env = {k: v for k, v in os.environ.items() if k != zygote_client.OFF_ENV}
-        return {**env, "XDG_RUNTIME_DIR": str(self.run_dir), **self.extra}
+        env = {**env, "XDG_RUNTIME_DIR": str(self.run_dir), **self.extra}
+        return {k: v for k, v in env.items() if v is not None}
 
     def memcli(self, *args: str, cwd: Path | str | None = None, input: str = "", env: dict | None = None,
                python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
         """A real ``python -m memcli ARGS`` process, with the server on."""
         return subprocess.run([sys.executable, *python, "-m", "memcli", *args], input=input, capture_output=True,
-                              text=True, cwd=cwd, env={**self.env, **(env or {})}, timeout=120)
+                              text=True, encoding="utf-8", errors="replace", cwd=cwd, env={**self.env, **(env or {})},
+                              timeout=120)
 
     def sockets(self) -> list[Path]:
         return sorted(self.run_dir.glob(f"memcli-{os.getuid()}/zygote-*.sock"))
@@ -462,3 +464,13 @@ def test_a_hook_answered_by_its_watchdog_sends_its_status(zygote_on: Servers, ws
     assert out.returncode == 0
     answer = json.loads(out.stdout)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny" and "deadline" in answer["permissionDecisionReason"]
+
+
+def test_a_client_in_the_c_locale_is_served(zygote_on: Servers, filled: Path) -> None:
+    """In the C locale the interpreter turns UTF-8 mode on and sets ``LC_CTYPE`` for what it
+    starts (PEP 538, 540): the server it starts must still be of its installation."""
+    zygote_on.extra.update({"LANG": "C", "LC_ALL": None, "LC_CTYPE": None, "PYTHONUTF8": None,
+                            "PYTHONIOENCODING": None})
+    zygote_on.started("context")
+    out = same_both_ways(zygote_on, "recall", "deploy")
+    assert "Deploy billing" in out.stdout

@@ -92,7 +92,8 @@ def installation() -> str:
     except OSError:
         stamp = (0, 0)
     return repr((PROTOCOL, sys.executable, sys.version, os.path.dirname(marker), stamp, tuple(sys.flags),
-                 search_path(), sys.warnoptions, sys._xoptions, sys.getfilesystemencoding(),
+                 search_path(), sys.warnoptions, {k: v for k, v in sys._xoptions.items() if k != "utf8"},
+                 sys.getfilesystemencoding(),
                  sys.getfilesystemencodeerrors()))
 
 
@@ -312,6 +313,9 @@ def _spawn(path: str, installed: str, lock: int) -> bool:
     import subprocess  # loaded already by most commands (git)
 
     flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    # UTF-8 mode also follows the locale: a C locale turns it on (PEP 540) and sets LC_CTYPE for
+    # the processes this one starts (PEP 538), in which it would then be off; said explicitly
+    flags += ["-X", f"utf8={sys.flags.utf8_mode}"]
     code = (f"import sys; sys.path[:] = {search_path()!r}; from memcli.cli.zygote import main; "
             f"sys.exit(main({path!r}, {installed!r}, {lock}))")
     log = path[:-len(".sock")] + ".log"
