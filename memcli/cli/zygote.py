@@ -62,14 +62,16 @@ PRELOAD = (
     "memcli.index.search", "memcli.index.query", "memcli.index.kept", "memcli.index.sockets",
     "memcli.store.events", "memcli.store.usage", "memcli.store.personal", "memcli.text.secrets",
     "memcli.text.secrets.own_rules", "memcli.text.hidden", "memcli.text.confusables", "memcli.git.run",
-    "memcli.git.code", "memcli.timeutil", "subprocess",
+    "memcli.git.code", "memcli.timeutil", "memcli.index.embed", "subprocess", "heapq", "struct", "tempfile",
+    "rapidfuzz.process", "rapidfuzz.fuzz", "Stemmer",  # typo corrections, stemming: a prompt hook's words
 )
-#: Pure work done once here: (module, function) called without arguments; compiled rules
-#: the hot path would otherwise compile (or load from ``text.recache``) in every process.
-WARM = (
-    ("memcli.agents.injection", "_pattern"),
-    ("memcli.text.secrets.prefilter", "_any"),
-    ("memcli.text.secrets", "_all_slugs"),
+#: Pure work done once here: (module, function, arguments); compiled rules the hot path
+#: would otherwise compile (or load from ``text.recache``) in every process, the stemmer.
+WARM: tuple[tuple[str, str, tuple], ...] = (
+    ("memcli.agents.injection", "_pattern", ()),
+    ("memcli.text.secrets.prefilter", "_any", ()),
+    ("memcli.text.secrets", "_all_slugs", ()),
+    ("memcli.index.tokenize", "stem", ("deploying",)),
 )
 
 
@@ -83,9 +85,9 @@ def preload() -> list[str]:
             importlib.import_module(name)
         except Exception as err:  # noqa: BLE001 - a module missing here is loaded by the child itself
             failed.append(f"{name}: {type(err).__name__}: {err}")
-    for module, function in WARM:
+    for module, function, args in WARM:
         try:
-            getattr(importlib.import_module(module), function)()
+            getattr(importlib.import_module(module), function)(*args)
         except Exception as err:  # noqa: BLE001 - as above: the child compiles it
             failed.append(f"{module}.{function}: {type(err).__name__}: {err}")
     recache = sys.modules.get("memcli.text.recache")
