@@ -474,3 +474,24 @@ def test_a_client_in_the_c_locale_is_served(zygote_on: Servers, filled: Path) ->
     zygote_on.started("context")
     out = same_both_ways(zygote_on, "recall", "deploy")
     assert "Deploy billing" in out.stdout
+
+
+def test_the_client_step_imports_nearly_nothing() -> None:
+    """What a hot command loads before the server answers: memcli, memcli.cli and the client,
+    beside what the interpreter loads for ``python -c pass`` (no typing, socket, json, signal)."""
+    listed = "import sys; print(' '.join(sorted(sys.modules)))"
+    code = ("from memcli.cli import zygote_client as z; z.hot(['context']); z.socket_path(z.installation()); "
+            "z.process_started(); import _socket, _signal, marshal; " + listed)
+    base, loaded = (set(subprocess.run([sys.executable, "-c", c], capture_output=True, text=True, check=True)
+                        .stdout.split()) for c in (listed, code))
+    assert loaded - base <= {"memcli", "memcli.cli", "memcli.cli.zygote_client", "__future__", "_socket", "_signal",
+                             "marshal", "_blake2", "time"}, sorted(loaded - base)
+
+
+@pytest.mark.parametrize(("words", "served"), [
+    (["context"], True), (["recall", "x"], True), (["hook", "claude", "session-start"], True),
+    (["hook", "codex", "user-prompt-submit"], True), (["hook", "install", "claude"], False),
+    (["hook", "uninstall", "claude"], False), (["hook", "check", "claude"], False), (["remember", "x"], False),
+    (["index", "status"], False), ([], False)])
+def test_only_the_hot_commands_go_to_the_server(words: list[str], served: bool) -> None:
+    assert zygote_client.hot(words) is served
