@@ -438,7 +438,8 @@ def test_the_client_folder_agrees_with_index_sockets(monkeypatch: pytest.MonkeyP
 
 def test_preloading_reads_no_environment_but_the_pattern_cache(tmp_path: Path) -> None:
     """What the server loads reads nothing of its starter's environment, folder or terminal
-    that a command would then use: only ``text.recache``'s folder, which a child forgets."""
+    that a command would then use: only ``text.recache``'s folder, which a child forgets, and
+    the variables of ``IMPORT_ENV``, which are part of the installation (the socket's name)."""
     code = ("import os, sys\nreads = []\nget = os._Environ.__getitem__\n"
             "def rec(self, key):\n    reads.append(key)\n    return get(self, key)\n"
             "os._Environ.__getitem__ = rec\n"
@@ -448,7 +449,7 @@ def test_preloading_reads_no_environment_but_the_pattern_cache(tmp_path: Path) -
             "from memcli.cli import zygote\nassert zygote.preload() == [], zygote.preload()\n"
             "print(' '.join(sorted(set(reads))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
-    assert set(out.stdout.split()) <= {"XDG_CACHE_HOME", "HOME"}, out.stdout
+    assert set(out.stdout.split()) <= {"XDG_CACHE_HOME", "HOME", *zygote_client.IMPORT_ENV}, out.stdout
 
 
 def test_a_hook_answered_by_its_watchdog_sends_its_status(zygote_on: Servers, ws: Path, run, tmp_path: Path) -> None:

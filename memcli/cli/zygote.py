@@ -189,7 +189,7 @@ class Server:
         from memcli.index.sockets import same_user
 
         idle = self.idle_limit()
-        last = time.monotonic()
+        last = checked = time.monotonic()
         while not self.stopping:
             try:
                 ready, _, _ = select.select([self.sock], [], [], CHECK)
@@ -200,17 +200,21 @@ class Server:
                 try:
                     conn, _ = self.sock.accept()
                 except OSError:
-                    continue
-                try:
-                    if same_user(conn):
-                        self.fork(conn)
-                        last = time.monotonic()
-                except OSError:
-                    pass
-                finally:
-                    conn.close()
+                    conn = None
+                if conn is not None:
+                    try:
+                        if same_user(conn):
+                            self.fork(conn)
+                            last = time.monotonic()
+                    except OSError:
+                        pass
+                    finally:
+                        conn.close()
+            now = time.monotonic()
+            if now - checked < CHECK and ready:
                 continue
-            if time.monotonic() - last > idle:
+            checked = now
+            if now - last > idle:
                 self.stopping = f"idle for {idle:g} s"
             elif not self.owns():
                 self.stopping = "its socket is gone or another server took it over"

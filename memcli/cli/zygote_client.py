@@ -45,6 +45,10 @@ PROTOCOL = 1
 NO_STATUS = 19
 #: Signals passed on to the child once its pid is known.
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP")
+#: Environment variables the server's modules read when they are imported (rapidfuzz picks its
+#: implementation by one): part of the installation, so a client with other values gets
+#: another server (``tests/test_fork_server.py`` records every read made while preloading).
+IMPORT_ENV = ("RAPIDFUZZ_IMPLEMENTATION",)
 #: Commands served (``hook install|uninstall|check …`` are not hot: they take the in-process path).
 HOT = ("context", "recall", "hook")
 NOT_HOOK_EVENTS = ("install", "uninstall", "check")
@@ -93,7 +97,7 @@ def installation() -> str:
         stamp = (0, 0)
     return repr((PROTOCOL, sys.executable, sys.version, os.path.dirname(marker), stamp, tuple(sys.flags),
                  search_path(), sys.warnoptions, {k: v for k, v in sys._xoptions.items() if k != "utf8"},
-                 sys.getfilesystemencoding(),
+                 sys.getfilesystemencoding(), [os.environ.get(name) for name in IMPORT_ENV],
                  sys.getfilesystemencodeerrors()))
 
 
