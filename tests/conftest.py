@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,39 @@ __all__ = ["MEMCLI", "Result", "run_memcli", "run_memcli_proc", "git", "personal
 # test files with -n 3: 64 s of CPU with it set, 44 s without. The test processes write them.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_fork_server_left_behind():
+    """Stop the warm fork servers (memcli/cli/zygote.py) this session's processes started.
+
+    Tests run with ``MEMCLI_NO_SERVER=1``, but an agent CLI or a hook command run with a
+    minimal environment (``PATH`` and ``HOME`` only, as the agents give) starts one in the
+    system's socket folder. At the end, every server process of this checkout's code (its
+    path is in the server's command line) that started after the session did gets SIGTERM.
+    """
+    began = time.time()
+    yield
+    root = str(Path(__file__).resolve().parent.parent).encode()
+    try:
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        ticks = os.sysconf("SC_CLK_TCK")
+        entries = list(Path("/proc").iterdir())
+    except (OSError, StopIteration, ValueError):
+        return  # not Linux: nothing to find this way
+    for entry in entries:
+        try:
+            if not entry.name.isdigit():
+                continue
+            command = (entry / "cmdline").read_bytes()
+            if b"from memcli.cli.zygote import main" not in command or root not in command:
+                continue
+            started = boot + int((entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[19]) / ticks
+            if started >= began - 1:
+                os.kill(int(entry.name), signal.SIGTERM)
+        except (OSError, ValueError, IndexError):
+            continue
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +91,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a store's freshness watcher (memcli/index/watcher.py) that a test's read starts exits
     # after this many idle seconds instead of ten minutes: a run leaves no crowd of them behind
     monkeypatch.setenv("MEMCLI_TEST_WATCH_IDLE", "20")
+    # no command of a test hands itself to a warm fork server (memcli/cli/zygote.py) or starts
+    # one: tests/test_fork_server.py turns it on, with its own socket folder, and stops its servers
+    monkeypatch.setenv("MEMCLI_NO_SERVER", "1")
     monkeypatch.chdir(tmp_path)
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Callable
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: this module starts every command
 if TYPE_CHECKING:
+    from typing import Callable, NoReturn
+
     from memcli.errors import StorageFailed
 
 #: Commands that must never fail an agent's session: they exit 0 whatever happens.
@@ -42,6 +44,8 @@ def _words(argv: list[str]) -> list[str]:
 VALUED_GLOBALS = ("-w", "--workspace", "--actor")
 #: The environment variable a shell's completion script sets (click's shell-completion protocol).
 COMPLETE_VAR = "_MEMCLI_COMPLETE"
+#: The setting that turns the warm fork server off (``1``; empty or ``0``: on): ``memcli.cli.zygote_client``.
+SERVER_OFF_ENV = "MEMCLI_NO_SERVER"
 
 
 def hoist_globals(argv: list[str]) -> list[str]:
@@ -92,14 +96,52 @@ def main(argv: list[str] | None = None) -> None:
     A Ctrl-C at any instant, even while the first modules load, prints ``memcli: interrupted``
     and exits 130 (``memcli/__init__.py`` covers the imports before this function runs).
 
+    Run as a program (``argv`` None), a hot command (``context``, ``recall``, ``hook AGENT
+    EVENT``) is first offered to this user's warm fork server (``memcli.cli.zygote_client``;
+    off with ``MEMCLI_NO_SERVER=1``), and runs here when none answers in time.
+
     Args:
         argv: arguments without the program name (default ``sys.argv[1:]``).
     """
     try:
+        if argv is None:
+            _served()
         _main(argv)
     except KeyboardInterrupt:
         print("memcli: interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+#: Set when this process offered its command to the warm fork server and none took it: a
+#: server is started once the command has answered.
+_START_SERVER: list[bool] = []
+#: Called with the exit status just before the process ends without the interpreter's exit
+#: work (:func:`exit_now`): a child of the warm fork server sends the status to its client.
+ENDING: list[Callable[[int], None]] = []
+
+
+def _served() -> None:
+    """Hand a hot command to the warm fork server and exit with its status; return when the
+    command is not a hot one, the server is off, or none took it (the command then runs here)."""
+    if os.environ.get(COMPLETE_VAR) or os.environ.get(SERVER_OFF_ENV, "") not in ("", "0"):
+        return
+    from memcli.cli import zygote_client
+
+    if not zygote_client.hot(_words(hoist_globals(sys.argv[1:]))):
+        return
+    status = zygote_client.run(sys.argv[1:], zygote_client.process_started())
+    if status is None:
+        _START_SERVER.append(True)
+        return
+    os._exit(status)
+
+
+def exit_now(status: int) -> NoReturn:
+    """End the process with ``status`` at once (``os._exit``: no interpreter teardown), after
+    the :data:`ENDING` hooks."""
+    for hook in list(ENDING):
+        hook(status)
+    os._exit(status)
 
 
 def _main(argv: list[str] | None) -> None:
@@ -136,12 +178,16 @@ def _main(argv: list[str] | None) -> None:
             sys.modules["memcli.index.fresh"].run_after_answer()
         if "memcli.text.recache" in sys.modules:  # patterns compiled here, for the next processes
             sys.modules["memcli.text.recache"].save()
+        if _START_SERVER:  # no warm server took this command: start one for the next
+            from memcli.cli import zygote_client
+
+            zygote_client.start()
     if output.STATE.fast_exit:  # a read hook has answered and the event is logged
         try:
             sys.stderr.flush()
         except OSError:  # the agent closed the pipe: nothing more to say
             pass
-        os._exit(status)
+        exit_now(status)
     sys.exit(status)
 
 

@@ -89,4 +89,6 @@ class Watchdog:
                 if self._before_exit is not None:
                     self._before_exit()  # the index goes on in the background
             finally:
-                os._exit(0)
+                from memcli.cli import exit_now
+
+                exit_now(0)

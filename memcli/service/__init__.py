@@ -56,11 +56,20 @@ def check_ref(value: str) -> str:
             hint="list ids with `memcli list`; ids are file names, so no dots, slashes or spaces") from None
 
 
+#: Set in a child of the warm fork server (``memcli.cli.zygote``): when its client process
+#: started, a ``time.monotonic()`` instant (the child's own start is later).
+STARTED: float | None = None
+
+
 def process_started() -> float:
     """When this process started, as a ``time.monotonic()`` instant (Linux: from
     ``/proc/self/stat`` field 22, in clock ticks since boot, against ``CLOCK_BOOTTIME``;
-    elsewhere, or if that cannot be read: now)."""
+    elsewhere, or if that cannot be read: now). In a child of the warm fork server: when
+    the client that handed it the command started (:data:`STARTED`)."""
     import time
+
+    if STARTED is not None:
+        return STARTED
 
     now = time.monotonic()
     try:
