@@ -285,8 +285,9 @@ def concurrent_row(workdir: Path, memcli: str, size: int, hooks: int, rounds: in
                stats, target=f"each ≤ {found['limit']:.2f} s, with memories", met=met, kind="concurrent")
 
 
-#: Kinds of row that carry a figure of issue 21's goals (shown at every size, judged where the goal sets a size).
-GOAL_KINDS = ("hot", "mcp", "mcp-after", "remember", "rebuild", "rss", "fresh", "concurrent")
+#: Kinds of row that carry a figure of issue 21's goals (shown at every size, judged where the goal sets a size;
+#: ``alone``: a hot command with the warm fork server off, shown beside the judged ``hot`` rows, not judged).
+GOAL_KINDS = ("hot", "alone", "mcp", "mcp-after", "remember", "rebuild", "rss", "fresh", "concurrent")
 
 
 def goals(rows: list[Row]) -> str:
@@ -387,6 +388,20 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool, r
                                    "hook_event_name": "UserPromptSubmit", "cwd": str(ws), "prompt": PROMPT}).encode()
     mem, ref = paired([*hook, "user-prompt-submit"], sqlite, ws, env, repeat, stdin=prompt)
     add("prompt hook", "hot", mem, ref=ref, ref_name=SQLITE_REF)
+    # the rows above go through the warm fork server (memcli/cli/zygote.py), as a user's second
+    # command does; the same commands in one process each (no server, as the first command, or
+    # with MEMCLI_NO_SERVER=1) for comparison, and the peak memory of a read, which through the
+    # server is the forked child's and not in the client's ru_maxrss
+    alone = {**env, "MEMCLI_NO_SERVER": "1"}
+    mem, ref = paired([memcli, "recall", corpus.COMMON_WORD], sqlite, ws, alone, repeat)
+    add(f"recall {corpus.COMMON_WORD}, no server", "alone", mem, ref=ref, ref_name=SQLITE_REF)
+    mem, ref = paired([memcli, "context"], sqlite, ws, alone, repeat)
+    add("context, no server", "alone", mem, ref=ref, ref_name=SQLITE_REF)
+    mem, ref = paired([*hook, "session-start"], sqlite, ws, alone, repeat, stdin=start)
+    add("session-start hook, no server", "alone", mem, ref=ref, ref_name=SQLITE_REF)
+    mem, ref = paired([*hook, "user-prompt-submit"], sqlite, ws, alone, repeat, stdin=prompt)
+    add("prompt hook, no server", "alone", mem, ref=ref, ref_name=SQLITE_REF)
+    rss = rows[-4].memcli
     mcp = mcp_recall(memcli, ws, env, max(20, repeat * 4))
     if mcp is not None:
         plain, after = mcp
@@ -394,8 +409,7 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool, r
         add("MCP recall right after an MCP remember", "mcp-after", after[0], ref=after[1],
             ref_name="MCP recall, no write before (same session, alternating)")
     if reads_only:
-        add(f"recall {corpus.COMMON_WORD}: peak memory", "rss", rows[[r.operation for r in rows].index(
-            f"recall {corpus.COMMON_WORD}")].memcli)
+        add(f"recall {corpus.COMMON_WORD} (no server): peak memory", "rss", rss)
         return rows + fresh_rows(ws, size, memcli, env)
 
     rng = random.Random(size)
@@ -430,8 +444,7 @@ def bench_size(ws: Path, size: int, memcli: str, repeat: int, has_index: bool, r
     if has_index:
         add("`memcli index status`, nothing changed", "—", series([memcli, "index", "status"], ws, env, repeat))
     add("`memcli --version`", "—", series([memcli, "--version"], ws, env, repeat))
-    add(f"recall {corpus.COMMON_WORD}: peak memory", "rss", rows[[r.operation for r in rows].index(
-        f"recall {corpus.COMMON_WORD}")].memcli)
+    add(f"recall {corpus.COMMON_WORD} (no server): peak memory", "rss", rss)
     rows += fresh_rows(ws, size, memcli, env)
 
     rebuild_repeat = 1 if size >= 100_000 else repeat  # each takes minutes at 100k
