@@ -22,7 +22,9 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
 
 #: key -> the arguments of ``_sre.compile`` after the pattern: (flags, code, groups, groupindex, indexgroup).
 _STORE: dict[str, tuple] | None = None
@@ -64,13 +66,36 @@ def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
         raise
     except Exception:  # noqa: BLE001 - internals not as expected: the public way
         return re.compile(pattern, flags)
-    _NEW[key] = args
+    _remember(key, args)
+    return made
+
+
+def kept(key: str, build: Callable[[], T]) -> T:
+    """``build()``, kept in the same file as the compiled patterns under ``key`` (derived data
+    about patterns, such as a literal screen's words, ``text.literals``): the first process on
+    a machine builds it, later ones read it. The value must be something ``marshal`` writes
+    (tuples, strings, numbers); it is rebuilt when the file does not hold it.
+
+    Raises:
+        whatever ``build`` raises.
+    """
+    key = f"kept\0{key}"
+    for store in (_load(), _NEW):
+        if key in store:
+            return store[key]  # type: ignore[return-value]
+    value = build()
+    _remember(key, value)  # type: ignore[arg-type]
+    return value
+
+
+def _remember(key: str, entry: tuple) -> None:
+    """Keep ``entry`` for :func:`save` (at exit, or when the CLI calls it)."""
+    _NEW[key] = entry
     if not _HOOKED:
         import atexit
 
         atexit.register(save)
         _HOOKED.append(True)
-    return made
 
 
 def _folder() -> str:
