@@ -30,6 +30,8 @@ T = TypeVar("T")
 _STORE: dict[str, tuple] | None = None
 _NEW: dict[str, tuple] = {}
 _HOOKED: list[bool] = []
+#: kind -> how many of its entries the file keeps at most (:func:`kept`).
+_LIMITS: dict[str, int] = {}
 
 
 def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -70,16 +72,20 @@ def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return made
 
 
-def kept(key: str, build: Callable[[], T]) -> T:
+def kept(key: str, build: Callable[[], T], *, kind: str = "kept", keep: int | None = None) -> T:
     """``build()``, kept in the same file as the compiled patterns under ``key`` (derived data
-    about patterns, such as a literal screen's words, ``text.literals``): the first process on
-    a machine builds it, later ones read it. The value must be something ``marshal`` writes
-    (tuples, strings, numbers); it is rebuilt when the file does not hold it.
+    about patterns, such as a literal screen's words, ``text.literals``, or a parsed settings
+    file, ``config``): the first process on a machine builds it, later ones read it. The
+    value must be something ``marshal`` writes (tuples, lists, dicts, strings, numbers); it
+    is rebuilt when the file does not hold it. ``keep``: at most this many entries of
+    ``kind`` stay in the file (the newest), for keys that change (a file's text).
 
     Raises:
         whatever ``build`` raises.
     """
-    key = f"kept\0{key}"
+    key = f"{kind}\0{key}"
+    if keep is not None:
+        _LIMITS[kind] = keep
     for store in (_load(), _NEW):
         if key in store:
             return store[key]  # type: ignore[return-value]
@@ -154,6 +160,10 @@ def save() -> None:
         if not _mine(folder, 0o077):
             return
         merged = {**_load(), **_NEW}
+        for kind, limit in _LIMITS.items():
+            mine = [k for k in merged if k.startswith(f"{kind}\0")]
+            for old in mine[:max(0, len(mine) - limit)]:
+                del merged[old]
         fd, tmp = tempfile.mkstemp(prefix=".re-", dir=folder)  # 0600
         try:
             with os.fdopen(fd, "wb") as handle:
