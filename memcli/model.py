@@ -13,6 +13,7 @@ from datetime import date, datetime
 from typing import Any, Callable
 
 from memcli.errors import ValidationFailed
+from memcli.text.recache import compiled
 from memcli.timeutil import OutOfCalendar, format_instant, parse_instant, to_utc
 
 CATEGORIES = ("preference", "fact", "decision", "procedure", "feedback", "goal", "episode", "summary", "glossary")
@@ -54,7 +55,7 @@ _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lp
 # controls; the bidirectional embeddings, overrides and isolates of Unicode UAX #9 that can
 # make text read differently from what it holds ("Trojan Source", CVE-2021-42574); and
 # lone surrogates, which is how undecodable bytes arrive (PEP 383 surrogateescape).
-_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_FORBIDDEN = compiled(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 #: The characters ``check_chars`` refuses, for callers that remove them instead (session summaries).
 FORBIDDEN_CHARS = _FORBIDDEN
 _CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}

@@ -108,7 +108,8 @@ HOT_BASE = frozenset((
     "memcli.policy.gates", "memcli.policy.owner", "memcli.service", "memcli.service.read", "memcli.service.redact",
     "memcli.store", "memcli.store.events", "memcli.store.files", "memcli.store.personal", "memcli.store.workspace",
     "memcli.timeutil",
-    "memcli.text", "memcli.text.recache"))  # memcli.toml's parse, kept from an earlier process (config._toml)
+    "memcli.text", "memcli.text.recache",  # memcli.toml's parse, kept from an earlier process (config._toml)
+    "memcli.digests"))  # the scan memo's SHA-256 without hashlib's OpenSSL load
 #: What redacting a hit costs: the scan view and the prefilter (no rule compiled).
 REDACTION = frozenset(("memcli.text", "memcli.text.confusables", "memcli.text.hidden", "memcli.text.secrets",
                        "memcli.text.secrets.kinds", "memcli.text.secrets.prefilter",

@@ -22,7 +22,6 @@ those for its folder or the whole tree).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -119,7 +118,9 @@ class HookRun:
 
 
 def _session_file(ctx: Ctx, session_id: str) -> Path:
-    digest = hashlib.sha256(session_id.encode()).hexdigest()[:24]
+    from memcli.digests import sha256  # not hashlib: OpenSSL's load costs 3 ms of every hook
+
+    digest = sha256(session_id.encode()).hexdigest()[:24]
     return ctx.ws.cache / "sessions" / f"{digest}.json"
 
 

@@ -86,7 +86,7 @@ def screen(patterns: Iterable[str], flags: int = 0) -> Screen:
     """
     from memcli.text.recache import kept
 
-    patterns = tuple(patterns)
+    patterns, flags = tuple(patterns), int(flags)
     found = kept(f"screen{VERSION}\0{flags}\0" + "\0".join(patterns), lambda: _split(patterns, flags))
     if not _sound(found):  # a damaged cache entry: made again here
         found = _split(patterns, flags)
