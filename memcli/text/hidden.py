@@ -29,7 +29,6 @@ emoji (``👩‍💻``), and VS15/VS16 (U+FE0E, U+FE0F) right after an emoji or 
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 from memcli.text import confusables
@@ -46,8 +45,8 @@ _HIDDEN_RE = compiled(
     "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
 #: ANSI (ECMA-48) escapes, as agents/context_block.py removes them at read.
-_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -~]?)")
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ANSI_RE = compiled(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -~]?)")
+_CONTROL_RE = compiled(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ZWJ, _VS15, _VS16, _KEYCAP = 0x200D, 0xFE0E, 0xFE0F, 0x20E3
 _KEYCAP_BASES = frozenset("0123456789#*")
 

@@ -129,19 +129,24 @@ def _mine(path: str, mode_mask: int) -> bool:
 def _load() -> dict[str, tuple]:
     global _STORE
     if _STORE is None:
-        _STORE = {}
-        path = _file()
-        if path is not None and _mine(os.path.dirname(path), 0o077) and _mine(path, 0o077):
-            import marshal
-
-            try:
-                with open(path, "rb") as handle:
-                    data = marshal.loads(handle.read())
-                if isinstance(data, dict):
-                    _STORE = data
-            except (OSError, EOFError, ValueError, TypeError):
-                pass
+        _STORE = _read()
     return _STORE
+
+
+def _read() -> dict[str, tuple]:
+    """The file's entries now ({} when it is missing, unreadable or not this user's alone)."""
+    path = _file()
+    if path is not None and _mine(os.path.dirname(path), 0o077) and _mine(path, 0o077):
+        import marshal
+
+        try:
+            with open(path, "rb") as handle:
+                data = marshal.loads(handle.read())
+            if isinstance(data, dict):
+                return data
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+    return {}
 
 
 def save() -> None:
@@ -159,7 +164,7 @@ def save() -> None:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         if not _mine(folder, 0o077):
             return
-        merged = {**_load(), **_NEW}
+        merged = {**_read(), **_NEW}  # the file as it is now: what another process saved meanwhile stays
         for kind, limit in _LIMITS.items():
             mine = [k for k in merged if k.startswith(f"{kind}\0")]
             for old in mine[:max(0, len(mine) - limit)]:
