@@ -154,7 +154,7 @@ HOT_COMMANDS = (
      HOT_BASE | REDACTION | HOOK | BLOCK | INJECTION | {"memcli.agents.registry", "memcli.agents.gemini"},
      set(), False),
     (("hook", "claude", "user-prompt-submit"), PROMPT,
-     HOT_BASE | REDACTION | HOOK | SEMANTIC - {"memcli.index.hybrid"} | INJECTION | {"memcli.agents.transcript",
+     HOT_BASE | REDACTION | HOOK | SEMANTIC - {"memcli.index.hybrid"} | INJECTION | {"memcli.agents.injected",
                                                                                    "memcli.agents.registry",
                                                                                    "memcli.agents.claude"},
      {"Stemmer", "rapidfuzz"}, False),

@@ -688,7 +688,7 @@ def _prompt_block(ctx: Ctx, prompt: str, seen: set[str], floor: float | None = N
         floor: overrides ``[hooks] prompt_floor`` (0-1), for the evaluations in bench/.
     """
     from memcli.agents.context_block import render
-    from memcli.agents.transcript import strip_injected
+    from memcli.agents.injected import strip_injected  # not agents.transcript: dataclasses, inspect
     from memcli.filters import Filters
     from memcli.service.read import recall, semantic_retriever
 
