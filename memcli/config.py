@@ -7,7 +7,6 @@ memcli may add some); a known key with a wrong type is a one-line error.
 from __future__ import annotations
 
 import re
-import tomllib
 from datetime import timedelta
 from pathlib import Path
 
@@ -287,10 +286,7 @@ def parse_config(text: str, path: Path | str = CONFIG_NAME) -> Config:
     Raises:
         WorkspaceInvalid: not valid TOML, a known key of the wrong type or out of its range.
     """
-    try:
-        data = tomllib.loads(text.removeprefix("\ufeff"))
-    except tomllib.TOMLDecodeError as err:
-        raise WorkspaceInvalid(f"{path}: cannot read configuration: {err}", hint="fix the TOML syntax") from None
+    data = _toml(text.removeprefix("\ufeff"), path)
     config = Config()
     for (table, key), (attr, kind) in KEYS.items():
         section = data.get(table, {})
@@ -336,6 +332,59 @@ def parse_config(text: str, path: Path | str = CONFIG_NAME) -> Config:
     config.ttl = {**DEFAULT_TTL, **_ttl_table(path, data.get("ttl", {}))}
     config.unknown = unknown_keys(data)
     return config
+
+
+#: Settings texts whose parse is kept for the next process (``_toml``): a person's workspaces.
+KEPT_TEXTS = 16
+
+
+def _toml(text: str, path: Path | str) -> dict:
+    """``tomllib.loads(text)``, kept in this user's cache of derived data (``text.recache.kept``)
+    for the next command: importing and running ``tomllib`` costs 5 ms, reading it back 0.1 ms.
+    A text holding a TOML date or time (no ``marshal`` form) is parsed every time.
+
+    Raises:
+        WorkspaceInvalid: not valid TOML.
+    """
+    import marshal
+
+    from memcli.text.recache import kept
+
+    parsed: list[dict] = []
+
+    def parse() -> object:
+        parsed.append(_parse_now(text, path))
+        return marshal.loads(marshal.dumps(parsed[0])) if _plain(parsed[0]) else None  # kept apart from the caller's
+
+    found = kept(text, parse, kind="toml", keep=KEPT_TEXTS)
+    if parsed:
+        return parsed[0]
+    if not isinstance(found, dict):  # a date in the text, or a damaged entry: parsed here
+        return _parse_now(text, path)
+    return marshal.loads(marshal.dumps(found))  # a copy: the caller's lists are its own
+
+
+def _parse_now(text: str, path: Path | str) -> dict:
+    """``tomllib.loads(text)``.
+
+    Raises:
+        WorkspaceInvalid: not valid TOML.
+    """
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise WorkspaceInvalid(f"{path}: cannot read configuration: {err}", hint="fix the TOML syntax") from None
+
+
+def _plain(value: object) -> bool:
+    """Whether ``value`` holds only what ``marshal`` writes and TOML gives (no date or time)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return isinstance(value, str | int | float | bool)
 
 
 def unknown_keys(data: dict) -> list[str]:

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memcli.errors import FileOverLimit, InvalidMemoryFile
+from memcli.text.recache import compiled
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
@@ -32,7 +33,7 @@ BOM = "\ufeff"
 FENCE = "---"
 #: One line with its ending. Only CRLF, LF and a lone CR end a line, as in ruamel's line
 #: numbers; ``str.splitlines`` would also split at U+2028, U+0085, form feed and others.
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_LINE = compiled(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
 class Document:
@@ -290,7 +291,7 @@ def _load_fast(source: str) -> dict | None:
     return meta if isinstance(meta, dict) and meta else None
 
 
-_DATE_VALUE = re.compile(r"^\s*(?:- )?[\w.-]+:\s*['\"]?(\d{4}-\d{1,2}-\d{1,2}[^'\"#\s]*)")
+_DATE_VALUE = compiled(r"^\s*(?:- )?[\w.-]+:\s*['\"]?(\d{4}-\d{1,2}-\d{1,2}[^'\"#\s]*)")
 
 
 def _bad_date_line(source: str) -> int | None:
@@ -336,7 +337,7 @@ def emit(values: dict[str, Any], newline: str = "\n") -> list[str]:
 #: A string :func:`_emit_plain` writes as it is: ASCII words, digits and ``_ . / : @ + -`` with
 #: single spaces, starting with a letter, digit or ``_``; what ruamel writes unquoted (a subset:
 #: anything else goes to ruamel, which quotes where YAML needs it).
-_PLAIN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_./:@+-]| (?=[A-Za-z0-9_./@+-]))*")
+_PLAIN = compiled(r"[A-Za-z0-9_](?:[A-Za-z0-9_./:@+-]| (?=[A-Za-z0-9_./@+-]))*")
 #: Plain strings a YAML reader would take for something else, so ruamel quotes them: the implicit
 #: types of ruamel's resolver (``ruamel.yaml.resolver.implicit_resolvers``, YAML 1.2 and 1.1
 #: alike: booleans, floats, ints, null, timestamps, ``<<``, ``=``), the YAML 1.1 booleans in any
@@ -427,15 +428,15 @@ def _emit_plain(values: dict[str, Any], indent: str = "") -> list[str] | None:
 #: The longest front-matter :func:`read_plain` reads (a memory's is under 1 KB): so few
 #: characters cannot pass :data:`MAX_VALUES` or :data:`MAX_NESTING`, and the parsers check them.
 PLAIN_READ_MAX = 4096
-_PLAIN_INT = re.compile(r"0|-?[1-9][0-9]*")
-_PLAIN_STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
+_PLAIN_INT = compiled(r"0|-?[1-9][0-9]*")
+_PLAIN_STAMP = compiled(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
 #: A glob such as ``src/hooks/*.ts`` or ``tests/**``, which ruamel writes plain: YAML 1.2 reads a
 #: plain scalar that does not start with an indicator (``*`` starts an alias) and holds no
 #: ``: ``, `` #`` or flow indicator as a string, and one holding ``*`` is no other type.
-_PLAIN_GLOB = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./-]*\*[A-Za-z0-9_./*-]*")
+_PLAIN_GLOB = compiled(r"[A-Za-z0-9_./][A-Za-z0-9_./-]*\*[A-Za-z0-9_./*-]*")
 #: A single-quoted string (``'**/*.py'``, ``'*.md'``, ``'yes'``), printable ASCII without
 #: ``'`` (so nothing to unescape: YAML 1.2 section 7.3.2), ``\``, or a flow indicator (``,[]{}``).
-_QUOTED = re.compile(r"'[ -&(-+\--Z^-z|~]+'")
+_QUOTED = compiled(r"'[ -&(-+\--Z^-z|~]+'")
 #: Keys :func:`read_plain` has found written plain, and ``(token, in a list) -> value`` of the
 #: tokens it has read (values that never change: str, int, bool, None, datetime); bounded.
 _PLAIN_KEYS: set[str] = set()

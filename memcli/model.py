@@ -13,6 +13,7 @@ from datetime import date, datetime
 from typing import Any, Callable
 
 from memcli.errors import ValidationFailed
+from memcli.text.recache import compiled
 from memcli.timeutil import OutOfCalendar, format_instant, parse_instant, to_utc
 
 CATEGORIES = ("preference", "fact", "decision", "procedure", "feedback", "goal", "episode", "summary", "glossary")
@@ -35,26 +36,26 @@ KEY_ORDER = (
 #: at: ``policy.pointers``), and the most names each list may hold.
 ANCHOR_LISTS = ("files", "symbols", "commands")
 MAX_ANCHOR_NAMES = 50
-_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+_COMMIT = compiled(r"^[0-9a-f]{7,64}$")
 MAX_BODY_CHARS = 20_000
 MAX_SUBJECT_CHARS = 200
 #: Write bounds of a memory's labels (issue 22 point 8; the MCP tools publish the same in their
 #: schemas): at most this many tags of at most this many characters each, and the same for paths.
 MAX_TAGS, MAX_TAG_CHARS, MAX_PATHS, MAX_PATH_CHARS = 50, 200, 50, 1_024
 
-_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
-_MONTH_DIR = re.compile(r"^\d{4}-\d{2}$")
+_ID = compiled(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_NAME = compiled(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+_MONTH_DIR = compiled(r"^\d{4}-\d{2}$")
 # Windows device names: refused as path components everywhere (pass/gopass do the same).
 #: A file name memcli makes: a ULID (26 characters of Crockford base32, lower case; the first
 #: 0-7) followed by ``-`` and a slug; see :func:`id_from_stem`.
-_ULID_NAME = re.compile(r"(?P<id>[0-7][0-9a-hjkmnp-tv-z]{25})-.+", re.DOTALL)
+_ULID_NAME = compiled(r"(?P<id>[0-7][0-9a-hjkmnp-tv-z]{25})-.+", re.DOTALL)
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 # Refused in text and labels: C0 controls but tab, newline and carriage return; DEL; C1
 # controls; the bidirectional embeddings, overrides and isolates of Unicode UAX #9 that can
 # make text read differently from what it holds ("Trojan Source", CVE-2021-42574); and
 # lone surrogates, which is how undecodable bytes arrive (PEP 383 surrogateescape).
-_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_FORBIDDEN = compiled(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 #: The characters ``check_chars`` refuses, for callers that remove them instead (session summaries).
 FORBIDDEN_CHARS = _FORBIDDEN
 _CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}

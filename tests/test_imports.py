@@ -107,7 +107,9 @@ HOT_BASE = frozenset((
     "memcli.index.tokenize", "memcli.model", "memcli.policy",
     "memcli.policy.gates", "memcli.policy.owner", "memcli.service", "memcli.service.read", "memcli.service.redact",
     "memcli.store", "memcli.store.events", "memcli.store.files", "memcli.store.personal", "memcli.store.workspace",
-    "memcli.timeutil"))
+    "memcli.timeutil",
+    "memcli.text", "memcli.text.recache",  # memcli.toml's parse, kept from an earlier process (config._toml)
+    "memcli.digests"))  # the scan memo's SHA-256 without hashlib's OpenSSL load
 #: What redacting a hit costs: the scan view and the prefilter (no rule compiled).
 REDACTION = frozenset(("memcli.text", "memcli.text.confusables", "memcli.text.hidden", "memcli.text.secrets",
                        "memcli.text.secrets.kinds", "memcli.text.secrets.prefilter",
@@ -133,26 +135,28 @@ TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read
 #: correction is computed and rapidfuzz stays out; the prompt hook's pool of 400 is not
 #: filled, so it corrects. The tool hook's file has no working folder to resolve it in, so
 #: it asks git nothing.
+#: The instruction-like label of what is shown (``agents/injection.py``) and its literal screen
+#: (``text/literals.py``: the phrases' pattern runs only on the few texts holding their words).
+INJECTION = frozenset(("memcli.agents.injection", "memcli.text.literals"))
 HOT_COMMANDS = (
     (("recall", "pnpm", "-n", "1"), None,
-     HOT_BASE | SEARCH | REDACTION | SEMANTIC | {"memcli.agents", "memcli.agents.injection",
-                                                 "memcli.service.stale_notes", "memcli.service.unbacked"},
+     HOT_BASE | SEARCH | REDACTION | SEMANTIC | INJECTION | {"memcli.agents",
+                                                             "memcli.service.stale_notes", "memcli.service.unbacked"},
      {"Stemmer"}, False),
-    (("context",), None, HOT_BASE | REDACTION | CONTEXT | BLOCK | {"memcli.agents.injection"}, set(), False),
+    (("context",), None, HOT_BASE | REDACTION | CONTEXT | BLOCK | INJECTION, set(), False),
     (("hook", "claude", "session-start"), "{}",
-     HOT_BASE | REDACTION | HOOK | BLOCK | {"memcli.agents.injection", "memcli.agents.registry",
-                                         "memcli.agents.claude"}, set(), False),
+     HOT_BASE | REDACTION | HOOK | BLOCK | INJECTION | {"memcli.agents.registry", "memcli.agents.claude"},
+     set(), False),
     (("hook", "codex", "session-start"), "{}",
-     HOT_BASE | REDACTION | HOOK | BLOCK | {"memcli.agents.injection", "memcli.agents.registry",
-                                         "memcli.agents.codex"}, set(), False),
+     HOT_BASE | REDACTION | HOOK | BLOCK | INJECTION | {"memcli.agents.registry", "memcli.agents.codex"},
+     set(), False),
     (("hook", "gemini", "session-start"), "{}",
-     HOT_BASE | REDACTION | HOOK | BLOCK | {"memcli.agents.injection", "memcli.agents.registry",
-                                         "memcli.agents.gemini"}, set(), False),
+     HOT_BASE | REDACTION | HOOK | BLOCK | INJECTION | {"memcli.agents.registry", "memcli.agents.gemini"},
+     set(), False),
     (("hook", "claude", "user-prompt-submit"), PROMPT,
-     HOT_BASE | REDACTION | HOOK | SEMANTIC - {"memcli.index.hybrid"} | {"memcli.agents.transcript",
-                                                                       "memcli.agents.injection",
-                                                                       "memcli.agents.registry",
-                                                                       "memcli.agents.claude"},
+     HOT_BASE | REDACTION | HOOK | SEMANTIC - {"memcli.index.hybrid"} | INJECTION | {"memcli.agents.injected",
+                                                                                   "memcli.agents.registry",
+                                                                                   "memcli.agents.claude"},
      {"Stemmer", "rapidfuzz"}, False),
     (("hook", "claude", "pre-tool-use"), TOOL,
      HOT_BASE | HOOK - SEARCH | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude",

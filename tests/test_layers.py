@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("memcli.guards",),                                     # guard patterns: Claude Code's permission-rule syntax
     ("memcli.text",),                                       # text rules: secrets, hidden characters
     ("memcli", "memcli.errors", "memcli.timeutil", "memcli.yamlfast", "memcli.testpoint",
-     "memcli.filters", "memcli.interrupts"),                 # pure helpers; the read filters' table
+     "memcli.filters", "memcli.interrupts", "memcli.digests"),  # pure helpers; the read filters' table
 ]
 
 #: Imports that run up today, (importer, imported) by module.  This list only shrinks: the

@@ -17,6 +17,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from memcli.text.literals import Screen, screen
 from memcli.text.recache import compiled
 
 #: The phrase file: ``[language]`` headers, one regular expression per line, ``#`` comments.
@@ -48,12 +49,19 @@ def _pattern() -> re.Pattern[str]:
     return compiled("|".join(f"(?:{p})" for phrases in PHRASES.values() for p in phrases), re.IGNORECASE)
 
 
+@cache
+def _screen() -> Screen:
+    """The words one of which each phrase needs (``text.literals``): most texts hold none of
+    any phrase, and the phrases' pattern (0.3 ms a line) then need not run."""
+    return screen((p for phrases in PHRASES.values() for p in phrases), re.IGNORECASE)
+
+
 def instruction_like(text: str) -> bool:
     """True when ``text`` reads like an instruction to the agent in any language of :data:`PHRASES`."""
     from memcli.text.hidden import scan_view
 
     view, _ = scan_view(text)
-    return _pattern().search(view) is not None
+    return _screen().may_match(view) and _pattern().search(view) is not None
 
 
 def language_of_match(text: str) -> str | None:

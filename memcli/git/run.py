@@ -166,6 +166,77 @@ def _run_bounded(argv: list[str], cwd: Any, input: bytes | str | None, env: dict
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+class Started:
+    """A git process :func:`start` began, running while the caller works; :meth:`result` waits
+    for it, :meth:`cancel` ends it. Either must be called once (the process is reaped there)."""
+
+    def __init__(self, proc: "subprocess.Popen[bytes]", args: tuple[str, ...] | list[str], deadline: float) -> None:
+        self.proc = proc
+        self.args = args
+        self.deadline = deadline
+
+    def result(self) -> "subprocess.CompletedProcess[bytes]":
+        """The finished process (stdout and stderr as bytes), as :func:`run` gives it.
+
+        Raises:
+            GitTimedOut: the deadline passed (git and its process group were killed).
+        """
+        import subprocess
+
+        try:
+            out, err = self.proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise GitTimedOut(f"git {subcommand(self.args)} did not finish in time and was stopped",
+                              hint="retry; if it keeps happening, check the repository (`git fsck`)") from None
+        except BaseException:
+            self.cancel()
+            raise
+        _end_group(self.proc)
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
+
+    def cancel(self) -> None:
+        """Kill git (and its process group) and reap it; the answer is not wanted. Never raises."""
+        _end_group(self.proc)
+        try:
+            self.proc.kill()
+            self.proc.communicate()
+        except (OSError, ValueError):
+            pass
+
+
+def start(args: tuple[str, ...] | list[str], cwd: Any = None, *, timeout: float) -> Started:
+    """Start ``git ARGS`` in ``cwd`` as :func:`run` would (sealed, stdin closed, its own process
+    group), without waiting: git runs on another core while the caller works, and
+    :meth:`Started.result` collects it within ``timeout`` seconds of now.
+
+    Raises:
+        GitFailed: git cannot be started (not installed, not on ``PATH``, ``cwd`` missing).
+    """
+    import subprocess
+
+    unix = hasattr(os, "killpg")
+    try:
+        proc = subprocess.Popen([*BASE_ARGS, *args], cwd=cwd, env=environment(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=unix)
+    except OSError as err:
+        if cwd is not None and not os.path.isdir(cwd):
+            raise GitFailed(f"cannot run git in {cwd}: {err.strerror}") from None
+        raise GitFailed(f"cannot run git: {err.strerror}", hint="install git and put it on PATH") from None
+    return Started(proc, args, time.monotonic() + timeout)
+
+
+def _end_group(proc: "subprocess.Popen[Any]") -> None:
+    """SIGKILL to git's process group (what it left behind must not outlive it); Unix only."""
+    if hasattr(os, "killpg"):
+        import signal
+
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def check(proc: "subprocess.CompletedProcess[Any]", args: tuple[str, ...] | list[str], what: str = "") -> None:
     """Raise :class:`GitFailed` (``git SUBCOMMAND failed: FIRST ERROR LINE``) unless ``proc`` exited 0.
 

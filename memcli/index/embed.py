@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +124,8 @@ def mode(configured: str, environ: Mapping[str, str] | None = None) -> str:
 
 def missing_modules(names: tuple[str, ...]) -> list[str]:
     """Which of the modules ``names`` cannot be imported (found without importing them)."""
+    from importlib.util import find_spec
+
     out = []
     for name in names:
         try:

@@ -61,9 +61,9 @@ def mine(path: Path, private: bool = False) -> bool:
 
 def socket_path(index: Path, service: str = "") -> Path:
     """The socket of ``service`` (see the module docstring) for the store whose index file is ``index``."""
-    import hashlib
+    from memcli.digests import blake2b  # not hashlib: no OpenSSL load on a read
 
-    key = hashlib.blake2b(str(Path(index).resolve()).encode(), digest_size=10).hexdigest()
+    key = blake2b(str(Path(index).resolve()).encode(), digest_size=10).hexdigest()
     return folder() / (f"{key}.{service}.sock" if service else f"{key}.sock")
 
 

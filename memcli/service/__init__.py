@@ -6,7 +6,6 @@ messages, warnings) and raises ``MemcliError`` subclasses; it never prints.
 
 from __future__ import annotations
 
-import getpass
 import os
 from datetime import datetime
 from pathlib import Path
@@ -98,6 +97,8 @@ def default_actor(root: Path | None = None) -> str:
         identity = _git_identity(root)
         if identity:
             return identity
+    import getpass  # the last resort only (it imports termios, pwd): most actors come from above
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):

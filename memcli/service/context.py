@@ -18,6 +18,7 @@ The rendering (fence, budget, neutralising) is ``memcli.agents.context_block``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memcli.agents.context_block import FOOTER_RESERVE, Block, render
 from memcli.errors import UsageProblem, ValidationFailed
@@ -26,6 +27,11 @@ from memcli.model import Memory, check_choice
 from memcli.service import Ctx
 from memcli.service.read import MAX_QUERY, retriever, served_matches
 from memcli.service.redact import for_reader
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from memcli.git.run import Started
 
 #: Memories considered for the block at most; 8,000 characters hold far fewer.
 POOL = 400
@@ -109,17 +115,16 @@ def changed_files(folder: Path, workspace: Path) -> list[str]:
     100,000 memories), with ``--no-optional-locks``: a read never rewrites git's index (a
     concurrent commit would find it locked).
     """
-    from memcli.errors import GitFailed
-    from memcli.git import run as runner
+    return InPlay.changed(folder, workspace).files()
 
-    specs = _beside_own(folder, workspace)
-    if specs == []:
-        return []  # the folder is memcli's own: nothing else in it
-    try:
-        proc = runner.run(("--no-optional-locks", "status", "--porcelain=v1", "-z", "--",
-                           *(specs or [".", *_excludes(folder, workspace)])), folder, timeout=5)
-    except GitFailed:  # no git, or past the deadline (GitTimedOut)
-        return []
+
+def _status_args(folder: Path, workspace: Path, specs: list[str] | None) -> tuple[str, ...]:
+    return ("--no-optional-locks", "status", "--porcelain=v1", "-z", "--",
+            *(specs or [".", *_excludes(folder, workspace)]))
+
+
+def _changed(proc: subprocess.CompletedProcess[bytes]) -> list[str]:
+    """The files of ``git status --porcelain=v1 -z`` output (see :func:`changed_files`)."""
     fields = proc.stdout.decode("utf-8", "replace").split("\0") if proc.returncode == 0 else []
     files = []
     i = 0
@@ -144,6 +149,46 @@ def _beside_own(folder: Path, workspace: Path) -> list[str] | None:
     with ``:(exclude)`` pathspecs); ``[]`` when ``folder`` itself is one of them. At most
     ``MAX_PATHSPECS`` (a root of more entries: None).
     """
+    listing = _listing(folder, workspace)
+    if not isinstance(listing, _Listing):
+        return listing
+    return listing.specs(_head_entries(folder, listing.folders()))
+
+
+class _Listing:
+    """The folders on the way from a repository's root to the workspace's own entries, as
+    listed now (:func:`_listing`); :meth:`specs` adds what ``HEAD`` holds there."""
+
+    def __init__(self, here: Path, own: set[Path], chain: set[Path], names: dict[Path, set[str]]) -> None:
+        self.here, self.own, self.chain, self.names = here, own, chain, names
+
+    def folders(self) -> list[str]:
+        """The folders of the chain relative to the root (``.`` for the root), sorted."""
+        return sorted(d.relative_to(self.here).as_posix() for d in self.chain)
+
+    def specs(self, held: dict[str, set[str]]) -> list[str] | None:
+        """The pathspecs of :func:`_beside_own` for ``held`` (:func:`_head_entries`; ``{}``: the
+        listing alone); None past ``MAX_PATHSPECS``."""
+        specs: list[str] = []
+        for folder_on_chain in sorted(self.chain):
+            rel = folder_on_chain.relative_to(self.here).as_posix()
+            prefix = "" if rel == "." else rel + "/"
+            for name in sorted(self.names[folder_on_chain] | held.get(rel, set())):
+                path = folder_on_chain / name
+                if (prefix == "" and name == ".git") or path in self.own or path in self.chain:
+                    continue
+                specs.append(f":(literal){prefix}{name}")
+                if len(specs) > MAX_PATHSPECS:
+                    return None
+        return specs  # [] when only memcli's own entries are there: nothing to ask about
+
+    def holds(self, held: dict[str, set[str]]) -> bool:
+        """Whether every entry ``held`` names is listed already (nothing deleted on the chain)."""
+        return all(names <= self.names.get(self.here / rel, set()) for rel, names in held.items())
+
+
+def _listing(folder: Path, workspace: Path) -> _Listing | list[str] | None:
+    """The :class:`_Listing` of :func:`_beside_own`, or what it answers without one (None, ``[]``)."""
     import os
 
     try:
@@ -157,23 +202,13 @@ def _beside_own(folder: Path, workspace: Path) -> list[str] | None:
     if here in own:
         return []
     chain = {parent for p in own for parent in p.parents if parent == here or here in parent.parents}
-    held = _head_entries(folder, sorted(d.relative_to(here).as_posix() for d in chain))
-    specs: list[str] = []
-    for folder_on_chain in sorted(chain):
-        rel = folder_on_chain.relative_to(here).as_posix()
-        prefix = "" if rel == "." else rel + "/"
+    names: dict[Path, set[str]] = {}
+    for folder_on_chain in chain:
         try:
-            names = set(os.listdir(folder_on_chain))
+            names[folder_on_chain] = set(os.listdir(folder_on_chain))
         except OSError:
             return None
-        for name in sorted(names | held.get(rel, set())):
-            path = folder_on_chain / name
-            if (prefix == "" and name == ".git") or path in own or path in chain:
-                continue
-            specs.append(f":(literal){prefix}{name}")
-            if len(specs) > MAX_PATHSPECS:
-                return None
-    return specs  # [] when only memcli's own entries are there: nothing to ask about
+    return _Listing(here, own, chain, names)
 
 
 def _head_entries(folder: Path, folders: list[str]) -> dict[str, set[str]]:
@@ -188,6 +223,11 @@ def _head_entries(folder: Path, folders: list[str]) -> dict[str, set[str]]:
         proc = runner.run(("ls-tree", "-z", "--name-only", "--full-name", "HEAD", "--", *args), folder, timeout=5)
     except GitFailed:
         return {}
+    return _held(proc)
+
+
+def _held(proc: subprocess.CompletedProcess[bytes]) -> dict[str, set[str]]:
+    """``{folder: names}`` from ``git ls-tree -z --name-only --full-name`` (see :func:`_head_entries`)."""
     found: dict[str, set[str]] = {}
     if proc.returncode != 0:
         return found
@@ -206,9 +246,101 @@ def files_in_play(folder: Path, workspace: Path) -> list[str]:
     so "every file" would put every path-scoped memory above every general one; there, only
     the files with uncommitted changes (``changed_files``) are in play.
     """
-    if (folder / ".git").exists():
-        return changed_files(folder, workspace)
-    return tracked_files(folder, workspace)
+    return InPlay.start(folder, workspace).files()
+
+
+class InPlay:
+    """:func:`files_in_play` begun: its git processes start at once and run on another core
+    while the caller searches the index; :meth:`files` collects them, :meth:`cancel` ends them
+    unasked. One of the two must be called.
+
+    At a repository's root, ``git ls-tree HEAD`` (the entries deleted on the way to the
+    workspace) and ``git status`` over the entries listed now run side by side; in the rare
+    case ``HEAD`` holds an entry no longer listed, ``git status`` runs again with it.
+    """
+
+    def __init__(self, folder: Path, workspace: Path) -> None:
+        self.folder, self.workspace = folder, workspace
+        self.known: list[str] | None = None  # the answer, when no git process is needed
+        self.listing: _Listing | None = None
+        self.tracked = False  # ls-files (a subfolder), not status (a root)
+        self.started: list[Started] = []  # ls-files; or ls-tree (when listed) and status
+
+    @classmethod
+    def start(cls, folder: Path, workspace: Path) -> InPlay:
+        """Start what :func:`files_in_play` asks git about ``folder``."""
+        if (folder / ".git").exists():
+            return cls.changed(folder, workspace)
+        made = cls(folder, workspace)
+        made.tracked = True
+        made._begin(("ls-files", "--full-name", "-z", "--", ".", *_excludes(folder, workspace)))
+        return made
+
+    @classmethod
+    def changed(cls, folder: Path, workspace: Path) -> InPlay:
+        """Start what :func:`changed_files` asks git."""
+        made = cls(folder, workspace)
+        listing = _listing(folder, workspace)
+        if listing == []:
+            made.known = []  # the folder is memcli's own: nothing else in it
+            return made
+        if isinstance(listing, _Listing):
+            specs = listing.specs({})
+            if specs is not None:
+                made.listing = listing
+                made._begin(("ls-tree", "-z", "--name-only", "--full-name", "HEAD", "--",
+                             *(f if f == "." else f + "/" for f in listing.folders())))
+                made._begin(_status_args(folder, workspace, specs))
+                return made
+        made._begin(_status_args(folder, workspace, None))  # no listing, or past MAX_PATHSPECS: `.` and exclusions
+        return made
+
+    def _begin(self, args: tuple[str, ...]) -> None:
+        from memcli.errors import GitFailed
+        from memcli.git import run as runner
+
+        if self.known is not None:
+            return
+        try:
+            self.started.append(runner.start(args, self.folder, timeout=5))
+        except GitFailed:  # no git: nothing in play
+            self.cancel()
+            self.known = []
+
+    def files(self) -> list[str]:
+        """The files in play (see :func:`files_in_play`); empty outside git or when git fails."""
+        from memcli.errors import GitFailed
+        from memcli.git import run as runner
+
+        if self.known is not None:
+            return self.known
+        try:
+            done = [p.result() for p in self.started]
+        except GitFailed:  # past the deadline (GitTimedOut)
+            self.cancel()
+            return []
+        finally:
+            self.started = [p for p in self.started if p.proc.returncode is None]
+        if self.listing is None:
+            (proc,) = done
+            if self.tracked:
+                return [f for f in proc.stdout.decode("utf-8", "replace").split("\0") if f][:MAX_FILES]
+            return _changed(proc)
+        tree, status = done
+        held = _held(tree)
+        if self.listing.holds(held):
+            return _changed(status)
+        specs = self.listing.specs(held)  # HEAD holds an entry the folder no longer does: ask again with it
+        try:
+            return _changed(runner.run(_status_args(self.folder, self.workspace, specs), self.folder, timeout=5))
+        except GitFailed:
+            return []
+
+    def cancel(self) -> None:
+        """End the git processes still running, unasked. Never raises."""
+        for proc in self.started:
+            proc.cancel()
+        self.started = []
 
 
 def project_path(name: str, cwd: Path | None, workspace: Path) -> str | None:
@@ -284,13 +416,20 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
     search = retriever(ctx)
     base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=POOL, actor=ctx.actor)
     pool = [h.memory for h in search.search(base)]
-    first: list[Memory] = [*(lead or ()), *(m for m in pool if m.pinned)]
-    if query and query.strip():
-        base.text = query
-        hits = search.search(base)  # as recall: a query matches what is served, never a hidden secret
-        first += [h.memory for h in served_matches(base, hits, for_reader(ctx, [h.memory for h in hits]))]
-    if folder is not None and any(m.paths for m in pool):
-        first += about_files([m for m in pool if m.paths], files_in_play(folder, ctx.ws.root))
+    # git (the files in play) runs on the other core while the query is searched; git is not
+    # asked at all when no memory of the pool has paths
+    playing = InPlay.start(folder, ctx.ws.root) if folder is not None and any(m.paths for m in pool) else None
+    try:
+        first: list[Memory] = [*(lead or ()), *(m for m in pool if m.pinned)]
+        if query and query.strip():
+            base.text = query
+            hits = search.search(base)  # as recall: a query matches what is served, never a hidden secret
+            first += [h.memory for h in served_matches(base, hits, for_reader(ctx, [h.memory for h in hits]))]
+        if playing is not None and any(m.paths for m in pool):
+            first += about_files([m for m in pool if m.paths], playing.files())
+    finally:
+        if playing is not None:
+            playing.cancel()
     seen = set(exclude or ())
     ordered = []
     for memory in [*first, *pool]:

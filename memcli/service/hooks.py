@@ -22,7 +22,6 @@ those for its folder or the whole tree).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -119,7 +118,9 @@ class HookRun:
 
 
 def _session_file(ctx: Ctx, session_id: str) -> Path:
-    digest = hashlib.sha256(session_id.encode()).hexdigest()[:24]
+    from memcli.digests import sha256  # not hashlib: OpenSSL's load costs 3 ms of every hook
+
+    digest = sha256(session_id.encode()).hexdigest()[:24]
     return ctx.ws.cache / "sessions" / f"{digest}.json"
 
 
@@ -744,7 +745,7 @@ def _prompt_block(ctx: Ctx, prompt: str, seen: set[str], floor: float | None = N
         floor: overrides ``[hooks] prompt_floor`` (0-1), for the evaluations in bench/.
     """
     from memcli.agents.context_block import render
-    from memcli.agents.transcript import strip_injected
+    from memcli.agents.injected import strip_injected  # not agents.transcript: dataclasses, inspect
     from memcli.filters import Filters
     from memcli.service.read import recall, semantic_retriever
 

@@ -24,11 +24,11 @@ or written, every text is simply scanned.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memcli.digests import sha256
 from memcli.model import Memory
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ _CHUNK = 500  # digests per SELECT (SQLite's default limit on host parameters is
 
 
 def _digest(text: str) -> bytes:
-    return hashlib.sha256(f"{RULESET_VERSION}\0{text}".encode("utf-8", "surrogatepass")).digest()
+    return bytes(sha256(f"{RULESET_VERSION}\0{text}".encode("utf-8", "surrogatepass")).digest())
 
 
 class ScanMemo:

@@ -20,7 +20,6 @@ memories near one being written (issue 18 point 5: a suggestion, never a refusal
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from memcli.service import Ctx
 
 if TYPE_CHECKING:  # annotations only: the model's modules load numpy
     import logging
+    import threading
 
     from memcli.index.embed import Embedder, Floats
     from memcli.index.hybrid import HybridRetriever, LocalSemantic, Semantic
@@ -77,6 +77,8 @@ class Warm:
     """
 
     def __init__(self, workspace: str | None = None, actor: str | None = None, serve: bool = True) -> None:
+        import threading  # a long-lived process's; a hook's recall imports this module without it (1 ms)
+
         self.workspace = workspace
         self.actor = actor
         self.serve = serve
@@ -97,6 +99,8 @@ class Warm:
 
     def start(self) -> Warm:
         """Load the model in a background thread (returns at once)."""
+        import threading
+
         self.thread = threading.Thread(target=self._run, name="memcli-semantic", daemon=True)
         self.thread.start()
         return self
@@ -403,6 +407,8 @@ class EarlyClose:
                                now=ctx.now, limit=CLOSE_LIMIT + 4, actor=ctx.actor)
         except Exception:  # noqa: BLE001 - a suggestion never fails a write
             return
+        import threading
+
         self.thread = threading.Thread(target=self._ask, args=(path, self.query), name="memcli-close-to",
                                        daemon=True)
         self.thread.start()

@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +43,9 @@ UNVERIFIED = "unverified"
 
 def digest(data: bytes) -> str:
     """The SHA-256 (hex) a held-back ``memcli.toml`` is known by."""
-    return hashlib.sha256(data).hexdigest()
+    from memcli.digests import sha256  # not hashlib: no OpenSSL load on a read
+
+    return str(sha256(data).hexdigest())
 
 
 def from_text(text: str) -> Config | None:

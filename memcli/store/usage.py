@@ -48,9 +48,9 @@ def session_key(session_id: str) -> str:
     """The journal's name for a session: 16 hex digits of the SHA-256 of its id ("" for none)."""
     if not session_id:
         return ""
-    import hashlib
+    from memcli.digests import sha256
 
-    return hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:16]
+    return str(sha256(session_id.encode("utf-8", "replace")).hexdigest())[:16]
 
 
 def append(cache: Path, actor: str, agent: str, session_id: str, event: str, ids: list[str],

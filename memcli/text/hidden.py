@@ -29,24 +29,24 @@ emoji (``👩‍💻``), and VS15/VS16 (U+FE0E, U+FE0F) right after an emoji or 
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 from memcli.text import confusables
+from memcli.text.recache import compiled
 
 #: Every hidden character in one class: the Cf ranges of Unicode 15 (U+00AD, U+0600-0605,
 #: U+061C, U+06DD, U+070F, U+0890-0891, U+08E2, U+180E, U+200B-200F, U+202A-202E,
 #: U+2060-2064, U+2066-206F, U+FEFF, U+FFF9-FFFB, U+110BD, U+110CD, U+13430-1343F,
 #: U+1BCA0-1BCA3, U+1D173-1D17A, U+E0000-E007F) and the extras above, written out so that
 #: importing this module costs nothing.
-_HIDDEN_RE = re.compile(
+_HIDDEN_RE = compiled(
     "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u180b-\u180f"
     "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
     "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
 #: ANSI (ECMA-48) escapes, as agents/context_block.py removes them at read.
-_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -~]?)")
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ANSI_RE = compiled(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -~]?)")
+_CONTROL_RE = compiled(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ZWJ, _VS15, _VS16, _KEYCAP = 0x200D, 0xFE0E, 0xFE0F, 0x20E3
 _KEYCAP_BASES = frozenset("0123456789#*")
 

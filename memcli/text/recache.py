@@ -22,12 +22,16 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
 
 #: key -> the arguments of ``_sre.compile`` after the pattern: (flags, code, groups, groupindex, indexgroup).
 _STORE: dict[str, tuple] | None = None
 _NEW: dict[str, tuple] = {}
 _HOOKED: list[bool] = []
+#: kind -> how many of its entries the file keeps at most (:func:`kept`).
+_LIMITS: dict[str, int] = {}
 
 
 def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -64,13 +68,40 @@ def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
         raise
     except Exception:  # noqa: BLE001 - internals not as expected: the public way
         return re.compile(pattern, flags)
-    _NEW[key] = args
+    _remember(key, args)
+    return made
+
+
+def kept(key: str, build: Callable[[], T], *, kind: str = "kept", keep: int | None = None) -> T:
+    """``build()``, kept in the same file as the compiled patterns under ``key`` (derived data
+    about patterns, such as a literal screen's words, ``text.literals``, or a parsed settings
+    file, ``config``): the first process on a machine builds it, later ones read it. The
+    value must be something ``marshal`` writes (tuples, lists, dicts, strings, numbers); it
+    is rebuilt when the file does not hold it. ``keep``: at most this many entries of
+    ``kind`` stay in the file (the newest), for keys that change (a file's text).
+
+    Raises:
+        whatever ``build`` raises.
+    """
+    key = f"{kind}\0{key}"
+    if keep is not None:
+        _LIMITS[kind] = keep
+    for store in (_load(), _NEW):
+        if key in store:
+            return store[key]  # type: ignore[return-value]
+    value = build()
+    _remember(key, value)  # type: ignore[arg-type]
+    return value
+
+
+def _remember(key: str, entry: tuple) -> None:
+    """Keep ``entry`` for :func:`save` (at exit, or when the CLI calls it)."""
+    _NEW[key] = entry
     if not _HOOKED:
         import atexit
 
         atexit.register(save)
         _HOOKED.append(True)
-    return made
 
 
 def _folder() -> str:
@@ -98,19 +129,24 @@ def _mine(path: str, mode_mask: int) -> bool:
 def _load() -> dict[str, tuple]:
     global _STORE
     if _STORE is None:
-        _STORE = {}
-        path = _file()
-        if path is not None and _mine(os.path.dirname(path), 0o077) and _mine(path, 0o077):
-            import marshal
-
-            try:
-                with open(path, "rb") as handle:
-                    data = marshal.loads(handle.read())
-                if isinstance(data, dict):
-                    _STORE = data
-            except (OSError, EOFError, ValueError, TypeError):
-                pass
+        _STORE = _read()
     return _STORE
+
+
+def _read() -> dict[str, tuple]:
+    """The file's entries now ({} when it is missing, unreadable or not this user's alone)."""
+    path = _file()
+    if path is not None and _mine(os.path.dirname(path), 0o077) and _mine(path, 0o077):
+        import marshal
+
+        try:
+            with open(path, "rb") as handle:
+                data = marshal.loads(handle.read())
+            if isinstance(data, dict):
+                return data
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+    return {}
 
 
 def save() -> None:
@@ -128,7 +164,11 @@ def save() -> None:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         if not _mine(folder, 0o077):
             return
-        merged = {**_load(), **_NEW}
+        merged = {**_read(), **_NEW}  # the file as it is now: what another process saved meanwhile stays
+        for kind, limit in _LIMITS.items():
+            mine = [k for k in merged if k.startswith(f"{kind}\0")]
+            for old in mine[:max(0, len(mine) - limit)]:
+                del merged[old]
         fd, tmp = tempfile.mkstemp(prefix=".re-", dir=folder)  # 0600
         try:
             with os.fdopen(fd, "wb") as handle:
