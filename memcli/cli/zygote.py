@@ -64,11 +64,13 @@ PRELOAD = (
     "memcli.text.secrets.own_rules", "memcli.text.hidden", "memcli.text.confusables", "memcli.git.run",
     "memcli.git.code", "memcli.timeutil", "memcli.index.embed", "subprocess", "heapq", "struct", "tempfile",
     "rapidfuzz.process", "rapidfuzz.fuzz", "Stemmer",  # typo corrections, stemming: a prompt hook's words
+    "memcli.agents.injected", "memcli.text.literals", "memcli.digests",
 )
 #: Pure work done once here: (module, function, arguments); compiled rules the hot path
 #: would otherwise compile (or load from ``text.recache``) in every process, the stemmer.
 WARM: tuple[tuple[str, str, tuple], ...] = (
     ("memcli.agents.injection", "_pattern", ()),
+    ("memcli.agents.injection", "_screen", ()),
     ("memcli.text.secrets.prefilter", "_any", ()),
     ("memcli.text.secrets", "_all_slugs", ()),
     ("memcli.index.tokenize", "stem", ("deploying",)),
