@@ -662,7 +662,10 @@ _COMMON = frozenset(("cd", "ls", "cat", "echo", "grep", "rg", "find", "sed", "aw
                      "sort", "cp", "mv", "rm", "mkdir", "touch", "chmod", "pwd", "true", "false", "test", "printf",
                      "python", "python3", "node", "bash", "sh", "git", "env", "xargs", "tee", "diff", "which",
                      "make", "just", "npm", "npx", "pnpm", "yarn", "bun", "pip", "pip3", "uv", "poetry", "cargo",
-                     "go", "docker", "gradle", "mvn"))
+                     "go", "docker", "gradle", "mvn",
+                     # wrappers (memcli.guards.WRAPPERS): the command they run is a part of its own
+                     "sudo", "doas", "command", "builtin", "exec", "eval", "timeout", "nohup", "nice", "time",
+                     "stdbuf"))
 
 
 def command_phrases(parts: list[str]) -> list[tuple[float, str]]:
