@@ -531,3 +531,23 @@ def test_pointers_never_fail_on_any_text(text: str, paths: list[str]) -> None:
     source = text + "\n" + "\n".join(paths)
     assert all(name in source for name in found.files + found.identifiers)
     assert all(c.split()[-1] in source for c in found.commands)
+
+
+def test_a_burst_of_session_starts_starts_one_background_judgement(code: Path, run: Runner) -> None:
+    """Found by the benchmark (stop 33): until the first background ``memcli stale`` wrote its
+    verdicts, every session start found them out of date and started another; 3 starts in a
+    second ran 3 judgements of 100,000 memories side by side. One is started per code
+    ``HEAD`` (``stale_notes.REFRESH_MARK``); a new ``HEAD`` starts the next."""
+    from memcli.service import Ctx
+    from memcli.service.stale_notes import REFRESH_MARK, spawn_refresh
+
+    remember(run, CASE)
+    move_the_code(code)
+    ctx = Ctx.open(str(code))
+    assert spawn_refresh(ctx) is True
+    assert [spawn_refresh(ctx) for _ in range(3)] == [False, False, False]
+    mark = ctx.ws.root / ".cache" / REFRESH_MARK
+    assert mark.read_text(encoding="utf-8") == git(code, "rev-parse", "HEAD").strip()
+    (code / "NOTES.txt").write_text("another commit\n", encoding="utf-8")
+    commit_all(code, "the code moved again: its verdicts are another judgement's")
+    assert spawn_refresh(ctx) is True

@@ -133,13 +133,37 @@ def drop(ctx: Ctx, ids: list[str]) -> None:
         pass
 
 
+#: The marker of a refresh started (``.cache/``): the code ``HEAD`` it judges, written when it starts.
+REFRESH_MARK = "stale-refresh"
+#: Seconds a started refresh of the same ``HEAD`` keeps session starts from starting another.
+REFRESH_GRACE = 600
+
+
 def spawn_refresh(ctx: Ctx) -> bool:
-    """Start ``memcli stale --quiet`` detached (its output discarded); True when
-    started. Never raises."""
+    """Start ``memcli stale --quiet`` detached (its output discarded), unless one was started
+    for the same code ``HEAD`` less than :data:`REFRESH_GRACE` seconds ago: until the first
+    refresh writes its verdicts every session start finds them out of date, and a burst of
+    starts (sixteen agents at once, at 100,000 memories) ran one refresh each side by side,
+    every one judging every memory. True when started. Never raises."""
     import os
     import subprocess
     import sys
+    import time
 
+    from memcli.git.code import head_cheap
+
+    root = ctx.ws.root
+    head = head_cheap(root.parent if root.name == ".memcli" else root) or ""
+    mark = root / ".cache" / REFRESH_MARK
+    try:
+        if mark.read_text(encoding="utf-8") == head and time.time() - mark.stat().st_mtime < REFRESH_GRACE:
+            return False  # one is on its way for this HEAD
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        mark.write_text(head, encoding="utf-8")
+    except OSError:
+        pass  # no marker: the refresh starts all the same
     try:
         subprocess.Popen([sys.executable, "-m", "memcli", "--workspace", str(ctx.ws.root), "stale", "--quiet"],
                          cwd=ctx.ws.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
