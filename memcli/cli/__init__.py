@@ -129,7 +129,9 @@ def _served() -> None:
 
     if not zygote_client.hot(_words(hoist_globals(sys.argv[1:]))):
         return
-    status = zygote_client.run(sys.argv[1:], zygote_client.process_started())
+    from memcli import process_started
+
+    status = zygote_client.run(sys.argv[1:], process_started())
     if status is None:
         _START_SERVER.append(True)
         return

@@ -145,22 +145,6 @@ def _stream(stream: object) -> tuple | None:
         return None
 
 
-def process_started() -> float:
-    """When this process started, as a ``time.monotonic()`` instant: ``service.process_started``
-    (which this module cannot import before the server answers), the child's hooks count their
-    deadlines from it."""
-    import time
-
-    now = time.monotonic()
-    try:
-        with open("/proc/self/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    return now - age if 0 <= age < 3600 else now
-
-
 def run(argv: list[str], started: float) -> int | None:
     """Run the command ``argv`` in the warm server; its exit status, or None when it did not
     run there (the caller then runs it in-process). Never raises but ``KeyboardInterrupt``.

@@ -61,23 +61,14 @@ STARTED: float | None = None
 
 
 def process_started() -> float:
-    """When this process started, as a ``time.monotonic()`` instant (Linux: from
-    ``/proc/self/stat`` field 22, in clock ticks since boot, against ``CLOCK_BOOTTIME``;
-    elsewhere, or if that cannot be read: now). In a child of the warm fork server: when
-    the client that handed it the command started (:data:`STARTED`)."""
-    import time
-
+    """When this process started, as a ``time.monotonic()`` instant (``memcli.process_started``);
+    in a child of the warm fork server: when the client that handed it the command started
+    (:data:`STARTED`)."""
     if STARTED is not None:
         return STARTED
+    from memcli import process_started as started
 
-    now = time.monotonic()
-    try:
-        with open("/proc/self/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    return now - age if 0 <= age < 3600 else now
+    return started()
 
 
 def default_actor(root: Path | None = None) -> str:
