@@ -482,7 +482,7 @@ def test_the_client_step_imports_nearly_nothing() -> None:
     beside what the interpreter loads for ``python -c pass`` (no typing, socket, json, signal)."""
     listed = "import sys; print(' '.join(sorted(sys.modules)))"
     code = ("from memcli.cli import zygote_client as z; z.hot(['context']); z.socket_path(z.installation()); "
-            "z.process_started(); import _socket, _signal, marshal; " + listed)
+            "import memcli; memcli.process_started(); import _socket, _signal, marshal; " + listed)
     base, loaded = (set(subprocess.run([sys.executable, "-c", c], capture_output=True, text=True, check=True)
                         .stdout.split()) for c in (listed, code))
     assert loaded - base <= {"memcli", "memcli.cli", "memcli.cli.zygote_client", "__future__", "_socket", "_signal",
