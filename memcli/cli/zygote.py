@@ -140,42 +140,25 @@ class Server:
     """
 
     def __init__(self, path: str, installed: str) -> None:
-        import socket
         from pathlib import Path
 
-        from memcli.index.sockets import mine
+        from memcli.index.sockets import bind_private
 
         self.path = path
         self.installed = installed
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        if not mine(Path(path).parent, private=True):
-            raise OSError(f"{os.path.dirname(path)} is not a private folder of this user")
-        if os.path.lexists(path):
-            if _answers(path, installed):
-                raise OSError(f"another process serves {path}")
-            os.unlink(path)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            self.sock.bind(path)
-        finally:
-            os.umask(old)
-        os.chmod(path, 0o600)
-        info = os.lstat(path)
-        self._bound = (info.st_dev, info.st_ino)
-        self.sock.listen(64)
+        self.sock, self._bound = bind_private(Path(path), lambda: _answers(path, installed), 64)
         self.files = module_files()
         self.stopping = ""
         self.children = 0
         self.served = 0
 
     def owns(self) -> bool:
-        """Whether the socket file is still the one this server bound."""
-        try:
-            info = os.lstat(self.path)
-        except OSError:
-            return False
-        return (info.st_dev, info.st_ino) == self._bound
+        """Whether the socket file is still the one this server bound (``sockets.still_bound``)."""
+        from pathlib import Path
+
+        from memcli.index.sockets import still_bound
+
+        return still_bound(Path(self.path), self._bound)
 
     def idle_limit(self) -> float:
         """``IDLE``, or the test-only ``$MEMCLI_TEST_ZYGOTE_IDLE``."""

@@ -26,6 +26,10 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import socket
 
 #: The longest request line a server reads (bytes).
 MAX_LINE = 65536
@@ -78,6 +82,52 @@ def same_user(conn: _socket.socket) -> bool:
     creds = conn.getsockopt(_socket.SOL_SOCKET, option, struct.calcsize("3i"))
     _, uid, _ = struct.unpack("3i", creds)
     return uid == os.getuid()
+
+
+def bind_private(path: Path, live: Callable[[], bool], backlog: int) -> tuple[socket.socket, tuple[int, int]]:
+    """A listening Unix socket at ``path`` that only this user can open (a private folder, the
+    socket file 0600 from its creation), and the ``(st_dev, st_ino)`` of the file it made
+    (:func:`still_bound`). A file already at ``path`` is removed unless ``live()`` says a
+    process still serves it. For the long-lived servers: ``index.warm.Server`` and the fork
+    server (``memcli.cli.zygote``).
+
+    Raises:
+        OSError: the folder is not this user's alone, ``live()`` is true, or the socket cannot
+            be bound.
+    """
+    import socket as sockets
+
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not mine(path.parent, private=True):
+        raise OSError(f"{path.parent} is not a private folder of this user")
+    if os.path.lexists(path):
+        if live():
+            raise OSError(f"another process serves {path}")
+        path.unlink()
+    sock = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    try:
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(path))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        info = os.lstat(path)
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    return sock, (info.st_dev, info.st_ino)
+
+
+def still_bound(path: Path, bound: tuple[int, int]) -> bool:
+    """Whether ``path`` is still the socket file :func:`bind_private` made (``bound``): another
+    process may have replaced it, taking this one's server for dead while it was stopped."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == bound
 
 
 def ask(path: Path, request: dict, budget: float) -> dict | None:

@@ -28,7 +28,6 @@ neither numpy nor the model: the server is handed callables.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 from datetime import datetime, timezone
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from memcli.index import Query
-from memcli.index.sockets import MAX_LINE, ask, folder, mine, same_user, socket_path
+from memcli.index.sockets import MAX_LINE, ask, bind_private, folder, same_user, socket_path, still_bound
 
 __all__ = ["MAX_LINE", "Server", "ask", "folder", "model_handlers", "query_from_json", "query_to_json",
            "socket_path"]
@@ -120,36 +119,14 @@ class Server:
     def __init__(self, path: Path, handlers: dict[str, Handler]) -> None:
         self.path = path
         self.handlers = handlers
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not mine(path.parent, private=True):
-            raise OSError(f"{path.parent} is not a private folder of this user")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        if path.exists() or path.is_symlink():
-            if _answers(path):
-                self.sock.close()
-                raise OSError(f"another process serves {path}")
-            path.unlink()
-        old = os.umask(0o177)
-        try:
-            self.sock.bind(str(path))
-        finally:
-            os.umask(old)
-        os.chmod(path, 0o600)
-        info = os.lstat(path)
-        self._bound = (info.st_dev, info.st_ino)
-        self.sock.listen(16)
+        self.sock, self._bound = bind_private(path, lambda: _answers(path), 16)
         self.closed = threading.Event()
         self.thread = threading.Thread(target=self._serve, name="memcli-warm-socket", daemon=True)
         self.thread.start()
 
     def owns(self) -> bool:
-        """Whether ``path`` is still the socket this server bound (another process may have
-        replaced it, taking this one for dead while it was stopped)."""
-        try:
-            info = os.lstat(self.path)
-        except OSError:
-            return False
-        return (info.st_dev, info.st_ino) == self._bound
+        """Whether ``path`` is still the socket this server bound (``sockets.still_bound``)."""
+        return still_bound(self.path, self._bound)
 
     def close(self) -> None:
         """Stop serving and remove the socket file (only if it is still this server's)."""
