@@ -267,12 +267,17 @@ def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str,
             added.append(held)
             state.setdefault("notices", []).append(f"{CONFIG_NAME}: {held.reason} ({held.commit[:12]})")
         state.setdefault("notices", []).extend(said)
-    mass = _mass_change(repo, old, new, who)
+    active, raw, me = set(), [], committer_email(repo)  # read once for both mass rules
+    if old:
+        found_active = _lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", old, "--", "memories")
+        active = {p.split(":", 1)[1] if p.startswith(old + ":") else p for p in found_active}
+        raw = _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", old, new, "--", "memories")
+    mass = _mass_change(repo, old, new, who, active, raw, me)
     if mass is not None:
         added.append(mass)
         state.setdefault("notices", []).append(mass.reason + f" (`memcli quarantine revert {mass.id}` restores "
                                                              "them)")
-    flood = _mass_addition(repo, old, new, who)
+    flood = _mass_addition(repo, old, new, who, len(active), raw, me)
     if flood is not None:
         added.append(flood)
         state.setdefault("notices", []).append(flood.reason + f" (not served until a person decides: `memcli "
@@ -410,18 +415,16 @@ def _forged_trailers(repo: GitRepo, span: str, before: str, trust: Trust | None 
     return found
 
 
-def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | None:
-    """A mass change by another person in ``old..new`` (module docstring), or None."""
-    if not old:
+def _mass_change(repo: GitRepo, old: str | None, new: str, who: str, active: set[str], raw: list[str],
+                 me: str) -> Entry | None:
+    """A mass change by another person in ``old..new`` (module docstring), or None. ``active``:
+    the memory files active at ``old``; ``raw``: ``git diff --raw`` of the range's memory files;
+    ``me``: this clone's committer e-mail."""
+    if not old or len(active) < MASS_MIN:
         return None
-    active = set(_lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", old, "--", "memories"))
-    active = {p.split(":", 1)[1] if p.startswith(old + ":") else p for p in active}
-    if len(active) < MASS_MIN:
-        return None
-    me = committer_email(repo)
     changed: dict[str, tuple[str, str]] = {}  # path -> (kind, blob at new; zeros when removed)
     gone: dict[str, str] = {}  # every memory file removed, whatever its status (blob: zeros)
-    for row in _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", old, new, "--", "memories"):
+    for row in raw:
         fields, _, path = row.partition("\t")
         parts = fields.split()
         if len(parts) >= 5 and path in active:
@@ -453,7 +456,8 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | 
                  "", sorted({*hit, *also}))
 
 
-def _mass_addition(repo: GitRepo, old: str | None, new: str, who: str) -> Entry | None:
+def _mass_addition(repo: GitRepo, old: str | None, new: str, who: str, active: int, raw: list[str],
+                   me: str) -> Entry | None:
     """A mass addition by another person in ``old..new``: at least :data:`FLOOD_MIN` new memory
     files, more than the store held active at ``old`` (it at least doubles), or None.
 
@@ -463,26 +467,22 @@ def _mass_addition(repo: GitRepo, old: str | None, new: str, who: str) -> Entry 
     block. Such an arrival is recorded as a quarantine entry of kind ``mass`` and rule
     ``mass-add``: its files are not served (``arrived.held``) until a person accepts it, or
     reverts it (the files removed in one commit). A teammate's ordinary work (an ``import`` of
-    a few dozen rules into a store of hundreds) stays under it."""
+    a few dozen rules into a store of hundreds) stays under it. ``active``: how many memory files
+    were active at ``old``; ``raw`` and ``me``: as :func:`_mass_change`."""
     if not old:
         return None
-    rows = _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", "--diff-filter=A", old, new, "--", "memories")
-    fresh = {path: fields.split()[3] for fields, _, path in (r.partition("\t") for r in rows)
-             if path.endswith(".md") and len(fields.split()) >= 5}
-    if len(fresh) < FLOOD_MIN:
+    fresh = {path: parts[3] for parts, path in ((f.split(), p) for f, _, p in (r.partition("\t") for r in raw))
+             if path.endswith(".md") and len(parts) >= 5 and parts[4].startswith("A")}
+    if len(fresh) < FLOOD_MIN or len(fresh) <= active:
         return None
-    active = _lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", old, "--", "memories")
-    if len(fresh) <= len(active):
-        return None
-    own = _own_versions(repo, f"{old}..{new}", committer_email(repo), list(fresh))
+    own = _own_versions(repo, f"{old}..{new}", me, list(fresh))
     theirs = sorted(p for p, blob in fresh.items() if (p, blob) not in own)
-    if len(theirs) < FLOOD_MIN or len(theirs) <= len(active):
+    if len(theirs) < FLOOD_MIN or len(theirs) <= active:
         return None
-    me = committer_email(repo)
     authors = sorted({a for a in _lines(repo, "log", "--format=%an <%ae>", "--diff-filter=A", f"{old}..{new}",
                                         "--", "memories") if not (me and a.lower().endswith(f"<{me}>"))})
     reason = (f"mass addition by {', '.join(authors[:3]) or 'another person'} in {who}: {len(theirs)} memory files "
-              f"added to {len(active)} active (more than the store held)")
+              f"added to {active} active (more than the store held)")
     return Entry(_qid("mass-add", old, new), "mass", theirs[0], "mass-add", reason, new, ", ".join(authors[:3]), old,
                  "", theirs)
 

@@ -30,7 +30,33 @@ LIMIT = 8
 QUOTE = 80
 
 
-def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
+def merged(ctx: Ctx, before: str) -> list[tuple[str, str]] | None:
+    """The memory files the merge from ``before`` to ``HEAD`` changed: ``(git's status letter,
+    path)`` each (``A``, ``M``, ``D``, …; a rename is a removal and an addition), from one
+    ``git diff``; None when git cannot say."""
+    status, out, _ = ctx.git().raw("diff", "--name-status", "-z", "--no-renames", f"{before}..HEAD", "--",
+                                   "memories")
+    if status != 0:
+        return None
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    return [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+
+
+def received(changes: list[tuple[str, str]] | None) -> dict[str, int] | None:
+    """How many memory files a merge added, changed and removed (``{"added": n, "changed": n,
+    "removed": n}``) of its :func:`merged` ``changes``, or None when git could not say or none
+    moved: a sync says it in one line, so a bulk arrival (a teammate's thousands of files) is
+    never merged without a word."""
+    if not changes:
+        return None
+    counts = {"added": 0, "changed": 0, "removed": 0}
+    for kind, _ in changes:
+        counts["added" if kind == "A" else "removed" if kind == "D" else "changed"] += 1
+    return counts
+
+
+def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset(),
+            changes: list[tuple[str, str]] | None = None) -> list[str]:
     """One line per memory file that the merge from ``before`` to ``HEAD`` added or changed,
     that another person's commit wrote, and that is pinned, reads like an instruction, or is
     (or supersedes) a memory whose provenance names this person.
@@ -39,17 +65,18 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
         ctx: the store that synced (its ``HEAD`` is the merge).
         before: the commit ``HEAD`` was before the merge (a 40-hex id).
         skip: paths (relative to the store) already reported as quarantined.
+        changes: the merge's :func:`merged` files, when the caller has them (else read here).
 
     Returns:
         Lines for a person, oldest concern first as git lists the paths; ``[]`` when git
         cannot say (the sync's own report stands alone then).
     """
     repo = ctx.git()
-    status, out, _ = repo.raw("diff", "--name-status", "-z", "--no-renames", f"{before}..HEAD", "--", "memories")
-    if status != 0:
+    if changes is None:
+        changes = merged(ctx, before)
+    if changes is None:
         return []
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    changed = [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i] in ("A", "M")]
+    changed = [(kind, path) for kind, path in changes if kind in ("A", "M")]
     from memcli.service.arrival import committer_email
 
     me = committer_email(repo)
@@ -74,24 +101,6 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
     if more:
         lines.append(f"… and {more} more such; read them all with `memcli diff {before[:12]}..HEAD`")
     return lines
-
-
-def received(ctx: Ctx, before: str) -> dict[str, int] | None:
-    """How many memory files the merge from ``before`` to ``HEAD`` added, changed and removed
-    (``{"added": n, "changed": n, "removed": n}``; renames count as changed), or None when git
-    cannot say or none moved: a sync says it in one line, so a bulk arrival (a teammate's
-    thousands of files) is never merged without a word."""
-    status, out, _ = ctx.git().raw("diff", "--name-status", "-z", "-M", f"{before}..HEAD", "--", "memories")
-    if status != 0:
-        return None
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    counts = {"added": 0, "changed": 0, "removed": 0}
-    i = 0
-    while i < len(fields) - 1:
-        kind = fields[i][:1]
-        i += 3 if kind in ("R", "C") else 2  # a rename or copy names two paths
-        counts["added" if kind == "A" else "removed" if kind == "D" else "changed"] += 1
-    return counts if any(counts.values()) else None
 
 
 def _marks(ctx: Ctx, memory: Memory, change: str) -> list[str]:

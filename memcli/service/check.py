@@ -250,7 +250,7 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
         full = (prefix / rel).as_posix()
         spec_new = f":{full}" if new is None else f"{new}:{full}"
         result.problems.extend(_check_file(ctx, git, rel, spec_new, git.mode(new, rel), old, new, full))
-    result.problems.extend(_deleted_guards(ctx, git, old, new))
+    result.problems.extend(_deleted_guards(ctx, git, old, new, prefix))
     if stale and new is not None:
         result.problems.extend(_stale_problems(ctx, old if spec else None, new))
     return result
@@ -523,11 +523,12 @@ def _retired(before: list[Memory], after: Memory) -> list[Guard]:
     return [g for g in check_guards(before[0].guards) if g.kind in ("deny", "ask")]
 
 
-def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None) -> list[Problem]:
+def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None, prefix: PurePosixPath) -> list[Problem]:
     """Rule ``guard`` for memory files the range deletes: an active memory in a shared scope
     that held ``deny`` or ``ask`` guards, deleted by someone other than its writer (newcomer
     trust fault, stop 33: ``git rm`` of a teammate's guarded memory lifted the guard unchecked).
-    A rename is not a deletion (git's rename detection)."""
+    A rename is not a deletion (git's rename detection). ``prefix``: the store's folder in its
+    repository (``git rev-parse --show-prefix``, read once by :func:`check`)."""
     from memcli.guards import check_guards
     from memcli.policy import gates, review
 
@@ -539,7 +540,6 @@ def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None) -> li
     else:
         args += [str(old), new]
     out = []
-    prefix = PurePosixPath(next(iter(git.lines("rev-parse", "--show-prefix")), ""))
     for rel in git.lines(*args, "--", "memories"):
         full = (prefix / rel).as_posix()
         base = old or "HEAD"

@@ -483,10 +483,11 @@ def _sync_locked(ctx: Ctx, git: _Git, wanted: str | None) -> SyncResult:
             held, said = arrival.after_sync(ctx, before)
             result.quarantined += [e.line() for e in held]
             result.settings += said
-            from memcli.service.arrival_notes import notable, received  # passed, but worth a person's look
+            from memcli.service.arrival_notes import merged, notable, received  # passed, but worth a look
 
-            result.files = received(ctx, before)
-            result.arrived += notable(ctx, before, {e.path for e in held})
+            changes = merged(ctx, before)  # one diff for the counts and the notable arrivals
+            result.files = received(changes)
+            result.arrived += notable(ctx, before, {e.path for e in held}, changes)
             from memcli.service.resolve import after_merge  # a review race settled, two answers for one subject
 
             result.settled += after_merge(ctx, before)
