@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from planted import Planted
 
 from memcli.cli import zygote, zygote_client
 
@@ -325,40 +326,14 @@ def test_another_user_gets_nothing(zygote_on: Servers, filled: Path) -> None:
     # a server of nobody planted at the path: the client asks its uid first and sends nothing
     os.kill(pid, signal.SIGTERM)
     assert gone(pid)
-    spot = Path(tempfile.mkdtemp(prefix="mcz-nobody-", dir="/tmp"))
-    os.chmod(spot, 0o777)
-    ready, got = spot / "s.sock", spot / "got"
-    child = os.fork()
-    if child == 0:
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            listener = socket.socket(socket.AF_UNIX)
-            listener.bind(str(ready))
-            listener.listen(4)
-            listener.settimeout(GUARD)
-            conn, _ = listener.accept()
-            conn.settimeout(5)
-            data = b""
-            try:
-                while chunk := conn.recv(65536):
-                    data += chunk
-            except OSError:
-                pass
-            got.write_bytes(b"got:" + data)
-        finally:
-            os._exit(0)
+    planted = Planted(accepts=1, prefix=b"got:", guard=GUARD)
     try:
-        limit = time.monotonic() + GUARD
-        while not ready.exists() and time.monotonic() < limit:
-            time.sleep(0.05)
-        os.replace(ready, path)
+        planted.plant(path)
         out = zygote_on.memcli("recall", "deploy")
         assert out.returncode == 0 and "Deploy billing" in out.stdout
-        os.waitpid(child, 0)
-        assert got.read_bytes() == b"got:"
+        assert planted.received() == b"got:"
     finally:
-        shutil.rmtree(spot, ignore_errors=True)
+        planted.remove()
 
 
 def test_the_server_exits_when_idle(zygote_on: Servers, filled: Path) -> None:

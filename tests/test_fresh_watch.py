@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from planted import Planted
 
 from conftest import MEMCLI
 from memcli.index.fresh import INLINE_ENV, SERVICE
@@ -325,52 +325,17 @@ def test_a_socket_another_user_serves_is_never_asked(store: dict[str, Path], ws:
     the read checks the server's uid (SO_PEERCRED) first; a real watcher then takes its place."""
     path = fresh_socket(ws)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    spot = Path(tempfile.mkdtemp(prefix="mcw-nobody-", dir="/tmp"))
-    os.chmod(spot, 0o777)
-    got, ready = spot / "got.txt", spot / "s.sock"
-    pid = os.fork()
-    if pid == 0:  # the child: a server as nobody (no exec: nobody may not read this Python)
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            listener = socket.socket(socket.AF_UNIX)
-            listener.bind(str(ready))
-            listener.listen(4)
-            listener.settimeout(GUARD)
-            data = b""
-            for _ in range(2):  # the read's question, then the check before a walk is started
-                conn, _ = listener.accept()
-                conn.settimeout(2)
-                try:
-                    data += conn.recv(9999)
-                except OSError:
-                    pass
-                try:
-                    conn.sendall(b'{"fresh": "clean"}\n')
-                except OSError:  # the client hung up without a word, as it should
-                    pass
-                conn.close()
-            got.write_bytes(data)
-        finally:
-            os._exit(0)
+    # the read's question, then the check before a walk is started
+    planted = Planted(accepts=2, reply=b'{"fresh": "clean"}\n', guard=GUARD)
     try:
-        limit = time.monotonic() + GUARD
-        while not ready.exists() and time.monotonic() < limit:
-            time.sleep(0.05)
-        os.replace(ready, path)  # root moves it into the private folder
+        planted.plant(path)
         seen = edit_in_place(ws, store)
         texts(run, "zulu")
-        os.waitpid(pid, 0)
-        assert got.read_bytes() == b""  # nothing was sent to it
+        assert planted.received() == b""  # nothing was sent to it
         assert seen(run)
-        assert until_watching(ws)["pid"] != pid
+        assert until_watching(ws)["pid"] != planted.pid
     finally:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        shutil.rmtree(spot, ignore_errors=True)
+        planted.remove()
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import pytest
+from planted import Planted
 
 from conftest import run_memcli
 from test_mcp_server import drive, remember_cli
@@ -259,45 +260,11 @@ def test_a_socket_that_another_user_serves_is_never_asked(ws: Path) -> None:
 
     path = socket_of(ws)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    import tempfile
-
-    spot = Path(tempfile.mkdtemp(prefix="memcli-nobody-", dir="/tmp"))  # pytest's folders are root's alone
-    os.chmod(spot, 0o777)
-    got = spot / "got.txt"
-    ready, done = spot / "s.sock", spot / "done"
-    pid = os.fork()
-    if pid == 0:  # the child: a server as nobody (no exec: nobody may not read this Python)
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            listener = socket.socket(socket.AF_UNIX)
-            listener.bind(str(ready))
-            listener.listen(1)
-            conn, _ = listener.accept()
-            conn.settimeout(2)
-            try:
-                data = conn.recv(9999)
-            except OSError:
-                data = b""
-            got.write_bytes(data)
-            conn.sendall(b'{"model": "EVIL", "name": "EVIL"}\n')
-            done.write_text("ok")
-        finally:
-            os._exit(0)
+    planted = Planted(accepts=1, reply=b'{"model": "EVIL", "name": "EVIL"}\n', guard=5.0)
     try:
-        for _ in range(100):
-            if ready.exists():
-                break
-            time.sleep(0.05)
-        os.replace(ready, path)  # root moves it into the private folder
+        planted.plant(path)
         assert ask(path, {"ping": True}, 1.0) is None
-        os.waitpid(pid, 0)
-        assert got.read_bytes() == b""  # nothing was sent to it
+        assert planted.received() == b""  # nothing was sent to it
     finally:
-        try:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+        planted.remove()
         path.unlink(missing_ok=True)
-        shutil.rmtree(spot, ignore_errors=True)
