@@ -387,6 +387,22 @@ def test_ctrl_c_reaches_the_command(zygote_on: Servers, filled: Path) -> None:
     assert "memcli: interrupted" in err
 
 
+def test_ctrl_c_before_the_command_begins_is_130_too(zygote_on: Servers, filled: Path) -> None:
+    """Seen once in CI (stop 33): a Ctrl-C the client passed on while the child was taking its
+    place, before memcli's main guarded against it, ended the child without a status, and the
+    client died of the signal (-2). It is the command's interruption: 130, said in one line."""
+    zygote_on.started("context")
+    zygote_on.extra["MEMCLI_TEST_STALL_AT"] = "zygote:taken-over"  # the child waits there
+    proc, _ = waiting_hook(zygote_on, filled)
+    try:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=GUARD)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "memcli: interrupted" in err
+
+
 def test_a_child_killed_without_a_status_is_one_line_and_exit_19(zygote_on: Servers, filled: Path) -> None:
     zygote_on.started("context")
     proc, child = waiting_hook(zygote_on, filled)

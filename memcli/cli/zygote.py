@@ -340,23 +340,36 @@ def child(conn: socket.socket, server: Server) -> int:
         return 0
     conn.sendall(b"P" + os.getpid().to_bytes(4, "big"))
     conn.settimeout(None)
-    try:
-        go, fds, _, _ = socket.recv_fds(conn, 1, 8)
-    except OSError:
-        return 0
-    if go != b"G" or len(fds) != 4:  # the client gave up and ran the command itself
-        for fd in fds:
-            os.close(fd)
-        return 0
-    sys.path[:] = path
-    _take_over(conn, argv, environ, umask, streams, started, fds)
-    from memcli import cli
-
     status = 0
     try:
+        # a Ctrl-C the client passes on may come before main guards against it (while the child
+        # waits for "go" or takes the client's place): it must end as main would, with the status
+        # sent (130), never end the child without one (the client then died of the signal: CI)
+        try:
+            go, fds, _, _ = socket.recv_fds(conn, 1, 8)
+        except OSError:
+            return 0
+        if go != b"G" or len(fds) != 4:  # the client gave up and ran the command itself
+            for fd in fds:
+                os.close(fd)
+            return 0
+        sys.path[:] = path
+        _take_over(conn, argv, environ, umask, streams, started, fds)
+        if os.environ.get("MEMCLI_TEST_STALL_AT"):  # tests only (memcli.testpoint)
+            from memcli import testpoint
+
+            testpoint.stall("zygote:taken-over")
+        from memcli import cli
+
         cli.main(argv[1:])
     except SystemExit as end:
         status = _code(end.code)
+    except KeyboardInterrupt:
+        try:
+            sys.stderr.write("memcli: interrupted\n")
+        except (OSError, ValueError):
+            pass
+        status = 130
     except BaseException:  # noqa: BLE001 - main turns every error into a status; this is a last guard
         status = 1
     _finish(conn, status)
