@@ -76,7 +76,60 @@ WRAPPERS: dict[str, tuple[str, tuple[str, ...], int]] = {
     "exec": ("a", (), 0),
     "xargs": ("adEILnPs", ("arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs",
                            "max-chars", "process-slot-var"), 0),
+    # util-linux: ionice(1), setsid(1), flock(1) (its lock file first), chrt(1) (its priority
+    # first), taskset(1) (its CPU mask first), runuser(1), su(1), script(1); coreutils chroot (its
+    # new root first); procps watch(1); strace(1), ltrace(1); polkit pkexec(1); expect's unbuffer;
+    # macOS caffeinate(8); proxychains
+    "ionice": ("cn", ("class", "classdata"), 0),
+    "setsid": ("", (), 0),
+    "flock": ("wE", ("timeout", "conflict-exit-code"), 1),
+    "chrt": ("TPD", ("sched-runtime", "sched-period", "sched-deadline"), 1),
+    "taskset": ("", (), 1),
+    "chroot": ("", ("userspec", "groups"), 1),
+    "runuser": ("ugGcsw", ("user", "group", "supp-group", "command", "shell", "whitelist-environment"), 0),
+    "su": ("gGcsw", ("group", "supp-group", "command", "shell", "whitelist-environment"), 0),
+    "script": ("cEmoBIOT", ("command", "echo", "logging-format", "output-limit", "log-io", "log-in", "log-out",
+                            "log-timing"), 0),
+    "watch": ("nqs", ("interval", "equexit", "shotsdir"), 0),
+    "strace": ("abeEIoOpPsSuUX", (), 0),
+    "ltrace": ("aAeFlnopsuwxD", (), 0),
+    "pkexec": ("", ("user",), 0),
+    "unbuffer": ("", (), 0),
+    "caffeinate": ("tw", (), 0),
+    "proxychains": ("f", (), 0),
+    "proxychains4": ("f", (), 0),
+    # package and environment runners that run the command after them (npm-exec(1), pnpm, yarn,
+    # bun, uv, pipx, poetry, pipenv, pdm, bundler, 1Password op, Doppler, aws-vault): the program is
+    # the package's binary, so ``npx prisma migrate reset`` runs ``prisma migrate reset``
+    "npx": ("pc", ("package", "call"), 0),
+    "bunx": ("p", ("package",), 0),
+    "uvx": ("pw", ("from", "with", "python", "index", "index-url", "extra-index-url", "find-links"), 0),
+    "npm exec": ("pc", ("package", "call", "workspace", "prefix"), 0),
+    "pnpm exec": ("C", ("dir", "filter"), 0),
+    "pnpm dlx": ("p", ("package",), 0),
+    "yarn dlx": ("p", ("package",), 0),
+    "yarn exec": ("", (), 0),
+    "bun x": ("p", ("package",), 0),
+    "uv run": ("p", ("with", "with-editable", "with-requirements", "python", "directory", "project", "package",
+                     "extra", "group", "only-group", "env-file", "index", "default-index", "index-url",
+                     "extra-index-url", "find-links", "config-file", "cache-dir"), 0),
+    "pipx run": ("", ("spec", "python", "index-url", "pip-args"), 0),
+    "poetry run": ("C", ("directory", "project"), 0),
+    "pipenv run": ("", (), 0),
+    "pdm run": ("p", ("project",), 0),
+    "bundle exec": ("", (), 0),
+    "op run": ("", ("env-file", "account"), 0),
+    "doppler run": ("pc", ("project", "config", "token", "command"), 0),
+    "aws-vault exec": ("", ("duration", "region", "mfa-token"), 1),
 }
+#: The wrappers whose ``-c STRING`` (``--command``, ``--call``) is a script a shell runs
+#: (su(1), runuser(1), script(1), npm-exec(1), doppler run; flock(1)'s comes after its lock file).
+SCRIPT_OPTIONS = frozenset(("su", "runuser", "script", "npx", "npm exec", "doppler run"))
+#: The wrappers that join the words after their options into one script a shell runs (watch(1)).
+JOINED_SCRIPT = frozenset(("watch",))
+#: ``find``'s actions that run a command, up to a word ``;`` or ``+`` (GNU findutils, find(1)).
+FIND_ACTIONS = frozenset(("-exec", "-execdir", "-ok", "-okdir"))
+_VERSIONED = re.compile(r"^(@?[^@/\s]+(?:/[^@/\s]+)?)@[^@/\s]+$")
 #: Reserved words a simple command may follow in the shell's grammar (bash(1), SHELL GRAMMAR and
 #: RESERVED WORDS; POSIX.1-2017 XCU 2.4 and 2.9.4): removed before matching as wrappers are.
 KEYWORDS = frozenset(("!", "{", "}", "do", "done", "then", "else", "elif", "fi", "if", "while", "until", "esac",
@@ -461,18 +514,23 @@ def split(command: str, depth: int = 0) -> tuple[list[str], str]:
             break
         parts[-1].append(token)
     out: list[str] = []
-    for raw in parts:
-        forms, program, why = _forms(raw)
+    for raw in parts:  # grows by the commands of find's -exec actions, each shorter than its find
+        forms, program, why, scripts = _forms(raw)
         out.extend(forms)
         cut = cut or why
+        actions = _find_actions(program)
+        if len(parts) + len(actions) > MAX_PARTS:
+            cut = cut or over
+        else:
+            parts.extend(actions)
         script = _script_of(program)
-        if script is not None:
+        for script in [*scripts, *([] if script is None else [script])]:
             if depth + 1 >= MAX_DEPTH:
                 cut = cut or f"it nests shell scripts (sh -c, eval) more than {MAX_DEPTH - 1} deep, the limit"
-            else:
-                inner, inner_cut = split(script, depth + 1)
-                out.extend(inner)
-                cut = cut or inner_cut
+                break
+            inner, inner_cut = split(script, depth + 1)
+            out.extend(inner)
+            cut = cut or inner_cut
     if len(out) > (MAX_PREFIXES + 2) * MAX_PARTS:
         return out[: (MAX_PREFIXES + 2) * MAX_PARTS], cut or over
     return out, cut
@@ -493,15 +551,19 @@ def unchecked(call: Call) -> str:
     return split(call.command)[1] if call.tool == "Bash" else ""
 
 
-def _forms(words: list[str]) -> tuple[list[str], list[str], str]:
-    """The forms one simple command is matched in, its program's words, and the limit that cut
-    its reading ("" when none): the command without its leading assignments, reserved words
-    (:data:`KEYWORDS`) and wrappers (:data:`WRAPPERS`) with their options, and also each form
-    with them still in front (``sudo npm install`` is matched as that and as ``npm install``), and
-    a path-qualified program by its base name too (``/usr/bin/npm install`` as ``npm install``).
+def _forms(words: list[str]) -> tuple[list[str], list[str], str, list[str]]:
+    """The forms one simple command is matched in, its program's words, the limit that cut
+    its reading ("" when none), and the scripts its wrappers run: the command without its leading
+    assignments, reserved words (:data:`KEYWORDS`) and wrappers (:data:`WRAPPERS`) with their
+    options, and also each form with them still in front (``sudo npm install`` is matched as that
+    and as ``npm install``), a path-qualified program by its base name too (``/usr/bin/npm install``
+    as ``npm install``) and a versioned package by its name too (``npx prisma@5 migrate`` as
+    ``prisma migrate``). The scripts: a ``-c STRING`` of the wrappers of :data:`SCRIPT_OPTIONS`
+    (``su -c 'npm install'``), the words after ``watch`` (:data:`JOINED_SCRIPT`).
     A ``for``/``select``/``case`` head (``for NAME in WORDS``) holds no command: it is matched as written only;
     reading stops after :data:`MAX_PREFIXES` words in front of a command."""
     forms: list[str] = []
+    scripts: list[str] = []
     i, n = 0, len(words)
     while i < n:
         word = words[i]
@@ -512,14 +574,15 @@ def _forms(words: list[str]) -> tuple[list[str], list[str], str]:
         if word in HEADS:
             if word == "case" or i + 2 >= n or words[i + 2] != "do":
                 # "for NAME in WORDS", "case WORD in": no command inside, matched as written only
-                return [*forms, " ".join(words[i:])], [], ""
+                return [*forms, " ".join(words[i:])], [], "", scripts
             i += 2  # "for NAME do ...": the loop's body follows
             continue
-        if word not in KEYWORDS and name not in WRAPPERS:
+        key = name if name in WRAPPERS else f"{name} {words[i + 1]}" if i + 1 < n else ""
+        if word not in KEYWORDS and key not in WRAPPERS:
             break
         if len(forms) >= MAX_PREFIXES:
             return forms, [], (f"it has more than {MAX_PREFIXES} wrappers or reserved words before one command,"
-                               " the limit")
+                               " the limit"), scripts
         forms.append(" ".join(words[i:]))
         if word in KEYWORDS:
             i += 1
@@ -528,18 +591,78 @@ def _forms(words: list[str]) -> tuple[list[str], list[str], str]:
             continue
         if name == "command" and i + 1 < n and words[i + 1] in ("-v", "-V"):
             break  # "command -v npm" looks npm up, it does not run it
-        if name == "env":
-            words = _env_split(words, i + 1)
+        i += key.count(" ") + 1
+        if key == "env":
+            words = _env_split(words, i)
             n = len(words)
-        i = _after_options(words, i + 1, *WRAPPERS[name])
+        if key in SCRIPT_OPTIONS:
+            scripts.extend(_option_scripts(words, i, options_only=key in ("npx", "npm exec", "doppler run")))
+        i = _after_options(words, i, *WRAPPERS[key])
+        if key in JOINED_SCRIPT and i < n:
+            scripts.append(" ".join(words[i:]))
+        if key == "flock" and i + 1 < n and words[i] in ("-c", "--command"):  # flock FILE -c SCRIPT
+            scripts.append(words[i + 1])
+            i = n
     program = words[i:]
     if program:
         forms.append(" ".join(program))
+        unversioned = _VERSIONED.match(program[0])
+        if unversioned:  # npx prisma@5.1 migrate: matched as prisma migrate too
+            program = [unversioned[1], *program[1:]]
+            forms.append(" ".join(program))
         base = program[0].rsplit("/", 1)[-1]
         if base and base != program[0]:  # /usr/bin/npm, ./node_modules/.bin/npm: matched as npm too
             program = [base, *program[1:]]
             forms.append(" ".join(program))
-    return [f for f in dict.fromkeys(forms) if f.strip()], program, ""
+    return [f for f in dict.fromkeys(forms) if f.strip()], program, "", scripts
+
+
+def _option_scripts(words: list[str], i: int, options_only: bool) -> list[str]:
+    """The values of ``-c`` / ``--command`` / ``--call`` in ``words`` from ``i`` (a cluster ending
+    in ``c`` takes the next word: ``su -lc CMD``), up to ``--``; with ``options_only``, up to the
+    first word that is no option too (``npx pkg -c x``: the ``-c`` is the package's)."""
+    found: list[str] = []
+    k = i
+    while k < len(words) and words[k] != "--":
+        word = words[k]
+        if word.startswith("--"):
+            name, eq, value = word[2:].partition("=")
+            if name in ("command", "call"):
+                if eq:
+                    found.append(value)
+                elif k + 1 < len(words):
+                    found.append(words[k + 1])
+                    k += 1
+        elif word.startswith("-") and "c" in word[1:]:
+            rest = word[word.index("c", 1) + 1:]
+            if rest:
+                found.append(rest)
+            elif k + 1 < len(words):
+                found.append(words[k + 1])
+                k += 1
+        elif options_only and not word.startswith("-"):
+            break
+        k += 1
+    return found
+
+
+def _find_actions(program: list[str]) -> list[list[str]]:
+    """The commands ``find``'s ``-exec``/``-execdir``/``-ok``/``-okdir`` actions run
+    (:data:`FIND_ACTIONS`), each up to its word ``;`` or ``+``; none for another program."""
+    if not program or program[0].rsplit("/", 1)[-1] != "find":
+        return []
+    found: list[list[str]] = []
+    k = 1
+    while k < len(program):
+        if program[k] in FIND_ACTIONS:
+            end = k + 1
+            while end < len(program) and program[end] not in (";", "+"):
+                end += 1
+            if end > k + 1:
+                found.append(program[k + 1:end])
+            k = end
+        k += 1
+    return found
 
 
 def _env_split(words: list[str], i: int) -> list[str]:
@@ -561,7 +684,8 @@ def _after_options(words: list[str], i: int, takes: str, long_takes: tuple[str, 
     """Where the command a wrapper runs starts in ``words``: past the wrapper's options from
     ``i`` (getopt's rules: ``-abc`` clusters, a letter in ``takes`` takes the rest of its word or
     the next word, ``--name=value``, ``--name value`` for a name in ``long_takes``, ``--`` ends
-    them; assignments as ``env`` takes them), then ``positional`` operands (timeout's duration)."""
+    them; assignments as ``env`` takes them), then ``positional`` operands (timeout's duration) and
+    a ``--`` after them."""
     n = len(words)
     while i < n:
         word = words[i]
@@ -578,7 +702,10 @@ def _after_options(words: list[str], i: int, takes: str, long_takes: tuple[str, 
             i += 2 if 0 <= at == len(letters) - 1 else 1  # the value is the next word if nothing follows its letter
         else:
             break
-    return min(i + positional, n) if positional and i < n else i
+    if not positional or i >= n:
+        return i
+    i = min(i + positional, n)
+    return i + 1 if i < n and words[i] == "--" else i  # aws-vault exec PROFILE -- COMMAND
 
 
 def _script_of(words: list[str]) -> str | None:
