@@ -446,6 +446,9 @@ def test_every_agent_denies_a_guarded_call_quoting_the_memory(ws: Path, run: Run
     ("codex", "if true; then /usr/bin/npm install x; fi"),
     ("gemini", "eval \"npm install x\""),
     ("claude", "xargs npm install < list"),
+    ("claude", "find web -maxdepth 0 -execdir npm install x \\;"),
+    ("gemini", "su -c 'npm install x' bob"),
+    ("codex", "uv run --with x npm install y"),
 ])
 def test_shell_syntax_around_a_command_does_not_get_it_past_a_deny(ws: Path, run: Runner, tmp_path: Path,
                                                                     agent: str, command: str) -> None:
