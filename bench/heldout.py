@@ -1,6 +1,6 @@
 """Retrieval quality on the held-out set of ``bench/heldout_data.py`` (no timing).
 
-    python bench/heldout.py [--split tune|heldout|fresh|fresh2|fresh3] [--json PATH] [--semantic [--budget S]]
+    python bench/heldout.py [--split tune|heldout|fresh|fresh2|fresh3|fresh4] [--json PATH] [--semantic [--budget S]]
                              [--verbose]
 
 Builds a throw-away workspace holding the set's memories (one file each, id = its key,

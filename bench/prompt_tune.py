@@ -11,8 +11,8 @@ weights of the selection with a warm model): micro precision and recall
 (``bench/heldout.py``'s definitions) and the prompts that need a memory and got nothing.
 
 TUNING DATA ONLY: run it on ``tune`` and ``heldout`` (the default), and since the third
-round of this work on ``fresh`` and ``fresh2`` too (seen by then, so no longer held out).
-``fresh3`` is reported with ``bench/heldout.py`` and never looked at here.
+round of this work on ``fresh`` and ``fresh2`` too, since the fourth on ``fresh3`` (seen by then, so
+no longer held out). ``fresh4`` is reported with ``bench/heldout.py`` and never looked at here.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import heldout
 import heldout_data as data
 
-REPORTED = {"fresh3"}
+REPORTED = {"fresh4"}
 
 
 def gather(ctx: Any, warm: Any, prompts: list[data.Prompt], pool: int) -> list[tuple[data.Prompt, list, list]]:

@@ -854,13 +854,16 @@ def prompt_features(hits: list[Hit], words: list[Word]) -> list[list[float]]:
 
 
 def select_scored(hits: list[Hit], words: list[Word], weights: Sequence[float], cut: float, limit: int,
-                  first: float = 1.0, seen: set[str] | frozenset[str] = frozenset()) -> list[Hit]:
+                  first: float = 1.0, seen: set[str] | frozenset[str] = frozenset(),
+                  relative: float = 0.0) -> list[Hit]:
     """The hits of a hybrid recall whose relevance, a logistic function of
     :func:`prompt_features` (over all of ``hits``) with ``weights`` (bias last), is at least
-    ``cut``, most likely first, none of ``seen``, at most ``limit``; when none is, the most
-    likely one if it reaches ``first`` (1.0, the default: never; measured in
-    ``bench/prompt_learn.py``, a lower one left fewer prompts empty-handed but gave a memory
-    to most prompts that need none)."""
+    ``cut`` and at least ``relative`` (0-1) times the most likely hit's, most likely first,
+    none of ``seen``, at most ``limit``; when none is, the most likely one if it reaches
+    ``first`` (1.0, the default: never). ``first`` and ``relative`` (0, the default: no such
+    condition) are measured in ``bench/prompt_learn.py``: a lower ``first`` left fewer prompts
+    empty-handed but gave a memory to most prompts that need none; a ``relative`` of 0.7 bought
+    precision with recall, about 0.03 for 0.01."""
     import math
 
     scored = []
@@ -870,7 +873,7 @@ def select_scored(hits: list[Hit], words: list[Word], weights: Sequence[float], 
         z = weights[-1] + sum(w * f for w, f in zip(weights, feats))
         scored.append((1 / (1 + math.exp(-max(-50.0, min(50.0, z)))), hit))
     scored.sort(key=lambda pair: -pair[0])
-    kept = [hit for p, hit in scored if p >= cut][:limit]
+    kept = [hit for p, hit in scored if p >= cut and p >= relative * scored[0][0]][:limit]
     if not kept and scored and scored[0][0] >= first:
         kept = [scored[0][1]]
     return kept
