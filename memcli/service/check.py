@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 
 #: Provenance of writes that must pass review in a shared scope (SPEC.md section 3, gate 6).
 NEEDS_REVIEW = ("model_derived", "tool_result")
+#: Files judged per batch of git processes (their paths are arguments of ``git ls-tree`` and
+#: ``git log``: 200 keeps those well under the system's argument limit).
+CHUNK = 200
 
 
 @dataclass
@@ -141,12 +144,49 @@ class _Git:
 
         return batch_blobs(out if status == 0 else b"", len(specs))
 
-    def mode(self, rev: str | None, path: str) -> str:
+    def modes(self, rev: str | None, paths: list[str]) -> dict[str, str]:
+        """The git mode (``100644``, ``120000`` …) of each of ``paths`` (relative to the workspace)
+        at ``rev`` (None: the staged versions), keyed by its path from the repository's root; one
+        git process."""
         if rev is None:  # the staged version
-            rows = self.lines("ls-files", "-s", "--", path)
+            args = ["ls-files", "-s", "-z", "--full-name", "--", *paths]
         else:
-            rows = self.lines("ls-tree", rev, "--", path)
-        return rows[0].split()[0] if rows else ""
+            args = ["ls-tree", "-z", "--full-name", rev, "--", *paths]
+        status, out, _ = self.repo.raw(*args, env=self.env)
+        rows = out.decode("utf-8", "surrogateescape").split("\0") if status == 0 else []
+        return {name: meta.split()[0] for meta, _, name in (row.partition("\t") for row in rows) if name}
+
+    def single_commits(self, rev: str, fulls: list[str]) -> dict[str, list[str]]:
+        """For each of ``fulls`` (paths from the repository's root) that exactly one commit
+        reachable from ``rev`` ever touched, and not a merge: that commit's ``[sha, author,
+        committer, parents]`` (the row ``git log -- PATH`` alone would give); one git process for
+        them all. A file left out takes its own ``git log`` (:func:`_versions`). With
+        ``--full-history --diff-merges=separate --root`` every commit that changed any of the paths
+        against any parent (or made it in a root commit) is listed, so one that lists a file once,
+        and no merge listing it, is its whole history whatever the single-path simplification
+        would prune."""
+        status, out, _ = self.repo.raw(
+            "-c", "core.quotePath=false", "log", "--full-history", "--diff-merges=separate", "--root", "--no-renames",
+            "--name-only", "--format=%x01%H%x00%an <%ae>%x00%cn <%ce>%x00%P", rev, "--",
+            *(f":(top,literal){f}" for f in fulls), env=self.env)
+        if status != 0:
+            return {}
+        touched: dict[str, dict[str, list[str]]] = {}
+        row: list[str] = []
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            if line.startswith("\x01"):
+                row = line[1:].split("\x00")
+            elif line.startswith('"'):  # a name git had to quote: not read, every file takes its own log
+                return {}
+            elif line and len(row) == 4:
+                touched.setdefault(line, {})[row[0]] = row
+        found = {}
+        for full, commits in touched.items():
+            if len(commits) == 1:
+                only = next(iter(commits.values()))
+                if len(only[3].split()) <= 1:
+                    found[full] = only
+        return found
 
 
 def _hook_index(repo: GitRepo) -> str | None:
@@ -243,13 +283,18 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
         if old is not None:
             result.problems += config_problems(git, old, new, any(p.rule == "signing" for p in result.problems))
     prefix = PurePosixPath(next(iter(git.lines("rev-parse", "--show-prefix")), ""))
-    for rel in _changed(git, old, new):
-        if not rel.endswith(".md"):
-            continue
-        result.files += 1
-        full = (prefix / rel).as_posix()
-        spec_new = f":{full}" if new is None else f"{new}:{full}"
-        result.problems.extend(_check_file(ctx, git, rel, spec_new, git.mode(new, rel), old, new, full))
+    changed = [rel for rel in _changed(git, old, new) if rel.endswith(".md")]
+    for at in range(0, len(changed), CHUNK):  # a few git processes a chunk, not four a file
+        chunk = changed[at:at + CHUNK]
+        fulls = [(prefix / rel).as_posix() for rel in chunk]
+        specs = [f":{full}" if new is None else f"{new}:{full}" for full in fulls]
+        modes = git.modes(new, chunk)
+        datas = git.blobs(specs)
+        single = git.single_commits(new, fulls) if new is not None else {}
+        git.trust.prepare([row[0] for row in single.values()])
+        for rel, full, data in zip(chunk, fulls, datas):
+            result.files += 1
+            result.problems.extend(_check_file(ctx, git, rel, data, modes.get(full, ""), new, full, single.get(full)))
     result.problems.extend(_deleted_guards(ctx, git, old, new, prefix))
     if stale and new is not None:
         result.problems.extend(_stale_problems(ctx, old if spec else None, new))
@@ -269,8 +314,11 @@ def _stale_problems(ctx: Ctx, old: str | None, new: str) -> list[Problem]:
     return problems
 
 
-def _check_file(ctx: Ctx, git: _Git, rel: str, spec_new: str, mode: str, old: str | None,
-                new: str | None, full: str) -> list[Problem]:
+def _check_file(ctx: Ctx, git: _Git, rel: str, data: bytes | None, mode: str, new: str | None, full: str,
+                single: list[str] | None) -> list[Problem]:
+    """The problems of one file: ``data`` its version at ``new`` (None: absent, or not a blob),
+    ``mode`` its git mode there, ``single`` its history when one commit made it
+    (:meth:`_Git.single_commits`; None: read with its own ``git log``)."""
     from memcli.policy import gates
 
     if mode == "120000":
@@ -278,7 +326,6 @@ def _check_file(ctx: Ctx, git: _Git, rel: str, spec_new: str, mode: str, old: st
     parts = PurePosixPath(rel).parts
     if parts[0] != "memories" or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
         return [Problem(rel, "path", "not a safe memory path (memories/<scope>/…/<id>.md)")]
-    data = git.blob(spec_new)
     if data is None:
         return []
     from memcli.store.files import MAX_FILE_BYTES
@@ -301,7 +348,7 @@ def _check_file(ctx: Ctx, git: _Git, rel: str, spec_new: str, mode: str, old: st
     if not PurePosixPath(rel).name.startswith(memory.id):
         problems.append(Problem(rel, "path", f"the file name does not start with its id {memory.id}"))
     problems.extend(_scope_problems(git, rel, memory))
-    problems.extend(_history_problems(ctx, git, rel, full, memory, new))
+    problems.extend(_history_problems(ctx, git, rel, full, memory, new, single))
     return problems
 
 
@@ -333,18 +380,25 @@ def _load(ctx: Ctx, git: _Git, rel: str, data: bytes | None) -> Memory | None:
         return None
 
 
-def _versions(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
-              new: str | None) -> list[tuple[Version, list[Memory | None]]]:
+def _versions(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory, new: str | None,
+              single: list[str] | None = None) -> list[tuple[Version, list[Memory | None]]]:
     """Every version of the file up to ``new`` (oldest first; the staged one last when ``new`` is
     None), each as ``(review.Version, [the memory as each of its commit's parents had it])``: a
     change is judged against the commit's own parents, so a merge that only carries a change
-    made on one side (an approval merged beside an edit) is not taken for making it."""
+    made on one side (an approval merged beside an edit) is not taken for making it. ``single``:
+    the one commit that made the file, when known (:meth:`_Git.single_commits`; never for the
+    staged versions): its version is ``memory``, the one at ``new`` (no later commit changed it)
+    and its parents had none (no earlier commit made one), so nothing more is read."""
     from memcli.policy import review
 
+    trust = git.trust
+    if single is not None and new is not None:
+        sha, author, committer, parents = single
+        return [(review.Version(sha, memory, _identity(author), _identity(committer), trust.required(sha),
+                                trust.signer(sha), trust.words(sha)), [None for _ in parents.split()])]
     history = git.lines("log", "--no-renames", "--format=%H%x00%an <%ae>%x00%cn <%ce>%x00%P", "--reverse",
                         *([new] if new else ["HEAD"]), "--", rel)
     rows = [parts for parts in (row.split("\x00") for row in history) if len(parts) == 4]
-    trust = git.trust
     trust.prepare([sha for sha, _, _, _ in rows])
     specs = [f"{sha}:{full}" for sha, _, _, _ in rows] + [f"{p}:{full}" for _, _, _, ps in rows for p in ps.split()]
     datas = dict(zip(specs, git.blobs(specs)))
@@ -364,15 +418,15 @@ def _versions(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
 
 
 def _history_problems(ctx: Ctx, git: _Git, rel: str, full: str, memory: Memory,
-                      new: str | None) -> list[Problem]:
+                      new: str | None, single: list[str] | None = None) -> list[Problem]:
     """The rules over the file's history (``policy.review``): provenance never changes after the
     first version, and a memory that needs review became active only by a valid approval. A
     version became active when it is ``active`` and none of its commit's parents had it active
     (a merge that brings an approval from one side is not an approval of its own)."""
     from memcli.policy import gates, review
 
-    walked = [(v, [b for b in before if b is not None]) for v, before in _versions(ctx, git, rel, full, memory, new)
-              if v.memory is not None]
+    walked = [(v, [b for b in before if b is not None]) for v, before in _versions(ctx, git, rel, full, memory, new,
+                                                                                    single) if v.memory is not None]
     if not walked:
         return []
     first = walked[0][0]
