@@ -206,3 +206,21 @@ def test_a_flood_of_new_files_from_a_teammate_is_held_until_a_person_decides(tea
     assert team.mem("alice", "quarantine", "revert", entry["id"]).code == 0
     assert not list((team.ws["alice"] / "memories" / "project").rglob("bulk-*.md"))
     assert guard in team.mem("alice", "recall", "pnpm").out
+
+
+def test_stats_and_index_status_answer_while_a_file_is_quarantined(team: Team) -> None:
+    """Newcomer HIGH fault (stop 34): with a teammate's broken file quarantined, ``stats`` and
+    ``index status`` ended in an internal error (exit 1): the quarantine's wrapper hid the index."""
+    team.remember("alice", "first fact about ports")
+    team.sync("alice")
+    team.sync("bob")
+    (team.ws["bob"] / "memories" / "project").mkdir(parents=True, exist_ok=True)
+    (team.ws["bob"] / "memories" / "project" / "bad.md").write_text("---\ntags: [x\n---\nbroken\n", encoding="utf-8")
+    team.git("bob", "add", "-A")
+    team.git("bob", "commit", "-qm", "bad")
+    team.git("bob", "push", "-q", "origin", "HEAD")
+    assert "quarantined on arrival" in team.sync("alice").out
+    for args in (["stats"], ["index", "status"], ["--json", "stats"], ["--json", "index", "status"]):
+        out = team.mem("alice", *args)
+        assert out.code == 0 and "internal error" not in out.err, (args, out)
+    assert team.mem("alice", "--json", "index", "status").json()["data"]["backend"] == "fts5"
