@@ -60,6 +60,12 @@ POSITIVES = [
     ("api_key = 'a8f5f167f44f4964e6c998dee827110c'", "generic API key/token assignment"),
     ("access_token=9f8e7d6c5b4a39281706", "generic API key/token assignment"),
     ('"client_secret": "Zm9vYmFyYmF6cXV4"', "generic API key/token assignment"),
+    # a secret named in prose (newcomer, stop 34: 41 characters, so no AWS secret's length)
+    ("The staging deploy secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY2 for the CI user.",
+     "generic API key/token assignment"),
+    ("the api token for prod was Xk9fQ2mZpL7vRt3nBw8yHc4jDs6aGe1u", "generic API key/token assignment"),
+    ("the webhook secret is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b", "generic API key/token assignment"),
+    ("密钥是 Xk9fQ2mZpL7vRt3nBw8yHc4jDs6aGe1u", "generic API key/token assignment"),
     ("card 4111 1111 1111 1111 exp 12/25", "payment card number"),
     ("5555-5555-5555-4444", "payment card number"),
     ("amex 378282246310005", "payment card number"),
@@ -125,6 +131,12 @@ NEGATIVES = [
     # prose and code about secrets
     "the password policy requires 12 characters",
     "rotate the token every 90 days",
+    "the secret is that we cache everything",
+    "the token is 01kx5n2mtr29mq1nfzsjvpxs0v",  # a memcli id: lowercase, no case mix
+    "the access key for ci is stored in vault under kv/ci/AccessKey2024",
+    "the credential was rotated on 2026-11-29T10:00:00Z",
+    "the signing key is ed25519, kept in the team's vault",
+    "the API key is generated per environment by terraform",
     "set token: see vault",
     "use the `token` field of the response",
     "password reset flow in auth/reset.py",

@@ -50,6 +50,12 @@ Rules, and where each pattern comes from:
   or a common word ("required", "set", "stored", "in", "managed", an ``-ed``/``-ive``...
   adjective), and either mixes letters with digits or symbols, or ends its clause
   (``is swordfish.``), or is quoted.
+* ``generic API key/token`` in prose: "the staging deploy secret is X", "the API token for
+  prod was X", "密钥是 X" (a secret, token, API/access/secret/private/signing key or
+  credential, then ``is``/``was``): a value of 16 or more characters with a digit and
+  mixed-case letters or a base64 symbol (``+ / = _ -``) among letters, or 32 or more hex
+  digits; not a placeholder, code, a dotted name, a URL or a path (newcomer, stop 34: a
+  41-character AWS-style secret after "secret is" passed, being no AWS key's length).
 * ``payment card number``: 13-19 digits (plain or in 4-digit-led groups split by one
   space or hyphen) with a card-network IIN prefix and length (Visa 4; Mastercard
   51-55, 2221-2720; Amex 34/37; Discover 6011/65; JCB 35; Diners 36/38/39;
@@ -198,6 +204,15 @@ _PROSE_PASSWORD_RE = compiled(
     r"(?:[ \t]+(?i:for|of|to|on)(?:[ \t]+[^\s.,;:!?]{1,30}){1,4}?)?[ \t]+(?i:is|was)(?![A-Za-z0-9_])[ \t]*[:：]?"
     r"|(?:密码|口令)(?:是|为)[:：]?)[ \t]*"
     r"(?P<q>[\"'`]?)(?P<val>[\x21\x23-\x26\x28-\x5f\x61-\x7e]+)")
+# "the staging deploy secret is X", "the API token for prod was X", "密钥是 X": a secret, token,
+# API/access/secret/private/signing key or credential named in prose, and a value that looks
+# random (``_prose_secret``).
+_PROSE_SECRET_RE = compiled(
+    r"(?:(?<![A-Za-z0-9_])(?i:secret|token|(?:api|access|secret|private|signing)[ _-]?key|credential)s?"
+    r"(?:[ \t]+(?i:for|of|to|on)(?:[ \t]+[^\s.,;:!?]{1,30}){1,4}?)?[ \t]+(?i:is|was|are|were)(?![A-Za-z0-9_])"
+    r"[ \t]*[:：]?|(?:密钥|秘钥|令牌|私钥)(?:是|为)[:：]?)[ \t]*"
+    r"(?P<q>[\"'`]?)(?P<val>[\x21\x23-\x26\x28-\x5f\x61-\x7e]+)")
+_HEX_RE = compiled(r"[0-9A-Fa-f]+")
 _PROSE_WORDS = frozenset((
     "set", "stored", "in", "managed", "kept", "saved", "not", "never", "the", "a", "an", "now", "still",
     "being", "also", "too", "only", "just", "always", "blank", "wrong", "incorrect", "correct", "right",
@@ -351,6 +366,25 @@ def _prose_password(m: re.Match[str], text: str) -> bool:
     return quoted or value != raw or _LINE_END_RE.match(text, end) is not None
 
 
+def _prose_secret(m: re.Match[str]) -> bool:
+    """Whether the word after "secret is", "token was", "密钥是" (match ``m`` of
+    ``_PROSE_SECRET_RE``) is a credential: at least 16 characters with a digit, and mixed-case
+    letters or a base64/URL-safe symbol (``+ / = _ -``) among letters, or 32 or more hex digits
+    (an API token); never a placeholder, code, a dotted name, a URL or a path."""
+    raw = m.group("val")
+    value = raw.rstrip(".,;:!?)]}\"'`")
+    if (len(value) < 16 or _placeholder(raw, value) or _CODE_RE.match(value) or _DOTTED_RE.fullmatch(value)
+            or "://" in value or value.startswith(("/", "./", "../", "~/", "$"))):
+        return False
+    if not any(c.isdigit() for c in value):
+        return False
+    if _HEX_RE.fullmatch(value):
+        return len(value) >= 32
+    letters = any(c.isalpha() for c in value)
+    mixed = value.lower() != value and value.upper() != value
+    return mixed or (letters and any(c in "+/=_-" for c in value))
+
+
 def _credential_like(raw: str, value: str, *, password: bool, strong: bool) -> bool:
     """Whether an assigned ``value`` (``raw`` before trailing punctuation was cut) is a credential.
 
@@ -481,4 +515,7 @@ def candidates(text: str) -> list[tuple[int, int, int, str]]:
     for m in _PROSE_PASSWORD_RE.finditer(text):
         if _prose_password(m, text):
             cands.append((4, m.start("val"), m.end("val"), PASSWORD))
+    for m in _PROSE_SECRET_RE.finditer(text):
+        if _prose_secret(m):
+            cands.append((4, m.start("val"), m.start("val") + len(m.group("val").rstrip(".,;:!?)]}\"'`")), GENERIC))
     return cands

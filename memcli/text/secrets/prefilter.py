@@ -52,6 +52,8 @@ OWN_ANCHORS: tuple[tuple[str, str], ...] = (
     ("SSN labelled", r"(?i:ssn|ss\#|social)"),
     # assignments (rules._ASSIGN_RE's keys) and passwords in prose (rules._PROSE_PASSWORD_RE)
     ("assignment, prose", r"(?i:pass|pwd|secret|api[_-]?key|token)|密码|口令"),
+    # secrets in prose (rules._PROSE_SECRET_RE) beyond those keys
+    ("prose secret", r"(?i:(?:api|access|secret|private|signing)[ _-]?key|credential)|密钥|秘钥|令牌|私钥"),
     # NAME=value lines: rules._env_line keeps a name only with one of these parts (ASCII names)
     ("env line", r"(?i:pw|pass|secret|token|credential|private|salt|signing|key)[A-Za-z0-9_.-]*="),
     ("URL password, webhooks", r"://"),
