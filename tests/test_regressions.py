@@ -151,3 +151,18 @@ def test_accents_and_camel_case_are_found(ws, run):
     assert ids(run("--json", "recall", "cafe istanbul")) == [cafe]
     assert ids(run("--json", "recall", "get user name")) == [camel]
     assert ids(run("--json", "recall", "getUserName")) == [camel]
+
+
+def test_supersede_does_not_warn_about_the_memory_it_replaces(ws: object) -> None:
+    """Newcomer LOW (stop 34): superseding "port 5433" with "port 5434 now" warned that the new
+    text was a near duplicate of, and possibly conflicted with, the very memory it replaced."""
+    from conftest import run_memcli
+
+    old = run_memcli("--json", "remember", "The local Postgres for development listens on port 5433, not 5432.",
+                     "--subject", "dev.db-port").json()["data"]["id"]
+    other = run_memcli("--json", "remember", "The local Postgres for development listens on port 5434 now, per Dana.",
+                       "--subject", "dev.db-port-note").json()["data"]["id"]
+    out = run_memcli("supersede", old, "The local Postgres for development listens on port 5434 now.")
+    assert out.code == 0, out
+    assert old not in out.err, out.err  # no warning names the replaced memory
+    assert f"near duplicate of {other}" in out.err or f"possible conflict with {other}" in out.err, out.err

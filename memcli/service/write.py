@@ -624,6 +624,9 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
         decided.append(("duplicate", f"exact duplicate of {first.id}"))
         return WriteResult(op, first, "noop", f"already exists: {first.id}{_not_applied(memory, first, opts)}",
                            gate="duplicate", gates=decided)
+    if base is not None:  # the memory being replaced is near the new one by design: no warning about it
+        dups = [d for d in dups if d.memory_id != base.memory.id]
+        texts = {k: v for k, v in texts.items() if k != base.memory.id}
     warnings = [f"near duplicate of {d.memory_id} ({d.ratio:.0f}% similar): {texts[d.memory_id][:80]}"
                 for d in dups]
     warnings.extend(_contradictions(memory, texts))
