@@ -273,6 +273,14 @@ class StorageFailed(MemcliError):
     exit_code = 15
 
 
+def refused_write(err: OSError) -> bool:
+    """Whether ``err`` is the operating system refusing a write (:class:`StorageFailed`'s errnos,
+    and ``EFBIG``), not a fault of what memcli asked."""
+    import errno
+
+    return err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG)
+
+
 class ModelUnavailable(WorkspaceInvalid):
     """The embedding model of the semantic retriever cannot be found, fetched or loaded
     (``[search] model``, ``$MEMCLI_EMBED_MODEL``, or the ``semantic`` extra is missing).

@@ -338,3 +338,19 @@ def test_hook_check_runs_are_not_counted_as_the_persons_sessions(proj, run):
                 input=json.dumps({"session_id": "s-1", "source": "startup", "cwd": str(proj)}))
     assert start.code == 0 and "Tuesdays" in start.out, start
     assert run("--json", "stats", cwd=proj, env=me).json()["data"]["usage"]["injected"] >= 1
+
+
+def test_a_settings_folder_the_disk_refuses_is_exit_15_and_writes_nothing(proj: Path, run) -> None:
+    """Newcomer LOW (stop 34): installing into a read-only folder was exit 5 (a file memcli cannot
+    merge) where the documented status of a refused write is 15."""
+    from test_interrupted import _set_read_only
+
+    (proj / ".claude").mkdir(exist_ok=True)
+    try:
+        if not _set_read_only(proj / ".claude", True):
+            pytest.skip("cannot make a folder read-only here")
+        out = run("hook", "install", "claude", cwd=proj)
+    finally:
+        _set_read_only(proj / ".claude", False)
+    assert out.code == 15 and "cannot be written" in out.err and out.err.count("\n") == 1, out
+    assert not (proj / ".claude" / "settings.json").exists()

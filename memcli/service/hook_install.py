@@ -22,7 +22,7 @@ from pathlib import Path
 from memcli.agents import hook_protocol as formats
 from memcli.agents import launch_command
 from memcli.agents.registry import agents, get
-from memcli.errors import MemcliError, SettingsUnmergeable, UsageProblem
+from memcli.errors import MemcliError, SettingsUnmergeable, StorageFailed, UsageProblem, refused_write
 from memcli.service.launcher import memcli_program, record, where_label
 
 
@@ -157,6 +157,8 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
     Raises:
         SettingsUnmergeable: the file cannot be merged into safely, or cannot be written
             (exit 5; untouched).
+        StorageFailed: the disk refused the write (read-only, no permission, full; exit 15;
+            untouched).
         UsageProblem: ``local`` for an agent without a local file, or a pinned workspace outside the
             project for the shared file (exit 2).
     """
@@ -180,10 +182,10 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
         try:
             written = record()
         except OSError as err:
-            raise SettingsUnmergeable(f"the personal launcher cannot be written ({err.strerror}); the hooks in {path} "
-                                      "were left as they are",
-                                      hint="check the permissions of ~/.local/share/memcli, then run the command "
-                                           "again") from None
+            failure = StorageFailed if refused_write(err) else SettingsUnmergeable
+            raise failure(f"the personal launcher cannot be written ({err.strerror}); the hooks in {path} "
+                          "were left as they are",
+                          hint="check the permissions of ~/.local/share/memcli, then run the command again") from None
         personal = [written] if written else []
     if changes:
         mode = target.stat().st_mode & 0o7777 if target.exists() else None
@@ -192,8 +194,9 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
             if mode is not None:
                 os.chmod(target, mode)
         except OSError as err:
-            raise SettingsUnmergeable(f"{target}: cannot be written ({err.strerror}); it was left as it is",
-                                      hint="check the folder's permissions, then run the command again") from None
+            failure = StorageFailed if refused_write(err) else SettingsUnmergeable
+            raise failure(f"{target}: cannot be written ({err.strerror}); it was left as it is",
+                          hint="check the folder's permissions, then run the command again") from None
     problem = None if remove else unfound_workspace(project, workspace)
     return {"path": str(path), "shared": shared, "kind": where_label("shared" if shared else "personal"),
             "changes": changes, "personal": personal, "warnings": warnings + ([problem] if problem else []),

@@ -53,7 +53,7 @@ from typing import Any
 
 from memcli.agents import rule_files
 from memcli.errors import MemcliError, SecretDetected, SubjectConflict, UsageProblem, ValidationFailed
-from memcli.model import STATUSES, Memory, check_choice, from_dict, normalise_text
+from memcli.model import STATUSES, Memory, from_dict, normalise_text
 from memcli.policy.gates import check_write_scope
 from memcli.service import Ctx
 from memcli.timeutil import parse_instant
@@ -502,12 +502,13 @@ def export_rules(ctx: Ctx, fmt: str = "claude-md", all_statuses: bool = False, s
             else one file, whose memories with ``paths`` are written without them.
 
     Raises:
-        ValidationFailed: unknown format; and the errors of :func:`export_memories`.
-        UsageProblem: ``cursor`` without ``project`` (Cursor rules are several files).
+        UsageProblem: an unknown format, or ``cursor`` without ``project`` (Cursor rules are several files).
+        ValidationFailed: the errors of :func:`export_memories`.
     """
     from memcli.agents import rule_files_render
 
-    check_choice("format", fmt, rule_files.FORMATS)
+    if fmt not in rule_files.FORMATS:  # an option's value, as context's --format: a usage error (exit 2)
+        raise UsageProblem(f"unknown --format {fmt!r}", hint=f"use one of: {', '.join(rule_files.FORMATS)}")
     if fmt == "cursor" and not project:
         raise UsageProblem("--format cursor writes several .cursor/rules/*.mdc files, not one",
                            hint="give the project folder with --dir DIR")
