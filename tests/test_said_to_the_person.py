@@ -55,6 +55,32 @@ def test_the_watchdog_answers_what_it_was_last_handed():
     assert "no memories within the [hooks] deadline of 0.3 s" in proc.stderr
 
 
+def test_a_hook_whose_stdin_never_ends_is_told_so(ws):
+    """Newcomer LOW (stop 34): a prompt hook given its JSON on a stdin left open answered at the
+    deadline blaming a busy machine or the index; it now says the input never ended."""
+    import os
+
+    from test_index_build import set_deadline
+
+    set_deadline(ws, 0.5)
+    payload = json.dumps({**PROMPT, "cwd": str(ws)})
+    env = {**os.environ, "MEMCLI_WORKSPACE": str(ws)}
+    proc = subprocess.Popen([sys.executable, "-m", "memcli", "hook", "claude", "user-prompt-submit"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdin is not None
+    proc.stdin.write(payload)
+    proc.stdin.flush()  # and never closed
+    try:
+        proc.wait(timeout=60)  # not communicate(): it would close stdin
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    assert proc.returncode == 0 and json.loads(out)["hookSpecificOutput"]["additionalContext"] == "", (out, err)
+    assert "its input on stdin never ended" in err and "machine is busy" not in err, err
+
+
 def test_init_in_a_clone_says_which_memory_branch_it_took(project, tmp_path):
     assert run_memcli("init", cwd=project).code == 0
     assert run_memcli("remember", "The staging database is called ledger_stage.", cwd=project).code == 0

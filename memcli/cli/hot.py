@@ -155,7 +155,11 @@ def hook(agent: str, event: str) -> None:
 
         late = get(agent).answer(event, LATE_NOTE if event == "session-start" else "")
         guard = Watchdog(late, process_started(), Config().hook_deadline)  # the default: no config read yet
+    if guard is not None:
+        guard.reading = True
     raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    if guard is not None:
+        guard.reading = False
     run = run_hook(agent, event, raw, GLOBALS.workspace, GLOBALS.actor, guard.move if guard else None)
     if guard is not None:
         guard.claim()

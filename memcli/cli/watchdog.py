@@ -51,6 +51,9 @@ class Watchdog:
         self._claimed = threading.Lock()
         self._done = False
         self._wake = threading.Event()
+        #: True while the hook waits for its input: an agent (or a person) that leaves stdin
+        #: open is told so, not that the machine is busy (newcomer LOW, stop 34).
+        self.reading = False
         threading.Thread(target=self._watch, name="memcli-hook-deadline", daemon=True).start()
 
     def move(self, deadline: float, before_exit: Callable[[], None] | None = None, answer: str | None = None) -> None:
@@ -81,8 +84,10 @@ class Watchdog:
             if self._done:
                 return
             self._done = True
+            why = ("its input on stdin never ended: close stdin after the JSON" if self.reading
+                   else "the machine is busy or the index is being built")
             warning = (f"memcli: warning: no memories within the [hooks] deadline of {self._deadline:g} s "
-                       "(the machine is busy or the index is being built); answered without them\n")
+                       f"({why}); answered without them\n")
             try:
                 os.write(1, self._answer.encode("utf-8"))
                 os.write(2, warning.encode("utf-8"))
