@@ -333,6 +333,8 @@ SUGGESTIONS = [
     ("Never run rm -rf on the build folder", ["Bash(rm -rf:*)"]),
     ("never run git push --force", ["Bash(git push --force:*)"]),
     ("Never run git push --force on main", ["Bash(git push --force:*)"]),
+    ("Never run terraform destroy against prod", ["Bash(terraform destroy:*)"]),  # stop 33's note
+    ("Never run kubectl delete namespace during business hours", ["Bash(kubectl delete namespace:*)"]),
     ("Never run docker compose down -v.", ["Bash(docker compose down -v:*)"]),
     ("never run npm publish, use the release script", ["Bash(npm publish:*)"]),
     ("never use sudo pip install", ["Bash(sudo pip install:*)"]),
