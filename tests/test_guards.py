@@ -814,3 +814,22 @@ def test_a_malformed_call_on_a_tool_no_guard_holds_is_let_through(ws: Path, run:
     payload = {"session_id": "s1", "transcript_path": "", "cwd": str(tmp_path), "hook_event_name": "PreToolUse",
                "tool_name": "Bash", "tool_input": "npm install x"}
     assert _hook(run, "claude", payload, tmp_path) == ""
+
+
+def test_the_catalog_gives_the_guarded_memories_from_the_index_without_decoding_the_rest(ws: Path, run: Runner) -> None:
+    """The pre-tool hook reads the memories with guards (and anchor commands) through
+    ``Catalog.guarded``, not every active memory (1.1-1.8 s at 10,000 memories, stop 34): the
+    index's answer is the scan's, and a text that quotes the key is no guard."""
+    from memcli.index.catalog import ScanCatalog
+    from memcli.service import Ctx
+
+    ids = [run("--json", "remember", f"Never run tool{n} reset", "--deny",
+               f"Bash(tool{n} reset:*)").json()["data"]["id"] for n in range(3)]
+    run("remember", 'The JSON holds "guards": [ and "commands": [ keys')
+    run("remember", "Plain memory about ports")
+    retired = run("--json", "remember", "Never run tool9 reset", "--deny", "Bash(tool9 reset:*)").json()["data"]["id"]
+    assert run("forget", retired).code == 0
+    ctx = Ctx.open(str(ws))
+    catalog = ctx.catalog()
+    assert sorted(m.id for m in catalog.guarded()) == sorted(ids)
+    assert sorted(m.id for m in ScanCatalog(ctx.ws.files.scan()).guarded()) == sorted(ids)

@@ -113,6 +113,10 @@ class MergedCatalog:
         """See ``Catalog``."""
         return [m for part in self.parts for m in self._placed(part, part.catalog.with_status(status))]
 
+    def guarded(self) -> list[Memory]:
+        """See ``Catalog``."""
+        return [m for part in self.parts for m in self._placed(part, part.catalog.guarded())]
+
     def record_access(self, ids: list[str], at: datetime) -> None:
         """Count a recall of ``ids`` in the statistics of the store each came from."""
         for part in self.parts:

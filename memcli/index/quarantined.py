@@ -81,6 +81,10 @@ class QuarantinedCatalog:
         """See ``Catalog``."""
         return self._free(self.inner.with_status(status))
 
+    def guarded(self) -> list[Memory]:
+        """See ``Catalog``."""
+        return self._free(self.inner.guarded())
+
     def record_access(self, ids: list[str], at: datetime) -> None:
         """See ``Catalog``."""
         self.inner.record_access([i for i in ids if i not in self.ids], at)

@@ -15,7 +15,7 @@ per pre-tool hook for those files.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from memcli.model import Memory
@@ -25,14 +25,14 @@ if TYPE_CHECKING:
 MAX_FILES = 500
 
 
-def verified_versions(ctx: Ctx, active: list[Memory]) -> list[Memory]:
+def verified_versions(ctx: Ctx, served: Callable[[str], bool]) -> list[Memory]:
     """The verified version of each quarantined memory file that is ``active`` and has guards,
-    none whose id is among ``active`` (the memories served now); the caller filters them as it
-    filters those (scope, expiry, who may see them).
+    none whose id is ``served`` (an active memory the caller reads now); the caller filters them
+    as it filters those (scope, expiry, who may see them).
 
     Args:
         ctx: the store.
-        active: the active memories the caller reads now.
+        served: whether an id is an active memory served now (asked only for those versions).
 
     Returns:
         The memories; ``[]`` when nothing is quarantined, git cannot answer, or a version does not read.
@@ -60,7 +60,7 @@ def verified_versions(ctx: Ctx, active: list[Memory]) -> list[Memory]:
         return []
     blobs = batch_blobs(done.stdout if done.returncode == 0 else b"", len(wanted))
     files = MemoryFiles(ctx.ws.root)
-    served = {m.id for m in active}
+    seen: set[str] = set()
     out: list[Memory] = []
     for (_, path), data in zip(wanted, blobs):
         if data is None:
@@ -69,7 +69,7 @@ def verified_versions(ctx: Ctx, active: list[Memory]) -> list[Memory]:
             memory = files.load(ctx.ws.root / path, data=data, round_trip=False, rel=path).memory
         except MemcliError:
             continue  # a verified version that does not read either: nothing to hold
-        if memory.id not in served and memory.status == "active" and memory.guards:
-            served.add(memory.id)
+        if memory.id not in seen and memory.status == "active" and memory.guards and not served(memory.id):
+            seen.add(memory.id)
             out.append(memory)
     return out

@@ -309,9 +309,14 @@ def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
     from memcli.service.held_guards import verified_versions  # a quarantined memory's verified guards hold
 
     scopes = set(ctx.scopes())
-    active = ctx.catalog().with_status("active")
+    catalog = ctx.catalog()
+    active = catalog.guarded()  # not every active memory: those with guards (and anchor commands)
+
+    def served(memory_id: str) -> bool:
+        return any(m.id == memory_id and m.status == "active" for m in catalog.by_prefix(memory_id))
+
     out: list[tuple[Memory, Guard]] = []
-    for memory in [*active, *verified_versions(ctx, active)]:
+    for memory in [*active, *verified_versions(ctx, served)]:
         if memory.guards and memory.scope in scopes and memory.served(ctx.now) and ctx.may_see(memory):
             try:
                 out.extend((memory, g) for g in check_guards(memory.guards))
@@ -619,41 +624,57 @@ def command_memories(ctx: Ctx, command: str) -> list[Memory]:
     word boundary, or a guard of theirs matches it; after those, the memories whose text names
     the command (:func:`command_phrases`: ``terraform destroy``, ``docker compose``, a tool such
     as ``pytest``; newcomer fault, stop 33: "Never run terraform destroy …" was not given before
-    ``terraform destroy``). Longest named command first, then the browse order (pinned,
-    importance, recency)."""
-    from memcli.guards import Call, check_guards, command_matches, commands_of
+    ``terraform destroy``). Longest named command first (a guard's match counts 1, a phrase
+    0.8 or 0.5), then the browse order (pinned, importance, recency).
+
+    Read through the index, never every memory: the memories with guards or anchor commands
+    (``Catalog.guarded``), and for each phrase (at most :data:`MAX_PHRASES`) the first
+    :data:`PHRASE_POOL` hits of a recall of its words, of which those that hold the phrase
+    itself count."""
+    from memcli.guards import Call, check_guards, command_matches, commands_of, matches
     from memcli.index import Query, browse_key
     parts = commands_of(command)
     if not parts:
         return []
-    phrases = command_phrases(parts)
+    phrases = command_phrases(parts)[:MAX_PHRASES]
     scopes = set(ctx.scopes())
-    found: list[tuple[float, Memory]] = []
-    for memory in ctx.catalog().with_status("active"):
+    catalog = ctx.catalog()
+    found: dict[str, tuple[float, Memory]] = {}
+
+    def keep(memory: Memory, weight: float) -> None:
         if memory.scope not in scopes or not memory.served(ctx.now) or not ctx.may_see(memory):
-            continue
+            return
+        held = found.get(memory.id)
+        if held is None or weight > held[0]:
+            found[memory.id] = (weight, memory)
+
+    for memory in catalog.guarded():  # an anchor's commands, a guard: in the record, not the text
         named = (memory.anchor or {}).get("commands") or []
         longest: float = max((len(n) for n in named for part in parts if command_matches(f"{n}:*", part)),
                              default=0)
-        if not longest and phrases:
-            text = " ".join(memory.text.lower().replace("`", " ").split())
-            longest = max((weight for weight, phrase in phrases if _names(text, phrase)), default=0)
         if not longest and memory.guards:
             try:
                 guards = check_guards(memory.guards)
             except MemcliError:
                 guards = []
-            from memcli.guards import matches
-
             if any(matches(g.rule, Call("Bash", command=command)) for g in guards if g.rule.tool == "Bash"):
                 longest = 1
         if longest:
-            found.append((longest, memory))
+            keep(memory, longest)
+    if phrases:  # a text naming the command: its words through the index, then the phrase itself
+        retriever = catalog.retriever()
+        for weight, phrase in phrases:
+            query = Query(text=phrase, scopes=sorted(scopes), now=ctx.now, limit=PHRASE_POOL, actor=ctx.actor)
+            for hit in retriever.search(query):
+                if _names(" ".join(hit.memory.text.lower().replace("`", " ").split()), phrase):
+                    keep(hit.memory, weight)
     key = browse_key(Query(text="", scopes=sorted(scopes), now=ctx.now))
-    found.sort(key=lambda pair: (-pair[0], key(pair[1])))
-    return [memory for _, memory in found]
+    return [memory for _, memory in sorted(found.values(), key=lambda pair: (-pair[0], key(pair[1])))]
 
 
+#: Phrases of one shell command looked up at most (a long compound command names many), and
+#: the memories the index gives for each, best first, before the phrase itself is checked.
+MAX_PHRASES, PHRASE_POOL = 8, 50
 #: Programs too common for their name alone to say which memory a call is about: shell
 #: utilities, interpreters, package managers and task runners (a two-word phrase of theirs still
 #: counts: ``git push``, ``docker compose``; ``make lint`` is not about "run make e2e …", nor
