@@ -466,6 +466,7 @@ def _status(ctx: Ctx, catalog: Catalog) -> dict[str, Any]:
 
     problems = len(catalog.problems(actor=ctx.actor))
     own: Any = getattr(catalog, "own", catalog)  # the workspace's own index (index.merged)
+    own = getattr(own, "inner", own)  # under its quarantine (index.quarantined)
     if not isinstance(own, IndexCatalog):
         return {"backend": "scan", "memories": len(own.memories), "problems": problems}
     return {"backend": "fts5", **own.index.status(), "problems": problems, "files": own.report.files,
