@@ -10,7 +10,10 @@ Only ``active``, unexpired memories in the caller's scopes. The order, best firs
    file git tracks under the current folder, or, at a repository's root, a file with
    uncommitted changes (at the root every file is "under the folder", and a path-scoped
    memory must not outrank a general one for that alone);
-4. the rest, by importance, then by recency of ``updatedAt``.
+4. the rest, by importance, then by recency of ``updatedAt``;
+5. after all of them, those whose code moved (``memcli stale``), then the unvetted
+   instruction-like ones (``agents.injection.unvetted``: another person's, unreviewed),
+   pinned or not.
 
 The rendering (fence, budget, neutralising) is ``memcli.agents.context_block``.
 """
@@ -494,10 +497,13 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     lead = [_leading(m, size, fmt) for m in lead or ()]
     pool, total = candidates(ctx, query, folder, exclude, lead)
     notes = stale_notes(ctx)  # memories whose code moved: marked, and after the others
+    leading = {m.id for m in lead}
     if notes:  # after every fresh candidate, not only those of the chunks read so far
-        leading = {m.id for m in lead}
         pool = [m for m in pool if m.id not in notes or m.id in leading] + [
             m for m in pool if m.id in notes and m.id not in leading]
+    from memcli.agents.injection import vetted_first
+
+    pool = vetted_first(pool, ctx.actor, leading)  # a teammate's unreviewed instruction: last, pinned or not
     from memcli.service.read import partial_note
 
     partial = partial_note(ctx)
