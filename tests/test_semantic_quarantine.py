@@ -75,6 +75,8 @@ def test_a_quarantined_memory_is_never_served_while_a_warm_model_serves(team: Te
     assert "quarantined on arrival" in out.out, out
     held = {e["memory"] for e in team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"]}
     assert {AWS_ID, HUGE_ID} <= held, held
+    status = team.mem("alice", "--json", "index", "status")  # the index under its quarantine: still the index
+    assert status.code == 0 and status.json()["data"]["backend"] == "fts5", status
     ws = team.ws["alice"]
     banned = (AWS_ID, HUGE_ID, SECRET, "AKIA", "cloud access keys")
 
