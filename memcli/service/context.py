@@ -20,6 +20,7 @@ The rendering (fence, budget, neutralising) is ``memcli.agents.context_block``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -501,9 +502,6 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     if notes:  # after every fresh candidate, not only those of the chunks read so far
         pool = [m for m in pool if m.id not in notes or m.id in leading] + [
             m for m in pool if m.id in notes and m.id not in leading]
-    from memcli.agents.injection import vetted_first
-
-    pool = vetted_first(pool, ctx.actor, leading)  # a teammate's unreviewed instruction: last, pinned or not
     from memcli.service.read import partial_note
 
     partial = partial_note(ctx)
@@ -519,18 +517,39 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
 
     unverified: dict[str, str] = {}  # an actor no commit backs (a file dropped in by hand): labelled
     shown: list[Memory] = []
-    for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
-        chunk = pool[start:start + REDACT_CHUNK]
+    block: Block | None = None
+    for chunk in _vetted_chunks(pool, ctx.actor, leading):  # secrets of hand-written files cut out first
         unverified.update(unbacked(ctx, chunk))  # the files of what may be shown: 48 stats, not 400
         shown += for_reader(ctx, chunk)
         block = render(shown, room, fmt, total, notes, unverified)
         if room - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
+    if block is None:
+        block = render(shown, room, fmt, total, notes, unverified)
     if arrived:
         block = with_note(block, arrived, fmt, key="arrival")
     if standing:
         block = with_note(block, standing, fmt, key="conflict")
     return with_note(block, partial, fmt) if partial else block
+
+
+def _vetted_chunks(pool: list[Memory], reader: str | None, leading: set[str]) -> Iterator[list[Memory]]:
+    """``pool`` in chunks of at most ``REDACT_CHUNK``, with the unvetted instruction-like
+    memories (``agents.injection.unvetted``; none of ``leading``) held back to the end, pinned
+    or not: a teammate's unreviewed instruction comes after every other memory. Each chunk is
+    screened only when the block asks for it (a full block stops at its first chunks)."""
+    from memcli.agents.injection import unvetted
+
+    later: list[Memory] = []
+    for start in range(0, len(pool), REDACT_CHUNK):
+        chunk = pool[start:start + REDACT_CHUNK]
+        doubt = {m.id for m in chunk if m.id not in leading and unvetted(m, reader)}
+        later += [m for m in chunk if m.id in doubt]
+        kept = [m for m in chunk if m.id not in doubt]
+        if kept:
+            yield kept
+    for start in range(0, len(later), REDACT_CHUNK):
+        yield later[start:start + REDACT_CHUNK]
 
 
 def with_note(block: Block, note: str, fmt: str, key: str = "partial") -> Block:
