@@ -120,3 +120,57 @@ def test_a_quarantined_memory_is_never_served_while_a_warm_model_serves(team: Te
         assert shown.is_error or SECRET not in text_of(shown)
 
     drive(ws, steps, actor="alice")
+
+
+DEPLOY_NOTES = [
+    "Staging deploys run from the release branch with make ship.",
+    "The deploy user key for staging lives in the vault under ci/staging.",
+    "Production deploys need two approvals in the release channel.",
+    "Cloud credentials rotate every ninety days; the rota is in the wiki.",
+    "The CI runner caches dependencies keyed on the lock file.",
+    "Rollbacks use the previous image tag and take about five minutes.",
+    "The staging database listens on port 5433, not 5432.",
+    "Feature flags are read from the settings service at start-up.",
+]
+QUESTIONS = ["how do we ship to staging", "where are the access keys for the release account",
+             "what port does the test database use", "how do I undo a bad release"]
+
+
+@pytest.mark.slow
+def test_held_memories_are_filtered_first_on_the_semantic_side(ws: Path) -> None:
+    """Any set of held memories, by id or by path only (a mass add), any question, any limit:
+    the semantic side's answer over the quarantined catalog is exactly the answer with those
+    memories gone (none of them, and none of the others pushed out), and hybrid recall holds
+    none of them."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from memcli.index import embed, vectors
+    from memcli.index.hybrid import HybridRetriever, LocalSemantic
+    from memcli.index.quarantined import QuarantinedCatalog
+    from memcli.service import Ctx
+    from memcli.service.read import Filters, build_query
+    from memcli.service.write import WriteOptions, remember
+
+    model = embed.load()
+    memories = [remember(Ctx.open(str(ws), "alice"), text, WriteOptions(scope="project")).memory
+                for text in DEPLOY_NOTES]
+    ctx = Ctx.open(str(ws), "alice")
+    plain = ctx.catalog()
+    assert vectors.backfill(plain.index.db, model) == len(memories)
+    everyone = LocalSemantic(plain, model)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(held=st.lists(st.sampled_from(range(len(memories))), unique=True),
+           by_path=st.booleans(), question=st.sampled_from(QUESTIONS), limit=st.integers(1, len(memories)))
+    def check(held: list[int], by_path: bool, question: str, limit: int) -> None:
+        gone = {memories[i].id for i in held}
+        catalog = QuarantinedCatalog(plain, {memories[i].path for i in held}, set() if by_path else gone)
+        asked = build_query(ctx, question, Filters(limit=limit))
+        found, _ = LocalSemantic(catalog, model).scores(asked, limit, [])
+        every, _ = everyone.scores(asked, len(memories), [])
+        assert [m.id for m, _ in found] == [m.id for m, _ in every if m.id not in gone][:limit]
+        hits = HybridRetriever(catalog.retriever(), LocalSemantic(catalog, model)).search(asked)
+        assert not {h.memory.id for h in hits} & gone
+
+    check()
