@@ -37,7 +37,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from memcli.index import Hit, Query, Retriever
 from memcli.model import Memory
@@ -45,6 +45,8 @@ from memcli.model import Memory
 if TYPE_CHECKING:  # annotations only: the model's modules load numpy
     from memcli.index.catalog import Catalog
     from memcli.index.embed import Embedder, Floats
+    from memcli.index.merged import MergedCatalog, Part
+    from memcli.index.quarantined import QuarantinedCatalog
 
 #: What a semantic side answers: ``(memory, score)`` best first (each read again through the
 #: query's filters in the caller's index), and the scores of the ids asked for in ``also``.
@@ -63,6 +65,12 @@ SEMANTIC_FLOOR = 0.2
 POOL = 50
 #: Seconds a hook or one-shot command gives the warm process in all (connect, ask, answer).
 WARM_BUDGET = 0.15
+#: Quarantined ids a search request names at most for the warm process to leave out
+#: (``index.warm``: a request line is at most ``MAX_LINE`` bytes); more are dropped by the
+#: caller's own check (``_checked``), the request asking for as many more candidates.
+SKIP_MAX = 1000
+#: The most candidates a search request asks the warm process for (``index.warm``).
+LIMIT_MAX = 1000
 
 
 class Semantic(Protocol):
@@ -156,35 +164,84 @@ def combine(hits: list[Hit], ranked: list[tuple[Memory, float]], scores: dict[st
     return (rest + mixed)[:limit]
 
 
-def _parts(catalog: Catalog | None) -> list[tuple[sqlite3.Connection, str, Callable[[Memory], Memory]]]:
-    """``(sqlite connection, index path, place)`` of each indexed store of ``catalog``
-    (``place(memory) -> memory`` gives another store's memory its absolute path); none for a
-    catalog that scans the files, or None."""
-    own = getattr(catalog, "parts", None)
-    if own is not None:  # index.merged.MergedCatalog
-        merged: Any = catalog
-        out: list[tuple[sqlite3.Connection, str, Callable[[Memory], Memory]]] = []
-        for part in own:
-            index = getattr(part.catalog, "index", None)
-            if index is not None:
-                def place(m: Memory, p: object = part) -> Memory:
-                    return merged._placed(p, [m])[0]  # a private helper: registers its store
+class Source(NamedTuple):
+    """One index a semantic side reads, as the caller's catalog lends it (:func:`_parts`).
 
-                out.append((index.db, str(index.path), place))
-        return out
+    Attributes:
+        db: a connection to the index file; path: that file (the key of its ``vectors.Matrix``).
+        place: ``place(memory) -> memory`` gives another store's memory its absolute path.
+        held: ``held(memory) -> bool``: the memory must never be served (its file is
+            quarantined: ``index.quarantined``); checked on every hit before it is shown.
+        skip: the ids of the quarantined memories, left out before the best are taken.
+        extra: how many more candidates to ask for: quarantined files known only by their
+            path may still take places among the best (dropped after, by ``held``).
+    """
+
+    db: sqlite3.Connection
+    path: str
+    place: Callable[[Memory], Memory]
+    held: Callable[[Memory], bool]
+    skip: frozenset[str]
+    extra: int
+
+
+def _never(memory: Memory) -> bool:
+    return False
+
+
+def _parts(catalog: Catalog | None) -> list[Source]:
+    """The indexes of ``catalog`` a semantic side may read (:class:`Source`): each indexed
+    store of a merged catalog, each with the quarantine of the catalog that wraps it; none
+    for a catalog that scans the files, or None.
+
+    This is the only way the semantic side reaches an index, so the filters every other read
+    of the catalog applies come with it: a quarantined catalog (``index.quarantined``) does
+    not lend its inner index (``QuarantinedCatalog.__getattr__``), only a :class:`Source`
+    that holds its quarantine."""
+    from memcli.index.merged import MergedCatalog
+    from memcli.index.quarantined import QuarantinedCatalog
+
+    if catalog is None:
+        return []
+    if isinstance(catalog, MergedCatalog):
+        return [s._replace(place=_placing(catalog, part, s.place)) for part in catalog.parts
+                for s in _parts(part.catalog)]
+    if isinstance(catalog, QuarantinedCatalog):
+        return [s._replace(held=_holding(catalog, s.held), skip=s.skip | catalog.ids,
+                           extra=s.extra + len(catalog.paths)) for s in _parts(catalog.inner)]
     index = getattr(catalog, "index", None)
-    return [] if index is None else [(index.db, str(index.path), lambda m: m)]
+    return [] if index is None else [Source(index.db, str(index.path), _same, _never, frozenset(), 0)]
+
+
+def _same(memory: Memory) -> Memory:
+    return memory
+
+
+def _placing(merged: MergedCatalog, part: Part, inner: Callable[[Memory], Memory]) -> Callable[[Memory], Memory]:
+    def place(memory: Memory) -> Memory:
+        return merged._placed(part, [inner(memory)])[0]  # a private helper: registers its store
+
+    return place
+
+
+def _holding(catalog: QuarantinedCatalog, inner: Callable[[Memory], bool]) -> Callable[[Memory], bool]:
+    def held(memory: Memory) -> bool:
+        return catalog.held(memory) or inner(memory)
+
+    return held
 
 
 def _checked(catalog: Catalog | None, query: Query, scored: list[tuple[str, float]]) -> list[tuple[Memory, float]]:
-    """The memories of ``scored`` ids that pass ``query`` in the caller's own indexes, best first."""
+    """The memories of ``scored`` ids that pass ``query`` in the caller's own indexes and are
+    not quarantined there, best first."""
     from memcli.index.vectors import records
 
     ids = [i for i, _ in scored]
     found: dict[str, Memory] = {}
-    for db, _, place in _parts(catalog):
-        for memory_id, memory in records(db, query, [i for i in ids if i not in found]).items():
-            found[memory_id] = place(memory)
+    for source in _parts(catalog):
+        for memory_id, memory in records(source.db, query, [i for i in ids if i not in found]).items():
+            if not source.held(memory):
+                found[memory_id] = source.place(memory)
     return [(found[i], s) for i, s in scored if i in found]
 
 
@@ -224,12 +281,13 @@ class LocalSemantic:
         vector = self.vector(query.text)
         scored: list[tuple[str, float]] = []
         extra: dict[str, float] = {}
-        for db, path, _ in _parts(self.catalog):
-            top, more = search(db, path, self.embedder, query, vector, limit, also)
+        for source in _parts(self.catalog):
+            top, more = search(source.db, source.path, self.embedder, query, vector, limit + source.extra, also,
+                               skip=source.skip)
             scored += top
             extra.update(more)
         scored.sort(key=lambda item: -item[1])
-        return _checked(self.catalog, query, scored[:limit]), extra
+        return _checked(self.catalog, query, scored)[:limit], extra
 
 
 class RemoteSemantic:
@@ -256,8 +314,14 @@ class RemoteSemantic:
         left = self.deadline - time.monotonic()
         if left <= 0:
             return None
-        reply = ask(self.path, {"search": query.text, "query": query_to_json(query), "limit": limit,
-                                "also": list(also)}, left)
+        sources = _parts(self.catalog)  # the server scores the same indexes; never the quarantined
+        skip = sorted({i for s in sources for i in s.skip})
+        more = max((s.extra for s in sources), default=0) + max(0, len(skip) - SKIP_MAX)
+        request = {"search": query.text, "query": query_to_json(query), "limit": min(limit + more, LIMIT_MAX),
+                   "also": list(also)}
+        if skip:  # only then: a server of an older memcli refuses it, and the search answers lexically
+            request["skip"] = skip[:SKIP_MAX]
+        reply = ask(self.path, request, left)
         if reply is None:  # no answer in time
             return None
         try:
@@ -265,7 +329,7 @@ class RemoteSemantic:
             extra = {str(i): float(s) for i, s in reply.get("also", {}).items()}
         except (TypeError, KeyError, ValueError, AttributeError):
             return None
-        return _checked(self.catalog, query, hits), extra
+        return _checked(self.catalog, query, hits)[:limit], extra
 
 
 def similar(semantic: Semantic, query: Query, text: str, threshold: float, limit: int = 3,
@@ -303,11 +367,10 @@ def warm_retriever(catalog: Catalog, lexical: Retriever, index_path: Path | None
 
     started = time.monotonic()
     if index_path is None:
-        own = getattr(catalog, "own", catalog)
-        index = getattr(own, "index", None)
-        if index is None:
+        own = _parts(getattr(catalog, "own", catalog))
+        if not own:
             return None
-        index_path = Path(index.path)
+        index_path = Path(own[0].path)
     path = socket_path(index_path)
     try:
         if not path.exists():

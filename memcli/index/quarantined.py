@@ -5,7 +5,10 @@ look-up and search, the memories whose file is quarantined (by workspace-relativ
 by id: the file name starts with it). It filters where the index is read, so the index
 itself stays a plain cache of the files: quarantining or accepting a file needs no rebuild.
 A search asks the store for ``limit`` plus the number of quarantined files, so a
-quarantined hit never pushes an honest one out of the top ``limit``.
+quarantined hit never pushes an honest one out of the top ``limit``. The semantic side
+(``index.hybrid``) reaches the index only through ``hybrid._parts``, which carries the
+quarantine: the vectors of quarantined ids are never scored, and every hit, whoever
+scored it (this process or a warm one), is checked against it before it is shown.
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ class QuarantinedCatalog:
         self.paths = paths
         self.ids = ids
 
-    def __getattr__(self, name: str) -> Any:  # index status, report, scan… of the inner catalog
+    def __getattr__(self, name: str) -> Any:
+        """The inner catalog's report, scan… but never its index or connection: a read of the
+        rows themselves would bypass the quarantine. The semantic side gets the index through
+        ``hybrid._parts``, which carries the quarantine with it; ``index status`` asks
+        :attr:`inner`."""
+        if name in ("index", "db"):
+            raise AttributeError(f"a quarantined catalog does not lend its {name} (see hybrid._parts)")
         return getattr(self.inner, name)
 
     def held(self, memory: Memory) -> bool:

@@ -35,7 +35,7 @@ import json
 import sqlite3
 import threading
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memcli.index import Query, paths_match
@@ -334,7 +334,7 @@ def matrix_of(path: str, embedder: Embedder) -> Matrix:
 
 
 def search(db: sqlite3.Connection, path: str, embedder: Embedder, query: Query, vector: Floats, limit: int,
-           also: Sequence[str] = ()) -> tuple[list[tuple[str, float]], dict[str, float]]:
+           also: Sequence[str] = (), skip: Set[str] = frozenset()) -> tuple[list[tuple[str, float]], dict[str, float]]:
     """Score the memories of one index that pass ``query``'s filters against the query ``vector``.
 
     Args:
@@ -345,6 +345,9 @@ def search(db: sqlite3.Connection, path: str, embedder: Embedder, query: Query, 
         limit: how many of the best to return.
         also: ids whose score is wanted whatever their rank (the lexical hits, for
             ``parts["cosine"]``); only those that pass the filters get one.
+        skip: ids never scored (the quarantined memories of the caller's store,
+            ``index.quarantined``): filtered out with the query's conditions, before the best
+            are taken.
 
     Returns:
         ``([(id, score)] best first, at most limit; {id: score} for ``also``)``; scores are
@@ -367,6 +370,11 @@ def search(db: sqlite3.Connection, path: str, embedder: Embedder, query: Query, 
             live = np.isnan(found.expire) | (found.expire > query.now.timestamp())
             if not live.all():
                 ids, index = [i for i, keep in zip(ids, live) if keep], index[live]
+        if skip:  # ids are sorted: each skipped one found by bisection, not by a walk of all
+            out = [k for i in skip if (k := bisect_left(ids, i)) < len(ids) and ids[k] == i]
+            if out:
+                gone = set(out)
+                ids, index = [i for k, i in enumerate(ids) if k not in gone], np.delete(index, out)
         if not len(ids):
             return [], {}
         scores = embedder.score(vector, is_cjk(query.text), matrix.vectors[:matrix.size], matrix.cjk[:matrix.size])

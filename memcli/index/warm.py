@@ -12,9 +12,11 @@ process can serve several things by merging handler tables. The tables in use:
 
   - ``{"ping": true}`` -> ``{"model": model_id, "name": display name}``
   - ``{"embed": "text"}`` -> ``{"model": …, "vector": base64 of little-endian float32}``
-  - ``{"search": "text", "query": {…}, "limit": n, "also": [ids]}`` -> ``{"model": …, "name": …,
-    "hits": [[id, score], …], "also": {id: score}}``: the query's filters (:func:`query_to_json`)
-    apply on the server's indexes, and the caller checks every id again on its own;
+  - ``{"search": "text", "query": {…}, "limit": n, "also": [ids], "skip": [ids]}`` -> ``{"model": …,
+    "name": …, "hits": [[id, score], …], "also": {id: score}}``: the query's filters
+    (:func:`query_to_json`) apply on the server's indexes, the ``skip`` ids (the caller's
+    quarantined memories) are never scored, and the caller checks every id again on its own
+    (its filters and its quarantine: ``hybrid._checked``);
 
 - the freshness watcher (``index.watcher``), at ``socket_path(index, "fresh")``:
   ``{"ping": true}`` and ``{"fresh": true}`` (see there).
@@ -170,7 +172,7 @@ class Server:
         except (ValueError, UnicodeDecodeError):
             return {"error": "not JSON"}
         handler = next((self.handlers[key] for key in request if key in self.handlers), None) \
-            if isinstance(request, dict) and len(request) <= 4 else None
+            if isinstance(request, dict) and len(request) <= 5 else None
         if handler is None:
             return {"error": f"send an object with one of: {', '.join(self.handlers)}"}
         try:
@@ -182,13 +184,13 @@ class Server:
 
 
 def model_handlers(ping: Callable[[], dict], embed: Callable[[str], tuple[str, bytes]],
-                   search: Callable[[str, Query, int, list[str]], dict]) -> dict[str, Handler]:
+                   search: Callable[[str, Query, int, list[str], set[str]], dict]) -> dict[str, Handler]:
     """The handlers of the semantic model's requests (the module docstring) around its callables.
 
     Args:
         ping: ``f() -> dict``: what the model is.
         embed: ``f(text) -> (model_id, little-endian float32 bytes)``.
-        search: ``f(text, Query, limit, also ids) -> dict``.
+        search: ``f(text, Query, limit, also ids, skip ids) -> dict``.
     """
 
     def pinged(request: dict) -> dict:
@@ -216,7 +218,10 @@ def model_handlers(ping: Callable[[], dict], embed: Callable[[str], tuple[str, b
             raise ValueError("limit must be 1 to 1000")
         if not isinstance(also, list) or len(also) > 1000 or not all(isinstance(i, str) for i in also):
             raise ValueError("also must be a list of ids")
-        return search(text, query, limit, also)
+        skip = request.get("skip", [])
+        if not isinstance(skip, list) or len(skip) > 1000 or not all(isinstance(i, str) for i in skip):
+            raise ValueError("skip must be a list of ids")
+        return search(text, query, limit, also, set(skip))
 
     return {"ping": pinged, "embed": embedded, "search": searched}
 

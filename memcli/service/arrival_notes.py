@@ -105,11 +105,12 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
 
 def _marks(ctx: Ctx, memory: Memory, change: str) -> list[str]:
     """What makes an arrived ``memory`` worth a line (``change``: git's ``A`` or ``M``)."""
-    from memcli.agents.injection import instruction_like
+    from memcli.agents.injection import instruction_like, unvetted
 
     marks = []
-    if memory.pinned:
-        marks.append("pinned: first in every session start")
+    if memory.pinned:  # an unvetted instruction is put last, pinned or not (docs/hooks.md)
+        marks.append("pinned, but put last: an unreviewed instruction" if unvetted(memory, ctx.actor)
+                     else "pinned: first in every session start")
     if instruction_like(memory.text):
         marks.append("reads like an instruction")
     if change == "M" and memory.provenance.actor == ctx.actor:

@@ -10,13 +10,17 @@ Only ``active``, unexpired memories in the caller's scopes. The order, best firs
    file git tracks under the current folder, or, at a repository's root, a file with
    uncommitted changes (at the root every file is "under the folder", and a path-scoped
    memory must not outrank a general one for that alone);
-4. the rest, by importance, then by recency of ``updatedAt``.
+4. the rest, by importance, then by recency of ``updatedAt``;
+5. after all of them, those whose code moved (``memcli stale``), then the unvetted
+   instruction-like ones (``agents.injection.unvetted``: another person's, unreviewed),
+   pinned or not.
 
 The rendering (fence, budget, neutralising) is ``memcli.agents.context_block``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -494,8 +498,8 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     lead = [_leading(m, size, fmt) for m in lead or ()]
     pool, total = candidates(ctx, query, folder, exclude, lead)
     notes = stale_notes(ctx)  # memories whose code moved: marked, and after the others
+    leading = {m.id for m in lead}
     if notes:  # after every fresh candidate, not only those of the chunks read so far
-        leading = {m.id for m in lead}
         pool = [m for m in pool if m.id not in notes or m.id in leading] + [
             m for m in pool if m.id in notes and m.id not in leading]
     from memcli.service.read import partial_note
@@ -513,18 +517,39 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
 
     unverified: dict[str, str] = {}  # an actor no commit backs (a file dropped in by hand): labelled
     shown: list[Memory] = []
-    for start in range(0, max(len(pool), 1), REDACT_CHUNK):  # secrets of hand-written files cut out first
-        chunk = pool[start:start + REDACT_CHUNK]
+    block: Block | None = None
+    for chunk in _vetted_chunks(pool, ctx.actor, leading):  # secrets of hand-written files cut out first
         unverified.update(unbacked(ctx, chunk))  # the files of what may be shown: 48 stats, not 400
         shown += for_reader(ctx, chunk)
         block = render(shown, room, fmt, total, notes, unverified)
         if room - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
+    if block is None:
+        block = render(shown, room, fmt, total, notes, unverified)
     if arrived:
         block = with_note(block, arrived, fmt, key="arrival")
     if standing:
         block = with_note(block, standing, fmt, key="conflict")
     return with_note(block, partial, fmt) if partial else block
+
+
+def _vetted_chunks(pool: list[Memory], reader: str | None, leading: set[str]) -> Iterator[list[Memory]]:
+    """``pool`` in chunks of at most ``REDACT_CHUNK``, with the unvetted instruction-like
+    memories (``agents.injection.unvetted``; none of ``leading``) held back to the end, pinned
+    or not: a teammate's unreviewed instruction comes after every other memory. Each chunk is
+    screened only when the block asks for it (a full block stops at its first chunks)."""
+    from memcli.agents.injection import unvetted
+
+    later: list[Memory] = []
+    for start in range(0, len(pool), REDACT_CHUNK):
+        chunk = pool[start:start + REDACT_CHUNK]
+        doubt = {m.id for m in chunk if m.id not in leading and unvetted(m, reader)}
+        later += [m for m in chunk if m.id in doubt]
+        kept = [m for m in chunk if m.id not in doubt]
+        if kept:
+            yield kept
+    for start in range(0, len(later), REDACT_CHUNK):
+        yield later[start:start + REDACT_CHUNK]
 
 
 def with_note(block: Block, note: str, fmt: str, key: str = "partial") -> Block:

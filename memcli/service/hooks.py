@@ -583,8 +583,10 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     from memcli.service.unbacked import notes as unbacked
 
     stale = verdicts(ctx)  # one read for the marks and the renames
+    from memcli.agents.injection import vetted_first
+
     if call is not None and call.tool == "Bash":
-        ordered = [m for m in command_memories(ctx, call.command) if m.id not in seen]
+        ordered = vetted_first([m for m in command_memories(ctx, call.command) if m.id not in seen], ctx.actor)
         return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(ordered), notes=notes(ctx, stale),
                       unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
     search = retriever(ctx)
@@ -611,8 +613,8 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     # the memory written for this very file first; then those whose text names the file or its
     # folder; then by how narrow the glob is (its folder's before the whole tree's); among
     # equals, the browse order (pinned, importance, recency); after all of them, the memories
-    # about the file's name before a rename
-    ordered = [memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])]
+    # about the file's name before a rename; the unvetted instruction-like ones last of all
+    ordered = vetted_first([memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])], ctx.actor)
     return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx, stale),
                   unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
 
@@ -790,16 +792,28 @@ def _prompt_block(ctx: Ctx, prompt: str, seen: set[str], floor: float | None = N
     from memcli.service.unbacked import notes as unbacked
 
     hybrid = str(getattr(using, "answered", "lexical")).startswith("hybrid")
-    chosen = [h.memory for h in prompt_selection(hits, words, floor, hybrid, seen)]
+    from memcli.agents.injection import unvetted
+
+    doubt = {h.memory.id for h in hits if unvetted(h.memory, ctx.actor)}
+    chosen = [h.memory for h in prompt_selection(hits, words, floor, hybrid, seen, doubt)]
     return render(chosen, PROMPT_BUDGET, notes=notes(ctx), unverified=unbacked(ctx, chosen))
 
 
 def prompt_selection(hits: list[Hit], words: list[Word], floor: float, hybrid: bool,
-                     seen: set[str] | frozenset[str] = frozenset()) -> list[Hit]:
+                     seen: set[str] | frozenset[str] = frozenset(),
+                     doubt: set[str] | frozenset[str] = frozenset()) -> list[Hit]:
     """What the prompt hook adds of a prompt's recall ``hits`` (its content ``words``), none
     of ``seen``: with a warm model's answer (``hybrid``), :func:`select_scored` over the first
     ``PROMPT_SCORED_POOL`` hits; else the lexical rule (:func:`chosen`, at most
-    ``PROMPT_LIMIT`` of the first ``PROMPT_POOL``)."""
+    ``PROMPT_LIMIT`` of the first ``PROMPT_POOL``).
+
+    ``doubt``: ids of unvetted instruction-like hits (``agents.injection.unvetted``). The
+    others are chosen as if those were not there (their scores set no bar and take no place);
+    a doubtful hit the rule would choose among all of them comes after, in a place left over."""
+    if doubt:
+        ordinary = prompt_selection([h for h in hits if h.memory.id not in doubt], words, floor, hybrid, seen)
+        rest = [h for h in prompt_selection(hits, words, floor, hybrid, seen) if h.memory.id in doubt]
+        return (ordinary + rest)[:PROMPT_SCORED_LIMIT if hybrid else PROMPT_LIMIT]
     if hybrid:
         return select_scored(hits[:PROMPT_SCORED_POOL + len(seen)], words, PROMPT_WEIGHTS, PROMPT_CUT,
                              PROMPT_SCORED_LIMIT, seen=seen)

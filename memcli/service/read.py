@@ -117,12 +117,42 @@ def recall(ctx: Ctx, text: str, filters: Filters, mode: str = "ranked", using: R
     query.meaning = meaning[:MAX_QUERY]
     folder = cache_of(ctx)
     query.served = lambda texts: redact_texts(texts, folder)  # a pattern sees what a reader sees
-    hits = (using if using is not None else retriever(ctx)).search(query)
+    search = using if using is not None else retriever(ctx)
+    hits = ordinary_first(search, query, search.search(query), ctx.actor)
     if hits:
         hits = served_matches(query, hits, for_reader(ctx, [h.memory for h in hits]))
     if hits:
         ctx.catalog().record_access([h.memory.id for h in hits], ctx.now)
     return hits
+
+
+def ordinary_first(search: Retriever, query: Query, hits: list[Hit], reader: str | None) -> list[Hit]:
+    """``hits`` (``search``'s answer to ``query``) with the unvetted instruction-like ones
+    (``agents.injection.unvetted``) after every other, at most ``query.limit``.
+
+    Each unvetted hit among the first ``query.limit`` is a place an ordinary hit further down
+    may take: the search is asked again for that many more until the extra places hold no
+    new unvetted hit (or the memories run out), so a teammate's pinned, important instruction
+    never pushes an ordinary hit out of the answer. No extra search when there is none.
+    """
+    from memcli.agents.injection import unvetted
+
+    limit = query.limit
+    doubt = sum(unvetted(h.memory, reader) for h in hits)
+    try:
+        while doubt and len(hits) >= query.limit and query.limit < limit + MAX_LIMIT:
+            query.limit = limit + doubt
+            hits = search.search(query)
+            now = sum(unvetted(h.memory, reader) for h in hits)
+            if now == doubt:
+                break
+            doubt = now
+    finally:
+        query.limit = limit
+    if not doubt:
+        return hits[:limit]
+    marks = [unvetted(h.memory, reader) for h in hits]
+    return ([h for h, m in zip(hits, marks) if not m] + [h for h, m in zip(hits, marks) if m])[:limit]
 
 
 def served_matches(query: Query, hits: list[Hit], served: list[Memory]) -> list[Hit]:
@@ -466,7 +496,7 @@ def _status(ctx: Ctx, catalog: Catalog) -> dict[str, Any]:
 
     problems = len(catalog.problems(actor=ctx.actor))
     own: Any = getattr(catalog, "own", catalog)  # the workspace's own index (index.merged)
-    own = getattr(own, "inner", own)  # under what arrived quarantined (index.quarantined)
+    own = getattr(own, "inner", own)  # under its quarantine (index.quarantined)
     if not isinstance(own, IndexCatalog):
         return {"backend": "scan", "memories": len(own.memories), "problems": problems}
     return {"backend": "fts5", **own.index.status(), "problems": problems, "files": own.report.files,

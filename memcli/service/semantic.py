@@ -194,7 +194,9 @@ class Warm:
         embedder = self._model()
         return embedder.model_id, np.asarray(embedder.embed([text[:20_000]])[0], dtype="<f4").tobytes()
 
-    def _search(self, text: str, query: Query, limit: int, also: list[str]) -> dict[str, Any]:
+    def _search(self, text: str, query: Query, limit: int, also: list[str], skip: set[str]) -> dict[str, Any]:
+        """The socket's search: the best ``limit`` of every index this process embeds, none of
+        ``skip`` (the asker's quarantined ids; the asker checks every hit again itself)."""
         from memcli.index.hybrid import LocalSemantic
         from memcli.index.vectors import search
 
@@ -204,7 +206,7 @@ class Warm:
         hits: list[tuple[str, float]] = []
         extra: dict[str, float] = {}
         for path, db in self._indexes():
-            top, more = search(db, str(path), embedder, query, vector, limit, also)
+            top, more = search(db, str(path), embedder, query, vector, limit, also, skip=skip)
             hits += top
             extra.update(more)
         hits.sort(key=lambda item: -item[1])
@@ -268,8 +270,8 @@ class Warm:
         from memcli.index.vectors import backfill
 
         try:
-            for db, _, _ in _parts(ctx.catalog()):
-                backfill(db, self.embedder, limit=8, known=self.queries)
+            for source in _parts(ctx.catalog()):
+                backfill(source.db, self.embedder, limit=8, known=self.queries)
         except Exception as err:  # noqa: BLE001 - a write never fails for its vector
             _log().info("memcli: embedding a written memory failed: %s", err)
         self._stores(ctx)  # a write may have made the person's store
@@ -526,9 +528,9 @@ def embed_all(ctx: Ctx, progress: Callable[[int, int], None] | None = None) -> d
         raise ModelUnavailable(f"cannot embed: {why}", hint="`memcli doctor` says what the semantic retriever needs")
     embedder = load(config.search_model)
     parts = _parts(ctx.catalog())
-    total = sum(counts(db, embedder.model_id)[1] - counts(db, embedder.model_id)[0] for db, _, _ in parts)
+    total = sum(counts(s.db, embedder.model_id)[1] - counts(s.db, embedder.model_id)[0] for s in parts)
     done = 0
-    for db, _, _ in parts:
+    for db in (s.db for s in parts):
         while True:
             step = backfill(db, embedder, limit=BATCH * 4)
             done += step
@@ -536,6 +538,6 @@ def embed_all(ctx: Ctx, progress: Callable[[int, int], None] | None = None) -> d
                 progress(done, total)
             if step < BATCH * 4:
                 break
-    own = _parts(ctx.catalog())[0][0] if parts else None
+    own = _parts(ctx.catalog())[0].db if parts else None
     current, memories = counts(own, embedder.model_id) if own is not None else (0, 0)
     return {"model": embedder.name, "embedded": done, "vectors": {"current": current, "memories": memories}}
