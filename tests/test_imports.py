@@ -130,6 +130,10 @@ HOOK = CONTEXT | {"memcli.agents.hook_protocol", "memcli.agents.tool_calls", "me
                   "memcli.service.branch", "memcli.service.hooks", "memcli.store.usage"}  # the usage journal (issue 24)
 PROMPT = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how do we use pnpm?"}'
 TOOL = '{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "x.py"}}'
+#: A shell command: the memories naming it come from the index's exact tier (stop 34), never
+#: the correction machinery (rapidfuzz) on every tool call.
+BASH = ('{"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",'
+        ' "tool_input": {"command": "pnpm install && terraform destroy"}}')
 #: (arguments, stdin, memcli's modules, other packages than the standard library's, whether
 #: ``subprocess`` is loaded). ``recall -n 1``: the exact hit fills the limit, so no typo
 #: correction is computed and rapidfuzz stays out; the prompt hook's pool of 400 is not
@@ -159,8 +163,11 @@ HOT_COMMANDS = (
                                                                                    "memcli.agents.claude"},
      {"Stemmer", "rapidfuzz"}, False),
     (("hook", "claude", "pre-tool-use"), TOOL,
-     HOT_BASE | HOOK - SEARCH | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude",
-                                 "memcli.guards", "memcli.service.held_guards"}, set(), False),
+     HOT_BASE | HOOK - SEARCH | INJECTION | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude",
+                                             "memcli.guards", "memcli.service.held_guards"}, set(), False),
+    (("hook", "claude", "pre-tool-use"), BASH,
+     HOT_BASE | HOOK | INJECTION | {"memcli.filters", "memcli.agents.registry", "memcli.agents.claude",
+                                    "memcli.guards", "memcli.service.held_guards"}, {"Stemmer"}, False),
 )
 
 

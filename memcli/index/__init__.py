@@ -25,7 +25,8 @@ class Query:
         text: the query words ('' lists everything that passes the filters).
         scopes: the readable scopes; nothing outside them is ever returned.
         now: the instant expiry is computed against (aware UTC).
-        mode: ``ranked`` (default), ``fuzzy`` or ``grep`` (``text`` is a regex).
+        mode: ``ranked`` (default), ``fuzzy`` or ``grep`` (``text`` is a regex); ``exact``
+            (internal: the exact tier alone, every word held, no correction or partial match).
         statuses: statuses to include (default ``("active",)``).
         include_expired: include memories past ``expireAt``.
         category, tag, subject: exact-match filters when set.

@@ -110,6 +110,10 @@ class ScanRetriever:
             hits = self._grep(pool, query.text, query.served)
         elif not query.text.strip():
             return [Hit(m, 0.0, "all") for m in sorted(pool, key=browse_key(query))][: query.limit]
+        elif query.mode == "exact":  # every word in the text, as written (the index's exact tier, roughly)
+            terms = query.text.casefold().split()
+            return [Hit(m, 1.0, "exact") for m in sorted(pool, key=browse_key(query))
+                    if all(t in m.text.casefold() for t in terms)][: query.limit]
         else:
             hits = self._match(pool, query.text, fuzzy_only=query.mode == "fuzzy")
         return sorted(hits, key=_tiebreak)[: query.limit]

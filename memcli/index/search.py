@@ -146,6 +146,8 @@ class FtsRetriever:
             return self._all(query)
         if query.mode == "fuzzy":
             return self._fuzzy(query)
+        if query.mode == "exact":
+            return self._exact(query)
         return self._ranked(query)
 
     # --- tiers -------------------------------------------------------------------------
@@ -188,6 +190,16 @@ class FtsRetriever:
             row = self.db.execute("SELECT doc FROM vocab WHERE term = ?", (term,)).fetchone()
             found = self._counts[term] = row[0] if row else 0
         return found
+
+    def _exact(self, query: Query) -> list[Hit]:
+        """The exact tier alone: every content word (or its other forms) held, no typo
+        correction, no partial match (``Query.mode`` ``exact``: the pre-tool hook's look-up of a
+        command's words, which must not load the correction machinery on every tool call)."""
+        words, _ = content(analyse(query.text, self._known))
+        if not words:
+            return []
+        return _explain(self._run(query, match_expression([_forms(w) for w in words], "AND"), "exact", set(),
+                                  query.limit), query.now)
 
     def _ranked(self, query: Query) -> list[Hit]:
         words, only_stop = content(analyse(query.text, self._known))

@@ -666,7 +666,8 @@ def command_memories(ctx: Ctx, command: str) -> list[Memory]:
     if phrases:  # a text naming the command: its words through the index, then the phrase itself
         retriever = catalog.retriever()
         for weight, phrase in phrases:
-            query = Query(text=phrase, scopes=sorted(scopes), now=ctx.now, limit=PHRASE_POOL, actor=ctx.actor)
+            query = Query(text=phrase, scopes=sorted(scopes), now=ctx.now, mode="exact", limit=PHRASE_POOL,
+                          actor=ctx.actor)
             for hit in retriever.search(query):
                 if _names(" ".join(hit.memory.text.lower().replace("`", " ").split()), phrase):
                     keep(hit.memory, weight)
