@@ -185,3 +185,30 @@ def test_the_count_of_unreadable_files_follows_hand_changes(ws, run):
     (folder / "bad-0.md").unlink()
     (folder / "bad-1.md").unlink()
     assert more() == first - 1
+
+
+def test_the_early_git_hint_follows_the_pool_and_changes_no_block(project, run):
+    """git starts before the index's work when the last block's pool held a path-scoped memory
+    (``.cache/context-paths``, issue 21): a hint of timing only. The same block with it, without
+    it, and stale (set while no memory has paths, or removed while one has); git is not asked
+    for a pool without paths."""
+    _rooted(project, run)
+    env = {"MEMCLI_WORKSPACE": str(project)}
+    hint = project / ".memcli" / ".cache" / "context-paths"  # the workspace `init` made at the root
+    general = run("--json", "remember", "A general rule for everything.", cwd=project, env=env).json()["data"]["id"]
+
+    def block() -> list[str]:
+        return run("--json", "context", cwd=project, env=env).json()["data"]["included"]
+
+    assert block() == [general] and not hint.exists()  # no path-scoped memory: no git, no hint
+    hint.touch()  # stale: git started early, then stopped unasked
+    assert block() == [general] and not hint.exists()
+    about = run("--json", "remember", "About the api only.", "--importance", "1", "--path", "api/**",
+                cwd=project, env=env).json()["data"]["id"]
+    (project / "api").mkdir()
+    (project / "api" / "main.go").write_text("package main\n", encoding="utf-8")
+    assert block() == [about, general] and hint.exists()  # asked once the pool is known: the hint set
+    assert block() == [about, general] and hint.exists()  # started early: the same block
+    hint.unlink()
+    assert block() == [about, general] and hint.exists()
+    assert "context-paths" not in git(project / ".memcli", "status", "--porcelain", "--ignored=no")  # cache: ignored

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memcli.agents.context_block import FOOTER_RESERVE, Block, render
-from memcli.errors import UsageProblem, ValidationFailed
+from memcli.errors import MemcliError, UsageProblem, ValidationFailed
 from memcli.index import Query
 from memcli.model import Memory, check_choice
 from memcli.service import Ctx
@@ -417,19 +417,30 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
         exclude: ids already given to this session (left out, not counted).
         lead: memories to put before all others (counted as eligible).
     """
-    search = retriever(ctx)
-    base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=POOL, actor=ctx.actor)
-    pool = [h.memory for h in search.search(base)]
-    # git (the files in play) runs on the other core while the query is searched; git is not
-    # asked at all when no memory of the pool has paths
-    playing = InPlay.start(folder, ctx.ws.root) if folder is not None and any(m.paths for m in pool) else None
+    # git (the files in play) runs on the other core: started before the index is opened,
+    # checked and read when the last block's pool held a path-scoped memory (at 100,000
+    # in-tree memories git reads a 15 MB index: 60-90 ms, as long as all the rest), else once
+    # this pool is known to hold one; git is not asked at all when none of it has paths
+    early = folder is not None and _paths_hint(ctx)
+    playing = InPlay.start(folder, ctx.ws.root) if folder is not None and early else None
     try:
+        search = retriever(ctx)
+        base = Query(text="", scopes=ctx.scopes(), now=ctx.now, limit=POOL, actor=ctx.actor)
+        pool = [h.memory for h in search.search(base)]
+        paths = any(m.paths for m in pool)
+        if folder is not None and paths != early:
+            _paths_hint(ctx, paths)
+        if playing is not None and not paths:
+            playing.cancel()
+            playing = None
+        elif playing is None and folder is not None and paths:
+            playing = InPlay.start(folder, ctx.ws.root)
         first: list[Memory] = [*(lead or ()), *(m for m in pool if m.pinned)]
         if query and query.strip():
             base.text = query
             hits = search.search(base)  # as recall: a query matches what is served, never a hidden secret
             first += [h.memory for h in served_matches(base, hits, for_reader(ctx, [h.memory for h in hits]))]
-        if playing is not None and any(m.paths for m in pool):
+        if playing is not None:
             first += about_files([m for m in pool if m.paths], playing.files())
     finally:
         if playing is not None:
@@ -442,6 +453,28 @@ def candidates(ctx: Ctx, query: str | None = None, folder: Path | None = None,
             ordered.append(memory)
     extra = sum(1 for m in lead or () if m.id not in (exclude or ()))
     return ordered, max(len(ordered), search.count(base) - len(exclude or ()) + extra)
+
+
+#: In the workspace's cache folder: present when the last context block's pool held a
+#: memory with ``paths`` (git is then started before the index's work, see ``candidates``).
+PATHS_HINT = "context-paths"
+
+
+def _paths_hint(ctx: Ctx, value: bool | None = None) -> bool:
+    """Whether the last block's pool held a path-scoped memory; with ``value``, record it.
+    A hint only (it decides when git starts, never what is shown): an error reads as False
+    and records nothing."""
+    try:
+        hint = ctx.ws.cache / PATHS_HINT
+        if value is None:
+            return hint.exists()
+        if value:
+            hint.touch()
+        else:
+            hint.unlink(missing_ok=True)
+    except (OSError, MemcliError):
+        return False
+    return value
 
 
 def fitted(memory: Memory, room: int) -> Memory:
