@@ -246,6 +246,10 @@ def test_hook_check_passes_every_event_with_a_minimal_path(proj, run):
                       encoding="utf-8")
     ended = run("--json", "hook", "check", "claude", cwd=proj).json()["data"]["checks"]
     assert [c["note"] for c in ended if c["event"] == "SessionEnd"] == [""], ended
+    # and with a guard in force, whose violations SessionEnd counts from the transcript (stop 34)
+    assert run("remember", "Never run terraform destroy", "--deny", "Bash(terraform destroy:*)", cwd=proj).code == 0
+    ended = run("--json", "hook", "check", "claude", cwd=proj).json()["data"]["checks"]
+    assert [c["note"] for c in ended if c["event"] == "SessionEnd"] == [""], ended
 
 
 @pytest.mark.slow
