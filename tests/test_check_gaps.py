@@ -214,6 +214,32 @@ def test_an_agents_shell_tool_cannot_do_what_only_a_person_may(ws: Path) -> None
     assert run_memcli("-w", str(ws), "approve", pending[0], env={"MEMCLI_ACTOR": "bob"}).code == 0
 
 
+@pytest.mark.parametrize("marker", [{"CODEX_THREAD_ID": "0199a1b2-c3d4"}, {"GEMINI_CLI": "1"}, {"CLAUDECODE": "1"}])
+def test_an_agents_shell_cannot_undo_roll_back_or_unhook_a_persons_guard(ws: Path, marker: dict[str, str]) -> None:
+    """Newcomer HIGH (stop 34): from an agent's shell, `undo` removed a person's guarded memory
+    (and stripped a supersede's guard), and `hook uninstall` took out the hooks that enforce it.
+    Each is a person's act, as approve is: exit 8, nothing written."""
+    guarded = run_memcli("-w", str(ws), "--json", "remember", "Never run git clean -fdx",
+                         "--deny", "Bash(git clean:*)").json()["data"]["memory"]["id"]
+    assert run_memcli("hook", "install", "codex", cwd=ws).code == 0
+    assert run_memcli("mcp", "install", "gemini", cwd=ws).code == 0
+    installed = [ws / ".codex", ws / ".gemini"]
+
+    def files() -> list[bytes]:
+        return sorted(p.read_bytes() for folder in installed for p in folder.rglob("*") if p.is_file())
+
+    hooks = files()
+    assert hooks
+    head = git("rev-parse", "HEAD", cwd=ws)
+    for args in (("undo",), ("rollback", guarded, "--to", f"{head}~1"), ("hook", "uninstall", "codex"),
+                 ("mcp", "uninstall", "gemini")):
+        out = run_memcli(*args, env=marker, cwd=ws)
+        assert out.code == 8 and "only a person may" in out.err and "Traceback" not in out.err, (args, out)
+    assert git("rev-parse", "HEAD", cwd=ws) == head
+    assert files() == hooks
+    assert run_memcli("-w", str(ws), "undo").code == 0  # a person still may
+
+
 def test_approving_your_own_agents_write_is_refused_as_check_would(ws: Path) -> None:
     """An agent's write is committed by the person's git identity, so check calls that person its
     proposer: approve says so at once instead of writing what check and every clone refuse."""

@@ -123,6 +123,8 @@ def test_a_symlink_is_written_through(project: Path, tmp_path: Path) -> None:
     ("claude", ".mcp.json", '["a list"]', "does not hold a JSON object"),
     ("gemini", ".gemini/settings.json", '{"mcpServers": []}', "mcpServers value that is not an object"),
     ("gemini", ".gemini/settings.json", '{\n  // a comment\n  "theme": "dark"\n}', "is not valid JSON"),
+    ("gemini", ".gemini/settings.json", '{"a": 1, "a": 2}', "has the key 'a' twice"),  # was rewritten as {"a": 2}
+    ("claude", ".mcp.json", '{"mcpServers": {"x": {"command": "a"}, "x": {"command": "b"}}}', "has the key 'x' twice"),
     ("codex", ".codex/config.toml", 'model = "o4\n', "is not valid TOML"),
     ("codex", ".codex/config.toml", 'mcp_servers = "none"\n', "not a table"),
 ])

@@ -15,7 +15,8 @@ from the agents' own code, as installed under ``.cache/agent-clis`` (docs/agents
 
 Under a marker memcli refuses what only a person may do (:func:`person_only`): claiming
 ``--source-type user_said``, approving or rejecting, archiving a shared memory, confirming an
-anchor, accepting a quarantined change. An agent cannot tell memcli that a person said
+anchor, accepting a quarantined change, undoing or rolling back, removing memcli's hooks or
+MCP server (each could take a person's guard out of force). An agent cannot tell memcli that a person said
 something; a person does these in a terminal of their own (Claude Code's ``!`` mode runs
 with the agent's environment, so it counts as the agent). Pure: reads only the mapping it is given.
 """

@@ -128,9 +128,17 @@ def _write(path: Path, text: str | None) -> None:
 def _json_edit(path: Path, text: str | None, entry: dict[str, Any] | None) -> tuple[str | None, str | None]:
     """(new text, change) for a JSON file whose ``mcpServers`` gets ``entry`` (None: loses memcli's)."""
     data: Any = {}
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        twice = next((key for key in keys if keys.count(key) > 1), None)
+        if twice is not None:  # json keeps the last silently: the rewrite would lose the other (stop 34)
+            raise _refuse(path, f"has the key {twice!r} twice in one object")
+        return dict(pairs)
+
     if text is not None and text.strip():
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=no_duplicates)
         except ValueError as err:
             raise _refuse(path, f"is not valid JSON ({getattr(err, 'msg', err)}, line {getattr(err, 'lineno', '?')})") \
                 from None
@@ -222,11 +230,18 @@ def install(agent: str, user: bool, project: Path, args: list[str], remove: bool
 
     Raises:
         UsageProblem: unknown agent (exit 2).
-        ValidationFailed: the file cannot be merged safely; it is left untouched (exit 5).
+        ValidationFailed: the file cannot be merged safely (bad JSON or TOML, a key twice in
+            one object); it is left untouched (exit 5).
+        ReviewRefused: ``remove`` when an agent's tool runs memcli (``agents.callers``; exit 8).
     """
     from memcli.agents import launch_command
     from memcli.agents.registry import get
     from memcli.service.launcher import record, where_label
+
+    if remove:  # an agent's shell must not take memcli's server out of its own configuration
+        from memcli.agents.callers import person_only
+
+        person_only(os.environ, "remove memcli's MCP server")
 
     path = config_path(agent, user, project)
     text = _read(path)

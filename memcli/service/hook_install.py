@@ -159,11 +159,16 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
             (exit 5; untouched).
         StorageFailed: the disk refused the write (read-only, no permission, full; exit 15;
             untouched).
+        ReviewRefused: ``remove`` when an agent's tool runs memcli (``agents.callers``; exit 8).
         UsageProblem: ``local`` for an agent without a local file, or a pinned workspace outside the
             project for the shared file (exit 2).
     """
     from memcli.store.files import atomic_write
 
+    if remove:  # an agent's shell must not switch off the hooks that hold its guards (newcomer HIGH, stop 34)
+        from memcli.agents.callers import person_only
+
+        person_only(os.environ, "remove memcli's hooks")
     path = settings_path(agent, where, project)
     shared = where == "project"
     target = Path(os.path.realpath(path)) if path.is_symlink() else path

@@ -64,7 +64,9 @@ def rollback(ctx: Ctx, ref: str, to: str | None = None) -> WriteResult:
         InvalidMemoryFile: the version at ``to`` cannot be parsed.
         SecretDetected: the restored text holds a secret.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+        ReviewRefused: an agent's tool runs memcli: rolling back is a person's act (exit 8).
     """
+    _person_only("roll back a memory")
     ctx = ctx.owner(ref)  # a personal memory is rolled back in the person's own store
     with ctx.ws.lock():
         ctx.catalog(refresh=True)
@@ -225,8 +227,21 @@ def undo(ctx: Ctx) -> UndoResult:
             (a later commit or an uncommitted edit changed it); nothing is written.
         SecretDetected: a version to restore holds a secret.
         WorkspaceLocked, GitLocked, GitFailed: nothing is written.
+        ReviewRefused: an agent's tool runs memcli (``agents.callers``): undoing is a person's
+            act, as approving is (an agent's undo removed a person's guarded memory; newcomer
+            HIGH, stop 34); nothing is written.
     """
+    _person_only("undo a change")
     return _undo_in(_newest_store(ctx))
+
+
+def _person_only(action: str) -> None:
+    """``agents.callers.person_only`` on this process's environment (ReviewRefused, exit 8)."""
+    import os
+
+    from memcli.agents.callers import person_only
+
+    person_only(os.environ, action)
 
 
 def _newest_store(ctx: Ctx) -> Ctx:
