@@ -9,8 +9,11 @@ version (the file as the commit the arrival started from held it) keeps its ``de
 and ``warn`` guards in force until the quarantine ends: accepted (the arrived version rules,
 guards and all) or reverted (the verified version is back on disk).
 
-Cost: nothing while no quarantine entry names a memory file; else one ``git cat-file --batch``
-per pre-tool hook for those files.
+The same holds for a memory file that does not read at all now (a stray edit, a merge mistake):
+its committed version's guards stay in force until the file reads again.
+
+Cost: nothing while no quarantine entry names a memory file and every file reads; else one
+``git cat-file --batch`` per pre-tool hook for those files.
 """
 
 from __future__ import annotations
@@ -23,19 +26,24 @@ if TYPE_CHECKING:
 
 #: Memory files of the quarantine read at most (a mass change lists many).
 MAX_FILES = 500
+#: Unreadable memory files whose committed version is read at most.
+MAX_BROKEN = 100
 
 
 def verified_versions(ctx: Ctx, served: Callable[[str], bool]) -> list[Memory]:
     """The verified version of each quarantined memory file that is ``active`` and has guards,
-    none whose id is ``served`` (an active memory the caller reads now); the caller filters them
-    as it filters those (scope, expiry, who may see them).
+    and the committed version (``HEAD``) of each memory file that does not read now (a stray
+    edit, a bad merge: its guard must not fail open; newcomer MEDIUM, stop 34), none whose id is
+    ``served`` (an active memory the caller reads now); the caller filters them as it filters
+    those (scope, expiry, who may see them).
 
     Args:
         ctx: the store.
         served: whether an id is an active memory served now (asked only for those versions).
 
     Returns:
-        The memories; ``[]`` when nothing is quarantined, git cannot answer, or a version does not read.
+        The memories; ``[]`` when nothing is quarantined or unreadable, git cannot answer, or a
+        version does not read.
     """
     from memcli.service.arrived import load
 
@@ -46,6 +54,10 @@ def verified_versions(ctx: Ctx, served: Callable[[str], bool]) -> list[Memory]:
         for path in [raw.get("path"), *(raw.get("paths") or [])]:
             if isinstance(path, str) and path.endswith(".md") and (str(raw["before"]), path) not in wanted:
                 wanted.append((str(raw["before"]), path))
+    for problem in ctx.catalog().problems(actor=ctx.actor, limit=MAX_BROKEN):
+        path = str(problem.path)
+        if path.startswith("memories/") and path.endswith(".md") and ("HEAD", path) not in wanted:
+            wanted.append(("HEAD", path))
     if not wanted:
         return []
     from memcli.errors import MemcliError
