@@ -166,3 +166,22 @@ def test_supersede_does_not_warn_about_the_memory_it_replaces(ws: object) -> Non
     assert out.code == 0, out
     assert old not in out.err, out.err  # no warning names the replaced memory
     assert f"near duplicate of {other}" in out.err or f"possible conflict with {other}" in out.err, out.err
+
+
+def test_an_id_made_after_its_clock_moved_on_never_sorts_before_an_earlier_one(monkeypatch) -> None:
+    """Newcomer MEDIUM (stop 34): a write that read the clock in one second and made its id in
+    the next took the wall clock's milliseconds on the earlier second, so a later memory's id
+    could sort before the one written just before it (1 in 8 in a loop of remembers)."""
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    from memcli import model
+    from memcli.service.write import _new_id
+
+    monkeypatch.delenv("MEMCLI_NOW", raising=False)
+    now = datetime.now(timezone.utc)
+    earlier = SimpleNamespace(now=(now - timedelta(seconds=2)).replace(microsecond=0))
+    late = _new_id(earlier)  # the clock read two seconds before the id was made
+    first = model.new_id(earlier.now.replace(microsecond=998_000))  # an id made late in that second, earlier
+    assert first < late  # within that second, the late one sorts last
+    assert late < model.new_id(earlier.now + timedelta(seconds=1))  # and before the next second's

@@ -459,14 +459,21 @@ def _new_id(ctx: Ctx) -> str:
     10 characters (``createdAt`` itself is stored to the second).
 
     The second comes from ``ctx.now`` (``$MEMCLI_NOW`` when set), the milliseconds from
-    the wall clock unless ``$MEMCLI_NOW`` freezes the clock.
+    the wall clock unless ``$MEMCLI_NOW`` freezes the clock. When the wall clock has moved on
+    to a later second since ``ctx.now`` was read (a write that waited for the lock), the id
+    takes that second's last millisecond: the wall clock's milliseconds on ``ctx.now``'s
+    second made a later memory's id sort before an earlier one's (newcomer MEDIUM, stop 34).
     """
     import os
     from datetime import timezone
 
-    stamp = ctx.now
+    stamp = ctx.now.replace(microsecond=0)
     if not os.environ.get("MEMCLI_NOW"):
-        stamp = stamp.replace(microsecond=datetime.now(timezone.utc).microsecond // 1000 * 1000)
+        wall = datetime.now(timezone.utc)
+        if wall.replace(microsecond=0) > stamp:
+            stamp = stamp.replace(microsecond=999_000)
+        elif wall.replace(microsecond=0) == stamp:
+            stamp = stamp.replace(microsecond=wall.microsecond // 1000 * 1000)
     try:
         return model.new_id(stamp)
     except (ValueError, OverflowError):
