@@ -131,6 +131,17 @@ def test_import_claude_md_with_nested_imports_cursor_and_claude_rules(ws: Path, 
                       "description": "Frontend conventions", "paths": ["web/**", "*.tsx"], "pinned": True}
 
 
+@pytest.mark.parametrize("given", [".cursor/rules", ".cursor"])
+def test_a_rule_folder_inside_cursor_is_read_as_the_project_names_it(ws: Path, tmp_path: Path, given: str):
+    """Newcomer MEDIUM (stop 34): `import PROJECT/.cursor/rules`, which `import -h` names,
+    found no rule file; the folder's files are read as the project above it names them."""
+    project = claude_project(tmp_path / "proj")
+    result = import_rules(Ctx.open(), [project / given])
+    assert [(f["source"], f["kind"], f["paths"]) for f in result.files] == [
+        (".cursor/rules/web.mdc", "cursor", ["web/**", "*.tsx"])]
+    assert result.counts()["created"] == 1 and not result.warnings
+
+
 def test_source_and_line_are_in_the_file_and_survive_the_index(ws: Path, tmp_path: Path, run):
     import_rules(Ctx.open(), [claude_project(tmp_path / "proj")])
     memory = run("--json", "recall", "tabs").json()["data"]["hits"][0]  # a record read back from the index

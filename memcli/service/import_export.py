@@ -205,12 +205,17 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
     for given in paths:
         path = given.expanduser().resolve()
         if path.is_dir():
-            found = dict.fromkeys(p.resolve() for pattern in rule_files.DISCOVER for p in sorted(path.glob(pattern))
-                                  if p.is_file())
-            found.update(dict.fromkeys(p.resolve() for p in _nested(path) if p.is_file()))
+            # a folder inside .cursor, .claude or .github (``.cursor/rules``): its rule files as the
+            # project above that folder names them (stop 34: it found none)
+            root = _root_of(path / "_") if path.name in _MARKERS or any(
+                parent.name in _MARKERS for parent in path.parents) else path
+            found = dict.fromkeys(p.resolve() for pattern in rule_files.DISCOVER for p in sorted(root.glob(pattern))
+                                  if p.is_file() and (root == path or path in p.resolve().parents))
+            if root == path:
+                found.update(dict.fromkeys(p.resolve() for p in _nested(path) if p.is_file()))
             outside = [p for p in found if path not in p.parents]
             warnings.extend(f"skipped {p}: a link that leads outside {given}" for p in outside)
-            files = [(p, path) for p in found if p not in outside]
+            files = [(p, root) for p in found if p not in outside]
             if not files:
                 warnings.append(f"no rule files in {given} (looked for {', '.join(rule_files.DISCOVER)})")
         elif path.is_file():
