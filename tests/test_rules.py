@@ -142,6 +142,22 @@ def test_a_rule_folder_inside_cursor_is_read_as_the_project_names_it(ws: Path, t
     assert result.counts()["created"] == 1 and not result.warnings
 
 
+def test_a_named_rule_file_that_is_not_utf8_is_refused_with_where_and_what_to_do(ws: Path, tmp_path: Path, run):
+    """Newcomer MEDIUM (stop 34): `import AGENTS.md` of a Latin-1 file said only "skipped
+    AGENTS.md: invalid continuation byte" and exit 0. Named on its own: exit 5 with the byte's
+    place and the fix, nothing written; found in a folder: a warning saying the same."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "AGENTS.md").write_bytes(b"- Use short names.\n- Use \xe9l\xe9gant names.\n")
+    head = git(ws, "rev-parse", "HEAD").strip()
+    named = run("import", str(project / "AGENTS.md"))
+    assert named.code == 5 and named.err.count("\n") == 1, named
+    assert "not UTF-8 text (byte 0xe9 at line 2, column 7)" in named.err and "iconv" in named.err, named
+    assert git(ws, "rev-parse", "HEAD").strip() == head
+    found = run("import", str(project))
+    assert found.code == 0 and "skipped AGENTS.md: not UTF-8 text (byte 0xe9 at line 2, column 7)" in found.err, found
+
+
 def test_source_and_line_are_in_the_file_and_survive_the_index(ws: Path, tmp_path: Path, run):
     import_rules(Ctx.open(), [claude_project(tmp_path / "proj")])
     memory = run("--json", "recall", "tabs").json()["data"]["hits"][0]  # a record read back from the index

@@ -152,6 +152,7 @@ class _File:
     paths: list[str] = field(default_factory=list)
     pinned: bool = False
     boundary: Path | None = None  # resolved: imports stay inside it (the repository, else the root)
+    named: bool = False  # given on the command line as a file (not found in a folder, nor imported)
 
     @property
     def rel(self) -> str:
@@ -234,7 +235,7 @@ def _targets(ctx: Ctx, paths: list[Path], scope: str | None) -> tuple[list[_File
             under = [f"{folder}/**"] if file.name in rule_files.NESTED and folder != "." \
                 and not folder.startswith((".claude", ".gemini")) else []
             out.append(_File(file, root, kind, personal if file.name == "CLAUDE.local.md" else default,
-                             paths=under, boundary=_repository(root) or root))
+                             paths=under, boundary=_repository(root) or root, named=path.is_file()))
     return out, warnings
 
 
@@ -345,9 +346,19 @@ class _Collector:
             return  # each file is read once: a file imported twice, or an import cycle
         self.seen.add(src.path)
         try:
-            text = src.path.read_bytes().decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError) as err:
-            self.result.warnings.append(f"skipped {src.rel}: {getattr(err, 'reason', None) or err}")
+            data = src.path.read_bytes()
+            text = data.decode("utf-8-sig")
+        except OSError as err:
+            self.result.warnings.append(f"skipped {src.rel}: {err.strerror or err}")
+            return
+        except UnicodeDecodeError as err:  # where, and what to do (stop 34: "invalid continuation byte")
+            line = data.count(b"\n", 0, err.start) + 1
+            column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+            why = f"not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, column {column})"
+            fix = f"save it as UTF-8 (for example: iconv -f latin1 -t utf-8 {src.rel})"
+            if src.named:
+                raise ValidationFailed(f"cannot import {src.rel}: {why}; nothing was written", hint=fix)
+            self.result.warnings.append(f"skipped {src.rel}: {why}; {fix}")
             return
         if src.kind == "jsonl":
             self.jsonl(src, text)
