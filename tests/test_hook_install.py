@@ -358,3 +358,15 @@ def test_a_settings_folder_the_disk_refuses_is_exit_15_and_writes_nothing(proj: 
         _set_read_only(proj / ".claude", False)
     assert out.code == 15 and "cannot be written" in out.err and out.err.count("\n") == 1, out
     assert not (proj / ".claude" / "settings.json").exists()
+
+
+def test_installing_at_a_second_level_warns_that_the_agent_runs_both(proj: Path, run) -> None:
+    """Newcomer LOW (stop 34): Codex's project and --user hooks both ran, every block twice,
+    and neither install said so."""
+    assert run("hook", "install", "codex", cwd=proj).code == 0
+    second = run("hook", "install", "codex", "--user", cwd=proj)
+    assert second.code == 0 and "holds memcli's Codex hooks too" in second.err, second
+    assert "memcli hook uninstall codex`" in second.err  # the project's file: no flag
+    assert run("hook", "uninstall", "codex", cwd=proj).code == 0
+    again = run("hook", "install", "codex", "--user", cwd=proj)
+    assert again.code == 0 and "hooks too" not in again.err, again

@@ -203,9 +203,31 @@ def install(agent: str, where: str, project: Path, workspace: str | None, remove
             raise failure(f"{target}: cannot be written ({err.strerror}); it was left as it is",
                           hint="check the folder's permissions, then run the command again") from None
     problem = None if remove else unfound_workspace(project, workspace)
+    if not remove:
+        warnings.extend(_also_installed(agent, where, project))
     return {"path": str(path), "shared": shared, "kind": where_label("shared" if shared else "personal"),
             "changes": changes, "personal": personal, "warnings": warnings + ([problem] if problem else []),
             "next": [] if remove else trust_steps(agent, where, project)}
+
+
+def _also_installed(agent: str, where: str, project: Path) -> list[str]:
+    """A warning for each other settings file of ``agent`` that holds memcli's hooks too: the
+    agent merges its settings levels and runs both, so every session gets each block twice
+    (stop 34: Codex's project and --user hooks)."""
+    out = []
+    for other in get(agent).settings:
+        if other == where:
+            continue
+        path = settings_path(agent, other, project)
+        try:
+            held = path.exists() and any(True for _ in formats.ours(read_settings(Path(os.path.realpath(path)))))
+        except (MemcliError, OSError):
+            continue
+        if held:
+            flag = {"user": " --user", "local": " --local"}.get(other, "")
+            out.append(f"{path} holds memcli's {get(agent).title} hooks too: the agent runs both, so each session "
+                       f"gets every block twice; remove one with `memcli hook uninstall {agent}{flag}`")
+    return out
 
 
 def _earlier(settings: dict) -> list[tuple[str, formats.HookCommand]]:
