@@ -370,3 +370,10 @@ def test_installing_at_a_second_level_warns_that_the_agent_runs_both(proj: Path,
     assert run("hook", "uninstall", "codex", cwd=proj).code == 0
     again = run("hook", "install", "codex", "--user", cwd=proj)
     assert again.code == 0 and "hooks too" not in again.err, again
+
+
+def test_an_unknown_agent_after_hook_is_named_as_one(run) -> None:
+    """Newcomer LOW (stop 34): `memcli hook cursor session-start` said "unknown command 'cursor'"."""
+    out = run("hook", "cursor", "session-start")
+    assert out.code == 2 and out.err.count("\n") == 1, out
+    assert "unknown agent or subcommand 'cursor'" in out.err and "claude, codex, gemini" in out.err, out

@@ -298,6 +298,11 @@ def _usage_line(err: Exception) -> tuple[str, str]:
     message = message.rstrip(".")
     ctx = getattr(err, "ctx", None)
     path = getattr(ctx, "command_path", "") or "memcli"
+    if path == "memcli hook" and message.startswith("unknown command"):  # `hook AGENT EVENT`: an agent's name
+        from memcli.agents.registry import names
+
+        return (f"unknown agent or subcommand {message.removeprefix('unknown command ')}",
+                f"agents: {', '.join(names())}; subcommands: install, uninstall, check")
     if message.startswith("unknown command") or path == "memcli":
         return message, "see `memcli --help`"
     return message, f"see `{path} --help`"
