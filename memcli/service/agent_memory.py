@@ -222,8 +222,9 @@ def stores_for(agent: str, cwd: Path | None = None) -> list[memstores.Store]:
     found, looked = memstores.find(agent, folder, _project(folder))
     if not found:
         raise UnknownStore(f"{title} keeps no memory for {folder} (looked in "
-                                     f"{', '.join(label(p) for p in looked)})",
-                                     hint="run it from the project's folder, or give the store's path")
+                           f"{', '.join(label(p) for p in looked)})",
+                           hint=f"nothing to import until {title} has written some; from another folder, run "
+                                "it in the project's folder or give the store's path")
     return found
 
 
