@@ -414,8 +414,10 @@ def check_labels(key: str, values: object) -> list[str]:
     characters ``check_chars`` refuses."""
     if values is None:
         return []
-    if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in values):
+    if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
         raise ValidationFailed(f"invalid {key}: expected a list of non-empty strings")
+    if any("\n" in v for v in values):  # said "a list of non-empty strings" (stop 34)
+        raise ValidationFailed(f"invalid {key}: a value holds a line break; each is one line")
     for value in values:
         check_chars(f"invalid {key}: a value", value)
     return [str(v) for v in values]
@@ -513,10 +515,18 @@ def check_path_globs(paths: list[str]) -> None:
 
 
 def _show(value: object) -> str:
-    """A rejected value as an error may show it: secrets removed, hidden characters stripped, cut short."""
+    """A rejected value as an error may show it: secrets removed, hidden characters stripped, cut
+    short, and the hidden characters it held named (``U+200B``), so that a value that looks
+    right says why it is not (stop 34: "invalid scope 'user:alice@example.com'")."""
     from memcli.text.secrets import shown
 
-    return shown(value)
+    out = shown(value)
+    if isinstance(value, str):
+        hidden = sorted({f"U+{ord(c):04X}" for c in value if unicodedata.category(c) in ("Cc", "Cf", "Co", "Cn", "Zl",
+                                                                                        "Zp")})
+        if hidden:
+            out += f" (it holds invisible characters: {', '.join(hidden[:3])}{', …' if len(hidden) > 3 else ''})"
+    return out
 
 
 # --- scope <-> folder ----------------------------------------------------------------

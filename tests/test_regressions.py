@@ -185,3 +185,15 @@ def test_an_id_made_after_its_clock_moved_on_never_sorts_before_an_earlier_one(m
     first = model.new_id(earlier.now.replace(microsecond=998_000))  # an id made late in that second, earlier
     assert first < late  # within that second, the late one sorts last
     assert late < model.new_id(earlier.now + timedelta(seconds=1))  # and before the next second's
+
+
+def test_a_rejected_value_names_the_invisible_characters_it_holds(ws: object) -> None:
+    """Newcomer LOW (stop 34): a scope with a zero-width space read "invalid scope
+    'user:alice@example.com'", which looks right; a tag with a line break "expected a list
+    of non-empty strings"."""
+    from conftest import run_memcli
+
+    scope = run_memcli("remember", "A fact", "--scope", "user:alice@example.com\u200b")
+    assert scope.code == 5 and "it holds invisible characters: U+200B" in scope.err, scope
+    tag = run_memcli("remember", "A fact", "--tag", "a\nb")
+    assert tag.code == 5 and "a value holds a line break" in tag.err, tag
