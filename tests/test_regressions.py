@@ -197,3 +197,13 @@ def test_a_rejected_value_names_the_invisible_characters_it_holds(ws: object) ->
     assert scope.code == 5 and "it holds invisible characters: U+200B" in scope.err, scope
     tag = run_memcli("remember", "A fact", "--tag", "a\nb")
     assert tag.code == 5 and "a value holds a line break" in tag.err, tag
+
+
+def test_a_workspace_option_naming_a_file_says_so(tmp_path) -> None:
+    """Newcomer LOW (stop 34): `-w /etc/passwd` suggested `memcli init /etc/passwd`."""
+    from conftest import run_memcli
+
+    file = tmp_path / "notes.txt"
+    file.write_text("x", encoding="utf-8")
+    out = run_memcli("-w", str(file), "list")
+    assert out.code == 3 and "is a file, not a memcli workspace folder" in out.err and "memcli init" not in out.err, out

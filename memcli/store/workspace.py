@@ -198,6 +198,9 @@ def find_root(explicit: str | None = None, cwd: Path | None = None) -> Path:
         folder = Path(given).expanduser().absolute()
         root = _holder(folder)
         if root is None:
+            if folder.exists() and not folder.is_dir():  # -w names a file: no init makes that a workspace
+                raise WorkspaceNotFound(f"{folder} is a file, not a memcli workspace folder",
+                                        hint="give -w (or MEMCLI_WORKSPACE) the folder that holds memcli.toml")
             raise WorkspaceNotFound(f"no memcli workspace at {folder} (no {CONFIG_NAME})",
                                     hint=f"create one with `memcli init {given}`")
         return root
