@@ -22,6 +22,8 @@ def test_a_default_ttl_is_printed(ws: Path) -> None:
     ("Always run the tests before pushing", "Never run the tests before pushing", "never / always"),
     ("Allow force pushes to the release branch", "Forbid force pushes to the release branch", "forbid / allow"),
     ("部署时启用缓存", "部署时禁用缓存", "部署时禁用缓存"),
+    # clause by clause (newcomer, stop 34): each text flips twice, each clause once against zero
+    ("Never rebase main; always merge.", "Always rebase main; never merge.", "one says the opposite"),
 ])
 @pytest.mark.slow
 def test_an_opposite_is_reported_at_write_time_with_the_other_id(ws: Path, first: str, second: str,
@@ -37,6 +39,9 @@ def test_agreeing_memories_are_not_reported(ws: Path) -> None:
     assert run_memcli("-w", str(ws), "remember", "Enable strict mode").code == 0
     out = run_memcli("-w", str(ws), "remember", "Enable strict mode in the CI job too")
     assert "possible conflict" not in out.err
+    assert run_memcli("-w", str(ws), "remember", "Never rebase main; always merge.").code == 0
+    out = run_memcli("-w", str(ws), "remember", "Never rebase main, always merge the PR.")
+    assert "possible conflict" not in out.err, out
 
 
 def test_export_has_a_default_format_and_leaves_out_personal_scopes(ws: Path) -> None:

@@ -5,7 +5,10 @@ Two texts contradict each other, for this check, when they say the same thing on
 opposite word is replaced by its pair's first word and negations are dropped, but the
 number of flips (an opposite word, a negation) differs in parity: "always use X" and
 "never use X" flip once against zero times; "don't disable X" and "enable X" do not
-contradict. The opposites are data (:data:`OPPOSITES`), in English and Chinese.
+contradict. A text of several clauses (split at ``;``, ``,`` and ``.``) is also compared clause
+by clause: "Never rebase main; always merge." against "Always rebase main; never merge." flips
+twice each, but each clause once against zero (stop 34: no warning). The opposites are data
+(:data:`OPPOSITES`), in English and Chinese.
 
 Pure: strings in, a reason or None out (the patterns compiled once per machine, ``text.recache``).
 """
@@ -62,6 +65,14 @@ def _patterns() -> list[tuple[re.Pattern[str], str]]:
     return _PATTERNS
 
 
+_CLAUSE = re.compile(r"[;,.。；，]+")
+
+
+def _clauses(text: str) -> list[tuple[str, int]]:
+    """:func:`_canonical` of each clause of ``text`` (split at ``;``, ``,``, ``.``), empty ones left out."""
+    return [_canonical(part) for part in _CLAUSE.split(text) if part.strip()]
+
+
 def contradiction(text: str, other: str) -> str | None:
     """Why ``text`` may contradict ``other`` (``"enable / disable"``), or None.
 
@@ -76,8 +87,14 @@ def contradiction(text: str, other: str) -> str | None:
 
     mine, flips = _canonical(text)
     theirs, other_flips = _canonical(other)
-    if flips % 2 == other_flips % 2 or fuzz.ratio(mine, theirs) < SAME:
+    if fuzz.ratio(mine, theirs) < SAME:
         return None
+    if flips % 2 == other_flips % 2:
+        parts, other_parts = _clauses(text), _clauses(other)
+        if len(parts) < 2 or len(parts) != len(other_parts) or not any(
+                a[1] % 2 != b[1] % 2 for a, b in zip(parts, other_parts)) or any(
+                fuzz.ratio(a[0], b[0]) < SAME for a, b in zip(parts, other_parts)):
+            return None
     words, other_words = text.lower().split(), other.lower().split()
     only_mine = [w for w in words if w not in other_words]
     only_theirs = [w for w in other_words if w not in words]

@@ -415,7 +415,10 @@ def _contradictions(memory: Memory, texts: dict[str, str]) -> list[str]:
     from memcli.policy.contradiction import contradiction
 
     wanted = model.normalise_text(memory.text)
-    near = process.extract(wanted, texts, scorer=fuzz.ratio, score_cutoff=CONTRADICTION_CANDIDATES, limit=10)
+    # words in any order: "never rebase main; always merge" against "always rebase main; never merge"
+    # is a ratio of 65 but the same words (stop 34)
+    near = process.extract(wanted, texts, scorer=fuzz.token_sort_ratio, score_cutoff=CONTRADICTION_CANDIDATES,
+                           limit=10)
     out = []
     for other, _, other_id in near:
         why = contradiction(wanted, other)
