@@ -344,7 +344,10 @@ def child(conn: socket.socket, server: Server) -> int:
     try:
         # a Ctrl-C the client passes on may come before main guards against it (while the child
         # waits for "go" or takes the client's place): it must end as main would, with the status
-        # sent (130), never end the child without one (the client then died of the signal: CI)
+        # sent (130), never end the child without one (the client then died of the signal: CI),
+        # and its "memcli: interrupted" on the client's stderr, so it is held until the child has
+        # taken the client's streams (a Ctrl-C between the two printed it on the server's: CI)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             go, fds, _, _ = socket.recv_fds(conn, 1, 8)
         except OSError:
@@ -355,6 +358,7 @@ def child(conn: socket.socket, server: Server) -> int:
             return 0
         sys.path[:] = path
         _take_over(conn, argv, environ, umask, streams, started, fds)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one held now raises here
         if os.environ.get("MEMCLI_TEST_STALL_AT"):  # tests only (memcli.testpoint)
             from memcli import testpoint
 
