@@ -375,15 +375,21 @@ def waiting_hook(servers: Servers, cwd: Path) -> tuple[subprocess.Popen, int]:
     raise AssertionError("the hook never ran in the server")
 
 
-def test_ctrl_c_reaches_the_command(zygote_on: Servers, filled: Path) -> None:
-    zygote_on.started("context")
-    proc, _ = waiting_hook(zygote_on, filled)
+def interrupted(servers: Servers, cwd: Path) -> tuple[int, str]:
+    """A session-start hook through the server (``waiting_hook``) sent a Ctrl-C: its status and stderr."""
+    proc, _ = waiting_hook(servers, cwd)
     try:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=GUARD)
+        _, err = proc.communicate(timeout=GUARD)
     finally:
         proc.kill()
-    assert proc.returncode == 130, err
+    return proc.returncode, err
+
+
+def test_ctrl_c_reaches_the_command(zygote_on: Servers, filled: Path) -> None:
+    zygote_on.started("context")
+    status, err = interrupted(zygote_on, filled)
+    assert status == 130, err
     assert "memcli: interrupted" in err
 
 
@@ -393,13 +399,8 @@ def test_ctrl_c_before_the_command_begins_is_130_too(zygote_on: Servers, filled:
     client died of the signal (-2). It is the command's interruption: 130, said in one line."""
     zygote_on.started("context")
     zygote_on.extra["MEMCLI_TEST_STALL_AT"] = "zygote:taken-over"  # the child waits there
-    proc, _ = waiting_hook(zygote_on, filled)
-    try:
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=GUARD)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err
+    status, err = interrupted(zygote_on, filled)
+    assert status == 130, err
     assert "memcli: interrupted" in err
 
 
