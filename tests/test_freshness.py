@@ -155,6 +155,7 @@ def test_an_owed_walk_of_a_large_store_runs_in_its_own_process_not_in_the_read(w
         assert run("remember", f"The {word} service listens on port 1234.", env=killed).code == 0
     time.sleep(SETTLE)
     assert run("--json", "recall", "alpha", env=killed).code == 0  # answers, owes a walk; its child dies
+    _walks_over(ws)  # ... and is gone: a read while it still starts up would wait for it, then walk in-process
     log = ws / ".cache" / "index-build.log"
     assert "started for" not in (log.read_text(encoding="utf-8") if log.exists() else "")
     path = next((ws / "memories").rglob("*.md"))
