@@ -60,7 +60,8 @@ def dump(ws: Path) -> dict:
     try:
         docs = db.execute(
             "SELECT path, size, hash, id, scope, status, category, subject, importance, pinned, created, updated,"
-            " expire, idem, norm, tags, search_text, search_more, record, error, error_line FROM docs ORDER BY path"
+            " expire, idem, norm, tags, search_text, search_more, chars, body, record, error, error_line FROM docs"
+            " ORDER BY path"
         ).fetchall()
         # the FTS5 table is contentless: every token it holds, where (column, offset) and for which file
         db.execute("CREATE VIRTUAL TABLE temp.instances USING fts5vocab(main, 'fts', 'instance')")

@@ -44,9 +44,10 @@ def _plain(retriever: S.FtsRetriever, query: Query, expression: str, limit: int)
     """The reference: every match joined with its row, scored and sorted by SQLite."""
     where, params = S._filters(query)
     params.update(match=expression, limit=limit)
-    return [(S._memory(r).id, score, rel) for r, score, rel in retriever.db.execute(
-        f"SELECT d.record, {S._SCORE} AS score, {S._RELEVANCE} AS rel FROM fts JOIN docs d ON d.rowid = fts.rowid"
-        f" WHERE fts MATCH :match AND {where} ORDER BY score DESC, d.id LIMIT :limit", params)]
+    return [(S._memory(r, b).id, score, rel) for r, b, score, rel in retriever.db.execute(
+        f"SELECT d.record, d.body, {S._SCORE} AS score, {S._RELEVANCE} AS rel"
+        f" FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
+        " ORDER BY score DESC, d.id LIMIT :limit", params)]
 
 
 def _bounded(retriever: S.FtsRetriever, query: Query, expression: str, limit: int) -> list[tuple]:

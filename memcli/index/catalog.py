@@ -250,7 +250,7 @@ class IndexCatalog:
     def _records(self, sql: str, params: tuple) -> list[Memory]:
         from memcli.index.db import decode
 
-        return [decode(r) for (r,) in self.db.execute(sql, params)]
+        return [decode(r, b) for r, b in self.db.execute(sql, params)]
 
     def retriever(self) -> Retriever:
         """The FTS5 retriever, guarded as every read of this catalog (see the class)."""
@@ -271,60 +271,58 @@ class IndexCatalog:
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        return self._read(lambda: self._records("SELECT record FROM docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 50",
-                                                (prefix, prefix + "\uffff")),
+        sql = "SELECT record, body FROM docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 50"
+        return self._read(lambda: self._records(sql, (prefix, prefix + "\uffff")),
                           lambda scan: scan.by_prefix(prefix))
 
     def by_idempotency_key(self, key: str, scope: str) -> Memory | None:
         """See :class:`Catalog`."""
         def on_index() -> Memory | None:
-            found = self._records("SELECT record FROM docs WHERE idem = ? AND scope = ? ORDER BY created, id LIMIT 1",
-                                  (key, scope))
+            found = self._records("SELECT record, body FROM docs WHERE idem = ? AND scope = ?"
+                                  " ORDER BY created, id LIMIT 1", (key, scope))
             return found[0] if found else None
         return self._read(on_index, lambda scan: scan.by_idempotency_key(key, scope))
 
     def live_texts(self, scope: str, include_pending: bool = True,
                    lengths: tuple[int, int] | None = None) -> dict[str, str]:
-        """See :class:`Catalog`. With ``lengths``, SQLite drops the other rows (``length`` of
-        text counts characters, as Python's ``len`` does); a text holding NUL, which ``length``
-        counts only up to, is kept and judged in Python."""
+        """See :class:`Catalog`. With ``lengths``, SQLite drops the other rows by the length of
+        their form, kept beside it (``chars``: Python's ``len``), before it reads a row."""
         def on_index() -> dict[str, str]:
             from memcli.index.db import NORM_SQL
 
-            self.index.duplicate_index()  # the texts from a covering index, not the rows
+            self.index.duplicate_index()  # the rows within the lengths from an index, no other row read
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
             sql = f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}"
             args: tuple = (scope,)
             if lengths is not None:
-                sql += f" AND (length({NORM_SQL}) BETWEEN ? AND ? OR instr({NORM_SQL}, char(0)) > 0)"
+                sql += " AND chars BETWEEN ? AND ?"
                 args = (scope, *lengths)
             found = dict(self.db.execute(sql, args))
             if not all(isinstance(v, str) for v in found.values()):
                 raise TypeError("a row's norm is not text")
-            if lengths is not None and any("\0" in v for v in found.values()):  # the rows SQLite could not judge
-                found = {k: v for k, v in found.items() if lengths[0] <= len(v) <= lengths[1]}
             return found
         return self._read(on_index, lambda scan: scan.live_texts(scope, include_pending, lengths))
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        sql = "SELECT record FROM docs WHERE scope = ? AND subject = ? COLLATE NOCASE AND status = 'active'"
+        sql = "SELECT record, body FROM docs WHERE scope = ? AND subject = ? COLLATE NOCASE AND status = 'active'"
         return self._read(lambda: self._records(sql, (scope, subject)),
                           lambda scan: scan.active_with_subject(scope, subject))
 
     def with_status(self, status: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        return self._read(lambda: self._records("SELECT record FROM docs WHERE status = ? ORDER BY created, id",
+        return self._read(lambda: self._records("SELECT record, body FROM docs WHERE status = ? ORDER BY created, id",
                                                 (status,)),
                           lambda scan: scan.with_status(status))
 
     def guarded(self) -> list[Memory]:
         """See :class:`Catalog`: the rows whose record holds the key ``guards`` or ``commands``
-        (a key of the record's JSON is written ``"key": ``; a text that holds those words has
-        its quotes escaped, so it is no match). One pass over the active rows' records, no
-        decoding but of the few that match (a Bash pre-tool hook decoded every active memory:
-        1.1-1.8 s at 10,000, past its deadline under load)."""
-        sql = ("SELECT record FROM docs WHERE status = 'active' AND (instr(record, '\"guards\": ') > 0"
+        (a key of the record's JSON is written ``"key": ``; the text is not in the record, and a
+        tag or subject that holds those words has its quotes escaped, so it is no match). One
+        pass over the active rows' records, no decoding but of the few that match (a Bash
+        pre-tool hook decoded every active memory: 1.1-1.8 s at 10,000, past its deadline under
+        load)."""
+        sql = ("SELECT record, body FROM docs WHERE status = 'active' AND (instr(record, '\"guards\": ') > 0"
                " OR instr(record, '\"commands\": ') > 0) ORDER BY created, id")
         return self._read(lambda: self._records(sql, ()), lambda scan: scan.guarded())
 

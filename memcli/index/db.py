@@ -17,14 +17,19 @@ Sync, run at the start of each command that reads:
 
 Nothing is written when nothing changed, so concurrent readers take no write lock.
 
-Each memory's text is stored once as it is (in ``record``, the memory's JSON) and once in the
-form the substring search reads (``search_text``: normalised, blank runs collapsed). The FTS5
-table is contentless (``content=''``, SQLite's "Contentless Tables"): it holds the inverted
-index only, and a row leaves it by the ``'delete'`` command given the same tokens again,
-computed from ``record`` (:func:`fts_values`); when what the tokens depend on changes
-(``tokenize.fingerprint``), the table is filled again from the records. ``norm`` (the form of
-the duplicate gate) is stored only where ``search_text`` without its closing punctuation is
-not it (a text with Latin accents): :data:`NORM_SQL` reads it.
+Each memory's text is stored once, as it is, in ``body`` (issue 21 point 6); ``record`` holds
+the rest of the memory as JSON (:func:`decode` puts them together). The forms derived from the
+text are computed from it in SQL where SQLite can, and stored only where it cannot:
+``search_text``, the form the substring search reads (``tokenize.normalise``, blank runs
+collapsed), only when ``lower(body)`` is not it (a text with a capital outside ASCII, a line
+break or a run of blanks: :data:`SEARCH_SQL`); ``norm``, the duplicate gate's form, only when
+``search_text`` without its closing punctuation is not it (a text with Latin accents:
+:data:`NORM_SQL`); ``chars``, that form's length, is what the gate's index holds instead of a
+copy of the text (:data:`DUP_INDEX`). The FTS5 table is contentless (``content=''``, SQLite's
+"Contentless Tables"): it holds the inverted index only, and a row leaves it by the
+``'delete'`` command given the same tokens again, computed from the stored memory
+(:func:`fts_values`); when what the tokens depend on changes (``tokenize.fingerprint``), the
+table is filled again from the rows.
 
 Builds are shared and resumable (issue 9 point 2, issue 10 point 8): one process at a
 time holds the build lock (``.cache/index.lock``, an OS file lock, released if the process
@@ -56,11 +61,12 @@ if TYPE_CHECKING:
     from memcli.index.fresh import FolderState
     from memcli.store.oslock import FileLock
 
-#: 10: no per-row triggers on ``docs`` (each transaction that writes it moves ``changes`` once,
-#: ``IndexDB._bump``); 9: a contentless FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the
-#: ``changes`` counter; 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's
-#: default id is the ULID.
-SCHEMA_VERSION = "10"
+#: 11: the text once, in ``body`` (``record`` without it; ``search_text`` only where ``lower(body)``
+#: does not give it; the duplicate gate's index on ``chars``); 10: no per-row triggers on ``docs``
+#: (each transaction that writes it moves ``changes`` once, ``IndexDB._bump``); 9: a contentless
+#: FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the ``changes`` counter;
+#: 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's default id is the ULID.
+SCHEMA_VERSION = "11"
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
@@ -101,7 +107,7 @@ CREATE TABLE IF NOT EXISTS docs (
     importance INTEGER, pinned INTEGER,
     created REAL, updated REAL, expire REAL,
     idem TEXT, norm TEXT,
-    tags TEXT, search_text TEXT, search_more TEXT, record TEXT,
+    tags TEXT, search_text TEXT, search_more TEXT, chars INTEGER, body TEXT, record TEXT,
     error TEXT, error_line INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id) WHERE id IS NOT NULL;
@@ -131,12 +137,17 @@ def change_triggers(table: str) -> list[str]:
     return [CHANGE_TRIGGERS.format(table=table, event=event) for event in ("INSERT", "UPDATE", "DELETE")]
 
 
+#: The substring search's form of a row's text (``tokenize.normalise``, blank runs collapsed), in
+#: SQL over ``docs``: SQLite's ``lower`` folds ASCII letters only, so the form is stored where
+#: that is not enough (``IndexDB._columns``).
+SEARCH_SQL = "coalesce(search_text, lower(body))"
 #: The duplicate gate's form of a row's text (``model.normalise_text``), in SQL over ``docs``.
-NORM_SQL = "coalesce(norm, rtrim(search_text, ' .!。！'))"
-#: The index a write's duplicate gate reads (``IndexCatalog.live_texts``): the live texts of a
-#: scope without reading the wide rows (a third of the time at 10,000 memories). Made with the
-#: tables, and by the first write of an index made before it existed (``IndexDB.duplicate_index``).
-DUP_INDEX = f"CREATE INDEX IF NOT EXISTS docs_dup ON docs(scope, status, id, {NORM_SQL})"
+NORM_SQL = f"coalesce(norm, rtrim({SEARCH_SQL}, ' .!。！'))"
+#: The index a write's duplicate gate reads (``IndexCatalog.live_texts``): the live rows of a
+#: scope whose form's length (``chars``) lets them reach the gate's ratio, without a copy of
+#: their text (the rows are read for it). Made with the tables, and by the first write of an
+#: index made before it existed (``IndexDB.duplicate_index``).
+DUP_INDEX = "CREATE INDEX IF NOT EXISTS docs_dup ON docs(scope, status, chars)"
 #: The index a context block's pool reads (``search.FtsRetriever._all``: ``ORDER BY pinned,
 #: importance, updated, id LIMIT 400`` walks it in order and stops, instead of sorting every
 #: eligible row) and its count (``FtsRetriever.count``: covering, no row read). Made with the
@@ -211,17 +222,25 @@ class DamagedRow(ValueError):
     """A row of the index does not hold what a sync writes (it was edited outside memcli)."""
 
 
-def decode(record: object) -> Memory:
-    """The memory a row's ``record`` column holds, checked as a sync writes it.
+def decode(record: object, body: object) -> Memory:
+    """The memory a row's ``record`` and ``body`` columns hold, checked as a sync writes them.
+
+    Args:
+        record: the memory's JSON without its text (:meth:`IndexDB._columns`).
+        body: the memory's text.
 
     Raises:
-        DamagedRow: the column is not a memory's JSON, or a field has a type or value no
-            memory file gives (a NULL scope, a text that is a number, an importance of "high").
+        DamagedRow: ``record`` is not a memory's JSON, ``body`` is not text, or a field has a
+            type or value no memory file gives (a NULL scope, an importance of "high").
     """
     from memcli.model import CATEGORIES, STATUSES, check_importance, check_scope, from_dict
 
     try:
-        memory = from_dict(json.loads(record))  # type: ignore[arg-type]
+        data = json.loads(record)  # type: ignore[arg-type]
+        if not isinstance(body, str) or "text" in data:
+            raise TypeError("no text, or a second one")
+        data["text"] = body
+        memory = from_dict(data)
         check_scope(memory.scope)
         check_importance(memory.importance)
         sound = (isinstance(memory.id, str) and memory.status in STATUSES and memory.category in CATEGORIES
@@ -1090,10 +1109,10 @@ class IndexDB:
             self.snapshot_path.unlink(missing_ok=True)
 
     def _delete(self, path: str) -> None:
-        row = self.db.execute("SELECT rowid, record FROM docs WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT rowid, record, body FROM docs WHERE path = ?", (path,)).fetchone()
         if row:
             if row[1] is not None:  # only a row with a record has FTS5 entries
-                self._fts_forget(row[0], row[1])
+                self._fts_forget(row[0], row[1], row[2])
             self.db.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
 
     def _fts_ready(self) -> None:
@@ -1109,13 +1128,13 @@ class IndexDB:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('tokenizer', ?)", (now,))
         self._fts_checked = True
 
-    def _fts_forget(self, rowid: int, record: object) -> None:
+    def _fts_forget(self, rowid: int, record: object, body: object) -> None:
         """Remove a row's FTS5 entries: the ``'delete'`` command with the tokens it was given.
         A record that no longer decodes (a hand-edited index) cannot say them: the table is
         filled again from the records before the transaction ends (``_refill_if_needed``)."""
         self._fts_ready()
         try:
-            values = fts_values(decode(record))
+            values = fts_values(decode(record, body))
         except DamagedRow:
             self._fts_stale = True
             return
@@ -1126,10 +1145,10 @@ class IndexDB:
         """Empty the FTS5 table and give it every row's record again (rows whose record does
         not decode get none: ``damaged`` finds them)."""
         self.db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
-        rows = self.db.execute("SELECT rowid, record FROM docs WHERE record IS NOT NULL").fetchall()
-        for rowid, record in rows:
+        rows = self.db.execute("SELECT rowid, record, body FROM docs WHERE record IS NOT NULL").fetchall()
+        for rowid, record, body in rows:
             try:
-                values = fts_values(decode(record))
+                values = fts_values(decode(record, body))
             except DamagedRow:
                 continue
             self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)", (rowid, *values))
@@ -1196,8 +1215,8 @@ class IndexDB:
             self._demote(holder[0], memory_id, path)
         cursor = self.db.execute(
             "INSERT INTO docs (path, changed_ns, size, hash, synced_ns, id, scope, status, category, subject,"
-            " importance, pinned, created, updated, expire, idem, norm, tags, search_text, search_more, record, error)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " importance, pinned, created, updated, expire, idem, norm, tags, search_text, search_more, chars, body,"
+            " record, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*base, *columns, warning))  # a warning: served in part (files.PARTIAL)
         self._fts_ready()
         self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)", (cursor.lastrowid, *values))
@@ -1236,30 +1255,36 @@ class IndexDB:
     def _columns(memory: Memory) -> tuple:
         def stamp(value: datetime | None) -> float | None:
             return value.timestamp() if value else None
-        search_text = " ".join(normalise(memory.text).split())
+        text = memory.text
+        search_text = " ".join(normalise(text).split())
         more = normalise(" ".join([memory.subject or "", *memory.tags])).strip() or None
-        norm = normalise_text(memory.text)
+        norm = normalise_text(text)
+        record = memory.to_dict()
+        del record["text"]  # stored once, in ``body``
+        lowered = text.isascii() and "\0" not in text and search_text == text.lower()  # what SEARCH_SQL gives
         return (memory.id, memory.scope, memory.status, memory.category, memory.subject, memory.importance,
                 int(memory.pinned), stamp(memory.created_at), stamp(memory.updated_at), stamp(memory.expire_at),
                 memory.provenance.idempotency_key, None if norm == search_text.rstrip(" .!。！") else norm,
-                json.dumps(memory.tags, ensure_ascii=False), search_text, more,
-                json.dumps(memory.to_dict(), ensure_ascii=False))
+                json.dumps(memory.tags, ensure_ascii=False), None if lowered else search_text, more, len(norm), text,
+                json.dumps(record, ensure_ascii=False))
 
     # --- damaged rows (a hand-edited index) ---------------------------------------------
 
     def damaged(self) -> list[str]:
         """Paths of the rows that do not hold what a sync writes: a ``record`` that is not a
-        memory's JSON, a column that differs from it (a NULL, another type, another value),
+        memory's JSON, a ``body`` that is not text, a column that differs from them (a NULL,
+        another type, another value),
         or a path outside ``memories/``. Reads every row: for a read that tripped, not for
         every command.
         """
         bad = []
         rows = self.db.execute("SELECT path, id, scope, status, category, subject, importance, pinned, created, "
-                               "updated, expire, idem, norm, tags, search_text, search_more, record FROM docs "
-                               "WHERE id IS NOT NULL OR record IS NOT NULL OR scope IS NOT NULL")
+                               "updated, expire, idem, norm, tags, search_text, search_more, chars, body, record "
+                               "FROM docs WHERE id IS NOT NULL OR record IS NOT NULL OR scope IS NOT NULL "
+                               "OR body IS NOT NULL")
         for path, *columns in rows:
             try:
-                sound = tuple(columns) == self._columns(decode(columns[-1])) and _inside(path)
+                sound = tuple(columns) == self._columns(decode(columns[-1], columns[-2])) and _inside(path)
             except Exception:  # noqa: BLE001 - whatever a row makes fail, it is not a row a sync wrote
                 sound = False
             if not sound:

@@ -40,7 +40,7 @@ import re
 from datetime import datetime
 
 from memcli.index import Hit, Query, path_specificity, paths_match
-from memcli.index.db import IndexDB, decode, fts_values
+from memcli.index.db import SEARCH_SQL, IndexDB, decode, fts_values
 from memcli.index.db import score as number
 from memcli.index.query import Word, analyse, content, other_forms
 from memcli.index.tokenize import match_expression, normalise, quote_term, stem, surface_words, tokens
@@ -102,8 +102,8 @@ best(r, score, rel, id) AS (
     SELECT d.rowid, pool.rel * {_FACTORS} AS score, pool.rel, d.id FROM pool CROSS JOIN docs d ON d.rowid = pool.r
     WHERE ((SELECT s FROM bar) IS NULL OR pool.rel * :bound >= (SELECT s FROM bar)) AND {{where}}
     ORDER BY score DESC, d.id LIMIT :limit)
-SELECT d.record, best.score, best.rel, d.search_text, d.search_more FROM best CROSS JOIN docs d ON d.rowid = best.r
-ORDER BY best.score DESC, best.id"""
+SELECT d.record, d.body, best.score, best.rel, {SEARCH_SQL}, d.search_more
+FROM best CROSS JOIN docs d ON d.rowid = best.r ORDER BY best.score DESC, best.id"""
 
 
 def _filters(query: Query) -> tuple[str, dict]:
@@ -164,7 +164,7 @@ class FtsRetriever:
         self.index = index
         self.db = index.db
         self.db.create_function("memcli_paths_match", 2, _sql_paths_match, deterministic=True)
-        #: Per hit: its memory and its normalised text (``search_text`` and ``search_more``).
+        #: Per hit: its memory and its normalised text (``db.SEARCH_SQL`` and ``search_more``).
         self._docs: dict[str, tuple[Memory, str]] = {}
         self._tokens: dict[str, list[str]] = {}
         self._vocab: dict[str, bool] = {}
@@ -195,8 +195,8 @@ class FtsRetriever:
         want = limit + len(exclude)
         params.update(match=expression, limit=want, first=max(POOL_FIRST, 4 * want), bound=SCORE_BOUND)
         hits = []
-        for record, score, relevance, text, more in self.db.execute(_RANKED.format(where=where), params):
-            memory = _memory(record)
+        for record, body, score, relevance, text, more in self.db.execute(_RANKED.format(where=where), params):
+            memory = _memory(record, body)
             if memory.id not in exclude:
                 hits.append(Hit(memory, number(score), tier, {"bm25": relevance, "tier": TIERS.index(tier)}))
                 self._docs[memory.id] = (memory, f"{text or ''} {more or ''}")
@@ -364,10 +364,10 @@ class FtsRetriever:
         about = " OR memcli_paths_match(json_extract(d.record, '$.paths'), :file)" if path else ""
         if path:  # all of them, so that the memory for exactly that file is not cut by broader ones
             params["limit"] = max(query.limit, PATH_POOL)
-        sql = (f"SELECT d.record, (0.8 + 0.1 * d.importance) FROM docs d WHERE {where}"
-               f" AND (instr(d.search_text, :needle) > 0 OR instr(d.search_more, :needle) > 0{about})"
+        sql = (f"SELECT d.record, d.body, (0.8 + 0.1 * d.importance) FROM docs d WHERE {where}"
+               f" AND (instr({SEARCH_SQL}, :needle) > 0 OR instr(d.search_more, :needle) > 0{about})"
                " ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
-        hits = [Hit(_memory(r), number(s), "substring", {"tier": 3}) for r, s in self.db.execute(sql, params)]
+        hits = [Hit(_memory(r, b), number(s), "substring", {"tier": 3}) for r, b, s in self.db.execute(sql, params)]
         if path:  # the narrowest glob first (index.path_specificity), a mention in the text as a glob of its own
             named = normalise(params["file"])
 
@@ -387,7 +387,7 @@ class FtsRetriever:
         where, params = _filters(query)
         hits: list[Hit] = []
         rows = self.db.execute(
-            f"SELECT d.record, json_extract(d.record, '$.text') FROM docs d WHERE {where}"
+            f"SELECT d.record, d.body FROM docs d WHERE {where}"
             " ORDER BY d.importance DESC, d.updated DESC, d.id", params)
         while len(hits) < query.limit:
             batch = rows.fetchmany(_GREP_BATCH)
@@ -396,9 +396,9 @@ class FtsRetriever:
             texts = [text for _, text in batch]
             if query.served is not None:  # the text as served: a secret is never matched (Query.served)
                 texts = query.served(texts)
-            for (record, _), text in zip(batch, texts):
+            for (record, body), text in zip(batch, texts):
                 if regex.search(text):
-                    hits.append(Hit(_memory(record), 1.0, "regex"))
+                    hits.append(Hit(_memory(record, body), 1.0, "regex"))
                     if len(hits) >= query.limit:
                         break
         return hits
@@ -408,8 +408,8 @@ class FtsRetriever:
         params["limit"] = query.limit
         order = ("d.created DESC, d.id DESC" if query.order == "newest"
                  else "d.pinned DESC, d.importance DESC, d.updated DESC, d.id")
-        sql = f"SELECT d.record FROM docs d WHERE {where} ORDER BY {order} LIMIT :limit"
-        return [Hit(_memory(r), 0.0, "all") for (r,) in self.db.execute(sql, params)]
+        sql = f"SELECT d.record, d.body FROM docs d WHERE {where} ORDER BY {order} LIMIT :limit"
+        return [Hit(_memory(r, b), 0.0, "all") for r, b in self.db.execute(sql, params)]
 
     def count(self, query: Query) -> int:
         """See :class:`memcli.index.Retriever`.
@@ -524,9 +524,9 @@ def _slip(a: str, b: str) -> bool:
     return a[i + 1:] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1:]
 
 
-def _memory(record: str) -> Memory:
-    """The memory of a row's ``record`` (``db.decode``: a damaged row raises ``db.DamagedRow``)."""
-    return decode(record)
+def _memory(record: str, body: str) -> Memory:
+    """The memory of a row's ``record`` and ``body`` (``db.decode``: a damaged row raises ``db.DamagedRow``)."""
+    return decode(record, body)
 
 
 def _explain(hits: list[Hit], now: datetime) -> list[Hit]:
