@@ -36,7 +36,7 @@ EXIT_CODES: dict[int, str] = {
     17: "check failed: a memory file in the checked range breaks a rule (one line per problem)",
     18: "a hook check failed: an installed memcli hook did not run cleanly as its agent would run it",
     19: ("the warm server's process that ran the command ended without an exit status (killed); run it again, "
-         "or with MEMCLI_NO_SERVER=1"),
+         "or with MEMCLI_NO_SERVER=1 (a hook is never left so: it runs again in-process)"),
     130: "interrupted: Ctrl-C (SIGINT), or a confirmation prompt aborted (128 + the signal's number, as shells say)",
     141: "the output pipe was closed by its reader (`memcli recall X | head -1`): nothing more is printed "
          "(128 + SIGPIPE's 13, as git)",

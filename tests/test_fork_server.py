@@ -351,11 +351,12 @@ def test_sigterm_stops_the_server_and_its_socket(zygote_on: Servers, filled: Pat
     assert zygote_on.sockets() == []
 
 
-def waiting_hook(servers: Servers, cwd: Path) -> tuple[subprocess.Popen, int]:
-    """A session-start hook through the server, waiting for input that does not come yet, and
-    the pid of the server's child running it (once it runs: its folder is the client's)."""
+def waiting_hook(servers: Servers, cwd: Path, *command: str) -> tuple[subprocess.Popen, int]:
+    """A session-start hook (or ``command``) through the server, waiting for input that does not
+    come yet, and the pid of the server's child running it (once it runs: its folder is the client's)."""
     server, _ = servers.ping()
-    proc = subprocess.Popen([sys.executable, "-m", "memcli", "hook", "claude", "session-start"], cwd=cwd,
+    proc = subprocess.Popen([sys.executable, "-m", "memcli", *(command or ("hook", "claude", "session-start"))],
+                            cwd=cwd,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=servers.env)
     limit = time.monotonic() + GUARD
@@ -404,17 +405,37 @@ def test_ctrl_c_before_the_command_begins_is_130_too(zygote_on: Servers, filled:
     assert "memcli: interrupted" in err
 
 
-def test_a_child_killed_without_a_status_is_one_line_and_exit_19(zygote_on: Servers, filled: Path) -> None:
+def test_a_command_whose_child_is_killed_without_a_status_is_one_line_and_exit_19(zygote_on: Servers,
+                                                                                   filled: Path) -> None:
     zygote_on.started("context")
-    proc, child = waiting_hook(zygote_on, filled)
+    zygote_on.extra["MEMCLI_TEST_STALL_AT"] = "zygote:taken-over"  # the child waits there
+    proc, child = waiting_hook(zygote_on, filled, "recall", "deploy")
     try:
         os.kill(child, signal.SIGKILL)
         out, err = proc.communicate(timeout=GUARD)
     finally:
         proc.kill()
     assert proc.returncode == zygote_client.NO_STATUS == 19
-    assert err.count("\n") == 1 and "ended without an exit status" in err, err
+    assert err.count("\n") == 1 and "ended without an exit status" in err and "run the command again" in err, err
     assert out == ""
+
+
+def test_a_hook_whose_child_is_killed_without_a_status_runs_in_process_and_exits_0(zygote_on: Servers,
+                                                                                  filled: Path) -> None:
+    """A hook exits 0 whatever happens (docs/hooks.md): a newcomer's prompt hook exited 19 with no
+    output when the server's child running it was killed (a `pkill -f memcli.cli.zygote` matches
+    the children too). The hook runs again in-process and gives its answer."""
+    zygote_on.started("context")
+    proc, child = waiting_hook(zygote_on, filled)
+    try:
+        os.kill(child, signal.SIGKILL)
+        out, err = proc.communicate(json.dumps({"hook_event_name": "SessionStart", "session_id": "s-killed",
+                                                "cwd": str(filled), "source": "startup"}), timeout=GUARD)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "ended without an exit status" in err and "it runs here instead" in err, err
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"], out
 
 
 def test_the_client_folder_agrees_with_index_sockets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -127,11 +127,12 @@ def _served() -> None:
         return
     from memcli.cli import zygote_client
 
-    if not zygote_client.hot(_words(hoist_globals(sys.argv[1:]))):
+    words = _words(hoist_globals(sys.argv[1:]))
+    if not zygote_client.hot(words):
         return
     from memcli import process_started
 
-    status = zygote_client.run(sys.argv[1:], process_started())
+    status = zygote_client.run(sys.argv[1:], process_started(), hook=words[0] == "hook")
     if status is None:
         _START_SERVER.append(True)
         return

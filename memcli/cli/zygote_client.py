@@ -145,13 +145,15 @@ def _stream(stream: object) -> tuple | None:
         return None
 
 
-def run(argv: list[str], started: float) -> int | None:
+def run(argv: list[str], started: float, hook: bool = False) -> int | None:
     """Run the command ``argv`` in the warm server; its exit status, or None when it did not
-    run there (the caller then runs it in-process). Never raises but ``KeyboardInterrupt``.
+    run there, or is a hook whose run there ended without a status (the caller then runs it
+    in-process). Never raises but ``KeyboardInterrupt``.
 
     Args:
         argv: the arguments without the program name.
         started: this process's start, a ``time.monotonic()`` instant (the hooks' deadlines count from it).
+        hook: the command is a hook (``memcli hook AGENT EVENT``).
     """
     installed = installation()
     path = socket_path(installed)
@@ -169,7 +171,7 @@ def run(argv: list[str], started: float) -> int | None:
         pid = _handshake(sock, path, installed, argv, streams, started)
         if pid is None:
             return None
-        return _wait(sock, pid, here)
+        return _wait(sock, pid, here, hook)
     finally:
         sock.close()
         os.close(here)
@@ -221,9 +223,11 @@ def _same_user(sock: _socket.socket) -> bool:
     return int.from_bytes(creds[4:8], sys.byteorder) == os.getuid()
 
 
-def _wait(sock: _socket.socket, pid: int, here: int) -> int:
+def _wait(sock: _socket.socket, pid: int, here: int, hook: bool) -> int | None:
     """Say "go" with the descriptors of stdin, stdout, stderr and the working folder ``here``,
-    pass signals on to ``pid`` and wait for the exit status it sends."""
+    pass signals on to ``pid`` and wait for the exit status it sends. When the child ends
+    without one (killed) and no signal was passed on: ``NO_STATUS`` for a command, None for a
+    ``hook`` (it then runs in-process: a hook exits 0 whatever happens, docs/hooks.md)."""
     import _signal  # type: ignore[import-not-found]
     import _socket
 
@@ -257,13 +261,15 @@ def _wait(sock: _socket.socket, pid: int, here: int) -> int:
     if forwarded:  # the child died of the signal passed on: so does this process, as in-process it would
         _signal.signal(forwarded[-1], _signal.SIG_DFL)
         os.kill(os.getpid(), forwarded[-1])
+    then = ("it runs here instead" if hook
+            else f"run the command again, or set {OFF_ENV}=1 to run without it")
     try:
         sys.stderr.write(f"memcli: the warm server's process {pid} running this command ended without an "
-                         f"exit status (killed?); run the command again, or set {OFF_ENV}=1 to run without it\n")
+                         f"exit status (killed?); {then}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    return NO_STATUS
+    return None if hook else NO_STATUS
 
 
 def start(installed: str | None = None) -> bool:
