@@ -180,11 +180,16 @@ def test_glob_specificity_orders_the_narrower_glob_first(glob, narrower):
     assert glob_specificity(glob) > glob_specificity(narrower)
 
 
-def test_recall_of_a_file_path_finds_the_memories_about_that_file_narrowest_first(ws, run):
+@pytest.mark.parametrize("personal", [False, True], ids=["project-only", "with-personal-store"])
+def test_recall_of_a_file_path_finds_the_memories_about_that_file_narrowest_first(ws, run, personal):
+    """With a personal store too, hits are merged by tier and score: the broader, more important
+    memory came first there and the answer was 'weak' (a newcomer, stop 35)."""
     exact = write(ws, "importer", "Skip the bank's trailer line.", importance=1, paths=["api/ledger/importer.py"])
     write(ws, "ledger", "Everything here has property tests.", importance=5, paths=["api/ledger/**"])
     write(ws, "api", "Handlers return problem details.", importance=5, paths=["api/**"])
     write(ws, "web", "Use pnpm.", paths=["web/**"])
+    if personal:
+        assert run("remember", "I like short answers.", "--scope", "user:alice").code == 0
     result = run("--json", "recall", "api/ledger/importer.py").json()["data"]
     assert [h["id"] for h in result["hits"]] == [exact, "ledger", "api"] and result["answer"] == "strong", result
     broad = run("--json", "recall", "api/other.py").json()["data"]

@@ -113,9 +113,20 @@ class Hit:
 TIER_ORDER = {"exact": 0, "fuzzy": 1, "partial": 2, "substring": 3, "semantic": 4}
 
 
-def rank_key(hit: Hit) -> tuple[int, float]:
-    """The sort key of a ranked hit among hits of several stores: its tier, then its score."""
-    return (TIER_ORDER.get(hit.match, 0), -hit.score)
+def rank_key(hit: Hit) -> tuple[int, float, float]:
+    """The sort key of a ranked hit among hits of several stores: its tier, then how narrowly
+    its ``paths`` name the file a one-path query names (``parts["narrow"]``, set by the
+    substring tier from :func:`path_specificity`; 0 for every other hit), then its score. So
+    the memory written for exactly that file comes first in a merged answer too."""
+    return (TIER_ORDER.get(hit.match, 0), -hit.parts.get("narrow", 0.0), -hit.score)
+
+
+def narrowness(globs: list[str], path: str, mentioned: bool) -> float:
+    """:func:`path_specificity` of ``globs`` for ``path``, and whether the memory's text names
+    the file (``mentioned``, a glob of its own below every real one), as one number that
+    sorts as the tuple does: larger is narrower (characters capped at 999)."""
+    exact, folders, chars = path_specificity(globs, path)
+    return exact * 1e9 + min(folders, 999) * 1e6 + min(chars, 999) * 1e3 + (1.0 if mentioned else 0.0)
 
 
 #: A partial hit counts as an answer when it holds at least this share of the query's weight

@@ -39,7 +39,7 @@ import json
 import re
 from datetime import datetime
 
-from memcli.index import Hit, Query, path_specificity, paths_match
+from memcli.index import Hit, Query, narrowness, paths_match
 from memcli.index.db import SEARCH_SQL, IndexDB, decode, fts_values
 from memcli.index.db import score as number
 from memcli.index.query import Word, analyse, content, other_forms
@@ -368,16 +368,13 @@ class FtsRetriever:
                f" AND (instr({SEARCH_SQL}, :needle) > 0 OR instr(d.search_more, :needle) > 0{about})"
                " ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
         hits = [Hit(_memory(r, b), number(s), "substring", {"tier": 3}) for r, b, s in self.db.execute(sql, params)]
-        if path:  # the narrowest glob first (index.path_specificity), a mention in the text as a glob of its own
+        if path:  # the narrowest glob first (index.narrowness), a mention in the text as a glob of its own
             named = normalise(params["file"])
-
-            def key(hit: Hit) -> tuple:
-                mentioned = named in normalise(hit.memory.text)
-                return tuple(-k for k in path_specificity(hit.memory.paths, params["file"])) + (not mentioned,)
-            hits.sort(key=key)
             for hit in hits:
-                if path_specificity(hit.memory.paths, params["file"])[0]:
+                hit.parts["narrow"] = narrowness(hit.memory.paths, params["file"], named in normalise(hit.memory.text))
+                if hit.parts["narrow"] >= 1e9:
                     hit.parts["file"] = 1.0  # a memory written for exactly that file (index.strength)
+            hits.sort(key=lambda h: -h.parts["narrow"])
         return hits[:query.limit]
 
     def _grep(self, query: Query) -> list[Hit]:
