@@ -196,6 +196,24 @@ def test_recall_of_a_file_path_finds_the_memories_about_that_file_narrowest_firs
     assert [h["id"] for h in broad["hits"]] == ["api"] and broad["answer"] == "weak", broad
 
 
+def test_a_stop_word_query_and_a_meaning_only_first_hit_are_weak_and_say_why(ws, run):
+    """A newcomer (stop 35): `recall "the"` answered 'strong' (stop words are matched as typed,
+    which answers no question), and a first hit found by meaning alone was told "the hits below
+    hold only some of them" (they hold none)."""
+    from memcli.index import Hit
+    from memcli.service import Ctx
+    from memcli.service.read import MEANING_NOTE, STOP_NOTE, recall_data
+
+    write(ws, "port", PORT)
+    write(ws, "tests", "Run the tests with make test.")
+    stop = run("--json", "recall", "the").json()["data"]
+    assert stop["hits"] and stop["answer"] == "weak" and stop["note"] == STOP_NOTE, stop
+    ctx = Ctx.open(str(ws), "alice")
+    memory = ctx.catalog().by_prefix("port")[0]
+    data = recall_data(ctx, "which database listens where", "ranked", [Hit(memory, 0.3, "semantic", {"cosine": 0.3})])
+    assert data["answer"] == "weak" and data["note"] == MEANING_NOTE
+
+
 def test_recall_says_when_nothing_answers(ws, run):
     write(ws, "port", PORT)
     write(ws, "staging", "The staging database is wiped and reseeded every Sunday night.")

@@ -149,7 +149,8 @@ def strength(hits: list[Hit]) -> str:
     (``parts["file"]``), or a ``semantic`` hit (or any hit with a cosine, under hybrid
     retrieval) of at least ``STRONG_COSINE``. Otherwise ``weak``: the hits share only some
     words with the query and may not be about what was asked (issue 18: say when nothing
-    answers, rather than let the first partial hit read as the answer).
+    answers, rather than let the first partial hit read as the answer), or the query is stop
+    words only (``parts["stopwords"]``: "the" matched as typed answers no question).
 
     Args:
         hits: ranked hits, best first.
@@ -157,6 +158,8 @@ def strength(hits: list[Hit]) -> str:
     if not hits:
         return "none"
     first = hits[0]
+    if first.parts.get("stopwords"):
+        return "weak"
     if first.match in ("exact", "fuzzy", "regex", "all") or first.parts.get("file"):
         return "strong"
     if first.parts.get("cosine", 0.0) >= STRONG_COSINE:

@@ -243,8 +243,11 @@ class FtsRetriever:
             return self._substring(query)
         forms = [_forms(w) for w in words]
         exact = self._run(query, match_expression(forms, "AND"), "exact", set(), query.limit)
-        if only_stop:  # stop words alone: their literal text, never a looser match
-            return _explain(exact or self._substring(query), query.now)
+        if only_stop:  # stop words alone: their literal text, never a looser match, never an answer
+            found = _explain(exact or self._substring(query), query.now)
+            for hit in found:
+                hit.parts["stopwords"] = 1.0  # index.strength: weak
+            return found
         slips = {h.memory.id for h in exact if _stemmed_typo(self._docs[h.memory.id][1], words)}
         hits = [h for h in exact if h.memory.id not in slips]
         if len(hits) >= query.limit:  # exact hits fill the limit: no typo correction can add one

@@ -185,6 +185,11 @@ def served_matches(query: Query, hits: list[Hit], served: list[Memory]) -> list[
 WEAK_NOTE = ("no memory matches every word of the query: the hits below hold only some of them and may be "
              "about something else")
 NONE_NOTE = "no memories match the query"
+#: ... when the first hit holds none of the query's words (found by meaning alone, not close enough).
+MEANING_NOTE = ("no memory holds the words of the query, and none is close in meaning: the hits below were found "
+                "by meaning alone and may be about something else")
+#: ... when the query is stop words only ("the", "what is it"): matched as typed, no answer to a question.
+STOP_NOTE = "the query holds only stop words: the hits below merely contain them"
 
 
 def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool = False,
@@ -213,6 +218,10 @@ def recall_data(ctx: Ctx, query: str, mode: str, hits: list[Hit], explain: bool 
     answer = strength(hits)
     partial = partial_note(ctx)
     note = {"weak": WEAK_NOTE, "none": NONE_NOTE}.get(answer)
+    if answer == "weak" and hits[0].match == "semantic":
+        note = MEANING_NOTE
+    elif answer == "weak" and hits[0].parts.get("stopwords"):
+        note = STOP_NOTE
     if answer == "none" and partial:
         note = f"{NONE_NOTE} in what is indexed so far"
     from memcli.agents.injection import instruction_like  # the label MCP and the context block show too
