@@ -2,6 +2,10 @@
 
     python bench/heldout.py [--split tune|heldout|fresh|fresh2|fresh3|fresh4] [--json PATH] [--semantic [--budget S]]
                              [--verbose]
+    python bench/heldout.py --store shop --split newcomer [--semantic] [--verbose]
+
+``--store shop`` measures the prompt set of ``bench/heldout_shop.py`` on its own store (a
+FastAPI + React shop written by a newcomer, with superseded memories among the active ones).
 
 Builds a throw-away workspace holding the set's memories (one file each, id = its key,
 with its category, importance, paths and pinned flag), then measures on one split:
@@ -38,6 +42,7 @@ hook answered lexically all the same (its ``retriever`` in the usage journal).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -53,6 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import heldout_data as data
 
+#: The sets ``--store`` chooses from: their modules (same shapes as ``heldout_data``).
+STORES = {"ledgerly": "heldout_data", "shop": "heldout_shop"}
+
 STAMP = "2026-11-01T09:00:00Z"
 ACTOR = "alice"
 #: how the hook's block names a memory: ``… (id KEY)`` at the end of its line.
@@ -66,11 +74,12 @@ Retrieve = Callable[[Any, str], list[Any]]
 def memory_file(memory: data.Memory) -> str:
     """The Markdown file of one memory of the set (front matter, then its text)."""
     lines = ["---", f"id: {memory['key']}", "scope: project", f"category: {memory['category']}",
-             "status: active", f"importance: {memory['importance']}"]
+             f"status: {memory.get('status', 'active')}", f"importance: {memory['importance']}"]
     if memory.get("pinned"):
         lines.append("pinned: true")
-    if memory.get("paths"):
-        lines.append(f"paths: {json.dumps(memory['paths'])}")  # a JSON list is YAML flow
+    for name in ("paths", "tags"):
+        if memory.get(name):
+            lines.append(f"{name}: {json.dumps(memory[name], ensure_ascii=False)}")  # a JSON list is YAML flow
     lines += [f"createdAt: {STAMP}", f"updatedAt: {STAMP}", "---", memory["text"], ""]
     return "\n".join(lines)
 
@@ -186,7 +195,7 @@ def weak_first(result: QueryResult) -> bool:
 def score_queries(ctx: Any, retrieve: Retrieve, queries: dict[str, list[data.Query]]) -> list[KindScore]:
     """recall@5 and MRR per kind; the weak-or-none share for ``no_answer``."""
     scores = []
-    for kind in data.KINDS:
+    for kind in data.KINDS if queries else ():
         results = [run_query(ctx, retrieve, text, keys) for text, keys in queries[kind]]
         score = KindScore(kind, len(results), results=results)
         if kind == "no_answer":
@@ -401,7 +410,7 @@ def report(split: str, kinds: list[KindScore], prompts: PromptScore, tools: Tool
                     lines.append(f"      {r.query!r}: rank {r.rank}, at5 {r.at5:.2f}, "
                                  f"top {', '.join(r.top[:3]) or '-'}")
     answerable = [k for k in kinds if k.kind != "no_answer"]
-    total = sum(k.queries for k in answerable)
+    total = sum(k.queries for k in answerable) or 1
     lines.append(f"  {'all answerable':<15}{total:>8}"
                  f"{sum((k.recall_at_5 or 0) * k.queries for k in answerable) / total:>10.3f}"
                  f"{sum((k.mrr or 0) * k.queries for k in answerable) / total:>8.3f}"
@@ -452,8 +461,10 @@ def to_json(split: str, semantic: bool, kinds: list[KindScore], prompts: PromptS
 def main(argv: list[str] | None = None) -> int:
     """Build the workspace, measure one split, print the tables (and write JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=sorted(data.SPLITS), default="heldout",
-                        help="which queries, prompts and tool events (default: heldout)")
+    parser.add_argument("--store", choices=sorted(STORES), default="ledgerly",
+                        help="which set: ledgerly (heldout_data.py, default) or shop (heldout_shop.py)")
+    parser.add_argument("--split", default="heldout",
+                        help="which queries, prompts and tool events (default: heldout; the shop's: newcomer)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--semantic", action="store_true",
                         help="hybrid retrieval: load the model (memcli[semantic-offline]) as the MCP server does, "
@@ -462,6 +473,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --semantic: seconds the prompt hook waits for the model (the hook's own: 0.6)")
     parser.add_argument("--verbose", action="store_true", help="list misses, noise and no_answer hits")
     args = parser.parse_args(argv)
+    global data
+    data = importlib.import_module(STORES[args.store])
+    if args.split not in data.SPLITS:
+        parser.error(f"--split: the {args.store} set has {', '.join(sorted(data.SPLITS))}")
     problems = data.check()
     if problems:
         print("the set is unsound:\n  " + "\n  ".join(problems), file=sys.stderr)

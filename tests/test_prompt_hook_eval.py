@@ -24,6 +24,7 @@ sys.path.insert(0, str(BENCH))
 
 import heldout  # noqa: E402  (bench/heldout.py)
 import heldout_data  # noqa: E402
+import heldout_shop  # noqa: E402
 
 #: Measured on the tune split (lexical): precision 0.85, recall 0.52.
 PRECISION_FLOOR = 0.8
@@ -46,6 +47,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_set_is_sound() -> None:
     assert heldout_data.check() == []
+    assert heldout_shop.check() == []
 
 
 @pytest.mark.parametrize("split", sorted(heldout_data.SPLITS))
