@@ -39,7 +39,7 @@ from collections.abc import Sequence, Set
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memcli.index import Query, paths_match
-from memcli.model import Memory, from_dict
+from memcli.model import Memory
 
 if TYPE_CHECKING:  # annotations only: importing numpy is for long-lived processes
     import numpy as np
@@ -162,7 +162,15 @@ def missing(db: sqlite3.Connection, model_id: str, limit: int) -> list[tuple[str
         "SELECT d.id, d.hash, d.record, d.body FROM docs d LEFT JOIN vectors v ON v.id = d.id AND v.model = ?"
         " WHERE d.id IS NOT NULL AND (v.id IS NULL OR v.hash != d.hash)"
         " ORDER BY d.status != 'active', d.updated DESC LIMIT ?", (model_id, limit)).fetchall()
-    return [(i, h, text_of(from_dict({**json.loads(r), "text": b}))) for i, h, r, b in rows]
+    from memcli.index.db import DamagedRow, decode
+
+    out = []
+    for i, h, r, b in rows:
+        try:
+            out.append((i, h, text_of(decode(r, b))))
+        except DamagedRow:  # a hand-edited row: the next read repairs it, then it is embedded
+            continue
+    return out
 
 
 def store(db: sqlite3.Connection, model_id: str, rows: Sequence[tuple[str, str, str]],
@@ -546,6 +554,7 @@ def _update(db: sqlite3.Connection, matrix: Matrix, found: Allowed, changed: set
 def records(db: sqlite3.Connection, query: Query, ids: list[str]) -> dict[str, Memory]:
     """The memories of ``ids`` that pass ``query``'s filters in this index (the check every
     semantic hit goes through before it is shown, whoever scored it)."""
+    from memcli.index.db import decode
     from memcli.index.search import _filters
 
     if not ids or not prepare(db):
@@ -559,6 +568,6 @@ def records(db: sqlite3.Connection, query: Query, ids: list[str]) -> dict[str, M
         # INDEXED BY: by id (a few rows), not by scope (thousands), whatever the planner guesses
         sql = f"SELECT d.record, d.body FROM docs d INDEXED BY docs_id WHERE {where} AND d.id IN ({marks})"
         for record, body in db.execute(sql, {**params, **names}):
-            memory = from_dict({**json.loads(record), "text": body})
+            memory = decode(record, body)  # db.DamagedRow for a hand-edited row, as every read of the index
             out[memory.id] = memory
     return out
