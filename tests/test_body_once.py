@@ -1,9 +1,10 @@
 """The index stores each memory's text once (issue 21 point 6; ``memcli.index.db``).
 
-The text is kept as it is in ``body``; the forms derived from it (the substring search's,
-the duplicate gate's) are computed in SQL from it, and stored only where SQLite's ``lower``
-cannot give them. A Hypothesis property checks the SQL forms against the Python ones for any
-text; the real CLI's index file is read for how many copies of a text it holds.
+The text is kept as it is in ``texts.body`` (a table clustered for the duplicate gate); the
+forms derived from it (the substring search's, the duplicate gate's) are computed in SQL from
+it, and stored only where SQLite's ``lower`` cannot give them. A Hypothesis property checks
+the SQL forms against the Python ones for any text; the real CLI's index file is read for how
+many copies of a text it holds.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcli.index.db import _SCHEMA, NORM_SQL, SEARCH_SQL, IndexDB, decode
+from memcli.index.db import _SCHEMA, NORM_SQL, SEARCH_SQL, TEXT_JOIN, IndexDB, decode
 from memcli.index.tokenize import normalise
 from memcli.model import Memory, normalise_text
 
@@ -34,20 +35,21 @@ def test_the_sql_forms_of_any_text_equal_the_python_ones(text: str) -> None:
     duplicate gate were given before (the stored forms), for any text: capitals outside
     ASCII, accents, line breaks, runs of blanks, NUL, full-width letters, CJK."""
     memory = _memory(text)
-    columns = IndexDB._columns(memory)
+    *columns, (chars, memory_id, body, search_text, norm) = IndexDB._columns(memory)
     db = sqlite3.connect(":memory:")
     for statement in _SCHEMA.split(";"):
         if statement.strip() and "fts" not in statement:
             db.execute(statement)
     db.execute("INSERT INTO docs (path, changed_ns, size, hash, id, scope, status, category, subject, importance,"
-               " pinned, created, updated, expire, idem, norm, tags, search_text, search_more, chars, body, record)"
-               " VALUES ('memories/x.md', 0, 0, '', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", columns)
-    search, norm, chars, body, record = db.execute(
-        f"SELECT {SEARCH_SQL}, {NORM_SQL}, chars, body, record FROM docs").fetchone()
-    stored = memory.text
-    assert search == " ".join(normalise(stored).split())
-    assert norm == normalise_text(stored) and chars == len(norm)
-    assert body == stored and decode(record, body).text == stored
+               " pinned, created, updated, expire, idem, tags, search_more, record)"
+               " VALUES ('memories/x.md', 0, 0, '', ?,?,?,?,?,?,?,?,?,?,?,?,?,?)", columns)
+    db.execute("INSERT INTO texts VALUES (?,?,?,1,?,?,?,?)",
+               (memory.scope, memory.status, chars, memory_id, body, search_text, norm))
+    search, form, stored_chars, stored, record = db.execute(
+        f"SELECT {SEARCH_SQL}, {NORM_SQL}, t.chars, t.body, d.record FROM docs d {TEXT_JOIN}").fetchone()
+    assert search == " ".join(normalise(memory.text).split())
+    assert form == normalise_text(memory.text) and stored_chars == len(form)
+    assert stored == memory.text and decode(record, stored).text == memory.text
     assert '"text"' not in record  # the record holds everything but the text
 
 

@@ -60,8 +60,11 @@ def dump(ws: Path) -> dict:
     try:
         docs = db.execute(
             "SELECT path, size, hash, id, scope, status, category, subject, importance, pinned, created, updated,"
-            " expire, idem, norm, tags, search_text, search_more, chars, body, record, error, error_line FROM docs"
-            " ORDER BY path"
+            " expire, idem, tags, search_more, record, error, error_line FROM docs ORDER BY path"
+        ).fetchall()
+        texts = db.execute(
+            "SELECT d.path, t.scope, t.status, t.chars, t.id, t.body, t.search_text, t.norm FROM texts t"
+            " LEFT JOIN docs d ON d.rowid = t.doc ORDER BY d.path"
         ).fetchall()
         # the FTS5 table is contentless: every token it holds, where (column, offset) and for which file
         db.execute("CREATE VIRTUAL TABLE temp.instances USING fts5vocab(main, 'fts', 'instance')")
@@ -73,7 +76,7 @@ def dump(ws: Path) -> dict:
         found = {q: db.execute("SELECT d.path, round(bm25(fts, 1.0, 2.0, 1.5), 9) FROM fts JOIN docs d"
                                " ON d.rowid = fts.rowid WHERE fts MATCH ? ORDER BY 2, 1", (q,)).fetchall()
                  for q in FTS_QUERIES}
-        return {"docs": docs, "fts": fts, "orphans": orphans, "vocab": vocab, "found": found}
+        return {"docs": docs, "texts": texts, "fts": fts, "orphans": orphans, "vocab": vocab, "found": found}
     finally:
         db.close()
 

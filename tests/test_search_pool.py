@@ -45,8 +45,8 @@ def _plain(retriever: S.FtsRetriever, query: Query, expression: str, limit: int)
     where, params = S._filters(query)
     params.update(match=expression, limit=limit)
     return [(S._memory(r, b).id, score, rel) for r, b, score, rel in retriever.db.execute(
-        f"SELECT d.record, d.body, {S._SCORE} AS score, {S._RELEVANCE} AS rel"
-        f" FROM fts JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH :match AND {where}"
+        f"SELECT d.record, t.body, {S._SCORE} AS score, {S._RELEVANCE} AS rel"
+        f" FROM fts JOIN docs d ON d.rowid = fts.rowid {S.TEXT_JOIN} WHERE fts MATCH :match AND {where}"
         " ORDER BY score DESC, d.id LIMIT :limit", params)]
 
 

@@ -271,31 +271,36 @@ class IndexCatalog:
 
     def by_prefix(self, prefix: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        sql = "SELECT record, body FROM docs WHERE id >= ? AND id < ? ORDER BY id LIMIT 50"
+        from memcli.index.db import TEXT_JOIN
+
+        sql = f"SELECT d.record, t.body FROM docs d {TEXT_JOIN} WHERE d.id >= ? AND d.id < ? ORDER BY d.id LIMIT 50"
         return self._read(lambda: self._records(sql, (prefix, prefix + "\uffff")),
                           lambda scan: scan.by_prefix(prefix))
 
     def by_idempotency_key(self, key: str, scope: str) -> Memory | None:
         """See :class:`Catalog`."""
+        from memcli.index.db import TEXT_JOIN
+
         def on_index() -> Memory | None:
-            found = self._records("SELECT record, body FROM docs WHERE idem = ? AND scope = ?"
-                                  " ORDER BY created, id LIMIT 1", (key, scope))
+            found = self._records(f"SELECT d.record, t.body FROM docs d {TEXT_JOIN} WHERE d.idem = ? AND d.scope = ?"
+                                  " ORDER BY d.created, d.id LIMIT 1", (key, scope))
             return found[0] if found else None
         return self._read(on_index, lambda scan: scan.by_idempotency_key(key, scope))
 
     def live_texts(self, scope: str, include_pending: bool = True,
                    lengths: tuple[int, int] | None = None) -> dict[str, str]:
-        """See :class:`Catalog`. With ``lengths``, SQLite drops the other rows by the length of
-        their form, kept beside it (``chars``: Python's ``len``), before it reads a row."""
+        """See :class:`Catalog`. With ``lengths``, SQLite reads only the texts of those lengths
+        (``chars``, Python's ``len`` of the form): ``texts`` is clustered on (scope, status,
+        chars), so they are one range of its rows per status."""
         def on_index() -> dict[str, str]:
             from memcli.index.db import NORM_SQL
 
-            self.index.duplicate_index()  # the rows within the lengths from an index, no other row read
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
-            sql = f"SELECT id, {NORM_SQL} FROM docs WHERE scope = ? AND status IN {statuses}"
+            # texts is clustered on (scope, status, chars): one range per status, in key order
+            sql = f"SELECT t.id, {NORM_SQL} FROM texts t WHERE t.scope = ? AND t.status IN {statuses}"
             args: tuple = (scope,)
             if lengths is not None:
-                sql += " AND chars BETWEEN ? AND ?"
+                sql += " AND t.chars BETWEEN ? AND ?"
                 args = (scope, *lengths)
             found = dict(self.db.execute(sql, args))
             if not all(isinstance(v, str) for v in found.values()):
@@ -305,13 +310,19 @@ class IndexCatalog:
 
     def active_with_subject(self, scope: str, subject: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        sql = "SELECT record, body FROM docs WHERE scope = ? AND subject = ? COLLATE NOCASE AND status = 'active'"
+        from memcli.index.db import TEXT_JOIN
+
+        sql = (f"SELECT d.record, t.body FROM docs d {TEXT_JOIN} WHERE d.scope = ? AND d.subject = ? COLLATE NOCASE"
+               " AND d.status = 'active'")
         return self._read(lambda: self._records(sql, (scope, subject)),
                           lambda scan: scan.active_with_subject(scope, subject))
 
     def with_status(self, status: str) -> list[Memory]:
         """See :class:`Catalog`."""
-        return self._read(lambda: self._records("SELECT record, body FROM docs WHERE status = ? ORDER BY created, id",
+        from memcli.index.db import TEXT_JOIN
+
+        return self._read(lambda: self._records(f"SELECT d.record, t.body FROM docs d {TEXT_JOIN} WHERE d.status = ?"
+                                                " ORDER BY d.created, d.id",
                                                 (status,)),
                           lambda scan: scan.with_status(status))
 
@@ -322,8 +333,11 @@ class IndexCatalog:
         pass over the active rows' records, no decoding but of the few that match (a Bash
         pre-tool hook decoded every active memory: 1.1-1.8 s at 10,000, past its deadline under
         load)."""
-        sql = ("SELECT record, body FROM docs WHERE status = 'active' AND (instr(record, '\"guards\": ') > 0"
-               " OR instr(record, '\"commands\": ') > 0) ORDER BY created, id")
+        from memcli.index.db import TEXT_JOIN
+
+        sql = (f"SELECT d.record, t.body FROM docs d {TEXT_JOIN} WHERE d.status = 'active'"
+               " AND (instr(d.record, '\"guards\": ') > 0 OR instr(d.record, '\"commands\": ') > 0)"
+               " ORDER BY d.created, d.id")
         return self._read(lambda: self._records(sql, ()), lambda scan: scan.guarded())
 
 

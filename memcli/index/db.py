@@ -17,19 +17,21 @@ Sync, run at the start of each command that reads:
 
 Nothing is written when nothing changed, so concurrent readers take no write lock.
 
-Each memory's text is stored once, as it is, in ``body`` (issue 21 point 6); ``record`` holds
-the rest of the memory as JSON (:func:`decode` puts them together). The forms derived from the
-text are computed from it in SQL where SQLite can, and stored only where it cannot:
-``search_text``, the form the substring search reads (``tokenize.normalise``, blank runs
-collapsed), only when ``lower(body)`` is not it (a text with a capital outside ASCII, a line
-break or a run of blanks: :data:`SEARCH_SQL`); ``norm``, the duplicate gate's form, only when
-``search_text`` without its closing punctuation is not it (a text with Latin accents:
-:data:`NORM_SQL`); ``chars``, that form's length, is what the gate's index holds instead of a
-copy of the text (:data:`DUP_INDEX`). The FTS5 table is contentless (``content=''``, SQLite's
-"Contentless Tables"): it holds the inverted index only, and a row leaves it by the
-``'delete'`` command given the same tokens again, computed from the stored memory
-(:func:`fts_values`); when what the tokens depend on changes (``tokenize.fingerprint``), the
-table is filled again from the rows.
+Each memory's text is stored once, as it is (issue 21 point 6): in ``texts.body``, a table
+clustered by what the write's duplicate gate asks for (``WITHOUT ROWID``, keyed on scope,
+status and the length of the gate's form, ``chars``), so the gate reads the live texts of a
+scope within a length range in key order, as from a covering index, without a second copy.
+``docs.record`` holds the rest of the memory as JSON (:func:`decode` puts the two together;
+``texts.doc`` is the ``docs`` row). The forms derived from the text are computed from it in
+SQL where SQLite can, and stored only where it cannot: ``search_text``, the form the
+substring search reads (``tokenize.normalise``, blank runs collapsed), only when
+``lower(body)`` is not it (a capital outside ASCII, a line break or a run of blanks:
+:data:`SEARCH_SQL`); ``norm``, the duplicate gate's form, only when ``search_text`` without
+its closing punctuation is not it (Latin accents: :data:`NORM_SQL`). The FTS5 table is
+contentless (``content=''``, SQLite's "Contentless Tables"): it holds the inverted index only,
+and a row leaves it by the ``'delete'`` command given the same tokens again, computed from the
+stored memory (:func:`fts_values`); when what the tokens depend on changes
+(``tokenize.fingerprint``), the table is filled again from the rows.
 
 Builds are shared and resumable (issue 9 point 2, issue 10 point 8): one process at a
 time holds the build lock (``.cache/index.lock``, an OS file lock, released if the process
@@ -61,12 +63,13 @@ if TYPE_CHECKING:
     from memcli.index.fresh import FolderState
     from memcli.store.oslock import FileLock
 
-#: 11: the text once, in ``body`` (``record`` without it; ``search_text`` only where ``lower(body)``
-#: does not give it; the duplicate gate's index on ``chars``); 10: no per-row triggers on ``docs``
+#: 12: the text once, in ``texts.body`` (``record`` without it; ``search_text`` only where
+#: ``lower(body)`` does not give it; ``texts`` clustered for the duplicate gate); 11 (never
+#: released): the same with the text in ``docs.body``; 10: no per-row triggers on ``docs``
 #: (each transaction that writes it moves ``changes`` once, ``IndexDB._bump``); 9: a contentless
 #: FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the ``changes`` counter;
 #: 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's default id is the ULID.
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
@@ -107,13 +110,19 @@ CREATE TABLE IF NOT EXISTS docs (
     importance INTEGER, pinned INTEGER,
     created REAL, updated REAL, expire REAL,
     idem TEXT, norm TEXT,
-    tags TEXT, search_text TEXT, search_more TEXT, chars INTEGER, body TEXT, record TEXT,
+    tags TEXT, search_more TEXT, record TEXT,
     error TEXT, error_line INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs(id) WHERE id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS docs_scope ON docs(scope, status);
 CREATE INDEX IF NOT EXISTS docs_idem ON docs(idem) WHERE idem IS NOT NULL;
 CREATE INDEX IF NOT EXISTS docs_error ON docs(path) WHERE error IS NOT NULL;
+CREATE TABLE IF NOT EXISTS texts (
+    scope TEXT NOT NULL, status TEXT NOT NULL, chars INTEGER NOT NULL, doc INTEGER NOT NULL, id TEXT NOT NULL,
+    body TEXT, search_text TEXT, norm TEXT,
+    PRIMARY KEY (scope, status, chars, doc)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS texts_doc ON texts(doc);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     body, subject, tags, content = '', tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
@@ -137,17 +146,15 @@ def change_triggers(table: str) -> list[str]:
     return [CHANGE_TRIGGERS.format(table=table, event=event) for event in ("INSERT", "UPDATE", "DELETE")]
 
 
-#: The substring search's form of a row's text (``tokenize.normalise``, blank runs collapsed), in
-#: SQL over ``docs``: SQLite's ``lower`` folds ASCII letters only, so the form is stored where
-#: that is not enough (``IndexDB._columns``).
-SEARCH_SQL = "coalesce(search_text, lower(body))"
-#: The duplicate gate's form of a row's text (``model.normalise_text``), in SQL over ``docs``.
-NORM_SQL = f"coalesce(norm, rtrim({SEARCH_SQL}, ' .!。！'))"
-#: The index a write's duplicate gate reads (``IndexCatalog.live_texts``): the live rows of a
-#: scope whose form's length (``chars``) lets them reach the gate's ratio, without a copy of
-#: their text (the rows are read for it). Made with the tables, and by the first write of an
-#: index made before it existed (``IndexDB.duplicate_index``).
-DUP_INDEX = "CREATE INDEX IF NOT EXISTS docs_dup ON docs(scope, status, chars)"
+#: The substring search's form of a memory's text (``tokenize.normalise``, blank runs
+#: collapsed), in SQL over ``texts t``: SQLite's ``lower`` folds ASCII letters only, so the
+#: form is stored where that is not enough (``IndexDB._columns``).
+SEARCH_SQL = "coalesce(t.search_text, lower(t.body))"
+#: The duplicate gate's form of a memory's text (``model.normalise_text``), in SQL over ``texts t``.
+NORM_SQL = f"coalesce(t.norm, rtrim({SEARCH_SQL}, ' .!。！'))"
+#: The ``texts`` row of a ``docs d`` row, in a query's FROM clause (LEFT: a row without one, in a
+#: hand-edited index, decodes as damaged and is repaired, never silently left out).
+TEXT_JOIN = "LEFT JOIN texts t ON t.doc = d.rowid"
 #: The index a context block's pool reads (``search.FtsRetriever._all``: ``ORDER BY pinned,
 #: importance, updated, id LIMIT 400`` walks it in order and stops, instead of sorting every
 #: eligible row) and its count (``FtsRetriever.count``: covering, no row read). Made with the
@@ -464,7 +471,6 @@ class IndexDB:
         #: Whether the last :meth:`quick_sync` walked every file (no walk is then owed).
         self.walked = False
         self._fts_checked = False  # the FTS5 table's tokens checked against this process's (_fts_ready)
-        self._dup_ready = False  # DUP_INDEX made sure of (duplicate_index)
         self._pool_ready = False  # POOL_INDEX made sure of (pool_index)
         self._fts_stale = False  # a row's entries could not be removed exactly: refill before commit
         try:  # one connection per thread at a time: a warm server serialises its calls
@@ -494,9 +500,9 @@ class IndexDB:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if self._version() != SCHEMA_VERSION:  # another process may have created it meanwhile
-                for table in ("vocab", "fts", "docs", "meta", "access", "changes"):
+                for table in ("vocab", "fts", "texts", "docs", "meta", "access", "changes"):
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in [*_SCHEMA.split(";"), DUP_INDEX, POOL_INDEX]:
+                for statement in [*_SCHEMA.split(";"), POOL_INDEX]:
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -522,17 +528,6 @@ class IndexDB:
         Never raises (a build without mmap support reads as before)."""
         try:
             self.db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-        except sqlite3.Error:
-            pass
-
-    def duplicate_index(self) -> None:
-        """Make sure of :data:`DUP_INDEX` (an index made before it existed has none); once per
-        process. Never raises: a busy or read-only database is read without it."""
-        if self._dup_ready:
-            return
-        self._dup_ready = True
-        try:
-            self.db.execute(DUP_INDEX)
         except sqlite3.Error:
             pass
 
@@ -1109,10 +1104,12 @@ class IndexDB:
             self.snapshot_path.unlink(missing_ok=True)
 
     def _delete(self, path: str) -> None:
-        row = self.db.execute("SELECT rowid, record, body FROM docs WHERE path = ?", (path,)).fetchone()
+        row = self.db.execute("SELECT d.rowid, d.record, t.body FROM docs d LEFT JOIN texts t ON t.doc = d.rowid"
+                              " WHERE d.path = ?", (path,)).fetchone()
         if row:
             if row[1] is not None:  # only a row with a record has FTS5 entries
                 self._fts_forget(row[0], row[1], row[2])
+            self.db.execute("DELETE FROM texts WHERE doc = ?", (row[0],))
             self.db.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
 
     def _fts_ready(self) -> None:
@@ -1145,7 +1142,8 @@ class IndexDB:
         """Empty the FTS5 table and give it every row's record again (rows whose record does
         not decode get none: ``damaged`` finds them)."""
         self.db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
-        rows = self.db.execute("SELECT rowid, record, body FROM docs WHERE record IS NOT NULL").fetchall()
+        rows = self.db.execute("SELECT d.rowid, d.record, t.body FROM docs d LEFT JOIN texts t ON t.doc = d.rowid"
+                               " WHERE d.record IS NOT NULL").fetchall()
         for rowid, record, body in rows:
             try:
                 values = fts_values(decode(record, body))
@@ -1204,7 +1202,7 @@ class IndexDB:
             self.db.execute("INSERT INTO docs (path, changed_ns, size, hash, synced_ns, error, error_line)"
                             " VALUES (?,?,?,?,?,?,?)", (*base, parsed[5], parsed[6]))
             return
-        columns, warning, values = parsed[5], parsed[6], parsed[7]
+        columns, text, warning, values = parsed[5][:-1], parsed[5][-1], parsed[6], parsed[7]
         memory_id = columns[0]
         holder = self.db.execute("SELECT path FROM docs WHERE id = ?", (memory_id,)).fetchone()
         if holder is not None:
@@ -1215,9 +1213,12 @@ class IndexDB:
             self._demote(holder[0], memory_id, path)
         cursor = self.db.execute(
             "INSERT INTO docs (path, changed_ns, size, hash, synced_ns, id, scope, status, category, subject,"
-            " importance, pinned, created, updated, expire, idem, norm, tags, search_text, search_more, chars, body,"
-            " record, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " importance, pinned, created, updated, expire, idem, tags, search_more, record, error)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*base, *columns, warning))  # a warning: served in part (files.PARTIAL)
+        # OR REPLACE: a hand-edited index may hold a texts row whose docs row is gone (its rowid reused)
+        self.db.execute("INSERT OR REPLACE INTO texts (scope, status, chars, doc, id, body, search_text, norm)"
+                        " VALUES (?,?,?,?,?,?,?,?)", (columns[1], columns[2], text[0], cursor.lastrowid, *text[1:]))
         self._fts_ready()
         self.db.execute("INSERT INTO fts (rowid, body, subject, tags) VALUES (?,?,?,?)", (cursor.lastrowid, *values))
 
@@ -1253,6 +1254,8 @@ class IndexDB:
 
     @staticmethod
     def _columns(memory: Memory) -> tuple:
+        """The ``docs`` columns of ``memory`` from ``id`` to ``record``, then its ``texts``
+        columns as one tuple (``chars``, ``id``, ``body``, ``search_text``, ``norm``)."""
         def stamp(value: datetime | None) -> float | None:
             return value.timestamp() if value else None
         text = memory.text
@@ -1264,27 +1267,31 @@ class IndexDB:
         lowered = text.isascii() and "\0" not in text and search_text == text.lower()  # what SEARCH_SQL gives
         return (memory.id, memory.scope, memory.status, memory.category, memory.subject, memory.importance,
                 int(memory.pinned), stamp(memory.created_at), stamp(memory.updated_at), stamp(memory.expire_at),
-                memory.provenance.idempotency_key, None if norm == search_text.rstrip(" .!。！") else norm,
-                json.dumps(memory.tags, ensure_ascii=False), None if lowered else search_text, more, len(norm), text,
-                json.dumps(record, ensure_ascii=False))
+                memory.provenance.idempotency_key, json.dumps(memory.tags, ensure_ascii=False), more,
+                json.dumps(record, ensure_ascii=False),
+                (len(norm), memory.id, text, None if lowered else search_text,
+                 None if norm == search_text.rstrip(" .!。！") else norm))
 
     # --- damaged rows (a hand-edited index) ---------------------------------------------
 
     def damaged(self) -> list[str]:
         """Paths of the rows that do not hold what a sync writes: a ``record`` that is not a
-        memory's JSON, a ``body`` that is not text, a column that differs from them (a NULL,
-        another type, another value),
-        or a path outside ``memories/``. Reads every row: for a read that tripped, not for
-        every command.
+        memory's JSON, no ``texts`` row or a ``body`` that is not text, a column of either table
+        that differs from them (a NULL, another type, another value), or a path outside
+        ``memories/``. Reads every row: for a read that tripped, not for every command.
         """
         bad = []
-        rows = self.db.execute("SELECT path, id, scope, status, category, subject, importance, pinned, created, "
-                               "updated, expire, idem, norm, tags, search_text, search_more, chars, body, record "
-                               "FROM docs WHERE id IS NOT NULL OR record IS NOT NULL OR scope IS NOT NULL "
-                               "OR body IS NOT NULL")
+        rows = self.db.execute(
+            "SELECT d.path, d.id, d.scope, d.status, d.category, d.subject, d.importance, d.pinned, d.created,"
+            " d.updated, d.expire, d.idem, d.tags, d.search_more, d.record, t.chars, t.id, t.body, t.search_text,"
+            " t.norm, t.scope, t.status FROM docs d LEFT JOIN texts t ON t.doc = d.rowid"
+            " WHERE d.id IS NOT NULL OR d.record IS NOT NULL OR d.scope IS NOT NULL OR t.doc IS NOT NULL")
         for path, *columns in rows:
             try:
-                sound = tuple(columns) == self._columns(decode(columns[-1], columns[-2])) and _inside(path)
+                *row, text_scope, text_status = columns
+                row = [*row[:14], tuple(row[14:])]
+                sound = (tuple(row) == self._columns(decode(row[13], row[14][2])) and _inside(path)
+                         and (text_scope, text_status) == (row[1], row[2]))
             except Exception:  # noqa: BLE001 - whatever a row makes fail, it is not a row a sync wrote
                 sound = False
             if not sound:

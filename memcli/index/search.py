@@ -40,7 +40,7 @@ import re
 from datetime import datetime
 
 from memcli.index import Hit, Query, narrowness, paths_match
-from memcli.index.db import SEARCH_SQL, IndexDB, decode, fts_values
+from memcli.index.db import SEARCH_SQL, TEXT_JOIN, IndexDB, decode, fts_values
 from memcli.index.db import score as number
 from memcli.index.query import Word, analyse, content, other_forms
 from memcli.index.tokenize import match_expression, normalise, quote_term, stem, surface_words, tokens
@@ -102,8 +102,8 @@ best(r, score, rel, id) AS (
     SELECT d.rowid, pool.rel * {_FACTORS} AS score, pool.rel, d.id FROM pool CROSS JOIN docs d ON d.rowid = pool.r
     WHERE ((SELECT s FROM bar) IS NULL OR pool.rel * :bound >= (SELECT s FROM bar)) AND {{where}}
     ORDER BY score DESC, d.id LIMIT :limit)
-SELECT d.record, d.body, best.score, best.rel, {SEARCH_SQL}, d.search_more
-FROM best CROSS JOIN docs d ON d.rowid = best.r ORDER BY best.score DESC, best.id"""
+SELECT d.record, t.body, best.score, best.rel, {SEARCH_SQL}, d.search_more
+FROM best CROSS JOIN docs d ON d.rowid = best.r {TEXT_JOIN} ORDER BY best.score DESC, best.id"""
 
 
 def _filters(query: Query) -> tuple[str, dict]:
@@ -367,7 +367,7 @@ class FtsRetriever:
         about = " OR memcli_paths_match(json_extract(d.record, '$.paths'), :file)" if path else ""
         if path:  # all of them, so that the memory for exactly that file is not cut by broader ones
             params["limit"] = max(query.limit, PATH_POOL)
-        sql = (f"SELECT d.record, d.body, (0.8 + 0.1 * d.importance) FROM docs d WHERE {where}"
+        sql = (f"SELECT d.record, t.body, (0.8 + 0.1 * d.importance) FROM docs d {TEXT_JOIN} WHERE {where}"
                f" AND (instr({SEARCH_SQL}, :needle) > 0 OR instr(d.search_more, :needle) > 0{about})"
                " ORDER BY d.importance DESC, d.updated DESC, d.id LIMIT :limit")
         hits = [Hit(_memory(r, b), number(s), "substring", {"tier": 3}) for r, b, s in self.db.execute(sql, params)]
@@ -387,7 +387,7 @@ class FtsRetriever:
         where, params = _filters(query)
         hits: list[Hit] = []
         rows = self.db.execute(
-            f"SELECT d.record, d.body FROM docs d WHERE {where}"
+            f"SELECT d.record, t.body FROM docs d {TEXT_JOIN} WHERE {where}"
             " ORDER BY d.importance DESC, d.updated DESC, d.id", params)
         while len(hits) < query.limit:
             batch = rows.fetchmany(_GREP_BATCH)
@@ -408,7 +408,7 @@ class FtsRetriever:
         params["limit"] = query.limit
         order = ("d.created DESC, d.id DESC" if query.order == "newest"
                  else "d.pinned DESC, d.importance DESC, d.updated DESC, d.id")
-        sql = f"SELECT d.record, d.body FROM docs d WHERE {where} ORDER BY {order} LIMIT :limit"
+        sql = f"SELECT d.record, t.body FROM docs d {TEXT_JOIN} WHERE {where} ORDER BY {order} LIMIT :limit"
         return [Hit(_memory(r, b), 0.0, "all") for r, b in self.db.execute(sql, params)]
 
     def count(self, query: Query) -> int:

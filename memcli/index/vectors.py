@@ -159,7 +159,8 @@ def missing(db: sqlite3.Connection, model_id: str, limit: int) -> list[tuple[str
     """Up to ``limit`` memories without a current vector, active ones first:
     ``(id, hash, text to embed)``."""
     rows = db.execute(
-        "SELECT d.id, d.hash, d.record, d.body FROM docs d LEFT JOIN vectors v ON v.id = d.id AND v.model = ?"
+        "SELECT d.id, d.hash, d.record, t.body FROM docs d LEFT JOIN texts t ON t.doc = d.rowid"
+        " LEFT JOIN vectors v ON v.id = d.id AND v.model = ?"
         " WHERE d.id IS NOT NULL AND (v.id IS NULL OR v.hash != d.hash)"
         " ORDER BY d.status != 'active', d.updated DESC LIMIT ?", (model_id, limit)).fetchall()
     from memcli.index.db import DamagedRow, decode
@@ -566,7 +567,8 @@ def records(db: sqlite3.Connection, query: Query, ids: list[str]) -> dict[str, M
         names = {f"id{k}": v for k, v in enumerate(chunk)}
         marks = ",".join(f":{k}" for k in names)
         # INDEXED BY: by id (a few rows), not by scope (thousands), whatever the planner guesses
-        sql = f"SELECT d.record, d.body FROM docs d INDEXED BY docs_id WHERE {where} AND d.id IN ({marks})"
+        sql = (f"SELECT d.record, t.body FROM docs d INDEXED BY docs_id LEFT JOIN texts t ON t.doc = d.rowid"
+               f" WHERE {where} AND d.id IN ({marks})")
         for record, body in db.execute(sql, {**params, **names}):
             memory = decode(record, body)  # db.DamagedRow for a hand-edited row, as every read of the index
             out[memory.id] = memory
