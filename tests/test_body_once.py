@@ -1,6 +1,6 @@
 """The index stores each memory's text once (issue 21 point 6; ``memcli.index.db``).
 
-The text is kept as it is in ``texts.body`` (a table clustered for the duplicate gate); the
+The text is kept as it is in ``texts.body`` (a narrow table beside the records); the
 forms derived from it (the substring search's, the duplicate gate's) are computed in SQL from
 it, and stored only where SQLite's ``lower`` cannot give them. A Hypothesis property checks
 the SQL forms against the Python ones for any text; the real CLI's index file is read for how
@@ -43,7 +43,7 @@ def test_the_sql_forms_of_any_text_equal_the_python_ones(text: str) -> None:
     db.execute("INSERT INTO docs (path, changed_ns, size, hash, id, scope, status, category, subject, importance,"
                " pinned, created, updated, expire, idem, tags, search_more, record)"
                " VALUES ('memories/x.md', 0, 0, '', ?,?,?,?,?,?,?,?,?,?,?,?,?,?)", columns)
-    db.execute("INSERT INTO texts VALUES (?,?,?,1,?,?,?,?)",
+    db.execute("INSERT INTO texts (scope, status, chars, doc, id, body, search_text, norm) VALUES (?,?,?,1,?,?,?,?)",
                (memory.scope, memory.status, chars, memory_id, body, search_text, norm))
     search, form, stored_chars, stored, record = db.execute(
         f"SELECT {SEARCH_SQL}, {NORM_SQL}, t.chars, t.body, d.record FROM docs d {TEXT_JOIN}").fetchone()

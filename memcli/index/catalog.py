@@ -290,13 +290,12 @@ class IndexCatalog:
     def live_texts(self, scope: str, include_pending: bool = True,
                    lengths: tuple[int, int] | None = None) -> dict[str, str]:
         """See :class:`Catalog`. With ``lengths``, SQLite reads only the texts of those lengths
-        (``chars``, Python's ``len`` of the form): ``texts`` is clustered on (scope, status,
-        chars), so they are one range of its rows per status."""
+        (``chars``, Python's ``len`` of the form), found by the index ``texts_dup`` (scope,
+        status, chars) in the narrow ``texts`` rows."""
         def on_index() -> dict[str, str]:
             from memcli.index.db import NORM_SQL
 
             statuses = "('active', 'pending_review')" if include_pending else "('active')"
-            # texts is clustered on (scope, status, chars): one range per status, in key order
             sql = f"SELECT t.id, {NORM_SQL} FROM texts t WHERE t.scope = ? AND t.status IN {statuses}"
             args: tuple = (scope,)
             if lengths is not None:

@@ -17,12 +17,12 @@ Sync, run at the start of each command that reads:
 
 Nothing is written when nothing changed, so concurrent readers take no write lock.
 
-Each memory's text is stored once, as it is (issue 21 point 6): in ``texts.body``, a table
-clustered by what the write's duplicate gate asks for (``WITHOUT ROWID``, keyed on scope,
-status and the length of the gate's form, ``chars``), so the gate reads the live texts of a
-scope within a length range in key order, as from a covering index, without a second copy.
-``docs.record`` holds the rest of the memory as JSON (:func:`decode` puts the two together;
-``texts.doc`` is the ``docs`` row). The forms derived from the text are computed from it in
+Each memory's text is stored once, as it is (issue 21 point 6): in ``texts.body``, a narrow
+table keyed by the ``docs`` row (``texts.doc``, its rowid), with the scope, status and length
+of the duplicate gate's form (``chars``) beside it and indexed (``texts_dup``), so the gate
+reads only the live texts of a scope within a length range, from narrow rows, without a
+second copy. ``docs.record`` holds the rest of the memory as JSON (:func:`decode` puts the
+two together). The forms derived from the text are computed from it in
 SQL where SQLite can, and stored only where it cannot: ``search_text``, the form the
 substring search reads (``tokenize.normalise``, blank runs collapsed), only when
 ``lower(body)`` is not it (a capital outside ASCII, a line break or a run of blanks:
@@ -63,13 +63,14 @@ if TYPE_CHECKING:
     from memcli.index.fresh import FolderState
     from memcli.store.oslock import FileLock
 
-#: 12: the text once, in ``texts.body`` (``record`` without it; ``search_text`` only where
-#: ``lower(body)`` does not give it; ``texts`` clustered for the duplicate gate); 11 (never
-#: released): the same with the text in ``docs.body``; 10: no per-row triggers on ``docs``
-#: (each transaction that writes it moves ``changes`` once, ``IndexDB._bump``); 9: a contentless
-#: FTS5 table, ``norm`` only where ``search_text`` does not give it; 8: the ``changes`` counter;
+#: 13: the text once, in ``texts.body`` (``record`` without it; ``search_text`` only where
+#: ``lower(body)`` does not give it; ``texts_dup`` for the duplicate gate); 11 and 12 (never
+#: released): the text in ``docs.body``, then in a ``texts`` table clustered on the gate's key;
+#: 10: no per-row triggers on ``docs`` (each transaction that writes it moves ``changes`` once,
+#: ``IndexDB._bump``); 9: a contentless FTS5 table, ``norm`` only where ``search_text`` does not
+#: give it; 8: the ``changes`` counter;
 #: 7: a partial index of unreadable files; 6: a ``<ulid>-<slug>.md`` file's default id is the ULID.
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "13"
 #: A file modified this close (ns) to when it was hashed may have changed again within the
 #: same mtime tick without changing size: it is hashed again until it is older (git's
 #: "racy clean" problem; 2 s covers file systems with 1 s timestamps).
@@ -118,11 +119,10 @@ CREATE INDEX IF NOT EXISTS docs_scope ON docs(scope, status);
 CREATE INDEX IF NOT EXISTS docs_idem ON docs(idem) WHERE idem IS NOT NULL;
 CREATE INDEX IF NOT EXISTS docs_error ON docs(path) WHERE error IS NOT NULL;
 CREATE TABLE IF NOT EXISTS texts (
-    scope TEXT NOT NULL, status TEXT NOT NULL, chars INTEGER NOT NULL, doc INTEGER NOT NULL, id TEXT NOT NULL,
-    body TEXT, search_text TEXT, norm TEXT,
-    PRIMARY KEY (scope, status, chars, doc)
-) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS texts_doc ON texts(doc);
+    doc INTEGER PRIMARY KEY, scope TEXT NOT NULL, status TEXT NOT NULL, chars INTEGER NOT NULL, id TEXT NOT NULL,
+    body TEXT, search_text TEXT, norm TEXT
+);
+CREATE INDEX IF NOT EXISTS texts_dup ON texts(scope, status, chars);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     body, subject, tags, content = '', tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row');
