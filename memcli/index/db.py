@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS docs (
     scope TEXT, status TEXT, category TEXT, subject TEXT,
     importance INTEGER, pinned INTEGER,
     created REAL, updated REAL, expire REAL,
-    idem TEXT, norm TEXT,
+    idem TEXT,
     tags TEXT, search_more TEXT, record TEXT,
     error TEXT, error_line INTEGER
 );
