@@ -125,13 +125,16 @@ def parse(data: bytes, path: str, round_trip: bool = True) -> Document:
             and refuse the same files with the same messages.
 
     Raises:
-        InvalidMemoryFile: not UTF-8, an unclosed fence, YAML that does not parse, or
+        InvalidMemoryFile: not UTF-8 (a NUL byte counts as not text), an unclosed fence, YAML that does not parse, or
             front-matter that is empty or not a mapping. ``lineno`` is the file's line.
     """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InvalidMemoryFile(path, f"not UTF-8 text (byte {err.start})") from None
+    if "\0" in text:  # UTF-16 (a .gitattributes working-tree-encoding rewrites files so) or binary
+        raise InvalidMemoryFile(path, f"not UTF-8 text: it holds a NUL byte (byte {data.index(0)}; "
+                                      "UTF-16 or a binary file)")
     bom = text.startswith(BOM)
     if bom:
         text = text[1:]

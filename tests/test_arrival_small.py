@@ -116,7 +116,9 @@ def _pre_tool(team: Team, name: str, command: str) -> str:
 
 
 @pytest.mark.parametrize("how", ["guard removed", "stray byte", "file deleted with many others", "file deleted alone",
-                                 "archived by hand", "forgotten by a teammate"])
+                                 "archived by hand", "forgotten by a teammate", "given an expiry",
+                                 "superseded by a memory that does not exist", "moved to another scope",
+                                 "re-encoded as UTF-16"])
 @pytest.mark.slow
 def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> None:
     """Newcomer trust faults 1 and 2 (stop 32): bob removed the deny guard of alice's memory by
@@ -145,6 +147,22 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
     elif how == "archived by hand":  # stop 33: the guard out of force, unchecked
         text = path.read_text(encoding="utf-8")
         path.write_text(text.replace("status: active", "status: archived", 1), encoding="utf-8")
+    elif how == "given an expiry":  # red team, stop 35: each of these four passed every rule
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("status: active\n", "status: active\nexpireAt: 2020-01-01T00:00:00Z\n", 1),
+                        encoding="utf-8")
+    elif how == "superseded by a memory that does not exist":
+        text = path.read_text(encoding="utf-8")
+        ghost = "status: superseded\nsupersededBy: [01jdxq5k7m2vzzzzzzzzzzzzzz]\n"
+        path.write_text(text.replace("status: active\n", ghost, 1), encoding="utf-8")
+    elif how == "moved to another scope":
+        moved = team.ws["bob"] / "memories" / "channel" / "old" / path.name
+        moved.parent.mkdir(parents=True)
+        moved.write_text(path.read_text(encoding="utf-8").replace("scope: project", "scope: channel:old", 1),
+                         encoding="utf-8")
+        path.unlink()
+    elif how == "re-encoded as UTF-16":  # what a .gitattributes working-tree-encoding does on a clone's disk
+        path.write_bytes(path.read_text(encoding="utf-8").encode("utf-16-le"))
     if how == "forgotten by a teammate":  # memcli's own commit, by someone who did not write it
         assert team.mem("bob", "forget", guard).code == 0
     else:
@@ -155,7 +173,8 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
     assert "quarantined on arrival" in out.out, out
     if how == "guard removed":
         assert "removes a guard (deny Bash(npm install:*))" in out.out, out
-    if how in ("file deleted alone", "archived by hand", "forgotten by a teammate"):
+    if how in ("file deleted alone", "archived by hand", "forgotten by a teammate", "given an expiry",
+               "superseded by a memory that does not exist", "moved to another scope"):
         assert "lifting its guards (deny Bash(npm install:*))" in out.out, out
     denied = _pre_tool(team, "alice", "npm install left-pad")
     assert '"permissionDecision": "deny"' in denied and guard in denied, denied

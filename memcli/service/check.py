@@ -49,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 from memcli.errors import CheckFailed, InvalidMemoryFile, MemcliError, RevisionNotFound
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memcli.config import Config
     from memcli.git.repo import GitRepo
     from memcli.guards import Guard
@@ -105,6 +107,7 @@ class _Git:
         self.trust: Any = None  # service.signing.Trust, set by check()
         self.settings: Config = ctx.ws.config  # the settings the range is judged by, set by check()
         self._people: list[Identity] | None = None
+        self._ids: set[str] | None = None
         self.old: str | None = None  # the range's base, set by check(): versions reachable from it are vouched for
         self.new = "HEAD"  # the range's end (HEAD for the staged versions), set by check()
         self.env = {"GIT_INDEX_FILE": index} if staged and (index := _hook_index(self.repo)) else None
@@ -129,6 +132,24 @@ class _Git:
             what = f"git {args[0]} failed: {said}" if said else f"no such revision: {named}"
             raise RevisionNotFound(what, hint="give a range such as origin/main..HEAD")
         return out.decode("utf-8", "replace").splitlines()
+
+    def paths(self, *args: str) -> list[str]:
+        """``git ARGS -z`` as paths: NUL-separated, never quoted (a name with a line break or a
+        quote is one path, as written; ``--name-only`` without ``-z`` quotes it, so a file named
+        ``x\\nnotes.md`` ended in ``md"`` and was skipped as not a memory file)."""
+        status, out, _ = self.repo.raw(args[0], "-z", *args[1:], env=self.env)
+        if status != 0:
+            self.lines(*args)  # the same failure, said as lines() says it
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+    def ids_at(self) -> set[str]:
+        """The memory ids (file names' first parts) at the range's end: what a ``supersededBy``
+        may name. Read once."""
+        if self._ids is None:
+            args = ("ls-files",) if self.env else ("ls-tree", "-r", "--name-only", self.new)
+            self._ids = {PurePosixPath(p).name.split("-", 1)[0].removesuffix(".md")
+                         for p in self.paths(*args, "--", "memories")}
+        return self._ids
 
     def blob(self, spec: str) -> bytes | None:
         status, out, _ = self.repo.raw("cat-file", "blob", spec, env=self.env)
@@ -225,13 +246,13 @@ def _range(git: _Git, spec: str | None, staged: bool) -> tuple[str | None, str |
 def _changed(git: _Git, old: str | None, new: str | None) -> list[str]:
     """Memory files (paths relative to the workspace) added or changed from ``old`` to ``new``."""
     if old is None and new is not None:
-        return git.lines("ls-tree", "-r", "--name-only", new, "--", "memories")
+        return git.paths("ls-tree", "-r", "--name-only", new, "--", "memories")
     args = ["diff", "--name-only", "--no-renames", "--diff-filter=AMRTC", "--relative"]
     if new is None:
         args += ["--cached", old] if old else ["--cached"]
     elif old is not None:  # (old None with a new commit: the ls-tree above)
         args += [old, new]
-    return git.lines(*args, "--", "memories")
+    return git.paths(*args, "--", "memories")
 
 
 def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool = False,
@@ -283,7 +304,15 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
         if old is not None:
             result.problems += config_problems(git, old, new, any(p.rule == "signing" for p in result.problems))
     prefix = PurePosixPath(next(iter(git.lines("rev-parse", "--show-prefix")), ""))
-    changed = [rel for rel in _changed(git, old, new) if rel.endswith(".md")]
+    result.problems += _tree_problems(git, old, new, prefix)
+    changed = []
+    for rel in _changed(git, old, new):
+        if any(ord(c) < 32 or ord(c) == 127 for c in rel):
+            result.problems.append(Problem(rel.encode("unicode_escape").decode("ascii"), "path",
+                                           "the file name holds a control character (a line break, a tab, an "
+                                           "escape); memcli never writes one: rename the file"))
+        elif rel.endswith(".md"):
+            changed.append(rel)
     for at in range(0, len(changed), CHUNK):  # a few git processes a chunk, not four a file
         chunk = changed[at:at + CHUNK]
         fulls = [(prefix / rel).as_posix() for rel in chunk]
@@ -299,6 +328,78 @@ def check(ctx: Ctx, spec: str | None = None, staged: bool = False, stale: bool =
     if stale and new is not None:
         result.problems.extend(_stale_problems(ctx, old if spec else None, new))
     return result
+
+
+#: Attributes of ``.gitattributes`` that make git rewrite a file's bytes on checkout or commit
+#: (gitattributes(5)): a teammate's ``memories/** working-tree-encoding=UTF-16LE`` turned every
+#: memory file on a clone's disk into UTF-16, whose front-matter then no longer read (red team,
+#: stop 35). A store's files are UTF-8 as committed; nothing is to rewrite them.
+REWRITING_ATTRIBUTES = ("working-tree-encoding", "filter", "ident")
+
+
+def _tree_problems(git: _Git, old: str | None, new: str | None, prefix: PurePosixPath) -> list[Problem]:
+    """Rule ``tree``: files of the range outside the memories that change how a clone reads
+    its store (red team, stop 35): anything under the workspace's ``.cache/`` (a clone's own
+    state, never shared: a tracked ``arrival.json`` replaced what the clone had verified), a
+    ``.gitattributes`` that sets one of :data:`REWRITING_ATTRIBUTES`, and an
+    ``allowed_signers`` that is not a regular file (a link to ``/dev/zero`` locked every
+    signer out). Paths are the repository's own (``--full-name``)."""
+    from memcli.policy.signers import SIGNERS_NAME
+
+    if old is None and new is not None:
+        touched = git.paths("ls-tree", "-r", "--name-only", "--full-tree", new)
+    else:
+        args = ["diff", "--name-only", "--no-renames", "--diff-filter=AMRTC"]
+        args += (["--cached", old] if old else ["--cached"]) if new is None else [str(old), new]
+        touched = git.paths(*args, "--", ":/")
+    cache = (prefix / ".cache").as_posix() + "/"
+    signers = (prefix / SIGNERS_NAME).as_posix()
+    out = []
+    for path in touched:
+        if path.startswith(cache):
+            out.append(Problem(path, "tree", "a file under .cache/ is a clone's own state (its index, what it has "
+                               "verified), never shared: remove it from git (`git rm --cached`)"))
+        elif path == ".gitattributes" or path.endswith("/.gitattributes"):
+            data = git.blob(f":{path}" if new is None else f"{new}:{path}") or b""
+            found = rewriting_attributes(data.decode("utf-8", "replace"), path, prefix)
+            if found:
+                out.append(Problem(path, "tree", f"sets {', '.join(found)}: git would rewrite the memory files' bytes "
+                                   "on a clone's disk; remove those attributes"))
+        elif path == signers:
+            mode = git.modes(new, [SIGNERS_NAME]).get(signers, "")
+            if mode and mode != "100644":
+                out.append(Problem(path, "tree", f"{SIGNERS_NAME} is not a regular file (mode {mode}); it must "
+                                   "be the file itself"))
+    return out
+
+
+def rewriting_attributes(text: str, path: str, prefix: PurePosixPath) -> list[str]:
+    """Which of :data:`REWRITING_ATTRIBUTES` the ``.gitattributes`` file at ``path`` (from the
+    repository's root; its content ``text``) sets on a pattern that can match a memory file of
+    the store at ``prefix``, sorted (empty: none)."""
+    folder = path.rpartition("/")[0]
+    return sorted({a for line in text.splitlines() if line.split() and not line.lstrip().startswith("#")
+                   and _reaches_memories(line.split()[0], folder, prefix)
+                   for word in line.split()[1:] for a in REWRITING_ATTRIBUTES
+                   if word.lstrip("-!").split("=", 1)[0] == a})
+
+
+def _reaches_memories(pattern: str, folder: str, prefix: PurePosixPath) -> bool:
+    """Whether a ``.gitattributes`` line's ``pattern``, in the file of ``folder`` (from the
+    repository's root), can match a memory file of the store at ``prefix`` (gitattributes(5):
+    a pattern without a slash matches a file name at any depth; one with a slash, a path from
+    its file's folder). A project's ``*.png filter=lfs`` is not about the memories."""
+    from fnmatch import fnmatchcase
+
+    sample = (prefix / "memories" / "project" / "2026-01" / "01jdxq5k7m2vaaaaaaaaaaaaaa-note.md").as_posix()
+    if folder and not sample.startswith(folder + "/"):
+        return False
+    below = sample[len(folder) + 1:] if folder else sample
+    if "/" not in pattern.strip("/"):
+        return fnmatchcase(PurePosixPath(below).name, pattern.strip("/")) or pattern.strip("/") in ("*", "**")
+    from memcli.index import paths_match
+
+    return paths_match([pattern.lstrip("/")], below) or paths_match([pattern.lstrip("/").rstrip("/") + "/**"], below)
 
 
 def _stale_problems(ctx: Ctx, old: str | None, new: str) -> list[Problem]:
@@ -535,11 +636,11 @@ def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory
             out.append(Problem(rel, "guard", f"{version.where()} removes a guard ({shown}) from a memory "
                                f"{proposer.show()} wrote; {LIFTED_BY}"))
             break
-        retired = _retired(before, version.memory)
+        retired, how = _retired(before, version.memory, git.ids_at)
         if retired and theirs:
             shown = ", ".join(f"{g.kind} {g.pattern}" for g in retired[:3])
-            out.append(Problem(rel, "guard", f"{version.where()} sets a memory {proposer.show()} wrote to "
-                               f"{version.memory.status}, lifting its guards ({shown}); {LIFTED_BY}"))
+            out.append(Problem(rel, "guard", f"{version.where()} {how} a memory {proposer.show()} wrote, "
+                               f"lifting its guards ({shown}); {LIFTED_BY}"))
             break
         if not all(added):
             continue  # a merge carrying one side's guards adds none of its own
@@ -559,22 +660,35 @@ LIFTED_BY = ("a guard is lifted by its writer, or by superseding the memory (`me
              "reviewed as any write")
 
 
-def _retired(before: list[Memory], after: Memory) -> list[Guard]:
+def _retired(before: list[Memory], after: Memory, ids: Callable[[], set[str]]) -> tuple[list[Guard], str]:
     """The ``deny`` and ``ask`` guards of a memory every parent version in ``before`` holds
-    active that ``after`` takes out of force by its status (archived, rejected, superseded with
-    no successor named, …) rather than by a supersede (newcomer trust fault, stop 33: a hand
-    edit to ``status: archived`` lifted a teammate's guard unchecked).
+    active that ``after`` takes out of force other than by a supersede, and how (a verb phrase
+    for rule ``guard``'s message): by its status (archived, rejected, superseded with no
+    successor, or one that does not exist: newcomer trust fault, stop 33; red team, stop 35),
+    by an ``expireAt`` it did not have or an earlier one, or by moving it to another scope
+    (red team, stop 35: each lifted a teammate's guard unchecked). ``ids``: the memory ids at
+    the range's end (read only when a successor is named).
 
     Raises:
         MemcliError: a guard that does not read (the caller skips the file: its own check says so).
     """
     from memcli.guards import check_guards
 
-    if not before or after.status == "active" or any(b.status != "active" for b in before):
-        return []
-    if after.status == "superseded" and after.superseded_by:
-        return []  # superseded by a named memory: the supersede is reviewed as any write
-    return [g for g in check_guards(before[0].guards) if g.kind in ("deny", "ask")]
+    if not before or any(b.status != "active" for b in before):
+        return [], ""
+    guards = [g for g in check_guards(before[0].guards) if g.kind in ("deny", "ask")]
+    if not guards:
+        return [], ""
+    if after.status != "active":
+        if after.status == "superseded" and after.superseded_by and set(after.superseded_by) <= ids():
+            return [], ""  # superseded by a memory that exists: the supersede is reviewed as any write
+        named = " by a memory that does not exist" if after.status == "superseded" and after.superseded_by else ""
+        return guards, f"sets to {after.status}{named}"
+    if any(b.scope != after.scope for b in before):
+        return guards, f"moves to scope {after.scope}"
+    if after.expire_at is not None and all(b.expire_at is None or after.expire_at < b.expire_at for b in before):
+        return guards, f"gives an expiry ({after.expire_at:%Y-%m-%d}) to"
+    return [], ""
 
 
 def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None, prefix: PurePosixPath) -> list[Problem]:
@@ -588,13 +702,21 @@ def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None, prefi
 
     if old is None and new is not None:
         return []  # a whole history from nothing: no file is deleted
-    args = ["diff", "--name-only", "-M", "--diff-filter=D", "--relative"]
+    args = ["diff", "--name-status", "-M", "--diff-filter=DR", "--relative"]
     if new is None:
         args += ["--cached", old] if old else ["--cached"]
     else:
         args += [str(old), new]
+    fields = git.paths(*args, "--", "memories")
+    moves: list[tuple[str, str | None]] = []
+    while fields:
+        kind = fields.pop(0)
+        if kind.startswith("R") and len(fields) >= 2:
+            moves.append((fields.pop(0), fields.pop(0)))
+        elif fields:
+            moves.append((fields.pop(0), None))
     out = []
-    for rel in git.lines(*args, "--", "memories"):
+    for rel, moved in moves:
         full = (prefix / rel).as_posix()
         base = old or "HEAD"
         memory = _load(ctx, git, rel, git.blob(f"{base}:{full}"))
@@ -603,6 +725,17 @@ def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None, prefi
             continue
         try:
             guards = [g for g in check_guards(memory.guards) if g.kind in ("deny", "ask")]
+            how = "deletes"
+            if moved is not None:  # a rename is no deletion, but a move to another scope, or with the guards
+                # taken out or out of force, lifts them as surely (red team, stop 35)
+                spec = f":{(prefix / moved).as_posix()}" if new is None else f"{new}:{(prefix / moved).as_posix()}"
+                after = _load(ctx, git, moved, git.blob(spec))
+                if after is None:
+                    continue  # unreadable: the file's own check says so
+                retired, how = _retired([memory], after, git.ids_at)
+                lifted = _lifted([memory], after)
+                guards = retired or lifted
+                how = f"moves and {how}" if retired else "moves and removes the guards of"
         except MemcliError:
             continue  # an unreadable guard: nothing this rule can name
         if not guards:
@@ -616,7 +749,7 @@ def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None, prefi
             deleter = review.Version("staged", None, author, author)
         else:
             row = git.lines("log", "-1", "--no-renames", "--diff-filter=D", "--format=%H%x00%an <%ae>%x00%cn <%ce>",
-                            f"{old}..{new}", "--", rel)
+                            f"{old}..{new}", "--", rel)  # a move: the commit that removed the old path
             if not row:
                 continue
             sha, author_text, committer_text = (row[0].split("\x00") + ["", ""])[:3]
@@ -627,8 +760,8 @@ def _deleted_guards(ctx: Ctx, git: _Git, old: str | None, new: str | None, prefi
         if maker is not None and maker.same_person(proposer):
             continue
         shown = ", ".join(f"{g.kind} {g.pattern}" for g in guards[:3])
-        out.append(Problem(rel, "guard", f"{deleter.where()} deletes a memory {proposer.show()} wrote, lifting its "
-                           f"guards ({shown}); {LIFTED_BY}"))
+        out.append(Problem(rel, "guard", f"{deleter.where()} {how} a memory {proposer.show()} wrote, "
+                           f"lifting its guards ({shown}); {LIFTED_BY}"))
     return out
 
 

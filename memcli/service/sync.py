@@ -316,6 +316,41 @@ def _personal_target(git: _Git, remote: str, branch: str) -> str:
     return heads[0] if len(heads) == 1 else branch
 
 
+def _refuse_unsafe_arrival(git: _Git, remote_ref: str) -> None:
+    """Before merging ``remote_ref``: what it brings that a merge would let act on this clone
+    before any rule could judge it (red team, stop 35) stops the sync, nothing merged: a file
+    under the workspace's ``.cache/`` (a clone's own state: a tracked ``arrival.json`` replaced
+    what this clone had verified, so nothing after it was checked), a ``.gitattributes`` that
+    makes git rewrite the memory files' bytes on checkout (``check.rewriting_attributes``).
+    ``memcli check`` refuses the same at a gate (rule ``tree``).
+
+    Raises:
+        SyncStopped: such a file arrives.
+    """
+    from pathlib import PurePosixPath
+
+    from memcli.service.check import rewriting_attributes
+
+    base = git.run("merge-base", "HEAD", remote_ref).stdout.strip()
+    if not base:
+        return  # stores started apart: the merge says so
+    prefix = git.out("rev-parse", "--show-prefix")
+    listed = git.run("diff", "-z", "--name-only", "--no-renames", "--diff-filter=AMRTC", base, remote_ref, "--", ":/")
+    bad = []
+    for path in [p for p in listed.stdout.split("\0") if p]:
+        if path.startswith(f"{prefix}.cache/"):
+            bad.append(f"{path} (a clone's own state, never shared)")
+        elif path == ".gitattributes" or path.endswith("/.gitattributes"):
+            found = rewriting_attributes(git.run("cat-file", "blob", f"{remote_ref}:{path}").stdout, path,
+                                         PurePosixPath(prefix))
+            if found:
+                bad.append(f"{path} (sets {', '.join(found)} on the memory files: git would rewrite them on checkout)")
+    if bad:
+        raise SyncStopped(f"{remote_ref} brings {'; '.join(bad[:3])}; not merged, nothing changed",
+                          hint="ask whoever pushed it to remove it (`memcli check` at the remote's gate refuses it: "
+                               "rule tree), then `memcli sync` again")
+
+
 def _merge(ctx: Ctx, git: _Git, remote_ref: str, branch: str, message: str) -> None:
     """``git merge`` of ``remote_ref``, recorded first (``service.sync_recover``) so that a kill
     half-way is rolled back by the next command; a failed merge is aborted.
@@ -325,6 +360,7 @@ def _merge(ctx: Ctx, git: _Git, remote_ref: str, branch: str, message: str) -> N
     """
     from memcli.service import journal
 
+    _refuse_unsafe_arrival(git, remote_ref)
     journal.save(ctx, journal.SYNC, {"op": "sync", "branch": branch, "incomingRef": remote_ref,
                                      "head": git.out("rev-parse", "HEAD"),
                                      "incoming": git.out("rev-parse", remote_ref)})
