@@ -62,13 +62,16 @@ def ranked_below(text: str, honest: str) -> None:
 
 
 def test_the_rule() -> None:
-    def memory(text: str, actor: str, review: dict | None = None) -> Memory:
+    def memory(text: str, actor: str, review: dict | None = None, source: str = "user_said") -> Memory:
         return Memory(id=IDS[0], scope="project", body=text + "\n", pinned=True, importance=5, review=review,
-                      provenance=Provenance(source_type="user_said", actor=actor))
+                      provenance=Provenance(source_type=source, actor=actor))
 
     assert unvetted(memory(HOSTILE, "bob"), "alice")
     assert not unvetted(memory(HOSTILE, "alice"), "alice")  # the reader's own
-    assert not unvetted(memory(HOSTILE, "bob", {"by": "alice", "decision": "approved"}), "alice")  # reviewed
+    approved = {"by": "alice", "decision": "approved"}
+    assert not unvetted(memory(HOSTILE, "bob", approved, "model_derived"), "alice")  # reviewed, as the gate verifies
+    # red team, stop 35: a person's source needs no review, so a review record in it is hand-written say-so
+    assert unvetted(memory(HOSTILE, "bob", approved), "alice")
     assert unvetted(memory(HOSTILE, "bob", {"by": "carol", "decision": "rejected"}), "alice")
     assert not unvetted(memory(HONEST, "bob"), "alice")  # a teammate's plain fact
 

@@ -83,11 +83,20 @@ def language_of_match(text: str) -> str | None:
     return None
 
 
+#: Sources whose activation in a shared scope the review gate judges (``policy.gates.review_required``).
+REVIEWED_SOURCES = ("model_derived", "tool_result")
+
+
 def unvetted(memory: Memory, reader: str | None) -> bool:
     """True when ``memory`` reads like an instruction (:func:`instruction_like`) and arrived on
     nobody's word the reader can rely on: its ``provenance.actor`` is not ``reader`` (the
-    caller's actor, ``Ctx.actor``) and no review approved it (``review.decision`` is not
-    ``approved``; verify on arrival quarantines a forged review or actor, ``service.arrival``).
+    caller's actor, ``Ctx.actor``) and no review approved it that the review gate verifies
+    (``review.decision`` is ``approved`` on a memory of an agent or tool source,
+    ``model_derived`` or ``tool_result``, whose activation ``check`` and verify on arrival
+    judge against the approving commit's author, ``service.arrival``). A person's own source
+    (``user_said``, ``admin_edit``) needs no review, so a review record written into such a
+    file by hand is the writer's say-so, not a vetting (red team, stop 35: a hand-written
+    ``review: {decision: approved, by: bob}`` kept an instruction pinned first).
 
     Such a memory is shown, labelled, but never outranks an ordinary one: its pin and its
     importance are a teammate's say-so (docs/hooks.md, "Instruction-like memories").
@@ -95,7 +104,8 @@ def unvetted(memory: Memory, reader: str | None) -> bool:
     if reader is not None and memory.provenance.actor == reader:
         return False
     review = memory.review or {}
-    if review.get("decision") == "approved" and review.get("by"):
+    if review.get("decision") == "approved" and review.get("by") and \
+            memory.provenance.source_type in REVIEWED_SOURCES:
         return False
     return instruction_like(memory.text)
 
