@@ -34,7 +34,14 @@ def loosened(before: Config, after: Config) -> list[str]:
     ({"kind": "personal"}, ["[workspace] kind"]),
     ({"workspace_id": None}, ["[workspace] id"]),
     ({"workspace_id": "01otherworkspace00000000000"}, []),
-    ({"context_budget": 9000, "hook_deadline": 5.0}, []),  # not a trust setting: not even named
+    ({"context_budget": 9000, "hook_deadline": 1.0}, []),  # more room, sooner answers: named, in force
+    # red team, stop 35: each of these was in force at once from a teammate's push
+    ({"hook_deadline": 60.0}, ["[hooks] deadline"]),  # past the agent's 5 s hook timeout
+    ({"context_budget": 200}, ["[context] budget"]),  # an empty session start
+    ({"hook_extract": True}, ["[hooks] extract"]),  # your session mined into shared memories
+    ({"hook_summarize": True}, ["[hooks] summarize"]),
+    ({"sync_session_end": True}, ["[sync] session_end"]),
+    ({"sync_session_start": True}, ["[sync] session_start"]),
 ])
 def test_each_setting_loosens_one_way(change: dict, keys: list[str]) -> None:
     before = Config(workspace_id="01abcdefghjkmnpqrstvwxyz00")

@@ -19,6 +19,12 @@ a list out.
 * ``[review] signing``: ``"ssh"`` to ``"off"`` loosens.
 * ``[gates] near_duplicate``: a higher ratio reports fewer near duplicates: loosens.
 * ``[gates] on_conflict``: ``"fail"`` to ``"supersede"`` loosens.
+* ``[hooks] extract``, ``[hooks] summarize``, ``[sync] session_end``, ``[sync] session_start``:
+  turned on loosens (red team, stop 35: a teammate's ``extract = true`` made the victim's
+  session end write what they had said into the shared scope and push it; ``session_start``
+  serves an arrival before the person saw it).
+* ``[hooks] deadline`` raised, ``[context] budget`` lowered: loosens (a hook past its agent's
+  timeout answers nothing; a budget of 200 emptied every session start).
 * ``[workspace] kind``: ``project`` to ``personal`` loosens (a personal store serves the
   personal scopes a project's shared tree never serves); ``[workspace] id`` removed loosens
   for the same reason. Another id is named (``memcli resolve`` of two stores started apart
@@ -127,6 +133,25 @@ def compare(before: Config, after: Config) -> list[SettingChange]:
         add("[workspace] kind", before.kind, after.kind, after.kind != "project",
             "personal scopes in the shared tree would be served" if after.kind != "project"
             else "personal scopes in the shared tree are never served")
+    for key, name, what in (("[hooks] extract", "hook_extract", "each session's transcript would be mined into "
+                             "memories, written to the store and shared"),
+                            ("[hooks] summarize", "hook_summarize", "each session would be summarized into a "
+                             "memory, written to the store and shared"),
+                            ("[sync] session_end", "sync_session_end", "each session's writes would be pushed "
+                             "when it ends, unseen"),
+                            ("[sync] session_start", "sync_session_start", "a teammate's arrival would reach the "
+                             "agent at the session start before you see it")):
+        old, new = getattr(before, name), getattr(after, name)
+        if old != new:
+            add(key, old, new, bool(new), what if new else f"no longer: {what}")
+    if before.hook_deadline != after.hook_deadline:
+        later = after.hook_deadline > before.hook_deadline
+        add("[hooks] deadline", before.hook_deadline, after.hook_deadline, later,
+            "a hook may run past its agent's timeout (5 s as installed)" if later else "hooks answer sooner")
+    if before.context_budget != after.context_budget:
+        less = after.context_budget < before.context_budget
+        add("[context] budget", before.context_budget, after.context_budget, less,
+            "fewer memories in every session start" if less else "more memories in every session start")
     if before.workspace_id != after.workspace_id:
         dropped = before.workspace_id is not None and after.workspace_id is None
         add("[workspace] id", before.workspace_id, after.workspace_id, dropped,
