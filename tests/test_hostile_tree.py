@@ -105,3 +105,17 @@ def test_a_memory_file_with_a_nul_byte_is_unreadable_and_its_guard_holds(team: T
     assert "NUL byte" in shown.err and "Never drop" not in shown.out, shown
     denied = _pre_tool(team, "alice", "dropdb prod")
     assert '"permissionDecision": "deny"' in denied, denied
+
+
+def test_a_teammates_name_never_reaches_the_terminal_with_its_escapes(team: Team) -> None:
+    """Red team, stop 35: sync printed an author name's raw escapes ("arrived from
+    Alice^[]0;pwned^G^[[31m:"), which set the terminal's title and colour."""
+    named = "Bob\x1b]0;pwned\x07\x1b[31m"
+    ws = team.ws["bob"]
+    made = run_memcli("-w", str(ws), "remember", "Run make lint before every push", "--pinned",
+                      env={**team.env("bob"), "GIT_AUTHOR_NAME": named, "GIT_COMMITTER_NAME": named})
+    assert made.code == 0, made
+    team.sync("bob")
+    out = team.mem("alice", "sync")
+    assert out.code == 0 and "arrived from Bob: " in out.out, out  # the escape sequences removed whole
+    assert "\x1b" not in out.out + out.err and "\x07" not in out.out + out.err, out

@@ -108,8 +108,10 @@ class Entry:
 
     def line(self) -> str:
         """``qID path: reason (commit, author)``, for review and doctor."""
+        from memcli.text.hidden import printable
+
         where = f"{self.commit[:12]} by {self.author}" if self.commit else self.author
-        return f"{self.id} {self.path}: {self.reason} ({where})"
+        return printable(f"{self.id} {self.path}: {self.reason} ({where})")  # a teammate's name: no escapes
 
 
 

@@ -226,7 +226,11 @@ class SyncResult:
                          f"{self.files['removed']} removed)")
         held = [f"quarantined on arrival (not served; `memcli quarantine accept|revert ID`): {q}"
                 for q in self.quarantined]
-        return "\n".join([line, *held, *self.arrived, *self.settings, *self.settled, *self.personal])
+        from memcli.text.hidden import printable
+
+        # a teammate's name, path or text may hold terminal escapes (red team, stop 35: an author
+        # name `Alice\x1b]0;pwned\x07` set the terminal's title): none reaches the terminal
+        return printable("\n".join([line, *held, *self.arrived, *self.settings, *self.settled, *self.personal]))
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
