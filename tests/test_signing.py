@@ -356,6 +356,40 @@ def test_on_arrival_a_commit_under_your_own_address_is_yours_only_when_your_key_
         assert planted not in held and planted in served  # git's record says alice committed it herself
 
 
+@pytest.mark.slow
+def test_signing_on_a_mass_deletion_under_your_address_by_anothers_key_is_a_mass_change(tmp_path: Path) -> None:
+    """Red team, stop 35: mallory, committing as alice's address but signing with her own key,
+    deleted most of the store; alice's clone counted the commit as hers and flagged nothing
+    (the same deletion as mallory was quarantined as a mass change)."""
+    bare = tmp_path / "remote.git"
+    git("init", "--bare", "-q", str(bare), cwd=tmp_path)
+    seed = tmp_path / "seed"
+    assert run_memcli("init", str(seed)).code == 0
+    signing(seed, True)
+    git("remote", "add", "origin", str(bare), cwd=seed)
+    assert memcli(seed, "sync").code == 0
+    clones = {}
+    for name in ("alice", "mallory"):
+        clones[name] = tmp_path / name
+        git("clone", "-q", str(bare), str(clones[name]), cwd=tmp_path)
+        assert run_memcli("init", str(clones[name])).code == 0
+        be(clones[name], name)
+    alice, mallory = clones["alice"], clones["mallory"]
+    ids = [memcli(alice, "--json", "--actor", "alice@example.com", "remember", f"Fact {n}: the queue {n} drains hourly",
+                  "--scope", "project").json()["data"]["id"] for n in range(6)]
+    assert memcli(alice, "sync").code == 0 and memcli(mallory, "sync").code == 0
+    be(mallory, "alice", signing_key="mallory")
+    for memory_id in ids[:4]:
+        path_of(mallory, memory_id).unlink()
+    git("add", "-A", cwd=mallory)
+    git("-c", "gpg.format=ssh", "commit", "-q", "-S", "-m", "tidy", cwd=mallory)
+    git("push", "-q", "origin", "HEAD:main", cwd=mallory)
+    synced = memcli(alice, "sync")
+    assert synced.code == 0 and "mass change" in synced.out, synced
+    held = memcli(alice, "--json", "quarantine", "list").json()["data"]["quarantined"]
+    assert [e["rule"] for e in held] == ["mass"], held
+
+
 # --- the server-side gate of docs/teams.md ----------------------------------------------------
 
 def documented_hook() -> str:

@@ -274,12 +274,12 @@ def _verify(ctx: Ctx, repo: GitRepo, state: dict, old: str | None, new: str,
         found_active = _lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", old, "--", "memories")
         active = {p.split(":", 1)[1] if p.startswith(old + ":") else p for p in found_active}
         raw = _lines(repo, "diff", "--raw", "--no-abbrev", "--no-renames", old, new, "--", "memories")
-    mass = _mass_change(repo, old, new, who, active, raw, me)
+    mass = _mass_change(repo, old, new, who, active, raw, me, result.trust)
     if mass is not None:
         added.append(mass)
         state.setdefault("notices", []).append(mass.reason + f" (`memcli quarantine revert {mass.id}` restores "
                                                              "them)")
-    flood = _mass_addition(repo, old, new, who, len(active), raw, me)
+    flood = _mass_addition(repo, old, new, who, len(active), raw, me, result.trust)
     if flood is not None:
         added.append(flood)
         state.setdefault("notices", []).append(flood.reason + f" (not served until a person decides: `memcli "
@@ -418,10 +418,12 @@ def _forged_trailers(repo: GitRepo, span: str, before: str, trust: Trust | None 
 
 
 def _mass_change(repo: GitRepo, old: str | None, new: str, who: str, active: set[str], raw: list[str],
-                 me: str) -> Entry | None:
+                 me: str, trust: Trust | None = None) -> Entry | None:
     """A mass change by another person in ``old..new`` (module docstring), or None. ``active``:
     the memory files active at ``old``; ``raw``: ``git diff --raw`` of the range's memory files;
-    ``me``: this clone's committer e-mail."""
+    ``me``: this clone's committer e-mail; ``trust``: whose signature makes a commit this
+    person's when signing is on (:func:`_is_mine`; red team, stop 35: a teammate committing
+    under the person's e-mail, signed by their own key, deleted 46 of 78 memories unflagged)."""
     if not old or len(active) < MASS_MIN:
         return None
     changed: dict[str, tuple[str, str]] = {}  # path -> (kind, blob at new; zeros when removed)
@@ -435,7 +437,7 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str, active: set
             gone[path] = parts[3]
     if len(changed) < MASS_MIN:
         return None
-    own = _own_versions(repo, f"{old}..{new}", me, list(changed) + list(gone))
+    own = _own_versions(repo, f"{old}..{new}", me, list(changed) + list(gone), trust)
     theirs = {p: kind for p, (kind, blob) in changed.items() if (p, blob) not in own}
     kept = [p for p, kind in theirs.items() if not kind.startswith("D")]
     still = set(_lines(repo, "grep", "-l", "-E", "^status: *['\"]?active", new, "--", *kept)) if kept else set()
@@ -445,8 +447,7 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str, active: set
     hit = removed + rewritten
     if len(hit) <= MASS_SHARE * len(active) or (len(removed) < MASS_MIN and len(hit) < MASS_EDITS_MIN):
         return None
-    authors = sorted({a for a in _lines(repo, "log", "--format=%an <%ae>", f"{old}..{new}", "--", *hit)
-                      if not (me and a.lower().endswith(f"<{me}>"))})
+    authors = _others(repo, trust, me, f"{old}..{new}", hit)
     if not authors:
         return None  # the person's own commits (another machine of theirs)
     share = round(100 * len(hit) / len(active))
@@ -459,7 +460,7 @@ def _mass_change(repo: GitRepo, old: str | None, new: str, who: str, active: set
 
 
 def _mass_addition(repo: GitRepo, old: str | None, new: str, who: str, active: int, raw: list[str],
-                   me: str) -> Entry | None:
+                   me: str, trust: Trust | None = None) -> Entry | None:
     """A mass addition by another person in ``old..new``: at least :data:`FLOOD_MIN` new memory
     files, more than the store held active at ``old`` (it at least doubles), or None.
 
@@ -470,26 +471,36 @@ def _mass_addition(repo: GitRepo, old: str | None, new: str, who: str, active: i
     ``mass-add``: its files are not served (``arrived.held``) until a person accepts it, or
     reverts it (the files removed in one commit). A teammate's ordinary work (an ``import`` of
     a few dozen rules into a store of hundreds) stays under it. ``active``: how many memory files
-    were active at ``old``; ``raw`` and ``me``: as :func:`_mass_change`."""
+    were active at ``old``; ``raw``, ``me`` and ``trust``: as :func:`_mass_change`."""
     if not old:
         return None
     fresh = {path: parts[3] for parts, path in ((f.split(), p) for f, _, p in (r.partition("\t") for r in raw))
              if path.endswith(".md") and len(parts) >= 5 and parts[4].startswith("A")}
     if len(fresh) < FLOOD_MIN or len(fresh) <= active:
         return None
-    own = _own_versions(repo, f"{old}..{new}", me, list(fresh))
+    own = _own_versions(repo, f"{old}..{new}", me, list(fresh), trust)
     theirs = sorted(p for p, blob in fresh.items() if (p, blob) not in own)
     if len(theirs) < FLOOD_MIN or len(theirs) <= active:
         return None
-    authors = sorted({a for a in _lines(repo, "log", "--format=%an <%ae>", "--diff-filter=A", f"{old}..{new}",
-                                        "--", "memories") if not (me and a.lower().endswith(f"<{me}>"))})
+    authors = _others(repo, trust, me, f"{old}..{new}", ["memories"], added=True)
     reason = (f"mass addition by {', '.join(authors[:3]) or 'another person'} in {who}: {len(theirs)} memory files "
               f"added to {active} active (more than the store held)")
     return Entry(_qid("mass-add", old, new), "mass", theirs[0], "mass-add", reason, new, ", ".join(authors[:3]), old,
                  "", theirs)
 
 
-def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str]) -> set[tuple[str, str]]:
+def _others(repo: GitRepo, trust: Trust | None, me: str, span: str, paths: list[str],
+            added: bool = False) -> list[str]:
+    """``name <e-mail>`` of the authors of the commits of ``span`` that touched ``paths`` (that
+    added them, with ``added``) and are not this person's own (:func:`_is_mine`), sorted."""
+    rows = _lines(repo, "log", *(["--diff-filter=A"] if added else []), "--format=%H%x00%ce%x00%an <%ae>", span,
+                  "--", *paths)
+    return sorted({author for sha, committer, author in (r.split("\x00") for r in rows if r.count("\x00") == 2)
+                   if not _is_mine(trust, sha, committer.strip().lower(), me)})
+
+
+def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str],
+                  trust: Trust | None = None) -> set[tuple[str, str]]:
     """``(path, blob)`` of each version of ``paths`` that a commit of this person's in ``span``
     wrote (its committer is their git identity; a removal's blob is all zeros).
 
@@ -500,9 +511,11 @@ def _own_versions(repo: GitRepo, span: str, me: str, paths: list[str]) -> set[tu
         return set()
     found: set[tuple[str, str]] = set()
     mine = False
-    for line in _lines(repo, "log", "--raw", "--no-abbrev", "--no-renames", "--format=%x00%ce", span, "--", *paths):
+    for line in _lines(repo, "log", "--raw", "--no-abbrev", "--no-renames", "--format=%x00%H%x00%ce", span, "--",
+                       *paths):
         if line.startswith("\x00"):
-            mine = line[1:].strip().lower() == me
+            _, sha, committer = (line.split("\x00", 2) + ["", ""])[:3]
+            mine = _is_mine(trust, sha, committer.strip().lower(), me)
         elif mine and line.startswith(":") and "\t" in line:
             fields, _, path = line.partition("\t")
             parts = fields.split()
