@@ -77,9 +77,13 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
     if changes is None:
         return []
     changed = [(kind, path) for kind, path in changes if kind in ("A", "M")]
-    from memcli.service.arrival import committer_email
+    from memcli.service.arrival import _is_mine, committer_email
+    from memcli.service.signing import Trust
 
     me = committer_email(repo)
+    trust = Trust(repo, before, "HEAD")  # with signing on, a commit is this person's when their key signed it
+    if trust.active:
+        trust.range_problems(before, "HEAD")  # reads the range's signatures (sync only: never a hook)
     lines: list[str] = []
     more = 0
     for change, path in changed:
@@ -92,7 +96,7 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
         if not marks:
             continue
         who = _author(repo, before, path)
-        if who is None or (me and who[1] == me):
+        if who is None or _is_mine(trust if trust.active else None, who[2], who[3], me):
             continue  # this person's own commit (another machine of theirs)
         if len(lines) >= LIMIT:
             more += 1
@@ -133,11 +137,14 @@ def _by_id(ctx: Ctx, memory_id: str) -> Memory | None:
     return next((m for m in ctx.catalog().by_prefix(memory_id) if m.id == memory_id), None)
 
 
-def _author(repo: GitRepo, before: str, path: str) -> tuple[str, str] | None:
-    """``(name, e-mail in lower case)`` of the last commit after ``before`` that changed ``path``."""
-    status, out, _ = repo.raw("log", "-1", "--format=%an%x00%ae", f"{before}..HEAD", "--", path)
-    name, _, email = out.decode("utf-8", "replace").strip().partition("\0")
-    return (name, email.lower()) if status == 0 and name else None
+def _author(repo: GitRepo, before: str, path: str) -> tuple[str, str, str, str] | None:
+    """``(name, e-mail in lower case, commit, committer e-mail in lower case)`` of the last
+    commit after ``before`` that changed ``path``."""
+    status, out, _ = repo.raw("log", "-1", "--format=%an%x00%ae%x00%H%x00%ce", f"{before}..HEAD", "--", path)
+    fields = out.decode("utf-8", "replace").strip().split("\0")
+    if status != 0 or len(fields) != 4 or not fields[0]:
+        return None
+    return fields[0], fields[1].lower(), fields[2], fields[3].lower()
 
 
 def _quote(text: str) -> str:
