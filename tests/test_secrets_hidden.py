@@ -210,14 +210,15 @@ def test_history_cuts_a_line_only_after_its_secret_is_removed(ws: Path, run) -> 
 
 
 def test_read_channels_never_print_escapes_controls_or_hidden_characters(ws: Path, run) -> None:
-    """A hand-written file with an ANSI screen clear, a title-setting OSC, BEL, NUL, U+202E and
-    U+200B: show, list, recall, export, diff and log print none of them."""
+    """A hand-written file with an ANSI screen clear, a title-setting OSC, BEL, SOH, U+202E and
+    U+200B: show, list, recall, export, diff and log print none of them. (A NUL byte makes the
+    file unreadable since stop 35: tests/test_hostile_tree.py.)"""
     import subprocess
 
     made = run("--json", "remember", "The Ansi probe memory for terminals.")
     memory_id = made.json()["data"]["memory"]["id"]
     (path,) = [p for p in (ws / "memories").rglob("*.md") if memory_id in p.name]
-    nasty = "The Ansi probe \x1b[2J\x1b]0;pwned\x07memory \x00\x01for\u202e termi\u200bnals."
+    nasty = "The Ansi probe \x1b[2J\x1b]0;pwned\x07memory \x01for\u202e termi\u200bnals."
     path.write_text(path.read_text(encoding="utf-8").replace("The Ansi probe memory for terminals.", nasty),
                     encoding="utf-8")
     subprocess.run(["git", "-C", str(ws), "commit", "-qam", "hand edit"], check=True, capture_output=True)
