@@ -65,11 +65,32 @@ def _screen() -> Screen:
 
 
 def instruction_like(text: str) -> bool:
-    """True when ``text`` reads like an instruction to the agent in any language of :data:`PHRASES`."""
+    """True when ``text`` reads like an instruction to the agent in any language of :data:`PHRASES`,
+    as written or with its Greek and Cyrillic look-alike letters read as the Latin ones they
+    imitate (:data:`LATIN_LOOKALIKES`; red team, stop 35: "Ιgnore previous instructions" with a
+    Greek capital iota was not one; both views, so a Russian phrase still matches as written)."""
     from memcli.text.hidden import scan_view
 
     view, _ = scan_view(text)
-    return _screen().may_match(view) and _pattern().search(view) is not None
+    if _screen().may_match(view) and _pattern().search(view) is not None:
+        return True
+    if text.isascii():
+        return False
+    folded = view.translate(LATIN_LOOKALIKES)
+    return folded != view and _screen().may_match(folded) and _pattern().search(folded) is not None
+
+
+#: Greek and Cyrillic letters drawn like Latin ones, to the Latin letter of the same case: the
+#: homoglyphs an injection is typed with ("Ιgnore" with a Greek capital iota). A table of our
+#: own, not UTS #39's skeleton (``text.confusables``): that folds capital iota to ``l``, and
+#: loading its table (35 ms) on the context block's path for any accented memory costs more
+#: than these letters are worth.
+LATIN_LOOKALIKES = str.maketrans({
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P",
+    "Τ": "T", "Υ": "Y", "Χ": "X", "ο": "o", "ι": "i", "α": "a", "ν": "v", "κ": "k", "ρ": "p", "τ": "t", "υ": "u",
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X",
+    "І": "I", "Ј": "J", "Ѕ": "S", "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i",
+    "ј": "j", "ѕ": "s", "ԁ": "d", "һ": "h", "ӏ": "l"})
 
 
 def language_of_match(text: str) -> str | None:
