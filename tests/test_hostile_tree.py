@@ -38,9 +38,9 @@ def _pre_tool(team: Team, name: str, command: str) -> str:
     return out.out
 
 
-def _push(team: Team, name: str, message: str) -> str:
+def _push(team: Team, name: str, message: str, cache: bool = False) -> str:
     team.git(name, "add", "-A")
-    if (team.ws[name] / ".cache" / "arrival.json").exists():
+    if cache:  # the clone's own state, forced into git as the red team did
         team.git(name, "add", "-f", ".cache/arrival.json")
     team.git(name, "commit", "-qm", message)
     team.git(name, "push", "-q", "origin", "HEAD")
@@ -86,7 +86,7 @@ def test_sync_does_not_merge_what_would_act_before_any_rule(team: Team, what: st
     else:
         (ws / ".gitattributes").write_text("memories/**/*.md merge=memcli working-tree-encoding=UTF-16LE\n",
                                            encoding="utf-8")
-    _push(team, "bob", "housekeeping")
+    _push(team, "bob", "housekeeping", cache=what == "a tracked .cache/arrival.json")
     before = team.git("alice", "rev-parse", "HEAD").strip()
     out = team.mem("alice", "sync")
     assert out.code == 16 and "not merged, nothing changed" in out.err and out.err.count("\n") <= 2, out
@@ -119,3 +119,14 @@ def test_a_teammates_name_never_reaches_the_terminal_with_its_escapes(team: Team
     out = team.mem("alice", "sync")
     assert out.code == 0 and "arrived from Bob: " in out.out, out  # the escape sequences removed whole
     assert "\x1b" not in out.out + out.err and "\x07" not in out.out + out.err, out
+
+
+def test_a_teammate_deleting_your_memory_is_named_on_sync(team: Team) -> None:
+    """Red team, stop 35: `git rm` of alice's memory by a teammate read only "1 removed"."""
+    mine = team.remember("alice", "The staging database listens on port 6432.")
+    team.sync("alice")
+    team.sync("bob")
+    team.path_of("bob", mine).unlink()
+    _push(team, "bob", "cleanup")
+    out = team.mem("alice", "sync")
+    assert out.code == 0 and f"arrived from bob: {mine} (removed your memory): The staging database" in out.out, out

@@ -76,7 +76,7 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
         changes = merged(ctx, before)
     if changes is None:
         return []
-    changed = [(kind, path) for kind, path in changes if kind in ("A", "M")]
+    changed = [(kind, path) for kind, path in changes if kind in ("A", "M", "D")]
     from memcli.service.arrival import _is_mine, committer_email
     from memcli.service.signing import Trust
 
@@ -89,7 +89,7 @@ def notable(ctx: Ctx, before: str, skip: set[str] | frozenset[str] = frozenset()
     for change, path in changed:
         if path in skip or not path.endswith(".md"):
             continue
-        memory = _memory(ctx, path)
+        memory = _before(ctx, before, path) if change == "D" else _memory(ctx, path)
         if memory is None or memory.status != "active":
             continue
         marks = _marks(ctx, memory, change)
@@ -111,6 +111,8 @@ def _marks(ctx: Ctx, memory: Memory, change: str) -> list[str]:
     """What makes an arrived ``memory`` worth a line (``change``: git's ``A`` or ``M``)."""
     from memcli.agents.injection import instruction_like, unvetted
 
+    if change == "D":  # red team, stop 35: a teammate deleting your memory read "1 removed"
+        return ["removed your memory"] if memory.provenance.actor == ctx.actor else []
     marks = []
     if memory.pinned:  # an unvetted instruction is put last, pinned or not (docs/hooks.md)
         marks.append("pinned, but put last: an unreviewed instruction" if unvetted(memory, ctx.actor)
@@ -131,6 +133,21 @@ def _memory(ctx: Ctx, path: str) -> Memory | None:
     from memcli.model import id_from_stem
 
     return _by_id(ctx, id_from_stem(path.rsplit("/", 1)[-1][: -len(".md")]))
+
+
+def _before(ctx: Ctx, before: str, path: str) -> Memory | None:
+    """The memory the store's file ``path`` held at ``before`` (a file the merge removed), or
+    None when it did not read."""
+    from memcli.errors import InvalidMemoryFile
+
+    repo = ctx.git()
+    status, data, _ = repo.raw("cat-file", "blob", f"{before}:{repo.prefix}{path}")
+    if status != 0:
+        return None
+    try:
+        return ctx.ws.files.load(ctx.ws.root / path, data=data, mtime=0.0, round_trip=False, rel=path).memory
+    except InvalidMemoryFile:
+        return None
 
 
 def _by_id(ctx: Ctx, memory_id: str) -> Memory | None:
