@@ -193,7 +193,8 @@ def memory_file(draw) -> tuple[bytes, str, str, str]:
     comment = draw(st.one_of(st.just(""), _COMMENT.map(lambda c: " # " + c)))
     blocks.insert(draw(st.integers(0, len(blocks))), [status + comment])
     nl = draw(st.sampled_from(["\n", "\r\n"]))
-    body = draw(st.text(st.characters(exclude_categories=("Cs",)), max_size=80))
+    # a NUL byte makes a file no text (stop 35): every other character a body may hold
+    body = draw(st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=80))
     text = nl.join(["---", *(line for block in blocks for line in block), "---", ""]) + body
     bom = fm.BOM if draw(st.booleans()) else ""
     return (bom + text).encode("utf-8"), nl, status + comment, "status: archived" + comment
