@@ -476,3 +476,26 @@ def test_resume_after_a_landed_commit_lets_ctrl_c_interrupt_again() -> None:
     Python's handler does (a fresh interpreter: pytest's workers install their own handler)."""
     done = subprocess.run([sys.executable, "-c", RESUME], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "raised at resume\nraised again\n", ""), done
+
+
+def test_a_sync_killed_after_its_merge_commit_but_before_git_removed_merge_head_syncs_again(pair) -> None:
+    """CI, stop 35: the timer of the test above killed a sync between git's merge commit (HEAD
+    moved) and git's removing MERGE_HEAD; the next sync found the merge committed, dropped its
+    record, and then refused "a git operation is in progress (MERGE_HEAD)" for good."""
+    import json
+
+    one, two = pair
+    _hand_memory(one, "01incoming0000000000000099", "Incoming note about the deploy calendar", push=True)
+    _hand_memory(two, "01local0000000000000000099", "Local note about the lint settings")
+    before = git(two, "rev-parse", "HEAD").strip()
+    git(two, "fetch", "-q", "origin")
+    incoming = git(two, "rev-parse", "origin/main").strip()
+    git(two, "merge", "-q", "--no-edit", "origin/main")  # what the killed sync's git had done …
+    (two / ".git" / "MERGE_HEAD").write_text(incoming + "\n")  # … all but removing its state
+    (two / ".cache").mkdir(exist_ok=True)
+    (two / ".cache" / "unfinished-sync.json").write_text(json.dumps(
+        {"op": "sync", "branch": "main", "incomingRef": "refs/remotes/origin/main", "head": before,
+         "incoming": incoming, "pid": 999999, "at": "2026-12-07T00:00:00+00:00"}))
+    after = run_memcli("-w", str(two), "sync")
+    assert after.code == 0, after
+    _consistent(two)

@@ -36,6 +36,14 @@ from memcli.service import Ctx, journal
 if TYPE_CHECKING:
     from memcli.git.repo import GitRepo
 
+def _read(path: Path) -> str:
+    """The first line of a small file of git's (``MERGE_HEAD``), or "" when there is none."""
+    try:
+        return path.read_text(encoding="ascii", errors="replace").split("\n", 1)[0].strip()
+    except OSError:
+        return ""
+
+
 #: Conflict markers git (and memcli's merge driver, through ``git merge-file``) writes.
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 
@@ -84,6 +92,10 @@ def roll_back(ctx: Ctx) -> str | None:
     if head != before or not before:
         journal.drop(ctx, journal.SYNC)
         if head and incoming and repo.raw("merge-base", "--is-ancestor", incoming, head)[0] == 0:
+            if _read(merge_head) == incoming:  # the kill came between the merge commit and git removing its
+                # state (CI, stop 35: the next sync then refused "a git operation is in progress")
+                for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+                    repo.git_path(name).unlink(missing_ok=True)
             return None  # the merge had committed: the kill came after it
         return f"{when} is no longer pending: HEAD moved since (nothing was changed)"
     restore, keep = _plan(ctx, record)
