@@ -146,8 +146,10 @@ class _Git:
         """The memory ids (file names' first parts) at the range's end: what a ``supersededBy``
         may name. Read once."""
         if self._ids is None:
+            from memcli.model import id_from_stem
+
             args = ("ls-files",) if self.env else ("ls-tree", "-r", "--name-only", self.new)
-            self._ids = {PurePosixPath(p).name.split("-", 1)[0].removesuffix(".md")
+            self._ids = {id_from_stem(PurePosixPath(p).name.removesuffix(".md"))
                          for p in self.paths(*args, "--", "memories")}
         return self._ids
 
@@ -352,25 +354,35 @@ def _tree_problems(git: _Git, old: str | None, new: str | None, prefix: PurePosi
         args = ["diff", "--name-only", "--no-renames", "--diff-filter=AMRTC"]
         args += (["--cached", old] if old else ["--cached"]) if new is None else [str(old), new]
         touched = git.paths(*args, "--", ":/")
-    cache = (prefix / ".cache").as_posix() + "/"
     signers = (prefix / SIGNERS_NAME).as_posix()
     out = []
     for path in touched:
-        if path.startswith(cache):
-            out.append(Problem(path, "tree", "a file under .cache/ is a clone's own state (its index, what it has "
-                               "verified), never shared: remove it from git (`git rm --cached`)"))
-        elif path == ".gitattributes" or path.endswith("/.gitattributes"):
-            data = git.blob(f":{path}" if new is None else f"{new}:{path}") or b""
-            found = rewriting_attributes(data.decode("utf-8", "replace"), path, prefix)
-            if found:
-                out.append(Problem(path, "tree", f"sets {', '.join(found)}: git would rewrite the memory files' bytes "
-                                   "on a clone's disk; remove those attributes"))
+        said = checkout_hazard(path, prefix, lambda p: git.blob(f":{p}" if new is None else f"{new}:{p}") or b"")
+        if said:
+            out.append(Problem(path, "tree", said))
         elif path == signers:
             mode = git.modes(new, [SIGNERS_NAME]).get(signers, "")
             if mode and mode != "100644":
                 out.append(Problem(path, "tree", f"{SIGNERS_NAME} is not a regular file (mode {mode}); it must "
                                    "be the file itself"))
     return out
+
+
+def checkout_hazard(path: str, prefix: PurePosixPath, read: Callable[[str], bytes]) -> str | None:
+    """What is wrong with a file at ``path`` (from the repository's root) that a checkout or
+    merge would let act on a clone before any rule ran, or None: one under the store's
+    ``.cache/`` (``prefix``: the store's folder), or a ``.gitattributes`` whose content
+    (``read(path)``) sets one of :data:`REWRITING_ATTRIBUTES` on the memory files. Rule
+    ``tree`` of :func:`check`, and what ``sync`` refuses to merge."""
+    if path.startswith((prefix / ".cache").as_posix() + "/"):
+        return ("a file under .cache/ is a clone's own state (its index, what it has verified), never shared: "
+                "remove it from git (`git rm --cached`)")
+    if path == ".gitattributes" or path.endswith("/.gitattributes"):
+        found = rewriting_attributes(read(path).decode("utf-8", "replace"), path, prefix)
+        if found:
+            return (f"sets {', '.join(found)}: git would rewrite the memory files' bytes on a clone's disk; "
+                    "remove those attributes")
+    return None
 
 
 def rewriting_attributes(text: str, path: str, prefix: PurePosixPath) -> list[str]:

@@ -325,7 +325,7 @@ def _refuse_unsafe_arrival(git: _Git, remote_ref: str) -> None:
     before any rule could judge it (red team, stop 35) stops the sync, nothing merged: a file
     under the workspace's ``.cache/`` (a clone's own state: a tracked ``arrival.json`` replaced
     what this clone had verified, so nothing after it was checked), a ``.gitattributes`` that
-    makes git rewrite the memory files' bytes on checkout (``check.rewriting_attributes``).
+    makes git rewrite the memory files' bytes on checkout (``check.checkout_hazard``).
     ``memcli check`` refuses the same at a gate (rule ``tree``).
 
     Raises:
@@ -333,22 +333,18 @@ def _refuse_unsafe_arrival(git: _Git, remote_ref: str) -> None:
     """
     from pathlib import PurePosixPath
 
-    from memcli.service.check import rewriting_attributes
+    from memcli.service.check import checkout_hazard
 
     base = git.run("merge-base", "HEAD", remote_ref).stdout.strip()
     if not base:
         return  # stores started apart: the merge says so
-    prefix = git.out("rev-parse", "--show-prefix")
+    prefix = PurePosixPath(git.out("rev-parse", "--show-prefix"))
     listed = git.run("diff", "-z", "--name-only", "--no-renames", "--diff-filter=AMRTC", base, remote_ref, "--", ":/")
     bad = []
     for path in [p for p in listed.stdout.split("\0") if p]:
-        if path.startswith(f"{prefix}.cache/"):
-            bad.append(f"{path} (a clone's own state, never shared)")
-        elif path == ".gitattributes" or path.endswith("/.gitattributes"):
-            found = rewriting_attributes(git.run("cat-file", "blob", f"{remote_ref}:{path}").stdout, path,
-                                         PurePosixPath(prefix))
-            if found:
-                bad.append(f"{path} (sets {', '.join(found)} on the memory files: git would rewrite them on checkout)")
+        said = checkout_hazard(path, prefix, lambda p: git.run("cat-file", "blob", f"{remote_ref}:{p}").stdout.encode())
+        if said:
+            bad.append(f"{path}: {said}")
     if bad:
         raise SyncStopped(f"{remote_ref} brings {'; '.join(bad[:3])}; not merged, nothing changed",
                           hint="ask whoever pushed it to remove it (`memcli check` at the remote's gate refuses it: "
