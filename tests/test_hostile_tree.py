@@ -15,27 +15,18 @@ Real git repositories and a bare remote; the real CLI.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from conftest import run_memcli
 from test_arrival import Team
+from test_arrival_small import _pre_tool
 
 
 @pytest.fixture
 def team(tmp_path: Path) -> Team:
     return Team(tmp_path)
-
-
-def _pre_tool(team: Team, name: str, command: str) -> str:
-    payload = {"session_id": "s1", "cwd": str(team.ws[name]), "hook_event_name": "PreToolUse",
-               "tool_name": "Bash", "tool_input": {"command": command}}
-    out = run_memcli("hook", "claude", "pre-tool-use", input=json.dumps(payload), env=team.env(name),
-                     cwd=team.ws[name])
-    assert out.code == 0, out
-    return out.out
 
 
 def _push(team: Team, name: str, message: str, cache: bool = False) -> str:

@@ -302,14 +302,10 @@ def test_signing_on_an_unsigned_commit_is_an_unverified_claim_even_under_its_own
 
 # --- verify on arrival: a clone trusts signatures, not the committer's address -----------------
 
-@pytest.mark.parametrize("on", [True, False])
-@pytest.mark.slow
-def test_on_arrival_a_commit_under_your_own_address_is_yours_only_when_your_key_signed_it(
-        tmp_path: Path, on: bool) -> None:
-    """mallory commits an approval of her own agent's memory as ``alice <alice@…>`` (author and
-    committer) and a signed commit with forged review trailers, and pushes. Without signing,
-    alice's clone takes the first for her own hand commit (the documented limit); with
-    signing, both are quarantined and nothing of them is served."""
+
+def _alice_and_mallory(tmp_path: Path, on: bool) -> tuple[Path, Path]:
+    """A store on a bare remote (signing ``on`` or off, ``signing``) and two clones of it, each
+    with its person's git identity and key: alice's and mallory's."""
     bare = tmp_path / "remote.git"
     git("init", "--bare", "-q", str(bare), cwd=tmp_path)
     seed = tmp_path / "seed"
@@ -323,7 +319,19 @@ def test_on_arrival_a_commit_under_your_own_address_is_yours_only_when_your_key_
         git("clone", "-q", str(bare), str(clones[name]), cwd=tmp_path)
         assert run_memcli("init", str(clones[name])).code == 0
         be(clones[name], name)
-    alice, mallory = clones["alice"], clones["mallory"]
+    return clones["alice"], clones["mallory"]
+
+
+
+@pytest.mark.parametrize("on", [True, False])
+@pytest.mark.slow
+def test_on_arrival_a_commit_under_your_own_address_is_yours_only_when_your_key_signed_it(
+        tmp_path: Path, on: bool) -> None:
+    """mallory commits an approval of her own agent's memory as ``alice <alice@…>`` (author and
+    committer) and a signed commit with forged review trailers, and pushes. Without signing,
+    alice's clone takes the first for her own hand commit (the documented limit); with
+    signing, both are quarantined and nothing of them is served."""
+    alice, mallory = _alice_and_mallory(tmp_path, on)
     honest = memcli(alice, "--json", "--actor", "alice@example.com", "remember", "Deploys go out on Tuesdays",
                     "--scope", "project").json()["data"]["id"]
     assert memcli(alice, "sync").code == 0
@@ -361,20 +369,7 @@ def test_signing_on_a_mass_deletion_under_your_address_by_anothers_key_is_a_mass
     """Red team, stop 35: mallory, committing as alice's address but signing with her own key,
     deleted most of the store; alice's clone counted the commit as hers and flagged nothing
     (the same deletion as mallory was quarantined as a mass change)."""
-    bare = tmp_path / "remote.git"
-    git("init", "--bare", "-q", str(bare), cwd=tmp_path)
-    seed = tmp_path / "seed"
-    assert run_memcli("init", str(seed)).code == 0
-    signing(seed, True)
-    git("remote", "add", "origin", str(bare), cwd=seed)
-    assert memcli(seed, "sync").code == 0
-    clones = {}
-    for name in ("alice", "mallory"):
-        clones[name] = tmp_path / name
-        git("clone", "-q", str(bare), str(clones[name]), cwd=tmp_path)
-        assert run_memcli("init", str(clones[name])).code == 0
-        be(clones[name], name)
-    alice, mallory = clones["alice"], clones["mallory"]
+    alice, mallory = _alice_and_mallory(tmp_path, True)
     ids = [memcli(alice, "--json", "--actor", "alice@example.com", "remember", f"Fact {n}: the queue {n} drains hourly",
                   "--scope", "project").json()["data"]["id"] for n in range(6)]
     assert memcli(alice, "sync").code == 0 and memcli(mallory, "sync").code == 0
