@@ -472,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=5.0,
                         help="with --semantic: seconds the prompt hook waits for the model (the hook's own: 0.6)")
     parser.add_argument("--verbose", action="store_true", help="list misses, noise and no_answer hits")
+    parser.add_argument("--model", default="",
+                        help="with --semantic: the model to load instead of the package-shipped one "
+                             "(what [search] model takes: a folder holding model.onnx and tokenizer.json)")
     args = parser.parse_args(argv)
     global data
     data = importlib.import_module(STORES[args.store])
@@ -484,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in list(os.environ):
         if name.startswith("MEMCLI_"):
             del os.environ[name]
+    if args.model:
+        os.environ["MEMCLI_EMBED_MODEL"] = args.model
     queries, prompts, tools = data.SPLITS[args.split]
     with tempfile.TemporaryDirectory(prefix="memcli-heldout-") as tmp:
         workspace = build(Path(tmp) / "ws")

@@ -1,6 +1,6 @@
 """Fit the prompt hook's hybrid selection (issue 18 point 4) on the prompt splits it may be tuned on.
 
-    python bench/prompt_learn.py [--splits tune,heldout,fresh,fresh2,fresh3] [--pool 20] [--cache PATH]
+    python bench/prompt_learn.py [--splits tune,heldout,fresh,fresh2,fresh3] [--pool 20] [--cache PATH] [--model DIR]
 
 Builds ``bench/heldout.py``'s workspace with the model loaded as ``memcli mcp`` loads it,
 asks recall once per prompt for the first ``--pool`` hits as the prompt hook asks it
@@ -43,8 +43,10 @@ import prompt_tune
 REPORTED = {"fresh4"}
 
 
-def gathered(splits: list[str], pool: int, cache: Path | None) -> dict[str, list[tuple[data.Prompt, list, list]]]:
-    """``split -> [(prompt, words, hits)]``, hybrid, from ``cache`` when it holds these splits."""
+def gathered(splits: list[str], pool: int, cache: Path | None,
+             model: str = "") -> dict[str, list[tuple[data.Prompt, list, list]]]:
+    """``split -> [(prompt, words, hits)]``, hybrid, from ``cache`` when it holds these splits;
+    ``model``: what ``[search] model`` takes ('' for the package-shipped model)."""
     if cache is not None and cache.exists():
         found = pickle.loads(cache.read_bytes())
         if set(splits) <= set(found):
@@ -52,6 +54,8 @@ def gathered(splits: list[str], pool: int, cache: Path | None) -> dict[str, list
     for name in list(os.environ):
         if name.startswith("MEMCLI_"):
             del os.environ[name]
+    if model:
+        os.environ["MEMCLI_EMBED_MODEL"] = model
     out = {}
     with tempfile.TemporaryDirectory(prefix="memcli-prompt-learn-") as tmp:
         workspace = heldout.build(Path(tmp) / "ws")
@@ -137,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=20)
     parser.add_argument("--cache", type=Path, default=None, help="keep the gathered hits here (pickle)")
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--model", default="", help="the model to load instead of the package-shipped one "
+                                                    "(what [search] model takes: a folder with model.onnx)")
     args = parser.parse_args(argv)
     splits = args.splits.split(",")
     if REPORTED & set(splits):
@@ -144,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import numpy as np
 
-    rows = gathered(splits, args.pool, args.cache)
+    rows = gathered(splits, args.pool, args.cache, args.model)
     for split in splits:
         wanted = sum(len(w) for (_, w, _), _, _ in rows[split])
         tops = {k: sum(key in [h.memory.id for h in hits[:k]] for (_, want, _), _, hits in rows[split] for key in want)
