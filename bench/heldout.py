@@ -3,6 +3,8 @@
     python bench/heldout.py [--split tune|heldout|fresh|fresh2|fresh3|fresh4] [--json PATH] [--semantic [--budget S]]
                              [--verbose]
     python bench/heldout.py --store shop --split newcomer [--semantic] [--verbose]
+    python bench/heldout.py --store infra --split blind [--semantic] [--verbose]
+    python bench/heldout.py --split fresh5 [--semantic] [--verbose]
 
 ``--store shop`` measures the prompt set of ``bench/heldout_shop.py`` on its own store (a
 FastAPI + React shop written by a newcomer, with superseded memories among the active ones).
@@ -59,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import heldout_data as data
 
 #: The sets ``--store`` chooses from: their modules (same shapes as ``heldout_data``).
-STORES = {"ledgerly": "heldout_data", "shop": "heldout_shop"}
+STORES = {"ledgerly": "heldout_data", "shop": "heldout_shop", "infra": "heldout_infra"}
 
 STAMP = "2026-11-01T09:00:00Z"
 ACTOR = "alice"
@@ -462,9 +464,11 @@ def main(argv: list[str] | None = None) -> int:
     """Build the workspace, measure one split, print the tables (and write JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=sorted(STORES), default="ledgerly",
-                        help="which set: ledgerly (heldout_data.py, default) or shop (heldout_shop.py)")
+                        help="which set: ledgerly (heldout_data.py, default), shop (heldout_shop.py) "
+                             "or infra (heldout_infra.py)")
     parser.add_argument("--split", default="heldout",
-                        help="which queries, prompts and tool events (default: heldout; the shop's: newcomer)")
+                        help="which queries, prompts and tool events (default: heldout; the shop's: newcomer; "
+                             "the infra store's: blind)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--semantic", action="store_true",
                         help="hybrid retrieval: load the model (memcli[semantic-offline]) as the MCP server does, "
@@ -478,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global data
     data = importlib.import_module(STORES[args.store])
+    if args.store == "ledgerly":  # a split written blind at stop 36, kept in a module of its own
+        from heldout_fresh5 import PROMPTS_FRESH5
+
+        data.SPLITS["fresh5"] = (data.QUERIES_HELDOUT, PROMPTS_FRESH5, data.TOOLS_HELDOUT)
     if args.split not in data.SPLITS:
         parser.error(f"--split: the {args.store} set has {', '.join(sorted(data.SPLITS))}")
     problems = data.check()

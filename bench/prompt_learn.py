@@ -17,8 +17,8 @@ its standing among the pool's scores, the lexical coverage and tier, the rank). 
 2. the fit on every split given, whose weights ``service.hooks.PROMPT_WEIGHTS`` holds.
 
 A hit counts as relevant when the prompt wants it or finds it fair (``want`` or ``ok``),
-as precision counts them. TUNING DATA ONLY: ``fresh4`` is refused here (``fresh3`` was reported only until issue 18's
-fourth round, then tuned on).
+as precision counts them. TUNING DATA ONLY: ``fresh4`` and ``fresh5`` are refused here
+(``fresh3`` was reported only until issue 18's fourth round, then tuned on).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import heldout
 import heldout_data as data
 import prompt_tune
 
-REPORTED = {"fresh4"}
+REPORTED = {"fresh4", "fresh5"}
 
 
 def gathered(splits: list[str], pool: int, cache: Path | None,
