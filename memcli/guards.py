@@ -47,6 +47,9 @@ KINDS = ("deny", "ask", "warn")
 #: The tool names a pattern may use (Claude Code's), and what each specifier is.
 TOOLS = {"Bash": "command", "Read": "path", "Edit": "path", "Write": "path", "MultiEdit": "path",
          "NotebookEdit": "path", "WebFetch": "domain"}
+#: The tools an agent cannot do its work without: a ``deny`` or ``ask`` guard on every use of
+#: one of them (``Bash``, ``Edit(*)``) takes the tool away (:func:`takes_tool_away`).
+WORKING_TOOLS = ("Bash", "Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
 #: The tools an ``Edit(...)`` rule covers (Claude Code: "Edit rules apply to all built-in tools that edit files").
 EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 #: Write bounds (as those of tags, ``model.MAX_TAGS``): guards per memory, characters per pattern.
@@ -226,6 +229,21 @@ def parse(pattern: object) -> Rule:
     elif spec.strip() in ("/", "//", "~", "~/"):
         pass  # a whole tree: matches everything under it
     return Rule(tool, spec.strip() if kind != "command" else spec, text)
+
+
+def takes_tool_away(guard: Guard) -> bool:
+    """Whether ``guard`` denies or asks about every use of a tool the agent works with
+    (:data:`WORKING_TOOLS`: ``Bash``, ``Bash(*)``, ``Read``, ``Edit`` alone…): such a guard
+    stops the agent from working at all, so the pre-tool hook enforces it only from the
+    reader's own memories (:func:`in_force`; docs/guards.md, red team, stop 35)."""
+    return guard.kind in ("deny", "ask") and guard.rule.spec is None and guard.rule.tool in WORKING_TOOLS
+
+
+def in_force(guard: Guard, own: bool) -> Guard:
+    """``guard`` as the pre-tool hook enforces it for a reader: as written when the memory is
+    the reader's ``own``, else a guard that :func:`takes_tool_away` counts as ``warn`` (a
+    teammate's memory may forbid a command, not the shell)."""
+    return guard if own or not takes_tool_away(guard) else Guard("warn", guard.rule)
 
 
 def check_guards(value: object) -> list[Guard]:

@@ -485,6 +485,37 @@ def test_a_warn_guard_lets_the_call_through_and_counts_a_violation(ws: Path, run
     assert row["violated"] == 1 and row["delivered"] == 1
 
 
+@pytest.mark.parametrize("pattern", ["Bash", "Bash(*)"])
+def test_a_teammates_guard_on_the_whole_shell_warns_and_only_ones_own_denies(ws: Path, run: Runner, tmp_path: Path,
+                                                                            pattern: str) -> None:
+    """Red team, stop 35 (HIGH 10): a teammate's memory with ``deny: Bash`` passed review like
+    any memory and stopped alice's agent from running any command. A guard that takes a
+    working tool away is enforced only from the reader's own memories; a teammate's counts as
+    ``warn`` (delivered, counted), and a teammate's guard on a command still denies."""
+    whole = run("--actor", "bob", "--json", "remember", "Agents must not use the shell in this repository",
+                "--deny", pattern).json()["data"]["id"]
+    narrow = run("--actor", "bob", "--json", "remember", "Never force-push to main",
+                 "--deny", "Bash(git push --force:*)").json()["data"]["id"]
+    for agent, payload in (("claude", _claude("ls -la", tmp_path)), ("codex", _codex("ls -la", tmp_path)),
+                           ("gemini", _gemini("ls -la", tmp_path))):
+        decision, _ = _decision(_hook(run, agent, payload, tmp_path))
+        assert decision == "", (agent, decision)
+    answer = _hook(run, "claude", _claude("make build", tmp_path, session="s2"), tmp_path)
+    assert isinstance(answer, dict) and whole in answer["hookSpecificOutput"]["additionalContext"]
+    assert "permissionDecision" not in answer["hookSpecificOutput"]
+    found, reason = _decision(_hook(run, "claude", _claude("git push --force origin main", tmp_path), tmp_path))
+    assert found == "deny" and narrow in reason and whole not in reason
+    found, _ = _decision(_hook(run, "claude", _claude("x=1; " + "true && " * 1200 + "true", tmp_path), tmp_path))
+    assert found == "deny"  # the teammate's command guard still refuses what it cannot check
+    row = next(r for r in run("--json", "stats").json()["data"]["perMemory"] if r["id"] == whole)
+    assert row["violated"] >= 1 and not row.get("denied")
+    assert f"enforced: counts {pattern}" in run("context").out  # said as the hook enforces it for alice
+    assert f"enforced: denies {pattern}" in run("--actor", "bob", "context").out
+    own = run("--json", "remember", "No shell for agents here, my call", "--deny", pattern).json()["data"]["id"]
+    found, reason = _decision(_hook(run, "claude", _claude("ls -la", tmp_path, session="s3"), tmp_path))
+    assert found == "deny" and own in reason and whole not in reason
+
+
 def test_an_agents_guard_waits_for_review_and_is_enforced_once_approved(ws: Path, run: Runner, tmp_path: Path) -> None:
     out = run("--json", "remember", "Never run the seed script against production", "--source-type",
               "model_derived", "--deny", "Bash(./seed.sh:*)")

@@ -554,11 +554,11 @@ def context(ctx: Ctx, query: str | None, budget: int | None, fmt: str, folder: P
     for chunk in _vetted_chunks(pool, ctx.actor, leading):  # secrets of hand-written files cut out first
         unverified.update(unbacked(ctx, chunk))  # the files of what may be shown: 48 stats, not 400
         shown += for_reader(ctx, chunk)
-        block = render(shown, room, fmt, total, notes, unverified)
+        block = render(shown, room, fmt, total, notes, unverified, reader=ctx.actor)
         if room - len(block.text) < FOOTER_RESERVE + MIN_LINE:
             break  # full: no later memory would fit, so none needs its secret scan
     if block is None:
-        block = render(shown, room, fmt, total, notes, unverified)
+        block = render(shown, room, fmt, total, notes, unverified, reader=ctx.actor)
     if arrived:
         block = with_note(block, arrived, fmt, key="arrival")
     if standing:

@@ -304,8 +304,11 @@ def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
     """``(memory, memcli.guards.Guard)`` for every guard of the memories in force that the
     caller reads (active, not expired, in ``ctx.scopes()``, visible to ``ctx.actor``): a
     pending proposal's guard is never enforced; a quarantined memory's verified version's
-    guards are (``service.held_guards``)."""
-    from memcli.guards import check_guards
+    guards are (``service.held_guards``). A guard that takes a working tool away
+    (``memcli.guards.in_force``: ``deny: Bash``) counts as ``warn`` unless the memory
+    is the caller's own (its ``provenance.actor``, which ``check`` and verify on arrival hold
+    to the commit's author): a teammate's memory may forbid a command, not the shell."""
+    from memcli.guards import check_guards, in_force
     from memcli.service.held_guards import verified_versions  # a quarantined memory's verified guards hold
 
     scopes = set(ctx.scopes())
@@ -319,9 +322,11 @@ def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
     for memory in [*active, *verified_versions(ctx, served)]:
         if memory.guards and memory.scope in scopes and memory.served(ctx.now) and ctx.may_see(memory):
             try:
-                out.extend((memory, g) for g in check_guards(memory.guards))
+                found = check_guards(memory.guards)
             except MemcliError:  # a hand edit the index took in before the check: not enforced
                 continue
+            own = memory.provenance.actor == ctx.actor
+            out.extend((memory, in_force(g, own)) for g in found)
     return out
 
 
@@ -590,7 +595,7 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     if call is not None and call.tool == "Bash":
         ordered = vetted_first([m for m in command_memories(ctx, call.command) if m.id not in seen], ctx.actor)
         return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(ordered), notes=notes(ctx, stale),
-                      unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
+                      unverified=unbacked(ctx, ordered[:TOOL_LIMIT]), reader=ctx.actor)
     search = retriever(ctx)
     found: dict[str, tuple] = {}
     names = files_of(payload.tool_name, payload.tool_input) or (list(call.paths) if call is not None else [])
@@ -618,7 +623,7 @@ def _tool_block(ctx: Ctx, payload: formats.HookInput, folder: Path | None, seen:
     # about the file's name before a rename; the unvetted instruction-like ones last of all
     ordered = vetted_first([memory for _, memory in sorted(found.values(), key=lambda pair: pair[0])], ctx.actor)
     return render(ordered[:TOOL_LIMIT], TOOL_BUDGET, total=len(found), notes=notes(ctx, stale),
-                  unverified=unbacked(ctx, ordered[:TOOL_LIMIT]))
+                  unverified=unbacked(ctx, ordered[:TOOL_LIMIT]), reader=ctx.actor)
 
 
 def command_memories(ctx: Ctx, command: str) -> list[Memory]:
@@ -799,7 +804,7 @@ def _prompt_block(ctx: Ctx, prompt: str, seen: set[str], floor: float | None = N
 
     doubt = {h.memory.id for h in hits if unvetted(h.memory, ctx.actor)}
     chosen = [h.memory for h in prompt_selection(hits, words, floor, hybrid, seen, doubt)]
-    return render(chosen, PROMPT_BUDGET, notes=notes(ctx), unverified=unbacked(ctx, chosen))
+    return render(chosen, PROMPT_BUDGET, notes=notes(ctx), unverified=unbacked(ctx, chosen), reader=ctx.actor)
 
 
 def prompt_selection(hits: list[Hit], words: list[Word], floor: float, hybrid: bool,
