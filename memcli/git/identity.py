@@ -170,19 +170,21 @@ def _candidates(root: Path, env: dict[str, str]) -> list[str]:
     else:
         xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
         files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    git_dir = _git_dir(root)
-    if git_dir is not None:
-        common = git_dir
+    folder = git_dir(root)
+    if folder is not None:
+        common = folder
         try:
-            common = os.path.join(git_dir, Path(git_dir, "commondir").read_text(encoding="utf-8").strip())
+            common = os.path.join(folder, Path(folder, "commondir").read_text(encoding="utf-8").strip())
         except OSError:
             pass
-        files += [os.path.join(common, "config"), os.path.join(git_dir, "config.worktree")]
+        files += [os.path.join(common, "config"), os.path.join(folder, "config.worktree")]
     return [os.path.abspath(f) for f in files]
 
 
-def _git_dir(root: Path) -> str | None:
-    """The per-worktree git folder of the repository holding ``root``: ``.git``, or what a ``.git`` file names."""
+def git_dir(root: Path) -> str | None:
+    """The per-worktree git folder of the repository holding ``root``: ``.git``, or what a
+    ``.git`` file names (a linked worktree, a submodule); None outside a repository. A few
+    ``stat`` calls, no git process."""
     folder = os.path.abspath(root)
     while True:
         dot = os.path.join(folder, ".git")
@@ -246,7 +248,7 @@ def _origins_and_includes(root: Path, listed: list[tuple[str, str, str | None]])
             target = os.path.expanduser(value)
             files.append(os.path.abspath(os.path.join(os.path.dirname(source), target)))
             if key.startswith("includeif.onbranch:"):
-                git_dir = _git_dir(root)
-                if git_dir is not None:
-                    files.append(os.path.abspath(os.path.join(git_dir, "HEAD")))
+                folder = git_dir(root)
+                if folder is not None:
+                    files.append(os.path.abspath(os.path.join(folder, "HEAD")))
     return files

@@ -1,4 +1,5 @@
-"""The hot path of verify on arrival (``service.arrival``): the record in ``.cache/arrival.json``.
+"""The hot path of verify on arrival (``service.arrival``): the record kept in the git folder
+(:func:`anchor_path`, with a copy in ``.cache/arrival.json``).
 
 Every read asks :func:`held` what it must not serve. When the ``stat`` of the file that moves
 with ``HEAD`` (git's ``logs/HEAD``, else the index) matches the record, that is one small read
@@ -17,12 +18,45 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memcli.service import Ctx
 
-#: The record beside the index.
+#: The record beside the index (a copy: see :func:`anchor_path`).
 STATE_NAME = "arrival.json"
+#: The folder, inside the repository's git folder, of the records that count.
+ANCHOR_FOLDER = "memcli"
 
 
 def _state_path(ctx: Ctx) -> Path:
     return ctx.ws.root / ".cache" / STATE_NAME
+
+
+def anchor_path(root: Path) -> Path | None:
+    """See :func:`_anchor` (kept per store for the process once found: a read asks twice)."""
+    found = _ANCHORS.get(str(root))
+    if found is None:
+        found = _anchor(str(root))
+        if found is not None and len(_ANCHORS) < 64:
+            _ANCHORS[str(root)] = found
+    return found
+
+
+_ANCHORS: dict[str, Path] = {}
+
+
+def _anchor(root: str) -> Path | None:
+    """Where the record of the store at ``root`` that counts is kept: in the git folder of the
+    repository holding it (``.git/memcli/arrival-HASH.json``, HASH of the store's real path:
+    two stores of one repository keep two), which no pull, merge or checkout writes. The copy
+    in ``.cache/`` is in the working tree, where a plain ``git pull`` overwrites an ignored file
+    with a tracked one (red team, stop 35: a tracked ``.cache/arrival.json`` set what the clone
+    had verified, and a quarantined memory was served again). None outside a repository."""
+    import hashlib
+
+    from memcli.git.identity import git_dir
+
+    folder = git_dir(Path(root))
+    if folder is None:
+        return None
+    key = hashlib.blake2b(os.path.realpath(root).encode("utf-8", "surrogateescape"), digest_size=6).hexdigest()
+    return Path(folder) / ANCHOR_FOLDER / f"arrival-{key}.json"
 
 
 def load(ctx: Ctx) -> dict:
@@ -31,23 +65,40 @@ def load(ctx: Ctx) -> dict:
 
 
 def read_record(root: Path) -> dict:
-    """The record of the store at ``root`` (``{}`` when there is none or it cannot be read)."""
-    try:
-        data = json.loads((root / ".cache" / STATE_NAME).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """The record of the store at ``root`` (``{}`` when there is none or it cannot be read): the
+    one in the git folder (:func:`anchor_path`), else, for a store whose record was written
+    before it was kept there, the copy in ``.cache/``."""
+    anchor = anchor_path(root)
+    for path in ((anchor,) if anchor is not None else ()) + (root / ".cache" / STATE_NAME,):
+        try:
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+    return {}
 
 
 def _save(ctx: Ctx, state: dict) -> None:
-    """Write the record atomically; a read-only cache folder, or one that is a link (the index
-    refuses it too: it may point anywhere), is left alone (the next read tries again)."""
+    """Write the record atomically, in the git folder (:func:`anchor_path`) and its copy in
+    ``.cache/`` (what ``store.workspace.lost_settings`` looks for); a folder that is read-only,
+    or a cache folder that is a link (the index refuses it too: it may point anywhere), is left
+    alone (the next read tries again)."""
     from memcli.store.files import atomic_write
 
+    data = json.dumps(state, indent=1, sort_keys=True).encode("utf-8")
+    anchor = anchor_path(ctx.ws.root)
+    if anchor is not None:
+        try:
+            anchor.parent.mkdir(mode=0o700, exist_ok=True)
+            atomic_write(anchor, data)
+        except OSError:
+            pass
     if os.path.islink(_state_path(ctx).parent):
         return
     try:
-        atomic_write(_state_path(ctx), json.dumps(state, indent=1, sort_keys=True).encode("utf-8"))
+        atomic_write(_state_path(ctx), data)
     except OSError:
         pass
 
@@ -73,7 +124,7 @@ def held(ctx: Ctx) -> tuple[set[str], set[str]]:
             not ``tolerant`` (``arrival._follow_settings``): the command stops, as the next would.
     """
     state = load(ctx)
-    if not state or _stat_key(state.get("keyPath")) != state.get("key"):
+    if not state or not state.get("keyPath") or _stat_key(state.get("keyPath")) != state.get("key"):
         from memcli.errors import MemcliError
         from memcli.service.arrival import catch_up
         from memcli.service.settings import Unloadable
