@@ -175,3 +175,23 @@ def test_a_clones_record_brought_by_a_plain_pull_changes_nothing_it_verified(tea
     listed = team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"]
     assert sorted(e["path"].rsplit("/", 1)[1] for e in listed) == sorted(
         f"{IDS[k]}.md" for k in ("planted", "flipped")), listed
+
+
+def test_a_fresh_clone_read_before_any_init_registers_the_merge_driver(team: Team, tmp_path: Path) -> None:
+    """Red team, stop 35 (noticed): a plain ``git clone`` read with ``memcli list`` had no merge
+    driver in its git config, so its first plain ``git pull`` merged memory files line by line.
+    The clone's first read registers it (git config only: the committed .gitattributes names it)."""
+    import subprocess
+
+    team.remember("alice", "Deploys go out on Tuesdays")
+    team.sync("alice")
+    fresh = tmp_path / "fresh"
+    subprocess.run(["git", "clone", "-q", str(team.bare), str(fresh)], check=True, env=None, capture_output=True)
+    before = subprocess.run(["git", "config", "--get", "merge.memcli.driver"], cwd=fresh, capture_output=True)
+    assert before.returncode == 1
+    listed = run_memcli("-w", str(fresh), "list", env=team.env("bob"))
+    assert listed.code == 0 and "Tuesdays" in listed.out, listed
+    after = subprocess.run(["git", "config", "--get", "merge.memcli.driver"], cwd=fresh, capture_output=True, text=True)
+    assert after.returncode == 0 and "merge-file" in after.stdout, after
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=fresh, capture_output=True,
+                          text=True).stdout == ""  # nothing written in the working tree

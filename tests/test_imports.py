@@ -104,6 +104,7 @@ HOT_BASE = frozenset((
     "memcli", "memcli.cli", "memcli.cli.fast", "memcli.cli.hot", "memcli.cli.output", "memcli.cli.state",
     "memcli.config", "memcli.errors", "memcli.fileformat", "memcli.index", "memcli.index.catalog", "memcli.index.db",
     "memcli.index.fresh", "memcli.service.arrived", "memcli.service.settings",
+    "memcli.git", "memcli.git.identity",  # the verified-arrival record is read from the git folder (git_dir)
     "memcli.index.tokenize", "memcli.model", "memcli.policy",
     "memcli.policy.gates", "memcli.policy.owner", "memcli.service", "memcli.service.read", "memcli.service.redact",
     "memcli.store", "memcli.store.events", "memcli.store.files", "memcli.store.personal", "memcli.store.workspace",

@@ -52,7 +52,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from memcli.config import CONFIG_NAME
-from memcli.errors import MemoryNotFound
+from memcli.errors import MemcliError, MemoryNotFound
 from memcli.service import Ctx
 from memcli.service.arrived import _save, _stat_key, load
 
@@ -153,6 +153,8 @@ def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout", said: list[str] |
     status, out, _ = repo.raw("rev-parse", "-q", "--verify", "HEAD^{commit}")
     head = out.decode().strip() if status == 0 else ""
     verified = str(state.get("verified", ""))
+    if not verified:  # the clone's first record: a clone read before any `memcli init` or sync
+        _register_merge_driver(ctx)
     if verified and head and verified != head:
         old = _base(repo, verified, head)
         lines = _verify(ctx, repo, state, old, head, who)[1]
@@ -163,6 +165,19 @@ def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout", said: list[str] |
     _save(ctx, state)
     _follow_settings(ctx, state)
     return state
+
+
+def _register_merge_driver(ctx: Ctx) -> None:
+    """Register memcli's merge driver in this clone's git config (``sync.ensure_merge_driver``,
+    the committed ``.gitattributes`` left as it is): a fresh clone read with ``list`` or a hook
+    before any ``memcli init`` or sync would otherwise merge memory files line by line on its
+    first plain ``git pull``. A failure is left for ``init`` or ``sync`` to report."""
+    from memcli.service.sync import ensure_merge_driver
+
+    try:
+        ensure_merge_driver(ctx.ws.root, write=False)
+    except MemcliError:
+        pass
 
 
 def _record_settings(repo: GitRepo, state: dict, head: str) -> None:
