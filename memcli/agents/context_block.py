@@ -110,15 +110,15 @@ def enforced(memory: Memory, reader: str | None = None) -> str:
     """The label of a guarded memory in force: ``enforced: denies Bash(npm install:*); asks before
     Edit(migrations/**)`` (at most three patterns), or "" for a memory without guards. For a
     ``reader`` (an actor) who did not write the memory, each guard is named as the hook
-    enforces it for them (:func:`guards_in_force`: ``counts Bash`` for a teammate's ``deny: Bash``)."""
+    enforces it for them (:func:`guards_as_enforced`: ``counts Bash`` for a teammate's ``deny: Bash``)."""
     if not memory.guards or memory.status != "active":
         return ""
-    parts = [f"{_GUARD_VERBS.get(k, k)} {p}" for k, p in guards_in_force(memory, reader)[:3]]
+    parts = [f"{_GUARD_VERBS.get(k, k)} {p}" for k, p in guards_as_enforced(memory, reader)[:3]]
     more = f" and {len(memory.guards) - 3} more" if len(memory.guards) > 3 else ""
     return defuse("enforced: " + "; ".join(parts) + more)
 
 
-def guards_in_force(memory: Memory, reader: str | None = None) -> list[tuple[str, str]]:
+def guards_as_enforced(memory: Memory, reader: str | None = None) -> list[tuple[str, str]]:
     """``(kind, pattern)`` of each of ``memory``'s guards as the pre-tool hook enforces it for
     ``reader`` (None: as written): a teammate's guard that takes a whole tool away is ``warn``
     (``memcli.guards.in_force``)."""
@@ -220,7 +220,7 @@ def _render_json(memories: list[Memory], budget: int, total: int, notes: dict[st
                 "importance": memory.importance, "pinned": memory.pinned, "text": neutralise(memory.text),
                 **({"flag": "instruction-like"} if instruction_like(memory.text) else {}),
                 **({"unverified": defuse(unverified[memory.id])} if memory.id in unverified else {}),
-                **({"enforced": [{k: p} for k, p in guards_in_force(memory, reader)]} if enforced(memory) else {}),
+                **({"enforced": [{k: p} for k, p in guards_as_enforced(memory, reader)]} if enforced(memory) else {}),
                 **({"stale": defuse(notes[memory.id])} if memory.id in notes else {})}
         trial = json.dumps({"note": HEADER, "memories": [*chosen, item], "omitted": total,
                             "search": "memcli recall WORDS"}, ensure_ascii=False)  # the longest final shape
