@@ -516,6 +516,42 @@ def test_a_teammates_guard_on_the_whole_shell_warns_and_only_ones_own_denies(ws:
     assert found == "deny" and own in reason and whole not in reason
 
 
+@pytest.mark.parametrize("depth", [10, 500, 2000])
+def test_a_nested_tool_input_never_gets_a_call_past_a_deny(ws: Path, run: Runner, tmp_path: Path, depth: int) -> None:
+    """Newcomer, stop 36 (HIGH): a field nested 500-989 deep in the tool input made the hook
+    exit 5 with no answer, and from 990 deep (past json's reader) exit 0 with no decision: the
+    call went through a deny guard. Every hook exits 0, and an input memcli cannot read is
+    refused while a deny guard is in force."""
+    mid = run("--json", "remember", "Never force-push", "--deny", "Bash(git push --force:*)").json()["data"]["id"]
+    payload = json.dumps(_claude("git push --force", tmp_path))
+    nested = payload.replace('"description": "install"', '"x": ' + "[" * depth + "]" * depth)
+    found, reason = _decision(_hook_raw(run, "claude", nested, tmp_path))
+    assert found == "deny" and mid in reason, reason
+
+
+def test_an_unreadable_tool_input_without_guards_is_let_through(ws: Path, run: Runner, tmp_path: Path) -> None:
+    run("remember", "Deploys go out on Tuesdays")
+    assert _hook_raw(run, "claude", '{"tool_input": ' + "[" * 3000 + "]" * 3000 + "}", tmp_path) == ""
+    assert _hook_raw(run, "claude", "not json", tmp_path) == ""
+
+
+@pytest.mark.parametrize("cwd", ["{}/\u0000", "{}/" + "x" * 5000])
+def test_a_cwd_that_cannot_be_read_fails_closed(ws: Path, run: Runner, tmp_path: Path, cwd: str) -> None:
+    """Newcomer, stop 36: a NUL byte (or an over-long name) in the hook's cwd raised in the guard
+    matching, the hook said "memcli hook failed" and the denied call went through."""
+    mid = run("--json", "remember", "Never read the env file", "--deny", "Read(.env)").json()["data"]["id"]
+    raw = json.dumps({"session_id": "s", "cwd": "CWD", "hook_event_name": "PreToolUse", "tool_name": "Read",
+                      "tool_input": {"file_path": ".env"}}).replace("CWD", cwd.format(tmp_path))
+    found, reason = _decision(_hook_raw(run, "claude", raw, tmp_path))
+    assert found == "deny" and mid in reason, reason
+
+
+def _hook_raw(run: Runner, agent: str, raw: str, cwd: Path) -> dict | str:
+    out = run("hook", agent, "pre-tool-use", input=raw, cwd=cwd)
+    assert out.code == 0, out
+    return json.loads(out.out) if out.out.strip() else ""
+
+
 def test_an_agents_guard_waits_for_review_and_is_enforced_once_approved(ws: Path, run: Runner, tmp_path: Path) -> None:
     out = run("--json", "remember", "Never run the seed script against production", "--source-type",
               "model_derived", "--deny", "Bash(./seed.sh:*)")

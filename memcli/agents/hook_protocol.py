@@ -169,9 +169,13 @@ class HookInput:
         def text(key: str) -> str:
             value = data.get(key)
             return _whole(value) if isinstance(value, str) else ""
+        try:
+            tool_input = _whole(data.get("tool_input"))
+        except RecursionError:  # json read it, but walking it again goes past Python's stack
+            return cls(), "hook input is nested too deeply to read as JSON"
         return cls(session_id=text("session_id"), transcript_path=text("transcript_path"), cwd=text("cwd"),
                    event=text("hook_event_name"), source=text("source"), prompt=text("prompt"),
-                   tool_name=text("tool_name"), tool_input=_whole(data.get("tool_input"))), None
+                   tool_name=text("tool_name"), tool_input=tool_input), None
 
 
 @overload

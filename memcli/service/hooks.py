@@ -207,7 +207,10 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
     run = HookRun("", [problem] if problem else [])
     tool_event = event in ("pre-tool-use", "post-tool-use")
     call = call_of(agent, payload.tool_name, payload.tool_input) if tool_event else None
-    if tool_event and call is None:
+    # a pre-tool input that is there but cannot be read (not JSON, nested past the reader): the
+    # call it describes is unknown, so no deny or ask guard may let it through (newcomer, stop 36)
+    unreadable = event == "pre-tool-use" and problem is not None and bool(raw.strip())
+    if tool_event and call is None and not unreadable:
         return run  # a tool no guard or memory is about (Codex runs it for every tool): nothing to open
     after = "post-tool-use" in own.events  # the agent takes a tool's memories after the call only
     context = ""
@@ -223,7 +226,9 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
                 on_open(ctx.ws.config.hook_deadline, lambda: _background_build(ctx), None)
         if event not in ("pre-compact", "session-end"):  # those write: their gates need the whole index
             ctx.bound()  # [hooks] deadline: a stale index is served, the build goes on in the background
-        if call is not None and event == "pre-tool-use":
+        if unreadable:
+            decision = _unreadable_verdict(ctx, own)
+        elif call is not None and event == "pre-tool-use":
             if on_open is not None:
                 deadline, keep = ctx.ws.config.hook_deadline, on_open
 
@@ -233,7 +238,7 @@ def run_hook(agent: str, event: str, raw: str, workspace: str | None, actor: str
                 late_decision(None)
             else:
                 decision = _guard(ctx, agent, payload, call)
-        if not decision and not (event == "pre-tool-use" and after):
+        if not decision and not (event == "pre-tool-use" and after) and not unreadable:
             context = _dispatch(ctx, event, payload, run, agent=agent, call=call)
         run.warnings.extend(ctx.warnings)
     except MemcliError as err:
@@ -360,7 +365,15 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
         from memcli import testpoint
 
         testpoint.stall("guards:matching")
-    matched = match_call(guards, call, payload.cwd)
+    try:
+        matched = match_call(guards, call, payload.cwd)
+    except (ValueError, OSError):  # a NUL byte or an over-long name in the cwd or a path (newcomer, stop 36)
+        if not held:
+            return []
+        verdict = _unchecked_verdict(own, held, "its working folder or a path in it cannot be read", call.malformed)
+        _journal(ctx, agent, payload, "denied" if verdict[0] == "deny" else "asked",
+                 list(dict.fromkeys(m.id for m, _ in held)), held[0][1].pattern, key)
+        return verdict
     for memory, guard in matched:
         if guard.kind == "warn":
             _journal(ctx, agent, payload, "violated", [memory.id], guard.pattern, key)
@@ -396,6 +409,14 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
     _journal(ctx, agent, payload, "denied" if not asks else "asked", [m.id for m, _ in chosen],
              chosen[0][1].pattern, key)
     return ["deny" if not asks else "ask", reason]
+
+
+def _unreadable_verdict(ctx: Ctx, own: Agent) -> list[str]:
+    """``[decision, reason]`` for a pre-tool call whose hook input could not be read: refused
+    (or asked about) while any ``deny`` or ``ask`` guard is in force, since its tool is unknown;
+    ``[]`` when none is."""
+    held = [(m, g) for m, g in guards_in_force(ctx) if g.kind in ("deny", "ask")]
+    return _unchecked_verdict(own, held, "the hook's input could not be read", malformed=True) if held else []
 
 
 def _unchecked_verdict(own: Agent, held: list[tuple[Memory, Guard]], why: str, malformed: bool = False) -> list[str]:
