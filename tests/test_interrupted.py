@@ -330,7 +330,9 @@ def test_a_remember_killed_inside_update_ref_leaves_no_lock_that_blocks_the_next
     # completed or rolled back the write, but every later write failed on "cannot lock ref"
     # (a rare instant of tests/test_robust_kill.py's random kills)
     hook = ws / ".git" / "hooks" / "reference-transaction"
-    hook.write_text(KILL_HOOK, encoding="utf-8")
+    # git moves the branch in a process group of its own: kill memcli (git's parent) with it
+    hook.write_text(KILL_HOOK.replace("kill -9 0", "kill -9 \"$(ps -o ppid= -p \"$PPID\" | tr -d ' ')\" 0"),
+                    encoding="utf-8")
     hook.chmod(0o755)
     _killed(["remember", "A write killed while git moves the branch."], env={"MEMCLI_TEST_KILL_MERGE": "1"})
     hook.unlink()
@@ -499,3 +501,50 @@ def test_a_sync_killed_after_its_merge_commit_but_before_git_removed_merge_head_
     after = run_memcli("-w", str(two), "sync")
     assert after.code == 0, after
     _consistent(two)
+
+
+#: A reference-transaction hook that writes the process group of the git that runs it and of
+#: that git's parent (memcli) to ``$MEMCLI_TEST_GROUPS``.
+GROUPS_HOOK = """#!/bin/sh
+[ "$1" = "prepared" ] || exit 0
+cat > /dev/null
+P=$(ps -o ppid= -p "$PPID" | tr -d ' ')
+echo "$(ps -o pgid= -p "$PPID" | tr -d ' ') $(ps -o pgid= -p "$P" | tr -d ' ')" >> "$MEMCLI_TEST_GROUPS"
+exit 0
+"""
+
+
+def test_the_branch_move_runs_out_of_reach_of_a_terminals_ctrl_c(ws, tmp_path):
+    """Newcomer, stop 36 (HIGH): a Ctrl-C at a terminal reaches memcli's whole process group;
+    git update-ref, in that group, died after the branch moved, and memcli said "git
+    update-ref failed: -2; nothing was written" and put the files back. The move now runs in
+    a process group of its own."""
+    hook = ws / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(GROUPS_HOOK, encoding="utf-8")
+    hook.chmod(0o755)
+    groups = tmp_path / "groups"
+    proc = subprocess.run([*MEMCLI, "-w", str(ws), "remember", "Deploys go out on Tuesdays."],
+                          env={**os.environ, "MEMCLI_TEST_GROUPS": str(groups)}, capture_output=True, text=True,
+                          timeout=120, start_new_session=True)
+    hook.unlink()
+    assert proc.returncode == 0, proc
+    moves = [line.split() for line in groups.read_text(encoding="utf-8").splitlines()]
+    assert moves and all(git_group != memcli_group for git_group, memcli_group in moves), moves
+
+
+def test_a_branch_move_git_reports_failed_but_that_landed_counts_as_landed(ws, run):
+    """The same fault's other half: whatever kills git after the move, a branch that holds the
+    new commit is a commit that landed (``git.commit._move``); one that does not is refused."""
+    from memcli.errors import GitFailed
+    from memcli.git.commit import _move
+    from memcli.git.repo import GitRepo
+
+    assert run("remember", "Deploys go out on Tuesdays.").code == 0
+    repo = GitRepo(ws)
+    branch = git(ws, "symbolic-ref", "HEAD").strip()
+    head = git(ws, "rev-parse", "HEAD").strip()
+    parent = git(ws, "rev-parse", "HEAD~1").strip()
+    _move(repo, "already there", branch, head, parent)  # git refuses (old value), the branch holds it
+    with pytest.raises(GitFailed, match="update-ref failed"):
+        _move(repo, "not there", branch, parent, parent)
+    assert git(ws, "rev-parse", "HEAD").strip() == head

@@ -307,7 +307,7 @@ def commit(repo: GitRepo, rels: list[str], message: str, *, env: dict[str, str],
         held = interrupts.hold()
         # the branch itself, not HEAD: a HEAD detached meanwhile (a rebase starting) never gets the commit;
         # git logs it in HEAD's reflog too, as a commit on the checked-out branch
-        _plumb(repo, "update-ref", "-m", f"commit: {subject}"[:200], branch, new, old or "")
+        _move(repo, f"commit: {subject}"[:200], branch, new, old or "")
         landed = True
         os.replace(lock, shared)
         return new
@@ -500,15 +500,38 @@ def _batch(repo: GitRepo, queries: list[str], index: Path) -> list[tuple[str | N
     return [(None, None, b"") if a is None else a for a in answers[:len(queries)]]
 
 
+def _move(repo: GitRepo, message: str, branch: str, new: str, old: str) -> None:
+    """``update-ref -m MESSAGE BRANCH NEW OLD`` in a session of its own, so a Ctrl-C at the
+    terminal does not reach it; if git fails all the same (killed, say) after the branch
+    moved, the move stands: a commit that landed is never reported as not written (newcomer,
+    stop 36: "git update-ref failed: -2; nothing was written", and the files were put back).
+
+    Raises:
+        GitFailed: the branch does not hold ``new``.
+    """
+    from memcli.git import run as runner
+
+    proc = runner.run(("update-ref", "-m", message, branch, new, old), repo.workspace, own_session=True)
+    if proc.returncode == 0:
+        return
+    status, out, _ = repo.raw("rev-parse", "-q", "--verify", f"{branch}^{{commit}}")
+    if status == 0 and out.decode().strip() == new:
+        return
+    raise GitFailed(f"git update-ref failed: {first_line(proc.stderr) or proc.returncode}")
+
+
 def _plumb(repo: GitRepo, *args: str, index: Path | None = None, input: bytes | None = None,
            env: dict[str, str] | None = None) -> bytes:
     """Run one plumbing command; stdout bytes.
 
     Raises:
         GitFailed: git exited non-zero (its first error line) or cannot be started.
+        KeyboardInterrupt: git was stopped by SIGINT (the person's Ctrl-C: exit 130, nothing written).
     """
     extra = {**(env or {}), **({"GIT_INDEX_FILE": str(index)} if index else {})}
     status, out, err = repo.raw(*args, input=input, env=extra)
+    if status == -2:  # SIGINT: a Ctrl-C at the terminal reached git too, before the branch moved
+        raise KeyboardInterrupt
     if status != 0:
         name = next((a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] != "-c")), "")
         raise GitFailed(f"git {name} failed: {first_line(err) or status}")

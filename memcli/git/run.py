@@ -86,7 +86,7 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | str | None = None,
         env: dict[str, str] | None = None, timeout: float | None = None, deadline: float | None = None,
-        text: bool = False) -> "subprocess.CompletedProcess[Any]":
+        text: bool = False, own_session: bool = False) -> "subprocess.CompletedProcess[Any]":
     """Run ``git ARGS`` in the folder ``cwd`` (a path; None: the current folder), sealed.
 
     Args:
@@ -97,6 +97,9 @@ def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | st
         deadline: a ``time.monotonic()`` instant git must finish by (the nearer of the two counts).
         text: stdout and stderr as text (UTF-8, undecodable bytes replaced, universal newlines);
             else stdout is bytes and stderr too.
+        own_session: start git in a session of its own (Unix), out of the terminal's process
+            group, so a Ctrl-C meant for memcli never reaches it (the branch move of a commit,
+            which memcli finishes whatever comes: ``git.commit``).
 
     Returns:
         The finished process (``returncode``, ``stdout``, ``stderr``); a non-zero status is not
@@ -119,7 +122,7 @@ def run(args: tuple[str, ...] | list[str], cwd: Any = None, *, input: bytes | st
         if limit is None:
             return subprocess.run([*BASE_ARGS, *args], cwd=cwd, capture_output=True, input=input,
                                   env=environment(env), stdin=None if input is not None else subprocess.DEVNULL,
-                                  **decoding)
+                                  start_new_session=own_session and hasattr(os, "setsid"), **decoding)
         return _run_bounded([*BASE_ARGS, *args], cwd, input, environment(env), limit, decoding)
     except subprocess.TimeoutExpired:
         raise GitTimedOut(f"git {subcommand(args)} did not finish within {limit:.3g} s and was stopped",
