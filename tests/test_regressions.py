@@ -207,3 +207,26 @@ def test_a_workspace_option_naming_a_file_says_so(tmp_path) -> None:
     file.write_text("x", encoding="utf-8")
     out = run_memcli("-w", str(file), "list")
     assert out.code == 3 and "is a file, not a memcli workspace folder" in out.err and "memcli init" not in out.err, out
+
+
+def test_a_supersede_whose_text_is_already_a_memory_retires_the_old_one_for_it(ws, run) -> None:
+    """Newcomer, stop 36 (HIGH): `supersede OLD TEXT`, TEXT already held by another active
+    memory, was a no-op that exited 0 ("already exists") and left OLD active: the outdated
+    port was served beside the right one. OLD is now superseded by that memory, linked both
+    ways, in one commit; the CLI and the MCP tool share the path."""
+    right = run("--json", "remember", "The staging database listens on port 6432.").json()["data"]["id"]
+    old = run("--json", "remember", "The staging database listens on port 5433.").json()["data"]["id"]
+    commits = git(ws, "rev-list", "--count", "HEAD")
+    out = run("--json", "supersede", old, "The staging database listens on port 6432.")
+    assert out.code == 0, out
+    data = out.json()["data"]
+    assert data["id"] == right and data["outcome"] == "updated" and data["changed"] == [old], data
+    listed = run("--json", "list").json()["data"]["memories"]
+    assert [m["id"] for m in listed] == [right]
+    shown = run("--json", "show", old).json()["data"]
+    assert shown["status"] == "superseded" and shown["supersededBy"] == [right], shown
+    assert old in run("--json", "show", right).json()["data"]["supersedes"]
+    assert int(git(ws, "rev-list", "--count", "HEAD")) == int(commits) + 1
+    assert git(ws, "status", "--porcelain", "--", "memories") == ""
+    again = run("--json", "supersede", right, "The staging database listens on port 6432.")
+    assert again.code == 0 and again.json()["data"]["outcome"] == "noop"  # its own text: nothing to do

@@ -632,6 +632,8 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
         first = next((m for m in batch.added if m.id == dups[0].memory_id), None) \
             or catalog.by_prefix(dups[0].memory_id)[0]
         decided.append(("duplicate", f"exact duplicate of {first.id}"))
+        if base is not None and first.id != base.memory.id and first.status == "active" and not pending:
+            return _superseded_by_existing(ctx, op, base, first, batch, decided)
         return WriteResult(op, first, "noop", f"already exists: {first.id}{_not_applied(memory, first, opts)}",
                            gate="duplicate", gates=decided)
     if base is not None:  # the memory being replaced is near the new one by design: no warning about it
@@ -663,6 +665,23 @@ def _decide(ctx: Ctx, op: str, text: str, opts: WriteOptions, base: Loaded | Non
                   f"({ctx.ws.config.ttl.get(memory.category)}; --ttl or --expire-at sets another)")
     return WriteResult(op, memory, outcome, f"{verb}: {memory.id} ({memory.scope}){extra}",
                        gate="review" if pending else None, changed=changed, gates=decided, warnings=warnings)
+
+
+def _superseded_by_existing(ctx: Ctx, op: str, base: Loaded, first: Memory, batch: Batch,
+                            decided: list[tuple[str, str]]) -> WriteResult:
+    """A supersede of ``base`` whose new text is already the active memory ``first``: ``base``
+    is marked superseded by ``first`` (and ``first`` names it in ``supersedes``), one commit.
+    Before, the write was a no-op that exited 0 and left the outdated memory active beside the
+    one that replaces it (newcomer, stop 36)."""
+    links = [*base.memory.superseded_by, first.id]
+    batch.writes[base.file] = rewrite(base, {"status": "superseded", "supersededBy": links, "updatedAt": ctx.now})
+    if base.memory.id not in first.supersedes and all(m.id != first.id for m in batch.added):
+        held = ctx.load(first)
+        batch.writes[held.file] = rewrite(held, {"supersedes": [*held.memory.supersedes, base.memory.id],
+                                                 "updatedAt": ctx.now})
+    decided.append(("conflict", f"supersedes {base.memory.id}"))
+    return WriteResult(op, first, "updated", f"already exists: {first.id}; {base.memory.id} is now superseded by it",
+                       gate="duplicate", changed=[base.memory.id], gates=decided)
 
 
 def _differences(memory: Memory, held: Memory, opts: WriteOptions) -> list[tuple[str, str, list[str]]]:
