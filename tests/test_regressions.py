@@ -230,3 +230,18 @@ def test_a_supersede_whose_text_is_already_a_memory_retires_the_old_one_for_it(w
     assert git(ws, "status", "--porcelain", "--", "memories") == ""
     again = run("--json", "supersede", right, "The staging database listens on port 6432.")
     assert again.code == 0 and again.json()["data"]["outcome"] == "noop"  # its own text: nothing to do
+
+
+def test_a_text_from_stdin_is_not_charged_for_its_closing_line_break(ws, run) -> None:
+    """Newcomer, stop 36: `python -c 'print("c" * 20000)' | memcli remember -` was refused as
+    20,001 characters, though the text is stored without its closing line break."""
+    assert run("remember", "-", input="c" * 20000 + "\n").code == 0
+    assert run("remember", "-", input="d" * 20001 + "\n").code == 5
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "0"])
+def test_an_mcp_port_out_of_range_is_a_usage_error(ws, run, port: str) -> None:
+    """Newcomer, stop 36: `memcli mcp --transport streamable-http --port 99999` printed two
+    tracebacks (OverflowError from bind) and exited 1."""
+    out = run("mcp", "--transport", "streamable-http", "--port", port, input="")
+    assert out.code == 2 and "--port" in out.err and "Traceback" not in out.err, out

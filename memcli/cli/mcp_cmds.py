@@ -19,7 +19,8 @@ ScopeO = Annotated[Optional[list[str]], typer.Option(
     "--scope", "-s", help="A scope the server may read and write; repeatable (else $MEMCLI_MCP_SCOPES, "
                           "else the workspace's [scopes] read). Tools cannot widen them.")]
 AgentO = Annotated[Optional[str], typer.Option(
-    "--agent", help="Provenance actor of its writes (else $MEMCLI_MCP_AGENT, else the client's name).")]
+    "--agent", help="Provenance actor of its writes (else $MEMCLI_MCP_AGENT, else mcp-client; never the "
+                    "client's self-reported name).")]
 ReadOnlyO = Annotated[bool, typer.Option("--read-only", help="Offer only the tools that read.")]
 AgentA = Annotated[str, typer.Argument(help=", ".join(names()[:-1]) + f" or {names()[-1]}.")]
 UserO = Annotated[bool, typer.Option("--user", help="Edit your user configuration instead of the project's.")]
@@ -31,7 +32,8 @@ def serve(
     scope: ScopeO = None, agent: AgentO = None, read_only: ReadOnlyO = False,
     transport: Annotated[str, typer.Option("--transport", help="stdio (default), or streamable-http on 127.0.0.1.")]
     = "stdio",
-    port: Annotated[int, typer.Option("--port", help="Port for --transport streamable-http.")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port for --transport streamable-http.")]
+    = 8765,
 ) -> None:
     """Run the MCP server over stdio until the client closes it (tools: recall, context, show, history,
     review, remember, supersede, forget; no tool approves)."""

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 
 
 def read_text(text: str) -> str:
-    """The memory text of a command line: ``-`` reads it from stdin (saying so on a terminal)."""
+    """The memory text of a command line: ``-`` reads it from stdin (saying so on a terminal),
+    without the one line break that ends what ``echo`` or a file gives (it was counted against
+    the length limit, and the text is stored without it all the same)."""
     if text == "-":
         if sys.stdin.isatty():
             warn("reading the memory text from stdin; end with Ctrl-D")
-        return sys.stdin.read()
+        read = sys.stdin.read()
+        return read[:-2] if read.endswith("\r\n") else read[:-1] if read.endswith("\n") else read
     return text
 
 
