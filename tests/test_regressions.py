@@ -245,3 +245,17 @@ def test_an_mcp_port_out_of_range_is_a_usage_error(ws, run, port: str) -> None:
     tracebacks (OverflowError from bind) and exited 1."""
     out = run("mcp", "--transport", "streamable-http", "--port", port, input="")
     assert out.code == 2 and "--port" in out.err and "Traceback" not in out.err, out
+
+
+def test_the_mcp_server_takes_the_scope_of_the_actor_its_tools_act_as(ws, run, tmp_path) -> None:
+    """Newcomer, stop 36: with no --actor, `memcli mcp --scope user:<git e-mail>` was refused at
+    start ("personal to a@x.io; you are root"): the start-up check took the login name, every
+    tool call git's user.email."""
+    home = tmp_path / "dana"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\temail = dana@example.com\n\tname = Dana\n", encoding="utf-8")
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "MEMCLI_ACTOR": ""}
+    out = run("mcp", "--scope", "user:dana@example.com", input="", env=env)
+    assert out.code == 0, out
+    other = run("mcp", "--scope", "user:somebody-else", input="", env=env)
+    assert other.code == 5 and "dana@example.com" in other.err, other

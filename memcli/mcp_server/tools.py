@@ -136,7 +136,6 @@ class Settings:
         """
         from memcli.errors import ValidationFailed
         from memcli.policy.gates import readable_scopes
-        from memcli.service import default_actor
 
         if not scopes:
             scopes = [s.strip() for s in os.environ.get(ENV_SCOPES, "").split(",") if s.strip()]
@@ -147,8 +146,23 @@ class Settings:
         settings = cls(workspace=workspace, actor=actor, scopes=list(dict.fromkeys(scopes)),
                        agent=agent_name(configured) if configured else None,
                        read_only=read_only or os.environ.get(ENV_READ_ONLY, "") not in ("", "0", "false"))
-        readable_scopes([], actor or default_actor(), settings.scopes or None)  # checks each --scope
+        readable_scopes([], actor or _actor_of(workspace), settings.scopes or None)  # checks each --scope
         return settings
+
+
+def _actor_of(workspace: str | None) -> str:
+    """The actor the tools will act as (``service.default_actor`` of the workspace, as
+    ``Ctx.open`` resolves it: git's ``user.email`` there), or the login name's when no workspace
+    is found yet. The start-up check used the login name while every tool call used git's
+    e-mail: ``--scope user:<your e-mail>`` was refused at start (newcomer, stop 36)."""
+    from memcli.errors import MemcliError
+    from memcli.service import default_actor
+    from memcli.store.workspace import find_root
+
+    try:
+        return default_actor(find_root(workspace))
+    except MemcliError:
+        return default_actor()
 
 
 def inside(scope: str, allowed: list[str], actor: str) -> bool:
