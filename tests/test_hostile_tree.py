@@ -195,3 +195,25 @@ def test_a_fresh_clone_read_before_any_init_registers_the_merge_driver(team: Tea
     assert after.returncode == 0 and "merge-file" in after.stdout, after
     assert subprocess.run(["git", "status", "--porcelain"], cwd=fresh, capture_output=True,
                           text=True).stdout == ""  # nothing written in the working tree
+
+
+def test_a_guarded_memory_its_writer_restores_is_not_held_for_the_lift_before_it(team: Team) -> None:
+    """Newcomer, stop 36 (MEDIUM-HIGH): bob forgot alice's guarded memory; alice's clone held
+    that back and she reverted it; bob's clone then quarantined her restore, naming bob's own
+    forget (long verified, his own commit), and bob's agent went without the guard. The guard
+    rule judges the versions a range brings, not the memory's whole history again."""
+    guard = team.remember("alice", "Never force-push to main", "--deny", "Bash(git push --force:*)")
+    team.sync("alice")
+    team.sync("bob")
+    assert team.mem("bob", "forget", guard).code == 0
+    team.sync("bob")
+    out = team.mem("alice", "sync")
+    assert out.code == 0 and "quarantined on arrival" in out.out + out.err, out
+    entry = team.mem("alice", "--json", "quarantine", "list").json()["data"]["quarantined"][0]
+    assert team.mem("alice", "quarantine", "revert", entry["id"]).code == 0
+    team.sync("alice")
+    back = team.mem("bob", "sync")
+    assert back.code == 0 and "quarantined" not in back.out + back.err, back
+    assert team.mem("bob", "--json", "quarantine", "list").json()["data"]["quarantined"] == []
+    denied = _pre_tool(team, "bob", "git push --force origin main")
+    assert '"permissionDecision": "deny"' in denied and guard in denied, denied

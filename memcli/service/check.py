@@ -643,13 +643,15 @@ def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory
             continue  # an unreadable guard: the file's own check says so
         maker = version.person()
         theirs = not (maker is not None and maker.same_person(proposer))
+        if (lifted or all(added)) and _before_range(git, version):
+            continue  # judged when it arrived (or this clone's own): a later restore is no new lift
         if lifted and version.memory.status == "active" and theirs:
             shown = ", ".join(f"{g.kind} {g.pattern}" for g in lifted[:3])
             out.append(Problem(rel, "guard", f"{version.where()} removes a guard ({shown}) from a memory "
                                f"{proposer.show()} wrote; {LIFTED_BY}"))
             break
         retired, how = _retired(before, version.memory, git.ids_at)
-        if retired and theirs:
+        if retired and theirs and not _before_range(git, version):
             shown = ", ".join(f"{g.kind} {g.pattern}" for g in retired[:3])
             out.append(Problem(rel, "guard", f"{version.where()} {how} a memory {proposer.show()} wrote, "
                                f"lifting its guards ({shown}); {LIFTED_BY}"))
@@ -665,6 +667,17 @@ def _guard_problems(git: _Git, rel: str, walked: list[tuple[Version, list[Memory
                            "memory that is reviewed as any write"))
         break
     return out
+
+
+def _before_range(git: _Git, version: Version) -> bool:
+    """Whether ``version``'s commit is at or before the start of the range checked (so it was
+    judged when it arrived, or it is the clone's own): the guard rule judges a memory's later
+    versions, not its whole history again when a range changes it (newcomer, stop 36: bob's own
+    archiving of alice's guarded memory, long verified, quarantined her restore of it and named
+    bob's commit). One ``merge-base`` process, asked only for a version that would fail."""
+    if version.commit == "staged" or git.old is None:
+        return False
+    return git.repo.raw("merge-base", "--is-ancestor", version.commit, git.old)[0] == 0
 
 
 #: How a guard is lifted legitimately (rule ``guard``'s messages).
