@@ -231,12 +231,32 @@ def parse(pattern: object) -> Rule:
     return Rule(tool, spec.strip() if kind != "command" else spec, text)
 
 
+#: Ordinary calls of a working tool: a pattern that matches every one of its tool's takes that
+#: tool away (:func:`takes_tool_away`): ``Bash(* *)``, ``Edit(**)``, ``Read(/**)`` as well as
+#: the tool alone (red team, stop 36).
+ORDINARY_COMMANDS = ("git status", "make test", "npm run build", "python3 -m pytest -q", "cat README.md")
+ORDINARY_PATHS = ("src/main.py", "README.md", "docs/guide/intro.md", "Makefile", "tests/test_app.py")
+_PROBE_ROOT = "/probe/project"
+
+
 def takes_tool_away(guard: Guard) -> bool:
-    """Whether ``guard`` denies or asks about every use of a tool the agent works with
-    (:data:`WORKING_TOOLS`: ``Bash``, ``Bash(*)``, ``Read``, ``Edit`` alone…): such a guard
+    """Whether ``guard`` denies or asks about every ordinary use of a tool the agent works with
+    (:data:`WORKING_TOOLS`): the tool alone (``Bash``, ``Bash(*)``, ``Edit``), or a pattern that
+    matches each of :data:`ORDINARY_COMMANDS` (a shell tool) or :data:`ORDINARY_PATHS` in a
+    project (a file tool), such as ``Bash(* *)``, ``Edit(**)`` or ``Read(/**)``. Such a guard
     stops the agent from working at all, so the pre-tool hook enforces it only from the
-    reader's own memories (:func:`in_force`; docs/guards.md, red team, stop 35)."""
-    return guard.kind in ("deny", "ask") and guard.rule.spec is None and guard.rule.tool in WORKING_TOOLS
+    reader's own memories (:func:`in_force`; docs/guards.md, red team, stops 35 and 36)."""
+    if guard.kind not in ("deny", "ask") or guard.rule.tool not in WORKING_TOOLS:
+        return False
+    if guard.rule.spec is None:
+        return True
+    where = Where(cwd=_PROBE_ROOT, root=_PROBE_ROOT, home="/probe/home")
+    tool = guard.rule.tool
+    if tool == "Bash":
+        calls = [Call("Bash", command=c) for c in ORDINARY_COMMANDS]
+    else:
+        calls = [Call(tool, paths=[f"{_PROBE_ROOT}/{p}"], writes=tool == "Write") for p in ORDINARY_PATHS]
+    return all(matches(guard.rule, call, where) for call in calls)
 
 
 def in_force(guard: Guard, own: bool) -> Guard:

@@ -485,7 +485,7 @@ def test_a_warn_guard_lets_the_call_through_and_counts_a_violation(ws: Path, run
     assert row["violated"] == 1 and row["delivered"] == 1
 
 
-@pytest.mark.parametrize("pattern", ["Bash", "Bash(*)"])
+@pytest.mark.parametrize("pattern", ["Bash", "Bash(*)", "Bash(* *)"])
 def test_a_teammates_guard_on_the_whole_shell_warns_and_only_ones_own_denies(ws: Path, run: Runner, tmp_path: Path,
                                                                             pattern: str) -> None:
     """Red team, stop 35 (HIGH 10): a teammate's memory with ``deny: Bash`` passed review like
@@ -496,8 +496,8 @@ def test_a_teammates_guard_on_the_whole_shell_warns_and_only_ones_own_denies(ws:
                 "--deny", pattern).json()["data"]["id"]
     narrow = run("--actor", "bob", "--json", "remember", "Never force-push to main",
                  "--deny", "Bash(git push --force:*)").json()["data"]["id"]
-    for agent, payload in (("claude", _claude("ls -la", tmp_path)), ("codex", _codex("ls -la", tmp_path)),
-                           ("gemini", _gemini("ls -la", tmp_path))):
+    for agent, payload in (("claude", _claude("ls -la", tmp_path)), ("codex", _codex("git status", tmp_path)),
+                           ("gemini", _gemini("make test", tmp_path))):
         decision, _ = _decision(_hook(run, agent, payload, tmp_path))
         assert decision == "", (agent, decision)
     answer = _hook(run, "claude", _claude("make build", tmp_path, session="s2"), tmp_path)
@@ -512,7 +512,7 @@ def test_a_teammates_guard_on_the_whole_shell_warns_and_only_ones_own_denies(ws:
     assert f"enforced: counts {pattern}" in run("context").out  # said as the hook enforces it for alice
     assert f"enforced: denies {pattern}" in run("--actor", "bob", "context").out
     own = run("--json", "remember", "No shell for agents here, my call", "--deny", pattern).json()["data"]["id"]
-    found, reason = _decision(_hook(run, "claude", _claude("ls -la", tmp_path, session="s3"), tmp_path))
+    found, reason = _decision(_hook(run, "claude", _claude("git status", tmp_path, session="s3"), tmp_path))
     assert found == "deny" and own in reason and whole not in reason
 
 
@@ -550,6 +550,18 @@ def _hook_raw(run: Runner, agent: str, raw: str, cwd: Path) -> dict | str:
     out = run("hook", agent, "pre-tool-use", input=raw, cwd=cwd)
     assert out.code == 0, out
     return json.loads(out.out) if out.out.strip() else ""
+
+
+@pytest.mark.parametrize(("pattern", "away"), [
+    ("Bash", True), ("Bash(*)", True), ("Bash(**)", True), ("Bash(* *)", True), ("Edit", True), ("Edit(**)", True),
+    ("Edit(/**)", True), ("Edit(//**)", True), ("Read(**)", True), ("Read(/**)", True), ("Write(**)", True),
+    ("Bash(git:*)", False), ("Bash(git push --force:*)", False), ("Edit(migrations/**)", False),
+    ("Read(.env)", False), ("Edit(*.py)", False), ("Read(~/**)", False), ("WebFetch", False)])
+def test_which_guards_take_a_working_tool_away(pattern: str, away: bool) -> None:
+    """Red team, stop 36 (F5): Bash(* *), Edit(**), Read(/**) and the like from a teammate were
+    enforced, though they stop every ordinary call as surely as the tool alone."""
+    assert g.takes_tool_away(g.Guard("deny", g.parse(pattern))) is away
+    assert g.takes_tool_away(g.Guard("warn", g.parse(pattern))) is False
 
 
 def test_an_agents_guard_waits_for_review_and_is_enforced_once_approved(ws: Path, run: Runner, tmp_path: Path) -> None:
