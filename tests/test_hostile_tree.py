@@ -217,3 +217,33 @@ def test_a_guarded_memory_its_writer_restores_is_not_held_for_the_lift_before_it
     assert team.mem("bob", "--json", "quarantine", "list").json()["data"]["quarantined"] == []
     denied = _pre_tool(team, "bob", "git push --force origin main")
     assert '"permissionDecision": "deny"' in denied and guard in denied, denied
+
+
+def test_an_evil_merge_that_lifts_a_guard_is_verified_like_any_commit(team: Team) -> None:
+    """Red team, stop 36 (F1): a merge commit whose result also took alice's guard out of her
+    memory (a change neither side made) was never looked at: verify on arrival listed the
+    files of ordinary commits only. A merge's own changes are read too."""
+    guard = team.remember("alice", "Never force-push to main", "--deny", "Bash(git push --force:*)")
+    team.sync("alice")
+    team.sync("mallory")
+    path = team.path_of("mallory", guard)
+    main = team.git("mallory", "rev-parse", "--abbrev-ref", "HEAD").strip()
+    team.git("mallory", "checkout", "-q", "-b", "side")
+    (team.ws["mallory"] / "side.txt").write_text("a\n", encoding="utf-8")
+    team.git("mallory", "add", "side.txt")
+    team.git("mallory", "commit", "-qm", "side")
+    team.git("mallory", "checkout", "-q", main)
+    (team.ws["mallory"] / "other.txt").write_text("b\n", encoding="utf-8")
+    team.git("mallory", "add", "other.txt")
+    team.git("mallory", "commit", "-qm", "other")
+    team.git("mallory", "merge", "-q", "--no-commit", "side")
+    text = path.read_text(encoding="utf-8")
+    path.write_text("\n".join(line for line in text.splitlines() if "guards:" not in line and "deny:" not in line)
+                    + "\n", encoding="utf-8")
+    team.git("mallory", "add", "-A")
+    team.git("mallory", "commit", "-qm", "Merge branch side")
+    team.git("mallory", "push", "-q", "origin", "HEAD")
+    out = team.mem("alice", "sync")
+    assert out.code == 0 and "removes a guard" in out.out + out.err, out
+    denied = _pre_tool(team, "alice", "git push --force origin main")
+    assert '"permissionDecision": "deny"' in denied and guard in denied, denied

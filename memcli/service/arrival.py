@@ -383,15 +383,18 @@ def _foreign_paths(repo: GitRepo, span: str, trust: Trust | None = None) -> set[
     me = committer_email(repo)
     prefix = repo.prefix
     found: set[str] = set()
-    mine = False
-    status, out, _ = repo.raw("log", "--no-merges", "--no-renames", "--format=%x00%H%x00%ce", "--name-only", span,
-                              "--", "memories", CONFIG_NAME)
-    for line in out.decode("utf-8", "replace").splitlines() if status == 0 else []:
-        if line.startswith("\x00"):
-            _, sha, committer = (line.split("\x00", 2) + ["", ""])[:3]
-            mine = _is_mine(trust, sha, committer.strip().lower(), me)
-        elif line.strip() and not mine:
-            found.add(line.strip().removeprefix(prefix))
+    # a merge's own changes too (``-c``: the files it leaves unlike every parent): an "evil
+    # merge" that edits a memory neither side changed was never looked at (red team, stop 36)
+    for kind in ("--no-merges", "--merges"):
+        mine = False
+        status, out, _ = repo.raw("log", kind, *(["-c"] if kind == "--merges" else []), "--no-renames",
+                                  "--format=%x00%H%x00%ce", "--name-only", span, "--", "memories", CONFIG_NAME)
+        for line in out.decode("utf-8", "replace").splitlines() if status == 0 else []:
+            if line.startswith("\x00"):
+                _, sha, committer = (line.split("\x00", 2) + ["", ""])[:3]
+                mine = _is_mine(trust, sha, committer.strip().lower(), me)
+            elif line.strip() and not mine:
+                found.add(line.strip().removeprefix(prefix))
     return found
 
 
