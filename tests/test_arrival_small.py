@@ -118,7 +118,8 @@ def _pre_tool(team: Team, name: str, command: str) -> str:
 @pytest.mark.parametrize("how", ["guard removed", "stray byte", "file deleted with many others", "file deleted alone",
                                  "archived by hand", "forgotten by a teammate", "given an expiry",
                                  "superseded by a memory that does not exist", "moved to another scope",
-                                 "re-encoded as UTF-16"])
+                                 "re-encoded as UTF-16", "superseded by itself",
+                                 "superseded by an archived memory"])
 @pytest.mark.slow
 def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> None:
     """Newcomer trust faults 1 and 2 (stop 32): bob removed the deny guard of alice's memory by
@@ -155,6 +156,14 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
         text = path.read_text(encoding="utf-8")
         ghost = "status: superseded\nsupersededBy: [01jdxq5k7m2vzzzzzzzzzzzzzz]\n"
         path.write_text(text.replace("status: active\n", ghost, 1), encoding="utf-8")
+    elif how in ("superseded by itself", "superseded by an archived memory"):  # red team, stop 36 (F2)
+        successor = guard
+        if how == "superseded by an archived memory":
+            successor = team.remember("bob", "a placeholder note")
+            assert team.mem("bob", "forget", successor).code == 0
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("status: active\n", f"status: superseded\nsupersededBy: [{successor}]\n", 1),
+                        encoding="utf-8")
     elif how == "moved to another scope":
         moved = team.ws["bob"] / "memories" / "channel" / "old" / path.name
         moved.parent.mkdir(parents=True)
@@ -174,7 +183,8 @@ def test_a_teammates_push_cannot_switch_a_guard_off(team: Team, how: str) -> Non
     if how == "guard removed":
         assert "removes a guard (deny Bash(npm install:*))" in out.out, out
     if how in ("file deleted alone", "archived by hand", "forgotten by a teammate", "given an expiry",
-               "superseded by a memory that does not exist", "moved to another scope"):
+               "superseded by a memory that does not exist", "moved to another scope", "superseded by itself",
+               "superseded by an archived memory"):
         assert "lifting its guards (deny Bash(npm install:*))" in out.out, out
     denied = _pre_tool(team, "alice", "npm install left-pad")
     assert '"permissionDecision": "deny"' in denied and guard in denied, denied

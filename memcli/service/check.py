@@ -143,14 +143,18 @@ class _Git:
         return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
     def ids_at(self) -> set[str]:
-        """The memory ids (file names' first parts) at the range's end: what a ``supersededBy``
-        may name. Read once."""
+        """The ids (file names' first parts) of the memories at the range's end that are
+        ``active`` or ``superseded`` (a chain of supersedes goes on): what a ``supersededBy``
+        may name. An archived or rejected memory carries no guard on, so naming one retired a
+        teammate's guarded memory past rule ``guard`` (red team, stop 36). Read once."""
         if self._ids is None:
             from memcli.model import id_from_stem
 
-            args = ("ls-files",) if self.env else ("ls-tree", "-r", "--name-only", self.new)
-            self._ids = {id_from_stem(PurePosixPath(p).name.removesuffix(".md"))
-                         for p in self.paths(*args, "--", "memories")}
+            where = ("--cached",) if self.env else (self.new,)
+            found = self.paths("grep", "-l", "-E", "^status: *[\"']?(active|superseded)[\"']? *$", *where,
+                               "--", "memories")
+            self._ids = {id_from_stem(PurePosixPath(p.split(":", 1)[1] if not self.env else p).name.removesuffix(".md"))
+                         for p in found}
         return self._ids
 
     def blob(self, spec: str) -> bytes | None:
@@ -705,8 +709,9 @@ def _retired(before: list[Memory], after: Memory, ids: Callable[[], set[str]]) -
     if not guards:
         return [], ""
     if after.status != "active":
-        if after.status == "superseded" and after.superseded_by and set(after.superseded_by) <= ids():
-            return [], ""  # superseded by a memory that exists: the supersede is reviewed as any write
+        successors = set(after.superseded_by) - {after.id}  # itself: no successor (red team, stop 36)
+        if after.status == "superseded" and successors and successors <= ids():
+            return [], ""  # superseded by a memory in force: the supersede is reviewed as any write
         named = " by a memory that does not exist" if after.status == "superseded" and after.superseded_by else ""
         return guards, f"sets to {after.status}{named}"
     if any(b.scope != after.scope for b in before):
