@@ -201,6 +201,13 @@ class Config:
         value = self.ttl.get(category, NEVER)
         return None if value == NEVER else parse_duration(value)
 
+    def default_ttl_or_none(self, category: str) -> timedelta | None:
+        """:meth:`default_ttl`, or None for a value that does not read (a file checked elsewhere)."""
+        try:
+            return self.default_ttl(category)
+        except ValueError:
+            return None
+
     def retention(self) -> timedelta:
         """``[compact] retention`` as a duration (checked when the file was read)."""
         from memcli.timeutil import parse_duration

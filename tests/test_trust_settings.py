@@ -33,8 +33,13 @@ def loosened(before: Config, after: Config) -> list[str]:
     ({"on_conflict": "fail"}, []),
     ({"kind": "personal"}, ["[workspace] kind"]),
     ({"workspace_id": None}, ["[workspace] id"]),
-    ({"workspace_id": "01otherworkspace00000000000"}, []),
-    ({"context_budget": 9000, "hook_deadline": 1.0}, []),  # more room, sooner answers: named, in force
+    ({"workspace_id": "01otherworkspace00000000000"}, ["[workspace] id"]),  # red team, stop 36: hid your guards
+    ({"context_budget": 9000}, []),  # more room: named, in force
+    ({"hook_deadline": 0.1}, ["[hooks] deadline"]),  # red team, stop 36: answered before the guards were read
+    ({"autocommit": False}, ["[git] autocommit"]),  # red team, stop 36: your writes left unshared
+    ({"ttl": {"goal": "30d", "episode": "90d", "fact": "1m"}}, ["[ttl]"]),  # your next guard expired in 1 minute
+    ({"ttl": {"goal": "7d", "episode": "90d"}}, ["[ttl]"]),
+    ({"ttl": {"goal": "60d", "episode": "never"}}, []),  # kept longer: named, in force
     # red team, stop 35: each of these was in force at once from a teammate's push
     ({"hook_deadline": 60.0}, ["[hooks] deadline"]),  # past the agent's 5 s hook timeout
     ({"context_budget": 200}, ["[context] budget"]),  # an empty session start

@@ -23,12 +23,18 @@ a list out.
   turned on loosens (red team, stop 35: a teammate's ``extract = true`` made the victim's
   session end write what they had said into the shared scope and push it; ``session_start``
   serves an arrival before the person saw it).
-* ``[hooks] deadline`` raised, ``[context] budget`` lowered: loosens (a hook past its agent's
-  timeout answers nothing; a budget of 200 emptied every session start).
+* ``[hooks] deadline`` changed, ``[context] budget`` lowered: loosens (a hook past its agent's
+  timeout answers nothing; a budget of 200 emptied every session start; a deadline of 0.1 s
+  answered before the guards were read after an arrival: red team, stop 36).
+* ``[git] autocommit`` turned off, a ``[ttl]`` default shorter or new: loosens (a teammate's
+  ``autocommit = false`` left the victim's writes uncommitted and unshared; ``fact = "1m"``
+  gave her next guarded memory an expiry a minute out: red team, stop 36).
 * ``[workspace] kind``: ``project`` to ``personal`` loosens (a personal store serves the
   personal scopes a project's shared tree never serves); ``[workspace] id`` removed loosens
-  for the same reason. Another id is named (``memcli resolve`` of two stores started apart
-  takes the remote's) but passes.
+  for the same reason, and changed loosens too: each person's memories of ``user:*`` scopes,
+  guards among them, would be read from the store of another id (red team, stop 36; a
+  ``memcli resolve`` of two stores started apart, which takes the remote's id, is the
+  resolver's own change and is accepted once by the others).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from memcli.config import Config
 
 #: Characters that make a ``[scopes] shared`` entry a glob pattern (``fnmatch``).
@@ -146,15 +154,32 @@ def compare(before: Config, after: Config) -> list[SettingChange]:
             add(key, old, new, bool(new), what if new else f"no longer: {what}")
     if before.hook_deadline != after.hook_deadline:
         later = after.hook_deadline > before.hook_deadline
-        add("[hooks] deadline", before.hook_deadline, after.hook_deadline, later,
-            "a hook may run past its agent's timeout (5 s as installed)" if later else "hooks answer sooner")
+        add("[hooks] deadline", before.hook_deadline, after.hook_deadline, True,
+            "a hook may run past its agent's timeout (5 s as installed)" if later
+            else "a hook may answer before it has read the guards")
+    if before.autocommit != after.autocommit:
+        add("[git] autocommit", before.autocommit, after.autocommit, not after.autocommit,
+            "memcli's writes would stay uncommitted, so sync would share none of them" if not after.autocommit
+            else "memcli's writes are committed")
+    shorter = [c for c in sorted(set(before.ttl) | set(after.ttl)) if _sooner(before.default_ttl_or_none(c),
+                                                                              after.default_ttl_or_none(c))]
+    if before.ttl != after.ttl:
+        add("[ttl]", before.ttl, after.ttl, bool(shorter),
+            f"new memories of {', '.join(shorter[:3])} would expire sooner, their guards with them" if shorter
+            else "memories are kept longer")
     if before.context_budget != after.context_budget:
         less = after.context_budget < before.context_budget
         add("[context] budget", before.context_budget, after.context_budget, less,
             "fewer memories in every session start" if less else "more memories in every session start")
     if before.workspace_id != after.workspace_id:
         dropped = before.workspace_id is not None and after.workspace_id is None
-        add("[workspace] id", before.workspace_id, after.workspace_id, dropped,
+        add("[workspace] id", before.workspace_id, after.workspace_id, before.workspace_id is not None,
             "personal scopes in the shared tree would be served" if dropped
-            else "personal memories are read from the store of this id")
+            else "personal memories, guards among them, would be read from another store")
     return out
+
+
+def _sooner(before: timedelta | None, after: timedelta | None) -> bool:
+    """Whether a category's ``[ttl]`` default ``after`` (a ``timedelta``, None: never) expires
+    its memories sooner than ``before``."""
+    return after is not None and (before is None or after < before)
