@@ -247,3 +247,25 @@ def test_an_evil_merge_that_lifts_a_guard_is_verified_like_any_commit(team: Team
     assert out.code == 0 and "removes a guard" in out.out + out.err, out
     denied = _pre_tool(team, "alice", "git push --force origin main")
     assert '"permissionDecision": "deny"' in denied and guard in denied, denied
+
+
+def test_a_cache_link_in_git_is_refused_by_check_and_sync(team: Team) -> None:
+    """Red team, stop 36 (F9): a committed link named ``.cache`` passed check ("0 files
+    checked"), and a sync merged it: git put it in place of alice's cache folder (her usage
+    journal, sessions and index gone)."""
+    team.sync("alice")
+    team.sync("bob")
+    base = team.git("bob", "rev-parse", "HEAD").strip()
+    cache = team.ws["bob"] / ".cache"
+    import shutil
+
+    shutil.rmtree(cache)
+    cache.symlink_to("/tmp")
+    team.git("bob", "add", "-f", ".cache")
+    team.git("bob", "commit", "-qm", "tidy")
+    checked = team.mem("bob", "check", f"{base}..HEAD")
+    assert checked.code == 17 and ".cache is a clone's own folder" in checked.out + checked.err, checked
+    team.git("bob", "push", "-q", "origin", "HEAD")
+    out = team.mem("alice", "sync")
+    assert out.code == 16 and "not merged, nothing changed" in out.err, out
+    assert (team.ws["alice"] / ".cache").is_dir() and not (team.ws["alice"] / ".cache").is_symlink()

@@ -378,9 +378,13 @@ def checkout_hazard(path: str, prefix: PurePosixPath, read: Callable[[str], byte
     ``.cache/`` (``prefix``: the store's folder), or a ``.gitattributes`` whose content
     (``read(path)``) sets one of :data:`REWRITING_ATTRIBUTES` on the memory files. Rule
     ``tree`` of :func:`check`, and what ``sync`` refuses to merge."""
-    if path.startswith((prefix / ".cache").as_posix() + "/"):
+    cache = (prefix / ".cache").as_posix()
+    if path.startswith(cache + "/"):
         return ("a file under .cache/ is a clone's own state (its index, what it has verified), never shared: "
                 "remove it from git (`git rm --cached`)")
+    if path == cache:  # a link or a file in its place: git would replace the clone's folder (red team, stop 36)
+        return (".cache is a clone's own folder (its index, what it has verified), never shared: git would put "
+                "this in its place; remove it from git (`git rm --cached .cache`)")
     if path == ".gitattributes" or path.endswith("/.gitattributes"):
         found = rewriting_attributes(read(path).decode("utf-8", "replace"), path, prefix)
         if found:
