@@ -108,6 +108,7 @@ class _Git:
         self.settings: Config = ctx.ws.config  # the settings the range is judged by, set by check()
         self._people: list[Identity] | None = None
         self._ids: set[str] | None = None
+        self._held: dict[str, str] | None = None
         self.old: str | None = None  # the range's base, set by check(): versions reachable from it are vouched for
         self.new = "HEAD"  # the range's end (HEAD for the staged versions), set by check()
         self.env = {"GIT_INDEX_FILE": index} if staged and (index := _hook_index(self.repo)) else None
@@ -156,6 +157,22 @@ class _Git:
             self._ids = {id_from_stem(PurePosixPath(p.split(":", 1)[1] if not self.env else p).name.removesuffix(".md"))
                          for p in found}
         return self._ids
+
+    def held_before(self) -> dict[str, str]:
+        """``{id: path}`` of the memory files at the range's start that are still there at its
+        end (file names' first parts; a file moved in the range is not held): what a file added
+        in the range must not take. Empty for a check of a whole tree. Read once."""
+        if self._held is None:
+            self._held = {}
+            if self.old is not None:
+                from memcli.model import id_from_stem
+
+                now = set(self.paths(*(("ls-files",) if self.env else ("ls-tree", "-r", "--name-only", self.new)),
+                                     "--", "memories"))
+                for path in self.paths("ls-tree", "-r", "--name-only", self.old, "--", "memories"):
+                    if path in now and path.endswith(".md"):
+                        self._held.setdefault(id_from_stem(PurePosixPath(path).name.removesuffix(".md")), path)
+        return self._held
 
     def blob(self, spec: str) -> bytes | None:
         status, out, _ = self.repo.raw("cat-file", "blob", spec, env=self.env)
@@ -469,6 +486,11 @@ def _check_file(ctx: Ctx, git: _Git, rel: str, data: bytes | None, mode: str, ne
     if not PurePosixPath(rel).name.startswith(memory.id):
         problems.append(Problem(rel, "path", f"the file name does not start with its id {memory.id}"))
     problems.extend(_scope_problems(git, rel, memory))
+    held = git.held_before().get(memory.id)
+    if held is not None and held != rel:  # red team, stop 36 (F3): the store served it under that id
+        problems.append(Problem(rel, "id", f"takes the id {memory.id} of the memory in {held}, which the range "
+                                "leaves in place: two files, one id; a new memory gets an id of its own "
+                                "(`memcli remember`), a change goes to that file (`memcli supersede`)"))
     problems.extend(_history_problems(ctx, git, rel, full, memory, new, single))
     return problems
 
