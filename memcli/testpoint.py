@@ -33,6 +33,7 @@ POINTS = (
 STALL_ENV = "MEMCLI_TEST_STALL_AT"
 STALLS = (
     "guards:matching",  # the pre-tool hook holds the guards in force and is about to match the call
+    "arrival:verifying",  # a read is about to verify what arrived since the store's record
     "zygote:taken-over",  # a fork server's child has taken the client's place; memcli's main not begun
 )
 

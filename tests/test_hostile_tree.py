@@ -15,6 +15,7 @@ Real git repositories and a bare remote; the real CLI.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -295,3 +296,26 @@ def test_a_file_that_takes_a_teammates_id_is_held_back(team: Team) -> None:
     assert "bootstrap.sh --ci" not in team.served("alice")
     denied = _pre_tool(team, "alice", "./scripts/bootstrap.sh --ci")
     assert '"permissionDecision": "deny"' in denied, denied
+
+
+def test_a_guarded_call_during_a_long_verification_of_an_arrival_is_not_let_through(team: Team) -> None:
+    """Red team, stop 36 (F6): after a plain ``git pull`` of 1,000 commits, the first pre-tool
+    hooks spent their 2 s deadline verifying the arrival, answered nothing, and the guarded
+    ``git push --force`` went through on 5 of 12 calls. The hook now holds the guards of the
+    index as it stood before the arrival: past the deadline it refuses what they cover."""
+    guard = team.remember("alice", "Never force-push to main", "--deny", "Bash(git push --force:*)")
+    team.sync("alice")
+    team.sync("bob")
+    team.remember("bob", "The staging database listens on port 6432")
+    team.sync("bob")
+    team.git("alice", "pull", "-q", "--no-rebase", "origin", "HEAD")
+    payload = {"session_id": "s9", "cwd": str(team.ws["alice"]), "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}
+    out = run_memcli("hook", "claude", "pre-tool-use", input=json.dumps(payload), cwd=team.ws["alice"],
+                     env={**team.env("alice"), "MEMCLI_TEST_STALL_AT": "arrival:verifying"})
+    assert out.code == 0 and '"permissionDecision": "deny"' in out.out and guard in out.out, out
+    assert "being verified" in out.out, out
+    fine = {**payload, "tool_input": {"command": "git status"}}
+    out = run_memcli("hook", "claude", "pre-tool-use", input=json.dumps(fine), cwd=team.ws["alice"],
+                     env={**team.env("alice"), "MEMCLI_TEST_STALL_AT": "arrival:verifying"})
+    assert out.code == 0 and "permissionDecision" not in out.out, out

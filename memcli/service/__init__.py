@@ -156,8 +156,8 @@ class Ctx:
             (``memcli.index.build``); None: no deadline.
     """
 
-    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "kept", "tolerant", "_catalog", "_warned", "_stores",
-                 "_history")
+    __slots__ = ("ws", "actor", "now", "warnings", "deadline", "kept", "tolerant", "before_arrival", "_catalog",
+                 "_warned", "_stores", "_history")
 
     def __init__(self, ws: Workspace, actor: str, now: datetime, warnings: list[str] | None = None,
                  deadline: float | None = None) -> None:
@@ -173,6 +173,10 @@ class Ctx:
         #: verifies removed or broke it) gives the fallback settings (:meth:`open`'s ``tolerant``)
         #: or stops the command, as it would have stopped it at the start.
         self.tolerant = True
+        #: Called with the index as it stands when what arrived must be verified before it is
+        #: served (``service.arrived.unverified``), before that starts: the pre-tool hook's
+        #: answer should the verification outlast its deadline (``service.hooks._guard``).
+        self.before_arrival: Callable[[Catalog], None] | None = None
         self._catalog: Catalog | None = None  # opened by catalog(), once per command
         self._warned = False  # the catalog's unreadable files were reported
         self._stores: list | None = None  # the person's own stores, found by personal_stores()
@@ -272,6 +276,8 @@ class Ctx:
                 self._catalog = ScanCatalog(self.ws.files.scan())
             from memcli.service import arrived as arrival
 
+            if self.before_arrival is not None and arrival.unverified(self):
+                self.before_arrival(self._catalog)
             held_paths, held_ids = arrival.held(self)  # what arrived unverified is checked first (issue 22)
             if held_paths or held_ids:
                 from memcli.index.quarantined import QuarantinedCatalog

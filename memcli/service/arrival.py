@@ -156,6 +156,10 @@ def catch_up(ctx: Ctx, who: str = "a pull, merge or checkout", said: list[str] |
     if not verified:  # the clone's first record: a clone read before any `memcli init` or sync
         _register_merge_driver(ctx)
     if verified and head and verified != head:
+        if os.environ.get("MEMCLI_TEST_STALL_AT"):  # tests only (memcli.testpoint)
+            from memcli import testpoint
+
+            testpoint.stall("arrival:verifying")
         old = _base(repo, verified, head)
         lines = _verify(ctx, repo, state, old, head, who)[1]
         if said is not None:

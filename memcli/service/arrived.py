@@ -114,6 +114,13 @@ def _stat_key(path: str | None) -> list[int] | None:
     return [info.st_size, info.st_mtime_ns, info.st_ino]
 
 
+def unverified(ctx: Ctx) -> bool:
+    """Whether :func:`held` must verify what arrived first (no record, or ``HEAD`` moved since
+    it was verified): one small read and one ``stat``."""
+    state = load(ctx)
+    return not state or not state.get("keyPath") or _stat_key(state.get("keyPath")) != state.get("key")
+
+
 def held(ctx: Ctx) -> tuple[set[str], set[str]]:
     """What a read must not serve: ``(workspace-relative paths, memory ids)`` of the quarantined
     files, after verifying what arrived since the record (``arrival.catch_up``; a failure

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from memcli.agents.registry import Agent
     from memcli.guards import Call, Guard
     from memcli.index import Hit, Query, Retriever
+    from memcli.index.catalog import Catalog
     from memcli.index.query import Word
     from memcli.model import Memory
     from memcli.service import Ctx
@@ -305,7 +306,7 @@ def _journal(ctx: Ctx, agent: str, payload: formats.HookInput, event: str, ids: 
     usage.append(cache, ctx.actor, agent, payload.session_id, event, ids, pattern, call=call)
 
 
-def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
+def guards_in_force(ctx: Ctx, catalog: Catalog | None = None) -> list[tuple[Memory, Guard]]:
     """``(memory, memcli.guards.Guard)`` for every guard of the memories in force that the
     caller reads (active, not expired, in ``ctx.scopes()``, visible to ``ctx.actor``): a
     pending proposal's guard is never enforced; a quarantined memory's verified version's
@@ -317,14 +318,15 @@ def guards_in_force(ctx: Ctx) -> list[tuple[Memory, Guard]]:
     from memcli.service.held_guards import verified_versions  # a quarantined memory's verified guards hold
 
     scopes = set(ctx.scopes())
-    catalog = ctx.catalog()
+    early = catalog is not None  # the index as it stands, before what arrived is verified: no held versions
+    catalog = ctx.catalog() if catalog is None else catalog
     active = catalog.guarded()  # not every active memory: those with guards (and anchor commands)
 
     def served(memory_id: str) -> bool:
         return any(m.id == memory_id and m.status == "active" for m in catalog.by_prefix(memory_id))
 
     out: list[tuple[Memory, Guard]] = []
-    for memory in [*active, *verified_versions(ctx, served)]:
+    for memory in [*active, *([] if early else verified_versions(ctx, served))]:
         if memory.guards and memory.scope in scopes and memory.served(ctx.now) and ctx.may_see(memory):
             try:
                 found = check_guards(memory.guards)
@@ -352,10 +354,24 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
     from memcli.agents.tool_calls import call_key
     from memcli.guards import covers, unchecked
 
+    own = get(agent)
+    if late is not None:
+        def before_arrival(catalog: Catalog) -> None:  # red team, stop 36 (F6): a long verification
+            earlier = guards_in_force(ctx, catalog)  # of an arrival let calls through
+            held = [(m, g) for m, g in earlier if g.kind in ("deny", "ask") and covers(g.rule, call.tool, call.writes)]
+            try:
+                hit = unchecked(call) or any(g.kind in ("deny", "ask") for _, g in match_call(held, call, payload.cwd))
+            except (ValueError, OSError):
+                hit = True
+            if held and hit:
+                why = (f"what arrived in the store is being verified past the hook's deadline, [hooks] deadline = "
+                       f"{deadline:g} s")
+                late(own.decide(*_unchecked_verdict(own, held, why)))
+        ctx.before_arrival = before_arrival
     guards = guards_in_force(ctx)
+    ctx.before_arrival = None
     if not guards:
         return []
-    own = get(agent)
     held = [(m, g) for m, g in guards if g.kind in ("deny", "ask") and covers(g.rule, call.tool, call.writes)]
     if held and late is not None:
         why = f"it could not be checked within the hook's deadline, [hooks] deadline = {deadline:g} s"
