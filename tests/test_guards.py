@@ -914,14 +914,18 @@ def test_the_catalog_gives_the_guarded_memories_from_the_index_without_decoding_
     assert sorted(m.id for m in ScanCatalog(ctx.ws.files.scan()).guarded()) == sorted(ids)
 
 
-@pytest.mark.parametrize("agent", ["claude", "gemini"])
-def test_a_guard_holds_while_its_memory_file_does_not_read(ws: Path, run: Runner, tmp_path: Path, agent: str) -> None:
+@pytest.mark.parametrize(("agent", "committed"), [("claude", False), ("gemini", False), ("claude", True)])
+def test_a_guard_holds_while_its_memory_file_does_not_read(ws: Path, run: Runner, tmp_path: Path, agent: str,
+                                                          committed: bool) -> None:
     """Newcomer MEDIUM (stop 34): a stray edit that broke a guarded memory's YAML switched its
     guard off (the pre-tool hook let npm install through). The committed version's guard holds
-    until the file reads again."""
+    until the file reads again; and once the broken edit is committed with plain git (newcomer,
+    stop 36: the guard then went out of force), the last committed version that reads."""
     mid = run("--json", "remember", "Use pnpm, never npm", "--deny", "Bash(npm install:*)").json()["data"]["id"]
     path = next((ws / "memories").rglob(f"{mid}*.md"))
     path.write_text(path.read_text(encoding="utf-8").replace("status: active", "status: [active"), encoding="utf-8")
+    if committed:
+        git(ws, "commit", "-qam", "tweak")
     assert "skipped" in run("recall", "pnpm").err  # the file does not read now
     payload = {"claude": _claude, "gemini": _gemini}[agent]("npm install x", tmp_path)
     found, reason = _decision(_hook(run, agent, payload, tmp_path))

@@ -10,7 +10,9 @@ and ``warn`` guards in force until the quarantine ends: accepted (the arrived ve
 guards and all) or reverted (the verified version is back on disk).
 
 The same holds for a memory file that does not read at all now (a stray edit, a merge mistake):
-its committed version's guards stay in force until the file reads again.
+its committed version's guards stay in force until the file reads again; when the committed
+version does not read either (the broken edit committed with plain git), the newest of its
+last committed versions that reads.
 
 Cost: nothing while no quarantine entry names a memory file and every file reads; else one
 ``git cat-file --batch`` per pre-tool hook for those files.
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from memcli.model import Memory
     from memcli.service import Ctx
+    from memcli.store.files import MemoryFiles
 
 #: Memory files of the quarantine read at most (a mass change lists many).
 MAX_FILES = 500
@@ -74,14 +77,66 @@ def verified_versions(ctx: Ctx, served: Callable[[str], bool]) -> list[Memory]:
     files = MemoryFiles(ctx.ws.root)
     seen: set[str] = set()
     out: list[Memory] = []
-    for (_, path), data in zip(wanted, blobs):
-        if data is None:
-            continue
-        try:
-            memory = files.load(ctx.ws.root / path, data=data, round_trip=False, rel=path).memory
-        except MemcliError:
+    unread: list[str] = []
+    for (commit, path), data in zip(wanted, blobs):
+        memory = _read(files, ctx, path, data)
+        if memory is None:
+            if commit == "HEAD":
+                unread.append(path)
             continue  # a verified version that does not read either: nothing to hold
         if memory.id not in seen and memory.status == "active" and memory.guards and not served(memory.id):
             seen.add(memory.id)
             out.append(memory)
+    for memory in _last_readable(ctx, files, unread[:MAX_COMMITTED_BROKEN]):
+        if memory.id not in seen and memory.status == "active" and memory.guards and not served(memory.id):
+            seen.add(memory.id)
+            out.append(memory)
     return out
+
+
+#: Files broken in ``HEAD`` too (a broken edit committed) whose history is read, at most; and the
+#: versions of each read back.
+MAX_COMMITTED_BROKEN, MAX_BACK = 20, 8
+
+
+def _read(files: MemoryFiles, ctx: Ctx, path: str, data: bytes | None) -> Memory | None:
+    """The memory a version's bytes hold, or None when there are none or they do not read."""
+    from memcli.errors import MemcliError
+
+    if data is None:
+        return None
+    try:
+        return files.load(ctx.ws.root / path, data=data, round_trip=False, rel=path).memory
+    except MemcliError:
+        return None
+
+
+def _last_readable(ctx: Ctx, files: MemoryFiles, paths: list[str]) -> list[Memory]:
+    """For each memory file of ``paths`` that reads neither now nor in ``HEAD`` (a broken edit
+    committed with plain git: newcomer, stop 36, its guard went out of force), the newest of
+    its last :data:`MAX_BACK` committed versions that reads. One ``git log`` per file and one
+    ``git cat-file --batch`` in all."""
+    from memcli.errors import MemcliError
+    from memcli.git.run import batch_blobs, run
+
+    wanted: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            log = run(("log", f"-{MAX_BACK}", "--format=%H", "--", path), ctx.ws.root, timeout=5)
+        except MemcliError:
+            continue
+        wanted += [(commit, path) for commit in log.stdout.decode().split()[1:] if log.returncode == 0]
+    if not wanted:
+        return []
+    try:
+        done = run(("cat-file", "--batch"), ctx.ws.root, timeout=5,
+                   input="".join(f"{commit}:./{path}\n" for commit, path in wanted).encode())
+    except MemcliError:
+        return []
+    out: dict[str, Memory] = {}
+    for (_, path), data in zip(wanted, batch_blobs(done.stdout if done.returncode == 0 else b"", len(wanted))):
+        if path not in out:
+            memory = _read(files, ctx, path, data)
+            if memory is not None:
+                out[path] = memory
+    return list(out.values())
