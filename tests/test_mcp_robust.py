@@ -213,6 +213,25 @@ def test_a_good_line_passes_as_the_sdk_reads_it() -> None:
     assert stdio.check(b'{"jsonrpc":"2.0","id":9,"result":5}') is None  # a bad response: not answered either
 
 
+@pytest.mark.parametrize(("params", "said"), [
+    ('{"name": "recall", "arguments": [1]}', "params.arguments must be an object of the tool's named arguments, "
+                                             "not an array"),
+    ('{"name": null}', "params.name must be the tool's name, a string (see tools/list), not null"),
+    ('{"arguments": {}}', "params.name must be the tool's name, a string (see tools/list), not missing"),
+    ('{"name": {"a": 1}}', "params.name must be the tool's name, a string (see tools/list), not an object"),
+    ('{"name": "recall", "arguments": "query"}', "not a string"),
+])
+def test_a_malformed_tool_call_is_answered_with_what_is_wrong(params: str, said: str) -> None:
+    """Newcomer, stop 36 (LOW): these got the SDK's "Invalid request parameters" with no word of
+    which field was wrong."""
+    message = stdio.check(f'{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{params}}}'.encode())
+    assert message is not None
+    error = message.message
+    assert error.id == 7 and error.error.code == INVALID_PARAMS and said in error.error.message, error
+    fine = stdio.check(b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"recall","arguments":{}}}')
+    assert fine is not None and fine.message.method == "tools/call"
+
+
 def test_docs_mcp_md_publishes_the_limits_the_schemas_carry() -> None:
     text = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("  | `")]

@@ -184,6 +184,21 @@ def _surrogate_at(value: Any, path: str = "") -> str | None:
     return None
 
 
+def _tool_call_problem(params: Any) -> str:
+    """What is wrong with the ``params`` of a ``tools/call`` request ('' when nothing): the
+    tool's ``name`` must be a string, its ``arguments`` an object when given."""
+    name = (params or {}).get("name")
+    if not isinstance(name, str) or not name:
+        kind = ("missing" if "name" not in (params or {}) else "null" if name is None else "empty" if name == ""
+                else type(name).__name__.replace("dict", "an object").replace("list", "an array"))
+        return f"params.name must be the tool's name, a string (see tools/list), not {kind}"
+    arguments = (params or {}).get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        kind = type(arguments).__name__.replace("list", "an array").replace("str", "a string")
+        return f"params.arguments must be an object of the tool's named arguments, not {kind}"
+    return ""
+
+
 def _error(request_id: int | str | None, code: int, message: str) -> SessionMessage:
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id,
                                              error=types.ErrorData(code=code, message=message)))
@@ -226,6 +241,8 @@ def check(line: bytes) -> SessionMessage | None:
     elif is_request and "params" in value and not isinstance(value["params"], dict | None):
         problem = (types.INVALID_PARAMS, f"Invalid params: params must be an object of named values, not "
                                          f"{type(value['params']).__name__.replace('list', 'an array')}")
+    elif is_request and value.get("method") == "tools/call" and (said := _tool_call_problem(value.get("params"))):
+        problem = (types.INVALID_PARAMS, f"Invalid params: {said}")  # the SDK's answer named nothing (stop 36)
     else:
         try:
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
