@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Callable
 from memcli import interrupts
 from memcli.errors import GitFailed, GitLocked, UnsafeGitState
 from memcli.git.run import batch_objects, first_line
+from memcli.git.run import run as run_git
 
 if TYPE_CHECKING:
     from memcli.git.repo import GitRepo
@@ -509,9 +510,7 @@ def _move(repo: GitRepo, message: str, branch: str, new: str, old: str) -> None:
     Raises:
         GitFailed: the branch does not hold ``new``.
     """
-    from memcli.git import run as runner
-
-    proc = runner.run(("update-ref", "-m", message, branch, new, old), repo.workspace, own_session=True)
+    proc = run_git(("update-ref", "-m", message, branch, new, old), repo.workspace, own_session=True)
     if proc.returncode == 0:
         return
     status, out, _ = repo.raw("rev-parse", "-q", "--verify", f"{branch}^{{commit}}")

@@ -28,35 +28,30 @@ def _state_path(ctx: Ctx) -> Path:
     return ctx.ws.root / ".cache" / STATE_NAME
 
 
-def anchor_path(root: Path) -> Path | None:
-    """See :func:`_anchor` (kept per store for the process once found: a read asks twice)."""
-    found = _ANCHORS.get(str(root))
-    if found is None:
-        found = _anchor(str(root))
-        if found is not None and len(_ANCHORS) < 64:
-            _ANCHORS[str(root)] = found
-    return found
-
-
+#: :func:`anchor_path` per store, once found (a read asks twice: the settings, then :func:`held`).
 _ANCHORS: dict[str, Path] = {}
 
 
-def _anchor(root: str) -> Path | None:
+def anchor_path(root: Path) -> Path | None:
     """Where the record of the store at ``root`` that counts is kept: in the git folder of the
     repository holding it (``.git/memcli/arrival-HASH.json``, HASH of the store's real path:
     two stores of one repository keep two), which no pull, merge or checkout writes. The copy
     in ``.cache/`` is in the working tree, where a plain ``git pull`` overwrites an ignored file
     with a tracked one (red team, stop 35: a tracked ``.cache/arrival.json`` set what the clone
     had verified, and a quarantined memory was served again). None outside a repository."""
+    found = _ANCHORS.get(str(root))
+    if found is not None:
+        return found
     import hashlib
 
     from memcli.git.identity import git_dir
 
-    folder = git_dir(Path(root))
+    folder = git_dir(root)
     if folder is None:
         return None
     key = hashlib.blake2b(os.path.realpath(root).encode("utf-8", "surrogateescape"), digest_size=6).hexdigest()
-    return Path(folder) / ANCHOR_FOLDER / f"arrival-{key}.json"
+    found = _ANCHORS[str(root)] = Path(folder) / ANCHOR_FOLDER / f"arrival-{key}.json"
+    return found
 
 
 def load(ctx: Ctx) -> dict:
@@ -114,11 +109,15 @@ def _stat_key(path: str | None) -> list[int] | None:
     return [info.st_size, info.st_mtime_ns, info.st_ino]
 
 
-def unverified(ctx: Ctx) -> bool:
-    """Whether :func:`held` must verify what arrived first (no record, or ``HEAD`` moved since
-    it was verified): one small read and one ``stat``."""
-    state = load(ctx)
+def _stale(state: dict) -> bool:
+    """Whether the record ``state`` does not vouch for ``HEAD``: none, one without the file it
+    keys on, or ``HEAD`` moved since it was verified (one ``stat``)."""
     return not state or not state.get("keyPath") or _stat_key(state.get("keyPath")) != state.get("key")
+
+
+def unverified(ctx: Ctx) -> bool:
+    """Whether :func:`held` must verify what arrived first: one small read and one ``stat``."""
+    return _stale(load(ctx))
 
 
 def held(ctx: Ctx) -> tuple[set[str], set[str]]:
@@ -131,7 +130,7 @@ def held(ctx: Ctx) -> tuple[set[str], set[str]]:
             not ``tolerant`` (``arrival._follow_settings``): the command stops, as the next would.
     """
     state = load(ctx)
-    if not state or not state.get("keyPath") or _stat_key(state.get("keyPath")) != state.get("key"):
+    if _stale(state):
         from memcli.errors import MemcliError
         from memcli.service.arrival import catch_up
         from memcli.service.settings import Unloadable

@@ -75,19 +75,18 @@ def verified_versions(ctx: Ctx, served: Callable[[str], bool]) -> list[Memory]:
         return []
     blobs = batch_blobs(done.stdout if done.returncode == 0 else b"", len(wanted))
     files = MemoryFiles(ctx.ws.root)
-    seen: set[str] = set()
-    out: list[Memory] = []
-    unread: list[str] = []
+    found: list[Memory] = []
+    unread: list[str] = []  # broken in HEAD too: its history is read below
     for (commit, path), data in zip(wanted, blobs):
         memory = _read(files, ctx, path, data)
-        if memory is None:
-            if commit == "HEAD":
-                unread.append(path)
-            continue  # a verified version that does not read either: nothing to hold
-        if memory.id not in seen and memory.status == "active" and memory.guards and not served(memory.id):
-            seen.add(memory.id)
-            out.append(memory)
-    for memory in _last_readable(ctx, files, unread[:MAX_COMMITTED_BROKEN]):
+        if memory is not None:
+            found.append(memory)
+        elif commit == "HEAD":
+            unread.append(path)
+    found += _last_readable(ctx, files, unread[:MAX_COMMITTED_BROKEN])
+    seen: set[str] = set()
+    out: list[Memory] = []
+    for memory in found:
         if memory.id not in seen and memory.status == "active" and memory.guards and not served(memory.id):
             seen.add(memory.id)
             out.append(memory)

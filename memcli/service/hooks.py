@@ -352,13 +352,12 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
     """
     from memcli.agents.registry import get
     from memcli.agents.tool_calls import call_key
-    from memcli.guards import covers, unchecked
+    from memcli.guards import unchecked
 
     own = get(agent)
     if late is not None:
         def before_arrival(catalog: Catalog) -> None:  # red team, stop 36 (F6): a long verification
-            earlier = guards_in_force(ctx, catalog)  # of an arrival let calls through
-            held = [(m, g) for m, g in earlier if g.kind in ("deny", "ask") and covers(g.rule, call.tool, call.writes)]
+            held = _strong(guards_in_force(ctx, catalog), call)  # of an arrival let calls through
             try:
                 hit = unchecked(call) or any(g.kind in ("deny", "ask") for _, g in match_call(held, call, payload.cwd))
             except (ValueError, OSError):
@@ -372,7 +371,7 @@ def _guard(ctx: Ctx, agent: str, payload: formats.HookInput, call: Call,
     ctx.before_arrival = None
     if not guards:
         return []
-    held = [(m, g) for m, g in guards if g.kind in ("deny", "ask") and covers(g.rule, call.tool, call.writes)]
+    held = _strong(guards, call)
     if held and late is not None:
         why = f"it could not be checked within the hook's deadline, [hooks] deadline = {deadline:g} s"
         late(own.decide(*_unchecked_verdict(own, held, why)))
@@ -431,8 +430,17 @@ def _unreadable_verdict(ctx: Ctx, own: Agent) -> list[str]:
     """``[decision, reason]`` for a pre-tool call whose hook input could not be read: refused
     (or asked about) while any ``deny`` or ``ask`` guard is in force, since its tool is unknown;
     ``[]`` when none is."""
-    held = [(m, g) for m, g in guards_in_force(ctx) if g.kind in ("deny", "ask")]
+    held = _strong(guards_in_force(ctx))
     return _unchecked_verdict(own, held, "the hook's input could not be read", malformed=True) if held else []
+
+
+def _strong(guards: list[tuple[Memory, Guard]], call: Call | None = None) -> list[tuple[Memory, Guard]]:
+    """The ``deny`` and ``ask`` pairs of ``guards`` on ``call``'s tool (``memcli.guards.covers``);
+    with no call, on any tool."""
+    from memcli.guards import covers
+
+    return [(m, g) for m, g in guards if g.kind in ("deny", "ask")
+            and (call is None or covers(g.rule, call.tool, call.writes))]
 
 
 def _unchecked_verdict(own: Agent, held: list[tuple[Memory, Guard]], why: str, malformed: bool = False) -> list[str]:
